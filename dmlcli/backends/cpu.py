@@ -1,0 +1,38 @@
+"""The NumPy backend: runs each operator's cpu_kernel on host arrays."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from ..operators import Operator
+from ..tensor_io import to_native
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def execute(self, operator: Operator, inputs, out_shape, out_dtype: np.dtype, parameters) -> np.ndarray:
+        """Whole tensors in, whole tensor out (inputs are broadcast to `out_shape`)."""
+        arrays = [np.broadcast_to(to_native(np.asarray(x)), out_shape) for x in inputs]
+        result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
+        return np.ascontiguousarray(np.broadcast_to(result, out_shape))
+
+    def execute_chunks(self, operator: Operator, chunks: Iterable[list[np.ndarray]], out_dtype: np.dtype,
+                       parameters) -> Iterator[np.ndarray]:
+        """The streaming interface: for each list of equal-shaped input chunks, yield the output chunk.
+
+        Kernels are elementwise, so chunks may be any slices; a backend may pipeline (the GPU
+        backend overlaps copies and kernels), but must yield results in the order of `chunks`.
+        """
+        out_dtype = np.dtype(out_dtype)
+        for chunk in chunks:
+            yield operator.cpu_kernel([to_native(c) for c in chunk], out_dtype, parameters)
+
+    def describe(self) -> dict:
+        return {"backend": "cpu", "numpy": np.__version__}
+
+
+def create() -> CpuBackend:
+    return CpuBackend()

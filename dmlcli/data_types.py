@@ -1,0 +1,90 @@
+"""DirectML's tensor data types (DML_TENSOR_DATA_TYPE) and their NumPy equivalents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+
+_PREFIX = "DML_TENSOR_DATA_TYPE_"
+
+
+@dataclass(frozen=True)
+class DataType:
+    name: str  # DirectML's short name, e.g. "FLOAT32"
+    value: int  # the DML_TENSOR_DATA_TYPE enum value
+    bits: int
+    numpy_name: str | None  # None where NumPy has no such type (4-bit types)
+
+    @property
+    def dml_name(self) -> str:
+        return _PREFIX + self.name
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        if self.numpy_name is None:
+            raise InputError(f"data type {self.name} has no NumPy equivalent, so dmlcli cannot hold it")
+        return np.dtype(self.numpy_name)
+
+    @property
+    def is_float(self) -> bool:
+        return self.name.startswith("FLOAT")
+
+    @property
+    def bits_dtype(self) -> np.dtype:
+        """The unsigned integer type of the same width: the view for native-encoding operations."""
+        return np.dtype(f"uint{self.bits}")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+FLOAT32 = DataType("FLOAT32", 1, 32, "float32")
+FLOAT16 = DataType("FLOAT16", 2, 16, "float16")
+UINT32 = DataType("UINT32", 3, 32, "uint32")
+UINT16 = DataType("UINT16", 4, 16, "uint16")
+UINT8 = DataType("UINT8", 5, 8, "uint8")
+INT32 = DataType("INT32", 6, 32, "int32")
+INT16 = DataType("INT16", 7, 16, "int16")
+INT8 = DataType("INT8", 8, 8, "int8")
+FLOAT64 = DataType("FLOAT64", 9, 64, "float64")
+UINT64 = DataType("UINT64", 10, 64, "uint64")
+INT64 = DataType("INT64", 11, 64, "int64")
+UINT4 = DataType("UINT4", 12, 4, None)
+INT4 = DataType("INT4", 13, 4, None)
+
+ALL_DATA_TYPES = (FLOAT32, FLOAT16, UINT32, UINT16, UINT8, INT32, INT16, INT8, FLOAT64, UINT64, INT64, UINT4, INT4)
+_BY_NAME = {t.name: t for t in ALL_DATA_TYPES}
+_BY_NUMPY = {np.dtype(t.numpy_name): t for t in ALL_DATA_TYPES if t.numpy_name}
+
+# The type lists as DirectML's pages print them.
+ALL11 = (FLOAT64, FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
+CMP10 = (FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
+CMP8 = (FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8)
+
+
+def parse_data_type(text: str) -> DataType:
+    """Accept NumPy (`uint8`, `float16`) or DirectML (`UINT8`, `DML_TENSOR_DATA_TYPE_UINT8`) spellings."""
+    key = str(text).strip().upper()
+    if key.startswith(_PREFIX):
+        key = key[len(_PREFIX):]
+    if key in _BY_NAME:
+        return _BY_NAME[key]
+    try:
+        return from_numpy(np.dtype(str(text).strip().lower()))
+    except (TypeError, ValueError, InputError):
+        pass
+    known = ", ".join(t.numpy_name for t in ALL11)
+    raise InputError(f"unknown data type {text!r} (expected one of {known}, in NumPy or DirectML spelling)")
+
+
+def from_numpy(dtype: np.dtype) -> DataType:
+    dtype = np.dtype(dtype)
+    native = dtype.newbyteorder("=") if dtype.byteorder not in ("=", "|") else dtype
+    found = _BY_NUMPY.get(native)
+    if found is None:
+        hint = " (use uint8 0/1 for booleans)" if dtype.kind == "b" else ""
+        raise InputError(f"NumPy dtype {dtype} has no DirectML tensor data type{hint}")
+    return found

@@ -1,0 +1,35 @@
+"""Exceptions dmlcli raises, each carrying the exit code the command line documents."""
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INVALID_CALL = 3
+EXIT_NO_BACKEND = 4
+
+
+class DmlcliError(Exception):
+    """Base class: a problem reported to the user as one line, never a traceback."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(DmlcliError, ValueError):
+    """Unreadable or malformed input, or a bad option value (exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ValidationError(DmlcliError, ValueError):
+    """The call breaks the operator's rules at the chosen feature level (exit code 3)."""
+
+    exit_code = EXIT_INVALID_CALL
+
+
+class BackendUnavailableError(DmlcliError, RuntimeError):
+    """The requested backend cannot run on this machine (exit code 4)."""
+
+    exit_code = EXIT_NO_BACKEND
+
+
+class DmlcliWarning(UserWarning):
+    """Results are produced, but something about them deserves the user's attention."""

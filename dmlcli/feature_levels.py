@@ -1,0 +1,77 @@
+"""DirectML feature levels (DML_FEATURE_LEVEL), in order, and the spellings users may type."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+from .errors import InputError
+
+_PREFIX = "DML_FEATURE_LEVEL_"
+
+
+@total_ordering
+@dataclass(frozen=True)
+class FeatureLevel:
+    major: int
+    minor: int
+
+    @property
+    def value(self) -> int:
+        return (self.major << 12) | (self.minor << 8)
+
+    @property
+    def short(self) -> str:
+        return f"{self.major}_{self.minor}"
+
+    @property
+    def name(self) -> str:
+        return _PREFIX + self.short
+
+    def __lt__(self, other: "FeatureLevel") -> bool:
+        return self.value < other.value
+
+    def __str__(self) -> str:
+        return self.name
+
+
+ALL_FEATURE_LEVELS = tuple(
+    FeatureLevel(major, minor)
+    for major, minor in [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), (4, 1),
+                         (5, 0), (5, 1), (5, 2), (6, 0), (6, 1), (6, 2), (6, 3), (6, 4)]
+)
+NEWEST = ALL_FEATURE_LEVELS[-1]
+_BY_VALUE = {level.value: level for level in ALL_FEATURE_LEVELS}
+_SPELLING = re.compile(r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$", re.IGNORECASE)
+
+
+def level(short: str) -> FeatureLevel:
+    """The level named `short` ("4_1"), for use in tables."""
+    return parse_feature_level(short)
+
+
+def parse_feature_level(text) -> FeatureLevel:
+    """Accept `4.1`, `4_1`, `DML_FEATURE_LEVEL_4_1`, `0x4100` (and a FeatureLevel or None for the newest)."""
+    if text is None:
+        return NEWEST
+    if isinstance(text, FeatureLevel):
+        return text
+    spelled = str(text).strip()
+    found = None
+    if spelled.lower().startswith("0x"):
+        try:
+            found = _BY_VALUE.get(int(spelled, 16))
+        except ValueError:
+            found = None
+    else:
+        match = _SPELLING.match(spelled)
+        if match:
+            found = _BY_VALUE.get((int(match.group(1)) << 12) | (int(match.group(2)) << 8))
+    if found is None:
+        known = ", ".join(fl.short for fl in ALL_FEATURE_LEVELS)
+        raise InputError(
+            f"unknown feature level {spelled!r} (expected one of {known}; "
+            f"also spelled like 4.1, DML_FEATURE_LEVEL_4_1 or 0x4100)"
+        )
+    return found

@@ -1,0 +1,96 @@
+"""Showing tensors to people: rich tables of values, bit patterns or hex, summarised when large."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+FORMATS = ("table", "bits", "hex", "json")
+SUMMARY_THRESHOLD = 1000  # as NumPy's print options: above this many elements, show the edges
+EDGE_ITEMS = 3
+
+
+def format_value(value, dtype: np.dtype, style: str) -> str:
+    """One element as text: its value ("table"), bit pattern ("bits") or hex encoding ("hex")."""
+    if style in ("bits", "hex"):
+        width = dtype.itemsize * 8
+        pattern = int(np.asarray(value, dtype=dtype).reshape(1).view(f"uint{width}")[0])
+        if style == "hex":
+            return f"0x{pattern:0{width // 4}x}"
+        binary = f"{pattern:0{width}b}"
+        return "0b" + "_".join(binary[i:i + 8] for i in range(0, width, 8))
+    if dtype.kind == "f":
+        return str(value)  # NumPy's shortest round-trip text: nan, inf, -0.0, 1e-45 ...
+    return str(int(value))
+
+
+def _edge_indices(length: int, summarise: bool) -> list[int | None]:
+    """Indices to show along one axis; None marks the '...' gap."""
+    if summarise and length > 2 * EDGE_ITEMS:
+        return list(range(EDGE_ITEMS)) + [None] + list(range(length - EDGE_ITEMS, length))
+    return list(range(length))
+
+
+def slices_of(array: np.ndarray):
+    """(label, 2-D array or None for a '...' gap) for each 2-D slice of a tensor of rank >= 2."""
+    summarise = array.size > SUMMARY_THRESHOLD
+    leading = [_edge_indices(n, summarise) for n in array.shape[:-2]]
+    for index in itertools.product(*leading):
+        if None in index:
+            if all(i is None or i == 0 for i in index[index.index(None) + 1:]):
+                yield "...", None
+            continue
+        label = "[" + ", ".join([str(i) for i in index] + [":", ":"]) + "]"
+        yield label, array[index]
+
+
+def grid_rows(matrix: np.ndarray, style: str, summarise: bool):
+    """(column headers, rows of (row label, cells)) for one 2-D slice."""
+    rows_shown = _edge_indices(matrix.shape[0], summarise)
+    cols_shown = _edge_indices(matrix.shape[1], summarise)
+    headers = ["…" if c is None else str(c) for c in cols_shown]
+    rows = []
+    for r in rows_shown:
+        if r is None:
+            rows.append(("…", ["…"] * len(cols_shown)))
+            continue
+        cells = ["…" if c is None else format_value(matrix[r, c], matrix.dtype, style) for c in cols_shown]
+        rows.append((str(r), cells))
+    return headers, rows
+
+
+def render(array: np.ndarray, *, caption: str, style: str, console) -> None:
+    """Print `array` as rich tables: a 2-D grid, higher ranks as labelled 2-D slices."""
+    from rich.table import Table
+    from rich import box
+
+    summarise = array.size > SUMMARY_THRESHOLD
+    view = array.reshape(1, -1) if array.ndim == 1 else array
+    slices = [("", view)] if view.ndim == 2 else list(slices_of(view))
+    for position, (label, matrix) in enumerate(slices):
+        last = position == len(slices) - 1
+        if matrix is None:
+            console.print("...")
+            continue
+        headers, rows = grid_rows(matrix, style, summarise)
+        table = Table(title=label or None, caption=caption if last else None, box=box.SIMPLE_HEAD,
+                      show_edge=False, pad_edge=False)
+        table.add_column("", style="dim", justify="right", no_wrap=True)
+        for header in headers:
+            table.add_column(header, justify="right", no_wrap=True)
+        for row_label, cells in rows:
+            table.add_row("" if array.ndim == 1 else row_label, *cells)
+        console.print(table)
+
+
+def make_console(stream=None, *, stderr: bool = False):
+    """A rich console that never wraps tables; colour only on a terminal and never with NO_COLOR."""
+    from rich.console import Console
+
+    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        # In a pipe or file, lines are as long as the table needs: nothing is cut or folded.
+        console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True,
+                          width=100_000, no_color=True, color_system=None)
+    return console

@@ -1,0 +1,195 @@
+"""Checks a call against an operator's entry in the operator table, for one feature level.
+
+Nothing here knows any particular operator: every rule comes from the entry's support rows
+and its constraint lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from .data_types import DataType
+from .errors import InputError, ValidationError
+from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
+from .operators import Operator
+
+MAX_ELEMENTS = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What validation needs of a tensor: its role, DataType and Sizes."""
+
+    name: str
+    data_type: DataType
+    shape: tuple[int, ...]
+
+    def describe(self) -> str:
+        return f"{self.name} {self.data_type.name} {list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One operator call: the tensors as DirectML would see them, and the parameters."""
+
+    operator: Operator
+    tensors: Mapping[str, TensorInfo]  # inputs and output, by DESC field name
+    parameters: Mapping[str, str]
+    broadcast: bool = False
+
+    @property
+    def output(self) -> TensorInfo:
+        return self.tensors[self.operator.output]
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    # 'table' problems may go away at another feature level; 'rule' problems never do.
+    kind: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A call that passed validation, with the lowest feature level that would also accept it."""
+
+    call: Call
+    feature_level: FeatureLevel
+    lowest_feature_level: FeatureLevel
+
+
+def describe_shape(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _join_names(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _shape_problems(call: Call):
+    op = call.operator
+    for tensor in call.tensors.values():
+        if len(tensor.shape) == 0:
+            yield Problem(f"{tensor.name} is 0-D (a bare scalar); DirectML tensors have 1 to 8 dimensions", "rule")
+        elif 0 in tensor.shape:
+            yield Problem(
+                f"{tensor.name} Sizes {describe_shape(tensor.shape)} contain a zero; "
+                "DirectML rejects a size of zero in any dimension", "rule")
+        elif int(np.prod(tensor.shape, dtype=object)) > MAX_ELEMENTS:
+            count = int(np.prod(tensor.shape, dtype=object))
+            yield Problem(
+                f"{tensor.name} has {count} elements; a DirectML tensor holds at most {MAX_ELEMENTS} (2^32-1)", "rule")
+    tied = [call.tensors[name] for name in op.same_sizes]
+    for tensor in tied[1:]:
+        if tensor.shape != tied[0].shape:
+            yield Problem(
+                f"{tied[0].name} Sizes {describe_shape(tied[0].shape)} and {tensor.name} Sizes "
+                f"{describe_shape(tensor.shape)} differ; {_join_names(op.same_sizes)} must have the same "
+                "DimensionCount and Sizes (pass --broadcast, or broadcast=True in the API, to broadcast "
+                "inputs by NumPy's rules)", "rule")
+
+
+def _table_problems(call: Call, feature_level: FeatureLevel):
+    op = call.operator
+    row = op.row_at(feature_level)
+    if row is None:
+        yield Problem(f"the operator is not available at {feature_level} (introduced in {op.introduced})", "table")
+        return
+    for name in op.tensors:
+        tensor, support = call.tensors[name], row.tensors[name]
+        if tensor.data_type not in support.data_types:
+            yield Problem(
+                f"{name} data type {tensor.data_type.name} is not supported at {feature_level} "
+                f"(allowed: {support.describe_data_types()})", "table")
+        if len(tensor.shape) not in support.dims:
+            yield Problem(
+                f"{name} dimension count {len(tensor.shape)} is not supported at {feature_level} "
+                f"(allowed: {support.describe_dims()})", "table")
+
+
+def _type_problems(call: Call):
+    op = call.operator
+    tied = [call.tensors[name] for name in op.same_data_type]
+    for tensor in tied[1:]:
+        if tensor.data_type != tied[0].data_type:
+            yield Problem(
+                f"{tied[0].name} data type {tied[0].data_type.name} and {tensor.name} data type "
+                f"{tensor.data_type.name} differ; {_join_names(op.same_data_type)} must have the same DataType",
+                "rule")
+
+
+def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
+    """Every rule the call breaks at `feature_level`, most fundamental first."""
+    found = list(_shape_problems(call))
+    found += _table_problems(call, feature_level)
+    found += _type_problems(call)
+    return found
+
+
+def lowest_accepting_level(call: Call) -> FeatureLevel | None:
+    for candidate in ALL_FEATURE_LEVELS:
+        if not problems(call, candidate):
+            return candidate
+    return None
+
+
+def check(call: Call, feature_level: FeatureLevel) -> Verdict:
+    """Raise ValidationError naming the first broken rule; return the verdict otherwise."""
+    found = problems(call, feature_level)
+    lowest = lowest_accepting_level(call)
+    if not found:
+        return Verdict(call, feature_level, lowest)
+    first = found[0]
+    message = f"{call.operator.name}: {first.message}"
+    if lowest is not None:
+        message += f"; supported from {lowest}"
+    elif first.kind == "table":
+        message += "; no feature level accepts this call"
+    raise ValidationError(message)
+
+
+def output_data_type(operator: Operator, input_types: Mapping[str, DataType], requested: DataType | None) -> DataType:
+    """The OutputTensor's DataType: as requested, else tied to the inputs, else the operator's default."""
+    if requested is not None:
+        return requested
+    if operator.output in operator.same_data_type:
+        first_input = next(name for name in operator.same_data_type if name in input_types)
+        return input_types[first_input]
+    return operator.default_output_type
+
+
+def broadcast_shape(operator: Operator, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes.values()))
+    except ValueError:
+        described = ", ".join(f"{name} Sizes {describe_shape(shape)}" for name, shape in shapes.items())
+        raise ValidationError(f"{operator.name}: {described} cannot be broadcast together by NumPy's rules") from None
+
+
+def build_call(
+    operator: Operator,
+    inputs: list[tuple[DataType, tuple[int, ...]]],
+    *,
+    parameters: Mapping[str, str],
+    output_type: DataType | None = None,
+    broadcast: bool = False,
+) -> Call:
+    """Assemble the call DirectML would see from the inputs' data types and shapes."""
+    if len(inputs) != len(operator.inputs):
+        noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
+        raise InputError(
+            f"{operator.name} takes {len(operator.inputs)} {noun} ({', '.join(operator.inputs)}); got {len(inputs)}")
+    shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(operator.inputs, inputs)}
+    if broadcast:
+        common = broadcast_shape(operator, shapes)
+        shapes = {name: common for name in shapes}
+    types = {name: data_type for name, (data_type, _) in zip(operator.inputs, inputs)}
+    tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in operator.inputs}
+    # The output has the shape the inputs (broadcast or not) agree on; the first input's when they don't.
+    out_shape = shapes[operator.inputs[0]]
+    tensors[operator.output] = TensorInfo(operator.output, output_data_type(operator, types, output_type), out_shape)
+    return Call(operator, tensors, dict(parameters), broadcast)
