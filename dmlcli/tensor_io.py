@@ -23,7 +23,7 @@ from .errors import DmlcliWarning, InputError
 
 NPY_MAGIC = b"\x93NUMPY"
 MAX_JSON_DEPTH = 64
-_JSON_KEYS = ("dtype", "shape", "data")
+_JSON_KEYS = ("dtype", "shape", "data", "strides")
 _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
                    "-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
 # The canonical quiet NaN of each float width: JSON's "nan" reads back as this pattern.
@@ -50,7 +50,7 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
             text = text.decode("utf-8", errors="replace")
         return parse_json_tensor(text, where=f"{label} (stdin)", dtype=dtype)
     path = Path(source)
-    looks_like_file = path.suffix.lower() in (".npy", ".json") or path.exists()
+    looks_like_file = path.suffix.lower() in (".npy", ".json") or _exists(path)
     if not looks_like_file:
         return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True)
     where = f"{label} {source!r}"
@@ -74,6 +74,14 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
     except OSError as error:
         raise InputError(f"{where}: cannot be read ({error.strerror})") from None
     return parse_json_tensor(text, where=where, dtype=dtype)
+
+
+def _exists(path: Path) -> bool:
+    # An inline JSON literal can be longer than a file name may be (ENAMETOOLONG).
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _check_declared_dtype(array: np.ndarray, dtype: DataType | None, where: str) -> None:
@@ -176,7 +184,7 @@ def _load_json(text: str, *, where: str, inline: bool):
 def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = None, extra_keys=()) -> np.ndarray:
     unknown = sorted(set(document) - set(_JSON_KEYS) - set(extra_keys))
     if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r} in the tensor object (expected dtype, shape, data)")
+        raise InputError(f"{where}: unknown key {unknown[0]!r} in the tensor object (expected dtype, shape, data, strides)")
     if "data" not in document:
         raise InputError(f"{where}: the tensor object has no \"data\"")
     declared = document.get("dtype")
@@ -196,6 +204,12 @@ def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = N
     if shape is not None:
         if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
             raise InputError(f"{where}: \"shape\" must be a list of non-negative integers, found {shape!r}")
+    if "strides" in document:
+        # DirectML-style strides (elements; 0 broadcasts): "data" is the flat buffer they index.
+        from .dispatch_strides import tensor_from_buffer
+
+        buffer = tensor_from_data(document["data"], dtype, where=where)
+        return tensor_from_buffer(buffer, shape, document["strides"], where=where)
     return tensor_from_data(document["data"], dtype, where=where, shape=shape)
 
 
@@ -256,9 +270,11 @@ def _integer_converter(np_dtype: np.dtype):
     info = np.iinfo(np_dtype)
 
     def convert(value) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             shown = str(value) if isinstance(value, _Constant) else repr(value)
             raise _BadValue(f"= {shown} is not an integer, as {np_dtype} needs")
+        if isinstance(value, float):
+            value = Decimal(value) if math.isfinite(value) else Decimal("NaN")
         if isinstance(value, Decimal):
             if not value.is_finite() or value != value.to_integral_value():
                 raise _BadValue(f"= {value} is not an integer, as {np_dtype} needs")
@@ -280,8 +296,10 @@ def _float_converter(np_dtype: np.dtype):
                 raise _BadValue(f"= {value!r} is not a number "
                                 '(non-finite values are written "inf", "-inf" or "nan")')
             return scalar(special)
-        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             raise _BadValue(f"= {value!r} is not a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            return scalar(value)
         return round_decimal(Decimal(value), np_dtype)
 
     return convert

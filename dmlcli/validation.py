@@ -6,6 +6,7 @@ and its constraint lists.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -79,8 +80,8 @@ def _shape_problems(call: Call):
             yield Problem(
                 f"{tensor.name} Sizes {describe_shape(tensor.shape)} contain a zero; "
                 "DirectML rejects a size of zero in any dimension", "rule")
-        elif int(np.prod(tensor.shape, dtype=object)) > MAX_ELEMENTS:
-            count = int(np.prod(tensor.shape, dtype=object))
+        elif math.prod(tensor.shape) > MAX_ELEMENTS:
+            count = math.prod(tensor.shape)
             yield Problem(
                 f"{tensor.name} has {count} elements; a DirectML tensor holds at most {MAX_ELEMENTS} (2^32-1)", "rule")
     tied = [call.tensors[name] for name in op.same_sizes]
@@ -124,15 +125,14 @@ def _type_problems(call: Call):
 
 def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
     """Every rule the call breaks at `feature_level`, most fundamental first."""
-    found = list(_shape_problems(call))
-    found += _table_problems(call, feature_level)
-    found += _type_problems(call)
-    return found
+    return list(_shape_problems(call)) + list(_table_problems(call, feature_level)) + list(_type_problems(call))
 
 
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
+    if any(_shape_problems(call)) or any(_type_problems(call)):
+        return None  # these rules hold at every level alike
     for candidate in ALL_FEATURE_LEVELS:
-        if not problems(call, candidate):
+        if not any(_table_problems(call, candidate)):
             return candidate
     return None
 

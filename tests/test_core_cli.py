@@ -1,0 +1,235 @@
+"""The command line through click's CliRunner, and once as a real subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dmlcli.cli import cli
+
+from conftest import REPO
+
+A = "[[0,128],[42,255]]"
+B = "[[255,255],[15,240]]"
+
+
+def invoke(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def stdout_of(result):
+    return result.stdout
+
+
+def test_run_prints_a_table_with_a_caption():
+    result = invoke("run", "bit_xor", A, B, "--dtype", "uint8")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any(line.split() == ["0", "255", "127"] for line in lines)
+    assert any(line.split() == ["1", "37", "15"] for line in lines)
+    assert "BIT_XOR · DML_FEATURE_LEVEL_6_4 · cpu · UINT8 · shape [2, 2]" in result.stdout
+    assert "\x1b[" not in result.stdout  # no colour codes in a pipe
+
+
+@pytest.mark.parametrize("style,cell", [("bits", "0b01111111"), ("hex", "0x7f")])
+def test_bit_pattern_formats(style, cell):
+    result = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "--format", style)
+    assert result.exit_code == 0 and cell in result.stdout
+
+
+def test_float_bits_format_shows_the_encoding():
+    result = invoke("run", "bit_not", '[0.0, "nan"]', "--dtype", "float16", "--format", "hex")
+    assert "0xffff" in result.stdout and "0x81ff" in result.stdout
+
+
+def test_json_to_stdout_round_trips():
+    result = invoke("run", "bit_and", A, B, "--dtype", "uint8", "-o", "-")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"dtype": "uint8", "shape": [2, 2], "data": [[0, 128], [10, 240]]}
+    assert invoke("run", "bit_and", A, B, "--dtype", "uint8", "--format", "json").stdout == result.stdout
+
+
+def test_higher_ranks_print_as_labelled_slices():
+    data = json.dumps(np.arange(8).reshape(2, 2, 2).tolist())
+    result = invoke("run", "logical_not", data, "--dtype", "uint32")
+    assert "[0, :, :]" in result.stdout and "[1, :, :]" in result.stdout
+
+
+def test_large_tensors_are_summarised():
+    data = json.dumps(list(range(5000)))
+    result = invoke("run", "bit_count", data, "--dtype", "uint32")
+    assert result.exit_code == 0
+    assert "…" in result.stdout and "4999" in result.stdout and "2500" not in result.stdout
+
+
+def test_output_files(tmp_path):
+    npy, js = tmp_path / "out.npy", tmp_path / "out.json"
+    assert invoke("run", "bit_or", A, B, "--dtype", "uint8", "-o", str(npy)).exit_code == 0
+    assert np.load(npy).tolist() == [[255, 255], [47, 255]]
+    assert invoke("run", "is_nan", '["nan", 1.5]', "--dtype", "float32", "-o", str(js)).exit_code == 0
+    assert json.loads(js.read_text())["data"] == [1, 0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.npy"]
+
+
+def test_inputs_from_files_and_stdin(tmp_path):
+    path = tmp_path / "a.npy"
+    np.save(path, np.array([1, 2, 3], np.uint16))
+    json_path = tmp_path / "b.json"
+    json_path.write_text('{"dtype": "UINT16", "data": [3, 3, 3]}')
+    result = invoke("run", "bit_xor", str(path), str(json_path), "-o", "-")
+    assert json.loads(result.stdout)["data"] == [2, 1, 0]
+    result = invoke("run", "bit_xor", "-", str(path), "-o", "-", input='{"dtype": "uint16", "data": [1, 1, 1]}')
+    assert json.loads(result.stdout)["data"] == [0, 3, 2]
+
+
+def test_float_values_and_tokens():
+    result = invoke("run", "is_infinity", '[1, "inf", "-inf", "nan", Infinity, -Infinity, NaN]', "--dtype", "float32",
+                    "--infinity-mode", "negative", "-o", "-")
+    assert json.loads(result.stdout)["data"] == [0, 0, 1, 0, 0, 1, 0]
+
+
+def test_check_passes_and_fails(tmp_path):
+    passed = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "--check", "[[255,127],[37,15]]")
+    assert passed.exit_code == 0 and passed.stdout.startswith("PASSED: all 4 elements match bit for bit")
+    failed = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "--check", "[[255,127],[37,16]]")
+    assert failed.exit_code == 1
+    assert "FAILED: 1 of 4 elements differ" in failed.stdout
+    assert "at [1, 1]: got 15 (0x0f), expected 16 (0x10)" in failed.stdout
+    wrong_type = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "--check", '{"dtype": "int8", "data": [[1,1],[1,1]]}')
+    assert wrong_type.exit_code == 1 and "dtype" in wrong_type.stdout
+
+
+def test_check_uses_bits_so_nan_payloads_count(tmp_path):
+    expected = tmp_path / "expected.npy"
+    np.save(expected, np.array([0x7E01], np.uint16).view(np.float16))
+    inputs = tmp_path / "x.npy"
+    np.save(inputs, np.array([0x81FE], np.uint16).view(np.float16))
+    assert invoke("run", "bit_not", str(inputs), "--check", str(expected)).exit_code == 0
+    np.save(expected, np.array([0x7E00], np.uint16).view(np.float16))
+    assert invoke("run", "bit_not", str(inputs), "--check", str(expected)).exit_code == 1
+
+
+def test_validation_error_exit_3_with_the_lowest_level():
+    result = invoke("run", "bit_xor", "[1.5]", "[2.5]", "--dtype", "float32", "--feature-level", "3.0")
+    assert result.exit_code == 3
+    assert result.stderr.strip() == (
+        "dmlcli: error: BIT_XOR: ATensor data type FLOAT32 is not supported at DML_FEATURE_LEVEL_3_0 "
+        "(allowed: UINT32, UINT16, UINT8); supported from DML_FEATURE_LEVEL_4_1")
+    assert result.stdout == ""
+
+
+def test_shape_mismatch_suggests_broadcast():
+    result = invoke("run", "logical_and", "[1,0,1]", "[[1],[0]]", "--dtype", "uint8")
+    assert result.exit_code == 3 and "--broadcast" in result.stderr
+    result = invoke("run", "logical_and", "[1,0,1]", "[[1],[0]]", "--dtype", "uint8", "--broadcast", "-o", "-")
+    assert json.loads(result.stdout)["data"] == [[1, 0, 1], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "bit_xro", "[1]", "[1]", "--dtype", "uint8"], "unknown operator 'bit_xro' (did you mean bit_xor"),
+    (["run", "bit_xor", "[1]", "--dtype", "uint8"], "BIT_XOR takes 2 input tensors (ATensor, BTensor); got 1"),
+    (["run", "bit_xor", "[1]", "[1]"], "needs its data type: give --dtype"),
+    (["run", "bit_xor", "[1]", "[1]", "--dtype", "uint8", "-f", "9.9"], "unknown feature level '9.9'"),
+    (["run", "is_infinity", "[1]", "--dtype", "float32", "--infinity-mode", "up"], "unknown InfinityMode 'up'"),
+    (["run", "bit_xor", "[1]", "[1]", "--dtype", "uint8", "--infinity-mode", "positive"], "BIT_XOR has no infinity-mode parameter"),
+    (["run", "bit_xor", "[256]", "[1]", "--dtype", "uint8"], "data[0] = 256 is out of range for uint8 (0 to 255)"),
+    (["run", "bit_xor", "[1.5]", "[1]", "--dtype", "uint8"], "data[0] = 1.5 is not an integer"),
+    (["run", "bit_xor", "[[1],[2,3]]", "[1]", "--dtype", "uint8"], "ragged data"),
+    (["run", "bit_xor", "[1]", "[1]", "--dtype", "bool"], "unknown data type 'bool'"),
+    (["run", "bit_xor", "missing.npy", "[1]"], "input 1 'missing.npy': no such file"),
+    (["run", "bit_xor", "[1]", "[1]", "--dtype", "uint8", "-o", "out.txt"], "unknown extension '.txt'"),
+    (["run", "bit_xor", "[1]", "[1]", "--dtype", "uint8", "-o", "no/such/dir/out.npy"], "does not exist"),
+])
+def test_usage_errors_exit_2_with_one_line(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_shift_warning_on_stderr_and_quiet():
+    result = invoke("run", "bit_shift_left", "[1, 1]", "[8, 1]", "--dtype", "uint8", "-o", "-")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["data"] == [0, 2]
+    assert "warning: BIT_SHIFT_LEFT: 1 of 2 shift counts are >= the element width 8" in result.stderr
+    quiet = invoke("run", "bit_shift_left", "[1, 1]", "[8, 1]", "--dtype", "uint8", "-o", "-", "--quiet")
+    assert quiet.stderr == ""
+
+
+def test_json_nan_payload_warning():
+    result = invoke("run", "bit_xor", '{"dtype":"uint32","data":[2143289345]}', "[0]", "--dtype", "uint32", "-o", "-")
+    assert "warning" not in result.stderr  # integers never lose anything
+    result = invoke("run", "bit_or", "[0.0]", '["nan"]', "--dtype", "float32", "-o", "-")
+    assert result.stderr == ""  # a canonical NaN is exactly what "nan" reads back as
+    result = invoke("run", "bit_not", "[0.0]", "--dtype", "float32", "-o", "-")  # 0xffffffff: a negative NaN
+    assert "1 NaN value(s) lose their sign or payload bits" in result.stderr
+    result = invoke("run", "bit_xor", '["nan"]', "[1.401298464324817e-45]", "--dtype", "float32", "-o", "-")
+    assert json.loads(result.stdout)["data"] == ["nan"]
+    assert "1 NaN value(s) lose their sign or payload bits" in result.stderr
+
+
+def test_output_dtype_option():
+    result = invoke("run", "logical_greater_than", "[1, 5]", "[2, 2]", "--dtype", "int32", "--output-dtype", "uint32", "-o", "-")
+    assert json.loads(result.stdout) == {"dtype": "uint32", "shape": [2], "data": [0, 1]}
+    result = invoke("run", "is_infinity", "[1]", "--dtype", "float32", "--output-dtype", "uint32")
+    assert result.exit_code == 3 and "OutputTensor data type UINT32 is not supported" in result.stderr
+
+
+def test_validate_command():
+    result = invoke("validate", "bit_shift_left", "[[[[1]]]]", "[[[[2]]]]", "--dtype", "uint8", "-f", "2_1")
+    assert result.exit_code == 0
+    assert "valid: BIT_SHIFT_LEFT accepts" in result.stdout
+    assert "lowest feature level that accepts this call: DML_FEATURE_LEVEL_2_1" in result.stdout
+    result = invoke("validate", "bit_shift_left", "[1]", "[2]", "--dtype", "uint8", "-f", "2_1")
+    assert result.exit_code == 3
+    assert "dimension count 1 is not supported at DML_FEATURE_LEVEL_2_1 (allowed: 4); supported from DML_FEATURE_LEVEL_3_0" in result.stderr
+
+
+def test_ops_lists_every_operator():
+    result = invoke("ops")
+    assert result.exit_code == 0
+    for name in ("bit_xor", "is_infinity", "logical_xor", "bit_shift_left", "logical_less_than_or_equal"):
+        assert name in result.stdout
+    assert "InfinityMode (either|positive|negative)" in result.stdout
+
+
+def test_describe_shows_every_level():
+    result = invoke("describe", "BIT_SHIFT_LEFT")
+    assert result.exit_code == 0
+    out = result.stdout
+    assert "DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_LEFT" in out and "f(a, b) = (a << b)" in out
+    assert "not available" in out  # 1_0 and 2_0
+    assert "4; UINT32, UINT16, UINT8" in out and "1 to 8; UINT64, UINT32, UINT16, UINT8" in out
+    for level in ("1_0", "3_1", "6_4"):
+        assert level in out
+
+
+def test_version_and_help():
+    version = invoke("--version")
+    assert version.exit_code == 0 and version.stdout.startswith("dmlcli ") and "NumPy" in version.stdout
+    for command in ("run", "validate", "ops", "describe"):
+        help_text = invoke(command, "--help").stdout
+        assert "Example" in help_text, command
+    assert "Exit codes" in invoke("--help").stdout and "_DMLCLI_COMPLETE" in invoke("--help").stdout
+    assert "3  the call breaks the operator's rules" in invoke("run", "-h").stdout
+
+
+def test_real_subprocess_runs_a_sample(tmp_path):
+    env = dict(os.environ, NO_COLOR="1")
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "dmlcli", "run", "bit_xor", "samples/bit_xor_a.json", "samples/bit_xor_b.json",
+         "--check", "samples/bit_xor_expected.json", "-o", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("PASSED")
+    assert json.loads(out.read_text())["data"] == [[255, 127], [37, 15]]
+    failed = subprocess.run([sys.executable, "-m", "dmlcli", "run", "bit_xor", "[1]", "[1]", "--dtype", "float32", "-f", "3_0"],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 3 and "Traceback" not in failed.stderr
+    assert failed.stderr.count("\n") == 1

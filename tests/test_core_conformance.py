@@ -1,0 +1,81 @@
+"""The peer test vectors in ../shared/conformance (ONNX backend tests, NumPy's own tests)."""
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import dmlcli
+from dmlcli.cli import cli
+from dmlcli.tensor_io import tensor_from_object
+
+from conftest import SHARED
+
+CASES = sorted((SHARED / "conformance").glob("*/*.json")) if SHARED.is_dir() else []
+SIXTY_FOUR_BIT = {"int64", "uint64", "float64"}
+SIGNED = {"int8", "int16", "int32", "int64"}
+
+
+def load(path: Path):
+    case = json.loads(path.read_text())
+    inputs = [tensor_from_object(t, where=f"{path.name} input") for t in case["inputs"]]
+    expected = tensor_from_object(case["expected"], where=f"{path.name} expected")
+    return case, inputs, expected
+
+
+def test_all_cases_are_present(shared_dir):
+    assert len(list((shared_dir / "conformance" / "onnx").glob("*.json"))) == 96
+    assert len(list((shared_dir / "conformance" / "numpy").glob("*.json"))) == 50
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_case(path):
+    case, inputs, expected = load(path)
+    params = case.get("params", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dmlcli.DmlcliWarning)
+        got = dmlcli.run(case["op"], *inputs, broadcast=case.get("broadcast", False),
+                         infinity_mode=params.get("infinity_mode", "either"), output_dtype=params.get("output_dtype"))
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx"], ids=lambda p: p.stem)
+def test_lowest_feature_level(path):
+    """conformance/README: 64-bit and signed bitwise cases need 4_1; the rest are valid from 3_0."""
+    case, inputs, _ = load(path)
+    params = case.get("params", {})
+    verdict = dmlcli.validate(case["op"], *inputs, broadcast=case.get("broadcast", False),
+                              infinity_mode=params.get("infinity_mode", "either"), output_dtype=params.get("output_dtype"))
+    dtypes = {t["dtype"] for t in case["inputs"]}
+    signed_bitwise = case["op"] in ("bit_and", "bit_or", "bit_xor", "bit_not") and dtypes & SIGNED
+    needs_4_1 = dtypes & SIXTY_FOUR_BIT or signed_bitwise
+    if needs_4_1:
+        assert verdict.lowest_feature_level.short == "4_1"
+    elif len(verdict.call.output.shape) == 4:
+        # 4-D tensors also fit the older rows, which allowed exactly 4 dimensions.
+        assert verdict.lowest_feature_level.short <= "3_0"
+    else:
+        assert verdict.lowest_feature_level.short == "3_0"
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx"][::6], ids=lambda p: p.stem)
+def test_case_through_the_command_line(path, tmp_path):
+    case, _, _ = load(path)
+    files = []
+    for i, tensor in enumerate(case["inputs"]):
+        files.append(tmp_path / f"in{i}.json")
+        files[-1].write_text(json.dumps(tensor))
+    (tmp_path / "expected.json").write_text(json.dumps(case["expected"]))
+    args = ["run", case["op"], *map(str, files), "--check", str(tmp_path / "expected.json")]
+    if case.get("broadcast"):
+        args.append("--broadcast")
+    for key, value in case.get("params", {}).items():
+        args += [f"--{key.replace('_', '-')}", value]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("PASSED")
