@@ -1,0 +1,60 @@
+"""Running DxDispatch models: the Python API behind `dmlcli dispatch`.
+
+A DxDispatch model (microsoft/DirectML, DxDispatch/doc/Guide.md) is a JSON file of resources
+(buffers), dispatchables (DirectML operators) and commands (dispatch, print, writeFile). dmlcli
+runs the ones whose operators are in its table, anywhere, on NumPy or CuPy:
+
+    from dmlcli.dispatch import load_model, run_model
+    run = run_model(load_model("repro.json"), backend="cpu")
+    run.buffers["Out"]          # the buffer's final bytes
+
+The work is split by concern: dispatch_json (comments and trailing commas), dispatch_model (the
+format), dispatch_plan (DirectML's rules, checked before anything runs), dispatch_strides
+(strided views), dispatch_run (execution) and dispatch_print (DxDispatch's text output).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .dispatch_model import Model, read_model
+from .dispatch_plan import PlannedDispatch, check_model
+from .dispatch_run import DispatchTiming, ModelRun, run_commands
+from .errors import InputError
+from .feature_levels import parse_feature_level
+
+__all__ = ["DispatchTiming", "Model", "ModelRun", "check", "load_model", "run_model"]
+
+
+def load_model(path, *, output_dir=None) -> Model:
+    """Parse a model file. Raises InputError (exit code 2) for anything malformed or unsupported.
+
+    Relative writeFile targets resolve against `output_dir` (default: the current folder, as in
+    DxDispatch); sourcePath files are looked up beside the model first, then in the current folder.
+    """
+    return read_model(path, output_dir=output_dir)
+
+
+def check(model: Model, *, feature_level=None) -> list[PlannedDispatch]:
+    """Validate every dispatch of `model` at `feature_level`; raises ValidationError (exit code 3)."""
+    _, planned = check_model(model, feature_level)
+    return planned
+
+
+def run_model(model: Model, *, backend="cpu", feature_level=None, iterations: int = 1, warmup: int = 1,
+              emit: Callable[[str], None] = print, timing: bool = True) -> ModelRun:
+    """Check the whole model, then run its commands in order; each dispatch runs `iterations` times.
+
+    `emit` receives each output line (prints, writeFile notes and, with `timing`, DxDispatch's
+    per-dispatch timing summary: the median of the samples after the first `warmup`).
+    """
+    from .backends import get_backend
+
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InputError(f"iterations must be a positive integer, got {iterations!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise InputError(f"warmup must be a non-negative integer, got {warmup!r}")
+    feature_level = parse_feature_level(feature_level)  # refused even when the model has no dispatch
+    planned = check(model, feature_level=feature_level)
+    engine = backend if hasattr(backend, "execute") else get_backend(backend)
+    return run_commands(model, planned, engine, iterations=iterations, warmup=warmup, emit=emit, timing=timing)

@@ -1,0 +1,609 @@
+"""The DxDispatch model format: resources, dispatchables and commands, parsed and checked.
+
+The reference is DxDispatch itself (microsoft/DirectML, DxDispatch/doc/Guide.md and
+DxDispatch/src/model/JsonParsers.cpp); comments below name the behaviour followed. Parsing
+checks the model's structure and refuses, naming the item, whatever dmlcli cannot run (other
+operators, HLSL / ONNX / serialized-graph dispatchables, textures, image files, deferred or
+list-initialised buffers) so that nothing runs before the whole model is known to be runnable.
+DirectML's own rules (data types, dimension counts, buffer sizes, alignment) are checked later,
+per dispatch, by dispatch_plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .data_types import ALL_DATA_TYPES, DataType, from_numpy
+from .dispatch_json import load_model_json
+from .dispatch_strides import check_strides, little_endian
+from .errors import InputError
+from .operators import Operator, find_operator
+
+_DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
+_UNSUPPORTED_DISPATCHABLES = {
+    "hlsl": "HLSL compute shaders",
+    "onnx": "ONNX models",
+    "dmlserializedgraph": "serialized DirectML graphs",
+}
+_RESOURCE_KEYS = ("initialValuesDataType", "initialValues", "sizeInBytes", "initialValuesOffsetInBytes",
+                  "resampleSize", "resampleMode", "type")
+_TENSOR_KEYS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
+                "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment")
+# Dispatchable keys DxDispatch reads besides the operator's fields. dmlCompileType (operator or
+# one-node graph) and executionFlags do not change what an element-wise operator computes.
+_DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "bindings", "dmlCompileType", "executionFlags")
+# Binding keys DxDispatch uses only for HLSL / ONNX bindings (Guide.md, "Advanced Binding").
+_BINDING_KEYS_IGNORED_FOR_DML = ("format", "elementCount", "elementStride", "counter", "counterOffsetBytes", "shape")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+UINT32_MAX = 0xFFFFFFFF
+UINT64_MAX = 0xFFFFFFFFFFFFFFFF
+
+
+# ---------------------------------------------------------------- the model's parts
+
+
+@dataclass(frozen=True)
+class BufferResource:
+    """A buffer resource: its initial bytes and size, and the data type it was initialised with."""
+
+    name: str
+    data_type: DataType  # initialValuesDataType (or the .npy file's type)
+    initial_values: bytes
+    size_in_bytes: int
+    initial_offset: int = 0  # initialValuesOffsetInBytes
+
+    @property
+    def initial_element_count(self) -> int:
+        return len(self.initial_values) // (self.data_type.bits // 8)
+
+    def initial_contents(self) -> bytearray:
+        contents = bytearray(self.size_in_bytes)
+        contents[self.initial_offset:self.initial_offset + len(self.initial_values)] = self.initial_values
+        return contents
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """A DML_BUFFER_TENSOR_DESC as the model gives it (TotalTensorSizeInBytes 0 when left out)."""
+
+    field: str  # the operator DESC field, e.g. "ATensor"
+    data_type: DataType
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    total_size_in_bytes: int  # as written; 0 means "compute it" (JsonParsers.cpp does the same)
+    base_offset_alignment: int  # GuaranteedBaseOffsetAlignment
+    owned_by_dml: bool
+
+
+@dataclass(frozen=True)
+class BindingSource:
+    """One resource bound to a tensor: a resource name, optionally an offset in elements."""
+
+    resource: str
+    element_offset: int = 0
+    element_size_in_bytes: int | None = None  # None: the resource's initialValuesDataType size
+
+
+@dataclass(frozen=True)
+class Dispatchable:
+    name: str
+    operator: Operator
+    tensors: dict[str, TensorDesc]  # by DESC field name, inputs then output
+    parameters: dict[str, str]  # enum fields by DESC field name, e.g. {"InfinityMode": "POSITIVE"}
+    init_bindings: dict[str, BindingSource]  # the dispatchable's own "bindings" (initialisation)
+
+
+@dataclass(frozen=True)
+class DispatchCommand:
+    index: int
+    dispatchable: str
+    bindings: dict[str, BindingSource]
+
+
+@dataclass(frozen=True)
+class PrintCommand:
+    index: int
+    resource: str
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class WriteFileCommand:
+    index: int
+    resource: str
+    target_path: Path
+    dimensions: tuple[int, ...] | None = None
+
+
+@dataclass
+class Model:
+    path: Path
+    resources: dict[str, BufferResource] = field(default_factory=dict)
+    dispatchables: dict[str, Dispatchable] = field(default_factory=dict)
+    commands: list = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def read_model(path, *, output_dir=None) -> Model:
+    """Parse the model file at `path`; relative writeFile targets resolve against `output_dir` (default: cwd)."""
+    path = Path(path)
+    where = str(path)
+    if not path.exists():
+        raise InputError(f"model {where!r}: no such file")
+    if path.is_dir():
+        raise InputError(f"model {where!r}: is a directory, expected a DxDispatch model (.json)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"model {where!r}: is not UTF-8 text, so not a DxDispatch model") from None
+    except OSError as error:
+        raise InputError(f"model {where!r}: cannot be read ({error.strerror})") from None
+    document = load_model_json(text, where=f"model {where!r}")
+    return parse_model(document, model_dir=path.parent, output_dir=Path(output_dir or Path.cwd()), path=path)
+
+
+def parse_model(document, *, model_dir: Path, output_dir: Path, path: Path) -> Model:
+    """Build the Model from parsed JSON. Unknown top-level keys (such as "$schema") are ignored, as DxDispatch does."""
+    prefix = f"model {str(path)!r}"
+    if not isinstance(document, dict):
+        raise InputError(f"{prefix}: the root must be a JSON object with resources, dispatchables and commands")
+    model = Model(path=path)
+    resources = _member(document, "resources", dict, prefix)
+    for name, value in resources.items():
+        model.resources[name] = parse_resource(name, value, model_dir=model_dir, where=f"{prefix}: resource {name!r}")
+    dispatchables = _member(document, "dispatchables", dict, prefix)
+    for name, value in dispatchables.items():
+        model.dispatchables[name] = parse_dispatchable(
+            name, value, model.resources, where=f"{prefix}: dispatchable {name!r}")
+    commands = _member(document, "commands", list, prefix)
+    for index, value in enumerate(commands):
+        model.commands.append(parse_command(index, value, model, output_dir=output_dir,
+                                            where=f"{prefix}: command {index}"))
+    return model
+
+
+def _member(document: dict, key: str, kind: type, where: str):
+    if key not in document:
+        raise InputError(f"{where}: has no {key!r} member (a model has resources, dispatchables and commands)")
+    value = document[key]
+    if not isinstance(value, kind):
+        expected = "an object" if kind is dict else "an array"
+        raise InputError(f"{where}: {key!r} must be {expected}")
+    return value
+
+
+def _check_keys(value: dict, allowed, where: str, what: str) -> None:
+    unknown = [key for key in value if key not in allowed]
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r} in the {what} (expected {', '.join(allowed)})")
+
+
+# ---------------------------------------------------------------- numbers as DxDispatch reads them
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_uint(value, where: str, *, maximum: int = UINT32_MAX) -> int:
+    if not _is_integer(value) or not 0 <= value <= maximum:
+        raise InputError(f"{where}: expected an unsigned integer (0 to {maximum}), found {value!r}")
+    return value
+
+
+def parse_data_type_name(value, where: str) -> DataType:
+    """DML_TENSOR_DATA_TYPE_X or X (Guide.md, "Abbreviated Enum Values")."""
+    if not isinstance(value, str):
+        raise InputError(f"{where}: a data type must be a string such as \"FLOAT32\", found {value!r}")
+    key = value.strip().upper()
+    if key.startswith(_DATA_TYPE_PREFIX):
+        key = key[len(_DATA_TYPE_PREFIX):]
+    for data_type in ALL_DATA_TYPES:
+        if data_type.name == key:
+            if data_type.numpy_name is None:
+                raise InputError(f"{where}: data type {data_type.name} is not supported by dmlcli (NumPy has no 4-bit type)")
+            return data_type
+    if key == "UNKNOWN":
+        raise InputError(f"{where}: data type UNKNOWN is not supported by dmlcli (DxDispatch uses it for "
+                         "mixed-type list initialisers, which only HLSL constant buffers need)")
+    names = ", ".join(t.name for t in ALL_DATA_TYPES if t.numpy_name)
+    raise InputError(f"{where}: unknown data type {value!r} (expected one of {names}, optionally with the "
+                     f"{_DATA_TYPE_PREFIX} prefix)")
+
+
+def element_values(values: list, data_type: DataType, where: str) -> np.ndarray:
+    """JSON values as an array of `data_type`, converted as DxDispatch's JsonParsers.cpp does.
+
+    Floats: a number, or "nan" / "inf" / "-inf" in any case; the number is read as a double and
+    cast to float (FLOAT16 goes double -> float -> half, as ParseFloat16 does). Integers: JSON
+    integers only (1.0 is refused, as RapidJSON's IsInt64/IsUint64 refuse it), in range
+    (gsl::narrow throws otherwise).
+    """
+    np_dtype = data_type.numpy_dtype
+    if data_type.is_float:
+        doubles = [_as_double(value, f"{where}[{i}]") for i, value in enumerate(values)]
+        return _doubles_to(np.array(doubles, dtype=np.float64), data_type, where)
+    info = np.iinfo(np_dtype)
+    for i, value in enumerate(values):
+        if not _is_integer(value):
+            raise InputError(f"{where}[{i}]: {value!r} is not an integer, as {data_type.name} needs "
+                             "(DxDispatch refuses numbers written with a decimal point or exponent here)")
+        if not info.min <= value <= info.max:
+            raise InputError(f"{where}[{i}]: {value} is out of range for {data_type.name} ({info.min} to {info.max})")
+    return np.array(values, dtype=np_dtype)
+
+
+def _as_double(value, where: str) -> float:
+    if isinstance(value, str):
+        special = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(value.lower())
+        if special is None:
+            raise InputError(f"{where}: {value!r} is not a number (expected a number, \"nan\", \"inf\" or \"-inf\")")
+        return special
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {value!r} is not a number")
+    try:
+        return float(value)
+    except OverflowError:
+        raise InputError(f"{where}: {value} is out of range for a floating-point buffer") from None
+
+
+def _doubles_to(doubles: np.ndarray, data_type: DataType, where: str) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        result = doubles
+        if data_type.bits <= 32:
+            result = result.astype(np.float32)  # static_cast<float>(value.GetDouble())
+        if data_type.bits == 16:
+            result = result.astype(np.float16)  # half_float::half(float), round to nearest even
+    overflow = np.isfinite(doubles) & ~np.isfinite(result)
+    if overflow.any():
+        index = int(np.flatnonzero(overflow)[0])
+        raise InputError(f"{where}: {doubles[index]!r} is out of range for {data_type.name} (write \"inf\" for infinity)")
+    return result
+
+
+def element_value(value, data_type: DataType, where: str):
+    """One JSON value as a NumPy scalar of `data_type`."""
+    return element_values([value], data_type, where)[0]
+
+
+# ---------------------------------------------------------------- resources
+
+
+def parse_resource(name: str, value, *, model_dir: Path, where: str) -> BufferResource:
+    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc)."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: must be a JSON object with initialValuesDataType and initialValues")
+    kind = value.get("type", "buffer")
+    if not isinstance(kind, str) or kind.lower() != "buffer":
+        raise InputError(f"{where}: resource type {kind!r} is not supported: dmlcli, like DxDispatch, "
+                         "has buffer resources only (no textures)")
+    _check_keys(value, _RESOURCE_KEYS, where, "resource")
+    declared = None
+    if "initialValuesDataType" in value:
+        declared = parse_data_type_name(value["initialValuesDataType"], f"{where}: initialValuesDataType")
+    if "initialValues" not in value:
+        raise InputError(f"{where}: has no initialValues")
+    data_type, initial = _initial_values(value["initialValues"], declared, model_dir=model_dir,
+                                         where=f"{where}: initialValues")
+    if not initial:
+        raise InputError(f"{where}: initialValues must not be empty")
+    offset = parse_uint(value.get("initialValuesOffsetInBytes", 0), f"{where}: initialValuesOffsetInBytes",
+                        maximum=UINT64_MAX)
+    if "sizeInBytes" in value:
+        # An explicit size is taken as written; only the implied size is rounded up to 4 bytes.
+        size = parse_uint(value["sizeInBytes"], f"{where}: sizeInBytes", maximum=UINT64_MAX)
+    else:
+        size = (len(initial) + 3) & ~3
+    if len(initial) + offset > size:
+        raise InputError(f"{where}: the buffer size ({size} bytes) is too small for the initialValues "
+                         f"({len(initial)} bytes) at offset {offset} bytes")
+    return BufferResource(name, data_type, initial, size, offset)
+
+
+def _initial_values(initial, declared: DataType | None, *, model_dir: Path, where: str) -> tuple[DataType, bytes]:
+    if isinstance(initial, list):
+        if declared is None:
+            raise InputError(f"{where}: an array of values needs initialValuesDataType")
+        return declared, _as_buffer_bytes(element_values(initial, declared, where))
+    if isinstance(initial, str):
+        raise InputError(f"{where}: {initial!r} (deferred buffers) is not supported by dmlcli; give the values")
+    if not isinstance(initial, dict):
+        raise InputError(f"{where}: must be an array of numbers or an object (constant, sequence or sourcePath)")
+    if "value" in initial:
+        return _constant(initial, declared, where)
+    if "valueStart" in initial:
+        return _sequence(initial, declared, where)
+    if "sourcePath" in initial:
+        return _from_file(initial, declared, model_dir=model_dir, where=where)
+    raise InputError(f"{where}: unknown initialiser (expected \"value\", \"valueStart\" or \"sourcePath\")")
+
+
+def _as_buffer_bytes(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).tobytes()
+
+
+def _need_type(declared: DataType | None, kind: str, where: str) -> DataType:
+    if declared is None:
+        raise InputError(f"{where}: a {kind} initialiser needs initialValuesDataType")
+    return declared
+
+
+def _constant(initial: dict, declared, where: str) -> tuple[DataType, bytes]:
+    """{ "valueCount": N, "value": v } (GenerateInitialValuesFromConstant)."""
+    _check_keys(initial, ("valueCount", "value"), where, "constant initialiser")
+    data_type = _need_type(declared, "constant", where)
+    count = parse_uint(initial.get("valueCount"), f"{where}: valueCount")
+    value = element_value(initial["value"], data_type, f"{where}: value")
+    return data_type, _as_buffer_bytes(np.full(count, value, dtype=data_type.numpy_dtype))
+
+
+def _sequence(initial: dict, declared, where: str) -> tuple[DataType, bytes]:
+    """{ "valueCount": N, "valueStart": s, "valueDelta": d } (GenerateInitialValuesFromSequence).
+
+    DxDispatch adds the delta repeatedly in the element type (`value += valueDelta`), so floats
+    accumulate rounding step by step and integers wrap; both are reproduced here.
+    """
+    _check_keys(initial, ("valueCount", "valueStart", "valueDelta"), where, "sequence initialiser")
+    data_type = _need_type(declared, "sequence", where)
+    count = parse_uint(initial.get("valueCount"), f"{where}: valueCount")
+    if "valueDelta" not in initial:
+        raise InputError(f"{where}: a sequence initialiser needs valueDelta")
+    start = element_value(initial["valueStart"], data_type, f"{where}: valueStart")
+    delta = element_value(initial["valueDelta"], data_type, f"{where}: valueDelta")
+    if count == 0:
+        return data_type, b""
+    if data_type.is_float:
+        values = np.empty(count, dtype=data_type.numpy_dtype)
+        current = start
+        for i in range(count):
+            values[i] = current
+            current = current + delta  # NumPy scalar arithmetic rounds to the element type each step
+    else:
+        steps = np.full(count, delta, dtype=data_type.numpy_dtype)
+        steps[0] = start
+        values = np.add.accumulate(steps, dtype=data_type.numpy_dtype)  # wraps, as C++ unsigned/two's complement do
+    return data_type, _as_buffer_bytes(values)
+
+
+def _from_file(initial: dict, declared, *, model_dir: Path, where: str) -> tuple[DataType, bytes]:
+    """{ "sourcePath": "x.npy" } or raw .dat/.bin bytes (GenerateInitialValuesFromFile).
+
+    The path is tried relative to the model's folder first, then to the current folder.
+    """
+    from .tensor_io import read_npy
+
+    _check_keys(initial, ("sourcePath",), where, "file initialiser")
+    source = initial["sourcePath"]
+    if not isinstance(source, str) or not source:
+        raise InputError(f"{where}: sourcePath must be a file name")
+    path = model_dir / source
+    if not path.exists():
+        path = Path(source)
+    shown = f"{where}: sourcePath {source!r}"
+    if not path.exists():
+        raise InputError(f"{shown}: no such file (looked beside the model and in the current folder)")
+    if path.is_dir():
+        raise InputError(f"{shown}: is a directory")
+    suffix = path.suffix.lower()
+    if suffix in _IMAGE_SUFFIXES:
+        raise InputError(f"{shown}: image files are not supported by dmlcli (use .npy)")
+    if suffix == ".npy":
+        array = np.asarray(read_npy(path, where=shown, mmap=False))
+        file_type = from_numpy(array.dtype)
+        if declared is not None and declared != file_type:
+            raise InputError(f"{shown}: holds {file_type.name} but initialValuesDataType says {declared.name}")
+        return file_type, _as_buffer_bytes(array)
+    data_type = _need_type(declared, "raw binary file", where)
+    try:
+        return data_type, path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{shown}: cannot be read ({error.strerror})") from None
+
+
+# ---------------------------------------------------------------- dispatchables
+
+
+def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Dispatchable:
+    """A DirectML operator dispatchable (ParseModelDmlDispatchableDesc); other kinds are refused."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: must be a JSON object with a type")
+    type_name = value.get("Type", value.get("type"))
+    if not isinstance(type_name, str):
+        raise InputError(f"{where}: needs a string 'type' (an operator such as DML_OPERATOR_ELEMENT_WISE_BIT_XOR)")
+    kind = _UNSUPPORTED_DISPATCHABLES.get(type_name.lower())
+    if kind is not None:
+        raise InputError(f"{where}: {type_name!r} dispatchables ({kind}) are not supported: dmlcli runs only "
+                         "DirectML's element-wise bitwise, logical and comparison operators")
+    operator = _find_model_operator(type_name, where)
+    _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.name for p in operator.parameters),
+                where, "dispatchable")
+    desc = value.get("Desc", value.get("desc"))
+    if desc is None:
+        desc = {key: item for key, item in value.items() if key not in _DISPATCHABLE_KEYS}
+    if not isinstance(desc, dict):
+        raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
+    expected = operator.tensors + tuple(p.name for p in operator.parameters)
+    _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
+    tensors = {}
+    for tensor_field in operator.tensors:
+        if tensor_field not in desc:
+            raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
+                             f"{', '.join(expected)})")
+        tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
+    parameters = {}
+    for parameter in operator.parameters:
+        if parameter.name not in desc:
+            raise InputError(f"{where}: desc has no {parameter.name} (one of "
+                             f"{', '.join(short for short, _ in parameter.values)}); DxDispatch requires every "
+                             "field that DirectML does not mark optional")
+        try:
+            parameters[parameter.name] = parameter.parse(desc[parameter.name])
+        except InputError as error:
+            raise InputError(f"{where}: {error}") from None
+    init_bindings = {}
+    if "bindings" in value:
+        init_bindings = parse_bindings(value["bindings"], operator, resources, where=f"{where}: bindings")
+    return Dispatchable(name, operator, tensors, parameters, init_bindings)
+
+
+def _find_model_operator(type_name: str, where: str) -> Operator:
+    try:
+        return find_operator(type_name)
+    except InputError:
+        raise InputError(f"{where}: operator {type_name!r} is not supported: dmlcli runs only DirectML's "
+                         "element-wise bitwise, logical and comparison operators (see 'dmlcli ops')") from None
+
+
+def parse_tensor_desc(tensor_field: str, value, *, where: str) -> TensorDesc:
+    """A DML_TENSOR_DESC with DxDispatch's defaults (Guide.md, "DML_TENSOR_DESC"; ParseDmlBufferTensorDesc)."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: must be a tensor desc object with DataType and Sizes")
+    tensor_type = value.get("Type", "BUFFER")
+    if not isinstance(tensor_type, str) or tensor_type.upper().removeprefix("DML_TENSOR_TYPE_") != "BUFFER":
+        raise InputError(f"{where}: tensor Type {tensor_type!r} is not supported (only DML_TENSOR_TYPE_BUFFER exists)")
+    if "Desc" in value:
+        _check_keys(value, ("Type", "Desc"), where, "tensor desc")
+        value = value["Desc"]
+        if not isinstance(value, dict):
+            raise InputError(f"{where}: Desc must be a buffer tensor desc object")
+    _check_keys(value, _TENSOR_KEYS, where, "tensor desc")
+    if "DataType" not in value:
+        raise InputError(f"{where}: has no DataType")
+    data_type = parse_data_type_name(value["DataType"], f"{where}: DataType")
+    sizes = value.get("Sizes")
+    if not isinstance(sizes, list):
+        raise InputError(f"{where}: Sizes must be a list of unsigned integers")
+    sizes = tuple(parse_uint(s, f"{where}: Sizes") for s in sizes)
+    if "DimensionCount" in value:
+        count = parse_uint(value["DimensionCount"], f"{where}: DimensionCount")
+        if count != len(sizes):
+            raise InputError(f"{where}: DimensionCount {count} does not match the {len(sizes)} Sizes")
+    strides = value.get("Strides")
+    if strides == []:
+        strides = None  # DxDispatch passes an empty Strides array as nullptr (packed)
+    if strides is not None:
+        strides = check_strides(sizes, strides, where=f"{where}: Strides")
+    total = parse_uint(value.get("TotalTensorSizeInBytes", 0), f"{where}: TotalTensorSizeInBytes", maximum=UINT64_MAX)
+    alignment = parse_uint(value.get("GuaranteedBaseOffsetAlignment", 0), f"{where}: GuaranteedBaseOffsetAlignment")
+    owned = _parse_flags(value.get("Flags", "NONE"), f"{where}: Flags")
+    return TensorDesc(tensor_field, data_type, sizes, strides, total, alignment, owned)
+
+
+def _parse_flags(value, where: str) -> bool:
+    """DML_TENSOR_FLAGS as a string or an array of strings (ParseFlags); True when OWNED_BY_DML is set."""
+    flags = value if isinstance(value, list) else [value]
+    owned = False
+    for flag in flags:
+        key = flag.strip().upper().removeprefix("DML_TENSOR_FLAG_") if isinstance(flag, str) else None
+        if key == "OWNED_BY_DML":
+            owned = True
+        elif key != "NONE":
+            raise InputError(f"{where}: unknown tensor flag {flag!r} (expected NONE or OWNED_BY_DML)")
+    return owned
+
+
+# ---------------------------------------------------------------- bindings and commands
+
+
+def parse_bindings(value, operator: Operator, resources: dict, *, where: str) -> dict[str, BindingSource]:
+    """Bindings by tensor field name: a resource name, {"name", "elementOffset"}, or a one-item array of those."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: must be an object mapping tensor names to resources")
+    bindings = {}
+    for tensor_field, source in value.items():
+        if tensor_field not in operator.tensors:
+            raise InputError(f"{where}: {operator.dml_name} has no tensor {tensor_field!r} to bind "
+                             f"(its tensors: {', '.join(operator.tensors)})")
+        if isinstance(source, list):
+            if len(source) != 1:
+                raise InputError(f"{where}: bind point {tensor_field!r} requires 1 resource, but {len(source)} were bound")
+            source = source[0]
+        bindings[tensor_field] = _binding_source(source, resources, where=f"{where}: {tensor_field}")
+    return bindings
+
+
+def _binding_source(source, resources: dict, *, where: str) -> BindingSource:
+    if isinstance(source, str):
+        binding = BindingSource(source)
+    elif isinstance(source, dict):
+        _check_keys(source, ("name", "elementOffset", "elementSizeInBytes") + _BINDING_KEYS_IGNORED_FOR_DML,
+                    where, "binding")
+        if not isinstance(source.get("name"), str):
+            raise InputError(f"{where}: a binding object needs a \"name\" (the resource)")
+        size = source.get("elementSizeInBytes")
+        binding = BindingSource(
+            source["name"],
+            parse_uint(source.get("elementOffset", 0), f"{where}: elementOffset", maximum=UINT64_MAX),
+            None if size in (None, 0) else parse_uint(size, f"{where}: elementSizeInBytes"),
+        )
+    else:
+        raise InputError(f"{where}: a binding is a resource name or an object with \"name\" and \"elementOffset\"")
+    if binding.resource not in resources:
+        raise InputError(f"{where}: there is no resource named {binding.resource!r}")
+    return binding
+
+
+def parse_command(index: int, value, model: Model, *, output_dir: Path, where: str):
+    """dispatch, print or writeFile (ParseModelCommandDesc; the type is matched ignoring case)."""
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise InputError(f"{where}: must be an object with a string 'type' (dispatch, print or writeFile)")
+    kind = value["type"].lower()
+    if kind == "dispatch":
+        return _dispatch_command(index, value, model, where=f"{where} (dispatch)")
+    if kind == "print":
+        _check_keys(value, ("type", "resource", "verbose"), where, "print command")
+        verbose = value.get("verbose", False)
+        if not isinstance(verbose, bool):
+            raise InputError(f"{where}: verbose must be true or false")
+        return PrintCommand(index, _resource_name(value, model, where), verbose)
+    if kind == "writefile":
+        return _write_file_command(index, value, model, output_dir=output_dir, where=f"{where} (writeFile)")
+    raise InputError(f"{where}: command type {value['type']!r} is not supported (expected dispatch, print or writeFile)")
+
+
+def _resource_name(value: dict, model: Model, where: str) -> str:
+    name = value.get("resource")
+    if not isinstance(name, str):
+        raise InputError(f"{where}: needs a \"resource\" name")
+    if name not in model.resources:
+        raise InputError(f"{where}: there is no resource named {name!r}")
+    return name
+
+
+def _dispatch_command(index: int, value: dict, model: Model, *, where: str) -> DispatchCommand:
+    _check_keys(value, ("type", "dispatchable", "bindings", "threadGroupCount"), where, "dispatch command")
+    name = value.get("dispatchable")
+    if not isinstance(name, str):
+        raise InputError(f"{where}: needs a \"dispatchable\" name")
+    if name not in model.dispatchables:
+        raise InputError(f"{where}: there is no dispatchable named {name!r}")
+    if not isinstance(value.get("bindings"), dict):
+        raise InputError(f"{where}: expected an object field named 'bindings'")
+    dispatchable = model.dispatchables[name]
+    bindings = parse_bindings(value["bindings"], dispatchable.operator, model.resources, where=f"{where}: bindings")
+    return DispatchCommand(index, name, bindings)
+
+
+def _write_file_command(index: int, value: dict, model: Model, *, output_dir: Path, where: str) -> WriteFileCommand:
+    _check_keys(value, ("type", "resource", "targetPath", "dimensions"), where, "writeFile command")
+    resource = _resource_name(value, model, where)
+    target = value.get("targetPath")
+    if not isinstance(target, str) or not target:
+        raise InputError(f"{where}: needs a \"targetPath\"")
+    path = output_dir / target
+    if path.suffix.lower() in _IMAGE_SUFFIXES:
+        raise InputError(f"{where}: targetPath {target!r}: image files are not supported by dmlcli (use .npy, .dat or .bin)")
+    if path.is_dir():
+        raise InputError(f"{where}: targetPath {target!r} is a directory")
+    dimensions = value.get("dimensions")
+    if dimensions is not None:
+        if not isinstance(dimensions, list) or not dimensions:
+            raise InputError(f"{where}: dimensions must be a non-empty list of unsigned integers")
+        dimensions = tuple(parse_uint(d, f"{where}: dimensions") for d in dimensions)
+    return WriteFileCommand(index, resource, path, dimensions)

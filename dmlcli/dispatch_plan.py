@@ -1,0 +1,232 @@
+"""DirectML's rules for a model's dispatches, checked before anything runs.
+
+Each dispatchable is validated with the operator table (dmlcli.api.plan, with the desc's data
+types and Sizes at the chosen feature level), and each dispatch command's bindings are checked
+as DirectML checks a binding table: every tensor bound, the bound range at least
+TotalTensorSizeInBytes long, the offset aligned, OWNED_BY_DML inputs bound at initialisation
+only, and the output aliasing an input only where the operator allows in-place execution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .api import plan
+from .dispatch_model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
+from .dispatch_strides import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
+from .errors import InputError, ValidationError
+from .validation import Verdict, describe_shape
+
+# DML_BUFFER_BINDING.Offset "must be aligned to a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT or
+# the GuaranteedBaseOffsetAlignment supplied as part of the DML_BUFFER_TENSOR_DESC" (learn.microsoft.com,
+# ns-directml-dml_buffer_binding); DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16 (DirectML.h).
+MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
+
+
+@dataclass(frozen=True)
+class CheckedDispatchable:
+    dispatchable: Dispatchable
+    verdict: Verdict
+    strides: dict[str, tuple[int, ...]]  # effective strides (packed where the desc has none)
+    total_sizes: dict[str, int]  # effective TotalTensorSizeInBytes
+
+
+@dataclass(frozen=True)
+class BoundTensor:
+    """A tensor of one dispatch, resolved to a byte range of a buffer."""
+
+    desc: TensorDesc
+    resource: str
+    offset_in_bytes: int
+    strides: tuple[int, ...]
+    at_initialisation: bool  # OWNED_BY_DML: DirectML reads it once, when the operator is initialised
+
+
+@dataclass(frozen=True)
+class PlannedDispatch:
+    command: DispatchCommand
+    checked: CheckedDispatchable
+    tensors: dict[str, BoundTensor]
+
+    @property
+    def name(self) -> str:
+        return self.checked.dispatchable.name
+
+
+def check_model(model: Model, feature_level=None) -> tuple[dict[str, CheckedDispatchable], list[PlannedDispatch]]:
+    """Validate every dispatchable and every dispatch command; raise on the first broken rule."""
+    checked = {name: check_dispatchable(d, feature_level) for name, d in model.dispatchables.items()}
+    planned = [bind_dispatch(command, checked[command.dispatchable], model)
+               for command in model.commands if isinstance(command, DispatchCommand)]
+    return checked, planned
+
+
+# ---------------------------------------------------------------- dispatchables
+
+
+def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> CheckedDispatchable:
+    op = dispatchable.operator
+    prefix = f"dispatchable {dispatchable.name!r}"
+    inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs]
+    output = dispatchable.tensors[op.output]
+    options = {p.option: dispatchable.parameters[p.name] for p in op.parameters}
+    try:
+        verdict = plan(op, inputs, feature_level=feature_level, parameters=options, output_dtype=output.data_type)
+    except ValidationError as error:
+        raise ValidationError(f"{prefix}: {error}") from None
+    except InputError as error:
+        raise InputError(f"{prefix}: {error}") from None
+    expected = verdict.call.output.shape
+    if output.sizes != tuple(expected):
+        first = op.inputs[0]
+        raise ValidationError(
+            f"{prefix}: {op.name}: {first} Sizes {describe_shape(expected)} and {op.output} Sizes "
+            f"{describe_shape(output.sizes)} differ; {', '.join(op.same_sizes)} must have the same DimensionCount and Sizes")
+    strides, totals = {}, {}
+    for name, desc in dispatchable.tensors.items():
+        strides[name] = desc.strides if desc.strides is not None else packed_strides(desc.sizes)
+        totals[name] = _total_size(desc, f"{prefix}: {name}")
+        _check_alignment_field(desc, f"{prefix}: {name}")
+    if output.owned_by_dml:
+        raise ValidationError(f"{prefix}: {op.output} is flagged OWNED_BY_DML, which DirectML allows on input tensors only")
+    if overlaps_itself(output.sizes, strides[op.output]):
+        raise ValidationError(
+            f"{prefix}: {op.output} Strides {list(strides[op.output])} make several elements share one address; "
+            "dmlcli refuses output strides that overlap (zero strides broadcast inputs only), since the result "
+            "would depend on the order of the writes")
+    return CheckedDispatchable(dispatchable, verdict, strides, totals)
+
+
+def _total_size(desc: TensorDesc, where: str) -> int:
+    """TotalTensorSizeInBytes, defaulted as DxDispatch does (0 -> DMLCalcBufferTensorSize) and checked."""
+    minimum = calc_buffer_tensor_size(desc.data_type.bits, desc.sizes, desc.strides)
+    if desc.total_size_in_bytes == 0:
+        return minimum
+    if desc.total_size_in_bytes < minimum:
+        raise ValidationError(
+            f"{where}: TotalTensorSizeInBytes {desc.total_size_in_bytes} is smaller than the {minimum} bytes its "
+            "Sizes, Strides and DataType need (DMLCalcBufferTensorSize)")
+    return desc.total_size_in_bytes
+
+
+def _check_alignment_field(desc: TensorDesc, where: str) -> None:
+    alignment = desc.base_offset_alignment
+    element_size = desc.data_type.bits // 8
+    if alignment and (alignment & (alignment - 1) or alignment < element_size):
+        raise ValidationError(
+            f"{where}: GuaranteedBaseOffsetAlignment {alignment} must be 0 or a power of two at least as large "
+            f"as the element size ({element_size} bytes for {desc.data_type.name})")
+
+
+# ---------------------------------------------------------------- dispatch commands
+
+
+def bind_dispatch(command: DispatchCommand, checked: CheckedDispatchable, model: Model) -> PlannedDispatch:
+    dispatchable = checked.dispatchable
+    prefix = f"command {command.index} (dispatch {dispatchable.name!r})"
+    tensors = {}
+    for name, desc in dispatchable.tensors.items():
+        source, at_init = _binding_for(name, desc, command, dispatchable, prefix)
+        tensors[name] = _bind(name, desc, source, at_init, checked, model, prefix)
+    _check_aliasing(tensors, dispatchable, prefix)
+    return PlannedDispatch(command, checked, tensors)
+
+
+def _binding_for(name: str, desc: TensorDesc, command: DispatchCommand, dispatchable: Dispatchable, prefix: str):
+    """The binding that supplies tensor `name`, and whether it is an initialisation binding.
+
+    DxDispatch binds a dispatchable's own "bindings" when it initialises the operator; DirectML
+    reads inputs there only when they are flagged OWNED_BY_DML, and such inputs must not be
+    bound again at execution (DML_TENSOR_FLAGS documentation).
+    """
+    at_dispatch = command.bindings.get(name)
+    at_init = dispatchable.init_bindings.get(name)
+    if desc.owned_by_dml:
+        if at_dispatch is not None:
+            raise ValidationError(f"{prefix}: {name} is flagged OWNED_BY_DML, so DirectML takes it at initialisation "
+                                  "only; bind it in the dispatchable's \"bindings\", not in the dispatch command")
+        if at_init is None:
+            raise InputError(f"{prefix}: {name} is flagged OWNED_BY_DML but the dispatchable's \"bindings\" do not bind it")
+        return at_init, True
+    if at_dispatch is not None:
+        return at_dispatch, False
+    if at_init is not None:
+        raise ValidationError(f"{prefix}: {name} is bound only in the dispatchable's \"bindings\" (initialisation), "
+                              "which DirectML reads only for inputs flagged OWNED_BY_DML; bind it in the dispatch command")
+    raise InputError(f"{prefix}: nothing bound for required tensor {name!r}")
+
+
+def _bind(name: str, desc: TensorDesc, source: BindingSource, at_init: bool, checked: CheckedDispatchable,
+          model: Model, prefix: str) -> BoundTensor:
+    resource = model.resources[source.resource]
+    where = f"{prefix}: {name} bound to {source.resource!r}"
+    # The offset counts elements of the binding's element size, which defaults to the size of the
+    # resource's initialValuesDataType, not the tensor's (Executor.cpp ResolveBindings, DmlDispatchable.cpp).
+    element_size = source.element_size_in_bytes or resource.data_type.bits // 8
+    offset = source.element_offset * element_size
+    alignment = desc.base_offset_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
+    if offset % alignment:
+        raise ValidationError(
+            f"{where}: the binding starts at byte {offset} (elementOffset {source.element_offset} x {element_size} bytes), "
+            f"which is not a multiple of {alignment}; DirectML needs binding offsets aligned to 16 bytes, or to the "
+            "tensor's GuaranteedBaseOffsetAlignment")
+    available = resource.size_in_bytes - offset
+    needed = checked.total_sizes[name]
+    if available < needed:
+        raise ValidationError(
+            f"{where}: {max(available, 0)} bytes are bound (buffer of {resource.size_in_bytes} bytes from byte {offset}), "
+            f"but the tensor's TotalTensorSizeInBytes is {needed}")
+    return BoundTensor(desc, source.resource, offset, checked.strides[name], at_init)
+
+
+def _touched_bytes(tensor: BoundTensor) -> np.ndarray:
+    size = tensor.desc.data_type.bits // 8
+    starts = tensor.offset_in_bytes + element_offsets(tensor.desc.sizes, tensor.strides).reshape(-1) * size
+    return np.unique((starts[:, None] + np.arange(size)[None, :]).reshape(-1))
+
+
+def _spans_meet(a: BoundTensor, b: BoundTensor) -> bool:
+    """Whether the byte spans [first byte, last byte] of the two tensors intersect."""
+    def span(t: BoundTensor):
+        size = t.desc.data_type.bits // 8
+        last = sum((n - 1) * stride for n, stride in zip(t.desc.sizes, t.strides))
+        return t.offset_in_bytes, t.offset_in_bytes + (last + 1) * size - 1
+
+    (a_first, a_last), (b_first, b_last) = span(a), span(b)
+    return a_first <= b_last and b_first <= a_last
+
+
+def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
+    return (a.resource == b.resource and a.offset_in_bytes == b.offset_in_bytes and a.strides == b.strides
+            and a.desc.sizes == b.desc.sizes and a.desc.data_type == b.desc.data_type)
+
+
+def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable, prefix: str) -> None:
+    """The output may alias inputs exactly, and only for operators whose pages permit in-place execution."""
+    op = dispatchable.operator
+    output = tensors[op.output]
+    written = None
+    for name in op.inputs:
+        tensor = tensors[name]
+        if tensor.resource != output.resource or tensor.at_initialisation:
+            continue
+        if _same_view(tensor, output):
+            overlapping = True
+        elif not _spans_meet(tensor, output):
+            overlapping = False
+        else:  # interleaved or partly overlapping views: compare the bytes each one touches
+            if written is None:
+                written = _touched_bytes(output)
+            overlapping = np.intersect1d(written, _touched_bytes(tensor), assume_unique=True).size > 0
+        if not overlapping:
+            continue
+        if not op.in_place:
+            raise ValidationError(
+                f"{prefix}: {op.output} overlaps {name} in buffer {output.resource!r}; DirectML documents in-place "
+                f"execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
+        if not _same_view(tensor, output):
+            raise ValidationError(
+                f"{prefix}: {op.output} partly overlaps {name} in buffer {output.resource!r}; {op.name} may run "
+                "in place, but only with the output aliasing the input exactly (same offset, Sizes and Strides)")
