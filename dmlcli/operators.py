@@ -82,6 +82,10 @@ class Operator:
     same_data_type: tuple[str, ...]  # tensors whose DataType must be equal
     same_sizes: tuple[str, ...]  # tensors whose DimensionCount and Sizes must be equal
     cpu_kernel: Callable
+    # CUDA C++ expression of one element for the GPU backend (dmlcli/gpu_kernels.py): inputs a and b,
+    # or x; W, the input width in bits; parameters by DESC name as their enum value. Native-encoding
+    # operators see the unsigned bit pattern, the others the value (FLOAT16 widened to float).
+    cuda_body: str
     output: str = "OutputTensor"
     parameters: tuple[Parameter, ...] = ()
     default_output_type: DataType | None = None  # when the output type is a free choice
@@ -185,17 +189,17 @@ def _bitwise_binary(name: str, enum_value: int, symbol: str, word: str, kernel: 
         summary=f"Bitwise {word} of each pair of corresponding elements of ATensor and BTensor.",
         formula=f"f(a, b) = a {symbol} b   (on the bit patterns)",
         introduced=level("3_0"), inputs=AB, support=_BITWISE_BINARY,
-        same_data_type=ABO, same_sizes=ABO, cpu_kernel=kernel,
+        same_data_type=ABO, same_sizes=ABO, cpu_kernel=kernel, cuda_body=f"a {symbol} b",
         native_encoding=True, in_place=True, notes=(_NATIVE,),
     )
 
 
-def _logical_binary(name: str, enum_value: int, formula: str, word: str, kernel: Callable) -> Operator:
+def _logical_binary(name: str, enum_value: int, formula: str, word: str, kernel: Callable, cuda_body: str) -> Operator:
     return Operator(
         name=name, enum_value=enum_value,
         summary=f"Logical {word} of each pair of corresponding elements; 1 for true, 0 for false, in the inputs' data type.",
         formula=formula, introduced=level("1_0"), inputs=AB, support=_LOGICAL_BINARY,
-        same_data_type=ABO, same_sizes=ABO, cpu_kernel=kernel, in_place=True,
+        same_data_type=ABO, same_sizes=ABO, cpu_kernel=kernel, cuda_body=cuda_body, in_place=True,
     )
 
 
@@ -204,7 +208,8 @@ def _comparison(name: str, enum_value: int, symbol: str, introduced: str, suppor
         name=name, enum_value=enum_value,
         summary=f"1 where a {symbol} b, else 0, written as UINT8 or UINT32 (the output data type is a choice).",
         formula=f"f(a, b) = (a {symbol} b)", introduced=level(introduced), inputs=AB, support=support,
-        same_data_type=AB, same_sizes=ABO, cpu_kernel=kernel, default_output_type=UINT8, notes=(_IEEE,),
+        same_data_type=AB, same_sizes=ABO, cpu_kernel=kernel, cuda_body=f"a {symbol} b",
+        default_output_type=UINT8, notes=(_IEEE,),
     )
 
 
@@ -214,7 +219,8 @@ def _shift(name: str, enum_value: int, symbol: str, word: str, kernel: Callable)
         summary=f"Logical {word} shift of each element of ATensor by the count in the matching element of BTensor.",
         formula=f"f(a, b) = (a {symbol} b)   (0 when b >= the element width)",
         introduced=level("2_1"), inputs=AB, support=_SHIFTS, same_data_type=ABO, same_sizes=ABO,
-        cpu_kernel=kernel, native_encoding=True, in_place=True, shift_count_input="BTensor",
+        cpu_kernel=kernel, cuda_body=f"b < W ? (a {symbol} b) : 0", native_encoding=True, in_place=True,
+        shift_count_input="BTensor",
         notes=(_SHIFT_NOTE,),
     )
 
@@ -228,6 +234,7 @@ OPERATORS: tuple[Operator, ...] = (
         summary="Bitwise NOT (one's complement) of each element.",
         formula="f(x) = ~x   (on the bit pattern)", introduced=level("3_0"), inputs=X,
         support=_BITWISE_UNARY, same_data_type=XO, same_sizes=XO, cpu_kernel=cpu_kernels.bit_not,
+        cuda_body="~x",
         native_encoding=True, in_place=True, notes=(_NATIVE,),
     ),
     Operator(
@@ -235,19 +242,24 @@ OPERATORS: tuple[Operator, ...] = (
         summary="Population count: the number of bits set to 1 in each element's bit pattern.",
         formula="f(x) = popcount(x)   (two's complement for signed types: INT8 -1 gives 8)",
         introduced=level("3_0"), inputs=X, support=_BIT_COUNT, same_data_type=(), same_sizes=XO,
-        cpu_kernel=cpu_kernels.bit_count, default_output_type=UINT8, native_encoding=True,
+        cpu_kernel=cpu_kernels.bit_count, cuda_body="W == 64 ? __popcll(x) : __popc(x)",
+        default_output_type=UINT8, native_encoding=True,
         notes=(_NATIVE,),
     ),
     _shift("BIT_SHIFT_LEFT", 97, "<<", "left", cpu_kernels.bit_shift_left),
     _shift("BIT_SHIFT_RIGHT", 98, ">>", "right", cpu_kernels.bit_shift_right),
-    _logical_binary("LOGICAL_AND", 14, "f(a, b) = (a && b)", "AND", cpu_kernels.logical_and),
-    _logical_binary("LOGICAL_OR", 19, "f(a, b) = (a || b)", "OR", cpu_kernels.logical_or),
-    _logical_binary("LOGICAL_XOR", 20, "f(a, b) = (!!a) != (!!b)", "XOR (exclusive or)", cpu_kernels.logical_xor),
+    _logical_binary("LOGICAL_AND", 14, "f(a, b) = (a && b)", "AND", cpu_kernels.logical_and,
+                   "(a != 0) && (b != 0)"),
+    _logical_binary("LOGICAL_OR", 19, "f(a, b) = (a || b)", "OR", cpu_kernels.logical_or,
+                   "(a != 0) || (b != 0)"),
+    _logical_binary("LOGICAL_XOR", 20, "f(a, b) = (!!a) != (!!b)", "XOR (exclusive or)", cpu_kernels.logical_xor,
+                   "(a != 0) != (b != 0)"),
     Operator(
         name="LOGICAL_NOT", enum_value=18,
         summary="Logical NOT of each element; 1 for true, 0 for false, in the input's data type.",
         formula="f(x) = !x", introduced=level("1_0"), inputs=X, support=_LOGICAL_UNARY,
-        same_data_type=XO, same_sizes=XO, cpu_kernel=cpu_kernels.logical_not, in_place=True,
+        same_data_type=XO, same_sizes=XO, cpu_kernel=cpu_kernels.logical_not, cuda_body="x == 0",
+        in_place=True,
     ),
     Operator(
         name="IS_INFINITY", enum_value=100,
@@ -258,12 +270,14 @@ OPERATORS: tuple[Operator, ...] = (
         ),
         introduced=level("2_1"), inputs=X, support=_IS_INFINITY, same_data_type=(), same_sizes=XO,
         cpu_kernel=cpu_kernels.is_infinity, parameters=(INFINITY_MODE,), default_output_type=UINT8,
+        cuda_body="isinf(x) && (InfinityMode == 0 || (InfinityMode == 1 && x > 0) || (InfinityMode == 2 && x < 0))",
     ),
     Operator(
         name="IS_NAN", enum_value=80,
         summary="1 where the element is an IEEE-754 NaN (any payload, either sign), else 0.",
         formula="f(x) = isnan(x)", introduced=level("2_0"), inputs=X, support=_IS_NAN,
-        same_data_type=(), same_sizes=XO, cpu_kernel=cpu_kernels.is_nan, default_output_type=UINT8,
+        same_data_type=(), same_sizes=XO, cpu_kernel=cpu_kernels.is_nan, cuda_body="x != x",
+        default_output_type=UINT8,
     ),
     _comparison("LOGICAL_EQUALS", 15, "==", "1_0", _COMPARISON, cpu_kernels.logical_equals),
     _comparison("LOGICAL_GREATER_THAN", 16, ">", "1_0", _COMPARISON, cpu_kernels.logical_greater_than),

@@ -1,0 +1,391 @@
+"""GPU benchmark (a script, not a test): dmlcli's fused kernels against the GPU's own copy speed.
+
+1. Kernels on resident data. For each operator (and a few extra data types), inputs of --gib GiB
+   each already on the GPU: the kernel's throughput (bytes read + bytes written per second) as a
+   fraction of the same GPU's device-to-device copy bandwidth (cudaMemcpy, 2 x bytes per second),
+   measured in the same run; and the same figure for CuPy's plain ufunc (cupy.bitwise_xor,
+   cupy.isinf, cupy.equal, ...: bool outputs, no width rule) as the baseline. Goal: >= 0.85.
+2. End to end from .npy files. The inputs are .npy files (in the page cache: written just
+   before), the output a .npy file (no fsync): each chunk is read by threads straight into
+   pinned memory (the next chunk while the GPU works), goes through the backend's execute_chunks
+   pipeline, and is copied by threads into the memory-mapped output. Its time against the time the same bytes take
+   through pinned host-to-device plus device-to-host copies, measured in the same run. Goal: >= 0.7.
+   Also timed: the same file reads and writes with no GPU work (HostOnly: the floor the file I/O
+   sets on this machine), GpuBackend.execute on arrays already in host memory (the same pipeline with a
+   staging copy in and a copy out), dmlcli's own .npy-to-.npy path (dmlcli.streaming.stream_run,
+   what `dmlcli run a.npy b.npy -o out.npy --backend gpu` does: one reader thread, fsync at the
+   end), and the CPU backend on the arrays in memory.
+
+Times are CUDA-event (part 1) or wall-clock (part 2) medians of --repeats runs after warm-up.
+Every kernel's output is checked against the CPU backend on a sample before it is timed.
+
+    PYTHONPATH=. python3 bench/gpu_bench.py                # 1 GiB inputs, 10 repeats
+    PYTHONPATH=. python3 bench/gpu_bench.py --gib 0.25 --repeats 5 --skip-e2e
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dmlcli import gpu_kernels  # noqa: E402
+from dmlcli.backends import cpu, gpu  # noqa: E402
+from dmlcli.operators import find_operator  # noqa: E402
+
+# (operator, input dtype, output dtype): each operator once, plus a few wider types.
+CASES = [
+    ("bit_and", "uint8", "uint8"), ("bit_or", "uint8", "uint8"), ("bit_xor", "uint8", "uint8"),
+    ("bit_xor", "float16", "float16"), ("bit_not", "uint8", "uint8"), ("bit_count", "uint8", "uint8"),
+    ("bit_count", "uint64", "uint8"), ("bit_shift_left", "uint8", "uint8"), ("bit_shift_right", "uint32", "uint32"),
+    ("logical_and", "uint8", "uint8"), ("logical_or", "uint8", "uint8"), ("logical_xor", "uint8", "uint8"),
+    ("logical_not", "uint8", "uint8"), ("is_infinity", "float32", "uint8"), ("is_infinity", "float16", "uint8"),
+    ("is_nan", "float32", "uint8"), ("logical_equals", "float32", "uint8"), ("logical_greater_than", "int64", "uint8"),
+    ("logical_less_than", "uint8", "uint8"), ("logical_greater_than_or_equal", "float16", "uint32"),
+    ("logical_less_than_or_equal", "int32", "uint8"),
+]
+E2E_CASES = [("bit_xor", "uint8", "uint8"), ("is_infinity", "float32", "uint8")]
+IO_THREADS = 8  # per read or write of one chunk
+
+
+def gpu_median_seconds(cp, launch, repeats: int) -> float:
+    """Median CUDA-event time of `launch` on the current stream, after two warm-up runs."""
+    for _ in range(2):
+        launch()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for _ in range(repeats):
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth(cp, nbytes: int, repeats: int) -> float:
+    """Device-to-device cudaMemcpy: bytes read + bytes written per second."""
+    source, target = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
+    runtime = cp.cuda.runtime
+    seconds = gpu_median_seconds(cp, lambda: runtime.memcpyAsync(
+        target.data.ptr, source.data.ptr, nbytes, runtime.memcpyDeviceToDevice, 0), repeats)
+    return 2 * nbytes / seconds
+
+
+def baseline_ufunc(cp, name: str, device_inputs, count: int):
+    """CuPy's plain ufunc closest to the operator, writing into a preallocated array; None if none."""
+    bits = [x.view(f"uint{x.dtype.itemsize * 8}") for x in device_inputs]
+    bitwise = {"bit_and": cp.bitwise_and, "bit_or": cp.bitwise_or, "bit_xor": cp.bitwise_xor,
+               "bit_shift_left": cp.left_shift, "bit_shift_right": cp.right_shift}
+    to_bool = {"logical_and": cp.logical_and, "logical_or": cp.logical_or, "logical_xor": cp.logical_xor,
+               "logical_not": cp.logical_not, "is_infinity": cp.isinf, "is_nan": cp.isnan,
+               "logical_equals": cp.equal, "logical_greater_than": cp.greater, "logical_less_than": cp.less,
+               "logical_greater_than_or_equal": cp.greater_equal, "logical_less_than_or_equal": cp.less_equal}
+    if name in bitwise:
+        out = cp.empty_like(bits[0])
+        return (lambda: bitwise[name](*bits, out=out)), out
+    if name == "bit_not":
+        out = cp.empty_like(bits[0])
+        return (lambda: cp.invert(bits[0], out=out)), out
+    if name == "bit_count" and hasattr(cp, "bitwise_count"):
+        out = cp.empty(count, cp.uint8)
+        return (lambda: cp.bitwise_count(bits[0], out=out)), out
+    if name in to_bool:
+        out = cp.empty(count, cp.bool_)
+        return (lambda: to_bool[name](*device_inputs, out=out)), out
+    return None, None
+
+
+def random_device_tensor(cp, dtype, count: int, name: str):
+    raw = cp.random.randint(0, 256, size=count * np.dtype(dtype).itemsize, dtype=cp.uint8)
+    values = raw.view(dtype)
+    if name.startswith("bit_shift"):  # counts mostly in range, so the shift does real work
+        values[...] = (raw[:count] % (np.dtype(dtype).itemsize * 8 + 2)).astype(dtype)
+    return values
+
+
+def check_sample(cp, backend, reference, operator, device_inputs, device_out, params) -> None:
+    sample = slice(0, min(device_out.size, 1 << 20))
+    host_inputs = [cp.asnumpy(x[sample]) for x in device_inputs]
+    expected = reference.execute(operator, host_inputs, host_inputs[0].shape, device_out.dtype, params)
+    got = cp.asnumpy(device_out[sample])
+    if got.tobytes() != expected.tobytes():
+        raise SystemExit(f"{operator.name}: GPU output differs from the CPU backend's")
+
+
+def resident(cp, backend, gib: float, repeats: int) -> None:
+    nbytes = int(gib * (1 << 30))
+    copy_bw = copy_bandwidth(cp, nbytes, repeats)
+    print(f"\n## Kernels on resident data: {gib:g} GiB per input; device-to-device copy "
+          f"{copy_bw / 1e9:.0f} GB/s (read + write)\n")
+    print("| operator | types | dmlcli GB/s | dmlcli / copy | CuPy ufunc GB/s | CuPy / copy | dmlcli / CuPy |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    reference = cpu.create()
+    fractions = []
+    for name, in_dtype, out_dtype in CASES:
+        operator = find_operator(name)
+        count = nbytes // np.dtype(in_dtype).itemsize
+        params = {p.name: p.default for p in operator.parameters}
+        device_inputs = [random_device_tensor(cp, in_dtype, count, name) for _ in operator.inputs]
+        device_out = cp.empty(count, out_dtype)
+        backend.run_resident(operator, device_inputs, device_out, params)
+        check_sample(cp, backend, reference, operator, device_inputs, device_out, params)
+        moved = sum(x.nbytes for x in device_inputs) + device_out.nbytes
+        seconds = gpu_median_seconds(cp, lambda: backend.run_resident(operator, device_inputs, device_out, params),
+                                     repeats)
+        ours = moved / seconds
+        fractions.append(ours / copy_bw)
+        launch, base_out = baseline_ufunc(cp, name, device_inputs, count)
+        if launch is None:
+            base_cells = "-", "-", "-"
+        else:
+            base_moved = sum(x.nbytes for x in device_inputs) + base_out.nbytes
+            base = base_moved / gpu_median_seconds(cp, launch, repeats)
+            base_cells = f"{base / 1e9:.0f}", f"{base / copy_bw:.2f}", f"{ours / base:.1f}x"
+        print(f"| {name} | {in_dtype} -> {out_dtype} | {ours / 1e9:.0f} | {ours / copy_bw:.2f} | "
+              f"{base_cells[0]} | {base_cells[1]} | {base_cells[2]} |", flush=True)
+        del device_inputs, device_out, base_out, launch
+        cp.get_default_memory_pool().free_all_blocks()
+    print(f"\nkernel / copy: median {statistics.median(fractions):.2f}, lowest {min(fractions):.2f} (goal >= 0.85)")
+
+
+def pinned_bandwidths(cp, nbytes: int, repeats: int) -> tuple[float, float]:
+    """Host-to-device and device-to-host cudaMemcpy from/to pinned memory, bytes per second."""
+    runtime = cp.cuda.runtime
+    host = cp.cuda.alloc_pinned_memory(nbytes)
+    device = cp.empty(nbytes, cp.uint8)
+    h2d = gpu_median_seconds(cp, lambda: runtime.memcpyAsync(device.data.ptr, host.ptr, nbytes,
+                                                             runtime.memcpyHostToDevice, 0), repeats)
+    d2h = gpu_median_seconds(cp, lambda: runtime.memcpyAsync(host.ptr, device.data.ptr, nbytes,
+                                                             runtime.memcpyDeviceToHost, 0), repeats)
+    return nbytes / h2d, nbytes / d2h
+
+
+def write_input(path: Path, dtype, count: int, seed: int) -> None:
+    array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(count,))
+    block = np.random.default_rng(seed).integers(0, 256, size=64 << 20, dtype=np.uint8)
+    flat = array.reshape(-1).view(np.uint8)
+    for start in range(0, flat.size, block.size):
+        part = flat[start:start + block.size]
+        part[...] = block[:part.size]
+    array.flush()
+    del array
+
+
+def npy_data_offset(path: Path) -> int:
+    return int(np.load(path, mmap_mode="r").offset)
+
+
+def parallel_pread(pool, descriptor: int, target: np.ndarray, position: int) -> None:
+    view = memoryview(target.reshape(-1).view(np.uint8))
+    bounds = np.linspace(0, len(view), IO_THREADS + 1).astype(int)
+
+    def read(lo, hi):
+        done = lo
+        while done < hi:
+            done += os.preadv(descriptor, [view[done:hi]], position + done)
+
+    for job in [pool.submit(read, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]:
+        job.result()
+
+
+def parallel_copy(pool, target: np.ndarray, source: np.ndarray) -> None:
+    bounds = np.linspace(0, target.size, IO_THREADS + 1).astype(int)
+    for job in [pool.submit(np.copyto, target[lo:hi], source[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]:
+        job.result()
+
+
+READ_RING = 6  # pinned read buffers per input: more than the chunks the pipeline may hold unyielded
+
+
+class HostOnly:
+    """A stand-in backend that computes nothing: yields a (reused) pinned block of the output's
+    size per chunk, so run_files with it times the file reads and writes alone."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.blocks = {}
+
+    def pinned_empty(self, shape, dtype):
+        return self.backend.pinned_empty(shape, dtype)
+
+    def execute_chunks(self, operator, chunks, out_dtype, parameters):
+        for chunk in chunks:
+            key = (chunk[0].shape, np.dtype(out_dtype))
+            if key not in self.blocks:
+                self.blocks[key] = self.backend.pinned_empty(chunk[0].shape, out_dtype)
+            yield self.blocks[key]
+
+
+def run_files(backend, operator, sources, output: Path, out_dtype, chunk_bytes: int, pool) -> None:
+    """.npy files in, .npy file out, through execute_chunks. The next chunk is read (by threads)
+    straight into pinned buffers while the GPU works, so the pipeline copies it with no staging;
+    results are copied by threads into the memory-mapped output file as they come back."""
+    offsets = [npy_data_offset(s) for s in sources]
+    first = np.load(sources[0], mmap_mode="r")
+    dtype, count = first.dtype, first.size
+    del first
+    step = max(1, chunk_bytes // max(dtype.itemsize, np.dtype(out_dtype).itemsize))
+    descriptors = [os.open(s, os.O_RDONLY) for s in sources]
+    rings = [[backend.pinned_empty((step,), dtype) for _ in range(READ_RING)] for _ in sources]
+    out = np.lib.format.open_memmap(output, mode="w+", dtype=out_dtype, shape=(count,))
+    starts = list(range(0, count, step))
+
+    def read_chunk(number):
+        start = starts[number]
+        size = min(step, count - start)
+        chunk = []
+        for descriptor, offset, ring in zip(descriptors, offsets, rings):
+            target = ring[number % READ_RING][:size]
+            parallel_pread(pool, descriptor, target, offset + start * dtype.itemsize)
+            chunk.append(target)
+        return chunk
+
+    def chunks(reader):
+        upcoming = reader.submit(read_chunk, 0) if starts else None
+        for number in range(len(starts)):
+            chunk = upcoming.result()
+            if number + 1 < len(starts):
+                upcoming = reader.submit(read_chunk, number + 1)
+            yield chunk
+
+    try:
+        with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
+            writes = []
+            position = 0
+            for result in backend.execute_chunks(operator, chunks(reader), out_dtype, {}):
+                target = out[position:position + result.size]
+                writes.append(writer.submit(parallel_copy, pool, target, result))
+                position += result.size
+                while len(writes) > 2:
+                    writes.pop(0).result()
+            for write in writes:
+                write.result()
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)
+        del out
+
+
+def end_to_end(cp, backend, gib: float, repeats: int, chunk_mib: int, directory: Path) -> None:
+    from dmlcli.streaming import stream_run
+
+    nbytes = int(gib * (1 << 30))
+    h2d, d2h = pinned_bandwidths(cp, nbytes, repeats)
+    print(f"\n## End to end from .npy files: {gib:g} GiB per input, chunks of {chunk_mib} MiB, files in "
+          f"{directory}; pinned host-to-device {h2d / 1e9:.1f} GB/s, device-to-host {d2h / 1e9:.1f} GB/s\n")
+    print("| operator | types | transfers alone s | files -> GPU -> file s | transfers / that | "
+          "file I/O alone s | file I/O / GPU run | GpuBackend.execute, arrays in memory s | transfers / that | "
+          "stream_run s | CPU backend in memory s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    reference = cpu.create()
+    pool = ThreadPoolExecutor(2 * IO_THREADS)  # reads and writes at once
+    for name, in_dtype, out_dtype in E2E_CASES:
+        operator = find_operator(name)
+        count = nbytes // np.dtype(in_dtype).itemsize
+        sources = [directory / f"in{i}_{in_dtype}.npy" for i in range(len(operator.inputs))]
+        for seed, source in enumerate(sources):
+            write_input(source, in_dtype, count, seed)
+        output = directory / "out.npy"
+        transfers = len(sources) * nbytes / h2d + count * np.dtype(out_dtype).itemsize / d2h
+
+        def timed(engine):
+            times = []
+            for _ in range(repeats + 1):
+                output.unlink(missing_ok=True)
+                started = time.perf_counter()
+                run_files(engine, operator, sources, output, out_dtype, chunk_mib << 20, pool)
+                times.append(time.perf_counter() - started)
+            return statistics.median(times[1:])
+
+        host_only = timed(HostOnly(backend))
+        pipeline = timed(backend)
+        inputs = [np.load(s, mmap_mode="r") for s in sources]
+        result = np.load(output, mmap_mode="r")
+        for sample in (slice(0, 1 << 20), slice(count - (1 << 20), count)):
+            want = reference.execute(operator, [np.asarray(x[sample]) for x in inputs], (1 << 20,), out_dtype,
+                                     {p.name: p.default for p in operator.parameters})
+            if np.asarray(result[sample]).tobytes() != want.tobytes():
+                raise SystemExit(f"{name}: the file written through the GPU differs from the CPU backend's result")
+        loaded = [np.load(s) for s in sources]
+        params = {p.name: p.default for p in operator.parameters}
+        started = time.perf_counter()
+        reference.execute(operator, loaded, loaded[0].shape, out_dtype, params)
+        numpy_seconds = time.perf_counter() - started
+        in_memory = []
+        for _ in range(repeats + 1):
+            started = time.perf_counter()
+            backend.execute(operator, loaded, loaded[0].shape, out_dtype, params)
+            in_memory.append(time.perf_counter() - started)
+        in_memory_seconds = statistics.median(in_memory[1:])
+        del loaded, inputs, result
+        output.unlink(missing_ok=True)
+        started = time.perf_counter()
+        stream_run(operator, [str(s) for s in sources], str(output), backend=backend, chunk_bytes=chunk_mib << 20)
+        streamed = time.perf_counter() - started
+        print(f"| {name} | {in_dtype} -> {out_dtype} | {transfers:.3f} | {pipeline:.3f} | {transfers / pipeline:.2f} | "
+              f"{host_only:.3f} | {host_only / pipeline:.2f} | {in_memory_seconds:.3f} | "
+              f"{transfers / in_memory_seconds:.2f} | {streamed:.3f} | {numpy_seconds:.3f} |", flush=True)
+        for path in sources + [output]:
+            path.unlink(missing_ok=True)
+    pool.shutdown()
+
+
+def pick_directory(requested: str | None, gib: float) -> Path:
+    if requested:
+        return Path(requested)
+    need = 4 * gib * (1 << 30)
+    shm = Path("/dev/shm")
+    if shm.is_dir() and shutil.disk_usage(shm).free > need:
+        return Path(tempfile.mkdtemp(dir=shm, prefix="dmlcli-bench-"))
+    return Path(tempfile.mkdtemp(prefix="dmlcli-bench-"))
+
+
+def main() -> None:
+    global IO_THREADS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=1.0, help="GiB per input tensor [1]")
+    parser.add_argument("--repeats", type=int, default=10, help="timed runs per figure (median) [10]")
+    parser.add_argument("--e2e-repeats", type=int, default=3, help="timed end-to-end runs (median) [3]")
+    parser.add_argument("--chunk-mib", type=int, default=64, help="end-to-end chunk size in MiB [64]")
+    parser.add_argument("--dir", default=None, help="where the .npy files go [/dev/shm if it has room, else /tmp]")
+    parser.add_argument("--skip-e2e", action="store_true", help="only the resident-data kernels")
+    parser.add_argument("--skip-resident", action="store_true", help="only the end-to-end runs")
+    parser.add_argument("--io-threads", type=int, default=IO_THREADS, help=f"threads per chunk read or write [{IO_THREADS}]")
+    parser.add_argument("--max-thread-bytes", type=int, default=None,
+                        help="tuning: cap on one thread's bytes of the widest tensor "
+                             f"[{gpu_kernels.MAX_THREAD_BYTES}]")
+    args = parser.parse_args()
+    IO_THREADS = args.io_threads
+    if args.max_thread_bytes:
+        gpu_kernels.MAX_THREAD_BYTES = args.max_thread_bytes
+
+    import cupy as cp
+
+    backend = gpu.create()
+    facts = backend.describe()
+    print(f"# dmlcli GPU benchmark: {facts['device']} ({facts['device_memory_bytes'] / 2**30:.0f} GiB), "
+          f"CuPy {facts['cupy']}, CUDA runtime {facts['cuda_runtime']}, driver {facts['cuda_driver']}")
+    if not args.skip_resident:
+        resident(cp, backend, args.gib, args.repeats)
+    if not args.skip_e2e:
+        directory = pick_directory(args.dir, args.gib)
+        try:
+            end_to_end(cp, backend, args.gib, args.e2e_repeats, args.chunk_mib, directory)
+        finally:
+            if args.dir is None:
+                shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""The GPU backend: bit-for-bit parity with the CPU backend, broadcasting, streaming, and exit 4.
+
+The parity tests need CuPy and a CUDA device and skip cleanly without them; the tests of the
+error paths, the generated CUDA source and `dmlcli info` run everywhere (CuPy is hidden from
+them where it is installed).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import dmlcli
+from dmlcli import gpu_kernels
+from dmlcli.backends import cpu
+from dmlcli.cli import cli
+from dmlcli.errors import BackendUnavailableError, DmlcliWarning
+from dmlcli.feature_levels import level
+from dmlcli.operators import OPERATORS, find_operator
+
+NEWEST = level("6_4")
+NO_CUPY = "CuPy is not installed; install it with pip install 'dmlcli[gpu]'"
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpu_backend():
+    pytest.importorskip("cupy")
+    from dmlcli.backends import gpu
+
+    try:
+        return gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+@pytest.fixture
+def hide_cupy(monkeypatch):
+    """Make `import cupy` fail, as on a machine without CuPy."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+
+
+def _type_pairs_at_newest(operator):
+    row = operator.row_at(NEWEST)
+    in_types = row.tensors[operator.inputs[0]].data_types
+    if operator.output in operator.same_data_type:
+        return [(t.numpy_dtype, t.numpy_dtype) for t in in_types]
+    return [(t.numpy_dtype, o.numpy_dtype) for t in in_types for o in row.tensors[operator.output].data_types]
+
+
+def _float_specials(dtype) -> np.ndarray:
+    """inf, -inf, NaNs with payloads and either sign, +-0, subnormals, extremes: as bit patterns."""
+    info = np.finfo(dtype)
+    bits = info.bits
+    exponent = ((1 << (info.nexp)) - 1) << info.nmant
+    sign = 1 << (bits - 1)
+    patterns = [exponent, exponent | sign,  # inf, -inf
+                exponent | 1, exponent | (1 << (info.nmant - 1)), exponent | sign | 0x155,  # NaN payloads
+                (1 << bits) - 1,  # NaN, all bits set
+                0, sign,  # 0.0, -0.0
+                1, sign | 1, (1 << info.nmant) - 1,  # smallest and largest subnormals
+                1 << info.nmant, exponent - 1, sign | (exponent - 1)]  # smallest normal, +-max
+    return np.array(patterns, dtype=f"uint{bits}").view(dtype)
+
+
+def _random_tensor(rng, dtype, shape) -> np.ndarray:
+    """Random bit patterns, with the dtype's special values sprinkled in."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    raw = rng.integers(0, 256, size=count * dtype.itemsize, dtype=np.uint8).view(dtype).copy()
+    if dtype.kind == "f":
+        specials = _float_specials(dtype)
+        picks = rng.random(count) < 0.4
+        raw[picks] = specials[rng.integers(0, len(specials), size=int(picks.sum()))]
+    else:
+        info = np.iinfo(dtype)
+        specials = np.array([0, 1, info.max, info.min, info.min + 1, info.max - 1], dtype=dtype)
+        picks = rng.random(count) < 0.2
+        raw[picks] = specials[rng.integers(0, len(specials), size=int(picks.sum()))]
+    return raw.reshape(shape)
+
+
+def _inputs_for(operator, dtype, shape, rng) -> list[np.ndarray]:
+    arrays = [_random_tensor(rng, dtype, shape) for _ in operator.inputs]
+    if len(arrays) == 2:
+        a, b = arrays
+        same = rng.random(shape) < 0.25  # equal pairs: NaN == NaN, x == x, ...
+        b[same] = a[same]
+        if np.dtype(dtype).kind == "f":
+            zeros = rng.random(shape) < 0.05
+            a[zeros], b[zeros] = np.array(-0.0, dtype), np.array(0.0, dtype)
+    if operator.shift_count_input is not None:
+        width = np.dtype(dtype).itemsize * 8
+        counts = np.array([0, 1, width - 1, width, width + 1, 2 * width, np.iinfo(dtype).max], dtype=dtype)
+        b = arrays[1]
+        b[...] = rng.integers(0, width, size=shape, dtype=dtype)
+        picks = rng.random(shape) < 0.4
+        b[picks] = counts[rng.integers(0, len(counts), size=int(picks.sum()))]
+    return arrays
+
+
+def _shapes(rng):
+    """One shape of each rank 1 to 8, of 1 to about 3000 elements (so vectors and tails both run)."""
+    shapes = []
+    for ndim in range(1, 9):
+        budget = 3000 if ndim < 8 else 300
+        dims = []
+        for _ in range(ndim):
+            dims.append(int(rng.integers(1, max(2, int(budget ** (1 / ndim)) * 2))))
+        shapes.append(tuple(dims))
+    return shapes + [(1,), (17,), (4099,)]
+
+
+def _assert_same_bits(gpu_out: np.ndarray, cpu_out: np.ndarray, context: str) -> None:
+    assert gpu_out.dtype == cpu_out.dtype and gpu_out.shape == cpu_out.shape, context
+    if gpu_out.tobytes() != cpu_out.tobytes():
+        flat_g = gpu_out.reshape(-1).view(f"uint{gpu_out.itemsize * 8}")
+        flat_c = cpu_out.reshape(-1).view(f"uint{cpu_out.itemsize * 8}")
+        where = np.flatnonzero(flat_g != flat_c)
+        pytest.fail(f"{context}: {where.size} elements differ, first at {where[0]}: "
+                    f"gpu {flat_g[where[0]]:#x} cpu {flat_c[where[0]]:#x}")
+
+
+def _parameter_sets(operator):
+    if not operator.parameters:
+        return [{}]
+    (param,) = operator.parameters
+    return [{param.name: short} for short, _ in param.values]
+
+
+# -- parity on the GPU ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("operator", OPERATORS, ids=lambda op: op.name)
+def test_gpu_matches_cpu_bit_for_bit(gpu_backend, operator):
+    rng = np.random.default_rng(sum(map(ord, operator.name)))
+    reference = cpu.create()
+    for in_dtype, out_dtype in _type_pairs_at_newest(operator):
+        for shape in _shapes(rng):
+            inputs = _inputs_for(operator, in_dtype, shape, rng)
+            for params in _parameter_sets(operator):
+                expected = reference.execute(operator, inputs, shape, out_dtype, params)
+                got = gpu_backend.execute(operator, inputs, shape, out_dtype, params)
+                _assert_same_bits(got, expected, f"{operator.name} {in_dtype}->{out_dtype} {shape} {params}")
+
+
+@pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.name)
+def test_gpu_broadcast_matches_cpu(gpu_backend, operator):
+    rng = np.random.default_rng(7)
+    reference = cpu.create()
+    cases = [((3, 1, 5), (1, 4, 5), (3, 4, 5)), ((7,), (2, 3, 7), (2, 3, 7)), ((1,), (6, 1), (6, 1)),
+             ((2, 1, 3, 1, 2, 1, 2, 1), (1, 3, 1, 2, 1, 2, 1, 3), (2, 3, 3, 2, 2, 2, 2, 3))]
+    for in_dtype, out_dtype in _type_pairs_at_newest(operator):
+        for a_shape, b_shape, out_shape in cases:
+            a = _inputs_for(operator, in_dtype, a_shape, rng)[0]
+            b = _inputs_for(operator, in_dtype, b_shape, rng)[1]
+            expected = reference.execute(operator, [a, b], out_shape, out_dtype, {})
+            got = gpu_backend.execute(operator, [a, b], out_shape, out_dtype, {})
+            _assert_same_bits(got, expected, f"{operator.name} {in_dtype} {a_shape} x {b_shape}")
+
+
+def test_gpu_pipeline_with_many_pieces(gpu_backend, monkeypatch):
+    """Small pieces: every slot is reused many times, and the last piece is a short one."""
+    from dmlcli.backends import gpu
+
+    monkeypatch.setattr(gpu, "PIECE_BYTES", 4096)
+    rng = np.random.default_rng(3)
+    reference = cpu.create()
+    for name, dtype, out_dtype in [("bit_xor", np.uint8, np.uint8), ("bit_xor", np.float16, np.float16),
+                                   ("logical_equals", np.int64, np.uint32), ("is_nan", np.float32, np.uint8)]:
+        operator = find_operator(name)
+        shape = (50_001,)
+        inputs = _inputs_for(operator, dtype, shape, rng)
+        _assert_same_bits(gpu_backend.execute(operator, inputs, shape, out_dtype, {}),
+                          reference.execute(operator, inputs, shape, out_dtype, {}), f"{name} {np.dtype(dtype)}")
+    operator = find_operator("bit_and")  # broadcast, several blocks of rows
+    a, b = _random_tensor(rng, np.int32, (3000, 7)), _random_tensor(rng, np.int32, (1, 7))
+    _assert_same_bits(gpu_backend.execute(operator, [a, b], (3000, 7), np.int32, {}),
+                      reference.execute(operator, [a, b], (3000, 7), np.int32, {}), "bit_and broadcast rows")
+
+
+def test_gpu_execute_chunks_yields_every_chunk_in_order(gpu_backend, monkeypatch):
+    from dmlcli.backends import gpu
+
+    monkeypatch.setattr(gpu, "PIECE_BYTES", 1024)
+    rng = np.random.default_rng(11)
+    operator = find_operator("bit_shift_left")
+    sizes = [5000, 0, 1, 3333, 1024, 77, 20000]
+    chunks = [_inputs_for(operator, np.uint16, (n,), rng) for n in sizes]
+    outputs = list(gpu_backend.execute_chunks(operator, iter(chunks), np.uint16, {}))
+    assert [o.shape for o in outputs] == [(n,) for n in sizes]
+    expected = cpu.create().execute_chunks(operator, chunks, np.uint16, {})
+    for got, want, n in zip(outputs, expected, sizes):
+        _assert_same_bits(got, want, f"chunk of {n}")
+
+
+def test_gpu_execute_chunks_takes_pinned_chunks_without_staging(gpu_backend, monkeypatch):
+    from dmlcli.backends import gpu
+
+    monkeypatch.setattr(gpu, "PIECE_BYTES", 2048)
+    rng = np.random.default_rng(5)
+    operator = find_operator("logical_xor")
+    chunks = []
+    for size in (3000, 4096, 1):
+        pinned = [gpu_backend.pinned_empty((size,), np.uint32) for _ in operator.inputs]
+        for target, source in zip(pinned, _inputs_for(operator, np.uint32, (size,), rng)):
+            target[...] = source
+        chunks.append(pinned)
+    outputs = list(gpu_backend.execute_chunks(operator, chunks, np.uint32, {}))
+    for got, chunk in zip(outputs, chunks):
+        _assert_same_bits(got, cpu.create().execute(operator, chunk, chunk[0].shape, np.uint32, {}), "pinned chunk")
+
+
+def test_gpu_api_and_cli_run(gpu_backend, tmp_path):
+    a = np.array([0, 1, 0x80, 0xFF], np.uint8)
+    with pytest.warns(DmlcliWarning, match="2 of 4 shift counts"):
+        got = dmlcli.run("bit_shift_left", a, np.array([1, 7, 8, 9], np.uint8), backend="gpu")
+    assert got.tolist() == [0, 0x80, 0, 0]
+    result = CliRunner().invoke(cli, ["run", "is_infinity", '[1, "inf", "-inf", "nan"]', "--dtype", "float16",
+                                      "--infinity-mode", "negative", "--backend", "gpu", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert '"data": [0, 0, 1, 0]' in result.output
+    info = CliRunner().invoke(cli, ["info"])
+    assert info.exit_code == 0 and f"GPU: {gpu_backend.device_name}" in info.output
+
+
+def test_gpu_cli_streams_npy_files(gpu_backend, tmp_path):
+    rng = np.random.default_rng(9)
+    a, b = _random_tensor(rng, np.float32, (300, 70)), _random_tensor(rng, np.float32, (300, 70))
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    outputs = {}
+    for backend in ("cpu", "gpu"):
+        target = tmp_path / f"{backend}.npy"
+        result = CliRunner().invoke(cli, ["run", "logical_greater_than_or_equal", str(tmp_path / "a.npy"),
+                                          str(tmp_path / "b.npy"), "-o", str(target), "--output-dtype", "uint32",
+                                          "--backend", backend, "-q"])
+        assert result.exit_code == 0, result.output
+        outputs[backend] = np.load(target)
+    _assert_same_bits(outputs["gpu"], outputs["cpu"], "run a.npy b.npy -o out.npy --backend gpu")
+
+
+# -- everywhere: errors, info, generated source -------------------------------------------------
+
+def test_no_cupy_is_exit_4_with_the_install_command(hide_cupy):
+    from dmlcli.backends import gpu
+
+    with pytest.raises(BackendUnavailableError, match="CuPy is not installed") as caught:
+        gpu.create()
+    assert caught.value.exit_code == 4
+    result = CliRunner().invoke(cli, ["run", "bit_xor", "[1]", "[3]", "--dtype", "uint8", "--backend", "gpu"])
+    assert result.exit_code == 4
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and NO_CUPY in lines[0] and "Traceback" not in result.output
+
+
+def test_no_cupy_auto_falls_back_to_cpu_and_says_so(hide_cupy):
+    result = CliRunner().invoke(cli, ["run", "bit_xor", "[1]", "[3]", "--dtype", "uint8", "--backend", "auto",
+                                      "--format", "json"])
+    assert result.exit_code == 0
+    assert "running on the CPU" in result.stderr and "CuPy is not installed" in result.stderr
+    assert "2" in result.stdout
+
+
+def test_no_cupy_exit_4_in_a_real_process():
+    code = ("import sys; sys.modules['cupy'] = None; from dmlcli.cli import main; "
+            "main(['run', 'bit_not', '[1]', '--dtype', 'uint8', '--backend', 'gpu'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines() == [f"dmlcli: error: GPU backend: {NO_CUPY} (CUDA 12) or pip install "
+                                                "'dmlcli[gpu-cuda13]' (CUDA 13)"]
+
+
+def test_cpu_path_never_imports_cupy():
+    code = ("import sys, numpy as np, dmlcli; from dmlcli.cli import cli; "
+            "dmlcli.run('bit_xor', np.uint8([1]), np.uint8([3])); assert 'cupy' not in sys.modules, 'cupy imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def _fake_cupy(driver=12040, runtime_version=12040, count=1, error=None):
+    class CUDARuntimeError(RuntimeError):
+        def __init__(self, status):
+            super().__init__(f"cuda error {status}")
+            self.status = status
+
+    def get_device_count():
+        if error is not None:
+            raise CUDARuntimeError(error)
+        return count
+
+    runtime = SimpleNamespace(driverGetVersion=lambda: driver, runtimeGetVersion=lambda: runtime_version,
+                              getDeviceCount=get_device_count, CUDARuntimeError=CUDARuntimeError)
+    return SimpleNamespace(cuda=SimpleNamespace(runtime=runtime))
+
+
+@pytest.mark.parametrize("fake, message", [
+    (_fake_cupy(driver=0), "no CUDA driver found"),
+    (_fake_cupy(error=100), "no CUDA device found"),
+    (_fake_cupy(count=0), "no CUDA device found"),
+    (_fake_cupy(driver=12020, runtime_version=13000, error=35), "driver supports CUDA 12.2 but this CuPy needs CUDA 13.0"),
+    (_fake_cupy(error=999), "CUDA cannot start"),
+])
+def test_missing_driver_or_device_is_named(fake, message):
+    from dmlcli.backends import gpu
+
+    with pytest.raises(BackendUnavailableError, match=message):
+        gpu._check_device(fake)
+    gpu._check_device(_fake_cupy())  # a driver and a device: no error
+
+
+def test_info_says_why_there_is_no_gpu(hide_cupy):
+    result = CliRunner().invoke(cli, ["info"])
+    assert result.exit_code == 0
+    assert "CPU: NumPy " + np.__version__ in result.output
+    assert "GPU: not available (CuPy is not installed" in result.output
+    assert "backends found: cpu " in result.output
+
+
+def test_every_operator_has_a_cuda_body_and_kernels_for_its_types():
+    for operator in OPERATORS:
+        assert operator.cuda_body.strip(), operator.name
+        source = gpu_kernels.module_source(operator)
+        for in_dtype, out_dtype in _type_pairs_at_newest(operator):
+            for kind in ("vec", "nd"):
+                assert f"void {gpu_kernels.kernel_name(kind, in_dtype, out_dtype)}(" in source
+        for param in operator.parameters:
+            assert f"int {param.name}" in source
+
+
+def test_only_pure_bitwise_operators_run_on_64_bit_words():
+    on_words = {op.name for op in OPERATORS
+                if gpu_kernels.runs_on_words(op, np.dtype("float16"), np.dtype("float16"))}
+    assert on_words == {"BIT_AND", "BIT_OR", "BIT_XOR", "BIT_NOT"}
+    assert not gpu_kernels.runs_on_words(find_operator("bit_count"), np.dtype("uint8"), np.dtype("uint8"))
+
+
+def test_vectors_are_16_bytes_of_the_narrowest_tensor_and_at_most_32_of_the_widest():
+    assert gpu_kernels.elements_per_thread("uint8", "uint8") == 16
+    assert gpu_kernels.elements_per_thread("uint64", "uint64") == 2
+    assert gpu_kernels.elements_per_thread("float16", "uint32") == 8
+    assert gpu_kernels.elements_per_thread("float32", "uint8") == 8
+    assert gpu_kernels.elements_per_thread("int64", "uint8") == 4
+
+
+def test_broadcast_geometry_gives_zero_strides_to_broadcast_dimensions():
+    geometry = gpu_kernels.broadcast_geometry([(3, 1, 5), (4, 5)], (3, 4, 5))
+    assert geometry.tolist() == [3, 3, 4, 5, 5, 0, 1, 0, 5, 1]
