@@ -8,15 +8,18 @@ available; 5 an internal error (a bug: re-run with --debug and report it).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import warnings
 
 import click
 
 from . import __version__
-from .errors import EXIT_CHECK_FAILED, DmlcliError, DmlcliWarning, InputError
+from .errors import EXIT_CHECK_FAILED, EXIT_USAGE, DmlcliError, DmlcliWarning, InputError
 
 EXIT_INTERNAL = 5
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -43,29 +46,82 @@ def _versions() -> str:
     return f"dmlcli {__version__} (NumPy {numpy.__version__}, CuPy {cupy})"
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (a CI job's timeout, `kill`): unwind like Ctrl-C, so temporary files are removed.
+
+    A BaseException, so that no `except Exception` on the way swallows it.
+    """
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
 class DmlcliGroup(click.Group):
     """Turns dmlcli's errors into one line on stderr and the documented exit code."""
 
     def invoke(self, ctx: click.Context):
         try:
+            previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+            installed = True
+        except ValueError:  # not the main thread: leave signals alone
+            installed = False
+        try:
             return super().invoke(ctx)
+        except Terminated:
+            click.echo("dmlcli: terminated", err=True)
+            ctx.exit(EXIT_TERMINATED)
         except DmlcliError as error:
             if _debug(ctx):
                 raise
-            click.echo(f"dmlcli: error: {error}", err=True)
+            click.echo(f"dmlcli: error: {_one_line(str(error))}", err=True)
+            ctx.exit(error.exit_code)
+        except click.exceptions.UsageError as error:
+            # click's own three-line usage message, made one line like every other failure.
+            if _debug(ctx):
+                raise
+            where = error.ctx.command_path if error.ctx is not None else ctx.command_path
+            click.echo(f"dmlcli: error: {_one_line(error.format_message())} (see '{where} --help')", err=True)
             ctx.exit(error.exit_code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
             click.echo("dmlcli: interrupted", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            # The reader of stdout went away (e.g. `| head`): stop quietly, as other Unix tools do.
+            _silence_stdout()
+            ctx.exit(EXIT_BROKEN_PIPE)
+        except MemoryError:
+            if _debug(ctx):
+                raise
+            click.echo("dmlcli: error: ran out of memory; for large .npy inputs write the result to a .npy "
+                       "file (-o out.npy), which is streamed in constant memory", err=True)
+            ctx.exit(EXIT_USAGE)
         except Exception as error:  # noqa: BLE001 - the last line of defence against tracebacks
             if _debug(ctx):
                 raise
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            first = _one_line(str(error))[:200]
             click.echo(f"dmlcli: internal error: {type(error).__name__}: {first} "
                        "(re-run with --debug for the traceback, and please report it)", err=True)
             ctx.exit(EXIT_INTERNAL)
+        finally:
+            if installed:
+                signal.signal(signal.SIGTERM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit; with the pipe gone that would fail again, so point it at /dev/null.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (as under CliRunner): nothing will be flushed to a pipe
 
 
 def _debug(ctx: click.Context) -> bool:
@@ -177,6 +233,8 @@ def run(operator, inputs, output, feature_level, infinity_mode, dtype, output_dt
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
+    With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
+    memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M).
 
     \b
     Examples:
@@ -187,13 +245,18 @@ def run(operator, inputs, output, feature_level, infinity_mode, dtype, output_dt
     """
     from .api import execute
     from .operators import find_operator
-    from .tensor_io import check_output_path, write_output
+    from .tensor_io import check_output_path, check_room_for_output, write_output
 
     op = find_operator(operator)
     if output is not None:
         check_output_path(output)
+        if expected is None and _run_streaming(op, inputs, output, feature_level, infinity_mode, dtype,
+                                               output_dtype, broadcast, backend, quiet):
+            return
     arrays = _read_inputs(inputs, dtype)
     verdict = _plan(op, arrays, feature_level, infinity_mode, output_dtype, broadcast)
+    out = verdict.call.output
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
     expected_array = _read_expected(expected, verdict) if expected is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -211,6 +274,26 @@ def run(operator, inputs, output, feature_level, infinity_mode, dtype, output_dt
         return
     if output is None:
         _show(result, style, quiet)
+
+
+def _run_streaming(op, inputs, output, feature_level, infinity_mode, dtype, output_dtype, broadcast, backend,
+                   quiet) -> bool:
+    """.npy files in, a .npy file out: stream in chunks (constant memory). False: not such a run."""
+    from .streaming import is_streamable
+
+    if not is_streamable(inputs, output):
+        return False
+    from .data_types import parse_data_type
+    from .progress import progress_bar_factory
+    from .streaming import stream_run
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stream_run(op, inputs, output, dtype=parse_data_type(dtype) if dtype else None, feature_level=feature_level,
+                   parameters={"infinity_mode": infinity_mode}, output_dtype=output_dtype, broadcast=broadcast,
+                   backend=backend, progress=progress_bar_factory(quiet=quiet, description=op.name.lower()))
+    _report_warnings(caught, quiet)
+    return True
 
 
 def _read_expected(source, verdict):
@@ -260,6 +343,40 @@ def validate(operator, inputs, feature_level, infinity_mode, dtype, output_dtype
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {op.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("model", metavar="MODEL.json")
+@click.option("--backend", type=click.Choice(["cpu", "gpu", "auto"]), default="cpu", show_default=True,
+              help="cpu (NumPy), gpu (CuPy), or auto: the GPU where one is usable, else the CPU.")
+@click.option("--feature-level", "-f", "feature_level", metavar="FL", default=None, shell_complete=_complete_level,
+              help="DirectML feature level the dispatches are validated at [default: 6_4].")
+@click.option("-i", "--iterations", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run each dispatch command this many times, as DxDispatch's -i (in-place models compound).")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Leave this many first samples out of the timing median, as DxDispatch's -w.")
+@click.option("--no-timing", is_flag=True, help="Do not print the per-dispatch timing lines.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
+def dispatch(model, backend, feature_level, iterations, warmup, no_timing, quiet):
+    """Run a DxDispatch model (resources, dispatchables, commands) on Linux, CPU or GPU.
+
+    Every dispatch is checked against DirectML's rules before anything runs; operators outside
+    dmlcli's set, HLSL or ONNX dispatchables and textures are refused (exit 2).
+
+    \b
+    Example:
+      dmlcli dispatch tests/models/bitwise_broadcast.json -i 10
+    """
+    from .dispatch import load_model, run_model
+
+    parsed = load_model(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            run_model(parsed, backend=backend, feature_level=feature_level, iterations=iterations, warmup=warmup,
+                      emit=click.echo, timing=not no_timing)
+        finally:
+            _report_warnings(caught, quiet)
 
 
 @cli.command()
@@ -335,6 +452,34 @@ def describe(operator):
         cells = [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}" for n in op.tensors]
         table.add_row(fl.short, *cells)
     console.print(table)
+
+
+@cli.command()
+def info():
+    """Show the backends found: NumPy for the CPU; CuPy, CUDA and the device for the GPU.
+
+    Exits 0 whether or not a GPU is usable; 'GPU: not available (reason)' says why not.
+
+    \b
+    Example:
+      dmlcli info
+    """
+    from .backends import cpu, gpu
+    from .errors import BackendUnavailableError
+
+    found = ["cpu"]
+    cpu_facts = cpu.create().describe()
+    click.echo(f"dmlcli {__version__}")
+    click.echo(f"CPU: NumPy {cpu_facts['numpy']}")
+    try:
+        facts = gpu.create().describe()
+    except BackendUnavailableError as why:
+        click.echo(f"GPU: not available ({str(why).removeprefix('GPU backend: ')})")
+    else:
+        found.append("gpu")
+        click.echo(f"GPU: {facts['device']}, {facts['device_memory_bytes'] / 2**30:.1f} GiB; CuPy {facts['cupy']}, "
+                   f"CUDA runtime {facts['cuda_runtime']}, driver supports CUDA {facts['cuda_driver']}")
+    click.echo(f"backends found: {', '.join(found)} (--backend auto picks {found[-1]})")
 
 
 def main(argv=None) -> None:

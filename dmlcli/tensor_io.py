@@ -7,9 +7,12 @@ dtype from the caller. Floats may be "inf", "-inf", "nan" or the JSON tokens Inf
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import shutil
+import stat
 import sys
 import tempfile
 import warnings
@@ -23,6 +26,11 @@ from .errors import DmlcliWarning, InputError
 
 NPY_MAGIC = b"\x93NUMPY"
 MAX_JSON_DEPTH = 64
+# Integers longer than this are kept as Decimal: Python refuses int() of very long digit strings,
+# and no integer type dmlcli holds has more than 20 digits anyway.
+_MAX_INT_DIGITS = 1000
+# The largest size one .npy dimension may claim (NumPy's own limit, intp).
+_MAX_DIMENSION = int(np.iinfo(np.intp).max)
 _JSON_KEYS = ("dtype", "shape", "data", "strides")
 _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
                    "-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
@@ -54,25 +62,25 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
     if not looks_like_file:
         return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True)
     where = f"{label} {source!r}"
-    if not path.exists():
-        raise InputError(f"{where}: no such file")
-    if path.is_dir():
-        raise InputError(f"{where}: is a directory, expected a .npy or .json file")
+    check_input_file(path, where=where)
+    # One open, so that a pipe given as a JSON file is read once, from its start.
     try:
         with open(path, "rb") as handle:
             head = handle.read(len(NPY_MAGIC))
+            is_npy = head == NPY_MAGIC or path.suffix.lower() == ".npy"
+            raw = b"" if is_npy else head + handle.read()
     except OSError as error:
         raise InputError(f"{where}: cannot be read ({error.strerror})") from None
-    if head == NPY_MAGIC or path.suffix.lower() == ".npy":
+    if is_npy:
+        if not path.is_file():
+            raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
         array = read_npy(path, where=where)
         _check_declared_dtype(array, dtype, where)
         return array
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{where}: is not UTF-8 text, so not a JSON tensor") from None
-    except OSError as error:
-        raise InputError(f"{where}: cannot be read ({error.strerror})") from None
     return parse_json_tensor(text, where=where, dtype=dtype)
 
 
@@ -82,6 +90,24 @@ def _exists(path: Path) -> bool:
         return path.exists()
     except OSError:
         return False
+
+
+def check_input_file(path: Path, *, where: str) -> None:
+    """Refuse an input path that is missing, a directory, or a device or socket.
+
+    Reading a device could block or never end. Pipes (`<(...)`, /dev/stdin) are allowed.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"{where}: no such file") from None
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or _first_line(error)
+        raise InputError(f"{where}: cannot be read ({reason})") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{where}: is a directory, expected a .npy or .json file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise InputError(f"{where}: is not a regular file (a device or socket), expected a .npy or .json file")
 
 
 def _check_declared_dtype(array: np.ndarray, dtype: DataType | None, where: str) -> None:
@@ -107,7 +133,9 @@ def read_npy_header(path: Path, *, where: str):
                     shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
                 else:
                     raise ValueError(f"unsupported .npy format version {version}")
-            except (ValueError, SyntaxError, TypeError, EOFError, OverflowError) as error:
+            except (InputError, OSError):
+                raise
+            except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
                 raise InputError(f"{where}: malformed .npy header ({_first_line(error)})") from None
             offset = handle.tell()
     except OSError as error:
@@ -119,7 +147,14 @@ def read_npy_header(path: Path, *, where: str):
         from_numpy(dtype)
     except InputError as error:
         raise InputError(f"{where}: {error}") from None
-    count = int(np.prod(shape, dtype=object))
+    bad = [s for s in shape if not 0 <= s <= _MAX_DIMENSION]
+    if bad:
+        raise InputError(f"{where}: malformed .npy header (size {bad[0]} in shape {tuple(shape)}; "
+                         f"expected sizes from 0 to {_MAX_DIMENSION})")
+    if math.prod(s for s in shape if s) * dtype.itemsize > _MAX_DIMENSION:
+        raise InputError(f"{where}: malformed .npy header (shape {tuple(shape)} of {dtype} is larger than "
+                         "NumPy can describe)")
+    count = math.prod(shape)
     needed = count * dtype.itemsize
     if size - offset < needed:
         raise InputError(f"{where}: the header promises {count} elements of {dtype} ({needed} bytes) "
@@ -173,12 +208,44 @@ def _load_json(text: str, *, where: str, inline: bool):
     if not text.strip():
         raise InputError(f"{where}: is empty, expected a JSON tensor")
     try:
-        return json.loads(text, parse_float=Decimal, parse_constant=_Constant)
+        return json.loads(text, parse_float=_parse_decimal, parse_int=_parse_integer, parse_constant=_Constant,
+                          object_pairs_hook=_object_without_duplicates)
     except json.JSONDecodeError as error:
         hint = " (not an existing file either)" if inline else ""
         raise InputError(f"{where}: malformed JSON at line {error.lineno} column {error.colno}: {error.msg}{hint}") from None
+    except _UnreadableJson as error:
+        raise InputError(f"{where}: {error}") from None
     except RecursionError:
         raise InputError(f"{where}: JSON nested too deeply") from None
+
+
+class _UnreadableJson(Exception):
+    """Well-formed JSON that dmlcli still cannot take: a number beyond any range, a repeated key."""
+
+
+def _parse_decimal(text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # an exponent beyond what Decimal holds (about 10**18 digits)
+        raise _UnreadableJson(f"number {_shorten(text)} is too large to read") from None
+
+
+def _parse_integer(text: str):
+    # Python refuses int() of very long digit strings; Decimal reads them, and range checks refuse them later.
+    return int(text) if len(text) <= _MAX_INT_DIGITS else _parse_decimal(text)
+
+
+def _object_without_duplicates(pairs) -> dict:
+    document = {}
+    for key, value in pairs:
+        if key in document:
+            raise _UnreadableJson(f"key {_shorten(key)!r} appears twice in one object")
+        document[key] = value
+    return document
+
+
+def _shorten(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = None, extra_keys=()) -> np.ndarray:
@@ -231,7 +298,10 @@ def tensor_from_data(data, dtype: DataType, *, where: str, shape=None) -> np.nda
             values.append(convert(value))
         except _BadValue as bad:
             raise InputError(f"{where}: {_element_path(len(values), nested_shape)} {bad}") from None
-    return np.array(values, dtype=np_dtype).reshape(shape)
+    try:
+        return np.array(values, dtype=np_dtype).reshape(shape)
+    except ValueError as error:  # e.g. a size beyond NumPy's limit next to a zero
+        raise InputError(f"{where}: \"shape\" {list(shape)} cannot be used ({_first_line(error)})") from None
 
 
 class _BadValue(Exception):
@@ -277,11 +347,11 @@ def _integer_converter(np_dtype: np.dtype):
             value = Decimal(value) if math.isfinite(value) else Decimal("NaN")
         if isinstance(value, Decimal):
             if not value.is_finite() or value != value.to_integral_value():
-                raise _BadValue(f"= {value} is not an integer, as {np_dtype} needs")
-            value = int(value)
+                raise _BadValue(f"= {_shorten(str(value))} is not an integer, as {np_dtype} needs")
+        # Compared before int(): int(Decimal("1e999999999")) would build a billion-digit number.
         if not info.min <= value <= info.max:
-            raise _BadValue(f"= {value} is out of range for {np_dtype} ({info.min} to {info.max})")
-        return value
+            raise _BadValue(f"= {_shorten(str(value))} is out of range for {np_dtype} ({info.min} to {info.max})")
+        return int(value)
 
     return convert
 
@@ -293,11 +363,11 @@ def _float_converter(np_dtype: np.dtype):
         if isinstance(value, str):
             special = _SPECIAL_FLOATS.get(value.strip().lower())
             if special is None:
-                raise _BadValue(f"= {value!r} is not a number "
+                raise _BadValue(f"= {_shorten(repr(value))} is not a number "
                                 '(non-finite values are written "inf", "-inf" or "nan")')
             return scalar(special)
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            raise _BadValue(f"= {value!r} is not a number")
+            raise _BadValue(f"= {_shorten(repr(value))} is not a number")
         if isinstance(value, float) and not math.isfinite(value):
             return scalar(value)
         return round_decimal(Decimal(value), np_dtype)
@@ -315,15 +385,16 @@ def round_decimal(exact: Decimal, np_dtype: np.dtype):
     scalar = np_dtype.type
     as_double = float(exact)
     if math.isinf(as_double):
-        raise _BadValue(f"= {exact} is out of range for {np_dtype}")
+        raise _BadValue(f"= {_shorten(str(exact))} is out of range for {np_dtype}")
     with np.errstate(over="ignore"):
         nearest = scalar(as_double)
     if math.isinf(float(nearest)):
-        raise _BadValue(f"= {exact} is out of range for {np_dtype} (write \"inf\" for infinity)")
+        raise _BadValue(f"= {_shorten(str(exact))} is out of range for {np_dtype} (write \"inf\" for infinity)")
     if np_dtype == np.float64 or float(nearest) == as_double or Decimal(as_double) == exact:
         return nearest
     toward = scalar(math.inf if as_double > float(nearest) else -math.inf)
-    neighbour = np.nextafter(nearest, toward)
+    with np.errstate(over="ignore"):  # the neighbour of the largest finite value is infinity
+        neighbour = np.nextafter(nearest, toward)
     halfway = (float(nearest) + float(neighbour)) / 2
     if as_double != halfway:
         return nearest
@@ -415,13 +486,20 @@ def write_atomically(path: Path, write) -> None:
     """Write through a temporary file in the target's folder, renamed over the target only once complete.
 
     A failure at any point leaves an existing target as it was and removes the temporary file.
+    The temporary file is named `.NAME.PID.RANDOM.tmp`: a run killed outright (SIGKILL, power
+    loss) cannot remove its own, so the next write to the same target removes those whose
+    process is gone. A target that is a symbolic link keeps the link; the file it names is replaced.
     """
+    shown = str(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     folder = path.parent if str(path.parent) else Path(".")
+    remove_stale_temporaries(path)
     try:
         mode = path.stat().st_mode & 0o7777 if path.exists() else _default_file_mode()
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
     except OSError as error:
-        raise InputError(f"output {str(path)!r}: cannot create a file in {str(folder)!r} ({error.strerror})") from None
+        raise InputError(f"output {shown!r}: cannot create a file in {str(folder)!r} ({error.strerror})") from None
     try:
         with os.fdopen(descriptor, "wb") as handle:
             write(handle)
@@ -435,9 +513,152 @@ def write_atomically(path: Path, write) -> None:
         except OSError:
             pass
         if isinstance(error, OSError):
-            raise InputError(f"output {str(path)!r}: write failed ({error.strerror or error}); "
-                             "the target was left as it was") from None
+            raise InputError(f"output {shown!r}: write failed ({error.strerror or _first_line(error)}); "
+                             "the target was left as it was and the partial file removed") from None
         raise
+    _sync_folder(folder)
+
+
+def _sync_folder(folder: Path) -> None:
+    # Makes the rename itself durable; not every file system can sync a folder, and the data are safe anyway.
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def temporary_files_of(path: Path) -> list[tuple[Path, int]]:
+    """(temporary file, writer's process id) for each `.NAME.PID.RANDOM.tmp` beside `path`."""
+    folder = path.parent if str(path.parent) else Path(".")
+    prefix = f".{path.name}."
+    found = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return found
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid_text = name[len(prefix):].split(".", 1)[0]
+        if pid_text.isdigit():
+            found.append((folder / name, int(pid_text)))
+    return found
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove temporary files of earlier writes to `path` whose process no longer exists."""
+    for temporary, pid in temporary_files_of(path):
+        if pid != os.getpid() and not _process_exists(pid):
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process, or a number we cannot check: leave its file alone
+    return True
+
+
+# ---------------------------------------------------------------- room for the output
+
+
+def npy_file_bytes(shape, dtype: np.dtype) -> int:
+    """The exact size of the .npy file np.save writes for a C-order array of `shape` and `dtype`."""
+    from numpy.lib import format as npy_format
+
+    header = {"descr": npy_format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": tuple(shape)}
+    buffer = io.BytesIO()
+    npy_format.write_array_header_1_0(buffer, header)
+    return len(buffer.getvalue()) + math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def _least_json_bytes(count: int) -> int:
+    # Every element takes at least one digit and a ", " separator.
+    return 3 * count
+
+
+def available_memory() -> int | None:
+    """Bytes this process could still allocate: available RAM plus free swap, within a cgroup limit.
+
+    None where the system does not say.
+    """
+    found = None
+    try:
+        with open("/proc/meminfo") as handle:
+            fields = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in handle if line.count(":") == 1
+                      and len(line.split()) >= 2 and line.split()[1].isdigit()}
+        if "MemAvailable" in fields:
+            found = fields["MemAvailable"] + fields.get("SwapFree", 0)
+    except OSError:
+        pass
+    if found is None:
+        try:
+            found = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = Path("/sys/fs/cgroup/memory.current").read_text().strip()
+        if limit.isdigit() and used.isdigit():
+            found = min(found, int(limit) - int(used))
+    except OSError:
+        pass
+    return max(found, 0)
+
+
+def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memory: bool) -> None:
+    """Refuse, before any work, an output that needs more disk than its folder has free, or more memory than
+    there is (`in_memory`: the whole result is held in memory; False for the streaming path).
+
+    `target` is None for a result shown on stdout. Only the output itself is counted, so a run that
+    passes may still run short; one that fails could never have finished.
+    """
+    dtype = np.dtype(dtype)
+    count = math.prod(shape)
+    as_json = target is not None and (target == "-" or Path(target).suffix.lower() == ".json")
+    described = f"{dtype} {list(shape)}"
+    if in_memory:
+        # JSON text is built in memory from its pieces before it is written: both are held at once.
+        needed = count * dtype.itemsize + (2 * _least_json_bytes(count) if as_json else 0)
+        available = available_memory()
+        if available is not None and needed > available:
+            raise InputError(f"the output ({described}) needs at least {_bytes_text(needed)} of memory but only "
+                             f"{_bytes_text(available)} is available; nothing was run (.npy inputs written to a "
+                             ".npy output are streamed in constant memory)")
+    if target is None or target == "-":
+        return
+    path = Path(target)
+    needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return
+    if usage.total == 0:  # a file system that does not report its size (some FUSE mounts): nothing to judge by
+        return
+    free = usage.free
+    if needed > free:
+        raise InputError(f"output {target!r}: needs {'at least ' if as_json else ''}{_bytes_text(needed)} of disk "
+                         f"but {str(folder)!r} has {_bytes_text(free)} free; nothing was run or written")
+
+
+def _bytes_text(count: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} bytes"
 
 
 def _default_file_mode() -> int:

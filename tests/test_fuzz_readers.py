@@ -1,0 +1,236 @@
+"""Fuzzing the JSON and .npy readers: the only outcomes are a correct tensor or a clean DmlcliError.
+
+Random bytes, random JSON values (objects with the tensor keys and without), random valid-looking
+.npy headers with random data lengths; and valid tensors, which must read back exactly.
+"""
+
+import itertools
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from dmlcli.data_types import ALL11, parse_data_type
+from dmlcli.errors import DmlcliError
+from dmlcli.tensor_io import NPY_MAGIC, parse_json_tensor, read_npy, read_tensor, to_json_text
+
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    with tempfile.TemporaryDirectory() as folder:
+        yield Path(folder)
+
+
+def fresh_file(folder: Path, suffix: str, content: bytes) -> Path:
+    # A new name each time: an earlier example's memory map must never see its file rewritten.
+    path = folder / f"f{next(_counter)}{suffix}"
+    path.write_bytes(content)
+    return path
+
+
+def read_or_refuse(read):
+    """The reader's array, or None when it refused with a DmlcliError; any other exception fails the test."""
+    try:
+        array = read()
+    except DmlcliError as error:
+        assert str(error).strip() and "\n" not in str(error)
+        return None
+    assert isinstance(array, np.ndarray)
+    return array
+
+
+# ---------------------------------------------------------------- JSON
+
+DTYPE_NAMES = [t.numpy_name for t in ALL11] + ["UINT8", "DML_TENSOR_DATA_TYPE_INT16", "bool", "uint4", "uint9",
+                                              "object", "", "<u2", "U3", "complex64"]
+SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=5)
+           | st.sampled_from(["inf", "-inf", "nan", "Infinity", "1e400", "-0"]))
+
+
+def tensor_like(children):
+    keys = st.sampled_from(["dtype", "shape", "data", "strides", "extra"])
+    values = st.one_of(st.sampled_from(DTYPE_NAMES), st.lists(st.integers(-3, 6), max_size=4), children)
+    return st.dictionaries(keys, values, max_size=4)
+
+
+JSON_VALUES = st.recursive(SCALARS, lambda children: st.lists(children, max_size=5) | tensor_like(children),
+                           max_leaves=30)
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_random_bytes_as_json_text(raw):
+    text = raw.decode("utf-8", errors="replace")
+    read_or_refuse(lambda: parse_json_tensor(text, where="fuzz"))
+    read_or_refuse(lambda: parse_json_tensor(text, where="fuzz", dtype=parse_data_type("int8")))
+
+
+@FUZZ
+@given(JSON_VALUES, st.sampled_from([None, "uint8", "int64", "float16", "float32"]))
+def test_random_json_values(value, dtype):
+    text = json.dumps(value)  # NaN and Infinity appear as the JSON tokens
+    read_or_refuse(lambda: parse_json_tensor(text, where="fuzz", dtype=parse_data_type(dtype) if dtype else None))
+
+
+@FUZZ
+@given(st.binary(max_size=200), st.sampled_from([".json", ".npy", ""]))
+def test_random_bytes_as_a_file(scratch, raw, suffix):
+    path = fresh_file(scratch, suffix, raw)
+    array = read_or_refuse(lambda: read_tensor(str(path), label="fuzz", dtype=parse_data_type("uint16")))
+    del array
+
+
+INTEGER_TYPES = [t for t in ALL11 if not t.is_float]
+
+
+@st.composite
+def valid_integer_tensors(draw):
+    data_type = draw(st.sampled_from(INTEGER_TYPES))
+    info = np.iinfo(data_type.numpy_dtype)
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    values = draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=math.prod(shape),
+                           max_size=math.prod(shape)))
+    return data_type, shape, values
+
+
+@FUZZ
+@given(valid_integer_tensors(), st.booleans())
+def test_valid_integer_json_reads_exactly(tensor, flat):
+    data_type, shape, values = tensor
+    expected = np.array(values, dtype=object).reshape(shape)
+    data = values if flat else expected.tolist()
+    text = json.dumps({"dtype": data_type.numpy_name, "shape": list(shape), "data": data})
+    array = parse_json_tensor(text, where="fuzz")
+    assert array.dtype == data_type.numpy_dtype and array.shape == shape
+    assert [int(v) for v in array.reshape(-1)] == values
+
+
+@FUZZ
+@given(st.sampled_from(["float16", "float32", "float64"]).flatmap(
+    lambda name: hnp.arrays(name, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4))))
+def test_float_json_round_trips_bit_for_bit(array):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NaN payloads: "nan" keeps only the canonical NaN
+        text = to_json_text(array)
+    back = parse_json_tensor(text, where="fuzz")
+    bits = f"uint{array.dtype.itemsize * 8}"
+    nan = np.isnan(array)
+    assert back.dtype == array.dtype and back.shape == array.shape
+    assert np.array_equal(back.view(bits)[~nan], array.view(bits)[~nan])
+    assert np.isnan(back[nan]).all()
+
+
+@FUZZ
+@given(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(["float16", "float32"]))
+def test_decimal_text_rounds_like_numpy(value, name):
+    """A decimal number reads as its nearest value of the type (NumPy rounds once from the exact double)."""
+    text = json.dumps({"dtype": name, "data": [value]})
+    array = read_or_refuse(lambda: parse_json_tensor(text, where="fuzz"))
+    with np.errstate(over="ignore"):
+        nearest = np.array([value]).astype(name)
+    if array is None:
+        assert np.isinf(nearest).all()  # refused only when out of range
+    else:
+        assert array.view(f"uint{array.itemsize * 8}")[0] == nearest.view(f"uint{array.itemsize * 8}")[0]
+
+
+# ---------------------------------------------------------------- .npy
+
+DESCRS = ["|u1", "<u2", ">u2", "<i4", ">i8", "<f2", ">f4", "<f8", "|b1", "|i1", "<u8", "|O", "<U3", "|S2", "|V4",
+          "<c8", "<M8[s]", "<q9", "[('a', '<i4')]", "(('x',), '<i2')", "'|u1'", "{}", "None"]
+SHAPES = st.lists(st.integers(min_value=-2, max_value=6) | st.sampled_from([2**31, 2**63, 2**64, 10**30]),
+                  max_size=4).map(tuple)
+
+
+def npy_bytes(version: tuple[int, int], header_text: str, data: bytes) -> bytes:
+    header = header_text.encode("latin1") if version == (1, 0) else header_text.encode("utf8")
+    width = 2 if version == (1, 0) else 4
+    pad = (-(len(NPY_MAGIC) + 2 + width + len(header) + 1)) % 64
+    header = header + b" " * pad + b"\n"
+    length = len(header).to_bytes(width, "little")
+    return NPY_MAGIC + bytes(version) + length + header + data
+
+
+@st.composite
+def npy_files(draw):
+    version = draw(st.sampled_from([(1, 0), (2, 0), (3, 0), (1, 0), (4, 0), (0, 9)]))
+    descr = draw(st.sampled_from(DESCRS))
+    fortran = draw(st.sampled_from(["False", "True", "0", "'yes'"]))
+    shape = draw(SHAPES)
+    descr_text = descr if descr.startswith(("[", "(", "{", "'", "N")) else repr(descr)
+    header = "{" + f"'descr': {descr_text}, 'fortran_order': {fortran}, 'shape': {shape!r}, " + "}"
+    if draw(st.booleans()):
+        header = draw(st.sampled_from([header.replace("'shape'", "'shapes'"), header[:-3], header + "}",
+                                       "((((((((((" * 50, "{'descr': '<u1'}", header.replace(", }", ", 'x': 1, }")]))
+    data_length = draw(st.sampled_from([0, 1, 3, 8, 17, 64, 100]))
+    data = draw(st.binary(min_size=data_length, max_size=data_length))
+    return npy_bytes(version, header, data)
+
+
+def numpy_reading(path: Path):
+    """np.load's own reading (never unpickling), or None if NumPy refuses too."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception:  # noqa: BLE001 - any refusal by NumPy is fine here
+        return None
+
+
+def same_bits(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    if ours.dtype != theirs.dtype or ours.shape != theirs.shape:
+        return False
+    return np.ascontiguousarray(ours).tobytes() == np.ascontiguousarray(theirs).tobytes()
+
+
+@FUZZ
+@given(npy_files())
+def test_valid_looking_npy_headers(scratch, content):
+    path = fresh_file(scratch, ".npy", content)
+    array = read_or_refuse(lambda: read_npy(path, where="fuzz"))
+    if array is not None:
+        expected = numpy_reading(path)
+        assert expected is not None, "dmlcli read a file NumPy itself refuses"
+        assert same_bits(array, expected)
+        del array
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_random_bytes_after_the_magic(scratch, tail):
+    path = fresh_file(scratch, ".npy", NPY_MAGIC + tail)
+    array = read_or_refuse(lambda: read_npy(path, where="fuzz"))
+    if array is not None:
+        assert same_bits(array, numpy_reading(path))
+        del array
+
+
+@FUZZ
+@given(st.sampled_from([t.numpy_dtype for t in ALL11]).flatmap(
+    lambda dtype: hnp.arrays(st.sampled_from([dtype, dtype.newbyteorder(">")]),
+                             hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))),
+       st.booleans(), st.integers(min_value=0, max_value=3))
+def test_files_numpy_writes_read_back_exactly(scratch, array, fortran, cut):
+    """Every file np.save writes reads back bit for bit; cut short by `cut` bytes, it is refused."""
+    if fortran:
+        array = np.asfortranarray(array)
+    path = scratch / f"f{next(_counter)}.npy"
+    np.save(path, array)
+    if cut and array.nbytes:
+        os.truncate(path, path.stat().st_size - cut)
+        assert read_or_refuse(lambda: read_npy(path, where="fuzz")) is None
+        return
+    back = read_npy(path, where="fuzz")
+    assert same_bits(back, array)
+    del back
