@@ -112,10 +112,14 @@ def _warn_shift_counts(call: Call, arrays) -> None:
     width = call.tensors[op.shift_count_input].data_type.bits
     too_big = int(np.count_nonzero(np.broadcast_to(np.asarray(counts) >= width, call.output.shape)))
     if too_big:
-        warnings.warn(
-            f"{op.name}: {too_big} of {int(np.prod(call.output.shape))} shift counts are >= the element width "
-            f"{width}; dmlcli gives 0 for them (DirectML hardware is reported to mask such counts)",
-            DmlcliWarning, stacklevel=3)
+        warnings.warn(shift_count_warning(call, too_big), DmlcliWarning, stacklevel=3)
+
+
+def shift_count_warning(call: Call, too_big: int) -> str:
+    """The warning's text; the streaming executor counts chunk by chunk and says the same."""
+    width = call.tensors[call.operator.shift_count_input].data_type.bits
+    return (f"{call.operator.name}: {too_big} of {int(np.prod(call.output.shape))} shift counts are >= the "
+            f"element width {width}; dmlcli gives 0 for them (DirectML hardware is reported to mask such counts)")
 
 
 def run(op, *arrays, feature_level=None, infinity_mode="either", broadcast=False, output_dtype=None,

@@ -1,0 +1,459 @@
+"""Constant-memory runs from .npy files to a .npy file: read, compute and write chunk by chunk.
+
+The call is validated from the .npy headers alone. The output is then produced one "box" (a
+rectangular block of the output's index space) at a time: each input's part of the box is read
+into a reused buffer, converted to native byte order, broadcast to the box, handed to the
+backend's `execute_chunks`, and the result is written out. Memory stays a few chunks whatever
+the size of the files.
+
+Two ways to cut the output into boxes:
+- Inputs stored in C order (the usual case): each box is a run of whole rows, contiguous in the
+  output and in every input, so inputs are read with `preadv` and the output is written in order.
+- Any input stored in Fortran order (with two or more non-unit dimensions): reading it in the
+  output's C order is a transposition, so boxes are near-cubic tiles, inputs and output are
+  memory-mapped, and the mapped pages are dropped (MADV_DONTNEED) after each tile so that they
+  do not pile up in the process's resident memory.
+
+The chunk size (bytes of the widest tensor per box) is DMLCLI_CHUNK_BYTES, default 1 MiB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import mmap
+import os
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ContextManager, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .data_types import DataType, from_numpy
+from .errors import DmlcliWarning, InputError
+from .validation import Verdict
+
+CHUNK_BYTES_VARIABLE = "DMLCLI_CHUNK_BYTES"
+DEFAULT_CHUNK_BYTES = 1 << 20
+# Input buffers per input: a backend may hold on to this many chunks minus one while it works
+# on the next (the GPU backend overlaps copies with kernels).
+BUFFERS_PER_INPUT = 3
+_SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+Box = tuple[slice, ...]
+ProgressFactory = Callable[[int], ContextManager[Callable[[int], None]]]
+
+
+@dataclass(frozen=True)
+class NpyInput:
+    """An input .npy file as its header describes it; the data are not touched until streaming."""
+
+    path: Path
+    label: str
+    shape: tuple[int, ...]
+    dtype: np.dtype  # as stored: may be big-endian
+    fortran_order: bool
+    offset: int  # where the data start in the file
+
+    @property
+    def stored_in_c_order(self) -> bool:
+        # With at most one dimension above 1, Fortran and C order are the same bytes.
+        return not self.fortran_order or sum(1 for size in self.shape if size > 1) <= 1
+
+
+def is_streamable(sources: Sequence[str], output: str | None) -> bool:
+    """Whether a run goes through the streaming path: .npy files in, a .npy file out."""
+    def is_npy_file(name: str) -> bool:
+        return name != "-" and Path(name).suffix.lower() == ".npy"
+
+    return output is not None and is_npy_file(output) and bool(sources) and all(map(is_npy_file, sources))
+
+
+def chunk_bytes_from_environment() -> int:
+    """DMLCLI_CHUNK_BYTES: a positive number of bytes, optionally with a K, M or G suffix (powers of 2)."""
+    text = os.environ.get(CHUNK_BYTES_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_CHUNK_BYTES
+    number, suffix = (text[:-1], text[-1].upper()) if text[-1].upper() in "KMG" else (text, "")
+    if not number.isdigit() or int(number) == 0:
+        raise InputError(f"{CHUNK_BYTES_VARIABLE}={text!r}: expected a positive whole number of bytes, "
+                         "optionally followed by K, M or G (e.g. 4M)")
+    return int(number) * _SIZE_SUFFIXES[suffix]
+
+
+def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
+    """Read and check one input's .npy header; `dtype` (from --dtype) must agree with it."""
+    from .tensor_io import read_npy_header
+
+    path = Path(source)
+    where = f"{label} {source!r}"
+    if not path.exists():
+        raise InputError(f"{where}: no such file")
+    if path.is_dir():
+        raise InputError(f"{where}: is a directory, expected a .npy or .json file")
+    shape, fortran_order, stored_dtype, offset = read_npy_header(path, where=where)
+    if dtype is not None and from_numpy(stored_dtype) != dtype:
+        raise InputError(f"{where}: holds {from_numpy(stored_dtype).name} but --dtype says {dtype.name}")
+    return NpyInput(path, label, tuple(int(s) for s in shape), np.dtype(stored_dtype), bool(fortran_order), offset)
+
+
+def stream_run(
+    operator,
+    sources: Sequence[str],
+    output: str,
+    *,
+    dtype: DataType | None = None,
+    feature_level=None,
+    parameters: Mapping[str, object] | None = None,
+    output_dtype=None,
+    broadcast: bool = False,
+    backend="cpu",
+    chunk_bytes: int | None = None,
+    progress: ProgressFactory | None = None,
+) -> Verdict:
+    """Validate the call from the inputs' headers, then stream it from the .npy `sources` into `output`.
+
+    The output is written atomically (a temporary file renamed over it once complete), so `output`
+    may name one of the inputs. `progress(total_bytes)` may give a context manager yielding an
+    `advance(bytes)` callable. Returns the validated Verdict.
+    """
+    from .api import plan
+    from .backends import get_backend
+    from .operators import find_operator
+    from .tensor_io import check_output_path, check_room_for_output, write_atomically
+
+    op = find_operator(operator)
+    check_output_path(output)
+    inputs = [open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
+    verdict = plan(op, [(from_numpy(x.dtype), x.shape) for x in inputs], feature_level=feature_level,
+                   parameters=parameters, output_dtype=output_dtype, broadcast=broadcast)
+    out = verdict.call.output
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
+    engine = backend if hasattr(backend, "execute_chunks") else get_backend(backend)
+    job = _Job(verdict, inputs, chunk_bytes or chunk_bytes_from_environment())
+    factory = progress or _no_progress
+    with factory(job.total_bytes) as advance:
+        write_atomically(Path(output), lambda handle: job.run(engine, handle, advance))
+    job.warn_shift_counts()
+    return verdict
+
+
+@contextlib.contextmanager
+def _no_progress(total_bytes: int):
+    yield lambda done: None
+
+
+class _Job:
+    """One streamed call: the box layout, the readers, and the running shift-count tally."""
+
+    def __init__(self, verdict: Verdict, inputs: list[NpyInput], chunk_bytes: int):
+        call = verdict.call
+        self.call = call
+        self.inputs = inputs
+        self.shape = tuple(call.output.shape)
+        self.out_dtype = np.dtype(call.output.data_type.numpy_dtype)
+        widest = max([x.dtype.itemsize for x in inputs] + [self.out_dtype.itemsize])
+        self.chunk_elements = max(1, chunk_bytes // widest)
+        self.tiled = not all(x.stored_in_c_order for x in inputs)
+        self.total_bytes = math.prod(self.shape) * (sum(x.dtype.itemsize for x in inputs) + self.out_dtype.itemsize)
+        self.large_shift_counts = 0
+
+    def boxes(self) -> Iterator[Box]:
+        if self.tiled:
+            return tile_boxes(self.shape, self.chunk_elements)
+        return row_boxes(self.shape, self.chunk_elements)
+
+    def run(self, engine, handle, advance: Callable[[int], None]) -> None:
+        header = _npy_header(self.out_dtype, self.shape)
+        handle.write(header)
+        per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
+        with contextlib.ExitStack() as stack:
+            reader_type = _MappedReader if self.tiled else _ContiguousReader
+            readers = [stack.enter_context(reader_type(x, self.shape, self.chunk_elements)) for x in self.inputs]
+            writer = (_MappedWriter(handle, len(header), self.shape, self.out_dtype) if self.tiled
+                      else _SequentialWriter(handle, self.out_dtype))
+            stack.enter_context(writer)
+            pending: deque[Box] = deque()
+            chunks = self._chunks(readers, pending)
+            results = engine.execute_chunks(self.call.operator, chunks, self.out_dtype, self.call.parameters)
+            for result in results:
+                box = pending.popleft()
+                writer.write(box, result)
+                advance(_box_size(box) * per_element)
+            if pending:
+                raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
+
+    def _chunks(self, readers, pending: deque) -> Iterator[list[np.ndarray]]:
+        op = self.call.operator
+        counts_at = op.inputs.index(op.shift_count_input) if op.shift_count_input is not None else None
+        for number, box in enumerate(self.boxes()):
+            slot = number % BUFFERS_PER_INPUT
+            chunk = [reader.read(box, slot) for reader in readers]
+            if counts_at is not None:
+                width = self.call.tensors[op.shift_count_input].data_type.bits
+                self.large_shift_counts += int(np.count_nonzero(chunk[counts_at] >= width))
+            pending.append(box)
+            yield chunk
+
+    def warn_shift_counts(self) -> None:
+        if self.large_shift_counts:
+            from .api import shift_count_warning
+
+            warnings.warn(shift_count_warning(self.call, self.large_shift_counts), DmlcliWarning, stacklevel=3)
+
+
+# ---------------------------------------------------------------- boxes
+
+
+def row_boxes(shape: tuple[int, ...], chunk_elements: int) -> Iterator[Box]:
+    """Runs of whole rows in C order, each at most `chunk_elements` (at least one element).
+
+    Axis k is the outermost axis whose inner block fits a chunk; a box fixes the axes before k,
+    takes a range of axis k and all of the axes after it, so it is contiguous in C order.
+    """
+    inner, axis = 1, len(shape) - 1
+    while axis > 0 and inner * shape[axis] <= chunk_elements:
+        inner *= shape[axis]
+        axis -= 1
+    rows = max(1, min(shape[axis], chunk_elements // inner))
+    rest = tuple(slice(0, size) for size in shape[axis + 1:])
+    for prefix in itertools.product(*(range(size) for size in shape[:axis])):
+        fixed = tuple(slice(i, i + 1) for i in prefix)
+        for start in range(0, shape[axis], rows):
+            yield fixed + (slice(start, min(start + rows, shape[axis])),) + rest
+
+
+def tile_boxes(shape: tuple[int, ...], chunk_elements: int) -> Iterator[Box]:
+    """Tiles of at most `chunk_elements`, in C order of their corners.
+
+    A tile's contiguous runs are along the last axis in C order and along the first in Fortran
+    order, so the middle axes are halved first, then the longer of the first and last: both
+    runs stay long, and a transposing read touches few pages per tile.
+    """
+    extent = list(shape)
+    middle = list(range(1, len(shape) - 1))
+    ends = sorted({0, len(shape) - 1})
+    while math.prod(extent) > chunk_elements:
+        candidates = [i for i in middle if extent[i] > 1] or ends
+        longest = max(candidates, key=lambda i: extent[i])
+        extent[longest] = (extent[longest] + 1) // 2
+    corners = itertools.product(*(range(0, size, step) for size, step in zip(shape, extent)))
+    for corner in corners:
+        yield tuple(slice(c, min(c + e, size)) for c, e, size in zip(corner, extent, shape))
+
+
+def _box_shape(box: Box) -> tuple[int, ...]:
+    return tuple(s.stop - s.start for s in box)
+
+
+def _box_size(box: Box) -> int:
+    return math.prod(_box_shape(box))
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Reader:
+    """Reads one input's part of each box into reused native-order buffers."""
+
+    def __init__(self, source: NpyInput, out_shape: tuple[int, ...], chunk_elements: int):
+        self.source = source
+        self.out_shape = out_shape
+        padding = len(out_shape) - len(source.shape)
+        self.shape = (1,) * padding + source.shape  # the input's shape with the output's rank
+        self.native = source.dtype.newbyteorder("=")
+        self.swapped = not source.dtype.isnative
+        self.buffers = [np.empty(chunk_elements * source.dtype.itemsize, np.uint8) for _ in range(BUFFERS_PER_INPUT)]
+
+    def input_box(self, box: Box) -> Box:
+        """The input's part of an output box: broadcast axes (size 1) contribute their one element."""
+        return tuple(slice(0, 1) if size == 1 else s for s, size in zip(box, self.shape))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _ContiguousReader(_Reader):
+    """C-order inputs and row boxes: each box's part is one byte range of the file, read with preadv."""
+
+    def __init__(self, source: NpyInput, out_shape, chunk_elements):
+        super().__init__(source, out_shape, chunk_elements)
+        try:
+            self.descriptor = os.open(source.path, os.O_RDONLY)
+        except OSError as error:
+            raise InputError(f"{source.label} {str(source.path)!r}: cannot be read ({error.strerror})") from None
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self.descriptor, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+
+    def read(self, box: Box, slot: int) -> np.ndarray:
+        part = self.input_box(box)
+        part_shape = _box_shape(part)
+        start = int(np.ravel_multi_index(tuple(s.start for s in part), self.shape))
+        itemsize = self.source.dtype.itemsize
+        count = math.prod(part_shape) * itemsize
+        raw = self.buffers[slot][:count]
+        self._read_exactly(raw, self.source.offset + start * itemsize)
+        values = raw.view(self.source.dtype)
+        if self.swapped:
+            values = values.byteswap(inplace=True).view(self.native)
+        return np.broadcast_to(values.reshape(part_shape), _box_shape(box))
+
+    def _read_exactly(self, buffer: np.ndarray, position: int) -> None:
+        view = memoryview(buffer)
+        done = 0
+        while done < len(view):
+            got = os.preadv(self.descriptor, [view[done:]], position + done)
+            if got == 0:
+                raise InputError(f"{self.source.label} {str(self.source.path)!r}: the file ended early "
+                                 "(was it truncated while dmlcli was reading it?)")
+            done += got
+
+    def close(self) -> None:
+        os.close(self.descriptor)
+
+
+class _MappedReader(_Reader):
+    """Any layout and any box: a gather from a memory map, whose pages are dropped after each box."""
+
+    def __init__(self, source: NpyInput, out_shape, chunk_elements):
+        super().__init__(source, out_shape, chunk_elements)
+        try:
+            with open(source.path, "rb") as handle:
+                self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as error:
+            raise InputError(f"{source.label} {str(source.path)!r}: cannot be mapped ({error})") from None
+        order = "F" if source.fortran_order else "C"
+        stored = np.ndarray(source.shape, source.dtype, buffer=self.map, offset=source.offset, order=order)
+        self.array = stored[(np.newaxis,) * (len(self.shape) - len(source.shape))]
+
+    def read(self, box: Box, slot: int) -> np.ndarray:
+        # Tiles are handed over in Fortran order: the order of the inputs that made tiling necessary,
+        # so that their copy is a plain one and only the output needs transposing (elementwise
+        # kernels take any layout).
+        part = self.array[self.input_box(box)]
+        flat = self.buffers[slot][:part.size * self.native.itemsize].view(self.native)
+        destination = flat.reshape(part.shape, order="F")
+        blocked_copy(destination, part)  # converts the byte order too
+        _drop_pages(self.map)
+        return np.broadcast_to(destination, _box_shape(box))
+
+    def close(self) -> None:
+        del self.array
+        self.map.close()
+
+
+def blocked_copy(destination: np.ndarray, source: np.ndarray) -> None:
+    """np.copyto, in blocks along the first and last axes when the two layouts differ.
+
+    NumPy copies a transposed array element by element across the whole of it, touching a new
+    cache line (and page) at every step; blocks of about 64 KiB stay in the cache.
+    """
+    same_layout = ((destination.flags.c_contiguous and source.flags.c_contiguous)
+                   or (destination.flags.f_contiguous and source.flags.f_contiguous))
+    if destination.ndim < 2 or same_layout:
+        np.copyto(destination, source, casting="equiv")
+        return
+    side = max(16, math.isqrt(65536 // destination.dtype.itemsize))
+    first, last = destination.shape[0], destination.shape[-1]
+    for i in range(0, first, side):
+        for j in range(0, last, side):
+            block = (slice(i, i + side), Ellipsis, slice(j, j + side))
+            np.copyto(destination[block], source[block], casting="equiv")
+
+
+def _drop_pages(mapping: mmap.mmap) -> None:
+    # The data stay in the page cache; only this process's mapping of them goes.
+    if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The header np.save writes for a C-order array of `dtype` and `shape` (same bytes)."""
+    import io
+
+    from numpy.lib import format as npy_format
+
+    buffer = io.BytesIO()
+    header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+    npy_format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
+
+
+def _result_array(result, box: Box, out_dtype: np.dtype) -> np.ndarray:
+    """A backend's output chunk as a C-contiguous array of the box's shape, checked."""
+    array = np.asarray(result)
+    if array.dtype != out_dtype:
+        raise RuntimeError(f"the backend returned a chunk of {array.dtype}, expected {out_dtype}")
+    return np.ascontiguousarray(np.broadcast_to(array, _box_shape(box)))
+
+
+class _SequentialWriter:
+    """Row boxes come in C order, so the output is written straight through.
+
+    Every WRITEBACK_BYTES, the kernel is asked to start writing the part already written to disk
+    (POSIX_FADV_DONTNEED starts writeback of dirty pages without waiting for it), so that the
+    final fsync has little left to do and the disk works while the CPU computes.
+    """
+
+    WRITEBACK_BYTES = 32 << 20
+
+    def __init__(self, handle, out_dtype: np.dtype):
+        self.handle = handle
+        self.out_dtype = out_dtype
+        self.written = self.advised = handle.tell()
+
+    def write(self, box: Box, result) -> None:
+        data = _result_array(result, box, self.out_dtype).reshape(-1).view(np.uint8)
+        self.handle.write(data)
+        self.written += data.size
+        if self.written - self.advised >= self.WRITEBACK_BYTES and hasattr(os, "posix_fadvise"):
+            self.handle.flush()
+            os.posix_fadvise(self.handle.fileno(), self.advised, self.written - self.advised,
+                             os.POSIX_FADV_DONTNEED)
+            self.advised = self.written
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        pass
+
+
+class _MappedWriter:
+    """Tiles land anywhere in the output, so the output is memory-mapped (the file is sized first)."""
+
+    def __init__(self, handle, header_size: int, shape, out_dtype: np.dtype):
+        handle.flush()
+        self.out_dtype = out_dtype
+        os.ftruncate(handle.fileno(), header_size + math.prod(shape) * out_dtype.itemsize)
+        # mkstemp opened the temporary file read-write, as a shared writable map needs.
+        self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_WRITE)
+        self.array = np.ndarray(shape, out_dtype, buffer=self.map, offset=header_size)
+
+    def write(self, box: Box, result) -> None:
+        array = np.asarray(result)
+        if array.dtype != self.out_dtype:
+            raise RuntimeError(f"the backend returned a chunk of {array.dtype}, expected {self.out_dtype}")
+        blocked_copy(self.array[box], np.broadcast_to(array, _box_shape(box)))
+        _drop_pages(self.map)  # dirty pages go to the page cache, to be written back
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        del self.array
+        if exc_info[0] is None:
+            self.map.flush()
+        self.map.close()
