@@ -304,7 +304,7 @@ def _read_expected(source, verdict):
 
 
 def _show(result, style, quiet):
-    from .rendering import make_console, render
+    from .rendering import show
     from .tensor_io import to_json_text
 
     if style == "json":
@@ -317,7 +317,7 @@ def _show(result, style, quiet):
     out = call.output
     caption = (f"{call.operator.name} · {result.verdict.feature_level} · {result.backend} · "
                f"{out.data_type.name} · shape {list(out.shape)}")
-    render(result.output, caption=caption, style=style, console=make_console(sys.stdout))
+    show(result.output, caption=caption, style=style, stream=sys.stdout)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

@@ -60,28 +60,76 @@ def grid_rows(matrix: np.ndarray, style: str, summarise: bool):
     return headers, rows
 
 
-def render(array: np.ndarray, *, caption: str, style: str, console) -> None:
-    """Print `array` as rich tables: a 2-D grid, higher ranks as labelled 2-D slices."""
-    from rich.table import Table
-    from rich import box
-
+def tables_of(array: np.ndarray, style: str):
+    """(slice label, column headers, rows) for each 2-D table a tensor is shown as; None for a '...' gap."""
     summarise = array.size > SUMMARY_THRESHOLD
     view = array.reshape(1, -1) if array.ndim == 1 else array
-    slices = [("", view)] if view.ndim == 2 else list(slices_of(view))
-    for position, (label, matrix) in enumerate(slices):
-        last = position == len(slices) - 1
+    slices = [("", view)] if view.ndim == 2 else slices_of(view)
+    for label, matrix in slices:
         if matrix is None:
-            console.print("...")
+            yield None
             continue
         headers, rows = grid_rows(matrix, style, summarise)
-        table = Table(title=label or None, caption=caption if last else None, box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False)
-        table.add_column("", style="dim", justify="right", no_wrap=True)
+        if array.ndim == 1:
+            rows = [("", cells) for _, cells in rows]
+        yield label, headers, rows
+
+
+def show(array: np.ndarray, *, caption: str, style: str, stream) -> None:
+    """Print `array` as tables: a 2-D grid, higher ranks as labelled 2-D slices.
+
+    On a terminal through rich; in a pipe or file as plain text of the same layout, which never
+    wraps and saves rich's import time for scripts.
+    """
+    tables = list(tables_of(array, style))
+    if _is_terminal(stream):
+        _show_rich(tables, caption, make_console(stream))
+    else:
+        stream.write("\n".join(_plain_lines(tables, caption)) + "\n")
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _plain_lines(tables, caption: str):
+    for table in tables:
+        if table is None:
+            yield "..."
+            continue
+        label, headers, rows = table
+        columns = [[""] + [r for r, _ in rows]] + [[h] + [cells[i] for _, cells in rows] for i, h in enumerate(headers)]
+        widths = [max(len(text) for text in column) for column in columns]
+        if label:
+            yield label
+        for line in range(len(rows) + 1):
+            yield "   ".join(column[line].rjust(width) for column, width in zip(columns, widths)).rstrip()
+            if line == 0:
+                yield "─" * (sum(widths) + 3 * (len(widths) - 1))
+    yield caption
+
+
+def _show_rich(tables, caption: str, console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    for position, table in enumerate(tables):
+        if table is None:
+            console.print("...")
+            continue
+        label, headers, rows = table
+        last = position == len(tables) - 1
+        grid = Table(title=label or None, caption=caption if last else None, box=box.SIMPLE_HEAD,
+                     show_edge=False, pad_edge=False)
+        grid.add_column("", style="dim", justify="right", no_wrap=True)
         for header in headers:
-            table.add_column(header, justify="right", no_wrap=True)
+            grid.add_column(header, justify="right", no_wrap=True)
         for row_label, cells in rows:
-            table.add_row("" if array.ndim == 1 else row_label, *cells)
-        console.print(table)
+            grid.add_row(row_label, *cells)
+        console.print(grid)
 
 
 def make_console(stream=None, *, stderr: bool = False):

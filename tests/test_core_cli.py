@@ -1,6 +1,8 @@
 """The command line through click's CliRunner, and once as a real subprocess."""
 
+import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -233,3 +235,23 @@ def test_real_subprocess_runs_a_sample(tmp_path):
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert failed.returncode == 3 and "Traceback" not in failed.stderr
     assert failed.stderr.count("\n") == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_tables_look_the_same_on_a_terminal_and_in_a_pipe(terminal, monkeypatch):
+    from dmlcli.rendering import show
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = _Terminal() if terminal else io.StringIO()
+    show(np.arange(8, dtype=np.uint8).reshape(2, 2, 2), caption="CAPTION", style="hex", stream=stream)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())
+    lines = [line.strip() for line in text.splitlines()]
+    assert "[1, :, :]" in lines and "CAPTION" in lines
+    assert any(line.split() == ["1", "0x06", "0x07"] for line in lines)
+    # Styles (bold headers, dim labels) only on a terminal; NO_COLOR (set by conftest) drops colour only.
+    assert ("\x1b[" in stream.getvalue()) == terminal
