@@ -86,17 +86,15 @@ def chunk_bytes_from_environment() -> int:
 
 def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
     """Read and check one input's .npy header; `dtype` (from --dtype) must agree with it."""
-    from .tensor_io import read_npy_header
+    from .tensor_io import check_declared_dtype, check_input_file, read_npy_header
 
     path = Path(source)
     where = f"{label} {source!r}"
-    if not path.exists():
-        raise InputError(f"{where}: no such file")
-    if path.is_dir():
-        raise InputError(f"{where}: is a directory, expected a .npy or .json file")
+    check_input_file(path, where=where)
+    if not path.is_file():
+        raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
     shape, fortran_order, stored_dtype, offset = read_npy_header(path, where=where)
-    if dtype is not None and from_numpy(stored_dtype) != dtype:
-        raise InputError(f"{where}: holds {from_numpy(stored_dtype).name} but --dtype says {dtype.name}")
+    check_declared_dtype(stored_dtype, dtype, where=where)
     return NpyInput(path, label, tuple(int(s) for s in shape), np.dtype(stored_dtype), bool(fortran_order), offset)
 
 

@@ -111,8 +111,13 @@ def check_input_file(path: Path, *, where: str) -> None:
 
 
 def _check_declared_dtype(array: np.ndarray, dtype: DataType | None, where: str) -> None:
-    if dtype is not None and from_numpy(array.dtype) != dtype:
-        raise InputError(f"{where}: holds {from_numpy(array.dtype).name} but --dtype says {dtype.name}")
+    check_declared_dtype(array.dtype, dtype, where=where)
+
+
+def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str) -> None:
+    """A file's own dtype must agree with --dtype where both are given."""
+    if dtype is not None and from_numpy(stored) != dtype:
+        raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}")
 
 
 def read_npy_header(path: Path, *, where: str):

@@ -360,3 +360,16 @@ def test_gpu_backend_streams_the_same_bits(tmp_path, op, layout):
     arrays = make_inputs(op, widest_type(op), (37, 29), seed=3)
     paths = save_inputs(tmp_path, arrays, layout)
     assert streamed_bytes(op, paths, tmp_path, chunk_bytes=1000, backend=backend) == in_memory_npy_bytes(op, arrays)
+
+
+def test_streaming_refuses_a_device_named_like_an_npy_file(tmp_path):
+    from click.testing import CliRunner
+
+    from dmlcli.cli import cli
+
+    device = tmp_path / "zero.npy"
+    device.symlink_to("/dev/zero")
+    result = CliRunner().invoke(cli, ["run", "bit_not", str(device), "-o", str(tmp_path / "out.npy")])
+    assert result.exit_code == 2
+    assert "is not a regular file (a device or socket)" in result.stderr
+    assert not (tmp_path / "out.npy").exists()
