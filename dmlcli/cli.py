@@ -234,7 +234,8 @@ def run(operator, inputs, output, feature_level, infinity_mode, dtype, output_dt
 
     INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
     With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
-    memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M).
+    memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M on
+    the CPU, 64M on the GPU).
 
     \b
     Examples:

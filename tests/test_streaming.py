@@ -373,3 +373,27 @@ def test_streaming_refuses_a_device_named_like_an_npy_file(tmp_path):
     assert result.exit_code == 2
     assert "is not a regular file (a device or socket)" in result.stderr
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_the_backend_chooses_the_default_chunk_size(tmp_path, monkeypatch):
+    from dmlcli.backends.cpu import CpuBackend
+    from dmlcli.streaming import stream_run
+
+    class SmallChunks(CpuBackend):
+        preferred_chunk_bytes = 64
+
+        def __init__(self):
+            self.chunk_sizes = []
+
+        def execute_chunks(self, operator, chunks, out_dtype, parameters):
+            for chunk in chunks:
+                self.chunk_sizes.append(chunk[0].size)
+                yield from super().execute_chunks(operator, [chunk], out_dtype, parameters)
+
+    monkeypatch.delenv("DMLCLI_CHUNK_BYTES", raising=False)
+    x = np.arange(1000, dtype=np.uint32)
+    np.save(tmp_path / "x.npy", x)
+    engine = SmallChunks()
+    stream_run("bit_not", [str(tmp_path / "x.npy")], str(tmp_path / "out.npy"), backend=engine)
+    assert max(engine.chunk_sizes) <= 16 and sum(engine.chunk_sizes) == 1000
+    assert np.load(tmp_path / "out.npy").tolist() == (~x).tolist()

@@ -12,6 +12,7 @@ from ..tensor_io import to_native
 
 class CpuBackend:
     name = "cpu"
+    preferred_chunk_bytes = 1 << 20  # small buffers keep a streamed run's memory to a few tens of MiB
 
     def execute(self, operator: Operator, inputs, out_shape, out_dtype: np.dtype, parameters) -> np.ndarray:
         """Whole tensors in, whole tensor out (inputs are broadcast to `out_shape`)."""

@@ -96,6 +96,7 @@ class _Slot:
 
 class GpuBackend:
     name = "gpu"
+    preferred_chunk_bytes = 64 << 20  # fewer, larger transfers and kernel launches per streamed run
 
     def __init__(self, cupy):
         self._cp = cupy
