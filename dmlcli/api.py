@@ -109,10 +109,21 @@ def _warn_shift_counts(call: Call, arrays) -> None:
     if op.shift_count_input is None:
         return
     counts = arrays[op.inputs.index(op.shift_count_input)]
-    width = call.tensors[op.shift_count_input].data_type.bits
-    too_big = int(np.count_nonzero(np.broadcast_to(np.asarray(counts) >= width, call.output.shape)))
+    too_big = count_large_shifts(call, counts, broadcast_to=call.output.shape)
     if too_big:
         warnings.warn(shift_count_warning(call, too_big), DmlcliWarning, stacklevel=3)
+
+
+def count_large_shifts(call: Call, counts, *, broadcast_to=None) -> int:
+    """How many of `counts` (the shift-count input, or a chunk of it) are at or past the element width.
+
+    With `broadcast_to`, each count is counted once per output element it reaches.
+    """
+    width = call.tensors[call.operator.shift_count_input].data_type.bits
+    too_big = np.asarray(counts) >= width
+    if broadcast_to is not None:
+        too_big = np.broadcast_to(too_big, broadcast_to)
+    return int(np.count_nonzero(too_big))
 
 
 def shift_count_warning(call: Call, too_big: int) -> str:

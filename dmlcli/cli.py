@@ -300,8 +300,7 @@ def _run_streaming(op, inputs, output, feature_level, infinity_mode, dtype, outp
 def _read_expected(source, verdict):
     from .tensor_io import read_tensor
 
-    return read_tensor(source, label="expected", dtype=verdict.call.output.data_type
-                       if not source.strip().startswith("{") else None)
+    return read_tensor(source, label="expected", bare_dtype=verdict.call.output.data_type)
 
 
 def _show(result, style, quiet):

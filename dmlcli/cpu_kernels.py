@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def as_bits(array: np.ndarray) -> np.ndarray:
-    """The native encoding: the same bytes seen as the unsigned integer of the same width."""
-    return array.view(f"uint{array.dtype.itemsize * 8}")
+from .data_types import as_bits
 
 
 def bit_and(inputs, out_dtype, params):

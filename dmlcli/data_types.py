@@ -32,11 +32,6 @@ class DataType:
     def is_float(self) -> bool:
         return self.name.startswith("FLOAT")
 
-    @property
-    def bits_dtype(self) -> np.dtype:
-        """The unsigned integer type of the same width: the view for native-encoding operations."""
-        return np.dtype(f"uint{self.bits}")
-
     def __str__(self) -> str:
         return self.name
 
@@ -63,6 +58,14 @@ _BY_NUMPY = {np.dtype(t.numpy_name): t for t in ALL_DATA_TYPES if t.numpy_name}
 ALL11 = (FLOAT64, FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
 CMP10 = (FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
 CMP8 = (FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8)
+
+
+def as_bits(array):
+    """The native encoding: the same bytes seen as the unsigned integer of the same width.
+
+    Works on NumPy and CuPy arrays alike (a view, no copy).
+    """
+    return array.view(f"uint{array.dtype.itemsize * 8}")
 
 
 def parse_data_type(text: str) -> DataType:

@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from .api import count_large_shifts
 from .dispatch_model import DispatchCommand, Model, PrintCommand, WriteFileCommand
 from .dispatch_plan import BoundTensor, PlannedDispatch
 from .dispatch_print import format_resource, format_timing
@@ -146,7 +147,8 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, engine, iterati
         # are read in full before the output is written back, which is what makes in-place dispatches exact.
         inputs = [snapshots[name] if name in snapshots else _element_view(buffers, dispatch.tensors[name], name)
                   for name in op.inputs]
-        big_shifts += _count_big_shifts(dispatch, inputs)  # before the output may overwrite the counts
+        if op.shift_count_input is not None:  # counted before the output may overwrite the counts
+            big_shifts += count_large_shifts(call, inputs[op.inputs.index(op.shift_count_input)])
         start = time.perf_counter()
         out = call.output
         if timed is not None:
@@ -165,14 +167,6 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, engine, iterati
                       f"(over {iterations} iteration(s)); dmlcli gives 0 for them (DirectML hardware is reported "
                       "to mask such counts)", DmlcliWarning, stacklevel=2)
     return DispatchTiming(dispatch.name, tuple(cpu_samples), warmup, tuple(gpu_samples))
-
-
-def _count_big_shifts(dispatch: PlannedDispatch, inputs) -> int:
-    op = dispatch.checked.verdict.call.operator
-    if op.shift_count_input is None:
-        return 0
-    counts = inputs[op.inputs.index(op.shift_count_input)]
-    return int(np.count_nonzero(counts >= dispatch.tensors[op.shift_count_input].desc.data_type.bits))
 
 
 # ---------------------------------------------------------------- writeFile

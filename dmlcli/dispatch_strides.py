@@ -9,12 +9,14 @@ description into NumPy views; both `dmlcli dispatch` and JSON tensors with "stri
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .errors import InputError
+from .errors import InputError, ValidationError
+from .validation import MAX_ELEMENTS
 
 
 def little_endian(dtype) -> np.dtype:
@@ -99,6 +101,8 @@ def overlaps_itself(sizes, strides) -> bool:
     count = int(np.prod(sizes, dtype=object))
     if count <= 1:
         return False
+    if count > last_element_index(sizes, strides) + 1:
+        return True
     dims = sorted((stride, size) for size, stride in zip(sizes, strides) if size > 1)
     if any(stride == 0 for stride, _ in dims):
         return True
@@ -128,4 +132,10 @@ def tensor_from_buffer(data: np.ndarray, shape, strides, *, where: str) -> np.nd
     if shape is None:
         raise InputError(f"{where}: \"strides\" needs \"shape\" too (the data are read as a flat buffer)")
     strides = check_strides(shape, strides, where=where)
-    return gather(np.ascontiguousarray(data).reshape(-1), shape, strides, where=where)
+    count = math.prod(int(s) for s in shape)
+    if count > MAX_ELEMENTS:  # NumPy could not even describe such a view
+        raise ValidationError(f"{where}: shape {list(shape)} has {count} elements; a DirectML tensor holds at "
+                              f"most {MAX_ELEMENTS} (2^32-1)")
+    flat = np.array(data).reshape(-1)
+    flat.setflags(write=False)
+    return strided_view(flat, shape, strides, where=where)

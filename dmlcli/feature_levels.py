@@ -43,6 +43,7 @@ ALL_FEATURE_LEVELS = tuple(
 )
 NEWEST = ALL_FEATURE_LEVELS[-1]
 _BY_VALUE = {level.value: level for level in ALL_FEATURE_LEVELS}
+_BY_NUMBERS = {(level.major, level.minor): level for level in ALL_FEATURE_LEVELS}
 _SPELLING = re.compile(r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$", re.IGNORECASE)
 
 
@@ -67,7 +68,7 @@ def parse_feature_level(text) -> FeatureLevel:
     else:
         match = _SPELLING.match(spelled)
         if match:
-            found = _BY_VALUE.get((int(match.group(1)) << 12) | (int(match.group(2)) << 8))
+            found = _BY_NUMBERS.get((int(match.group(1)), int(match.group(2))))
     if found is None:
         known = ", ".join(fl.short for fl in ALL_FEATURE_LEVELS)
         raise InputError(

@@ -168,7 +168,9 @@ class _Job:
         return row_boxes(self.shape, self.chunk_elements)
 
     def run(self, engine, handle, advance: Callable[[int], None]) -> None:
-        header = _npy_header(self.out_dtype, self.shape)
+        from .tensor_io import npy_header
+
+        header = npy_header(self.shape, self.out_dtype)
         handle.write(header)
         per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
         with contextlib.ExitStack() as stack:
@@ -188,14 +190,15 @@ class _Job:
                 raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
 
     def _chunks(self, readers, pending: deque) -> Iterator[list[np.ndarray]]:
+        from .api import count_large_shifts
+
         op = self.call.operator
         counts_at = op.inputs.index(op.shift_count_input) if op.shift_count_input is not None else None
         for number, box in enumerate(self.boxes()):
             slot = number % BUFFERS_PER_INPUT
             chunk = [reader.read(box, slot) for reader in readers]
             if counts_at is not None:
-                width = self.call.tensors[op.shift_count_input].data_type.bits
-                self.large_shift_counts += int(np.count_nonzero(chunk[counts_at] >= width))
+                self.large_shift_counts += count_large_shifts(self.call, chunk[counts_at])
             pending.append(box)
             yield chunk
 
@@ -378,18 +381,6 @@ def _drop_pages(mapping: mmap.mmap) -> None:
 
 
 # ---------------------------------------------------------------- writing
-
-
-def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
-    """The header np.save writes for a C-order array of `dtype` and `shape` (same bytes)."""
-    import io
-
-    from numpy.lib import format as npy_format
-
-    buffer = io.BytesIO()
-    header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
-    npy_format.write_array_header_1_0(buffer, header)
-    return buffer.getvalue()
 
 
 def _result_array(result, box: Box, out_dtype: np.dtype) -> np.ndarray:

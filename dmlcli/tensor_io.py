@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .data_types import DataType, from_numpy, parse_data_type
+from .data_types import DataType, as_bits, from_numpy, parse_data_type
 from .errors import DmlcliWarning, InputError
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -45,22 +45,25 @@ class _Constant(str):
 # ---------------------------------------------------------------- reading
 
 
-def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin=None) -> np.ndarray:
+def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin=None,
+                bare_dtype: DataType | None = None) -> np.ndarray:
     """Read one input: a .npy file, a JSON file, '-' for JSON on stdin, or an inline JSON literal.
 
-    `label` names the input in error messages (e.g. "input 1"). `dtype` is used for inputs that
-    carry no dtype of their own, and must agree with those that do.
+    `label` names the input in error messages (e.g. "input 1"). `dtype` (--dtype) is used for
+    inputs that carry no dtype of their own, and must agree with those that do. `bare_dtype` is
+    only a default for bare lists, with no agreement asked of tensors that name their own.
     """
     if source == "-":
         stream = stdin if stdin is not None else sys.stdin
         text = stream.read()
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
-        return parse_json_tensor(text, where=f"{label} (stdin)", dtype=dtype)
+        return parse_json_tensor(text, where=f"{label} (stdin)", dtype=dtype, bare_dtype=bare_dtype)
     path = Path(source)
     looks_like_file = path.suffix.lower() in (".npy", ".json") or _exists(path)
     if not looks_like_file:
-        return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True)
+        return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True,
+                                 bare_dtype=bare_dtype)
     where = f"{label} {source!r}"
     check_input_file(path, where=where)
     # One open, so that a pipe given as a JSON file is read once, from its start.
@@ -81,7 +84,7 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{where}: is not UTF-8 text, so not a JSON tensor") from None
-    return parse_json_tensor(text, where=where, dtype=dtype)
+    return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype)
 
 
 def _exists(path: Path) -> bool:
@@ -199,10 +202,12 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def parse_json_tensor(text: str, *, where: str, dtype: DataType | None = None, inline: bool = False) -> np.ndarray:
+def parse_json_tensor(text: str, *, where: str, dtype: DataType | None = None, inline: bool = False,
+                      bare_dtype: DataType | None = None) -> np.ndarray:
     document = _load_json(text, where=where, inline=inline)
     if isinstance(document, dict):
         return tensor_from_object(document, where=where, dtype=dtype)
+    dtype = dtype or bare_dtype
     if dtype is None:
         raise InputError(f"{where}: a bare list or number needs its data type: give --dtype, or write "
                          '{"dtype": "uint8", "data": [...]}')
@@ -237,7 +242,10 @@ def _parse_decimal(text: str) -> Decimal:
 
 def _parse_integer(text: str):
     # Python refuses int() of very long digit strings; Decimal reads them, and range checks refuse them later.
-    return int(text) if len(text) <= _MAX_INT_DIGITS else _parse_decimal(text)
+    # "-0" stays a Decimal so that a float tensor keeps its sign bit (int("-0") is plain 0).
+    if len(text) > _MAX_INT_DIGITS or text == "-0":
+        return _parse_decimal(text)
+    return int(text)
 
 
 def _object_without_duplicates(pairs) -> dict:
@@ -394,7 +402,7 @@ def round_decimal(exact: Decimal, np_dtype: np.dtype):
     with np.errstate(over="ignore"):
         nearest = scalar(as_double)
     if math.isinf(float(nearest)):
-        raise _BadValue(f"= {_shorten(str(exact))} is out of range for {np_dtype} (write \"inf\" for infinity)")
+        return _largest_or_overflow(exact, as_double, np_dtype)
     if np_dtype == np.float64 or float(nearest) == as_double or Decimal(as_double) == exact:
         return nearest
     toward = scalar(math.inf if as_double > float(nearest) else -math.inf)
@@ -406,6 +414,17 @@ def round_decimal(exact: Decimal, np_dtype: np.dtype):
     if (exact > Decimal(halfway)) == (float(neighbour) > float(nearest)):
         return neighbour
     return nearest
+
+
+def _largest_or_overflow(exact: Decimal, as_double: float, np_dtype: np.dtype):
+    """A float64 that rounds to infinity in `np_dtype`: only the half-way value itself can still
+    stand for a decimal just below it, which rounds to the largest finite value."""
+    largest = np_dtype.type(np.finfo(np_dtype).max)
+    spacing = float(largest) - float(np.nextafter(largest, np_dtype.type(0)))
+    threshold = float(largest) + spacing / 2
+    if abs(as_double) == threshold and abs(exact) < Decimal(threshold):
+        return largest if exact > 0 else -largest
+    raise _BadValue(f"= {_shorten(str(exact))} is out of range for {np_dtype} (write \"inf\" for infinity)")
 
 
 # ---------------------------------------------------------------- writing
@@ -429,7 +448,7 @@ def lossy_nan_count(array: np.ndarray) -> int:
     nan = np.isnan(array)
     if not nan.any():
         return 0
-    bits = np.ascontiguousarray(array).view(f"uint{array.dtype.itemsize * 8}")
+    bits = as_bits(array)
     return int(np.count_nonzero(nan & (bits != _CANONICAL_NAN_BITS[array.dtype.itemsize])))
 
 
@@ -464,7 +483,7 @@ def check_output_path(target: str) -> None:
     path = Path(target)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(f"output {target!r}: unknown extension {path.suffix!r} (expected .npy or .json, or - for JSON on stdout)")
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = path.parent
     if not folder.is_dir():
         raise InputError(f"output {target!r}: folder {str(folder)!r} does not exist")
     if path.is_dir():
@@ -498,7 +517,7 @@ def write_atomically(path: Path, write) -> None:
     shown = str(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = path.parent
     remove_stale_temporaries(path)
     try:
         mode = path.stat().st_mode & 0o7777 if path.exists() else _default_file_mode()
@@ -540,7 +559,7 @@ def _sync_folder(folder: Path) -> None:
 
 def temporary_files_of(path: Path) -> list[tuple[Path, int]]:
     """(temporary file, writer's process id) for each `.NAME.PID.RANDOM.tmp` beside `path`."""
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = path.parent
     prefix = f".{path.name}."
     found = []
     try:
@@ -579,14 +598,19 @@ def _process_exists(pid: int) -> bool:
 # ---------------------------------------------------------------- room for the output
 
 
-def npy_file_bytes(shape, dtype: np.dtype) -> int:
-    """The exact size of the .npy file np.save writes for a C-order array of `shape` and `dtype`."""
+def npy_header(shape, dtype: np.dtype) -> bytes:
+    """The header np.save writes for a C-order array of `shape` and `dtype` (the same bytes)."""
     from numpy.lib import format as npy_format
 
     header = {"descr": npy_format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": tuple(shape)}
     buffer = io.BytesIO()
     npy_format.write_array_header_1_0(buffer, header)
-    return len(buffer.getvalue()) + math.prod(shape) * np.dtype(dtype).itemsize
+    return buffer.getvalue()
+
+
+def npy_file_bytes(shape, dtype: np.dtype) -> int:
+    """The exact size of the .npy file np.save writes for a C-order array of `shape` and `dtype`."""
+    return len(npy_header(shape, dtype)) + math.prod(shape) * np.dtype(dtype).itemsize
 
 
 def _least_json_bytes(count: int) -> int:
@@ -646,7 +670,7 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
         return
     path = Path(target)
     needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = path.parent
     try:
         usage = shutil.disk_usage(folder)
     except OSError:

@@ -255,3 +255,38 @@ def test_tables_look_the_same_on_a_terminal_and_in_a_pipe(terminal, monkeypatch)
     assert any(line.split() == ["1", "0x06", "0x07"] for line in lines)
     # Styles (bold headers, dim labels) only on a terminal; NO_COLOR (set by conftest) drops colour only.
     assert ("\x1b[" in stream.getvalue()) == terminal
+
+
+def test_negative_zero_keeps_its_sign_in_json():
+    result = invoke("run", "bit_not", "[-0, -0.0, 0]", "--dtype", "float32", "--format", "hex")
+    assert result.stdout.count("0x7fffffff") == 2 and "0xffffffff" in result.stdout
+
+
+def test_decimals_just_under_the_overflow_threshold_round_to_the_largest_value():
+    result = invoke("run", "bit_not", "[65519.99999999999999999, -65519.99999999999999999]", "--dtype", "float16", "--format", "hex")
+    assert result.exit_code == 0, result.stderr
+    assert "0x8400" in result.stdout and "0x0400" in result.stdout  # ~0x7bff and ~0xfbff
+    for too_big in ("65520", "65520.0000000000000001", "1e5"):
+        result = invoke("run", "bit_not", f"[{too_big}]", "--dtype", "float16")
+        assert result.exit_code == 2 and "out of range for float16" in result.stderr
+
+
+def test_check_takes_the_expected_tensors_own_dtype(tmp_path):
+    expected = tmp_path / "e.json"
+    expected.write_text('{"dtype": "uint32", "data": [1, 0]}')
+    result = invoke("run", "logical_equals", "[1, 2]", "[1, 3]", "--dtype", "uint8", "--check", str(expected))
+    assert result.exit_code == 1
+    assert "FAILED: result dtype uint8 differs from expected dtype uint32" in result.stdout
+    result = invoke("run", "logical_equals", "[1, 2]", "[1, 3]", "--dtype", "uint8", "--check", "[1, 0]")
+    assert result.exit_code == 0 and result.stdout.startswith("PASSED")
+
+
+def test_strided_json_tensors_are_views_so_huge_broadcasts_are_refused_without_memory():
+    result = invoke("run", "bit_not", '{"dtype":"uint8","shape":[4294967295,4294967295],"strides":[0,0],"data":[1]}')
+    assert result.exit_code == 3
+    assert "has 18446744065119617025 elements; a DirectML tensor holds at most 4294967295" in result.stderr
+    # Within the limit a zero-stride tensor stays a view of its one-element buffer.
+    from dmlcli.tensor_io import tensor_from_object
+
+    view = tensor_from_object({"dtype": "uint8", "shape": [65535, 65535], "strides": [0, 0], "data": [7]}, where="x")
+    assert view.shape == (65535, 65535) and view.base is not None and view[65534, 65534] == 7

@@ -234,3 +234,11 @@ def test_enum_values_match_directml_header():
                 "LOGICAL_GREATER_THAN": 16, "LOGICAL_LESS_THAN": 17, "LOGICAL_GREATER_THAN_OR_EQUAL": 126,
                 "LOGICAL_LESS_THAN_OR_EQUAL": 127}
     assert {op.name: op.enum_value for op in dmlcli.OPERATORS} == expected
+
+
+def test_feature_level_numbers_do_not_spill_into_each_other():
+    from dmlcli.feature_levels import parse_feature_level
+
+    for bad in ("2.17", "1_16", "3.256"):
+        with pytest.raises(dmlcli.InputError, match="unknown feature level"):
+            parse_feature_level(bad)

@@ -532,3 +532,12 @@ def test_verbose_print_aligns_indices_and_hex_as_dxdispatch():
     assert lines[0] == "Resource 'V':"
     assert lines[1] == "[ 0] 0 (0x   0)"
     assert lines[10] == "[ 9] 43981 (0xABCD)"
+
+
+def test_overlap_check_needs_no_offsets_when_there_are_more_elements_than_addresses():
+    from dmlcli.dispatch_strides import overlaps_itself
+
+    assert overlaps_itself((20000, 20000), (1, 1))  # would be 3.2 GB of offsets if listed
+    assert overlaps_itself((3, 2), (1, 1))
+    assert not overlaps_itself((3, 2), (2, 1))
+    assert not overlaps_itself((3, 2), (1, 3))
