@@ -7,6 +7,7 @@ available; 5 an internal error (a bug: re-run with --debug and report it).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -207,6 +208,15 @@ def _plan(operator, arrays, feature_level, infinity_mode, output_dtype, broadcas
                 parameters={"infinity_mode": infinity_mode}, output_dtype=output_dtype, broadcast=broadcast)
 
 
+@contextlib.contextmanager
+def _warnings_reported(quiet: bool):
+    """Collect the warnings of a successful block and print dmlcli's own as one line each on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    _report_warnings(caught, quiet)
+
+
 def _report_warnings(caught, quiet: bool) -> None:
     for warning in caught:
         if issubclass(warning.category, DmlcliWarning) and not quiet:
@@ -259,12 +269,10 @@ def run(operator, inputs, output, feature_level, infinity_mode, dtype, output_dt
     out = verdict.call.output
     check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
     expected_array = _read_expected(expected, verdict) if expected is not None else None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_reported(quiet):
         result = execute(verdict, arrays, backend=backend)
         if output is not None:
             write_output(result.output, output)
-    _report_warnings(caught, quiet)
     if expected_array is not None:
         from .comparison import compare
 
@@ -288,12 +296,10 @@ def _run_streaming(op, inputs, output, feature_level, infinity_mode, dtype, outp
     from .progress import progress_bar_factory
     from .streaming import stream_run
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_reported(quiet):
         stream_run(op, inputs, output, dtype=parse_data_type(dtype) if dtype else None, feature_level=feature_level,
                    parameters={"infinity_mode": infinity_mode}, output_dtype=output_dtype, broadcast=broadcast,
                    backend=backend, progress=progress_bar_factory(quiet=quiet, description=op.name.lower()))
-    _report_warnings(caught, quiet)
     return True
 
 
@@ -308,10 +314,8 @@ def _show(result, style, quiet):
     from .tensor_io import to_json_text
 
     if style == "json":
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with _warnings_reported(quiet):
             sys.stdout.write(to_json_text(result.output))
-        _report_warnings(caught, quiet)
         return
     call = result.verdict.call
     out = call.output
