@@ -19,6 +19,14 @@ SIXTY_FOUR_BIT = {"int64", "uint64", "float64"}
 SIGNED = {"int8", "int16", "int32", "int64"}
 
 
+def skip_unless_implemented(case) -> None:
+    """onnx_elementwise/ holds vectors for operators the table may not have yet: those are skipped, not failed."""
+    try:
+        dmlcli.find_operator(case["op"])
+    except dmlcli.InputError:
+        pytest.skip(f"{case['op']}: dmlcli's operator table has no such operator yet")
+
+
 def load(path: Path):
     case = json.loads(path.read_text())
     inputs = [tensor_from_object(t, where=f"{path.name} input") for t in case["inputs"]]
@@ -29,10 +37,13 @@ def load(path: Path):
 def test_all_cases_are_present(shared_dir):
     assert len(list((shared_dir / "conformance" / "onnx").glob("*.json"))) == 96
     assert len(list((shared_dir / "conformance" / "numpy").glob("*.json"))) == 50
+    assert len(list((shared_dir / "conformance" / "onnx_elementwise").glob("*.json"))) == 177
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_case(path):
+    case = json.loads(path.read_text())
+    skip_unless_implemented(case)
     case, inputs, expected = load(path)
     params = case.get("params", {})
     with warnings.catch_warnings():

@@ -181,8 +181,21 @@ SHARED_OPERATORS = {"dml_element_wise_add.json": ("add", "DML_OPERATOR_ELEMENT_W
                     "dml_scalar_union_fp16.json": ("clip", "DML_OPERATOR_ELEMENT_WISE_CLIP1")}
 
 
+ALL_SHARED_MODELS = [
+    "dmlSerializedGraph_matmul_add.json", "dml_convolution_2d.json", "dml_convolution_3d.json",
+    "dml_cumulative_product.json", "dml_element_wise_add.json", "dml_element_wise_add1.json",
+    "dml_element_wise_add_npy.json", "dml_element_wise_clip.json", "dml_element_wise_identity.json",
+    "dml_fill_value_sequence.json", "dml_gemm.json", "dml_gemm_graph.json", "dml_join.json",
+    "dml_owned_tensors.json", "dml_reduce.json", "dml_rnn.json", "dml_scalar_union_fp16.json",
+    "dml_slice.json", "dml_split.json", "dml_upsample_2d.json", "hlsl_add_fp16.json", "hlsl_add_fp32.json",
+    "image_io.json", "onnx_dynamic_shapes.json", "onnx_gemm.json"]
+
+
 def test_the_shared_models_are_all_there(shared_dir):
-    assert sorted(p.name for p in (shared_dir / "dxdispatch_models").glob("*.json")) == SHARED
+    # DxDispatch's 25 example models, and the JSON schema that describes them.
+    found = sorted(p.name for p in (shared_dir / "dxdispatch_models").glob("*.json"))
+    assert found == sorted(ALL_SHARED_MODELS + ["_schema.json"])
+    assert set(SHARED) <= set(ALL_SHARED_MODELS)
 
 
 @pytest.mark.parametrize("name", SHARED)
