@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dmlcli import gpu_kernels  # noqa: E402
+from dmlcli.backends import gpu_kernels  # noqa: E402
 from dmlcli.backends import cpu, gpu  # noqa: E402
 from dmlcli.operators import find_operator  # noqa: E402
 

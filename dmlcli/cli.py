@@ -194,7 +194,7 @@ for _param in cli.params:
 
 def _read_inputs(sources, dtype_text):
     from .data_types import parse_data_type
-    from .tensor_io import read_tensor
+    from .io.sources import read_tensor
 
     dtype = parse_data_type(dtype_text) if dtype_text else None
     return [read_tensor(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
@@ -256,7 +256,8 @@ def run(operator, inputs, output, feature_level, infinity_mode, dtype, output_dt
     """
     from .api import execute
     from .operators import find_operator
-    from .tensor_io import check_output_path, check_room_for_output, write_output
+    from .io.atomic import check_output_path, write_output
+    from .io.room import check_room_for_output
 
     op = find_operator(operator)
     if output is not None:
@@ -304,14 +305,14 @@ def _run_streaming(op, inputs, output, feature_level, infinity_mode, dtype, outp
 
 
 def _read_expected(source, verdict):
-    from .tensor_io import read_tensor
+    from .io.sources import read_tensor
 
     return read_tensor(source, label="expected", bare_dtype=verdict.call.output.data_type)
 
 
 def _show(result, style, quiet):
     from .rendering import show
-    from .tensor_io import to_json_text
+    from .io.json_tensor import to_json_text
 
     if style == "json":
         with _warnings_reported(quiet):

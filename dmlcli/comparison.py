@@ -6,7 +6,7 @@ import numpy as np
 
 from .data_types import as_bits
 from .rendering import format_value
-from .tensor_io import to_native
+from .io.npy import to_native
 
 MAX_LISTED = 5
 

@@ -9,6 +9,8 @@ import numpy as np
 from .errors import InputError
 
 _PREFIX = "DML_TENSOR_DATA_TYPE_"
+# DirectML tensors hold at most 2^32-1 elements (DML_BUFFER_TENSOR_DESC: UINT sizes and counts).
+MAX_ELEMENTS = 2**32 - 1
 
 
 @dataclass(frozen=True)

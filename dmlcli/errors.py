@@ -33,3 +33,9 @@ class BackendUnavailableError(DmlcliError, RuntimeError):
 
 class DmlcliWarning(UserWarning):
     """Results are produced, but something about them deserves the user's attention."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's text, or its type's name where it has none."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__

@@ -87,7 +87,8 @@ def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
 
 def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
     """Read and check one input's .npy header; `dtype` (from --dtype) must agree with it."""
-    from .tensor_io import check_declared_dtype, check_input_file, read_npy_header
+    from .io.npy import check_declared_dtype, read_npy_header
+    from .io.sources import check_input_file
 
     path = Path(source)
     where = f"{label} {source!r}"
@@ -122,7 +123,8 @@ def stream_run(
     from .api import plan
     from .backends import get_backend
     from .operators import find_operator
-    from .tensor_io import check_output_path, check_room_for_output, write_atomically
+    from .io.atomic import check_output_path, write_atomically
+    from .io.room import check_room_for_output
 
     op = find_operator(operator)
     check_output_path(output)
@@ -168,7 +170,7 @@ class _Job:
         return row_boxes(self.shape, self.chunk_elements)
 
     def run(self, engine, handle, advance: Callable[[int], None]) -> None:
-        from .tensor_io import npy_header
+        from .io.npy import npy_header
 
         header = npy_header(self.shape, self.out_dtype)
         handle.write(header)

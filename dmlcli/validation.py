@@ -12,12 +12,10 @@ from typing import Mapping
 
 import numpy as np
 
-from .data_types import DataType
+from .data_types import MAX_ELEMENTS, DataType
 from .errors import InputError, ValidationError
 from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from .operators import Operator
-
-MAX_ELEMENTS = 2**32 - 1
 
 
 @dataclass(frozen=True)

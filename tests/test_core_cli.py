@@ -286,7 +286,7 @@ def test_strided_json_tensors_are_views_so_huge_broadcasts_are_refused_without_m
     assert result.exit_code == 3
     assert "has 18446744065119617025 elements; a DirectML tensor holds at most 4294967295" in result.stderr
     # Within the limit a zero-stride tensor stays a view of its one-element buffer.
-    from dmlcli.tensor_io import tensor_from_object
+    from dmlcli.io.json_tensor import tensor_from_object
 
     view = tensor_from_object({"dtype": "uint8", "shape": [65535, 65535], "strides": [0, 0], "data": [7]}, where="x")
     assert view.shape == (65535, 65535) and view.base is not None and view[65534, 65534] == 7

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import dmlcli
 from dmlcli.cli import cli
-from dmlcli.tensor_io import tensor_from_object
+from dmlcli.io.json_tensor import tensor_from_object
 
 from conftest import SHARED
 

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 from dmlcli.cli import cli
 from dmlcli.dispatch import load_model, run_model
-from dmlcli.dispatch_json import strip_comments_and_trailing_commas
-from dmlcli.dispatch_model import parse_resource
-from dmlcli.dispatch_print import format_value
-from dmlcli.dispatch_run import DispatchTiming
-from dmlcli.dispatch_strides import calc_buffer_tensor_size
+from dmlcli.dispatch.jsonc import strip_comments_and_trailing_commas
+from dmlcli.dispatch.model import parse_resource
+from dmlcli.dispatch.printing import format_value
+from dmlcli.dispatch.run import DispatchTiming
+from dmlcli.io.strided import calc_buffer_tensor_size
 from dmlcli.errors import InputError
 
 from conftest import REPO
@@ -537,8 +537,8 @@ def test_interleaved_views_of_one_buffer_do_not_alias(tmp_path, monkeypatch):
 
 def test_verbose_print_aligns_indices_and_hex_as_dxdispatch():
     from dmlcli.data_types import UINT16
-    from dmlcli.dispatch_model import BufferResource
-    from dmlcli.dispatch_print import format_resource
+    from dmlcli.dispatch.model import BufferResource
+    from dmlcli.dispatch.printing import format_resource
 
     resource = BufferResource("V", UINT16, struct.pack("<10H", *range(9), 0xABCD), 20)
     lines = format_resource(resource, resource.initial_contents(), verbose=True).splitlines()
@@ -548,7 +548,7 @@ def test_verbose_print_aligns_indices_and_hex_as_dxdispatch():
 
 
 def test_overlap_check_needs_no_offsets_when_there_are_more_elements_than_addresses():
-    from dmlcli.dispatch_strides import overlaps_itself
+    from dmlcli.io.strided import overlaps_itself
 
     assert overlaps_itself((20000, 20000), (1, 1))  # would be 3.2 GB of offsets if listed
     assert overlaps_itself((3, 2), (1, 1))

@@ -19,7 +19,9 @@ from hypothesis.extra import numpy as hnp
 
 from dmlcli.data_types import ALL11, parse_data_type
 from dmlcli.errors import DmlcliError
-from dmlcli.tensor_io import NPY_MAGIC, parse_json_tensor, read_npy, read_tensor, to_json_text
+from dmlcli.io.json_tensor import parse_json_tensor, to_json_text
+from dmlcli.io.npy import NPY_MAGIC, read_npy
+from dmlcli.io.sources import read_tensor
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _counter = itertools.count()

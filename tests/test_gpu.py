@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import dmlcli
-from dmlcli import gpu_kernels
+from dmlcli.backends import gpu_kernels
 from dmlcli.backends import cpu
 from dmlcli.cli import cli
 from dmlcli.errors import BackendUnavailableError, DmlcliWarning

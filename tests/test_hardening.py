@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from numpy.lib import format as npy_format
 
-from dmlcli import tensor_io
+from dmlcli.io import room
 from dmlcli.cli import cli
 
 OLD_NPY = b"old .npy output: must survive every failure"
@@ -385,7 +385,7 @@ def test_missing_backend_exits_4(workdir, output):
 # ---------------------------------------------------------------- memory and disk, said before starting
 
 def test_output_needing_more_memory_than_there_is(workdir, monkeypatch):
-    monkeypatch.setattr(tensor_io, "available_memory", lambda: 4096)
+    monkeypatch.setattr(room, "available_memory", lambda: 4096)
     np.save(workdir / "a.npy", np.zeros(10_000, np.uint8))
     before = snapshot(workdir)
     result = invoke("run", "bit_not", "a.npy", "-o", "out.json")
@@ -399,7 +399,7 @@ def test_output_needing_more_memory_than_there_is(workdir, monkeypatch):
 def test_sparse_npy_claiming_more_than_memory_is_refused_before_allocating(workdir):
     """A header that the file really backs (sparse), but whose data could never fit in memory."""
     count = 2**32 - 1  # the most DirectML allows: 32 GiB of uint64
-    available = tensor_io.available_memory()
+    available = room.available_memory()
     if available is None or available >= count * 8 * 2:
         pytest.skip("this machine could hold the output")
     path = workdir / "huge.npy"

@@ -7,7 +7,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..operators import Operator
-from ..tensor_io import to_native
+from ..io.npy import to_native
 
 
 class CpuBackend:

@@ -18,10 +18,10 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .. import gpu_kernels
+from . import gpu_kernels
 from ..errors import BackendUnavailableError, InputError
 from ..operators import Operator
-from ..tensor_io import to_native
+from ..io.npy import to_native
 
 INSTALL_HINT = "pip install 'dmlcli[gpu]' (CUDA 12) or pip install 'dmlcli[gpu-cuda13]' (CUDA 13)"
 PIECE_BYTES = 32 << 20  # the widest tensor's bytes per pipeline step

@@ -15,8 +15,8 @@ import sys
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .errors import InputError, ValidationError
-from .validation import MAX_ELEMENTS
+from ..data_types import MAX_ELEMENTS
+from ..errors import InputError, ValidationError
 
 
 def little_endian(dtype) -> np.dtype:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .operators import Operator
+from ..operators import Operator
 
 MAX_DIMS = 8
 VECTOR_BYTES = 16  # the widest single load a CUDA thread can issue

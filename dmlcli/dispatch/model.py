@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .data_types import ALL_DATA_TYPES, DataType, from_numpy
-from .dispatch_json import load_model_json
-from .dispatch_strides import check_strides, little_endian
-from .errors import InputError
-from .operators import Operator, find_operator
+from ..data_types import ALL_DATA_TYPES, DataType, from_numpy
+from .jsonc import load_model_json
+from ..io.strided import check_strides, little_endian
+from ..errors import InputError
+from ..operators import Operator, find_operator
 
 _DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
 _UNSUPPORTED_DISPATCHABLES = {
@@ -376,7 +376,7 @@ def _from_file(initial: dict, declared, *, model_dir: Path, where: str) -> tuple
 
     The path is tried relative to the model's folder first, then to the current folder.
     """
-    from .tensor_io import read_npy
+    from ..io.npy import read_npy
 
     _check_keys(initial, ("sourcePath",), where, "file initialiser")
     source = initial["sourcePath"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from .errors import InputError
+from ..errors import InputError
 
 # A JSON string (kept), a // or /* */ comment (blanked).
 _STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/')

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from .dispatch_model import BufferResource
-from .dispatch_strides import little_endian
+from .model import BufferResource
+from ..io.strided import little_endian
 
 
 def resource_values(resource: BufferResource, contents: bytearray) -> np.ndarray:

@@ -15,12 +15,12 @@ from typing import Callable
 
 import numpy as np
 
-from .api import count_large_shifts
-from .dispatch_model import DispatchCommand, Model, PrintCommand, WriteFileCommand
-from .dispatch_plan import BoundTensor, PlannedDispatch
-from .dispatch_print import format_resource, format_timing
-from .dispatch_strides import little_endian, strided_view
-from .errors import DmlcliWarning, InputError
+from ..api import count_large_shifts
+from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
+from .plan import BoundTensor, PlannedDispatch
+from .printing import format_resource, format_timing
+from ..io.strided import little_endian, strided_view
+from ..errors import DmlcliWarning, InputError
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ def write_resource(command: WriteFileCommand, model: Model, buffers) -> None:
     sizeInBytes / element size elements (so the 4-byte padding shows, unlike in print); with
     "dimensions" it has that shape. Any other extension gets the buffer's raw bytes.
     """
-    from .tensor_io import write_atomically
+    from ..io.atomic import write_atomically
 
     resource = model.resources[command.resource]
     contents = bytes(buffers[command.resource])

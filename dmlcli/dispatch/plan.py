@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .api import plan
-from .dispatch_model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
-from .dispatch_strides import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
-from .errors import InputError, ValidationError
-from .validation import Verdict, describe_shape
+from ..api import plan
+from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
+from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
+from ..errors import InputError, ValidationError
+from ..validation import Verdict, describe_shape
 
 # DML_BUFFER_BINDING.Offset "must be aligned to a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT or
 # the GuaranteedBaseOffsetAlignment supplied as part of the DML_BUFFER_TENSOR_DESC" (learn.microsoft.com,

@@ -8,20 +8,20 @@ runs the ones whose operators are in its table, anywhere, on NumPy or CuPy:
     run = run_model(load_model("repro.json"), backend="cpu")
     run.buffers["Out"]          # the buffer's final bytes
 
-The work is split by concern: dispatch_json (comments and trailing commas), dispatch_model (the
-format), dispatch_plan (DirectML's rules, checked before anything runs), dispatch_strides
-(strided views), dispatch_run (execution) and dispatch_print (DxDispatch's text output).
+The work is split by concern: jsonc (comments and trailing commas), model (the
+format, resources and initialisers), plan (DirectML's rules, checked before anything runs),
+run (execution) and printing (DxDispatch's text output); strided views are dmlcli.io.strided.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from .dispatch_model import Model, read_model
-from .dispatch_plan import PlannedDispatch, check_model
-from .dispatch_run import DispatchTiming, ModelRun, run_commands
-from .errors import InputError
-from .feature_levels import parse_feature_level
+from .model import Model, read_model
+from .plan import PlannedDispatch, check_model
+from .run import DispatchTiming, ModelRun, run_commands
+from ..errors import InputError
+from ..feature_levels import parse_feature_level
 
 __all__ = ["DispatchTiming", "Model", "ModelRun", "check", "load_model", "run_model"]
 
@@ -48,7 +48,7 @@ def run_model(model: Model, *, backend="cpu", feature_level=None, iterations: in
     `emit` receives each output line (prints, writeFile notes and, with `timing`, DxDispatch's
     per-dispatch timing summary: the median of the samples after the first `warmup`).
     """
-    from .backends import get_backend
+    from ..backends import get_backend
 
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError(f"iterations must be a positive integer, got {iterations!r}")

@@ -1,0 +1,113 @@
+""".npy files: headers read and checked without touching the data, arrays mapped, headers written."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..data_types import DataType, from_numpy
+from ..errors import InputError, first_line as _first_line
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+# The largest size one .npy dimension may claim (NumPy's own limit, intp).
+_MAX_DIMENSION = int(np.iinfo(np.intp).max)
+
+
+def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str) -> None:
+    """A file's own dtype must agree with --dtype where both are given."""
+    if dtype is not None and from_numpy(stored) != dtype:
+        raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}")
+
+
+def read_npy_header(path: Path, *, where: str):
+    """Read and check an .npy header without touching the data: (shape, fortran_order, dtype, data offset)."""
+    from numpy.lib import format as npy_format
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
+                raise InputError(f"{where}: is not a .npy file (no NumPy magic bytes at the start)")
+            handle.seek(0)
+            try:
+                version = npy_format.read_magic(handle)
+                if version == (1, 0):
+                    shape, fortran_order, dtype = npy_format.read_array_header_1_0(handle, max_header_size=1 << 16)
+                elif version in ((2, 0), (3, 0)):
+                    shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
+                else:
+                    raise ValueError(f"unsupported .npy format version {version}")
+            except (InputError, OSError):
+                raise
+            except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
+                raise InputError(f"{where}: malformed .npy header ({_first_line(error)})") from None
+            offset = handle.tell()
+    except OSError as error:
+        raise InputError(f"{where}: cannot be read ({error.strerror})") from None
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise InputError(f"{where}: holds Python objects or records ({dtype}); dmlcli reads only plain numeric "
+                         "arrays and never unpickles")
+    try:
+        from_numpy(dtype)
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
+    bad = [s for s in shape if not 0 <= s <= _MAX_DIMENSION]
+    if bad:
+        raise InputError(f"{where}: malformed .npy header (size {bad[0]} in shape {tuple(shape)}; "
+                         f"expected sizes from 0 to {_MAX_DIMENSION})")
+    if math.prod(s for s in shape if s) * dtype.itemsize > _MAX_DIMENSION:
+        raise InputError(f"{where}: malformed .npy header (shape {tuple(shape)} of {dtype} is larger than "
+                         "NumPy can describe)")
+    count = math.prod(shape)
+    needed = count * dtype.itemsize
+    if size - offset < needed:
+        raise InputError(f"{where}: the header promises {count} elements of {dtype} ({needed} bytes) "
+                         f"but the file holds only {max(size - offset, 0)} bytes of data (truncated?)")
+    return tuple(shape), fortran_order, dtype, offset
+
+
+def read_npy(path: Path, *, where: str, mmap: bool = True) -> np.ndarray:
+    """Open an .npy file as a read-only memory map (or read it) after checking its header.
+
+    Never unpickles; the data keep the file's byte order and layout (see `to_native`).
+    """
+    shape, fortran_order, dtype, offset = read_npy_header(path, where=where)
+    if int(np.prod(shape, dtype=object)) == 0:
+        return np.zeros(shape, dtype=dtype)
+    order = "F" if fortran_order else "C"
+    try:
+        if mmap:
+            return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            flat = np.fromfile(handle, dtype=dtype, count=int(np.prod(shape)))
+        return flat.reshape(shape, order=order)
+    except (OSError, ValueError) as error:
+        raise InputError(f"{where}: cannot be read ({_first_line(error)})") from None
+
+
+def to_native(array: np.ndarray) -> np.ndarray:
+    """The same values in native byte order (a no-op for arrays already native)."""
+    if array.dtype.byteorder not in ("=", "|"):
+        return array.astype(array.dtype.newbyteorder("="))
+    return array
+
+
+def npy_header(shape, dtype: np.dtype) -> bytes:
+    """The header np.save writes for a C-order array of `shape` and `dtype` (the same bytes)."""
+    from numpy.lib import format as npy_format
+
+    header = {"descr": npy_format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": tuple(shape)}
+    buffer = io.BytesIO()
+    npy_format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
+
+
+def npy_file_bytes(shape, dtype: np.dtype) -> int:
+    """The exact size of the .npy file np.save writes for a C-order array of `shape` and `dtype`."""
+    return len(npy_header(shape, dtype)) + math.prod(shape) * np.dtype(dtype).itemsize

@@ -1,0 +1,89 @@
+"""Room for the output, checked before any work: free disk in the target's folder, available memory."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .npy import npy_file_bytes
+
+def _least_json_bytes(count: int) -> int:
+    # Every element takes at least one digit and a ", " separator.
+    return 3 * count
+
+
+def available_memory() -> int | None:
+    """Bytes this process could still allocate: available RAM plus free swap, within a cgroup limit.
+
+    None where the system does not say.
+    """
+    found = None
+    try:
+        with open("/proc/meminfo") as handle:
+            fields = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in handle if line.count(":") == 1
+                      and len(line.split()) >= 2 and line.split()[1].isdigit()}
+        if "MemAvailable" in fields:
+            found = fields["MemAvailable"] + fields.get("SwapFree", 0)
+    except OSError:
+        pass
+    if found is None:
+        try:
+            found = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = Path("/sys/fs/cgroup/memory.current").read_text().strip()
+        if limit.isdigit() and used.isdigit():
+            found = min(found, int(limit) - int(used))
+    except OSError:
+        pass
+    return max(found, 0)
+
+
+def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memory: bool) -> None:
+    """Refuse, before any work, an output that needs more disk than its folder has free, or more memory than
+    there is (`in_memory`: the whole result is held in memory; False for the streaming path).
+
+    `target` is None for a result shown on stdout. Only the output itself is counted, so a run that
+    passes may still run short; one that fails could never have finished.
+    """
+    dtype = np.dtype(dtype)
+    count = math.prod(shape)
+    as_json = target is not None and (target == "-" or Path(target).suffix.lower() == ".json")
+    described = f"{dtype} {list(shape)}"
+    if in_memory:
+        # JSON text is built in memory from its pieces before it is written: both are held at once.
+        needed = count * dtype.itemsize + (2 * _least_json_bytes(count) if as_json else 0)
+        available = available_memory()
+        if available is not None and needed > available:
+            raise InputError(f"the output ({described}) needs at least {_bytes_text(needed)} of memory but only "
+                             f"{_bytes_text(available)} is available; nothing was run (.npy inputs written to a "
+                             ".npy output are streamed in constant memory)")
+    if target is None or target == "-":
+        return
+    path = Path(target)
+    needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)
+    folder = path.parent
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return
+    if usage.total == 0:  # a file system that does not report its size (some FUSE mounts): nothing to judge by
+        return
+    free = usage.free
+    if needed > free:
+        raise InputError(f"output {target!r}: needs {'at least ' if as_json else ''}{_bytes_text(needed)} of disk "
+                         f"but {str(folder)!r} has {_bytes_text(free)} free; nothing was run or written")
+
+
+def _bytes_text(count: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} bytes"
