@@ -12,7 +12,7 @@
    through pinned host-to-device plus device-to-host copies, measured in the same run. Goal: >= 0.7.
    Also timed: the same file reads and writes with no GPU work (HostOnly: the floor the file I/O
    sets on this machine), GpuBackend.execute on arrays already in host memory (the same pipeline with a
-   staging copy in and a copy out), dmlcli's own .npy-to-.npy path (dmlcli.streaming.stream_run,
+   staging copy in and a copy out), dmlcli's own .npy-to-.npy path (dmlcli.run_files,
    what `dmlcli run a.npy b.npy -o out.npy --backend gpu` does: one reader thread, fsync at the
    end), and the CPU backend on the arrays in memory.
 
@@ -278,7 +278,7 @@ def run_files(backend, operator, sources, output: Path, out_dtype, chunk_bytes: 
 
 
 def end_to_end(cp, backend, gib: float, repeats: int, chunk_mib: int, directory: Path) -> None:
-    from dmlcli.streaming import stream_run
+    from dmlcli import run_files
 
     nbytes = int(gib * (1 << 30))
     h2d, d2h = pinned_bandwidths(cp, nbytes, repeats)
@@ -286,7 +286,7 @@ def end_to_end(cp, backend, gib: float, repeats: int, chunk_mib: int, directory:
           f"{directory}; pinned host-to-device {h2d / 1e9:.1f} GB/s, device-to-host {d2h / 1e9:.1f} GB/s\n")
     print("| operator | types | transfers alone s | files -> GPU -> file s | transfers / that | "
           "file I/O alone s | file I/O / GPU run | GpuBackend.execute, arrays in memory s | transfers / that | "
-          "stream_run s | CPU backend in memory s |")
+          "run_files s | CPU backend in memory s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     reference = cpu.create()
     pool = ThreadPoolExecutor(2 * IO_THREADS)  # reads and writes at once
@@ -331,7 +331,7 @@ def end_to_end(cp, backend, gib: float, repeats: int, chunk_mib: int, directory:
         del loaded, inputs, result
         output.unlink(missing_ok=True)
         started = time.perf_counter()
-        stream_run(operator, [str(s) for s in sources], str(output), backend=backend, chunk_bytes=chunk_mib << 20)
+        run_files(operator, [str(s) for s in sources], str(output), backend=backend, chunk_bytes=chunk_mib << 20)
         streamed = time.perf_counter() - started
         print(f"| {name} | {in_dtype} -> {out_dtype} | {transfers:.3f} | {pipeline:.3f} | {transfers / pipeline:.2f} | "
               f"{host_only:.3f} | {host_only / pipeline:.2f} | {in_memory_seconds:.3f} | "

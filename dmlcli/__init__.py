@@ -1,6 +1,6 @@
 """dmlcli: DirectML's element-wise bitwise, logical and comparison operators, bit for bit, anywhere."""
 
-from .api import run, validate
+from .api import run, run_files, validate
 from .errors import BackendUnavailableError, DmlcliError, DmlcliWarning, InputError, ValidationError
 from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel, parse_feature_level
 from .operators import OPERATORS, find_operator
@@ -8,7 +8,7 @@ from .operators import OPERATORS, find_operator
 __version__ = "0.1.0"
 
 __all__ = [
-    "run", "validate", "ValidationError", "InputError", "DmlcliError", "BackendUnavailableError",
+    "run", "run_files", "validate", "ValidationError", "InputError", "DmlcliError", "BackendUnavailableError",
     "DmlcliWarning", "OPERATORS", "find_operator", "FeatureLevel", "ALL_FEATURE_LEVELS",
     "parse_feature_level", "__version__",
 ]

@@ -56,10 +56,19 @@ ALL_DATA_TYPES = (FLOAT32, FLOAT16, UINT32, UINT16, UINT8, INT32, INT16, INT8, F
 _BY_NAME = {t.name: t for t in ALL_DATA_TYPES}
 _BY_NUMPY = {np.dtype(t.numpy_name): t for t in ALL_DATA_TYPES if t.numpy_name}
 
-# The type lists as DirectML's pages print them.
-ALL11 = (FLOAT64, FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
-CMP10 = (FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
-CMP8 = (FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8)
+# Named data-type sets, in the order DirectML's pages print them (as array-api-strict names its
+# dtype categories). The operator table writes its support rows with these names.
+FLOATS = (FLOAT32, FLOAT16)  # "F": what DirectML's math runs on
+INTS_32_16_8 = (INT32, INT16, INT8, UINT32, UINT16, UINT8)  # "ints6"
+TYPES_8 = FLOATS + INTS_32_16_8  # "8T": floats and every integer up to 32 bits
+TYPES_10 = (FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)  # "10T": 8T and 64-bit ints
+ALL11 = (FLOAT64, FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)  # 10T and FLOAT64
+UNSIGNED_32_16_8 = (UINT32, UINT16, UINT8)
+UNSIGNED_64_32_16_8 = (UINT64, UINT32, UINT16, UINT8)
+UINT32_OR_UINT8 = (UINT32, UINT8)
+# The names the first transcription used.
+CMP10 = TYPES_10
+CMP8 = TYPES_8
 
 
 def as_bits(array):

@@ -20,7 +20,7 @@ def wants_progress_bar(total_bytes: int, *, quiet: bool, stream: TextIO) -> bool
 
 
 def progress_bar_factory(*, quiet: bool, stream: TextIO | None = None, description: str = "dmlcli"):
-    """A factory for dmlcli.streaming.stream_run's `progress`: (total_bytes) -> context yielding advance(bytes)."""
+    """A factory for dmlcli.run_files's `progress`: (total_bytes) -> context yielding advance(bytes)."""
 
     @contextlib.contextmanager
     def progress(total_bytes: int) -> Iterator[Callable[[int], None]]:

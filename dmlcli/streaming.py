@@ -25,17 +25,16 @@ import itertools
 import math
 import mmap
 import os
-import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, Mapping, Sequence
+from typing import Callable, ContextManager, Iterator, Sequence
 
 import numpy as np
 
-from .data_types import DataType, from_numpy
-from .errors import DmlcliWarning, InputError
-from .validation import Verdict
+from .data_types import DataType
+from .errors import InputError
+from .validation import Call
 
 CHUNK_BYTES_VARIABLE = "DMLCLI_CHUNK_BYTES"
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -100,48 +99,20 @@ def open_input(source: str, *, label: str, dtype: DataType | None = None) -> Npy
     return NpyInput(path, label, tuple(int(s) for s in shape), np.dtype(stored_dtype), bool(fortran_order), offset)
 
 
-def stream_run(
-    operator,
-    sources: Sequence[str],
-    output: str,
-    *,
-    dtype: DataType | None = None,
-    feature_level=None,
-    parameters: Mapping[str, object] | None = None,
-    output_dtype=None,
-    broadcast: bool = False,
-    backend="cpu",
-    chunk_bytes: int | None = None,
-    progress: ProgressFactory | None = None,
-) -> Verdict:
-    """Validate the call from the inputs' headers, then stream it from the .npy `sources` into `output`.
+def stream(call: Call, inputs: list[NpyInput], output: Path, engine, *, chunk_bytes: int,
+           progress: ProgressFactory | None = None, tally=None) -> None:
+    """Stream a validated call from the .npy `inputs` into `output`, chunk by chunk.
 
     The output is written atomically (a temporary file renamed over it once complete), so `output`
     may name one of the inputs. `progress(total_bytes)` may give a context manager yielding an
-    `advance(bytes)` callable. Returns the validated Verdict.
+    `advance(bytes)` callable. `tally` (engine.HookTally) counts the operator's hooks chunk by chunk.
     """
-    from .api import plan
-    from .backends import get_backend
-    from .operators import find_operator
-    from .io.atomic import check_output_path, write_atomically
-    from .io.room import check_room_for_output
+    from .io.atomic import write_atomically
 
-    op = find_operator(operator)
-    check_output_path(output)
-    inputs = [open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
-    verdict = plan(op, [(from_numpy(x.dtype), x.shape) for x in inputs], feature_level=feature_level,
-                   parameters=parameters, output_dtype=output_dtype, broadcast=broadcast)
-    out = verdict.call.output
-    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
-    engine = backend if hasattr(backend, "execute_chunks") else get_backend(backend)
-    # Each backend says what chunk size suits it: a GPU wants big transfers, the CPU small buffers.
-    preferred = getattr(engine, "preferred_chunk_bytes", DEFAULT_CHUNK_BYTES)
-    job = _Job(verdict, inputs, chunk_bytes or chunk_bytes_from_environment(preferred))
+    job = _Job(call, inputs, chunk_bytes, tally)
     factory = progress or _no_progress
     with factory(job.total_bytes) as advance:
-        write_atomically(Path(output), lambda handle: job.run(engine, handle, advance))
-    job.warn_shift_counts()
-    return verdict
+        write_atomically(output, lambda handle: job.run(engine, handle, advance))
 
 
 @contextlib.contextmanager
@@ -150,19 +121,18 @@ def _no_progress(total_bytes: int):
 
 
 class _Job:
-    """One streamed call: the box layout, the readers, and the running shift-count tally."""
+    """One streamed call: the box layout, the readers, and the hooks' running tally."""
 
-    def __init__(self, verdict: Verdict, inputs: list[NpyInput], chunk_bytes: int):
-        call = verdict.call
+    def __init__(self, call: Call, inputs: list[NpyInput], chunk_bytes: int, tally=None):
         self.call = call
         self.inputs = inputs
+        self.tally = tally
         self.shape = tuple(call.output.shape)
         self.out_dtype = np.dtype(call.output.data_type.numpy_dtype)
         widest = max([x.dtype.itemsize for x in inputs] + [self.out_dtype.itemsize])
         self.chunk_elements = max(1, chunk_bytes // widest)
         self.tiled = not all(x.stored_in_c_order for x in inputs)
         self.total_bytes = math.prod(self.shape) * (sum(x.dtype.itemsize for x in inputs) + self.out_dtype.itemsize)
-        self.large_shift_counts = 0
 
     def boxes(self) -> Iterator[Box]:
         if self.tiled:
@@ -192,23 +162,13 @@ class _Job:
                 raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
 
     def _chunks(self, readers, pending: deque) -> Iterator[list[np.ndarray]]:
-        from .api import count_large_shifts
-
-        op = self.call.operator
-        counts_at = op.inputs.index(op.shift_count_input) if op.shift_count_input is not None else None
         for number, box in enumerate(self.boxes()):
             slot = number % BUFFERS_PER_INPUT
             chunk = [reader.read(box, slot) for reader in readers]
-            if counts_at is not None:
-                self.large_shift_counts += count_large_shifts(self.call, chunk[counts_at])
+            if self.tally is not None:  # each chunk is already the box's shape: every element counts once
+                self.tally.add(chunk, None)
             pending.append(box)
             yield chunk
-
-    def warn_shift_counts(self) -> None:
-        if self.large_shift_counts:
-            from .api import shift_count_warning
-
-            warnings.warn(shift_count_warning(self.call, self.large_shift_counts), DmlcliWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------- boxes

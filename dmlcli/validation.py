@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -36,8 +36,12 @@ class Call:
 
     operator: Operator
     tensors: Mapping[str, TensorInfo]  # inputs and output, by DESC field name
-    parameters: Mapping[str, str]
+    parameters: Mapping[str, object]  # typed values by DESC field name (see operators/parameters.py)
     broadcast: bool = False
+
+    @property
+    def data_types(self) -> dict[str, DataType]:
+        return {name: tensor.data_type for name, tensor in self.tensors.items()}
 
     @property
     def output(self) -> TensorInfo:
@@ -85,11 +89,14 @@ def _shape_problems(call: Call):
     tied = [call.tensors[name] for name in op.same_sizes]
     for tensor in tied[1:]:
         if tensor.shape != tied[0].shape:
+            # Inputs of different shapes may be meant to broadcast; an output of the wrong shape (a
+            # DxDispatch desc's) cannot be helped by that.
+            hint = (" (pass --broadcast, or broadcast=True in the API, to broadcast inputs by NumPy's rules)"
+                    if tensor.name in op.inputs else "")
             yield Problem(
                 f"{tied[0].name} Sizes {describe_shape(tied[0].shape)} and {tensor.name} Sizes "
                 f"{describe_shape(tensor.shape)} differ; {_join_names(op.same_sizes)} must have the same "
-                "DimensionCount and Sizes (pass --broadcast, or broadcast=True in the API, to broadcast "
-                "inputs by NumPy's rules)", "rule")
+                f"DimensionCount and Sizes{hint}", "rule")
 
 
 def _table_problems(call: Call, feature_level: FeatureLevel):
@@ -157,7 +164,9 @@ def output_data_type(operator: Operator, input_types: Mapping[str, DataType], re
     if operator.output in operator.same_data_type:
         first_input = next(name for name in operator.same_data_type if name in input_types)
         return input_types[first_input]
-    return operator.default_output_type
+    if operator.default_output_type is not None:
+        return operator.default_output_type
+    return operator.support[0].tensors[operator.output].data_types[0]  # the one type every row allows
 
 
 def broadcast_shape(operator: Operator, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
@@ -170,13 +179,18 @@ def broadcast_shape(operator: Operator, shapes: Mapping[str, tuple[int, ...]]) -
 
 def build_call(
     operator: Operator,
-    inputs: list[tuple[DataType, tuple[int, ...]]],
+    inputs: Sequence[tuple[DataType, tuple[int, ...]]],
     *,
-    parameters: Mapping[str, str],
     output_type: DataType | None = None,
+    output_shape: tuple[int, ...] | None = None,
     broadcast: bool = False,
 ) -> Call:
-    """Assemble the call DirectML would see from the inputs' data types and shapes."""
+    """Assemble the call DirectML would see from the inputs' data types and shapes (parameters come later).
+
+    The output has the shape the inputs (broadcast or not) agree on, the first input's when they
+    don't, unless `output_shape` gives it (a DxDispatch desc's OutputTensor Sizes): the same-Sizes
+    rule then checks it like any tensor.
+    """
     if len(inputs) != len(operator.inputs):
         noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
         raise InputError(
@@ -187,7 +201,6 @@ def build_call(
         shapes = {name: common for name in shapes}
     types = {name: data_type for name, (data_type, _) in zip(operator.inputs, inputs)}
     tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in operator.inputs}
-    # The output has the shape the inputs (broadcast or not) agree on; the first input's when they don't.
-    out_shape = shapes[operator.inputs[0]]
+    out_shape = tuple(int(s) for s in output_shape) if output_shape is not None else shapes[operator.inputs[0]]
     tensors[operator.output] = TensorInfo(operator.output, output_data_type(operator, types, output_type), out_shape)
-    return Call(operator, tensors, dict(parameters), broadcast)
+    return Call(operator, tensors, {}, broadcast)

@@ -51,7 +51,7 @@ def calls(draw, op_name):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5))
     arrays = [draw(raw_arrays(dtype, shape))]
     if len(op.inputs) == 2:
-        second = shift_counts(dtype, shape) if op.shift_count_input else raw_arrays(dtype, shape)
+        second = shift_counts(dtype, shape) if op.hooks else raw_arrays(dtype, shape)  # the shifts' count check
         arrays.append(draw(second))
     out_dtype = None
     if op.output_type_is_choice:

@@ -430,7 +430,7 @@ def test_shift_counts_past_the_width_warn(tmp_path, monkeypatch):
     result = run_generated(tmp_path, monkeypatch, resources, {"op": binary("BIT_SHIFT_LEFT", "UINT8", [2])}, commands)
     assert result.exit_code == 0
     assert result.stdout.splitlines() == ["Resource 'Out': 2, 0"]
-    assert "1 shift count(s) >= the element width 8" in result.stderr
+    assert "dispatch 'op': BIT_SHIFT_LEFT: 1 of 2 shift counts are >= the element width 8" in result.stderr
 
 
 def test_json_with_comments_trailing_commas_and_duplicate_keys(tmp_path, monkeypatch):

@@ -95,7 +95,7 @@ def _inputs_for(operator, dtype, shape, rng) -> list[np.ndarray]:
         if np.dtype(dtype).kind == "f":
             zeros = rng.random(shape) < 0.05
             a[zeros], b[zeros] = np.array(-0.0, dtype), np.array(0.0, dtype)
-    if operator.shift_count_input is not None:
+    if operator.hooks:  # the shifts: counts at, below and past the width
         width = np.dtype(dtype).itemsize * 8
         counts = np.array([0, 1, width - 1, width, width + 1, 2 * width, np.iinfo(dtype).max], dtype=dtype)
         b = arrays[1]
@@ -131,7 +131,7 @@ def _parameter_sets(operator):
     if not operator.parameters:
         return [{}]
     (param,) = operator.parameters
-    return [{param.name: short} for short, _ in param.values]
+    return [{param.field: short} for short, _ in param.values]
 
 
 # -- parity on the GPU ------------------------------------------------------------------------
@@ -328,9 +328,10 @@ def test_every_operator_has_a_cuda_body_and_kernels_for_its_types():
         source = gpu_kernels.module_source(operator)
         for in_dtype, out_dtype in _type_pairs_at_newest(operator):
             for kind in ("vec", "nd"):
-                assert f"void {gpu_kernels.kernel_name(kind, in_dtype, out_dtype)}(" in source
+                signature = (np.dtype(in_dtype).name,) * len(operator.inputs) + (np.dtype(out_dtype).name,)
+                assert f"void {gpu_kernels.kernel_name(kind, signature)}(" in source
         for param in operator.parameters:
-            assert f"int {param.name}" in source
+            assert f"int {param.field}" in source
 
 
 def test_only_pure_bitwise_operators_run_on_64_bit_words():
@@ -341,11 +342,11 @@ def test_only_pure_bitwise_operators_run_on_64_bit_words():
 
 
 def test_vectors_are_16_bytes_of_the_narrowest_tensor_and_at_most_32_of_the_widest():
-    assert gpu_kernels.elements_per_thread("uint8", "uint8") == 16
-    assert gpu_kernels.elements_per_thread("uint64", "uint64") == 2
-    assert gpu_kernels.elements_per_thread("float16", "uint32") == 8
-    assert gpu_kernels.elements_per_thread("float32", "uint8") == 8
-    assert gpu_kernels.elements_per_thread("int64", "uint8") == 4
+    assert gpu_kernels.elements_per_thread(("uint8", "uint8")) == 16
+    assert gpu_kernels.elements_per_thread(("uint64", "uint64")) == 2
+    assert gpu_kernels.elements_per_thread(("float16", "uint32")) == 8
+    assert gpu_kernels.elements_per_thread(("float32", "uint8")) == 8
+    assert gpu_kernels.elements_per_thread(("int64", "uint8")) == 4
 
 
 def test_broadcast_geometry_gives_zero_strides_to_broadcast_dimensions():

@@ -561,12 +561,12 @@ def test_replacing_keeps_the_file_mode(workdir):
 # ---------------------------------------------------------------- internal errors and --debug
 
 def test_internal_error_is_one_line_with_a_hint(workdir, monkeypatch):
-    import dmlcli.api
+    import dmlcli.engine
 
     def broken(*args, **kwargs):
         raise RuntimeError("kernel exploded\nsecond line")
 
-    monkeypatch.setattr(dmlcli.api, "execute", broken)
+    monkeypatch.setattr(dmlcli.engine, "execute", broken)
     before = snapshot(workdir)
     result = invoke("run", "bit_not", "[1]", "--dtype", "uint8", "-o", "out.json")
     assert result.exit_code == 5
@@ -576,21 +576,21 @@ def test_internal_error_is_one_line_with_a_hint(workdir, monkeypatch):
 
 
 def test_running_out_of_memory_is_a_clear_error(workdir, monkeypatch):
-    import dmlcli.api
+    import dmlcli.engine
 
     def starved(*args, **kwargs):
         raise MemoryError()
 
-    monkeypatch.setattr(dmlcli.api, "execute", starved)
+    monkeypatch.setattr(dmlcli.engine, "execute", starved)
     result = invoke("run", "bit_not", "[1]", "--dtype", "uint8", "-o", "out.npy")
     assert_clean_failure(result, 2, "ran out of memory")
     assert (workdir / "out.npy").read_bytes() == OLD_NPY
 
 
 def test_debug_lets_the_exception_through(workdir, monkeypatch):
-    import dmlcli.api
+    import dmlcli.engine
 
-    monkeypatch.setattr(dmlcli.api, "execute", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(dmlcli.engine, "execute", lambda *a, **k: 1 / 0)
     assert isinstance(invoke("--debug", "run", "bit_not", "[1]", "--dtype", "uint8").exception, ZeroDivisionError)
     assert isinstance(invoke("run", "bit_not", "[1]", "--dtype", "uint8", env={"DMLCLI_DEBUG": "1"}).exception,
                       ZeroDivisionError)

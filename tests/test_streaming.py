@@ -22,7 +22,7 @@ from dmlcli.feature_levels import ALL_FEATURE_LEVELS
 from dmlcli.operators import OPERATORS
 from dmlcli.progress import progress_bar_factory, wants_progress_bar
 from dmlcli.streaming import (CHUNK_BYTES_VARIABLE, chunk_bytes_from_environment, is_streamable, row_boxes,
-                              stream_run, tile_boxes)
+                              tile_boxes)
 
 NEWEST = ALL_FEATURE_LEVELS[-1]
 TINY_CHUNK = 40  # bytes: a few elements per chunk, so that every test crosses many chunk edges
@@ -48,7 +48,7 @@ def make_inputs(op, dtype, shape, seed=0):
         array.reshape(-1)[::4] = 0
     if len(arrays) == 2:
         arrays[1].reshape(-1)[1::3] = arrays[0].reshape(-1)[1::3]
-    if op.shift_count_input is not None:
+    if op.hooks:  # the shifts: counts at and past the width
         width = dtype.itemsize * 8
         arrays[1][...] = rng.integers(0, width + 3, size=shape).astype(dtype)
     return arrays
@@ -81,7 +81,7 @@ def streamed_bytes(op, paths, folder: Path, chunk_bytes=TINY_CHUNK, **options) -
     target = folder / "out.npy"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DmlcliWarning)
-        stream_run(op.name, paths, str(target), chunk_bytes=chunk_bytes, **options)
+        dmlcli.run_files(op.name, paths, str(target), chunk_bytes=chunk_bytes, **options)
     return target.read_bytes()
 
 
@@ -102,7 +102,7 @@ def test_infinity_modes_stream_the_same_bits(tmp_path, mode):
     op = dmlcli.find_operator("is_infinity")
     x = np.array([np.inf, -np.inf, np.nan, 0.0, 1.0, -np.inf, 3.5] * 5, dtype=np.float32)
     paths = save_inputs(tmp_path, [x])
-    assert (streamed_bytes(op, paths, tmp_path, parameters={"infinity_mode": mode})
+    assert (streamed_bytes(op, paths, tmp_path, infinity_mode=mode)
             == in_memory_npy_bytes(op, [x], infinity_mode=mode))
 
 
@@ -166,7 +166,7 @@ def test_output_may_be_one_of_the_inputs(tmp_path):
     arrays = make_inputs(op, np.int32, (50, 9))
     paths = save_inputs(tmp_path, arrays)
     expected = in_memory_npy_bytes(op, arrays)
-    stream_run("bit_xor", paths, paths[0], chunk_bytes=TINY_CHUNK)
+    dmlcli.run_files("bit_xor", paths, paths[0], chunk_bytes=TINY_CHUNK)
     assert Path(paths[0]).read_bytes() == expected
     assert (np.load(paths[1]) == arrays[1]).all()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input0.npy", "input1.npy"]
@@ -177,7 +177,7 @@ def test_output_may_be_a_fortran_ordered_input(tmp_path):
     arrays = make_inputs(op, np.uint32, (12, 10))
     paths = save_inputs(tmp_path, arrays, "F big-endian")
     expected = in_memory_npy_bytes(op, arrays)
-    stream_run("logical_or", paths, paths[1], chunk_bytes=TINY_CHUNK)
+    dmlcli.run_files("logical_or", paths, paths[1], chunk_bytes=TINY_CHUNK)
     assert Path(paths[1]).read_bytes() == expected
 
 
@@ -199,7 +199,7 @@ def test_a_failed_run_leaves_the_target_as_it_was(tmp_path):
     target = tmp_path / "out.npy"
     target.write_bytes(b"previous result")
     with pytest.raises(InputError, match="left as it was"):
-        stream_run("bit_or", paths, str(target), chunk_bytes=8, backend=FailingBackend())
+        dmlcli.run_files("bit_or", paths, str(target), chunk_bytes=8, backend=FailingBackend())
     assert target.read_bytes() == b"previous result"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input0.npy", "input1.npy", "out.npy"]
 
@@ -211,7 +211,7 @@ def test_shift_count_warning_is_counted_over_all_chunks(tmp_path):
     with pytest.warns(DmlcliWarning) as in_memory:
         dmlcli.run("bit_shift_right", *arrays)
     with pytest.warns(DmlcliWarning) as streamed:
-        stream_run("bit_shift_right", paths, str(tmp_path / "out.npy"), chunk_bytes=TINY_CHUNK)
+        dmlcli.run_files("bit_shift_right", paths, str(tmp_path / "out.npy"), chunk_bytes=TINY_CHUNK)
     assert [str(w.message) for w in streamed] == [str(w.message) for w in in_memory]
     assert " of 93 shift counts are >= the element width 8" in str(streamed[0].message)
 
@@ -335,7 +335,7 @@ def test_backends_get_native_equal_shaped_chunks_of_bounded_size(tmp_path, layou
     arrays = [make_inputs(op, np.int64, shape)[i] for i, shape in enumerate([(6, 1, 5), (4, 1)])]
     paths = save_inputs(tmp_path, arrays, layout)
     backend = RecordingBackend()
-    stream_run("logical_equals", paths, str(tmp_path / "out.npy"), chunk_bytes=64, broadcast=True, backend=backend)
+    dmlcli.run_files("logical_equals", paths, str(tmp_path / "out.npy"), chunk_bytes=64, broadcast=True, backend=backend)
     assert len(backend.chunks) > 1
     for (a_shape, a_native), (b_shape, b_native) in backend.chunks:
         assert a_native and b_native and a_shape == b_shape and int(np.prod(a_shape)) <= 64 // 8
@@ -377,7 +377,6 @@ def test_streaming_refuses_a_device_named_like_an_npy_file(tmp_path):
 
 def test_the_backend_chooses_the_default_chunk_size(tmp_path, monkeypatch):
     from dmlcli.backends.cpu import CpuBackend
-    from dmlcli.streaming import stream_run
 
     class SmallChunks(CpuBackend):
         preferred_chunk_bytes = 64
@@ -394,6 +393,6 @@ def test_the_backend_chooses_the_default_chunk_size(tmp_path, monkeypatch):
     x = np.arange(1000, dtype=np.uint32)
     np.save(tmp_path / "x.npy", x)
     engine = SmallChunks()
-    stream_run("bit_not", [str(tmp_path / "x.npy")], str(tmp_path / "out.npy"), backend=engine)
+    dmlcli.run_files("bit_not", [str(tmp_path / "x.npy")], str(tmp_path / "out.npy"), backend=engine)
     assert max(engine.chunk_sizes) <= 16 and sum(engine.chunk_sizes) == 1000
     assert np.load(tmp_path / "out.npy").tolist() == (~x).tolist()

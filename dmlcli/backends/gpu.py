@@ -100,7 +100,7 @@ class GpuBackend:
 
     def __init__(self, cupy):
         self._cp = cupy
-        self._modules: dict[str, object] = {}
+        self._modules: dict[tuple, object] = {}
         self._lock = threading.Lock()
         self._copy_pool: ThreadPoolExecutor | None = None
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
@@ -109,54 +109,56 @@ class GpuBackend:
 
     # -- kernels --------------------------------------------------------------------------
 
-    def _function(self, operator: Operator, kind: str, in_dtype, out_dtype):
-        pair = (np.dtype(in_dtype).name, np.dtype(out_dtype).name)
-        if pair not in gpu_kernels.type_pairs(operator):
-            raise InputError(f"{operator.name} has no GPU kernel for {pair[0]} -> {pair[1]}")
+    def _function(self, operator: Operator, kind: str, signature):
+        """The compiled kernel for one type signature; each signature is compiled once, on first use."""
+        if signature not in gpu_kernels.signatures(operator):
+            raise InputError(f"{operator.name} has no GPU kernel for {', '.join(signature[:-1])} -> {signature[-1]}")
+        key = (operator.name, signature)
         with self._lock:
-            module = self._modules.get(operator.name)
+            module = self._modules.get(key)
             if module is None:
-                module = self._cp.RawModule(code=gpu_kernels.module_source(operator))
-                self._modules[operator.name] = module
-        return module.get_function(gpu_kernels.kernel_name(kind, *pair))
+                module = self._cp.RawModule(code=gpu_kernels.module_source(operator, signature),
+                                            options=gpu_kernels.COMPILE_OPTIONS)
+                self._modules[key] = module
+        return module.get_function(gpu_kernels.kernel_name(kind, signature))
 
     def run_resident(self, operator: Operator, device_inputs, device_out, parameters) -> None:
         """Launch the operator's kernel on contiguous same-sized device arrays, on the current stream.
 
         BIT_AND/OR/XOR/NOT run on the bytes as the widest words that divide them (64-bit words for
-        any tensor of a multiple of 8 bytes); the other operators on their element type.
+        any tensor of a multiple of 8 bytes); the other operators on their element types.
         """
-        in_dtype, out_dtype = device_inputs[0].dtype, device_out.dtype
         count = device_out.size
         if count == 0:
             return
-        if gpu_kernels.runs_on_words(operator, in_dtype, out_dtype):
-            word = _widest_word(device_out.nbytes, in_dtype.itemsize)
+        signature = gpu_kernels.signature_of(operator, [x.dtype for x in device_inputs], device_out.dtype)
+        params = gpu_kernels.parameter_values(operator, signature, parameters)
+        if gpu_kernels.runs_on_words(operator, device_inputs[0].dtype, device_out.dtype):
+            word = _widest_word(device_out.nbytes, device_inputs[0].dtype.itemsize)
             device_inputs = [x.view(word) for x in device_inputs]
             device_out = device_out.view(word)
-            in_dtype = out_dtype = word
+            signature = (np.dtype(word).name,) * len(signature)
             count = device_out.size
         else:
-            device_inputs = [x.view(f"uint{in_dtype.itemsize * 8}") for x in device_inputs]
-            device_out = device_out.view(f"uint{out_dtype.itemsize * 8}")
-        function = self._function(operator, "vec", in_dtype, out_dtype)
-        vectors = count // gpu_kernels.elements_per_thread(in_dtype, out_dtype)
+            device_inputs = [x.view(f"uint{x.dtype.itemsize * 8}") for x in device_inputs]
+            device_out = device_out.view(f"uint{device_out.dtype.itemsize * 8}")
+        function = self._function(operator, "vec", signature)
+        vectors = count // gpu_kernels.elements_per_thread(signature)
         blocks = min(max(1, math.ceil(max(vectors, 1) / THREADS_PER_BLOCK)), 2**31 - 1)
-        params = [np.int32(v) for v in gpu_kernels.parameter_values(operator, parameters)]
         function((blocks,), (THREADS_PER_BLOCK,), (*device_inputs, device_out, np.int64(count), *params))
 
     def _run_broadcast(self, operator: Operator, device_inputs, device_out, parameters) -> None:
         """Launch the broadcasting kernel: inputs of shapes that broadcast to device_out's shape."""
         cp = self._cp
-        in_bits = f"uint{device_inputs[0].dtype.itemsize * 8}"
-        out_bits = f"uint{device_out.dtype.itemsize * 8}"
+        signature = gpu_kernels.signature_of(operator, [x.dtype for x in device_inputs], device_out.dtype)
+        params = gpu_kernels.parameter_values(operator, signature, parameters)
         geometry = cp.asarray(gpu_kernels.broadcast_geometry([x.shape for x in device_inputs], device_out.shape))
-        function = self._function(operator, "nd", device_inputs[0].dtype, device_out.dtype)
+        function = self._function(operator, "nd", signature)
         blocks = min(max(1, math.ceil(device_out.size / THREADS_PER_BLOCK)), 65536)
-        params = [np.int32(v) for v in gpu_kernels.parameter_values(operator, parameters)]
         function((blocks,), (THREADS_PER_BLOCK,),
-                 (*[x.view(in_bits) for x in device_inputs], device_out.view(out_bits), geometry,
-                  np.int64(device_out.size), *params))
+                 (*[x.view(f"uint{x.dtype.itemsize * 8}") for x in device_inputs],
+                  device_out.view(f"uint{device_out.dtype.itemsize * 8}"), geometry, np.int64(device_out.size),
+                  *params))
 
     # -- the backend interface -------------------------------------------------------------
 

@@ -19,12 +19,15 @@ whatever the compiler's flush-to-zero setting).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..data_types import DataType, from_numpy
 from ..operators import Operator
+from ..operators.parameters import CudaArgument
 
 MAX_DIMS = 8
 VECTOR_BYTES = 16  # the widest single load a CUDA thread can issue
@@ -100,19 +103,36 @@ _PRELUDE = "\n".join([
 # so it gives the same bits on 64-bit words as on elements of any width.
 _WORD_SAFE_BODY = re.compile(r"[abx\s&|^~()]+")
 
+# NVRTC flags: IEEE float32 whatever CuPy's defaults (subnormals kept, division and square root
+# correctly rounded, no contraction of a*b+c into one rounding).
+COMPILE_OPTIONS = ("-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=false")
+
+Signature = tuple[str, ...]  # NumPy dtype names: each input's, then the output's
+
 
 def input_names(operator: Operator) -> tuple[str, ...]:
-    """The names the body uses for the inputs: x for one input, a and b for two."""
-    return ("x",) if len(operator.inputs) == 1 else ("a", "b")[: len(operator.inputs)]
+    """The names the body uses for the inputs: x for one input, a and b for two (or the entry's cuda_names)."""
+    return operator.kernel_input_names
 
 
-def parameter_values(operator: Operator, parameters) -> tuple[int, ...]:
-    """The enum value of each parameter, in the order the kernels take them."""
-    values = []
-    for param in operator.parameters:
-        short = parameters.get(param.name, param.default) if parameters else param.default
-        values.append(dict(param.values)[short])
-    return tuple(values)
+def data_types_of(operator: Operator, signature: Signature) -> dict[str, DataType]:
+    return {name: from_numpy(np.dtype(dtype)) for name, dtype in zip(operator.tensors, signature)}
+
+
+def kernel_arguments(operator: Operator, signature: Signature, parameters) -> tuple[CudaArgument, ...]:
+    """The scalar arguments the kernels take, in order, with the values of these typed `parameters`."""
+    data_types = data_types_of(operator, signature)
+    found = []
+    for parameter in operator.parameters:
+        value = parameters[parameter.field] if parameters and parameter.field in parameters else \
+            parameter.parse({}, data_types)
+        found.extend(parameter.cuda_arguments(value, data_types))
+    return tuple(found)
+
+
+def parameter_values(operator: Operator, signature: Signature, parameters) -> tuple:
+    """The scalar argument values for a launch, NumPy scalars of the declared widths."""
+    return tuple(argument.value for argument in kernel_arguments(operator, signature, parameters))
 
 
 def runs_on_words(operator: Operator, in_dtype: np.dtype, out_dtype: np.dtype) -> bool:
@@ -121,103 +141,137 @@ def runs_on_words(operator: Operator, in_dtype: np.dtype, out_dtype: np.dtype) -
             and _WORD_SAFE_BODY.fullmatch(operator.cuda_body) is not None)
 
 
-def type_pairs(operator: Operator) -> tuple[tuple[str, str], ...]:
-    """Every (input dtype, output dtype) pair any support row of the operator allows."""
-    first = operator.inputs[0]
-    pairs = []
+def _row_signatures(operator: Operator, row) -> list[Signature]:
+    """Every signature one support row allows: tensors tied by same_data_type take one type together."""
+    groups: list[list[str]] = []
+    for name in operator.tensors:
+        tied = name in operator.same_data_type
+        group = next((g for g in groups if tied and g[0] in operator.same_data_type), None)
+        if group is None:
+            groups.append([name])
+        else:
+            group.append(name)
+    choices = []
+    for group in groups:
+        allowed = [t for t in row.tensors[group[0]].data_types if t.numpy_name is not None
+                   and all(t in row.tensors[other].data_types for other in group[1:])]
+        choices.append(allowed)
+    found = []
+    for picked in itertools.product(*choices):
+        by_name = {name: data_type for group, data_type in zip(groups, picked) for name in group}
+        found.append(tuple(by_name[name].numpy_name for name in operator.tensors))
+    return found
+
+
+def signatures(operator: Operator) -> tuple[Signature, ...]:
+    """Every (input dtypes..., output dtype) combination any support row of the operator allows."""
+    found: list[Signature] = []
     for row in operator.support:
-        inputs = row.tensors[first].data_types
-        outputs = row.tensors[operator.output].data_types
-        for in_type in inputs:
-            if in_type.numpy_name is None:
-                continue
-            if operator.output in operator.same_data_type:
-                candidates = [in_type]
-            else:
-                candidates = [t for t in outputs if t.numpy_name is not None]
-            for out_type in candidates:
-                pair = (in_type.numpy_name, out_type.numpy_name)
-                if pair not in pairs:
-                    pairs.append(pair)
-    if runs_on_words(operator, np.dtype("uint64"), np.dtype("uint64")) and ("uint64", "uint64") not in pairs:
-        pairs.append(("uint64", "uint64"))
-    return tuple(pairs)
+        for signature in _row_signatures(operator, row):
+            if signature not in found:
+                found.append(signature)
+    words = ("uint64",) * len(operator.tensors)
+    if runs_on_words(operator, np.dtype("uint64"), np.dtype("uint64")) and words not in found:
+        found.append(words)
+    return tuple(found)
 
 
-def kernel_name(kind: str, in_dtype, out_dtype) -> str:
-    return f"dml_{kind}_{np.dtype(in_dtype).name}_{np.dtype(out_dtype).name}"
+def signature_of(operator: Operator, in_dtypes, out_dtype) -> Signature:
+    return tuple(np.dtype(d).name for d in in_dtypes) + (np.dtype(out_dtype).name,)
 
 
-def elements_per_thread(in_dtype, out_dtype) -> int:
+def kernel_name(kind: str, signature: Signature) -> str:
+    return f"dml_{kind}_" + "_".join(signature)
+
+
+def elements_per_thread(signature: Signature) -> int:
     """Vector length: 16 bytes of the narrowest tensor, at most MAX_THREAD_BYTES of the widest."""
-    sizes = (np.dtype(in_dtype).itemsize, np.dtype(out_dtype).itemsize)
+    sizes = [np.dtype(d).itemsize for d in signature]
     return max(1, min(VECTOR_BYTES // min(sizes), MAX_THREAD_BYTES // max(sizes)))
 
 
-def _apply_function(operator: Operator, in_dtype: str, out_dtype: str) -> str:
-    """`dml_apply_<in>_<out>`: raw input bits and parameters in, raw output bits out."""
-    source, target = C_TYPES[in_dtype], C_TYPES[out_dtype]
+def _suffix(signature: Signature) -> str:
+    return "_".join(signature)
+
+
+def _declarations(operator: Operator, signature: Signature) -> list[str]:
+    return [f"{argument.c_type} {argument.name}" for argument in kernel_arguments(operator, signature, None)]
+
+
+def _argument_names(operator: Operator, signature: Signature) -> str:
+    return "".join(f", {argument.name}" for argument in kernel_arguments(operator, signature, None))
+
+
+def _apply_function(operator: Operator, signature: Signature) -> str:
+    """`dml_apply_<signature>`: raw input bits and parameters in, raw output bits out."""
     names = input_names(operator)
-    width = np.dtype(in_dtype).itemsize * 8
-    args = [f"{source.bits} {n}_bits" for n in names] + [f"int {p.name}" for p in operator.parameters]
-    lines = [f"__device__ __forceinline__ {target.bits} dml_apply_{in_dtype}_{out_dtype}({', '.join(args)}) {{",
+    sources = [C_TYPES[d] for d in signature[:-1]]
+    target = C_TYPES[signature[-1]]
+    width = np.dtype(signature[0]).itemsize * 8
+    args = [f"{source.bits} {n}_bits" for n, source in zip(names, sources)] + _declarations(operator, signature)
+    lines = [f"__device__ __forceinline__ {target.bits} dml_apply_{_suffix(signature)}({', '.join(args)}) {{",
              f"    const int W = {width};",
              "    (void)W;"]
     if operator.native_encoding:
-        lines += [f"    const {source.bits} {n} = {n}_bits;" for n in names]
+        lines += [f"    const {source.bits} {n} = {n}_bits;" for n, source in zip(names, sources)]
         lines.append(f"    return ({target.bits})({operator.cuda_body});")
     else:
-        lines += [f"    const {source.value} {n} = {source.load.format(f'{n}_bits')};" for n in names]
+        lines += [f"    const {source.value} {n} = {source.load.format(f'{n}_bits')};" for n, source in zip(names, sources)]
         lines.append(f"    return {target.store.format(f'({target.result})({operator.cuda_body})')};")
     lines.append("}")
     return "\n".join(lines)
 
 
-def _vector_kernel(operator: Operator, in_dtype: str, out_dtype: str) -> str:
-    source, target = C_TYPES[in_dtype], C_TYPES[out_dtype]
+def _vector_kernel(operator: Operator, signature: Signature) -> str:
     names = input_names(operator)
-    vec = elements_per_thread(in_dtype, out_dtype)
-    in_bytes, out_bytes = vec * np.dtype(in_dtype).itemsize, vec * np.dtype(out_dtype).itemsize
-    suffix = f"{in_dtype}_{out_dtype}"
-    params = [f"int {p.name}" for p in operator.parameters]
-    args = ([f"const vin_{suffix}* __restrict__ {n}_vec" for n in names]
-            + [f"vout_{suffix}* __restrict__ out_vec", "long long n"] + params)
-    param_names = "".join(f", {p.name}" for p in operator.parameters)
+    sources = [C_TYPES[d] for d in signature[:-1]]
+    target = C_TYPES[signature[-1]]
+    vec = elements_per_thread(signature)
+    suffix = _suffix(signature)
+    structs = [f"struct __align__({min(vec * np.dtype(d).itemsize, VECTOR_BYTES)}) v{i}_{suffix} "
+               f"{{ {C_TYPES[d].bits} v[{vec}]; }};" for i, d in enumerate(signature)]
+    out_struct = f"v{len(names)}_{suffix}"
+    args = ([f"const v{i}_{suffix}* __restrict__ {n}_vec" for i, n in enumerate(names)]
+            + [f"{out_struct}* __restrict__ out_vec", "long long n"] + _declarations(operator, signature))
+    param_names = _argument_names(operator, signature)
     call = ", ".join(f"{n}_v.v[j]" for n in names)
     scalar_call = ", ".join(f"{n}_s[k]" for n in names)
+    loads = "".join(f"        const v{i}_{suffix} {n}_v = {n}_vec[i];\n" for i, n in enumerate(names))
+    scalars = "".join(f"    const {source.bits}* {n}_s = (const {source.bits}*){n}_vec;\n"
+                      for n, source in zip(names, sources))
     return f"""
-struct __align__({min(in_bytes, VECTOR_BYTES)}) vin_{suffix} {{ {source.bits} v[{vec}]; }};
-struct __align__({min(out_bytes, VECTOR_BYTES)}) vout_{suffix} {{ {target.bits} v[{vec}]; }};
-extern "C" __global__ void {kernel_name("vec", in_dtype, out_dtype)}({", ".join(args)}) {{
+{chr(10).join(structs)}
+extern "C" __global__ void {kernel_name("vec", signature)}({", ".join(args)}) {{
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long step = (long long)gridDim.x * blockDim.x;
     const long long vectors = n / {vec};
     for (long long i = first; i < vectors; i += step) {{
-{"".join(f"        const vin_{suffix} {n}_v = {n}_vec[i];{chr(10)}" for n in names)}        vout_{suffix} o;
+{loads}        {out_struct} o;
 #pragma unroll
         for (int j = 0; j < {vec}; ++j) o.v[j] = dml_apply_{suffix}({call}{param_names});
         out_vec[i] = o;
     }}
-{"".join(f"    const {source.bits}* {n}_s = (const {source.bits}*){n}_vec;{chr(10)}" for n in names)}    {target.bits}* out_s = ({target.bits}*)out_vec;
+{scalars}    {target.bits}* out_s = ({target.bits}*)out_vec;
     for (long long k = vectors * {vec} + first; k < n; k += step) out_s[k] = dml_apply_{suffix}({scalar_call}{param_names});
 }}
 """
 
 
-def _nd_kernel(operator: Operator, in_dtype: str, out_dtype: str) -> str:
+def _nd_kernel(operator: Operator, signature: Signature) -> str:
     """Broadcasting kernel. geometry = [ndim, sizes[ndim], then strides[ndim] per input], in elements."""
-    source, target = C_TYPES[in_dtype], C_TYPES[out_dtype]
     names = input_names(operator)
-    suffix = f"{in_dtype}_{out_dtype}"
-    args = ([f"const {source.bits}* __restrict__ {n}_s" for n in names]
+    sources = [C_TYPES[d] for d in signature[:-1]]
+    target = C_TYPES[signature[-1]]
+    suffix = _suffix(signature)
+    args = ([f"const {source.bits}* __restrict__ {n}_s" for n, source in zip(names, sources)]
             + [f"{target.bits}* __restrict__ out_s", "const long long* __restrict__ geometry", "long long n"]
-            + [f"int {p.name}" for p in operator.parameters])
-    param_names = "".join(f", {p.name}" for p in operator.parameters)
+            + _declarations(operator, signature))
+    param_names = _argument_names(operator, signature)
     offsets = "".join(f"        long long {n}_at = 0;\n" for n in names)
     steps = "".join(f"            {n}_at += index * geometry[1 + {i + 1} * ndim + d];\n" for i, n in enumerate(names))
     call = ", ".join(f"{n}_s[{n}_at]" for n in names)
     return f"""
-extern "C" __global__ void {kernel_name("nd", in_dtype, out_dtype)}({", ".join(args)}) {{
+extern "C" __global__ void {kernel_name("nd", signature)}({", ".join(args)}) {{
     const int ndim = (int)geometry[0];
     const long long step = (long long)gridDim.x * blockDim.x;
     for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += step) {{
@@ -233,15 +287,19 @@ extern "C" __global__ void {kernel_name("nd", in_dtype, out_dtype)}({", ".join(a
 """
 
 
-def module_source(operator: Operator) -> str:
-    """The CUDA C++ of one operator's module: both kernels for every allowed type pair."""
+def module_source(operator: Operator, signature: Signature | None = None) -> str:
+    """The CUDA C++ of one operator's kernels: both kernels for `signature`, or for every allowed one.
+
+    The backend compiles one signature at a time, on first use (an operator such as POW allows
+    dozens of type combinations; compiling all of them for one call would take seconds).
+    """
     if not operator.cuda_body.strip():
         raise ValueError(f"{operator.name} has no cuda_body in the operator table")
     parts = [f"// {operator.dml_name}: {operator.formula}", _PRELUDE]
-    for in_dtype, out_dtype in type_pairs(operator):
-        parts.append(_apply_function(operator, in_dtype, out_dtype))
-        parts.append(_vector_kernel(operator, in_dtype, out_dtype))
-        parts.append(_nd_kernel(operator, in_dtype, out_dtype))
+    for each in ([signature] if signature is not None else signatures(operator)):
+        parts.append(_apply_function(operator, each))
+        parts.append(_vector_kernel(operator, each))
+        parts.append(_nd_kernel(operator, each))
     return "\n".join(parts)
 
 

@@ -20,6 +20,7 @@ from typing import Callable
 from .model import Model, read_model
 from .plan import PlannedDispatch, check_model
 from .run import DispatchTiming, ModelRun, run_commands
+from ..engine import choose_backend
 from ..errors import InputError
 from ..feature_levels import parse_feature_level
 
@@ -48,13 +49,11 @@ def run_model(model: Model, *, backend="cpu", feature_level=None, iterations: in
     `emit` receives each output line (prints, writeFile notes and, with `timing`, DxDispatch's
     per-dispatch timing summary: the median of the samples after the first `warmup`).
     """
-    from ..backends import get_backend
-
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError(f"iterations must be a positive integer, got {iterations!r}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise InputError(f"warmup must be a non-negative integer, got {warmup!r}")
     feature_level = parse_feature_level(feature_level)  # refused even when the model has no dispatch
     planned = check(model, feature_level=feature_level)
-    engine = backend if hasattr(backend, "execute") else get_backend(backend)
-    return run_commands(model, planned, engine, iterations=iterations, warmup=warmup, emit=emit, timing=timing)
+    return run_commands(model, planned, choose_backend(backend), iterations=iterations, warmup=warmup, emit=emit,
+                        timing=timing)

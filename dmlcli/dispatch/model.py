@@ -21,7 +21,7 @@ from ..data_types import ALL_DATA_TYPES, DataType, from_numpy
 from .jsonc import load_model_json
 from ..io.strided import check_strides, little_endian
 from ..errors import InputError
-from ..operators import Operator, find_operator
+from ..operators import Operator, find_operator, table_summary
 
 _DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
 _UNSUPPORTED_DISPATCHABLES = {
@@ -93,7 +93,7 @@ class Dispatchable:
     name: str
     operator: Operator
     tensors: dict[str, TensorDesc]  # by DESC field name, inputs then output
-    parameters: dict[str, str]  # enum fields by DESC field name, e.g. {"InfinityMode": "POSITIVE"}
+    parameters: dict[str, object]  # DESC fields as written, by field name, e.g. {"InfinityMode": "POSITIVE"}
     init_bindings: dict[str, BindingSource]  # the dispatchable's own "bindings" (initialisation)
 
 
@@ -419,16 +419,16 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     kind = _UNSUPPORTED_DISPATCHABLES.get(type_name.lower())
     if kind is not None:
         raise InputError(f"{where}: {type_name!r} dispatchables ({kind}) are not supported: dmlcli runs only "
-                         "DirectML's element-wise bitwise, logical and comparison operators")
+                         f"{table_summary}")
     operator = _find_model_operator(type_name, where)
-    _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.name for p in operator.parameters),
+    _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
                 where, "dispatchable")
     desc = value.get("Desc", value.get("desc"))
     if desc is None:
         desc = {key: item for key, item in value.items() if key not in _DISPATCHABLE_KEYS}
     if not isinstance(desc, dict):
         raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
-    expected = operator.tensors + tuple(p.name for p in operator.parameters)
+    expected = operator.tensors + tuple(p.field for p in operator.parameters)
     _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
     tensors = {}
     for tensor_field in operator.tensors:
@@ -436,16 +436,17 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")
         tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
+    # DESC fields as the model writes them; the engine reads them with each parameter's own kind.
     parameters = {}
     for parameter in operator.parameters:
-        if parameter.name not in desc:
-            raise InputError(f"{where}: desc has no {parameter.name} (one of "
-                             f"{', '.join(short for short, _ in parameter.values)}); DxDispatch requires every "
+        if parameter.field not in desc:
+            if not parameter.required_in_desc:
+                continue
+            choices = parameter.choices(parameter.options[0])
+            shown = f" (one of {', '.join(c.upper() for c in choices)})" if choices else ""
+            raise InputError(f"{where}: desc has no {parameter.field}{shown}; DxDispatch requires every "
                              "field that DirectML does not mark optional")
-        try:
-            parameters[parameter.name] = parameter.parse(desc[parameter.name])
-        except InputError as error:
-            raise InputError(f"{where}: {error}") from None
+        parameters[parameter.field] = desc[parameter.field]
     init_bindings = {}
     if "bindings" in value:
         init_bindings = parse_bindings(value["bindings"], operator, resources, where=f"{where}: bindings")
@@ -456,8 +457,8 @@ def _find_model_operator(type_name: str, where: str) -> Operator:
     try:
         return find_operator(type_name)
     except InputError:
-        raise InputError(f"{where}: operator {type_name!r} is not supported: dmlcli runs only DirectML's "
-                         "element-wise bitwise, logical and comparison operators (see 'dmlcli ops')") from None
+        raise InputError(f"{where}: operator {type_name!r} is not supported: dmlcli runs only {table_summary} "
+                         "(see 'dmlcli ops')") from None
 
 
 def parse_tensor_desc(tensor_field: str, value, *, where: str) -> TensorDesc:

@@ -1,7 +1,7 @@
 """DirectML's rules for a model's dispatches, checked before anything runs.
 
-Each dispatchable is validated with the operator table (dmlcli.api.plan, with the desc's data
-types and Sizes at the chosen feature level), and each dispatch command's bindings are checked
+Each dispatchable is validated by the engine (its DESC fields, data types and Sizes, the
+output's included, at the chosen feature level), and each dispatch command's bindings are checked
 as DirectML checks a binding table: every tensor bound, the bound range at least
 TotalTensorSizeInBytes long, the offset aligned, OWNED_BY_DML inputs bound at initialisation
 only, and the output aliasing an input only where the operator allows in-place execution.
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..api import plan
+from ..engine import plan, request
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
-from ..validation import Verdict, describe_shape
+from ..validation import Verdict
 
 # DML_BUFFER_BINDING.Offset "must be aligned to a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT or
 # the GuaranteedBaseOffsetAlignment supplied as part of the DML_BUFFER_TENSOR_DESC" (learn.microsoft.com,
@@ -71,19 +71,14 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
     prefix = f"dispatchable {dispatchable.name!r}"
     inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs]
     output = dispatchable.tensors[op.output]
-    options = {p.option: dispatchable.parameters[p.name] for p in op.parameters}
     try:
-        verdict = plan(op, inputs, feature_level=feature_level, parameters=options, output_dtype=output.data_type)
+        req = request(op, feature_level=feature_level, output_dtype=output.data_type, output_shape=output.sizes,
+                      desc_fields=dispatchable.parameters)
+        verdict = plan(req, inputs)
     except ValidationError as error:
         raise ValidationError(f"{prefix}: {error}") from None
     except InputError as error:
         raise InputError(f"{prefix}: {error}") from None
-    expected = verdict.call.output.shape
-    if output.sizes != tuple(expected):
-        first = op.inputs[0]
-        raise ValidationError(
-            f"{prefix}: {op.name}: {first} Sizes {describe_shape(expected)} and {op.output} Sizes "
-            f"{describe_shape(output.sizes)} differ; {', '.join(op.same_sizes)} must have the same DimensionCount and Sizes")
     strides, totals = {}, {}
     for name, desc in dispatchable.tensors.items():
         strides[name] = desc.strides if desc.strides is not None else packed_strides(desc.sizes)

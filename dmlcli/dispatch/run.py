@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..api import count_large_shifts
+from ..engine import HookTally, execute
 from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
 from .plan import BoundTensor, PlannedDispatch
 from .printing import format_resource, format_timing
@@ -63,7 +63,7 @@ class ModelRun:
     timings: list[DispatchTiming] = field(default_factory=list)
 
 
-def run_commands(model: Model, planned: list[PlannedDispatch], engine, *, iterations: int = 1, warmup: int = 1,
+def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, iterations: int = 1, warmup: int = 1,
                  emit: Callable[[str], None] = print, timing: bool = True) -> ModelRun:
     buffers = {name: resource.initial_contents() for name, resource in model.resources.items()}
     run = ModelRun(buffers)
@@ -77,11 +77,11 @@ def run_commands(model: Model, planned: list[PlannedDispatch], engine, *, iterat
     for command in model.commands:
         if isinstance(command, DispatchCommand):
             dispatch = by_command[id(command)]
-            result = _run_dispatch(dispatch, buffers, snapshots[id(dispatch)], engine, iterations, warmup)
+            result = _run_dispatch(dispatch, buffers, snapshots[id(dispatch)], backend, iterations, warmup)
             run.timings.append(result)
             if timing:
                 say(format_timing(result.name, iterations, result.cpu_median_ms, result.gpu_median_ms,
-                                  _gpu_note(engine)))
+                                  _gpu_note(backend)))
         elif isinstance(command, PrintCommand):
             say(format_resource(model.resources[command.resource], buffers[command.resource], verbose=command.verbose))
         elif isinstance(command, WriteFileCommand):
@@ -90,33 +90,41 @@ def run_commands(model: Model, planned: list[PlannedDispatch], engine, *, iterat
     return run
 
 
-def _gpu_note(engine) -> str | None:
-    if getattr(engine, "name", "") != "gpu" or _gpu_kernel_timer(engine) is not None:
+def _gpu_note(backend) -> str | None:
+    if getattr(backend, "name", "") != "gpu" or hasattr(backend, "run_resident"):
         return None
     return "GPU time not measured (this gpu backend cannot launch on device arrays)"
 
 
-def _gpu_kernel_timer(engine):
-    """DxDispatch's GPU time, the kernel alone: CUDA events around it, as D3D12 timestamps bracket a dispatch.
+class _KernelTimedGpu:
+    """The GPU backend with DxDispatch's GPU time: CUDA events around the kernel alone, as D3D12 timestamps
+    bracket a dispatch. Needs the backend's run_resident (a launch on device arrays)."""
 
-    Needs the GPU backend's run_resident (a launch on device arrays); None where there is none.
-    """
-    if getattr(engine, "name", "") != "gpu" or not hasattr(engine, "run_resident"):
-        return None
-    import cupy
+    name = "gpu"
 
-    def execute_timed(operator, inputs, out_shape, out_dtype, parameters):
+    def __init__(self, backend):
+        self.backend = backend
+        self.samples_ms: list[float] = []
+
+    def execute(self, operator, inputs, out_shape, out_dtype, parameters):
+        import cupy
+
         # run_resident takes contiguous same-sized arrays; flat ones let it pick its widest word freely.
         device_inputs = [cupy.asarray(np.ascontiguousarray(np.broadcast_to(x, out_shape)).reshape(-1)) for x in inputs]
         device_out = cupy.empty(int(np.prod(out_shape)), dtype=out_dtype)
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        engine.run_resident(operator, device_inputs, device_out, parameters)
+        self.backend.run_resident(operator, device_inputs, device_out, parameters)
         end.record()
         end.synchronize()
-        return cupy.asnumpy(device_out).reshape(tuple(out_shape)), float(cupy.cuda.get_elapsed_time(start, end))
+        self.samples_ms.append(float(cupy.cuda.get_elapsed_time(start, end)))
+        return cupy.asnumpy(device_out).reshape(tuple(out_shape))
 
-    return execute_timed
+
+def _timed(backend):
+    if getattr(backend, "name", "") == "gpu" and hasattr(backend, "run_resident"):
+        return _KernelTimedGpu(backend)
+    return backend
 
 
 # ---------------------------------------------------------------- one dispatch
@@ -136,37 +144,28 @@ def _initialisation_inputs(dispatch: PlannedDispatch, buffers) -> dict[str, np.n
             for name, tensor in dispatch.tensors.items() if tensor.at_initialisation}
 
 
-def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, engine, iterations: int, warmup: int) -> DispatchTiming:
-    call = dispatch.checked.verdict.call
-    op = call.operator
-    cpu_samples, gpu_samples = [], []
-    timed = _gpu_kernel_timer(engine)
-    big_shifts = 0
+def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterations: int, warmup: int) -> DispatchTiming:
+    verdict = dispatch.checked.verdict
+    op = verdict.call.operator
+    cpu_samples = []
+    timed = _timed(backend)
+    tally = HookTally(verdict.call)  # over every iteration: in-place models change their inputs
     for _ in range(iterations):
         # Strided views straight into the buffers (no copy): backends return a new array, so the inputs
         # are read in full before the output is written back, which is what makes in-place dispatches exact.
         inputs = [snapshots[name] if name in snapshots else _element_view(buffers, dispatch.tensors[name], name)
                   for name in op.inputs]
-        if op.shift_count_input is not None:  # counted before the output may overwrite the counts
-            big_shifts += count_large_shifts(call, inputs[op.inputs.index(op.shift_count_input)])
         start = time.perf_counter()
-        out = call.output
-        if timed is not None:
-            result, gpu_ms = timed(op, inputs, out.shape, out.data_type.numpy_dtype, call.parameters)
-            gpu_samples.append(gpu_ms)
-        else:
-            result = engine.execute(op, inputs, out.shape, out.data_type.numpy_dtype, call.parameters)
+        result = execute(verdict, inputs, timed, tally=tally).output
         target = _element_view(buffers, dispatch.tensors[op.output], op.output)
         if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
             result = np.array(result)
         target[...] = result
         cpu_samples.append((time.perf_counter() - start) * 1000.0)
-    if big_shifts:
-        width = dispatch.tensors[op.shift_count_input].desc.data_type.bits
-        warnings.warn(f"dispatch {dispatch.name!r}: {big_shifts} shift count(s) >= the element width {width} "
-                      f"(over {iterations} iteration(s)); dmlcli gives 0 for them (DirectML hardware is reported "
-                      "to mask such counts)", DmlcliWarning, stacklevel=2)
-    return DispatchTiming(dispatch.name, tuple(cpu_samples), warmup, tuple(gpu_samples))
+    for message in tally.warnings(prefix=f"dispatch {dispatch.name!r}: "):
+        warnings.warn(message, DmlcliWarning, stacklevel=2)
+    gpu_samples = tuple(getattr(timed, "samples_ms", ()))
+    return DispatchTiming(dispatch.name, tuple(cpu_samples), warmup, gpu_samples)
 
 
 # ---------------------------------------------------------------- writeFile

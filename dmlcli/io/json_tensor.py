@@ -307,3 +307,39 @@ def to_json_text(array: np.ndarray) -> str:
     data_type = from_numpy(dtype)
     shape = ", ".join(str(s) for s in array.shape)
     return f'{{"dtype": "{data_type.numpy_name}", "shape": [{shape}], "data": {nested(array)}}}\n'
+
+
+def parse_scalar(value, dtype: DataType, *, where: str):
+    """One value as a scalar of `dtype`, read exactly as a JSON tensor's data are read.
+
+    `value` is a number, a NumPy scalar, or text as typed on a command line ("0.5", "-3", "inf",
+    "1e-3"); integers of any size are compared with the type's range before conversion, and
+    decimals are rounded once, correctly, to float16 or float32.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, str):
+        value = _scalar_text(value, where)
+    np_dtype = dtype.numpy_dtype
+    convert = _float_converter(np_dtype) if np_dtype.kind == "f" else _integer_converter(np_dtype)
+    try:
+        return np_dtype.type(convert(value))
+    except _BadValue as error:
+        raise InputError(f"{where} {error}") from None
+
+
+def _scalar_text(text: str, where: str):
+    stripped = text.strip()
+    if stripped.lower() in _SPECIAL_FLOATS:
+        return stripped
+    try:
+        if stripped.lstrip("+-").isdigit():
+            return _parse_integer(stripped.lstrip("+"))
+        number = Decimal(stripped)
+    except (InvalidOperation, ValueError):
+        raise InputError(f"{where} = {_shorten(text)!r} is not a number") from None
+    except _UnreadableJson as error:
+        raise InputError(f"{where}: {error}") from None
+    if not number.is_finite():
+        raise InputError(f"{where} = {_shorten(text)!r} is not a number (write inf, -inf or nan)")
+    return number

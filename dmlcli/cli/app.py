@@ -1,0 +1,189 @@
+"""The command group: error handling, exit codes, --version and --debug.
+
+Exit codes: 0 success; 1 --check found a mismatch; 2 usage error or unreadable/malformed input;
+3 the call breaks the operator's rules at that feature level; 4 the requested backend is not
+available; 5 an internal error (a bug: re-run with --debug and report it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import warnings
+
+import click
+
+from .. import __version__
+from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning
+
+EXIT_INTERNAL = 5
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  success
+  1  --check found a mismatch
+  2  usage error, or unreadable or malformed input
+  3  the call breaks the operator's rules at that feature level
+  4  the requested backend is not available
+  5  internal error (re-run with --debug and report it)"""
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    import numpy
+
+    cupy = "not installed"
+    for dist in ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"):
+        try:
+            cupy = metadata.version(dist)
+            break
+        except metadata.PackageNotFoundError:
+            continue
+    return f"dmlcli {__version__} (NumPy {numpy.__version__}, CuPy {cupy})"
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a CI job's timeout, `kill`): unwind like Ctrl-C, so temporary files are removed.
+
+    A BaseException, so that no `except Exception` on the way swallows it.
+    """
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+class DmlcliGroup(click.Group):
+    """Turns dmlcli's errors into one line on stderr and the documented exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+            installed = True
+        except ValueError:  # not the main thread: leave signals alone
+            installed = False
+        try:
+            return super().invoke(ctx)
+        except Terminated:
+            click.echo("dmlcli: terminated", err=True)
+            ctx.exit(EXIT_TERMINATED)
+        except DmlcliError as error:
+            if _debug(ctx):
+                raise
+            click.echo(f"dmlcli: error: {_one_line(str(error))}", err=True)
+            ctx.exit(error.exit_code)
+        except click.exceptions.UsageError as error:
+            # click's own three-line usage message, made one line like every other failure.
+            if _debug(ctx):
+                raise
+            where = error.ctx.command_path if error.ctx is not None else ctx.command_path
+            click.echo(f"dmlcli: error: {_one_line(error.format_message())} (see '{where} --help')", err=True)
+            ctx.exit(error.exit_code)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("dmlcli: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            # The reader of stdout went away (e.g. `| head`): stop quietly, as other Unix tools do.
+            _silence_stdout()
+            ctx.exit(EXIT_BROKEN_PIPE)
+        except MemoryError:
+            if _debug(ctx):
+                raise
+            click.echo("dmlcli: error: ran out of memory; for large .npy inputs write the result to a .npy "
+                       "file (-o out.npy), which is streamed in constant memory", err=True)
+            ctx.exit(EXIT_USAGE)
+        except Exception as error:  # noqa: BLE001 - the last line of defence against tracebacks
+            if _debug(ctx):
+                raise
+            first = _one_line(str(error))[:200]
+            click.echo(f"dmlcli: internal error: {type(error).__name__}: {first} "
+                       "(re-run with --debug for the traceback, and please report it)", err=True)
+            ctx.exit(EXIT_INTERNAL)
+        finally:
+            if installed:
+                signal.signal(signal.SIGTERM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit; with the pipe gone that would fail again, so point it at /dev/null.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (as under CliRunner): nothing will be flushed to a pipe
+
+
+def _debug(ctx: click.Context) -> bool:
+    root = ctx.find_root()
+    return bool((root.obj or {}).get("debug")) or os.environ.get("DMLCLI_DEBUG") == "1"
+
+
+@contextlib.contextmanager
+def warnings_reported(quiet: bool):
+    """Collect the warnings of a successful block and print dmlcli's own as one line each on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        if issubclass(warning.category, DmlcliWarning):
+            report_warnings([str(warning.message)], quiet)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def report_warnings(messages, quiet: bool) -> None:
+    """An outcome's warnings, one line each on stderr (none with --quiet)."""
+    if quiet:
+        return
+    for message in messages:
+        click.echo(f"dmlcli: warning: {message}", err=True)
+
+
+@click.group(cls=DmlcliGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
+@click.version_option(__version__, "--version", "-V", message="%(version)s", package_name="dmlcli")
+@click.option("--debug", is_flag=True, envvar="DMLCLI_DEBUG", help="Show Python tracebacks (for bug reports).")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Run DirectML's element-wise operators bit for bit, with DirectML's validation rules.
+
+    \b
+    Example:
+      dmlcli run bit_xor '[[0,128],[42,255]]' '[[255,255],[1,1]]' --dtype uint8
+    \b
+    Shell completion (bash; zsh and fish likewise):
+      eval "$(_DMLCLI_COMPLETE=bash_source dmlcli)"
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+# click's version_option prints only our template; give it the library versions too.
+def _version_callback(ctx, param, value):
+    if value and not ctx.resilient_parsing:
+        click.echo(_versions())
+        ctx.exit(0)
+
+
+for _param in cli.params:
+    if _param.name == "version":
+        _param.callback = _version_callback
+
+
+def main(argv=None) -> None:
+    cli.main(args=argv, prog_name="dmlcli")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,92 @@
+"""Option bundles, declared once and shared by the commands.
+
+`call_options` describes a call: the feature level, the inputs' data type, the output type,
+broadcasting, and one option per parameter of the operator table (its kebab-case DESC field name,
+`--infinity-mode`, with its choices for help and shell completion). A parameter added to the table
+appears here with no edit.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..backends import BACKEND_NAMES
+from ..engine import KNOWN_OPTIONS
+from ..operators import OPERATORS
+from ..operators.parameters import option_flag
+
+
+def complete_operator(ctx, param, incomplete):
+    return [op.cli_name for op in OPERATORS if op.cli_name.startswith(incomplete.lower())]
+
+
+def complete_level(ctx, param, incomplete):
+    from ..feature_levels import ALL_FEATURE_LEVELS
+
+    return [fl.short for fl in ALL_FEATURE_LEVELS if fl.short.startswith(incomplete)]
+
+
+def _owners(option: str) -> str:
+    names = [op.name for op in OPERATORS if option in op.options]
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _parameter_help(option: str) -> str:
+    parameter = KNOWN_OPTIONS[option]
+    choices = parameter.choices(option)
+    text = f"{_owners(option)}'s {parameter.field}: {parameter.help}"
+    if choices:
+        text += f" ({', '.join(choices)})"
+    return text + f" [default: {parameter.describe_default()}]."
+
+
+def _completer(option: str):
+    def complete(ctx, param, incomplete):
+        choices = KNOWN_OPTIONS[option].choices(option) or ()
+        return [c for c in choices if c.startswith(incomplete.lower())]
+
+    return complete
+
+
+def parameter_options() -> list:
+    """One click option per API keyword of the table's parameters, in table order."""
+    return [click.option(option_flag(option), option, metavar=parameter.metavar(option), default=None,
+                         help=_parameter_help(option), shell_complete=_completer(option))
+            for option, parameter in KNOWN_OPTIONS.items()]
+
+
+def feature_level_option(help_text: str = "DirectML feature level: 4.1, 4_1, DML_FEATURE_LEVEL_4_1 or 0x4100 "
+                                          "[default: 6_4]."):
+    return click.option("--feature-level", "-f", "feature_level", metavar="FL", default=None,
+                        shell_complete=complete_level, help=help_text)
+
+
+backend_option = click.option(
+    "--backend", type=click.Choice(list(BACKEND_NAMES)), default="cpu", show_default=True,
+    help="cpu (NumPy), gpu (CuPy), or auto: the GPU where one is usable, else the CPU.")
+
+
+def quiet_option(help_text: str = "No warnings or progress on stderr."):
+    return click.option("-q", "--quiet", is_flag=True, help=help_text)
+
+
+def call_options(command):
+    """The options that describe a call, shared by run and validate."""
+    options = [
+        feature_level_option(),
+        *parameter_options(),
+        click.option("--dtype", "dtype", metavar="TYPE", default=None,
+                     help="Data type of inputs given as bare JSON lists (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...)."),
+        click.option("--output-dtype", metavar="TYPE", default=None,
+                     help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
+        click.option("--broadcast", is_flag=True,
+                     help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def parameter_values(arguments: dict) -> dict:
+    """The parameter options among a command's arguments (removed from `arguments`)."""
+    return {option: arguments.pop(option) for option in list(KNOWN_OPTIONS) if option in arguments}

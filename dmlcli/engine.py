@@ -1,0 +1,253 @@
+"""One path for every call: resolve, validate, check room, choose the backend, execute, run hooks, report.
+
+A call is one value, a `Request` (the operator, its parameters, the feature level, broadcasting,
+the output's type and, from a DxDispatch desc, its Sizes). `plan` validates it against the inputs'
+data types and shapes; `execute` runs a validated call on whole tensors; `run_files` streams .npy
+files in constant memory; `run_sources` is what the command line's `run` does with its arguments.
+The Python API (api.py), every command and `dispatch` go through these functions, and the
+operator's hooks (such as the shift-count check) run on every route, so the warnings read the same.
+Results come back as an `Outcome` with their warnings: callers decide how to show them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .data_types import DataType, from_numpy, parse_data_type
+from .errors import InputError
+from .feature_levels import FeatureLevel, parse_feature_level
+from .operators import OPERATORS, Operator, find_operator
+from .operators.parameters import Parameter, all_options, option_flag
+from .validation import Call, Verdict, build_call, check
+
+# Every API keyword any operator takes, with the parameter that takes it (the first, where several do).
+KNOWN_OPTIONS: dict[str, Parameter] = {}
+for _op in OPERATORS:
+    for _option, _parameter in all_options(_op.parameters).items():
+        KNOWN_OPTIONS.setdefault(_option, _parameter)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call, before its tensors are known."""
+
+    operator: Operator
+    feature_level: FeatureLevel
+    options: Mapping[str, object]  # parameter values by API keyword (infinity_mode=...); None: the default
+    desc_fields: Mapping[str, object] | None = None  # or by DESC field name, as a DxDispatch desc writes them
+    broadcast: bool = False
+    output_type: DataType | None = None
+    output_shape: tuple[int, ...] | None = None
+
+    def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
+        """Each parameter's typed value by DESC field name (what both backends receive)."""
+        typed = {}
+        for parameter in self.operator.parameters:
+            if self.desc_fields is not None:
+                typed[parameter.field] = parameter.parse_desc(self.desc_fields.get(parameter.field), data_types)
+            else:
+                typed[parameter.field] = parameter.parse(self.options, data_types)
+        return typed
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished call: the output (None when it went to a file), the verdict, the backend, the warnings."""
+
+    output: np.ndarray | None
+    verdict: Verdict
+    backend: str
+    warnings: tuple[str, ...] = ()
+
+
+def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
+            desc_fields: Mapping[str, object] | None = None, **options) -> Request:
+    """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
+    operator = find_operator(op)
+    _check_options(operator, options)
+    output_type = None if output_dtype is None else data_type_of(output_dtype)
+    return Request(operator, parse_feature_level(feature_level), dict(options), desc_fields, bool(broadcast),
+                   output_type, None if output_shape is None else tuple(int(s) for s in output_shape))
+
+
+def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
+    """Unknown keywords are errors; another operator's parameter is one too, unless None or its default.
+
+    (So that one call site may serve several operators, as `infinity_mode="either"` always could.)
+    """
+    own = operator.options
+    for option, value in options.items():
+        if option in own or value is None:
+            continue
+        owner = KNOWN_OPTIONS.get(option)
+        if owner is None:
+            raise InputError(f"{operator.name}: unknown parameter {option!r} (it takes "
+                             f"{', '.join(own) or 'no parameters'})")
+        if not _is_default(owner, option, value):
+            raise InputError(f"{operator.name} has no {option_flag(option)[2:]} parameter")
+
+
+def _is_default(parameter: Parameter, option: str, value) -> bool:
+    try:
+        return parameter.describe(parameter.parse({option: value}, {})) == parameter.describe_default()
+    except (InputError, KeyError):
+        return False
+
+
+def data_type_of(value) -> DataType:
+    if isinstance(value, DataType):
+        return value
+    if isinstance(value, str):
+        return parse_data_type(value)
+    return from_numpy(np.dtype(value))
+
+
+# ---------------------------------------------------------------- validate
+
+
+def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]]) -> Verdict:
+    """Validate the call for inputs of these data types and shapes (no data needed)."""
+    call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
+                            broadcast=req.broadcast)
+    call = replace(call, parameters=req.typed_parameters(call.data_types))
+    return check(call, req.feature_level)
+
+
+def as_input_array(value, position: int) -> np.ndarray:
+    array = np.asarray(value)
+    try:
+        from_numpy(array.dtype)
+    except InputError as error:
+        raise InputError(f"input {position}: {error}") from None
+    return array
+
+
+def plan_arrays(req: Request, arrays: Sequence[np.ndarray]) -> Verdict:
+    return plan(req, [(from_numpy(a.dtype), a.shape) for a in arrays])
+
+
+# ---------------------------------------------------------------- hooks
+
+
+class HookTally:
+    """The operator's hooks, counted over whole tensors, chunks or repeated dispatches."""
+
+    def __init__(self, call: Call):
+        self.call = call
+        self.counts = [0] * len(call.operator.hooks)
+        self.elements = 0
+
+    def add(self, arrays: Sequence[np.ndarray], out_shape) -> None:
+        """Count one set of inputs; `out_shape` broadcasts them (None: they are already the output's shape)."""
+        hooks = self.call.operator.hooks
+        shape = tuple(out_shape) if out_shape is not None else np.shape(arrays[0])
+        self.elements += int(np.prod(shape, dtype=np.int64))
+        if not hooks:
+            return
+        by_name = dict(zip(self.call.operator.inputs, arrays))
+        for index, hook in enumerate(hooks):
+            self.counts[index] += hook.count(by_name, self.call.data_types, out_shape)
+
+    def warnings(self, prefix: str = "") -> tuple[str, ...]:
+        return tuple(prefix + hook.message(self.call.operator.name, count, self.elements, self.call.data_types)
+                     for hook, count in zip(self.call.operator.hooks, self.counts) if count)
+
+
+# ---------------------------------------------------------------- run
+
+
+def choose_backend(backend):
+    """A backend object for a name ("cpu", "gpu", "auto"), or the object itself."""
+    if not isinstance(backend, str):
+        return backend
+    from .backends import get_backend
+
+    return get_backend(backend)
+
+
+def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: HookTally | None = None) -> Outcome:
+    """Run a validated call on whole tensors. With `tally`, hooks are counted there (the caller reports)."""
+    engine = choose_backend(backend)
+    call = verdict.call
+    out = call.output
+    own_tally = tally or HookTally(call)
+    own_tally.add(arrays, out.shape)  # before the kernel: an in-place caller may overwrite the inputs
+    output = engine.execute(call.operator, arrays, out.shape, out.data_type.numpy_dtype, call.parameters)
+    return Outcome(output, verdict, engine.name, () if tally is not None else own_tally.warnings())
+
+
+def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = None,
+        before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
+    """Validate, check room for the output, execute and (with `output`, a path or '-') write the result."""
+    from .io.atomic import check_output_path, write_output
+    from .io.room import check_room_for_output
+
+    if output is not None:
+        check_output_path(output)
+    arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
+    verdict = plan_arrays(req, arrays)
+    out = verdict.call.output
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
+    if before_execute is not None:
+        before_execute(verdict)
+    outcome = execute(verdict, arrays, backend)
+    if output is not None:
+        write_output(outcome.output, output)
+    return outcome
+
+
+def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
+              chunk_bytes: int | None = None, progress=None) -> Outcome:
+    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone."""
+    from . import streaming
+    from .io.atomic import check_output_path
+    from .io.room import check_room_for_output
+
+    check_output_path(output)
+    inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
+    verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
+    out = verdict.call.output
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
+    engine = choose_backend(backend)
+    # Each backend says what chunk size suits it: a GPU wants big transfers, the CPU small buffers.
+    size = chunk_bytes or streaming.chunk_bytes_from_environment(
+        getattr(engine, "preferred_chunk_bytes", streaming.DEFAULT_CHUNK_BYTES))
+    tally = HookTally(verdict.call)
+    streaming.stream(verdict.call, inputs, Path(output), engine, chunk_bytes=size, progress=progress, tally=tally)
+    return Outcome(None, verdict, getattr(engine, "name", "custom"), tally.warnings())
+
+
+def read_sources(sources: Sequence[str], dtype: DataType | None) -> list[np.ndarray]:
+    from .io.sources import read_tensor
+
+    return [read_tensor(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
+
+
+def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
+                backend="cpu", progress=None, stream: bool = True,
+                before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
+    """A run from input arguments (.npy/.json files, '-', inline JSON): streamed where it can be
+    (.npy files in, a .npy file out, `stream` allowed), else read whole."""
+    from .io.atomic import check_output_path
+    from .streaming import is_streamable
+
+    if output is not None:
+        check_output_path(output)
+        if stream and is_streamable(sources, output):
+            return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress)
+    return run(req, read_sources(sources, dtype), backend=backend, output=output, before_execute=before_execute)
+
+
+def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
+    """Validate a call from input arguments (.npy inputs are mapped, not read)."""
+    return plan_arrays(req, read_sources(sources, dtype))
+
+
+@contextlib.contextmanager
+def no_progress(total_bytes: int):
+    yield lambda done: None

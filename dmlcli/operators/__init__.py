@@ -1,0 +1,83 @@
+"""The operator table: one declarative entry per DirectML operator, one module per family.
+
+schema.py says what an entry holds (and checks each one as it is built), parameters.py the
+parameter kinds, hooks.py the value checks that warn. Each family module (bitwise, logical,
+comparison, ...) holds its entries and their NumPy kernels. The validator, the command line, the
+API, `dispatch`, `describe` and both backends read these entries; nothing about a particular
+operator lives anywhere else. Adding an operator means adding its entry and kernel bodies to its
+family module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from ..errors import InputError
+from . import bitwise, comparison, logical
+from .schema import Operator, SupportRow, TensorSupport
+
+__all__ = ["OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "table_summary"]
+
+# Families in the order `dmlcli ops` shows them.
+FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
+    ("bitwise", bitwise.OPERATORS),
+    ("logical", logical.OPERATORS),
+    ("comparison", comparison.OPERATORS),
+)
+OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
+
+# What the table as a whole covers, for messages that must not name operators themselves.
+table_summary = "DirectML's element-wise bitwise, logical and comparison operators"
+
+
+def _check_table(operators: tuple[Operator, ...]) -> None:
+    """Self-checks across entries: names and DML_OPERATOR_TYPE values are unique."""
+    for attribute in ("dml_name", "enum_value"):
+        seen: dict = {}
+        for op in operators:
+            key = getattr(op, attribute)
+            if key in seen:
+                raise ValueError(f"operator table: {op.name} and {seen[key]} share {attribute} {key}")
+            seen[key] = op.name
+
+
+_check_table(OPERATORS)
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"[\s\-.]+", "_", str(text).strip()).upper().removeprefix("DML_OPERATOR_")
+
+
+def _spellings(op: Operator) -> tuple[str, ...]:
+    """Every accepted key: BIT_XOR and ELEMENT_WISE_BIT_XOR; ACTIVATION_RELU (and RELU, see below)."""
+    return (f"{op.prefix}_{op.name}",) + ((op.name,) if op.prefix == "ELEMENT_WISE" else ())
+
+
+def _index(operators: tuple[Operator, ...]) -> dict[str, Operator]:
+    by_key: dict[str, Operator] = {}
+    for op in operators:
+        for key in _spellings(op):
+            by_key[key] = op
+    # An activation's bare name stands for it where no ELEMENT_WISE operator has that name
+    # (IDENTITY and TANH exist in both families: the bare name is the ELEMENT_WISE one).
+    for op in operators:
+        if op.prefix != "ELEMENT_WISE":
+            by_key.setdefault(op.name, op)
+    return by_key
+
+
+_BY_KEY = _index(OPERATORS)
+
+
+def find_operator(text: str | Operator) -> Operator:
+    """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR."""
+    if isinstance(text, Operator):
+        return text
+    key = _normalise(text)
+    if key in _BY_KEY:
+        return _BY_KEY[key]
+    names = sorted({op.cli_name.upper() for op in OPERATORS})
+    close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
+    raise InputError(f"unknown operator {text!r}{hint}")

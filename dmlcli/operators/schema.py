@@ -1,0 +1,170 @@
+"""What one entry of the operator table holds, and the checks every entry passes as it is built.
+
+An entry is data: DirectML's names, the tensors, the parameters (parameters.py), the formula, the
+feature level introduced, the support table of every level, the constraints, the hooks that look at
+a call's inputs (hooks.py) and the two kernel bodies (NumPy and CUDA). Like NumPy's generate_umath
+type tables, an entry checks itself when it is built, so that a typo in the table fails at import
+(and in the tests), not in a user's run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from ..data_types import DataType
+from ..feature_levels import FeatureLevel, level
+from .hooks import Hook
+from .parameters import Parameter, all_options
+
+DIMS_1_TO_8 = tuple(range(1, 9))
+DIMS_4 = (4,)
+DIMS_4_TO_5 = (4, 5)
+
+
+@dataclass(frozen=True)
+class TensorSupport:
+    """What one tensor of an operator accepts in one row of a support table."""
+
+    dims: tuple[int, ...]
+    data_types: tuple[DataType, ...]
+
+    def describe_dims(self) -> str:
+        if len(self.dims) > 1 and self.dims == tuple(range(self.dims[0], self.dims[-1] + 1)):
+            return f"{self.dims[0]} to {self.dims[-1]}"
+        return ", ".join(str(d) for d in self.dims)
+
+    def describe_data_types(self) -> str:
+        return ", ".join(t.name for t in self.data_types)
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """One 'DML_FEATURE_LEVEL_x_y and above' section of a page's tensor-support table."""
+
+    level: FeatureLevel
+    tensors: Mapping[str, TensorSupport]
+
+
+def rows(*sections: tuple[str, tuple[int, ...], Mapping[str, tuple[DataType, ...]]]) -> tuple[SupportRow, ...]:
+    """Support rows from (level, dims, {tensor: data types}) sections, newest first as the pages print them."""
+    return tuple(SupportRow(level(short), {name: TensorSupport(dims, tuple(types)) for name, types in tensors.items()})
+                 for short, dims, tensors in sections)
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str  # DirectML's name without prefix, e.g. "BIT_XOR"
+    enum_value: int  # DML_OPERATOR_TYPE value
+    family: str  # how `dmlcli ops` groups it: bitwise, logical, comparison, ...
+    summary: str
+    formula: str
+    introduced: FeatureLevel
+    inputs: tuple[str, ...]  # DESC field names of the input tensors, in order
+    support: tuple[SupportRow, ...]
+    same_data_type: tuple[str, ...]  # tensors whose DataType must be equal
+    same_sizes: tuple[str, ...]  # tensors whose DimensionCount and Sizes must be equal
+    # NumPy kernel: (input arrays broadcast to one shape, output dtype, typed parameters by field) -> output.
+    # Kernels are element-wise, so the streaming executor may call them on any slice of the inputs.
+    cpu_kernel: Callable
+    # CUDA C++ expression of one element (backends/gpu_kernels.py): inputs by cuda_names; W, the
+    # first input's width in bits; each parameter by the names its kind gives (parameters.py).
+    # Native-encoding operators see the unsigned bit pattern, the others the value.
+    cuda_body: str
+    output: str = "OutputTensor"
+    prefix: str = "ELEMENT_WISE"  # DML_OPERATOR_<prefix>_<name>
+    parameters: tuple[Parameter, ...] = ()
+    default_output_type: DataType | None = None  # when the output type is a free choice
+    native_encoding: bool = False  # bitwise work on the bit pattern, whatever the data type
+    in_place: bool = False
+    hooks: tuple[Hook, ...] = ()  # checks of the inputs' values that may warn (see hooks.py)
+    cuda_names: tuple[str, ...] = ()  # the body's names for the inputs; default x, or a and b
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_entry(self)
+
+    @property
+    def dml_name(self) -> str:
+        return f"DML_OPERATOR_{self.prefix}_{self.name}"
+
+    @property
+    def cli_name(self) -> str:
+        return self.name.lower() if self.prefix == "ELEMENT_WISE" else f"{self.prefix}_{self.name}".lower()
+
+    @property
+    def tensors(self) -> tuple[str, ...]:
+        return self.inputs + (self.output,)
+
+    @property
+    def output_type_is_choice(self) -> bool:
+        return self.output not in self.same_data_type
+
+    @property
+    def kernel_input_names(self) -> tuple[str, ...]:
+        if self.cuda_names:
+            return self.cuda_names
+        return ("x",) if len(self.inputs) == 1 else ("a", "b")
+
+    @property
+    def options(self) -> dict[str, Parameter]:
+        """Each API keyword (command-line option) of this operator, mapped to its parameter."""
+        return all_options(self.parameters)
+
+    def row_at(self, feature_level: FeatureLevel) -> SupportRow | None:
+        """The newest support row at or below `feature_level`; None where the operator is absent."""
+        found = [row for row in self.support if row.level <= feature_level]
+        return max(found, key=lambda row: row.level) if found else None
+
+
+def check_entry(op: Operator) -> None:
+    """The table's self-checks: raise ValueError naming the entry and what is wrong with it."""
+    def fail(why: str) -> None:
+        raise ValueError(f"operator table entry {op.name}: {why}")
+
+    tensors = op.tensors
+    if len(set(tensors)) != len(tensors):
+        fail(f"a tensor is named twice in {tensors}")
+    for constraint, names in (("same_data_type", op.same_data_type), ("same_sizes", op.same_sizes)):
+        for name in names:
+            if name not in tensors:
+                fail(f"{constraint} names {name}, which is not one of its tensors {tensors}")
+    if not op.support:
+        fail("has no support rows")
+    if min(row.level for row in op.support) != op.introduced:
+        fail(f"introduced at {op.introduced} but its oldest support row is at "
+             f"{min(row.level for row in op.support)}")
+    if len({row.level for row in op.support}) != len(op.support):
+        fail("two support rows for the same feature level")
+    for row in op.support:
+        if set(row.tensors) != set(tensors):
+            fail(f"the {row.level.short} support row covers {sorted(row.tensors)}, not every tensor {sorted(tensors)}")
+        for name, support in row.tensors.items():
+            if not support.data_types or not support.dims:
+                fail(f"the {row.level.short} row gives {name} no data types or no dimension counts")
+    if op.output_type_is_choice and op.default_output_type is None and not _output_follows_a_rule(op):
+        fail("its output type is a choice, so it needs a default_output_type")
+    if op.default_output_type is not None and not any(op.default_output_type in row.tensors[op.output].data_types
+                                                      for row in op.support):
+        fail(f"default output type {op.default_output_type.name} is in no support row")
+    options = [option for parameter in op.parameters for option in parameter.options]
+    if len(set(options)) != len(options):
+        fail(f"two parameters take the same option in {options}")
+    for parameter in op.parameters:
+        try:
+            parameter.check_declaration(tensors)
+        except ValueError as error:
+            fail(str(error))
+    for hook in op.hooks:
+        for name in hook.tensors:
+            if name not in op.inputs:
+                fail(f"hook {type(hook).__name__} reads {name}, which is not one of its inputs")
+    if op.cuda_names and len(op.cuda_names) != len(op.inputs):
+        fail(f"cuda_names {op.cuda_names} do not name each of the inputs {op.inputs}")
+    if not op.cuda_body.strip():
+        fail("has no cuda_body")
+
+
+def _output_follows_a_rule(op: Operator) -> bool:
+    # An output tied to no input and with one allowed type in every row needs no default.
+    return all(len(row.tensors[op.output].data_types) == 1 for row in op.support)
