@@ -164,7 +164,8 @@ class _Job:
     def _chunks(self, readers, pending: deque) -> Iterator[list[np.ndarray]]:
         for number, box in enumerate(self.boxes()):
             slot = number % BUFFERS_PER_INPUT
-            chunk = [reader.read(box, slot) for reader in readers]
+            chunk = [np.broadcast_to(x, _box_shape(box)) for x in self.call.complete(
+                [reader.read(box, slot) for reader in readers])]
             if self.tally is not None:  # each chunk is already the box's shape: every element counts once
                 self.tally.add(chunk, None)
             pending.append(box)

@@ -38,10 +38,22 @@ class Call:
     tensors: Mapping[str, TensorInfo]  # inputs and output, by DESC field name
     parameters: Mapping[str, object]  # typed values by DESC field name (see operators/parameters.py)
     broadcast: bool = False
+    absent: tuple[str, ...] = ()  # optional inputs the call leaves out (validation skips them)
 
     @property
     def data_types(self) -> dict[str, DataType]:
         return {name: tensor.data_type for name, tensor in self.tensors.items()}
+
+    def complete(self, arrays: Sequence) -> list:
+        """Every input of the operator, in order: the given arrays, and zeros (one element, broadcast to any
+        shape) of the declared type for each optional input the call leaves out."""
+        if not self.absent:
+            return list(arrays)
+        given = iter(arrays)
+        rank = len(self.output.shape)
+        like = dict(self.operator.optional_inputs)
+        return [np.zeros((1,) * rank, self.tensors[like[name]].data_type.numpy_dtype) if name in self.absent
+                else next(given) for name in self.operator.inputs]
 
     @property
     def output(self) -> TensorInfo:
@@ -86,7 +98,7 @@ def _shape_problems(call: Call):
             count = math.prod(tensor.shape)
             yield Problem(
                 f"{tensor.name} has {count} elements; a DirectML tensor holds at most {MAX_ELEMENTS} (2^32-1)", "rule")
-    tied = [call.tensors[name] for name in op.same_sizes]
+    tied = [call.tensors[name] for name in op.same_sizes if name in call.tensors]
     for tensor in tied[1:]:
         if tensor.shape != tied[0].shape:
             # Inputs of different shapes may be meant to broadcast; an output of the wrong shape (a
@@ -105,7 +117,12 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
     if row is None:
         yield Problem(f"the operator is not available at {feature_level} (introduced in {op.introduced})", "table")
         return
+    if call.absent and (op.optional_since is None or feature_level < op.optional_since):
+        yield Problem(f"{_join_names(call.absent)} may be left out only from {op.optional_since} "
+                      f"(it is required at {feature_level})", "table")
     for name in op.tensors:
+        if name not in call.tensors:
+            continue
         tensor, support = call.tensors[name], row.tensors[name]
         if tensor.data_type not in support.data_types:
             yield Problem(
@@ -119,7 +136,7 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
 
 def _type_problems(call: Call):
     op = call.operator
-    tied = [call.tensors[name] for name in op.same_data_type]
+    tied = [call.tensors[name] for name in op.same_data_type if name in call.tensors]
     for tensor in tied[1:]:
         if tensor.data_type != tied[0].data_type:
             yield Problem(
@@ -191,16 +208,27 @@ def build_call(
     don't, unless `output_shape` gives it (a DxDispatch desc's OutputTensor Sizes): the same-Sizes
     rule then checks it like any tensor.
     """
-    if len(inputs) != len(operator.inputs):
-        noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
-        raise InputError(
-            f"{operator.name} takes {len(operator.inputs)} {noun} ({', '.join(operator.inputs)}); got {len(inputs)}")
-    shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(operator.inputs, inputs)}
+    names = _given_inputs(operator, len(inputs))
+    shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(names, inputs)}
     if broadcast:
         common = broadcast_shape(operator, shapes)
         shapes = {name: common for name in shapes}
-    types = {name: data_type for name, (data_type, _) in zip(operator.inputs, inputs)}
-    tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in operator.inputs}
-    out_shape = tuple(int(s) for s in output_shape) if output_shape is not None else shapes[operator.inputs[0]]
+    types = {name: data_type for name, (data_type, _) in zip(names, inputs)}
+    tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in names}
+    out_shape = tuple(int(s) for s in output_shape) if output_shape is not None else shapes[names[0]]
     tensors[operator.output] = TensorInfo(operator.output, output_data_type(operator, types, output_type), out_shape)
-    return Call(operator, tensors, {}, broadcast)
+    absent = tuple(name for name in operator.inputs if name not in names)
+    return Call(operator, tensors, {}, broadcast, absent)
+
+
+def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
+    """The inputs a call of `count` tensors gives: all of them, or only the required ones."""
+    if count == len(operator.inputs):
+        return operator.inputs
+    if operator.optional_inputs and count == len(operator.required_inputs):
+        return operator.required_inputs
+    noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
+    expected = str(len(operator.inputs))
+    if operator.optional_inputs:
+        expected = f"{len(operator.required_inputs)} or {len(operator.inputs)}"
+    raise InputError(f"{operator.name} takes {expected} {noun} ({', '.join(operator.inputs)}); got {count}")

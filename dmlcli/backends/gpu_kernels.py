@@ -88,12 +88,51 @@ _DEVICE_PRIMITIVES = "\n".join([
     DEVICE_END,
 ])
 # FLOAT32 and FLOAT16 values reach the body as dml_f32, whose operators are the primitives above.
+# IEEE float32 arithmetic in inline PTX without .ftz, for the same reason: CuPy compiles with
+# -ftz=true whatever options are passed (measured on an H100: bench/ftz_probe.py), which flushes
+# subnormal inputs and results of every compiler-made float32 operation. Each is one correctly
+# rounded operation (.rn), so FLOAT32 ADD/SUBTRACT/MULTIPLY/DIVIDE/SQRT/RECIP match NumPy bit for bit.
+_ARITHMETIC = (("add", "add.rn.f32"), ("sub", "sub.rn.f32"), ("mul", "mul.rn.f32"), ("div", "div.rn.f32"))
+_ARITHMETIC_PRIMITIVES = "\n".join([
+    *[f"__device__ __forceinline__ float dml_{name}(float a, float b) {{\n"
+      f"    float r;\n"
+      f'    asm("{ptx} %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));\n'
+      f"    return r;\n}}" for name, ptx in _ARITHMETIC],
+    "__device__ __forceinline__ float dml_sqrt_rn(float a) {",
+    "    float r;",
+    '    asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(a));',
+    "    return r;",
+    "}",
+    "__device__ __forceinline__ float dml_fma_rn(float a, float b, float c) {",
+    "    float r;",
+    '    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));',
+    "    return r;",
+    "}",
+])
+# FLOAT32 and FLOAT16 values reach the body as dml_f32, whose operators are the primitives above:
+# a body writes a + b, a * 0.5f, -x, a < b, and gets IEEE results. `(float)x` (or x.v) gives the
+# plain float for CUDA's math functions (expf, sinf, ...), whose results the approximate
+# operators' tolerances cover; dml_f32{...} wraps a float again.
 _PRELUDE = "\n".join([
     _DEVICE_PRIMITIVES,
-    "struct dml_f32 { float v; };",
+    _ARITHMETIC_PRIMITIVES,
+    "struct dml_f32 {",
+    "    float v;",
+    "    __device__ __forceinline__ explicit operator float() const { return v; }",
+    "    __device__ __forceinline__ explicit operator double() const { return (double)v; }",
+    "};",
     *[f"__device__ __forceinline__ bool operator{op}(dml_f32 a, dml_f32 b) {{ return dml_{name}(a.v, b.v); }}\n"
-      f"__device__ __forceinline__ bool operator{op}(dml_f32 a, int b) {{ return dml_{name}(a.v, (float)b); }}"
+      f"__device__ __forceinline__ bool operator{op}(dml_f32 a, int b) {{ return dml_{name}(a.v, (float)b); }}\n"
+      f"__device__ __forceinline__ bool operator{op}(dml_f32 a, float b) {{ return dml_{name}(a.v, b); }}\n"
+      f"__device__ __forceinline__ bool operator{op}(float a, dml_f32 b) {{ return dml_{name}(a, b.v); }}"
       for name, op, _ in _COMPARISONS],
+    *[f"__device__ __forceinline__ dml_f32 operator{op}(dml_f32 a, dml_f32 b) {{ return dml_f32{{dml_{name}(a.v, b.v)}}; }}\n"
+      f"__device__ __forceinline__ dml_f32 operator{op}(dml_f32 a, float b) {{ return dml_f32{{dml_{name}(a.v, b)}}; }}\n"
+      f"__device__ __forceinline__ dml_f32 operator{op}(float a, dml_f32 b) {{ return dml_f32{{dml_{name}(a, b.v)}}; }}"
+      for name, op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("div", "/"))],
+    "__device__ __forceinline__ dml_f32 operator-(dml_f32 a) { return dml_f32{__uint_as_float(__float_as_uint(a.v) ^ 0x80000000u)}; }",
+    "__device__ __forceinline__ dml_f32 dml_sqrt(dml_f32 a) { return dml_f32{dml_sqrt_rn(a.v)}; }",
+    "__device__ __forceinline__ dml_f32 dml_fma(dml_f32 a, dml_f32 b, dml_f32 c) { return dml_f32{dml_fma_rn(a.v, b.v, c.v)}; }",
     "__device__ __forceinline__ bool isinf(dml_f32 x) { return (__float_as_uint(x.v) & 0x7fffffffu) == 0x7f800000u; }",
     "__device__ __forceinline__ bool isnan(dml_f32 x) { return (__float_as_uint(x.v) & 0x7fffffffu) > 0x7f800000u; }",
 ])
@@ -103,8 +142,9 @@ _PRELUDE = "\n".join([
 # so it gives the same bits on 64-bit words as on elements of any width.
 _WORD_SAFE_BODY = re.compile(r"[abx\s&|^~()]+")
 
-# NVRTC flags: IEEE float32 whatever CuPy's defaults (subnormals kept, division and square root
-# correctly rounded, no contraction of a*b+c into one rounding).
+# NVRTC flags asking for IEEE float32. CuPy's own -ftz=true still wins for compiler-made float32
+# operations, which is why the arithmetic above is inline PTX; these keep double precision and
+# CUDA's math functions on their accurate paths, and forbid contracting a*b+c into one rounding.
 COMPILE_OPTIONS = ("-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=false")
 
 Signature = tuple[str, ...]  # NumPy dtype names: each input's, then the output's
@@ -295,7 +335,7 @@ def module_source(operator: Operator, signature: Signature | None = None) -> str
     """
     if not operator.cuda_body.strip():
         raise ValueError(f"{operator.name} has no cuda_body in the operator table")
-    parts = [f"// {operator.dml_name}: {operator.formula}", _PRELUDE]
+    parts = [f"// {operator.dml_name}: {operator.formula}", _PRELUDE, operator.cuda_helpers]
     for each in ([signature] if signature is not None else signatures(operator)):
         parts.append(_apply_function(operator, each))
         parts.append(_vector_kernel(operator, each))

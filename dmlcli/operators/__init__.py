@@ -14,7 +14,7 @@ import difflib
 import re
 
 from ..errors import InputError
-from . import bitwise, comparison, logical
+from . import activation, arithmetic, bitwise, comparison, logical, quantization, selection, transcendental
 from .schema import Operator, SupportRow, TensorSupport
 
 __all__ = ["OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "table_summary"]
@@ -24,6 +24,10 @@ FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
     ("bitwise", bitwise.OPERATORS),
     ("logical", logical.OPERATORS),
     ("comparison", comparison.OPERATORS),
+    ("arithmetic", arithmetic.OPERATORS + selection.OPERATORS),
+    ("math", transcendental.OPERATORS),
+    ("activation", activation.OPERATORS),
+    ("quantization", quantization.OPERATORS),
 )
 OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
 

@@ -52,6 +52,38 @@ def rows(*sections: tuple[str, tuple[int, ...], Mapping[str, tuple[DataType, ...
                  for short, dims, tensors in sections)
 
 
+# How a float result relates to the exact value (the operator's "class", shown by describe and validate).
+EXACT = "exact"  # no rounding: an input value, a sign or bit manipulation, a comparison, a count
+ONE_ROUNDING = "one rounding"  # one correctly rounded IEEE-754 operation (a+b, a/b, sqrt)
+COMPOSITE = "composite"  # several IEEE operations: each rounded, order matters (MEAN, MODULUS_*)
+APPROXIMATE = "approximate"  # transcendental: no IEEE-defined result, checked against a tolerance
+EXACTNESS_CLASSES = (EXACT, ONE_ROUNDING, COMPOSITE, APPROXIMATE)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a float result may be from the reference and still match (`--check`, the conformance tests).
+
+    kind "ulp": at most that many units in the last place of the output type; "atol": an absolute
+    difference. Integer outputs are always compared exactly, whatever the operator's tolerance.
+    """
+
+    kind: str  # "ulp" or "atol"
+    float32: float
+    float16: float
+    source: str  # where the figure comes from (WebNN's conformance table, or dmlcli's own choice and why)
+
+    def for_dtype(self, dtype) -> float:
+        return self.float16 if str(dtype) == "float16" else self.float32
+
+    def describe(self) -> str:
+        unit = " ULP" if self.kind == "ulp" else " absolute"
+        same = self.float32 == self.float16
+        figures = (f"{self.float32:g}{unit}" if same else
+                   f"{self.float32:g}{unit} (FLOAT32), {self.float16:g}{unit} (FLOAT16)")
+        return f"{figures}; {self.source}"
+
+
 @dataclass(frozen=True)
 class Operator:
     name: str  # DirectML's name without prefix, e.g. "BIT_XOR"
@@ -79,7 +111,24 @@ class Operator:
     in_place: bool = False
     hooks: tuple[Hook, ...] = ()  # checks of the inputs' values that may warn (see hooks.py)
     cuda_names: tuple[str, ...] = ()  # the body's names for the inputs; default x, or a and b
+    # CUDA device functions the body calls (emitted once per kernel module, before the body): for
+    # results that need more than one expression. Names start with dml_<operator name>_ to stay apart.
+    cuda_helpers: str = ""
     notes: tuple[str, ...] = ()
+    exactness: str = EXACT  # one of EXACTNESS_CLASSES, for float results (integer results are always exact)
+    tolerance: Tolerance | None = None  # for float outputs of operators that are not exact
+    # Inputs that may be left out (QUANTIZE_LINEAR's ZeroPoint), each with the tensor whose data type
+    # it then takes: a call gives every input or only the required ones, in order. A left-out input
+    # is skipped by validation and given to the kernels as zeros of that type (DirectML's meaning of
+    # a NULL zero point), so kernels always see every input. `optional_since`: the first level that
+    # lets them be left out.
+    optional_inputs: tuple[tuple[str, str], ...] = ()
+    optional_since: FeatureLevel | None = None
+
+    @property
+    def required_inputs(self) -> tuple[str, ...]:
+        optional = {name for name, _ in self.optional_inputs}
+        return tuple(name for name in self.inputs if name not in optional)
 
     def __post_init__(self) -> None:
         check_entry(self)
@@ -163,6 +212,19 @@ def check_entry(op: Operator) -> None:
         fail(f"cuda_names {op.cuda_names} do not name each of the inputs {op.inputs}")
     if not op.cuda_body.strip():
         fail("has no cuda_body")
+    if op.exactness not in EXACTNESS_CLASSES:
+        fail(f"exactness {op.exactness!r} is not one of {EXACTNESS_CLASSES}")
+    if op.exactness == EXACT and op.tolerance is not None:
+        fail("is exact, so it takes no tolerance")
+    if op.exactness != EXACT and op.tolerance is None:
+        fail(f"is {op.exactness}, so its float results need a tolerance")
+    if op.tolerance is not None and op.tolerance.kind not in ("ulp", "atol"):
+        fail(f"tolerance kind {op.tolerance.kind!r} is not 'ulp' or 'atol'")
+    for name, like in op.optional_inputs:
+        if name not in op.inputs or like not in tensors:
+            fail(f"optional input {name} (typed like {like}) is not one of its tensors")
+    if op.optional_inputs and op.optional_since is None:
+        fail("has optional inputs but no optional_since level")
 
 
 def _output_follows_a_rule(op: Operator) -> bool:
