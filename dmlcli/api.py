@@ -28,23 +28,28 @@ def plan(op, inputs: Sequence[tuple], *, feature_level=None, broadcast=False, ou
     return engine.plan(req, inputs)
 
 
-def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, **parameters) -> Verdict:
+def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, float_rules=None,
+             **parameters) -> Verdict:
     """Check a call without running it; raise dmlcli.ValidationError if DirectML would reject it.
 
     Returns the Verdict, whose `lowest_feature_level` is the first level that accepts the call.
     """
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype, **parameters)
+    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, **parameters)
     return engine.plan_arrays(req, [engine.as_input_array(a, i + 1) for i, a in enumerate(arrays)])
 
 
-def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", **parameters) -> np.ndarray:
+def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
+        **parameters) -> np.ndarray:
     """Validate and run a DirectML element-wise operator; return the output as a NumPy array.
 
     Raises dmlcli.ValidationError when the call breaks the operator's rules at `feature_level`
     (default: the newest, 6_4), and dmlcli.BackendUnavailableError when `backend` cannot run.
     Warnings (such as shift counts past the width) are issued as dmlcli.DmlcliWarning.
+    `float_rules="d3d"` gives the result under Direct3D's float rules instead of IEEE-754's.
     """
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype, **parameters)
+    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, **parameters)
     outcome = engine.run(req, arrays, backend=backend)
     _warn(outcome.warnings)
     return outcome.output
@@ -52,14 +57,15 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
 
 def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_level=None, broadcast=False,
               output_dtype=None, backend="cpu", chunk_bytes: int | None = None, progress=None,
-              **parameters) -> Verdict:
+              float_rules=None, **parameters) -> Verdict:
     """Run an operator from .npy files into a .npy file in constant memory (read, compute, write chunk by chunk).
 
     The call is validated from the files' headers alone; the output is written atomically, so it may
     name one of the inputs. `dtype`, when given, must agree with the files. `progress(total_bytes)`
     may return a context manager that yields an `advance(bytes)` callable. Returns the Verdict.
     """
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype, **parameters)
+    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, **parameters)
     declared = None if dtype is None else engine.data_type_of(dtype)
     outcome = engine.run_files(req, [str(x) for x in inputs], str(output), dtype=declared, backend=backend,
                                chunk_bytes=chunk_bytes, progress=progress)

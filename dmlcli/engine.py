@@ -43,6 +43,7 @@ class Request:
     broadcast: bool = False
     output_type: DataType | None = None
     output_shape: tuple[int, ...] | None = None
+    float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -66,13 +67,16 @@ class Outcome:
 
 
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
-            desc_fields: Mapping[str, object] | None = None, **options) -> Request:
+            desc_fields: Mapping[str, object] | None = None, float_rules=None, **options) -> Request:
     """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
+    from .backends.float_rules import parse_float_rules
+
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
     return Request(operator, parse_feature_level(feature_level), dict(options), desc_fields, bool(broadcast),
-                   output_type, None if output_shape is None else tuple(int(s) for s in output_shape))
+                   output_type, None if output_shape is None else tuple(int(s) for s in output_shape),
+                   parse_float_rules(float_rules))
 
 
 def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
@@ -114,7 +118,7 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]]) -> Ve
     """Validate the call for inputs of these data types and shapes (no data needed)."""
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
                             broadcast=req.broadcast)
-    call = replace(call, parameters=req.typed_parameters(call.data_types))
+    call = replace(call, parameters=req.typed_parameters(call.data_types), float_rules=req.float_rules)
     return check(call, req.feature_level)
 
 
@@ -161,19 +165,21 @@ class HookTally:
 # ---------------------------------------------------------------- run
 
 
-def choose_backend(backend):
-    """A backend object for a name ("cpu", "gpu", "auto"), or the object itself."""
-    if not isinstance(backend, str):
-        return backend
-    from .backends import get_backend
+def choose_backend(backend, float_rules: str = "ieee"):
+    """A backend object for a name ("cpu", "gpu", "auto"), or the object itself, under `float_rules`."""
+    from .backends.float_rules import with_float_rules
 
-    return get_backend(backend)
+    if isinstance(backend, str):
+        from .backends import get_backend
+
+        backend = get_backend(backend)
+    return with_float_rules(backend, float_rules)
 
 
 def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: HookTally | None = None) -> Outcome:
     """Run a validated call on whole tensors. With `tally`, hooks are counted there (the caller reports)."""
-    engine = choose_backend(backend)
     call = verdict.call
+    engine = choose_backend(backend, call.float_rules)
     out = call.output
     arrays = call.complete(arrays)
     own_tally = tally or HookTally(call)
@@ -214,7 +220,7 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
     out = verdict.call.output
     check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
-    engine = choose_backend(backend)
+    engine = choose_backend(backend, verdict.call.float_rules)
     # Each backend says what chunk size suits it: a GPU wants big transfers, the CPU small buffers.
     size = chunk_bytes or streaming.chunk_bytes_from_environment(
         getattr(engine, "preferred_chunk_bytes", streaming.DEFAULT_CHUNK_BYTES))

@@ -39,6 +39,7 @@ class Call:
     parameters: Mapping[str, object]  # typed values by DESC field name (see operators/parameters.py)
     broadcast: bool = False
     absent: tuple[str, ...] = ()  # optional inputs the call leaves out (validation skips them)
+    float_rules: str = "ieee"  # "ieee" or "d3d": which floating-point rules the result follows
 
     @property
     def data_types(self) -> dict[str, DataType]:

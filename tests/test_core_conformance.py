@@ -40,19 +40,59 @@ def test_all_cases_are_present(shared_dir):
     assert len(list((shared_dir / "conformance" / "onnx_elementwise").glob("*.json"))) == 177
 
 
+def run_case(case, inputs, **extra):
+    """dmlcli.run with the case's parameters (DirectML field names in snake_case, as the API takes them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dmlcli.DmlcliWarning)
+        return dmlcli.run(case["op"], *inputs, broadcast=case.get("broadcast", False), **case.get("params", {}), **extra)
+
+
+def assert_matches(got, expected, case):
+    """Bit for bit, or within the case's own tolerance (onnx_elementwise/README: |got - want| <= atol + rtol*|want|,
+    NaN matches NaN, equal infinities match)."""
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    tolerance = case.get("tolerance", {"exact": True})
+    if tolerance.get("exact"):
+        assert got.tobytes() == expected.tobytes()
+        return
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=tolerance["rtol"],
+                               atol=tolerance["atol"], equal_nan=True)
+
+
+def refused_by_directml(case) -> bool:
+    return str(case.get("directml_support", "")).startswith("unsupported")
+
+
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_case(path):
     case = json.loads(path.read_text())
     skip_unless_implemented(case)
     case, inputs, expected = load(path)
-    params = case.get("params", {})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dmlcli.DmlcliWarning)
-        got = dmlcli.run(case["op"], *inputs, broadcast=case.get("broadcast", False),
-                         infinity_mode=params.get("infinity_mode", "either"), output_dtype=params.get("output_dtype"))
-    assert got.dtype == expected.dtype
-    assert got.shape == expected.shape
-    assert got.tobytes() == expected.tobytes()
+    if refused_by_directml(case):
+        with pytest.raises(dmlcli.ValidationError):
+            run_case(case, inputs)
+        return
+    assert_matches(run_case(case, inputs), expected, case)
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx_elementwise"], ids=lambda p: p.stem)
+def test_lowest_feature_level_of_the_elementwise_vectors(path):
+    """Each case's directml_support names the lowest level whose table accepts it (onnx_elementwise/README)."""
+    case = json.loads(path.read_text())
+    skip_unless_implemented(case)
+    case, inputs, _ = load(path)
+    if refused_by_directml(case):
+        return
+    verdict = dmlcli.validate(case["op"], *inputs, broadcast=case.get("broadcast", False), **case.get("params", {}))
+    claimed = case["directml_support"].removeprefix("DML_FEATURE_LEVEL_")
+    if len(verdict.call.output.shape) in (4, 5) or claimed >= "3_0":
+        # Below 3_0 the rows take 4 (or 4 to 5) dimensions only, so lower-rank cases start at 3_0.
+        assert verdict.lowest_feature_level.short == claimed or (
+            len(verdict.call.output.shape) not in (4, 5) and verdict.lowest_feature_level.short == "3_0"
+            and claimed < "3_0")
+    else:
+        assert verdict.lowest_feature_level.short == "3_0"
 
 
 @pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx"], ids=lambda p: p.stem)
@@ -74,19 +114,28 @@ def test_lowest_feature_level(path):
         assert verdict.lowest_feature_level.short == "3_0"
 
 
-@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx"][::6], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name in ("onnx", "onnx_elementwise")][::6],
+                         ids=lambda p: p.stem)
 def test_case_through_the_command_line(path, tmp_path):
-    case, _, _ = load(path)
+    case = json.loads(path.read_text())
+    skip_unless_implemented(case)
+    case, _, expected = load(path)
     files = []
     for i, tensor in enumerate(case["inputs"]):
         files.append(tmp_path / f"in{i}.json")
         files[-1].write_text(json.dumps(tensor))
     (tmp_path / "expected.json").write_text(json.dumps(case["expected"]))
-    args = ["run", case["op"], *map(str, files), "--check", str(tmp_path / "expected.json")]
+    args = ["run", case["op"], *map(str, files)]
     if case.get("broadcast"):
         args.append("--broadcast")
     for key, value in case.get("params", {}).items():
-        args += [f"--{key.replace('_', '-')}", value]
-    result = CliRunner().invoke(cli, args)
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    result = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "out.npy")])
+    if refused_by_directml(case):
+        assert result.exit_code == 3, result.output
+        return
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("PASSED")
+    assert_matches(np.load(tmp_path / "out.npy"), expected, case)
+    if case.get("tolerance", {"exact": True}).get("exact"):
+        checked = CliRunner().invoke(cli, args + ["--check", str(tmp_path / "expected.json")])
+        assert checked.exit_code == 0 and checked.output.startswith("PASSED"), checked.output

@@ -5,6 +5,7 @@ out by hand (or with plain Python integers and struct), never with dmlcli's kern
 """
 
 import json
+import warnings
 import re
 import struct
 import subprocess
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import dmlcli
 import pytest
 from click.testing import CliRunner
 
@@ -111,12 +113,58 @@ EXPECTED_OUTPUT = {
 
 
 def test_every_operator_has_a_model():
+    """The hand-written models cover the bitwise, logical and comparison families (the others: generated below)."""
     from dmlcli.operators import OPERATORS
 
     used = set()
     for path in MODELS.glob("*.json"):
         used |= {d.operator.name for d in load_model(path).dispatchables.values()}
-    assert used == {op.name for op in OPERATORS}
+    assert used == {op.name for op in OPERATORS if op.family in ("bitwise", "logical", "comparison")}
+
+
+def _desc_value(parameter, data_type):
+    """A DESC field as a model writes it: each kind's default, spelled the DxDispatch way."""
+    value = parameter.parse({}, {name: data_type for name in ("InputTensor", "OutputTensor", "ATensor")})
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    return float(value) if isinstance(value, np.floating) else int(value)
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op.cli_name) for op in __import__("dmlcli").OPERATORS])
+def test_every_operator_runs_in_a_generated_model_as_in_run(op, tmp_path, monkeypatch):
+    """Each operator through a DxDispatch model, DESC fields by their DirectML names, gives dmlcli.run's bytes."""
+    from dmlcli.feature_levels import NEWEST
+
+    row = op.row_at(NEWEST)
+    data_types = {name: row.tensors[name].data_types[0] for name in op.tensors}
+    for name in op.same_data_type:
+        data_types[name] = row.tensors[op.same_data_type[0]].data_types[0]
+    rng = np.random.default_rng(7)
+    arrays = []
+    for name in op.inputs:
+        dtype = data_types[name].numpy_dtype
+        values = rng.integers(0, 4, size=4) if dtype.kind in "iu" else rng.standard_normal(4) * 2
+        arrays.append(values.astype(dtype))
+    out_type = data_types[op.output]
+    resources = {name: buffer(data_types[name].name, arrays[i].tolist()) for i, name in enumerate(op.inputs)}
+    resources["Out"] = buffer(out_type.name, [0] * 4)
+    desc = {name: tensor(data_types[name].name, [4]) for name in op.tensors}
+    for parameter in op.parameters:
+        if parameter.required_in_desc:
+            desc[parameter.field] = _desc_value(parameter, out_type)
+    bindings = {name: name for name in op.inputs}
+    bindings[op.output] = "Out"
+    commands = [{"type": "dispatch", "dispatchable": "op", "bindings": bindings},
+                {"type": "writeFile", "targetPath": "out.npy", "resource": "Out", "dimensions": [4]}]
+    model = {"op": {"type": op.dml_name, "desc": desc}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dmlcli.DmlcliWarning)
+        result = run_generated(tmp_path, monkeypatch, resources, model, commands)
+        expected = dmlcli.run(op.cli_name, *arrays, output_dtype=out_type.numpy_dtype if op.output_type_is_choice else None)
+    assert result.exit_code == 0, result.output
+    assert np.load(tmp_path / "out.npy").tobytes() == expected.tobytes()
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_OUTPUT))
@@ -174,13 +222,6 @@ def test_timing_statistics_follow_dxdispatch():
 
 SHARED = ["dml_element_wise_add.json", "dml_element_wise_clip.json", "dml_element_wise_identity.json",
           "dml_owned_tensors.json", "dml_scalar_union_fp16.json"]
-SHARED_OPERATORS = {"dml_element_wise_add.json": ("add", "DML_OPERATOR_ELEMENT_WISE_ADD"),
-                    "dml_element_wise_clip.json": ("clip", "DML_OPERATOR_ELEMENT_WISE_CLIP"),
-                    "dml_element_wise_identity.json": ("identity", "DML_OPERATOR_ELEMENT_WISE_IDENTITY"),
-                    "dml_owned_tensors.json": ("add", "DML_OPERATOR_ELEMENT_WISE_ADD"),
-                    "dml_scalar_union_fp16.json": ("clip", "DML_OPERATOR_ELEMENT_WISE_CLIP1")}
-
-
 ALL_SHARED_MODELS = [
     "dmlSerializedGraph_matmul_add.json", "dml_convolution_2d.json", "dml_convolution_3d.json",
     "dml_cumulative_product.json", "dml_element_wise_add.json", "dml_element_wise_add1.json",
@@ -190,23 +231,79 @@ ALL_SHARED_MODELS = [
     "dml_slice.json", "dml_split.json", "dml_upsample_2d.json", "hlsl_add_fp16.json", "hlsl_add_fp32.json",
     "image_io.json", "onnx_dynamic_shapes.json", "onnx_gemm.json"]
 
+# What DxDispatch's seven element-wise example models print, worked out by hand from their initial values:
+# ADD 1+5, 2+8, 3-5; ADD1 with ELU (Alpha 0.5) of the same sums: 0.5*(e^-2 - 1) = -0.432332 (C++'s %g);
+# the .npy/.dat inputs both hold 1..6; CLIP to [-2.5, 2.5] in place; IDENTITY with ScaleBias 2x+10;
+# CLIP1 of the FLOAT16 sequence 1..5 to [2, 4].
+ELEMENT_WISE_MODELS = {
+    "dml_element_wise_add.json": ["Resource 'Out': 6, 10, -2"],
+    "dml_element_wise_add1.json": ["Resource 'Out': 6, 10, -0.432332"],
+    "dml_element_wise_add_npy.json": ["Resource 'Out': 2, 4, 6, 8, 10, 12",
+                                      "Resource 'Out' written to 'dml_element_wise_add_output.npy'",
+                                      "Resource 'Out' written to 'dml_element_wise_add_output.dat'"],
+    "dml_element_wise_clip.json": ["Resource 'A': -2.5, -2.5, -2, -1, 0, 1, 2, 2.5, 2.5"],
+    "dml_element_wise_identity.json": ["Resource 'Out': 12, 14, 16"],
+    "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
+    "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
+}
+# The other eighteen, and the words their refusal must contain (exit 2, before anything runs).
+REFUSED_MODELS = {
+    "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
+    "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
+    "dml_convolution_3d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
+    "dml_cumulative_product.json": "DML_OPERATOR_CUMULATIVE_PRODUCT is a DirectML operator that dmlcli does not",
+    "dml_fill_value_sequence.json": "DML_OPERATOR_FILL_VALUE_SEQUENCE is a DirectML operator that dmlcli does not",
+    "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
+    "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
+    "dml_join.json": "DML_OPERATOR_JOIN is a DirectML operator that dmlcli does not implement",
+    "dml_reduce.json": "DML_OPERATOR_REDUCE is a DirectML operator that dmlcli does not implement",
+    "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
+    "dml_slice.json": "DML_OPERATOR_SLICE is a DirectML operator that dmlcli does not implement",
+    "dml_split.json": "DML_OPERATOR_SPLIT is a DirectML operator that dmlcli does not implement",
+    "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
+    "hlsl_add_fp16.json": "mixed-type list initialisers, which only HLSL constant buffers need",
+    "hlsl_add_fp32.json": "mixed-type list initialisers, which only HLSL constant buffers need",
+    "image_io.json": "image files are not supported by dmlcli",
+    "onnx_dynamic_shapes.json": "'deferred' (deferred buffers) is not supported",
+    "onnx_gemm.json": "'onnx' dispatchables (ONNX models)",
+}
+
 
 def test_the_shared_models_are_all_there(shared_dir):
     # DxDispatch's 25 example models, and the JSON schema that describes them.
     found = sorted(p.name for p in (shared_dir / "dxdispatch_models").glob("*.json"))
     assert found == sorted(ALL_SHARED_MODELS + ["_schema.json"])
-    assert set(SHARED) <= set(ALL_SHARED_MODELS)
+    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS)) == sorted(ALL_SHARED_MODELS)
 
 
-@pytest.mark.parametrize("name", SHARED)
-def test_shared_model_fails_cleanly_on_its_operator(name, tmp_path, monkeypatch, shared_dir):
+@pytest.mark.parametrize("name", sorted(ELEMENT_WISE_MODELS))
+def test_shared_element_wise_models_run(name, tmp_path, monkeypatch, shared_dir):
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(SHARED_MODELS / name, "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ELEMENT_WISE_MODELS[name]
+    if name == "dml_element_wise_add_npy.json":
+        assert np.load(tmp_path / "dml_element_wise_add_output.npy").tolist() == [2, 4, 6, 8, 10, 12]
+        assert np.fromfile(tmp_path / "dml_element_wise_add_output.dat", np.float32).tolist() == [2, 4, 6, 8, 10, 12]
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_MODELS))
+def test_shared_model_outside_the_family_fails_cleanly(name, tmp_path, monkeypatch, shared_dir):
     monkeypatch.chdir(tmp_path)
     result = dispatch(SHARED_MODELS / name)
     assert result.exit_code == 2
-    assert result.stdout == ""
-    dispatchable, operator = SHARED_OPERATORS[name]
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert f"dispatchable '{dispatchable}'" in result.stderr and f"'{operator}' is not supported" in result.stderr
+    assert REFUSED_MODELS[name] in result.stderr
+
+
+def test_an_unknown_operator_name_is_not_called_a_directml_operator(tmp_path, monkeypatch):
+    resources = {"A": buffer("UINT8", [1]), "Out": buffer("UINT8", [0])}
+    commands = [{"type": "dispatch", "dispatchable": "op", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}]
+    result = run_generated(tmp_path, monkeypatch, resources, {"op": unary("BIT_NOTT", "UINT8", [1])}, commands)
+    assert result.exit_code == 2
+    assert "unknown operator 'DML_OPERATOR_ELEMENT_WISE_BIT_NOTT' (did you mean bit_not" in result.stderr
+    assert "DirectML operator that dmlcli does not implement" not in result.stderr
 
 
 @pytest.mark.parametrize("name", SHARED)
@@ -289,7 +386,8 @@ XOR_AB = {"type": "dispatch", "dispatchable": "op", "bindings": {"ATensor": "A",
     ({"A": {"initialValuesDataType": "UINT8", "initialValues": "deferred"}}, {}, [], "deferred"),
     ({"A": {"initialValuesDataType": "UNKNOWN", "initialValues": [{"type": "UINT32", "value": 1}]}}, {}, [],
      "UNKNOWN is not supported"),
-    (AB, {"op": binary("ADD", "UINT8", [4])}, [XOR_AB], "'DML_OPERATOR_ELEMENT_WISE_ADD' is not supported"),
+    (AB, {"op": {"type": "DML_OPERATOR_GEMM", "desc": {}}}, [XOR_AB],
+     "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement"),
     (AB, {"op": binary("BIT_XOR", "UINT8", [4])}, [{**XOR_AB, "bindings": {"ATensor": "A", "OutputTensor": "Out"}}],
      "nothing bound for required tensor 'BTensor'"),
     (AB, {"op": binary("BIT_XOR", "UINT8", [4])}, [{**XOR_AB, "bindings": {**XOR_AB["bindings"], "BTensor": "Z"}}],

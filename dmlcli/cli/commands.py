@@ -19,7 +19,7 @@ def _request(operator, arguments: dict):
 
     parameters = parameter_values(arguments)
     return request(operator, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
-                   output_dtype=arguments.pop("output_dtype"), **parameters)
+                   output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"), **parameters)
 
 
 def _declared_dtype(text):
@@ -37,10 +37,13 @@ def _declared_dtype(text):
 @click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json"]), default="table",
               show_default=True, help="How to show the result on stdout when there is no -o.")
 @click.option("--check", "expected", metavar="EXPECTED", default=None,
-              help="Compare the result bit for bit with EXPECTED (.npy, .json or inline JSON); exit 1 on a mismatch.")
+              help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
+                   "and integer outputs, else within the operator's tolerance (see describe); exit 1 on a mismatch.")
+@click.option("--tolerance", metavar="RULE", default=None,
+              help="Override the tolerance of --check for float outputs: ulp:N, atol:X or exact.")
 @backend_option
 @quiet_option()
-def run(operator, inputs, output, dtype, style, expected, backend, quiet, **arguments):
+def run(operator, inputs, output, dtype, style, expected, tolerance, backend, quiet, **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
@@ -58,7 +61,10 @@ def run(operator, inputs, output, dtype, style, expected, backend, quiet, **argu
     from ..engine import run_sources
     from ..progress import progress_bar_factory
 
+    from ..comparison import parse_tolerance
+
     req = _request(operator, arguments)
+    override = parse_tolerance(tolerance) if tolerance is not None else None
     expected_array = []
 
     def read_expected(verdict) -> None:  # before any work, so that a bad EXPECTED costs nothing
@@ -77,9 +83,10 @@ def run(operator, inputs, output, dtype, style, expected, backend, quiet, **argu
             sys.stdout.write(to_json_text(outcome.output))
             return
     if expected_array:
-        from ..comparison import compare
+        from ..comparison import compare, rule_for
 
-        report, same = compare(outcome.output, expected_array[0])
+        rule = rule_for(req.operator, outcome.output.dtype, override)
+        report, same = compare(outcome.output, expected_array[0], rule)
         click.echo(report)
         if not same:
             sys.exit(EXIT_CHECK_FAILED)

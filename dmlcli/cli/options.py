@@ -81,6 +81,10 @@ def call_options(command):
                      help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
         click.option("--broadcast", is_flag=True,
                      help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
+        click.option("--float-rules", type=click.Choice(["ieee", "d3d"], case_sensitive=False), default="ieee",
+                     show_default=True,
+                     help="ieee: IEEE-754 results; d3d: Direct3D's rules, as DirectML's GPU kernels run them "
+                          "(FLOAT32 subnormals flushed to zero, NaN payloads not kept)."),
     ]
     for option in reversed(options):
         command = option(command)

@@ -456,9 +456,8 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
 def _find_model_operator(type_name: str, where: str) -> Operator:
     try:
         return find_operator(type_name)
-    except InputError:
-        raise InputError(f"{where}: operator {type_name!r} is not supported: dmlcli runs only {table_summary} "
-                         "(see 'dmlcli ops')") from None
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
 
 
 def parse_tensor_desc(tensor_field: str, value, *, where: str) -> TensorDesc:

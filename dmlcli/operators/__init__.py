@@ -15,6 +15,7 @@ import re
 
 from ..errors import InputError
 from . import activation, arithmetic, bitwise, comparison, logical, quantization, selection, transcendental
+from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
 from .schema import Operator, SupportRow, TensorSupport
 
 __all__ = ["OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "table_summary"]
@@ -32,7 +33,7 @@ FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
 OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
 
 # What the table as a whole covers, for messages that must not name operators themselves.
-table_summary = "DirectML's element-wise bitwise, logical and comparison operators"
+table_summary = "DirectML's element-wise operators (" + ", ".join(name for name, _ in FAMILIES) + ")"
 
 
 def _check_table(operators: tuple[Operator, ...]) -> None:
@@ -75,12 +76,23 @@ _BY_KEY = _index(OPERATORS)
 
 
 def find_operator(text: str | Operator) -> Operator:
-    """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR."""
+    """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR.
+
+    A DirectML operator outside the element-wise family (CONVOLUTION, ACTIVATION_SOFTMAX) gets a
+    message saying so; a name DirectML does not have gets the closest names suggested.
+    """
     if isinstance(text, Operator):
         return text
     key = _normalise(text)
     if key in _BY_KEY:
         return _BY_KEY[key]
+    bare = key.removeprefix("ACTIVATION_")
+    if bare in AXIS_WISE_ACTIVATIONS:
+        raise InputError(f"DML_OPERATOR_ACTIVATION_{bare} normalises across axes, so it is not element-wise: "
+                         f"dmlcli runs {table_summary}")
+    if key in OTHER_OPERATORS:
+        raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
+                         f"{table_summary} (see 'dmlcli ops')")
     names = sorted({op.cli_name.upper() for op in OPERATORS})
     close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
