@@ -21,16 +21,10 @@ import numpy as np
 from .data_types import DataType, from_numpy, parse_data_type
 from .errors import InputError
 from .feature_levels import FeatureLevel, parse_feature_level
-from .operators import OPERATORS, Operator, find_operator
-from .operators.parameters import Parameter, all_options, option_flag
+from . import operators as table
+from .operators import Operator, find_operator
+from .operators.parameters import Parameter, option_flag
 from .validation import Call, Verdict, build_call, check
-
-# Every API keyword any operator takes, with the parameter that takes it (the first, where several do).
-KNOWN_OPTIONS: dict[str, Parameter] = {}
-for _op in OPERATORS:
-    for _option, _parameter in all_options(_op.parameters).items():
-        KNOWN_OPTIONS.setdefault(_option, _parameter)
-
 
 @dataclass(frozen=True)
 class Request:
@@ -88,7 +82,7 @@ def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
     for option, value in options.items():
         if option in own or value is None:
             continue
-        owner = KNOWN_OPTIONS.get(option)
+        owner = table.known_options().get(option)
         if owner is None:
             raise InputError(f"{operator.name}: unknown parameter {option!r} (it takes "
                              f"{', '.join(own) or 'no parameters'})")

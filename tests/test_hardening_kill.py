@@ -39,7 +39,7 @@ def start_run(source: Path, target: Path, chunk: str) -> subprocess.Popen:
     env = dict(os.environ, DMLCLI_CHUNK_BYTES=chunk, NO_COLOR="1")
     env.pop("DMLCLI_DEBUG", None)
     return subprocess.Popen([sys.executable, "-m", "dmlcli", "run", "bit_not", str(source), "-o", str(target), "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def temporary_files(folder: Path, target: Path, pid: int | None = None) -> list[str]:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import click
 
 from ..backends import BACKEND_NAMES
-from ..engine import KNOWN_OPTIONS
-from ..operators import OPERATORS
+from .. import operators as table
 from ..operators.parameters import option_flag
+
+# Built once, when the command line is imported: a family registered later has no options here.
+KNOWN_OPTIONS = table.known_options()
 
 
 def complete_operator(ctx, param, incomplete):
-    return [op.cli_name for op in OPERATORS if op.cli_name.startswith(incomplete.lower())]
+    return [op.cli_name for op in table.OPERATORS if op.cli_name.startswith(incomplete.lower())]
 
 
 def complete_level(ctx, param, incomplete):
@@ -27,7 +29,7 @@ def complete_level(ctx, param, incomplete):
 
 
 def _owners(option: str) -> str:
-    names = [op.name for op in OPERATORS if option in op.options]
+    names = [op.name for op in table.OPERATORS if option in op.options]
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 

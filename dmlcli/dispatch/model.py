@@ -419,7 +419,7 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     kind = _UNSUPPORTED_DISPATCHABLES.get(type_name.lower())
     if kind is not None:
         raise InputError(f"{where}: {type_name!r} dispatchables ({kind}) are not supported: dmlcli runs only "
-                         f"{table_summary}")
+                         f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
     _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
                 where, "dispatchable")

@@ -16,9 +16,11 @@ import re
 from ..errors import InputError
 from . import activation, arithmetic, bitwise, comparison, logical, quantization, selection, transcendental
 from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
+from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
 
-__all__ = ["OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "table_summary"]
+__all__ = ["OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "known_options",
+           "register_family", "table_summary"]
 
 # Families in the order `dmlcli ops` shows them.
 FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
@@ -32,8 +34,19 @@ FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
 )
 OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
 
-# What the table as a whole covers, for messages that must not name operators themselves.
-table_summary = "DirectML's element-wise operators (" + ", ".join(name for name, _ in FAMILIES) + ")"
+
+def table_summary() -> str:
+    """What the table as a whole covers, for messages that must not name operators themselves."""
+    return "DirectML's element-wise operators (" + ", ".join(name for name, _ in FAMILIES) + ")"
+
+
+def known_options() -> dict[str, Parameter]:
+    """Every API keyword (command-line option) any operator takes, with the first parameter that takes it."""
+    found: dict[str, Parameter] = {}
+    for op in OPERATORS:
+        for option, parameter in all_options(op.parameters).items():
+            found.setdefault(option, parameter)
+    return found
 
 
 def _check_table(operators: tuple[Operator, ...]) -> None:
@@ -48,6 +61,19 @@ def _check_table(operators: tuple[Operator, ...]) -> None:
 
 
 _check_table(OPERATORS)
+
+
+def register_family(name: str, members: tuple[Operator, ...]) -> None:
+    """Add a family of entries to the table (a plug-in, or a test's made-up operator).
+
+    Call it before importing dmlcli.cli: the command line builds its options from the table once.
+    """
+    global FAMILIES, OPERATORS, _BY_KEY
+    operators = OPERATORS + tuple(members)
+    _check_table(operators)
+    FAMILIES = FAMILIES + ((name, tuple(members)),)
+    OPERATORS = operators
+    _BY_KEY = _index(OPERATORS)
 
 
 def _normalise(text: str) -> str:
@@ -89,10 +115,10 @@ def find_operator(text: str | Operator) -> Operator:
     bare = key.removeprefix("ACTIVATION_")
     if bare in AXIS_WISE_ACTIVATIONS:
         raise InputError(f"DML_OPERATOR_ACTIVATION_{bare} normalises across axes, so it is not element-wise: "
-                         f"dmlcli runs {table_summary}")
+                         f"dmlcli runs {table_summary()}")
     if key in OTHER_OPERATORS:
         raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
-                         f"{table_summary} (see 'dmlcli ops')")
+                         f"{table_summary()} (see 'dmlcli ops')")
     names = sorted({op.cli_name.upper() for op in OPERATORS})
     close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
