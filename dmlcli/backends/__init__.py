@@ -6,14 +6,36 @@ The GPU backend is imported only when asked for, so the CPU path never pays for 
 from __future__ import annotations
 
 import importlib
+from typing import Iterable, Iterator, Mapping, Protocol
+
+import numpy as np
 
 from ..errors import InputError
 
 BACKEND_NAMES = ("cpu", "gpu", "auto")
+
+
+class Backend(Protocol):
+    """What the engine needs of a backend. `operator` is a table entry; `parameters` its typed values by
+    DESC field name; inputs come in the order of the entry's inputs, each of its own data type."""
+
+    name: str
+    preferred_chunk_bytes: int  # the streaming chunk size that suits it
+
+    def execute(self, operator, inputs: list[np.ndarray], out_shape: tuple[int, ...], out_dtype: np.dtype,
+                parameters: Mapping[str, object]) -> np.ndarray:
+        """Whole tensors in (broadcastable to `out_shape`), the whole output out."""
+
+    def execute_chunks(self, operator, chunks: Iterable[list[np.ndarray]], out_dtype: np.dtype,
+                       parameters: Mapping[str, object]) -> Iterator[np.ndarray]:
+        """For each list of equal-shaped input chunks, the output chunk, in order (it may pipeline)."""
+
+    def describe(self) -> dict:
+        """Versions and device facts, for `dmlcli info`."""
 _MODULES = {"cpu": "dmlcli.backends.cpu", "gpu": "dmlcli.backends.gpu"}
 
 
-def get_backend(name: str):
+def get_backend(name: str) -> Backend:
     """The backend object for `name`; raises BackendUnavailableError (exit 4) where it cannot run."""
     key = str(name).strip().lower()
     if key not in BACKEND_NAMES:

@@ -18,6 +18,27 @@ def _parameter_summary(op) -> str:
     return ", ".join(parts) or "-"
 
 
+def exactness_summary(op) -> str:
+    """The operator's result class and tolerance, as describe and validate print them."""
+    from ..operators.schema import EXACT
+
+    if op.exactness == EXACT:
+        return "exact (bit for bit on every backend); integer results are always exact"
+    return (f"{op.exactness} for float outputs, checked within {op.tolerance.describe()}; "
+            "integer results are exact")
+
+
+def _same_bare_name(op) -> str | None:
+    from .. import operators as table_of
+
+    twins = [other for other in table_of.OPERATORS if other.name == op.name and other is not op]
+    if not twins:
+        return None
+    element_wise = op if op.prefix == "ELEMENT_WISE" else twins[0]
+    return (f"The bare name {op.name.lower()} means {element_wise.dml_name}; "
+            f"{', '.join(t.cli_name for t in [op] + twins if t is not element_wise)} is the other one.")
+
+
 def output_type_summary(op) -> str:
     if not op.output_type_is_choice:
         return "as inputs"
@@ -31,27 +52,49 @@ def output_type_summary(op) -> str:
     return f"{' or '.join(t.name for t in choices)} (default {op.default_output_type.name})"
 
 
+def _matches(op, words: tuple[str, ...]) -> bool:
+    text = " ".join((op.cli_name, op.dml_name, op.family, op.summary)).lower()
+    return all(word.lower() in text for word in words)
+
+
 @cli.command()
-def ops():
-    """List every operator: its inputs, parameters and the feature level it came in.
+@click.argument("words", nargs=-1, metavar="[WORD]...")
+@click.option("--family", type=click.Choice(["bitwise", "logical", "comparison", "arithmetic", "math", "activation",
+                                              "quantization"]), default=None, help="Only this family.")
+def ops(words, family):
+    """List the operators by family: inputs, parameters, output type and the level each came in.
+
+    WORDs filter the list: an operator is shown when every word is in its name, family or summary.
 
     \b
-    Example:
+    Examples:
       dmlcli ops
+      dmlcli ops --family math
+      dmlcli ops relu
     """
     from rich.table import Table
 
-    from ..operators import FAMILIES
+    from .. import operators as table_of
     from ..rendering import make_console
 
-    table = Table(title="DirectML element-wise operators in dmlcli")
-    for column in ("operator", "inputs", "parameters", "output type", "introduced"):
-        table.add_column(column, no_wrap=True)
-    for _, members in FAMILIES:
-        for op in sorted(members, key=lambda o: o.name):
+    console = make_console(sys.stdout)
+    shown = 0
+    for name, members in table_of.FAMILIES:
+        chosen = [op for op in sorted(members, key=lambda o: o.cli_name)
+                  if (family is None or family == name) and _matches(op, words)]
+        if not chosen:
+            continue
+        table = Table(title=f"{name} ({len(chosen)})", title_justify="left")
+        for column in ("operator", "inputs", "parameters", "output type", "since"):
+            table.add_column(column, overflow="fold")
+        for op in chosen:
             table.add_row(op.cli_name, ", ".join(op.inputs), _parameter_summary(op), output_type_summary(op),
                           op.introduced.short)
-    make_console(sys.stdout).print(table)
+        console.print(table)
+        shown += len(chosen)
+    if shown == 0:
+        click.echo("no operator matches " + " ".join(words or (family or "",)), err=True)
+        sys.exit(1)
 
 
 @cli.command()
@@ -76,6 +119,10 @@ def describe(operator):
     console.print(op.summary, markup=False)
     console.print(f"  {op.formula}", markup=False)
     console.print(f"Introduced in {op.introduced}. Tensors: {', '.join(op.tensors)}.", markup=False)
+    console.print(f"Result: {exactness_summary(op)}", markup=False)
+    same_name = _same_bare_name(op)
+    if same_name is not None:
+        console.print(same_name, markup=False)
     for param in op.parameters:
         flags = ", ".join(option_flag(option)[2:] for option in param.options)
         values = ""

@@ -127,6 +127,9 @@ def validate(operator, inputs, dtype, **arguments):
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")
+    from .catalog import exactness_summary
+
+    click.echo(f"result: {exactness_summary(req.operator)}")
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
