@@ -54,8 +54,21 @@ CASES = [
     ("logical_less_than", "uint8", "uint8"), ("logical_greater_than_or_equal", "float16", "uint32"),
     ("logical_less_than_or_equal", "int32", "uint8"),
 ]
+# The element-wise family beyond the first 18 (FLOAT32, 1 GiB): one-rounding and exact operators (goal >= 0.9 of
+# the copy), transcendental ones (goal >= 0.8), each against CuPy's own ufunc or expression.
+FLOAT_CASES = [
+    ("add", "exact"), ("subtract", "exact"), ("multiply", "exact"), ("divide", "exact"), ("sqrt", "exact"),
+    ("recip", "exact"), ("abs", "exact"), ("negate", "exact"), ("max", "exact"), ("min", "exact"),
+    ("clip", "exact"), ("floor", "exact"), ("round", "exact"), ("identity", "exact"), ("activation_relu", "exact"),
+    ("mean", "exact"), ("exp", "approximate"), ("log", "approximate"), ("sin", "approximate"),
+    ("tanh", "approximate"), ("erf", "approximate"), ("pow", "approximate"), ("activation_sigmoid", "approximate"),
+    ("activation_gelu", "approximate"), ("activation_elu", "approximate"),
+]
+CASES += [(name, "float32", "float32") for name, _ in FLOAT_CASES]
+GOALS = {name: (0.9 if kind == "exact" else 0.8) for name, kind in FLOAT_CASES}
 E2E_CASES = [("bit_xor", "uint8", "uint8"), ("is_infinity", "float32", "uint8")]
 IO_THREADS = 8  # per read or write of one chunk
+ONLY: set[str] = set()  # --ops
 
 
 def gpu_median_seconds(cp, launch, repeats: int) -> float:
@@ -103,10 +116,28 @@ def baseline_ufunc(cp, name: str, device_inputs, count: int):
     if name in to_bool:
         out = cp.empty(count, cp.bool_)
         return (lambda: to_bool[name](*device_inputs, out=out)), out
+    float_ufuncs = {"add": cp.add, "subtract": cp.subtract, "multiply": cp.multiply, "divide": cp.divide,
+                    "sqrt": cp.sqrt, "recip": cp.reciprocal, "abs": cp.abs, "negate": cp.negative, "max": cp.fmax,
+                    "min": cp.fmin, "floor": cp.floor, "round": cp.rint, "exp": cp.exp, "log": cp.log,
+                    "sin": cp.sin, "tanh": cp.tanh, "pow": cp.power, "activation_tanh": cp.tanh}
+    if name in float_ufuncs:
+        out = cp.empty_like(device_inputs[0])
+        return (lambda: float_ufuncs[name](*device_inputs, out=out)), out
+    expressions = {"identity": lambda x: x.copy(), "clip": lambda x: cp.clip(x, -1, 1),
+                   "activation_relu": lambda x: cp.maximum(x, 0), "mean": lambda a, b: (a + b) * 0.5,
+                   "erf": None, "activation_sigmoid": lambda x: 1 / (1 + cp.exp(-x)),
+                   "activation_elu": lambda x: cp.where(x >= 0, x, cp.expm1(x)),
+                   "activation_gelu": None}
+    if expressions.get(name) is not None:
+        out = expressions[name](*device_inputs)
+        return (lambda: expressions[name](*device_inputs)), out
     return None, None
 
 
 def random_device_tensor(cp, dtype, count: int, name: str):
+    if name in GOALS:  # float operators: values in their domain, not random bit patterns
+        low = 0.1 if name in ("sqrt", "log", "pow", "recip", "divide") else -3.0
+        return cp.random.uniform(low, 3.0, size=count, dtype=cp.float32).astype(dtype)
     raw = cp.random.randint(0, 256, size=count * np.dtype(dtype).itemsize, dtype=cp.uint8)
     values = raw.view(dtype)
     if name.startswith("bit_shift"):  # counts mostly in range, so the shift does real work
@@ -115,12 +146,16 @@ def random_device_tensor(cp, dtype, count: int, name: str):
 
 
 def check_sample(cp, backend, reference, operator, device_inputs, device_out, params) -> None:
+    """Bit for bit for exact and one-rounding operators, within the operator's tolerance otherwise."""
+    from dmlcli.comparison import compare, rule_for
+
     sample = slice(0, min(device_out.size, 1 << 20))
     host_inputs = [cp.asnumpy(x[sample]) for x in device_inputs]
     expected = reference.execute(operator, host_inputs, host_inputs[0].shape, device_out.dtype, params)
     got = cp.asnumpy(device_out[sample])
-    if got.tobytes() != expected.tobytes():
-        raise SystemExit(f"{operator.name}: GPU output differs from the CPU backend's")
+    report, same = compare(got, expected, rule_for(operator, got.dtype))
+    if not same:
+        raise SystemExit(f"{operator.name}: GPU output differs from the CPU backend's: {report}")
 
 
 def resident(cp, backend, gib: float, repeats: int) -> None:
@@ -128,14 +163,18 @@ def resident(cp, backend, gib: float, repeats: int) -> None:
     copy_bw = copy_bandwidth(cp, nbytes, repeats)
     print(f"\n## Kernels on resident data: {gib:g} GiB per input; device-to-device copy "
           f"{copy_bw / 1e9:.0f} GB/s (read + write)\n")
-    print("| operator | types | dmlcli GB/s | dmlcli / copy | CuPy ufunc GB/s | CuPy / copy | dmlcli / CuPy |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| operator | types | dmlcli GB/s | dmlcli / copy | CuPy GB/s | CuPy / copy | dmlcli / CuPy | goal |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     reference = cpu.create()
     fractions = []
     for name, in_dtype, out_dtype in CASES:
+        if ONLY and name not in ONLY:
+            continue
         operator = find_operator(name)
         count = nbytes // np.dtype(in_dtype).itemsize
-        params = {p.name: p.default for p in operator.parameters}
+        signature = (np.dtype(in_dtype).name,) * len(operator.inputs) + (np.dtype(out_dtype).name,)
+        data_types = gpu_kernels.data_types_of(operator, signature)
+        params = {p.field: p.parse({}, data_types) for p in operator.parameters}
         device_inputs = [random_device_tensor(cp, in_dtype, count, name) for _ in operator.inputs]
         device_out = cp.empty(count, out_dtype)
         backend.run_resident(operator, device_inputs, device_out, params)
@@ -145,6 +184,7 @@ def resident(cp, backend, gib: float, repeats: int) -> None:
                                      repeats)
         ours = moved / seconds
         fractions.append(ours / copy_bw)
+        goal = GOALS.get(name, 0.85)
         launch, base_out = baseline_ufunc(cp, name, device_inputs, count)
         if launch is None:
             base_cells = "-", "-", "-"
@@ -153,7 +193,7 @@ def resident(cp, backend, gib: float, repeats: int) -> None:
             base = base_moved / gpu_median_seconds(cp, launch, repeats)
             base_cells = f"{base / 1e9:.0f}", f"{base / copy_bw:.2f}", f"{ours / base:.1f}x"
         print(f"| {name} | {in_dtype} -> {out_dtype} | {ours / 1e9:.0f} | {ours / copy_bw:.2f} | "
-              f"{base_cells[0]} | {base_cells[1]} | {base_cells[2]} |", flush=True)
+              f"{base_cells[0]} | {base_cells[1]} | {base_cells[2]} | {goal} |", flush=True)
         del device_inputs, device_out, base_out, launch
         cp.get_default_memory_pool().free_all_blocks()
     print(f"\nkernel / copy: median {statistics.median(fractions):.2f}, lowest {min(fractions):.2f} (goal >= 0.85)")
@@ -318,7 +358,9 @@ def end_to_end(cp, backend, gib: float, repeats: int, chunk_mib: int, directory:
             if np.asarray(result[sample]).tobytes() != want.tobytes():
                 raise SystemExit(f"{name}: the file written through the GPU differs from the CPU backend's result")
         loaded = [np.load(s) for s in sources]
-        params = {p.name: p.default for p in operator.parameters}
+        signature = (np.dtype(in_dtype).name,) * len(operator.inputs) + (np.dtype(out_dtype).name,)
+        data_types = gpu_kernels.data_types_of(operator, signature)
+        params = {p.field: p.parse({}, data_types) for p in operator.parameters}
         started = time.perf_counter()
         reference.execute(operator, loaded, loaded[0].shape, out_dtype, params)
         numpy_seconds = time.perf_counter() - started
@@ -360,12 +402,14 @@ def main() -> None:
     parser.add_argument("--chunk-mib", type=int, default=64, help="end-to-end chunk size in MiB [64]")
     parser.add_argument("--dir", default=None, help="where the .npy files go [/dev/shm if it has room, else /tmp]")
     parser.add_argument("--skip-e2e", action="store_true", help="only the resident-data kernels")
+    parser.add_argument("--ops", default="", help="comma-separated operators for the resident part [all]")
     parser.add_argument("--skip-resident", action="store_true", help="only the end-to-end runs")
     parser.add_argument("--io-threads", type=int, default=IO_THREADS, help=f"threads per chunk read or write [{IO_THREADS}]")
     parser.add_argument("--max-thread-bytes", type=int, default=None,
                         help="tuning: cap on one thread's bytes of the widest tensor "
                              f"[{gpu_kernels.MAX_THREAD_BYTES}]")
     args = parser.parse_args()
+    ONLY.update(name for name in args.ops.split(",") if name)
     IO_THREADS = args.io_threads
     if args.max_thread_bytes:
         gpu_kernels.MAX_THREAD_BYTES = args.max_thread_bytes

@@ -234,10 +234,10 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
                 before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
     """A run from input arguments (.npy/.json files, '-', inline JSON): streamed where it can be
     (.npy files in, a .npy file out, `stream` allowed), else read whole."""
-    from .io.atomic import check_output_path
-    from .streaming import is_streamable
-
     if output is not None:
+        from .io.atomic import check_output_path
+        from .streaming import is_streamable
+
         check_output_path(output)
         if stream and is_streamable(sources, output):
             return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress)

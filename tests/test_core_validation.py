@@ -209,7 +209,28 @@ def test_operator_spellings():
         assert dmlcli.find_operator(spelling).name == "BIT_XOR"
     with pytest.raises(dmlcli.InputError, match=r"unknown operator 'bit_xro' \(did you mean bit_xor"):
         dmlcli.find_operator("bit_xro")
-    assert len(dmlcli.OPERATORS) == 18
+    # DirectML's 65 ELEMENT_WISE operators and its 21 element-wise ACTIVATION operators.
+    assert len(dmlcli.OPERATORS) == 86
+    assert sum(op.prefix == "ACTIVATION" for op in dmlcli.OPERATORS) == 21
+    for spelling in ("relu", "activation_relu", "ACTIVATION_RELU", "DML_OPERATOR_ACTIVATION_RELU"):
+        assert dmlcli.find_operator(spelling).dml_name == "DML_OPERATOR_ACTIVATION_RELU"
+    # IDENTITY and TANH are in both families: the bare name is the ELEMENT_WISE one.
+    assert dmlcli.find_operator("tanh").dml_name == "DML_OPERATOR_ELEMENT_WISE_TANH"
+    assert dmlcli.find_operator("activation_tanh").dml_name == "DML_OPERATOR_ACTIVATION_TANH"
+    assert dmlcli.find_operator("identity").dml_name == "DML_OPERATOR_ELEMENT_WISE_IDENTITY"
+
+
+def test_operators_outside_the_family_are_named_as_such():
+    with pytest.raises(dmlcli.InputError, match="DML_OPERATOR_ACTIVATION_SOFTMAX normalises across axes, so it is "
+                                                "not element-wise"):
+        dmlcli.find_operator("softmax")
+    with pytest.raises(dmlcli.InputError, match="DML_OPERATOR_ACTIVATION_LOG_SOFTMAX1 normalises across axes"):
+        dmlcli.find_operator("DML_OPERATOR_ACTIVATION_LOG_SOFTMAX1")
+    with pytest.raises(dmlcli.InputError, match="DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not "
+                                                "implement"):
+        dmlcli.find_operator("gemm")
+    with pytest.raises(dmlcli.InputError, match=r"unknown operator 'gemmm' \(run 'dmlcli ops' for the list\)"):
+        dmlcli.find_operator("gemmm")
 
 
 def test_wrong_number_of_inputs_is_a_usage_error():
@@ -228,12 +249,42 @@ def test_infinity_mode_only_where_the_operator_has_it():
 
 
 def test_enum_values_match_directml_header():
-    expected = {"BIT_AND": 121, "BIT_OR": 122, "BIT_XOR": 123, "BIT_NOT": 124, "BIT_COUNT": 125,
-                "BIT_SHIFT_LEFT": 97, "BIT_SHIFT_RIGHT": 98, "LOGICAL_AND": 14, "LOGICAL_OR": 19,
-                "LOGICAL_XOR": 20, "LOGICAL_NOT": 18, "IS_INFINITY": 100, "IS_NAN": 80, "LOGICAL_EQUALS": 15,
-                "LOGICAL_GREATER_THAN": 16, "LOGICAL_LESS_THAN": 17, "LOGICAL_GREATER_THAN_OR_EQUAL": 126,
-                "LOGICAL_LESS_THAN_OR_EQUAL": 127}
-    assert {op.name: op.enum_value for op in dmlcli.OPERATORS} == expected
+    """DML_OPERATOR_TYPE values, counted in the order DirectML.h declares them (DML_OPERATOR_INVALID = 0)."""
+    expected = {
+    "ELEMENT_WISE_IDENTITY": 1, "ELEMENT_WISE_ABS": 2, "ELEMENT_WISE_ACOS": 3, "ELEMENT_WISE_ADD": 4,
+        "ELEMENT_WISE_ASIN": 5, "ELEMENT_WISE_ATAN": 6, "ELEMENT_WISE_CEIL": 7, "ELEMENT_WISE_CLIP": 8,
+        "ELEMENT_WISE_COS": 9, "ELEMENT_WISE_DIVIDE": 10, "ELEMENT_WISE_EXP": 11, "ELEMENT_WISE_FLOOR": 12,
+        "ELEMENT_WISE_LOG": 13, "ELEMENT_WISE_LOGICAL_AND": 14, "ELEMENT_WISE_LOGICAL_EQUALS": 15,
+        "ELEMENT_WISE_LOGICAL_GREATER_THAN": 16, "ELEMENT_WISE_LOGICAL_LESS_THAN": 17,
+        "ELEMENT_WISE_LOGICAL_NOT": 18, "ELEMENT_WISE_LOGICAL_OR": 19, "ELEMENT_WISE_LOGICAL_XOR": 20,
+        "ELEMENT_WISE_MAX": 21, "ELEMENT_WISE_MEAN": 22, "ELEMENT_WISE_MIN": 23, "ELEMENT_WISE_MULTIPLY": 24,
+        "ELEMENT_WISE_POW": 25, "ELEMENT_WISE_CONSTANT_POW": 26, "ELEMENT_WISE_RECIP": 27, "ELEMENT_WISE_SIN": 28,
+        "ELEMENT_WISE_SQRT": 29, "ELEMENT_WISE_SUBTRACT": 30, "ELEMENT_WISE_TAN": 31, "ELEMENT_WISE_THRESHOLD": 32,
+        "ELEMENT_WISE_QUANTIZE_LINEAR": 33, "ELEMENT_WISE_DEQUANTIZE_LINEAR": 34, "ACTIVATION_ELU": 35,
+        "ACTIVATION_HARDMAX": 36, "ACTIVATION_HARD_SIGMOID": 37, "ACTIVATION_IDENTITY": 38,
+        "ACTIVATION_LEAKY_RELU": 39, "ACTIVATION_LINEAR": 40, "ACTIVATION_LOG_SOFTMAX": 41,
+        "ACTIVATION_PARAMETERIZED_RELU": 42, "ACTIVATION_PARAMETRIC_SOFTPLUS": 43, "ACTIVATION_RELU": 44,
+        "ACTIVATION_SCALED_ELU": 45, "ACTIVATION_SCALED_TANH": 46, "ACTIVATION_SIGMOID": 47,
+        "ACTIVATION_SOFTMAX": 48, "ACTIVATION_SOFTPLUS": 49, "ACTIVATION_SOFTSIGN": 50, "ACTIVATION_TANH": 51,
+        "ACTIVATION_THRESHOLDED_RELU": 52, "ELEMENT_WISE_SIGN": 79, "ELEMENT_WISE_IS_NAN": 80,
+        "ELEMENT_WISE_ERF": 81, "ELEMENT_WISE_SINH": 82, "ELEMENT_WISE_COSH": 83, "ELEMENT_WISE_TANH": 84,
+        "ELEMENT_WISE_ASINH": 85, "ELEMENT_WISE_ACOSH": 86, "ELEMENT_WISE_ATANH": 87, "ELEMENT_WISE_IF": 88,
+        "ELEMENT_WISE_ADD1": 89, "ACTIVATION_SHRINK": 90, "ELEMENT_WISE_BIT_SHIFT_LEFT": 97,
+        "ELEMENT_WISE_BIT_SHIFT_RIGHT": 98, "ELEMENT_WISE_ROUND": 99, "ELEMENT_WISE_IS_INFINITY": 100,
+        "ELEMENT_WISE_MODULUS_TRUNCATE": 101, "ELEMENT_WISE_MODULUS_FLOOR": 102, "ELEMENT_WISE_BIT_AND": 121,
+        "ELEMENT_WISE_BIT_OR": 122, "ELEMENT_WISE_BIT_XOR": 123, "ELEMENT_WISE_BIT_NOT": 124,
+        "ELEMENT_WISE_BIT_COUNT": 125, "ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL": 126,
+        "ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL": 127, "ACTIVATION_CELU": 128, "ACTIVATION_RELU_GRAD": 129,
+        "ELEMENT_WISE_ATAN_YX": 141, "ELEMENT_WISE_CLIP_GRAD": 142, "ELEMENT_WISE_DIFFERENCE_SQUARE": 143,
+        "ELEMENT_WISE_QUANTIZED_LINEAR_ADD": 147, "ELEMENT_WISE_CLIP1": 153, "ELEMENT_WISE_CLIP_GRAD1": 154,
+        "ELEMENT_WISE_NEGATE": 156, "ACTIVATION_GELU": 157, "ACTIVATION_SOFTMAX1": 158,
+        "ACTIVATION_LOG_SOFTMAX1": 159, "ACTIVATION_HARDMAX1": 160, "ACTIVATION_SWISH": 167,
+        "ACTIVATION_HARD_SWISH": 168,
+    }
+    axis_wise = {"ACTIVATION_HARDMAX", "ACTIVATION_LOG_SOFTMAX", "ACTIVATION_SOFTMAX", "ACTIVATION_SOFTMAX1",
+                 "ACTIVATION_LOG_SOFTMAX1", "ACTIVATION_HARDMAX1"}
+    implemented = {op.dml_name.removeprefix("DML_OPERATOR_"): op.enum_value for op in dmlcli.OPERATORS}
+    assert implemented == {name: value for name, value in expected.items() if name not in axis_wise}
 
 
 def test_feature_level_numbers_do_not_spill_into_each_other():

@@ -116,10 +116,22 @@ _ARITHMETIC_PRIMITIVES = "\n".join([
 _PRELUDE = "\n".join([
     _DEVICE_PRIMITIVES,
     _ARITHMETIC_PRIMITIVES,
+    # Conversions between float and double in PTX too: under -ftz the compiler's own casts are
+    # cvt.ftz.*, which flush FLOAT32 subnormals. dml_narrow_f16 rounds a double once to FLOAT16.
+    "__device__ __forceinline__ double dml_widen(float f) {",
+    "    double d;",
+    '    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));',
+    "    return d;",
+    "}",
+    "__device__ __forceinline__ float dml_narrow(double d) {",
+    "    float f;",
+    '    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));',
+    "    return f;",
+    "}",
     "struct dml_f32 {",
     "    float v;",
     "    __device__ __forceinline__ explicit operator float() const { return v; }",
-    "    __device__ __forceinline__ explicit operator double() const { return (double)v; }",
+    "    __device__ __forceinline__ explicit operator double() const { return dml_widen(v); }",
     "};",
     *[f"__device__ __forceinline__ bool operator{op}(dml_f32 a, dml_f32 b) {{ return dml_{name}(a.v, b.v); }}\n"
       f"__device__ __forceinline__ bool operator{op}(dml_f32 a, int b) {{ return dml_{name}(a.v, (float)b); }}\n"

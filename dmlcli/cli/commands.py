@@ -61,10 +61,12 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     from ..engine import run_sources
     from ..progress import progress_bar_factory
 
-    from ..comparison import parse_tolerance
-
     req = _request(operator, arguments)
-    override = parse_tolerance(tolerance) if tolerance is not None else None
+    override = None
+    if tolerance is not None:
+        from ..comparison import parse_tolerance
+
+        override = parse_tolerance(tolerance)
     expected_array = []
 
     def read_expected(verdict) -> None:  # before any work, so that a bad EXPECTED costs nothing
