@@ -52,13 +52,20 @@ def parse_tolerance(text: str) -> Rule:
     return Rule(kind, limit, "--tolerance")
 
 
-def rule_for(operator, dtype: np.dtype, override: Rule | None = None) -> Rule:
-    """The rule a result of `operator` in `dtype` is checked by: exact for integers and exact operators."""
+def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None) -> Rule:
+    """The rule a result of `operator` in `dtype` is checked by: exact for integers and exact operators.
+
+    With a fused activation among the call's `parameters` (ADD1), the activation's tolerance applies.
+    """
     if np.dtype(dtype).kind != "f":
         return EXACT
     if override is not None:
         return override
     tolerance = getattr(operator, "tolerance", None)
+    for value in (parameters or {}).values():
+        fused = value[0] if isinstance(value, tuple) and value else None
+        if getattr(fused, "tolerance", None) is not None:
+            tolerance = fused.tolerance
     if tolerance is None:
         return EXACT
     return Rule(tolerance.kind, tolerance.for_dtype(np.dtype(dtype)), tolerance.source)

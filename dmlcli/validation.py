@@ -99,6 +99,17 @@ def _shape_problems(call: Call):
             count = math.prod(tensor.shape)
             yield Problem(
                 f"{tensor.name} has {count} elements; a DirectML tensor holds at most {MAX_ELEMENTS} (2^32-1)", "rule")
+    output = call.output
+    for name in op.inputs:
+        tensor = call.tensors.get(name)
+        if name in op.same_sizes or tensor is None or not tensor.shape:
+            continue
+        # A tensor outside the same-Sizes rule (a quantizer's scale or zero point) must still reach every
+        # output element: its Sizes broadcast to the output's.
+        if len(tensor.shape) > len(output.shape) or any(
+                size not in (1, out) for size, out in zip(tensor.shape[::-1], output.shape[::-1])):
+            yield Problem(f"{name} Sizes {describe_shape(tensor.shape)} do not broadcast to {op.output} Sizes "
+                          f"{describe_shape(output.shape)}; each of its sizes must be 1 or the output's", "rule")
     tied = [call.tensors[name] for name in op.same_sizes if name in call.tensors]
     for tensor in tied[1:]:
         if tensor.shape != tied[0].shape:
@@ -121,6 +132,12 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
     if call.absent and (op.optional_since is None or feature_level < op.optional_since):
         yield Problem(f"{_join_names(call.absent)} may be left out only from {op.optional_since} "
                       f"(it is required at {feature_level})", "table")
+    tied = [call.tensors[name] for name in row.same_data_type if name in call.tensors]
+    for tensor in tied[1:]:
+        if tensor.data_type != tied[0].data_type:
+            yield Problem(f"{tied[0].name} data type {tied[0].data_type.name} and {tensor.name} data type "
+                          f"{tensor.data_type.name} differ; at {feature_level} {_join_names(row.same_data_type)} "
+                          "must have the same DataType", "table")
     for name in op.tensors:
         if name not in call.tensors:
             continue
@@ -179,10 +196,10 @@ def output_data_type(operator: Operator, input_types: Mapping[str, DataType], re
     """The OutputTensor's DataType: as requested, else tied to the inputs, else the operator's default."""
     if requested is not None:
         return requested
-    if operator.output in operator.same_data_type:
-        first_input = next(name for name in operator.same_data_type if name in input_types)
-        return input_types[first_input]
-    if operator.default_output_type is not None:
+    tied = next((name for name in operator.same_data_type if name in input_types), None)
+    if operator.output in operator.same_data_type and tied is not None:
+        return input_types[tied]
+    if operator.default_output_type is not None:  # a choice, or tied only to an optional input left out
         return operator.default_output_type
     return operator.support[0].tensors[operator.output].data_types[0]  # the one type every row allows
 

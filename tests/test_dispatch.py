@@ -239,8 +239,8 @@ ELEMENT_WISE_MODELS = {
     "dml_element_wise_add.json": ["Resource 'Out': 6, 10, -2"],
     "dml_element_wise_add1.json": ["Resource 'Out': 6, 10, -0.432332"],
     "dml_element_wise_add_npy.json": ["Resource 'Out': 2, 4, 6, 8, 10, 12",
-                                      "Resource 'Out' written to 'dml_element_wise_add_output.npy'",
-                                      "Resource 'Out' written to 'dml_element_wise_add_output.dat'"],
+                                      "Resource 'Out' written to '{folder}/dml_element_wise_add_output.npy'",
+                                      "Resource 'Out' written to '{folder}/dml_element_wise_add_output.dat'"],
     "dml_element_wise_clip.json": ["Resource 'A': -2.5, -2.5, -2, -1, 0, 1, 2, 2.5, 2.5"],
     "dml_element_wise_identity.json": ["Resource 'Out': 12, 14, 16"],
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
@@ -281,7 +281,7 @@ def test_shared_element_wise_models_run(name, tmp_path, monkeypatch, shared_dir)
     monkeypatch.chdir(tmp_path)
     result = dispatch(SHARED_MODELS / name, "--no-timing")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == ELEMENT_WISE_MODELS[name]
+    assert result.stdout.splitlines() == [line.format(folder=tmp_path) for line in ELEMENT_WISE_MODELS[name]]
     if name == "dml_element_wise_add_npy.json":
         assert np.load(tmp_path / "dml_element_wise_add_output.npy").tolist() == [2, 4, 6, 8, 10, 12]
         assert np.fromfile(tmp_path / "dml_element_wise_add_output.dat", np.float32).tolist() == [2, 4, 6, 8, 10, 12]

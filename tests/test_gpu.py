@@ -46,14 +46,6 @@ def hide_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)
 
 
-def _type_pairs_at_newest(operator):
-    row = operator.row_at(NEWEST)
-    in_types = row.tensors[operator.inputs[0]].data_types
-    if operator.output in operator.same_data_type:
-        return [(t.numpy_dtype, t.numpy_dtype) for t in in_types]
-    return [(t.numpy_dtype, o.numpy_dtype) for t in in_types for o in row.tensors[operator.output].data_types]
-
-
 def _float_specials(dtype) -> np.ndarray:
     """inf, -inf, NaNs with payloads and either sign, +-0, subnormals, extremes: as bit patterns."""
     info = np.finfo(dtype)
@@ -86,9 +78,15 @@ def _random_tensor(rng, dtype, shape) -> np.ndarray:
     return raw.reshape(shape)
 
 
-def _inputs_for(operator, dtype, shape, rng) -> list[np.ndarray]:
-    arrays = [_random_tensor(rng, dtype, shape) for _ in operator.inputs]
-    if len(arrays) == 2:
+def _signatures_at_newest(operator):
+    """Every (input dtypes..., output dtype) the newest support row allows."""
+    return gpu_kernels._row_signatures(operator, operator.row_at(NEWEST))
+
+
+def _inputs_for(operator, dtype, shape, rng, signature=None) -> list[np.ndarray]:
+    dtypes = signature[:-1] if signature is not None else [dtype] * len(operator.inputs)
+    arrays = [_random_tensor(rng, each, shape) for each in dtypes]
+    if len(arrays) == 2 and dtypes[0] == dtypes[1]:
         a, b = arrays
         same = rng.random(shape) < 0.25  # equal pairs: NaN == NaN, x == x, ...
         b[same] = a[same]
@@ -127,41 +125,75 @@ def _assert_same_bits(gpu_out: np.ndarray, cpu_out: np.ndarray, context: str) ->
                     f"gpu {flat_g[where[0]]:#x} cpu {flat_c[where[0]]:#x}")
 
 
-def _parameter_sets(operator):
-    if not operator.parameters:
-        return [{}]
-    (param,) = operator.parameters
-    return [{param.field: short} for short, _ in param.values]
+def _parameter_sets(operator, signature):
+    """The defaults, then each parameter changed on its own: every enum value, another FLOAT value,
+    ScaleBias on, a fused activation."""
+    from dmlcli.operators.parameters import EnumParameter, FloatParameter, ScaleBiasParameter
+
+    data_types = gpu_kernels.data_types_of(operator, signature)
+    defaults = {p.field: p.parse({}, data_types) for p in operator.parameters}
+    sets = [defaults]
+    for param in operator.parameters:
+        if isinstance(param, EnumParameter):
+            sets += [dict(defaults, **{param.field: short}) for short, _ in param.values if short != param.default]
+        elif isinstance(param, FloatParameter):
+            sets.append(dict(defaults, **{param.field: np.float32(0.75)}))
+        elif isinstance(param, ScaleBiasParameter):
+            sets.append(dict(defaults, **{param.field: (np.float32(1.5), np.float32(-0.25))}))
+        elif "fused_activation" in param.options:
+            sets.append(dict(defaults, **{param.field: param.parse({"fused_activation": "elu"}, data_types)}))
+    return sets
+
+
+def _assert_parity(operator, got, expected, params, context):
+    """Bit for bit where the operator is exact or one rounding, or the output is an integer; within the
+    operator's tolerance otherwise (NaN matches NaN)."""
+    from dmlcli.comparison import EXACT, compare, rule_for
+    from dmlcli.operators.schema import APPROXIMATE, COMPOSITE
+
+    rule = EXACT
+    if operator.exactness in (APPROXIMATE, COMPOSITE):
+        rule = rule_for(operator, expected.dtype, parameters=params)
+    if rule.kind == "exact":
+        _assert_same_bits(got, expected, context)
+        return
+    report, same = compare(got, expected, rule)
+    assert same, f"{context}: {report}"
 
 
 # -- parity on the GPU ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("operator", OPERATORS, ids=lambda op: op.name)
+@pytest.mark.parametrize("operator", OPERATORS, ids=lambda op: op.cli_name)
 def test_gpu_matches_cpu_bit_for_bit(gpu_backend, operator):
     rng = np.random.default_rng(sum(map(ord, operator.name)))
     reference = cpu.create()
-    for in_dtype, out_dtype in _type_pairs_at_newest(operator):
+    for signature in _signatures_at_newest(operator):
+        out_dtype = np.dtype(signature[-1])
         for shape in _shapes(rng):
-            inputs = _inputs_for(operator, in_dtype, shape, rng)
-            for params in _parameter_sets(operator):
-                expected = reference.execute(operator, inputs, shape, out_dtype, params)
+            inputs = _inputs_for(operator, None, shape, rng, signature)
+            for params in _parameter_sets(operator, signature):
+                with np.errstate(all="ignore"):
+                    expected = reference.execute(operator, inputs, shape, out_dtype, params)
                 got = gpu_backend.execute(operator, inputs, shape, out_dtype, params)
-                _assert_same_bits(got, expected, f"{operator.name} {in_dtype}->{out_dtype} {shape} {params}")
+                _assert_parity(operator, got, expected, params, f"{operator.cli_name} {signature} {shape}")
 
 
-@pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.name)
+@pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.cli_name)
 def test_gpu_broadcast_matches_cpu(gpu_backend, operator):
     rng = np.random.default_rng(7)
     reference = cpu.create()
     cases = [((3, 1, 5), (1, 4, 5), (3, 4, 5)), ((7,), (2, 3, 7), (2, 3, 7)), ((1,), (6, 1), (6, 1)),
              ((2, 1, 3, 1, 2, 1, 2, 1), (1, 3, 1, 2, 1, 2, 1, 3), (2, 3, 3, 2, 2, 2, 2, 3))]
-    for in_dtype, out_dtype in _type_pairs_at_newest(operator):
+    for signature in _signatures_at_newest(operator)[:6]:
+        out_dtype = np.dtype(signature[-1])
+        params = _parameter_sets(operator, signature)[0]
         for a_shape, b_shape, out_shape in cases:
-            a = _inputs_for(operator, in_dtype, a_shape, rng)[0]
-            b = _inputs_for(operator, in_dtype, b_shape, rng)[1]
-            expected = reference.execute(operator, [a, b], out_shape, out_dtype, {})
-            got = gpu_backend.execute(operator, [a, b], out_shape, out_dtype, {})
-            _assert_same_bits(got, expected, f"{operator.name} {in_dtype} {a_shape} x {b_shape}")
+            a = _random_tensor(rng, signature[0], a_shape)
+            b = _random_tensor(rng, signature[1], b_shape)
+            with np.errstate(all="ignore"):
+                expected = reference.execute(operator, [a, b], out_shape, out_dtype, params)
+            got = gpu_backend.execute(operator, [a, b], out_shape, out_dtype, params)
+            _assert_parity(operator, got, expected, params, f"{operator.cli_name} {signature} {a_shape} x {b_shape}")
 
 
 def test_gpu_pipeline_with_many_pieces(gpu_backend, monkeypatch):
@@ -325,13 +357,12 @@ def test_info_says_why_there_is_no_gpu(hide_cupy):
 def test_every_operator_has_a_cuda_body_and_kernels_for_its_types():
     for operator in OPERATORS:
         assert operator.cuda_body.strip(), operator.name
-        source = gpu_kernels.module_source(operator)
-        for in_dtype, out_dtype in _type_pairs_at_newest(operator):
+        for signature in _signatures_at_newest(operator)[:3]:
+            source = gpu_kernels.module_source(operator, signature)
             for kind in ("vec", "nd"):
-                signature = (np.dtype(in_dtype).name,) * len(operator.inputs) + (np.dtype(out_dtype).name,)
                 assert f"void {gpu_kernels.kernel_name(kind, signature)}(" in source
-        for param in operator.parameters:
-            assert f"int {param.field}" in source
+            for argument in gpu_kernels.kernel_arguments(operator, signature, None):
+                assert f"{argument.c_type} {argument.name}" in source
 
 
 def test_only_pure_bitwise_operators_run_on_64_bit_words():

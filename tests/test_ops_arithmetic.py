@@ -449,7 +449,7 @@ def op_arrays(draw, op, dtypes=None):
 
 
 @pytest.mark.parametrize("op", OPS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_random_values(op, data):
     dtype, arrays = data.draw(op_arrays(op))
@@ -462,7 +462,7 @@ _SCALES = st.one_of(st.floats(width=32, min_value=-100, max_value=100),
 
 
 @pytest.mark.parametrize("op", SCALE_BIAS_OPS)
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_scale_bias(op, data):
     dtype, arrays = data.draw(op_arrays(op))

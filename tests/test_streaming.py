@@ -37,16 +37,24 @@ def widest_type(op):
     return max(input_types(op), key=lambda d: (d.itemsize, d.kind == "f"))
 
 
+def input_dtypes(op, dtype) -> list[np.dtype]:
+    """`dtype` for the first input and the inputs tied to it; each other input its first allowed type."""
+    row = op.row_at(NEWEST)
+    tied = op.inputs[0] in op.same_data_type
+    return [np.dtype(dtype) if name == op.inputs[0] or (tied and name in op.same_data_type)
+            else row.tensors[name].data_types[0].numpy_dtype for name in op.inputs]
+
+
 def make_inputs(op, dtype, shape, seed=0):
     """Random bit patterns (NaNs and infinities included), with zeros, equal pairs and small shift counts."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
-    bits = f"uint{dtype.itemsize * 8}"
-    arrays = [rng.integers(0, np.iinfo(bits).max, size=shape, dtype=bits, endpoint=True).view(dtype)
-              for _ in op.inputs]
+    arrays = [rng.integers(0, np.iinfo(f"uint{each.itemsize * 8}").max, size=shape,
+                           dtype=f"uint{each.itemsize * 8}", endpoint=True).view(each)
+              for each in input_dtypes(op, dtype)]
     for array in arrays:
         array.reshape(-1)[::4] = 0
-    if len(arrays) == 2:
+    if len(arrays) == 2 and arrays[0].dtype == arrays[1].dtype:
         arrays[1].reshape(-1)[1::3] = arrays[0].reshape(-1)[1::3]
     if op.hooks:  # the shifts: counts at and past the width
         width = dtype.itemsize * 8

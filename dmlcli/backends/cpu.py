@@ -17,7 +17,8 @@ class CpuBackend:
     def execute(self, operator: Operator, inputs, out_shape, out_dtype: np.dtype, parameters) -> np.ndarray:
         """Whole tensors in, whole tensor out (inputs are broadcast to `out_shape`)."""
         arrays = [np.broadcast_to(to_native(np.asarray(x)), out_shape) for x in inputs]
-        result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
+        with np.errstate(all="ignore"):  # NaN and infinity are values here, not errors
+            result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
         return np.ascontiguousarray(np.broadcast_to(result, out_shape))
 
     def execute_chunks(self, operator: Operator, chunks: Iterable[list[np.ndarray]], out_dtype: np.dtype,
@@ -29,7 +30,9 @@ class CpuBackend:
         """
         out_dtype = np.dtype(out_dtype)
         for chunk in chunks:
-            yield operator.cpu_kernel([to_native(c) for c in chunk], out_dtype, parameters)
+            with np.errstate(all="ignore"):
+                result = operator.cpu_kernel([to_native(c) for c in chunk], out_dtype, parameters)
+            yield result
 
     def describe(self) -> dict:
         return {"backend": "cpu", "numpy": np.__version__}

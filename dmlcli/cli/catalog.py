@@ -41,7 +41,8 @@ def _same_bare_name(op) -> str | None:
 
 def output_type_summary(op) -> str:
     if not op.output_type_is_choice:
-        return "as inputs"
+        tied = [name for name in op.same_data_type if name != op.output]
+        return "as inputs" if tied[0] == op.inputs[0] else f"as {tied[0]}"
     choices = []
     for row in op.support:
         for data_type in row.tensors[op.output].data_types:

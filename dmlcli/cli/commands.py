@@ -87,7 +87,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     if expected_array:
         from ..comparison import compare, rule_for
 
-        rule = rule_for(req.operator, outcome.output.dtype, override)
+        rule = rule_for(req.operator, outcome.output.dtype, override, outcome.verdict.call.parameters)
         report, same = compare(outcome.output, expected_array[0], rule)
         click.echo(report)
         if not same:

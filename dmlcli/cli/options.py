@@ -28,18 +28,30 @@ def complete_level(ctx, param, incomplete):
     return [fl.short for fl in ALL_FEATURE_LEVELS if fl.short.startswith(incomplete)]
 
 
-def _owners(option: str) -> str:
-    names = [op.name for op in table.OPERATORS if option in op.options]
+def _owners(option: str) -> list:
+    return [op for op in table.OPERATORS if option in op.options]
+
+
+def _names(operators: list) -> str:
+    names = [op.name for op in operators]
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
 def _parameter_help(option: str) -> str:
-    parameter = KNOWN_OPTIONS[option]
-    choices = parameter.choices(option)
-    text = f"{_owners(option)}'s {parameter.field}: {parameter.help}"
-    if choices:
-        text += f" ({', '.join(choices)})"
-    return text + f" [default: {parameter.describe_default()}]."
+    """One option may stand for several operators' fields: say so where their meanings or defaults differ."""
+    owners = _owners(option)
+    parameters = [op.options[option] for op in owners]
+    first = parameters[0]
+    choices = first.choices(option)
+    alike = all(p.help == first.help and p.describe_default() == first.describe_default() for p in parameters)
+    if alike:
+        text = f"{_names(owners)}'s {first.field}: {first.help}"
+        if choices:
+            text += f" ({', '.join(choices)})"
+        return text + f" [default: {first.describe_default()}]."
+    fields = sorted({p.field for p in parameters})
+    return (f"The {'/'.join(fields)} field of {_names(owners)}; its meaning and default differ by operator: "
+            "see dmlcli describe OPERATOR.")
 
 
 def _completer(option: str):

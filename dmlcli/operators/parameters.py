@@ -316,3 +316,270 @@ class ScaleBiasParameter(Parameter):
 def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:
     """Each API keyword of `parameters`, mapped to the parameter that takes it."""
     return {option: parameter for parameter in parameters for option in parameter.options}
+
+
+# ---------------------------------------------------------------- fused activations (ELEMENT_WISE_ADD1)
+
+from dataclasses import field as _dataclass_field  # noqa: E402  (kept with the class that needs it)
+
+
+@dataclass(frozen=True)
+class FusedActivationParameter(Parameter):
+    """`_Maybenull_ const DML_OPERATOR_DESC* FusedActivation`: an activation applied to the operator's result.
+
+    The typed value is None (no activation) or (activation entry, {FLOAT field: numpy.float32}), the
+    fields being the activation's own parameters with its own defaults. The entries that may be fused
+    are handed over by the module that declares the operator (`activations`), so this module imports
+    no operator. Options: fused_activation (--fused-activation elu, ACTIVATION_ELU, DML_OPERATOR_ACTIVATION_ELU,
+    the enum value 35, or none) and one fused_<field> (--fused-alpha, ...) per FLOAT field any fusable
+    activation has; giving one the chosen activation lacks is an error that names it. In a DxDispatch
+    model the field reads {"Type": "ACTIVATION_ELU", "Alpha": 0.5} or {"Type": ..., "Desc": {...}};
+    its InputTensor and OutputTensor must be absent or null (DirectML requires NULL in a fused desc),
+    and every FLOAT field must be there (DxDispatch requires them, as in any desc).
+    Kernels receive an int FusedActivationType (the activation's DML_OPERATOR_TYPE value, 0 for none)
+    and one float Fused<Field> per FLOAT field (0 where the activation has no such field).
+    """
+
+    activations: tuple = _dataclass_field(default=(), compare=False, repr=False)  # the fusable entries
+
+    required_in_desc = False
+
+    @property
+    def float_fields(self) -> tuple[str, ...]:
+        """Every FLOAT field of the fusable activations, in the order they first appear."""
+        found: list[str] = []
+        for activation in self.activations:
+            for parameter in activation.parameters:
+                if parameter.field not in found:
+                    found.append(parameter.field)
+        return tuple(found)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return ("fused_activation",) + tuple("fused_" + snake_case(name) for name in self.float_fields)
+
+    @property
+    def default(self):
+        return None
+
+    def choices(self, option: str) -> tuple[str, ...] | None:
+        if option == "fused_activation":
+            return ("none",) + tuple(activation.name.lower() for activation in self.activations)
+        return None
+
+    def metavar(self, option: str) -> str:
+        return "ACTIVATION" if option == "fused_activation" else "FLOAT"
+
+    def find(self, text):
+        """The fusable entry named `text` (elu, ACTIVATION_ELU, DML_OPERATOR_ACTIVATION_ELU or 35); None for none."""
+        key = re.sub(r"[\s\-.]+", "_", str(text).strip()).upper()
+        if key in ("NONE", "0", "NULL", ""):
+            return None
+        bare = key.removeprefix("DML_OPERATOR_").removeprefix("ACTIVATION_")
+        for activation in self.activations:
+            if bare == activation.name or key == str(activation.enum_value):
+                return activation
+        allowed = ", ".join(activation.name.lower() for activation in self.activations)
+        raise InputError(f"{self.field}: {str(text)[:60]!r} is not an activation DirectML can fuse "
+                         f"(expected none or one of {allowed})")
+
+    def _typed(self, activation, values: Mapping[str, object], spelled) -> dict:
+        from ..io.json_tensor import parse_scalar
+
+        typed = {}
+        for parameter in activation.parameters:
+            value = values.get(parameter.field)
+            typed[parameter.field] = parameter.default if value is None else parse_scalar(
+                value, FLOAT32, where=f"{self.field} {activation.name} {parameter.field} ({spelled(parameter.field)})")
+        return typed
+
+    def parse(self, given, data_types):
+        fields = {name: _given(given, "fused_" + snake_case(name)) for name in self.float_fields}
+        extra = [name for name, value in fields.items() if value is not None]
+        name = _given(given, "fused_activation")
+        activation = None if name is None else self.find(name)
+        if activation is None:
+            if extra:
+                raise InputError(f"{option_flag('fused_' + snake_case(extra[0]))} needs --fused-activation "
+                                 f"(an activation that has {extra[0]})")
+            return None
+        own = {parameter.field for parameter in activation.parameters}
+        for field_name in extra:
+            if field_name not in own:
+                takes = ", ".join(option_flag("fused_" + snake_case(f)) for f in own) or "no parameters"
+                raise InputError(f"{self.field} {activation.name} has no {field_name} "
+                                 f"({option_flag('fused_' + snake_case(field_name))}); it takes {takes}")
+        return (activation, self._typed(activation, fields, lambda f: option_flag("fused_" + snake_case(f))))
+
+    def parse_desc(self, value, data_types):
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise InputError(f"{self.field} must be null or an operator desc object such as "
+                             '{"Type": "ACTIVATION_ELU", "Alpha": 0.5}')
+        type_key = "Type" if "Type" in value else "type"
+        type_name = value.get(type_key)
+        if not isinstance(type_name, str):
+            raise InputError(f"{self.field} needs a string Type (an activation such as ACTIVATION_ELU)")
+        activation = self.find(type_name)
+        if activation is None:
+            raise InputError(f"{self.field} Type {type_name!r} is not an activation (write null for none)")
+        desc_key = "Desc" if "Desc" in value else "desc"
+        desc = value.get(desc_key)
+        top = set(value) - {type_key}
+        if desc is None:
+            desc = {key: item for key, item in value.items() if key != type_key}
+        elif not isinstance(desc, dict):
+            raise InputError(f"{self.field} Desc must be a JSON object with the activation's fields")
+        elif top - {desc_key}:
+            raise InputError(f"{self.field}: unexpected {', '.join(sorted(top - {desc_key}))} beside Type and Desc")
+        own = [parameter.field for parameter in activation.parameters]
+        unknown = sorted(set(desc) - set(own) - {"InputTensor", "OutputTensor"})
+        if unknown:
+            raise InputError(f"{self.field} {activation.dml_name} desc has no field {', '.join(unknown)} "
+                             f"(it takes {', '.join(own) or 'no fields'})")
+        for tensor in ("InputTensor", "OutputTensor"):
+            if desc.get(tensor) is not None:
+                raise InputError(f"{self.field} {activation.dml_name}: {tensor} must be absent or null "
+                                 "(DirectML requires NULL tensors in a fused activation desc)")
+        missing = [name for name in own if name not in desc]
+        if missing:
+            raise InputError(f"{self.field} {activation.dml_name} desc has no {', '.join(missing)}; DxDispatch "
+                             "requires every field that DirectML does not mark optional")
+        return (activation, self._typed(activation, desc, lambda f: f"{self.field}.{f}"))
+
+    def describe(self, value) -> str:
+        if value is None:
+            return "none"
+        activation, typed = value
+        shown = ", ".join(f"{name} {FloatParameter.describe(self, number)}" for name, number in typed.items())
+        return f"{activation.name.lower()}" + (f" ({shown})" if shown else "")
+
+    def describe_default(self) -> str:
+        return "none"
+
+    def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
+        activation, typed = (None, {}) if value is None else value
+        number = 0 if activation is None else activation.enum_value
+        found = [CudaArgument("int", "FusedActivationType", np.int32(number))]
+        for name in self.float_fields:
+            found.append(CudaArgument("float", "Fused" + name, np.float32(typed.get(name, 0.0))))
+        return tuple(found)
+
+    def check_declaration(self, tensors) -> None:
+        if not self.activations:
+            raise ValueError(f"{self.field}: no fusable activations given")
+        names = [activation.name for activation in self.activations]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.field}: an activation is listed twice in {names}")
+        for activation in self.activations:
+            if len(activation.inputs) != 1 or not all(isinstance(p, FloatParameter) for p in activation.parameters):
+                raise ValueError(f"{self.field}: {activation.name} is not a one-input activation with FLOAT "
+                                 "fields only")
+
+
+# ---------------------------------------------------------------- typed scalars (CLIP1, CLIP_GRAD1)
+
+
+def _data_type_from(value, where: str) -> DataType:
+    """A data type given as a DataType, a DirectML or NumPy name, or a NumPy dtype."""
+    from ..data_types import from_numpy, parse_data_type
+
+    if isinstance(value, DataType):
+        return value
+    try:
+        if isinstance(value, str):
+            return parse_data_type(value)
+        return from_numpy(np.dtype(value))
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
+    except TypeError:
+        raise InputError(f"{where}: {value!r} is not a data type") from None
+
+
+@dataclass(frozen=True)
+class DataTypeParameter(Parameter):
+    """A DML_TENSOR_DATA_TYPE field that must repeat a tensor's data type (CLIP1's MinMaxDataType).
+
+    Optional in the API and on the command line (the tensor's own type when left out); a DxDispatch
+    model writes it as "FLOAT16" or "DML_TENSOR_DATA_TYPE_FLOAT16". The typed value is DirectML's
+    short name (a str). Kernels get nothing from it: the tensor's type already says it.
+    """
+
+    tensor: str = "OutputTensor"
+
+    @property
+    def default(self):
+        return None  # the tensor's data type: see parse
+
+    def metavar(self, option: str) -> str:
+        return "TYPE"
+
+    def parse(self, given, data_types) -> str:
+        expected = data_types[self.tensor]
+        value = _given(given, self.options[0])
+        if value is None:
+            return expected.name
+        named = _data_type_from(value, f"{self.field} ({option_flag(self.options[0])})")
+        if named != expected:
+            raise InputError(f"{self.field} {named.name} must match {self.tensor} data type {expected.name}")
+        return named.name
+
+    def describe_default(self) -> str:
+        return f"{self.tensor}'s data type"
+
+    def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
+        return ()
+
+    def check_declaration(self, tensors) -> None:
+        if self.tensor not in tensors:
+            raise ValueError(f"{self.field}: names {self.tensor}, which the operator does not have")
+
+
+# DML_SCALAR_UNION's members (DirectML.h) and the data type each holds; Bytes is BYTE[8].
+_SCALAR_UNION_MEMBERS = {"int8": "INT8", "uint8": "UINT8", "int16": "INT16", "uint16": "UINT16",
+                         "int32": "INT32", "uint32": "UINT32", "int64": "INT64", "uint64": "UINT64",
+                         "float32": "FLOAT32", "float64": "FLOAT64", "bytes": None}
+_SCALAR_UNION_SPELLING = "Bytes, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64"
+
+
+@dataclass(frozen=True)
+class ScalarUnionParameter(TypedScalarParameter):
+    """A DML_SCALAR_UNION field as DxDispatch writes it, typed by the tensor's data type (= MinMaxDataType).
+
+    In a model: a plain number (read exactly in the tensor's type, as the API and the command line
+    read it), or an object naming one union member: {"Float32": 1.5}, {"Int8": -3}, {"UInt16": 15360}
+    (a half's bits), {"Bytes": [0, 60]}. The member's value is converted to the member's own type and
+    its little-endian bytes, in a union zero-filled to 8 bytes (DML_SCALAR_UNION{}), are read as the
+    tensor's type. DxDispatch itself reads only the member that matches the data type (UInt16 for
+    FLOAT16); dmlcli also reads the others, by those bytes.
+    """
+
+    def parse_desc(self, value, data_types):
+        if not isinstance(value, dict):
+            return super().parse_desc(value, data_types)
+        from ..data_types import parse_data_type
+        from ..io.json_tensor import parse_scalar
+
+        data_type = data_types[self.tensor]
+        where = f"{self.field} (DML_SCALAR_UNION read as {data_type.name})"
+        if len(value) != 1:
+            raise InputError(f"{where} must be a number or an object with one union member "
+                             f"({_SCALAR_UNION_SPELLING}); found {len(value)} keys")
+        (key, member_value), = value.items()
+        lowered = str(key).lower()
+        if lowered not in _SCALAR_UNION_MEMBERS:
+            raise InputError(f"{where}: unknown union member {key!r} (expected one of {_SCALAR_UNION_SPELLING})")
+        member = _SCALAR_UNION_MEMBERS[lowered]
+        if member is None:
+            if (not isinstance(member_value, list) or len(member_value) > 8
+                    or any(isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= 255 for b in member_value)):
+                raise InputError(f"{where}: Bytes must be a list of at most 8 integers from 0 to 255")
+            raw = bytes(member_value)
+        else:
+            member_type = parse_data_type(member)
+            scalar = parse_scalar(member_value, member_type, where=f"{where}: {key}")
+            raw = np.asarray(scalar, dtype=member_type.numpy_dtype.newbyteorder("<")).tobytes()
+        dtype = data_type.numpy_dtype
+        raw = raw.ljust(8, b"\0")[:dtype.itemsize]
+        return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype)[0]

@@ -44,12 +44,18 @@ class SupportRow:
 
     level: FeatureLevel
     tensors: Mapping[str, TensorSupport]
+    # Tensors this row alone ties to one DataType, on top of the operator's same_data_type (POW below
+    # 3_0: "Until 3_0 ExponentTensor must match the type of InputTensor").
+    same_data_type: tuple[str, ...] = ()
 
 
-def rows(*sections: tuple[str, tuple[int, ...], Mapping[str, tuple[DataType, ...]]]) -> tuple[SupportRow, ...]:
-    """Support rows from (level, dims, {tensor: data types}) sections, newest first as the pages print them."""
-    return tuple(SupportRow(level(short), {name: TensorSupport(dims, tuple(types)) for name, types in tensors.items()})
-                 for short, dims, tensors in sections)
+def rows(*sections) -> tuple[SupportRow, ...]:
+    """Support rows from (level, dims, {tensor: data types}[, tensors this row ties]) sections, newest first
+    as the pages print them."""
+    return tuple(SupportRow(level(section[0]), {name: TensorSupport(section[1], tuple(types))
+                                                 for name, types in section[2].items()},
+                            tuple(section[3]) if len(section) > 3 else ())
+                 for section in sections)
 
 
 # How a float result relates to the exact value (the operator's "class", shown by describe and validate).
@@ -186,6 +192,9 @@ def check_entry(op: Operator) -> None:
     if len({row.level for row in op.support}) != len(op.support):
         fail("two support rows for the same feature level")
     for row in op.support:
+        for name in row.same_data_type:
+            if name not in tensors:
+                fail(f"the {row.level.short} row ties {name}, which is not one of its tensors")
         if set(row.tensors) != set(tensors):
             fail(f"the {row.level.short} support row covers {sorted(row.tensors)}, not every tensor {sorted(tensors)}")
         for name, support in row.tensors.items():

@@ -44,7 +44,7 @@ _UNARY_2_0 = rows(("3_0", DIMS_1_TO_8, _same(FLOATS, *XO)), ("2_0", DIMS_4, _sam
 _ATAN_YX = rows(("3_1", DIMS_1_TO_8, _same(FLOATS, *ABO)))
 _POW = rows(
     ("3_0", DIMS_1_TO_8, _same(TYPES_8, *POW_TENSORS)),
-    ("1_0", DIMS_4, _same(FLOATS, *POW_TENSORS)),
+    ("1_0", DIMS_4, _same(FLOATS, *POW_TENSORS), POW_TENSORS),  # "Until 3_0 ExponentTensor must match"
 )
 _CONSTANT_POW = _UNARY_1_0
 
@@ -437,9 +437,8 @@ def _unary(name: str) -> Operator:
 
 _POW_NOTES = (
     "Feature levels 1_0 to 2_1: the page ties all three tensors' DataType ('Until 3_0 ExponentTensor must "
-    "match the type of InputTensor'). dmlcli's table ties only InputTensor and OutputTensor at every level "
-    "(the constraint lists cannot vary by level), so a FLOAT32 base with a FLOAT16 exponent is not refused "
-    "below 3_0 as DirectML would refuse it.",
+    "match the type of InputTensor'), and so does the 1_0 support row here: a FLOAT32 base with a FLOAT16 "
+    "exponent is refused below 3_0 and accepted from 3_0.",
     "From 3_0 ExponentTensor may have any of the 8 types whatever InputTensor's; the output has the "
     "InputTensor's type.",
     "Float base: pow in double precision (C99's special values: pow(x, 0) = 1 even for NaN, pow(1, y) = 1, "
