@@ -84,7 +84,11 @@ def _signatures_at_newest(operator):
 
 
 def _inputs_for(operator, dtype, shape, rng, signature=None) -> list[np.ndarray]:
-    dtypes = signature[:-1] if signature is not None else [dtype] * len(operator.inputs)
+    from dmlcli.operators.hooks import ShiftCountCheck
+
+    dtypes = [np.dtype(each) for each in signature[:-1]] if signature is not None else [np.dtype(dtype)] * len(
+        operator.inputs)
+    dtype = dtypes[-1]
     arrays = [_random_tensor(rng, each, shape) for each in dtypes]
     if len(arrays) == 2 and dtypes[0] == dtypes[1]:
         a, b = arrays
@@ -93,7 +97,7 @@ def _inputs_for(operator, dtype, shape, rng, signature=None) -> list[np.ndarray]
         if np.dtype(dtype).kind == "f":
             zeros = rng.random(shape) < 0.05
             a[zeros], b[zeros] = np.array(-0.0, dtype), np.array(0.0, dtype)
-    if operator.hooks:  # the shifts: counts at, below and past the width
+    if any(isinstance(hook, ShiftCountCheck) for hook in operator.hooks):  # counts at, below and past the width
         width = np.dtype(dtype).itemsize * 8
         counts = np.array([0, 1, width - 1, width, width + 1, 2 * width, np.iinfo(dtype).max], dtype=dtype)
         b = arrays[1]
@@ -115,14 +119,15 @@ def _shapes(rng):
     return shapes + [(1,), (17,), (4099,)]
 
 
-def _assert_same_bits(gpu_out: np.ndarray, cpu_out: np.ndarray, context: str) -> None:
+def _assert_same_bits(gpu_out: np.ndarray, cpu_out: np.ndarray, context: str, inputs=()) -> None:
     assert gpu_out.dtype == cpu_out.dtype and gpu_out.shape == cpu_out.shape, context
     if gpu_out.tobytes() != cpu_out.tobytes():
         flat_g = gpu_out.reshape(-1).view(f"uint{gpu_out.itemsize * 8}")
         flat_c = cpu_out.reshape(-1).view(f"uint{cpu_out.itemsize * 8}")
         where = np.flatnonzero(flat_g != flat_c)
+        given = [repr(np.broadcast_to(x, gpu_out.shape).reshape(-1)[where[0]]) for x in inputs]
         pytest.fail(f"{context}: {where.size} elements differ, first at {where[0]}: "
-                    f"gpu {flat_g[where[0]]:#x} cpu {flat_c[where[0]]:#x}")
+                    f"gpu {flat_g[where[0]]:#x} cpu {flat_c[where[0]]:#x} (inputs {', '.join(given)})")
 
 
 def _parameter_sets(operator, signature):
@@ -145,17 +150,33 @@ def _parameter_sets(operator, signature):
     return sets
 
 
-def _assert_parity(operator, got, expected, params, context):
+def _assert_parity(operator, got, expected, params, context, inputs=()):
     """Bit for bit where the operator is exact or one rounding, or the output is an integer; within the
-    operator's tolerance otherwise (NaN matches NaN)."""
+    operator's tolerance otherwise (NaN matches NaN).
+
+    Operators that compute on values may return a NaN with another payload than NumPy's (PTX arithmetic
+    gives the canonical NaN, and FLOAT16 values pass through float): IEEE-754 does not fix payloads, nor
+    do Direct3D's rules. So there a NaN matches any NaN; every other element, and every bit of the
+    bitwise operators' results, must be equal.
+    """
     from dmlcli.comparison import EXACT, compare, rule_for
     from dmlcli.operators.schema import APPROXIMATE, COMPOSITE
 
     rule = EXACT
     if operator.exactness in (APPROXIMATE, COMPOSITE):
         rule = rule_for(operator, expected.dtype, parameters=params)
+    if (operator.name == "POW" and got.dtype.kind in "iu" and len(inputs) == 2 and np.asarray(inputs[1]).dtype.kind == "f"
+            and got.shape == expected.shape):
+        # An integer base with a float exponent is pow in double precision, truncated: where the power lies
+        # within a last-place error of the snapping window around an integer, the CPU's and the GPU's pow
+        # may fall on either side (POW's notes say so). Those results may differ by one; no others.
+        assert np.all(np.abs(got.astype(np.float64) - expected.astype(np.float64)) <= 1), context
+        return
     if rule.kind == "exact":
-        _assert_same_bits(got, expected, context)
+        if not operator.native_encoding and got.dtype.kind == "f" and got.shape == expected.shape:
+            both_nan = np.isnan(got) & np.isnan(expected)
+            got, expected = np.where(both_nan, expected, got), expected
+        _assert_same_bits(got, expected, context, inputs)
         return
     report, same = compare(got, expected, rule)
     assert same, f"{context}: {report}"
@@ -175,7 +196,7 @@ def test_gpu_matches_cpu_bit_for_bit(gpu_backend, operator):
                 with np.errstate(all="ignore"):
                     expected = reference.execute(operator, inputs, shape, out_dtype, params)
                 got = gpu_backend.execute(operator, inputs, shape, out_dtype, params)
-                _assert_parity(operator, got, expected, params, f"{operator.cli_name} {signature} {shape}")
+                _assert_parity(operator, got, expected, params, f"{operator.cli_name} {signature} {shape}", inputs)
 
 
 @pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.cli_name)
@@ -383,3 +404,20 @@ def test_vectors_are_16_bytes_of_the_narrowest_tensor_and_at_most_32_of_the_wide
 def test_broadcast_geometry_gives_zero_strides_to_broadcast_dimensions():
     geometry = gpu_kernels.broadcast_geometry([(3, 1, 5), (4, 5)], (3, 4, 5))
     assert geometry.tolist() == [3, 3, 4, 5, 5, 0, 1, 0, 5, 1]
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "sqrt", "logical_equals", "max", "activation_sigmoid"])
+def test_direct3d_float_rules_give_the_same_bits_on_the_gpu(gpu_backend, name):
+    """--float-rules d3d: FLOAT32 subnormals flushed in and out, canonical NaNs, on either backend alike."""
+    rng = np.random.default_rng(11)
+    op = find_operator(name)
+    inputs = [_random_tensor(rng, "float32", (4099,)) for _ in op.inputs]
+    on_cpu = dmlcli.run(name, *inputs, float_rules="d3d", backend="cpu")
+    on_gpu = dmlcli.run(name, *inputs, float_rules="d3d", backend="gpu")
+    if op.exactness in ("exact", "one rounding"):
+        _assert_same_bits(on_gpu, on_cpu, name, inputs)
+    else:
+        _assert_parity(op, on_gpu, on_cpu, {}, name, inputs)
+    if on_cpu.dtype == np.float32:
+        bits = on_gpu.view(np.uint32)
+        assert not np.any(((bits & 0x7F800000) == 0) & ((bits & 0x007FFFFF) != 0)), "a subnormal came out"

@@ -439,12 +439,15 @@ def r_int_pow(base: int, exponent: int, dtype: str) -> int:
 
 
 def to_integer(value: float, dtype: str, snap: bool) -> int:
-    """A double as an integer type: toward zero (after snapping within 2^-48 for POW's results), wrapped
-    modulo 2^width; NaN and infinities give 0."""
+    """A double as an integer type: toward zero, wrapped modulo 2^width; NaN and infinities give 0. POW's
+    results (`snap`) are first snapped within 2^-48 to an integer and saturated to the type's range."""
     if math.isnan(value) or math.isinf(value):
         return 0
-    if snap and abs(value - round(value)) <= abs(value) * 2.0**-48:
-        value = float(round(value))
+    if snap:
+        if abs(value - round(value)) <= abs(value) * 2.0**-48:
+            value = float(round(value))
+        low, high = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+        return min(max(math.trunc(value), low), high)
     return wrap(math.trunc(value), dtype)
 
 
@@ -543,12 +546,12 @@ def test_pow_integer_base_float_exponent(base_type, exponent_type):
 def test_pow_integer_base_float_exponent_examples():
     x = np.array([4, 16, 9, 8, 0, -8, 2, 10, -3, 7, 3, 2], np.int32)
     e = np.array([0.5, 0.25, 1.5, 1 / 3, -1, 0.5, 31, 0.5, 3, NAN, 20, 40], np.float32)
-    # 8^(float32(1/3)) is just over 2 (float32(1/3) > 1/3). 0^-1 = inf and NaN give 0; 2^31 and 3^20 wrap
-    # as the integer powers do; 2^40 wraps to 0.
-    assert dmlcli.run("pow", x, e).tolist() == [2, 2, 27, 2, 0, 0, -2**31, 3, -27, 0, wrap(3**20, "int32"), 0]
+    # 8^(float32(1/3)) is just over 2 (float32(1/3) > 1/3). 0^-1 = inf and NaN give 0; 2^31, 3^20 and 2^40
+    # are past INT32's range and saturate (Direct3D's float-to-integer conversion), where integer powers wrap.
+    assert dmlcli.run("pow", x, e).tolist() == [2, 2, 27, 2, 0, 0, 2**31 - 1, 3, -27, 0, 2**31 - 1, 2**31 - 1]
     assert dmlcli.run("pow", x[-2:], e[-2:].astype(np.int32)).tolist() == [wrap(3**20, "int32"), 0]
-    assert dmlcli.run("pow", np.array([-2, 2, 3], np.int8), np.array([7, -1, 5], np.float16)).tolist() == [-128, 0, -13]
-    assert dmlcli.run("pow", np.array([3, 0], np.uint8), np.array([6, -1], np.float32)).tolist() == [729 % 256, 0]
+    assert dmlcli.run("pow", np.array([-2, 2, 3], np.int8), np.array([7, -1, 5], np.float16)).tolist() == [-128, 0, 127]
+    assert dmlcli.run("pow", np.array([3, 0], np.uint8), np.array([6, -1], np.float32)).tolist() == [255, 0]
     # The ONNX vector's case: computed in floating point, cast back to the base type.
     assert dmlcli.run("pow", np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.float32)).tolist() == [1, 32, 729]
 

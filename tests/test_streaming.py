@@ -362,12 +362,20 @@ def gpu_or_skip():
 
 
 @pytest.mark.parametrize("layout", ["C", "F big-endian"])
-@pytest.mark.parametrize("op", OPERATORS, ids=lambda op: op.name.lower())
+@pytest.mark.parametrize("op", OPERATORS, ids=lambda op: op.cli_name)
 def test_gpu_backend_streams_the_same_bits(tmp_path, op, layout):
+    """The GPU streamed against the CPU in memory, by the GPU tests' parity rule (test_gpu._assert_parity)."""
+    from test_gpu import _assert_parity
+
     backend = gpu_or_skip()
     arrays = make_inputs(op, widest_type(op), (37, 29), seed=3)
     paths = save_inputs(tmp_path, arrays, layout)
-    assert streamed_bytes(op, paths, tmp_path, chunk_bytes=1000, backend=backend) == in_memory_npy_bytes(op, arrays)
+    streamed = np.load(io.BytesIO(streamed_bytes(op, paths, tmp_path, chunk_bytes=1000, backend=backend)))
+    in_memory = np.load(io.BytesIO(in_memory_npy_bytes(op, arrays)))
+    data_types = {name: dmlcli.data_types.from_numpy(a.dtype) for name, a in zip(op.inputs, arrays)}
+    data_types[op.output] = dmlcli.data_types.from_numpy(in_memory.dtype)
+    defaults = {p.field: p.parse({}, data_types) for p in op.parameters}
+    _assert_parity(op, streamed, in_memory, defaults, f"{op.cli_name} {layout}", arrays)
 
 
 def test_streaming_refuses_a_device_named_like_an_npy_file(tmp_path):

@@ -113,7 +113,7 @@ class GpuBackend:
         """The compiled kernel for one type signature; each signature is compiled once, on first use."""
         if signature not in gpu_kernels.signatures(operator):
             raise InputError(f"{operator.name} has no GPU kernel for {', '.join(signature[:-1])} -> {signature[-1]}")
-        key = (operator.name, signature)
+        key = (operator.dml_name, signature)  # IDENTITY and TANH exist as ELEMENT_WISE and ACTIVATION
         with self._lock:
             module = self._modules.get(key)
             if module is None:

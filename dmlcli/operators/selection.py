@@ -707,7 +707,8 @@ OPERATORS: tuple[Operator, ...] = (
         summary="Selects each element from ATensor where ConditionTensor is nonzero, else from BTensor.",
         formula="f(cond, a, b) = cond != 0 ? a : b",
         introduced=level("2_0"), inputs=IF_INPUTS, support=_IF, same_data_type=ABO, same_sizes=IF_ALL,
-        cpu_kernel=if_, cuda_names=("c", "a", "b"), cuda_body="c != 0 ? a : b", exactness=EXACT,
+        # Native encoding: the chosen element's bits are copied, NaN payloads included, on the GPU too.
+        cpu_kernel=if_, cuda_names=("c", "a", "b"), cuda_body="c != 0 ? a : b", exactness=EXACT, native_encoding=True,
         notes=(_IF_LEVELS_NOTE, _IF_VALUES_NOTE),
     ),
     _whole_entry("CEIL", 7, "up (toward +inf)", "rpi", ceil),

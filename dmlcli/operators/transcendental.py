@@ -192,15 +192,19 @@ _SNAP = 2.0**-48  # a float POW result this close (relative) to an integer is th
 
 def _wrap_to_integer(values: np.ndarray, dtype: np.dtype, *, snap: bool) -> np.ndarray:
     """float64 values as an integer type: toward zero, wrapped modulo 2^width (two's complement); NaN and
-    +-inf give 0. With `snap`, a value within 2^-48 (relative) of an integer is that integer first."""
+    +-inf give 0. With `snap`, a value within 2^-48 (relative) of an integer is that integer first, and
+    values outside the type's range saturate to its limits (Direct3D's float-to-integer conversion), since
+    the low bits of a double beyond 2^53 differ from one device's pow to another's."""
     dtype = np.dtype(dtype)
     width = dtype.itemsize * 8
+    info = np.iinfo(dtype)
     with np.errstate(all="ignore"):
         values = np.asarray(values, dtype=np.float64)
         values = np.where(np.isfinite(values), values, 0.0)
         if snap:
             nearest = np.rint(values)
             values = np.where(np.abs(values - nearest) <= np.abs(values) * _SNAP, nearest, values)
+            values = np.clip(np.trunc(values), float(info.min), float(info.max))
         remainder = np.fmod(np.trunc(values), 2.0**width)  # exact; |remainder| < 2^width <= 2^32
         return remainder.astype(np.int64).astype(f"uint{width}").view(dtype)
 
@@ -309,6 +313,11 @@ __device__ __forceinline__ T dml_pow_to_integer(double r, bool snap) {
     if (snap) {
         const double nearest = rint(r);
         if (fabs(r - nearest) <= fabs(r) * 3.552713678800501e-15) r = nearest;
+        // Outside the type's range: its limits (Direct3D's float-to-integer conversion saturates).
+        const double high = (T)(-1) < (T)0 ? (double)((1ull << (8 * sizeof(T) - 1)) - 1ull)
+                                            : (double)((1ull << (8 * sizeof(T) - 1)) * 2.0 - 1.0);
+        const double low = (T)(-1) < (T)0 ? -(double)(1ull << (8 * sizeof(T) - 1)) : 0.0;
+        r = fmin(fmax(trunc(r), low), high);
     }
     r = fmod(trunc(r), (double)(1ull << (8 * sizeof(T))));
     const unsigned long long m = (unsigned long long)fabs(r);
@@ -451,11 +460,14 @@ _POW_NOTES = (
     "(-1, or the largest unsigned value: 1/0, as dmlcli's integer DIVIDE by zero gives it, after D3D), any "
     "other base 0 (the reciprocal truncated toward zero).",
     "Integer base, float exponent (undocumented; ONNX's pow_types vectors compute in floating point and "
-    "cast back): pow in double precision, converted to the base's type toward zero and wrapped modulo "
-    "2^width, so that an integral float exponent gives the integer power's own result wherever the double "
-    "is exact (3^20.0 in INT32 = 3^20 wrapped); NaN and infinities give 0 (0^-1.0 = inf gives 0). A result "
+    "cast back): pow in double precision, converted to the base's type toward zero, and results outside the "
+    "type's range saturate to its limits, as Direct3D converts floats to integers (the low bits of a double "
+    "past 2^53 are not reproducible from one device's pow to another's: a wrapped result would be noise, "
+    "so 3^20.0 in INT32 is 2147483647); NaN and infinities give 0 (0^-1.0 = inf gives 0). A result "
     "within 2^-48 (relative) of an integer is taken as that integer first, so that exact powers such as "
-    "4^0.5 = 2 never truncate to 1 through a last-place error of a device's pow.",
+    "4^0.5 = 2 never truncate to 1 through a last-place error of a device's pow. A power that lies within a "
+    "last-place error of that window's edge may still be truncated differently by the CPU's and the GPU's pow "
+    "(the GPU tests allow such results to differ by one; exact integer powers never do).",
     "ScaleBias applies to InputTensor only, never to ExponentTensor. On an integer InputTensor (undocumented) "
     "dmlcli follows the convention of its IDENTITY and ABS entries: x*Scale + Bias in float64 (each step "
     "rounded once), truncated toward zero and wrapped modulo 2^width into the base's type (NaN and "
