@@ -1,4 +1,4 @@
-"""dmlcli: DirectML's element-wise bitwise, logical and comparison operators, bit for bit, anywhere."""
+"""dmlcli: DirectML's element-wise operators on NumPy or CuPy, with DirectML's validation rules, anywhere."""
 
 from .api import run, run_files, validate
 from .errors import BackendUnavailableError, DmlcliError, DmlcliWarning, InputError, ValidationError

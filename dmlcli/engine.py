@@ -26,7 +26,7 @@ from .operators import Operator, find_operator
 from .operators.parameters import Parameter, option_flag
 from .validation import Call, Verdict, build_call, check
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class Request:
     """One call, before its tensors are known."""
 
@@ -50,7 +50,7 @@ class Request:
         return typed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Outcome:
     """A finished call: the output (None when it went to a file), the verdict, the backend, the warnings."""
 
@@ -185,10 +185,11 @@ def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: H
 def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = None,
         before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
     """Validate, check room for the output, execute and (with `output`, a path or '-') write the result."""
-    from .io.atomic import check_output_path, write_output
     from .io.room import check_room_for_output
 
     if output is not None:
+        from .io.atomic import check_output_path
+
         check_output_path(output)
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
     verdict = plan_arrays(req, arrays)
@@ -198,6 +199,8 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
         before_execute(verdict)
     outcome = execute(verdict, arrays, backend)
     if output is not None:
+        from .io.atomic import write_output
+
         write_output(outcome.output, output)
     return outcome
 

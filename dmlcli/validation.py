@@ -18,7 +18,7 @@ from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from .operators import Operator
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class TensorInfo:
     """What validation needs of a tensor: its role, DataType and Sizes."""
 
@@ -30,7 +30,7 @@ class TensorInfo:
         return f"{self.name} {self.data_type.name} {list(self.shape)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Call:
     """One operator call: the tensors as DirectML would see them, and the parameters."""
 
@@ -61,14 +61,14 @@ class Call:
         return self.tensors[self.operator.output]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Problem:
     message: str
     # 'table' problems may go away at another feature level; 'rule' problems never do.
     kind: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Verdict:
     """A call that passed validation, with the lowest feature level that would also accept it."""
 

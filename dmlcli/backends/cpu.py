@@ -19,7 +19,10 @@ class CpuBackend:
         arrays = [np.broadcast_to(to_native(np.asarray(x)), out_shape) for x in inputs]
         with np.errstate(all="ignore"):  # NaN and infinity are values here, not errors
             result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
-        return np.ascontiguousarray(np.broadcast_to(result, out_shape))
+        result = np.ascontiguousarray(np.broadcast_to(result, out_shape))
+        if any(np.may_share_memory(result, x) for x in arrays):
+            result = result.copy()  # a kernel may hand an input back (IDENTITY): the output is always its own
+        return result
 
     def execute_chunks(self, operator: Operator, chunks: Iterable[list[np.ndarray]], out_dtype: np.dtype,
                        parameters) -> Iterator[np.ndarray]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +70,8 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
     needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)
     folder = path.parent
     try:
+        import shutil  # only for a file target: it pulls in bz2 and lzma, which a run on stdout need not load
+
         usage = shutil.disk_usage(folder)
     except OSError:
         return

@@ -149,7 +149,7 @@ def _as64(x) -> np.ndarray:
 
 def _out(values, out_dtype) -> np.ndarray:
     """float64 (or float32) values rounded once to the output type."""
-    return np.asarray(values).astype(out_dtype)
+    return np.asarray(values).astype(out_dtype, copy=False)
 
 
 def _zero(x) -> np.ndarray:
@@ -233,7 +233,7 @@ def shrink(inputs, out_dtype, params):
         b = np.int64(_integer_bias(bias))
         xi = x.astype(np.int64)
         with np.errstate(all="ignore"):
-            plus, minus = (xi + b).astype(out_dtype), (xi - b).astype(out_dtype)
+            plus, minus = (xi + b).astype(out_dtype, copy=False), (xi - b).astype(out_dtype, copy=False)
         return np.where(xd < -t, plus, np.where(xd > t, minus, np.zeros((), out_dtype)))
     xf = x.astype(np.float32)
     with np.errstate(all="ignore"):
@@ -762,7 +762,7 @@ __device__ __forceinline__ float dml_add1_activate(dml_f32 x, int FusedActivatio
 def add1(inputs, out_dtype, params):
     a, b = inputs
     with np.errstate(all="ignore"):  # overflow to inf is the IEEE result
-        total = (a.astype(np.float32) + b.astype(np.float32)).astype(out_dtype)  # one addition, then the type
+        total = (a.astype(np.float32) + b.astype(np.float32)).astype(out_dtype, copy=False)  # one addition, then the type
     fused = params.get("FusedActivation")
     if fused is None:
         return total

@@ -20,6 +20,7 @@ from ..data_types import (ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, I
                           UINT64, as_bits)
 from ..feature_levels import level
 from .parameters import ScaleBiasParameter
+from .scale_bias import float32_scale_bias, integer_scale_bias
 from .schema import (COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator, Tolerance,
                      rows)
 
@@ -159,34 +160,19 @@ def _all_bits_set(dtype):
     return np.invert(np.zeros((), dtype))
 
 
-def wrap_to_integer(values: np.ndarray, dtype) -> np.ndarray:
-    """float64 values truncated toward zero, wrapped modulo 2^width into the integer `dtype`; NaN, +-inf give 0."""
-    dtype = np.dtype(dtype)
-    width = dtype.itemsize * 8
-    with np.errstate(all="ignore"):
-        finite = np.isfinite(values)
-        whole = np.trunc(np.where(finite, values, 0.0))
-        remainder = np.fmod(whole, np.float64(2.0 ** width))  # exact, |remainder| < 2^width
-        magnitude = np.abs(remainder).astype(np.uint64)  # exact: a whole number below 2^64
-        pattern = np.where(remainder < 0, np.negative(magnitude), magnitude)  # uint64 negation wraps
-    return pattern.astype(f"uint{width}").view(dtype)
-
-
 def scale_bias(x: np.ndarray, params) -> np.ndarray:
     """The input after the optional ScaleBias: float32 for FLOAT16/FLOAT32, float64 for FLOAT64, the
     tensor's own type for integers (see _SCALE_BIAS_INTEGER_NOTE). None: the input itself."""
     pair = params.get("ScaleBias")
     if pair is None:
         return x
-    scale, bias = pair
-    with np.errstate(all="ignore"):
-        if x.dtype in (np.float16, np.float32):
-            product = x.astype(np.float32) * np.float32(scale)
-            return product + np.float32(bias)
-        if x.dtype == np.float64:
+    if x.dtype in (np.float16, np.float32):
+        return float32_scale_bias(x, pair)
+    if x.dtype == np.float64:
+        scale, bias = pair
+        with np.errstate(all="ignore"):
             return x * np.float64(scale) + np.float64(bias)
-        product = x.astype(np.float64) * np.float64(np.float32(scale))
-        return wrap_to_integer(product + np.float64(np.float32(bias)), x.dtype)
+    return integer_scale_bias(x, pair)
 
 
 def _flip_sign(x):
@@ -204,7 +190,7 @@ def identity(inputs, out_dtype, params):
     if params.get("ScaleBias") is None:
         return x.astype(out_dtype, copy=True)  # a copy of the bits (never the input's own buffer)
     with np.errstate(all="ignore"):
-        return scale_bias(x, params).astype(out_dtype)
+        return scale_bias(x, params).astype(out_dtype, copy=False)
 
 
 def abs_(inputs, out_dtype, params):
@@ -212,25 +198,25 @@ def abs_(inputs, out_dtype, params):
     g = scale_bias(x, params)
     with np.errstate(all="ignore"):
         if g.dtype.kind == "f":
-            return _clear_sign(g).astype(out_dtype)
-        return np.abs(g).astype(out_dtype)  # abs(INT_MIN) wraps to INT_MIN
+            return _clear_sign(g).astype(out_dtype, copy=False)
+        return np.abs(g).astype(out_dtype, copy=False)  # abs(INT_MIN) wraps to INT_MIN
 
 
 def negate(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind == "f":
-        return _flip_sign(x).astype(out_dtype)
+        return _flip_sign(x).astype(out_dtype, copy=False)
     with np.errstate(all="ignore"):
-        return np.negative(x).astype(out_dtype)  # -INT_MIN wraps to INT_MIN
+        return np.negative(x).astype(out_dtype, copy=False)  # -INT_MIN wraps to INT_MIN
 
 
 def sign(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
-        return np.sign(x).astype(out_dtype)
+        return np.sign(x).astype(out_dtype, copy=False)
     one = np.ones_like(x)
     # +-0 and NaN are returned as they are: the sign of zero and the NaN kept.
-    return np.where(x > 0, one, np.where(x < 0, -one, x)).astype(out_dtype)
+    return np.where(x > 0, one, np.where(x < 0, -one, x)).astype(out_dtype, copy=False)
 
 
 def _binary(ufunc):
@@ -238,7 +224,7 @@ def _binary(ufunc):
         a, b = inputs
         with np.errstate(all="ignore"):
             if a.dtype.kind == "f":
-                return ufunc(_work(a), _work(b)).astype(out_dtype)
+                return ufunc(_work(a), _work(b)).astype(out_dtype, copy=False)
             return ufunc(a, b).astype(out_dtype, copy=False)  # wraps modulo 2^width
 
     kernel.__name__ = ufunc.__name__
@@ -271,7 +257,7 @@ def divide(inputs, out_dtype, params):
     a, b = inputs
     if a.dtype.kind == "f":
         with np.errstate(all="ignore"):
-            return np.divide(_work(a), _work(b)).astype(out_dtype)
+            return np.divide(_work(a), _work(b)).astype(out_dtype, copy=False)
     quotient, _, zero, _ = _integer_division(a, b)
     return np.where(zero, _all_bits_set(a.dtype), quotient).astype(out_dtype, copy=False)
 
@@ -280,7 +266,7 @@ def mean(inputs, out_dtype, params):
     a, b = inputs
     with np.errstate(all="ignore"):
         if a.dtype.kind == "f":
-            return ((_wide(a) + _wide(b)) * 0.5).astype(out_dtype)
+            return ((_wide(a) + _wide(b)) * 0.5).astype(out_dtype, copy=False)
         # floor((a + b) / 2) without overflow; >> is arithmetic for signed types.
         return ((a >> 1) + (b >> 1) + (a & b & 1)).astype(out_dtype, copy=False)
 
@@ -290,7 +276,7 @@ def difference_square(inputs, out_dtype, params):
     with np.errstate(all="ignore"):
         if a.dtype.kind == "f":
             difference = _wide(a) - _wide(b)
-            return (difference * difference).astype(out_dtype)
+            return (difference * difference).astype(out_dtype, copy=False)
         difference = a - b
         return (difference * difference).astype(out_dtype, copy=False)
 
@@ -299,7 +285,7 @@ def modulus_truncate(inputs, out_dtype, params):
     a, b = inputs
     with np.errstate(all="ignore"):
         if a.dtype.kind == "f":
-            return np.fmod(_wide(a), _wide(b)).astype(out_dtype)
+            return np.fmod(_wide(a), _wide(b)).astype(out_dtype, copy=False)
     _, remainder, zero, _ = _integer_division(a, b)
     return np.where(zero, _all_bits_set(a.dtype), remainder).astype(out_dtype, copy=False)
 
@@ -311,7 +297,7 @@ def modulus_floor(inputs, out_dtype, params):
             x, y = _wide(a), _wide(b)
             r = np.fmod(x, y)
             r = np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
-            return np.where(r == 0, np.copysign(0.0, y), r).astype(out_dtype)
+            return np.where(r == 0, np.copysign(0.0, y), r).astype(out_dtype, copy=False)
         _, r, zero, divisor = _integer_division(a, b)
         r = np.where((r != 0) & ((r < 0) != (divisor < 0)), r + divisor, r)  # opposite signs: no overflow
     return np.where(zero, _all_bits_set(a.dtype), r).astype(out_dtype, copy=False)
@@ -320,13 +306,13 @@ def modulus_floor(inputs, out_dtype, params):
 def recip(inputs, out_dtype, params):
     (x,) = inputs
     with np.errstate(all="ignore"):
-        return (np.float32(1) / _work(scale_bias(x, params))).astype(out_dtype)
+        return (np.float32(1) / _work(scale_bias(x, params))).astype(out_dtype, copy=False)
 
 
 def sqrt(inputs, out_dtype, params):
     (x,) = inputs
     with np.errstate(all="ignore"):
-        return np.sqrt(_work(scale_bias(x, params))).astype(out_dtype)
+        return np.sqrt(_work(scale_bias(x, params))).astype(out_dtype, copy=False)
 
 
 # ---------------------------------------------------------------- CUDA helpers

@@ -55,12 +55,12 @@ def is_infinity(inputs, out_dtype, params):
         infinite &= x > 0
     elif mode == "NEGATIVE":
         infinite &= x < 0
-    return infinite.astype(out_dtype)
+    return infinite.astype(out_dtype, copy=False)
 
 
 def is_nan(inputs, out_dtype, params):
     (x,) = inputs
-    return np.isnan(x).astype(out_dtype)
+    return np.isnan(x).astype(out_dtype, copy=False)
 
 
 # NumPy compares two arrays of one dtype exactly (int64/uint64 never go through float64) and by
@@ -68,7 +68,7 @@ def is_nan(inputs, out_dtype, params):
 def _comparison_kernel(ufunc):
     def kernel(inputs, out_dtype, params):
         a, b = inputs
-        return ufunc(a, b).astype(out_dtype)
+        return ufunc(a, b).astype(out_dtype, copy=False)
 
     kernel.__name__ = ufunc.__name__
     return kernel

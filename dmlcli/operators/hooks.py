@@ -26,7 +26,7 @@ class Hook(Protocol):
         """The warning for `total` of `elements` output elements."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class ShiftCountCheck:
     """Shift counts at or past the element width: dmlcli gives 0, DirectML hardware is reported to mask them."""
 

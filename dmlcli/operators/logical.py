@@ -25,22 +25,22 @@ _LOGICAL_UNARY = rows(*_sections(*XO))
 
 def logical_and(inputs, out_dtype, params):
     a, b = inputs
-    return np.logical_and(a != 0, b != 0).astype(out_dtype)
+    return np.logical_and(a != 0, b != 0).astype(out_dtype, copy=False)
 
 
 def logical_or(inputs, out_dtype, params):
     a, b = inputs
-    return np.logical_or(a != 0, b != 0).astype(out_dtype)
+    return np.logical_or(a != 0, b != 0).astype(out_dtype, copy=False)
 
 
 def logical_xor(inputs, out_dtype, params):
     a, b = inputs
-    return np.not_equal(a != 0, b != 0).astype(out_dtype)
+    return np.not_equal(a != 0, b != 0).astype(out_dtype, copy=False)
 
 
 def logical_not(inputs, out_dtype, params):
     (x,) = inputs
-    return (x == 0).astype(out_dtype)
+    return (x == 0).astype(out_dtype, copy=False)
 
 
 def _logical_binary(name: str, enum_value: int, formula: str, word: str, kernel, cuda_body: str) -> Operator:

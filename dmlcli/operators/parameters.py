@@ -39,7 +39,7 @@ def option_flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class CudaArgument:
     """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value."""
 
@@ -48,7 +48,7 @@ class CudaArgument:
     value: object  # a NumPy scalar of the matching width
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Parameter:
     """Base of every parameter kind. Subclasses say how values are read and passed to kernels."""
 
@@ -101,7 +101,7 @@ def _given(given: Mapping[str, object], option: str):
     return None if value is None else value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EnumParameter(Parameter):
     """A DirectML enum field such as DML_IS_INFINITY_MODE InfinityMode; the typed value is the short name."""
 
@@ -148,7 +148,7 @@ class EnumParameter(Parameter):
             raise ValueError(f"{self.field}: default {self.default_value!r} is not one of its values")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FloatParameter(Parameter):
     """A FLOAT (float32) field such as CLIP's Min or an activation's Alpha.
 
@@ -179,7 +179,7 @@ class FloatParameter(Parameter):
         return (CudaArgument("float", self.field, np.float32(value)),)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IntegerParameter(Parameter):
     """A UINT / INT field, checked against its range."""
 
@@ -215,7 +215,7 @@ class IntegerParameter(Parameter):
             raise ValueError(f"{self.field}: default {self.default_value} is outside {self.minimum}..{self.maximum}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TypedScalarParameter(Parameter):
     """A DML_SCALAR_UNION field (CLIP1's Min and Max): a value of a tensor's own data type, read exactly.
 
@@ -262,7 +262,7 @@ class TypedScalarParameter(Parameter):
             raise ValueError(f"{self.field}: default_limit must be 'lowest' or 'max'")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ScaleBiasParameter(Parameter):
     """DML_SCALE_BIAS* ScaleBias: optional {FLOAT Scale; FLOAT Bias}, applied to the input first.
 
@@ -323,7 +323,7 @@ def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:
 from dataclasses import field as _dataclass_field  # noqa: E402  (kept with the class that needs it)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FusedActivationParameter(Parameter):
     """`_Maybenull_ const DML_OPERATOR_DESC* FusedActivation`: an activation applied to the operator's result.
 
@@ -497,7 +497,7 @@ def _data_type_from(value, where: str) -> DataType:
         raise InputError(f"{where}: {value!r} is not a data type") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DataTypeParameter(Parameter):
     """A DML_TENSOR_DATA_TYPE field that must repeat a tensor's data type (CLIP1's MinMaxDataType).
 
@@ -543,7 +543,7 @@ _SCALAR_UNION_MEMBERS = {"int8": "INT8", "uint8": "UINT8", "int16": "INT16", "ui
 _SCALAR_UNION_SPELLING = "Bytes, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ScalarUnionParameter(TypedScalarParameter):
     """A DML_SCALAR_UNION field as DxDispatch writes it, typed by the tensor's data type (= MinMaxDataType).
 

@@ -33,7 +33,7 @@ I8_U8 = (INT8, UINT8)
 # ---------------------------------------------------------------- hooks
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class UndefinedScaleCheck:
     """Scales of 0 (DirectML: undefined behaviour) or NaN: dmlcli's result is its own choice, so it warns."""
 
@@ -173,7 +173,7 @@ def _requantize(value, zero_point, out_dtype):
         nan = np.isnan(whole)
         limited = np.clip(np.where(nan, np.float32(0), whole), np.float32(-1024), np.float32(1024)).astype(np.int32)
         total = np.clip(limited + zero_point.astype(np.int32), info.min, info.max)
-    return np.where(nan, info.min, total).astype(out_dtype)
+    return np.where(nan, info.min, total).astype(out_dtype, copy=False)
 
 
 def quantize_linear(inputs, out_dtype, params):
@@ -187,7 +187,7 @@ def dequantize_linear(inputs, out_dtype, params):
     x, scale, zero_point = inputs
     difference = (x.astype(np.int64) - zero_point.astype(np.int64)).astype(np.float32)
     with np.errstate(all="ignore"):
-        return (difference * scale.astype(np.float32)).astype(out_dtype)
+        return (difference * scale.astype(np.float32)).astype(out_dtype, copy=False)
 
 
 def _dequantized(values, scale, zero_point):

@@ -22,7 +22,7 @@ DIMS_4 = (4,)
 DIMS_4_TO_5 = (4, 5)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class TensorSupport:
     """What one tensor of an operator accepts in one row of a support table."""
 
@@ -38,7 +38,7 @@ class TensorSupport:
         return ", ".join(t.name for t in self.data_types)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SupportRow:
     """One 'DML_FEATURE_LEVEL_x_y and above' section of a page's tensor-support table."""
 
@@ -66,7 +66,7 @@ APPROXIMATE = "approximate"  # transcendental: no IEEE-defined result, checked a
 EXACTNESS_CLASSES = (EXACT, ONE_ROUNDING, COMPOSITE, APPROXIMATE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tolerance:
     """How far a float result may be from the reference and still match (`--check`, the conformance tests).
 
@@ -90,7 +90,7 @@ class Tolerance:
         return f"{figures}; {self.source}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Operator:
     name: str  # DirectML's name without prefix, e.g. "BIT_XOR"
     enum_value: int  # DML_OPERATOR_TYPE value

@@ -25,6 +25,7 @@ from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT8, as_bits
 from ..feature_levels import level
 from .parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
                          ScaleBiasParameter)
+from .scale_bias import float32_scale_bias, integer_scale_bias
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
 
 AB = ("ATensor", "BTensor")
@@ -207,29 +208,24 @@ def _pick(a, b, larger: bool):
         return np.maximum(a, b) if larger else np.minimum(a, b)
     a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     with np.errstate(all="ignore"):
-        chosen = np.where(a > b, a, b) if larger else np.where(a < b, a, b)
+        chosen = np.fmax(a, b) if larger else np.fmin(a, b)
+        # NaN operands are settled here, not by fmax/fmin: NumPy's SIMD loops return a quiet NaN for a
+        # signalling one (IEEE 754-2008 maxNum), its scalar loops the other operand, so the result would
+        # depend on the chunking. The other operand wins; where both are NaN, the first (as on the GPU).
+        nan_a, nan_b = np.isnan(a), np.isnan(b)
+        if nan_a.any() or nan_b.any():
+            chosen = np.where(nan_b, a, np.where(nan_a, b, chosen))
         # Equal values have equal bits except -0.0 and +0.0: AND of the bits gives +0.0, OR gives -0.0.
-        tie = (as_bits(a) & as_bits(b)) if larger else (as_bits(a) | as_bits(b))
-        chosen = np.where(a == b, tie.view(a.dtype), chosen)
-        chosen = np.where(np.isnan(a), b, chosen)
-        return np.where(np.isnan(b), a, chosen)  # last: both NaN gives a, as the CUDA helpers do
+        zeros = (a == 0) & (b == 0)
+        if zeros.any():
+            tie = (as_bits(a) & as_bits(b)) if larger else (as_bits(a) | as_bits(b))
+            chosen = np.where(zeros, tie.view(a.dtype), chosen)
+        return chosen
 
 
 def _work(x):
     """FLOAT16 and FLOAT32 arithmetic runs in float32 (FLOAT16 widened exactly)."""
     return x.astype(np.float32, copy=False)
-
-
-def _wrap_to_integer(values, dtype):
-    """float64 values truncated toward zero and wrapped modulo 2^width into `dtype`; NaN and +-inf give 0."""
-    dtype = np.dtype(dtype)
-    width = dtype.itemsize * 8
-    with np.errstate(all="ignore"):
-        whole = np.trunc(np.where(np.isfinite(values), values, 0.0))
-        remainder = np.fmod(whole, np.float64(2.0 ** width))  # exact, |remainder| < 2^width
-        magnitude = np.abs(remainder).astype(np.uint64)
-        pattern = np.where(remainder < 0, np.negative(magnitude), magnitude)  # uint64 negation wraps
-    return pattern.astype(f"uint{width}").view(dtype)
 
 
 def _scaled(x, params):
@@ -241,13 +237,10 @@ def _scaled(x, params):
         work = _work(x)
         if pair is None:
             return work
-        with np.errstate(all="ignore"):
-            return work * np.float32(pair[0]) + np.float32(pair[1])
+        return float32_scale_bias(work, pair)
     if pair is None:
         return x
-    with np.errstate(all="ignore"):
-        product = x.astype(np.float64) * np.float64(np.float32(pair[0]))
-        return _wrap_to_integer(product + np.float64(np.float32(pair[1])), x.dtype)
+    return integer_scale_bias(x, pair)
 
 
 def _whole_bound(bound, dtype, upper: bool) -> int:
@@ -265,7 +258,7 @@ def _whole_bound(bound, dtype, upper: bool) -> int:
 def _narrowed(values, out_dtype):
     """float32 results rounded once to the output type (a FLOAT16 overflow is an infinity, without a warning)."""
     with np.errstate(all="ignore"):
-        return values.astype(out_dtype)
+        return values.astype(out_dtype, copy=False)
 
 
 def _typed(value, dtype):

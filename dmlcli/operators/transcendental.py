@@ -14,6 +14,7 @@ import numpy as np
 from ..data_types import FLOATS, TYPES_8
 from ..feature_levels import level
 from .parameters import FloatParameter, ScaleBiasParameter
+from .scale_bias import float32_scale_bias, integer_scale_bias
 from .schema import APPROXIMATE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
 
 X = ("InputTensor",)
@@ -92,17 +93,12 @@ def _domain(text: str) -> str:
 
 def _scaled(x: np.ndarray, scale_bias) -> np.ndarray:
     """ScaleBias applied to a float input: x*Scale, then + Bias, each rounded to FLOAT32."""
-    if scale_bias is None:
-        return x
-    scale, bias = scale_bias
-    with np.errstate(all="ignore"):
-        product = np.multiply(x.astype(np.float32), np.float32(scale), dtype=np.float32)
-        return np.add(product, np.float32(bias), dtype=np.float32)
+    return x if scale_bias is None else float32_scale_bias(x, scale_bias)
 
 
 def _to_float_result(values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return np.asarray(values, dtype=np.float64).astype(out_dtype)
+        return np.asarray(values, dtype=np.float64).astype(out_dtype, copy=False)
 
 
 def _unary_kernel(function, name: str):
@@ -209,14 +205,6 @@ def _wrap_to_integer(values: np.ndarray, dtype: np.dtype, *, snap: bool) -> np.n
         return remainder.astype(np.int64).astype(f"uint{width}").view(dtype)
 
 
-def _integer_scale_bias(x: np.ndarray, scale_bias) -> np.ndarray:
-    """ScaleBias on an integer base: x*Scale + Bias in float64 (each step rounded once), back to x's type."""
-    scale, bias = scale_bias
-    with np.errstate(all="ignore"):
-        value = x.astype(np.float64) * np.float64(np.float32(scale)) + np.float64(np.float32(bias))
-    return _wrap_to_integer(value, x.dtype, snap=False)
-
-
 def _integer_power(base: np.ndarray, exponent: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     """base ** exponent exactly, modulo 2^width; negative exponents as _POW_NOTES says."""
     unsigned = np.dtype(f"uint{base.dtype.itemsize * 8}")
@@ -239,7 +227,7 @@ def _integer_power(base: np.ndarray, exponent: np.ndarray, out_dtype: np.dtype) 
                                np.where(value == -1, np.where(odd, all_bits, unsigned.type(1)),
                                         np.where(value == 0, all_bits, unsigned.type(0))))
             result = np.where(negative, special.astype(unsigned), result)
-    return np.asarray(result, unsigned).astype(out_dtype)
+    return np.asarray(result, unsigned).astype(out_dtype, copy=False)
 
 
 def pow_(inputs, out_dtype, params):
@@ -250,7 +238,7 @@ def pow_(inputs, out_dtype, params):
         base = _scaled(x, scale_bias).astype(np.float64)
         with np.errstate(all="ignore"):
             return _to_float_result(_c99_pow(base, exponent), out_dtype)
-    base = x if scale_bias is None else _integer_scale_bias(x, scale_bias)
+    base = x if scale_bias is None else integer_scale_bias(x, scale_bias)
     if exponent.dtype.kind == "f":
         return _wrap_to_integer(_c99_pow(base, exponent), out_dtype, snap=True)
     return _integer_power(base, exponent, out_dtype)
