@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, TYPES_8
+from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, TYPES_8, as_bits
 from ..feature_levels import level
 from .parameters import FloatParameter, FusedActivationParameter
 from .schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
@@ -179,7 +179,14 @@ def _hard_sigmoid64(v, alpha, beta):
 
 def relu(inputs, out_dtype, params):
     (x,) = inputs
-    return np.where((x > 0) | (x != x), x, _zero(x)).astype(out_dtype, copy=False)
+    keep = ~(x <= 0)  # positives and NaN
+    if x.dtype.kind != "f":
+        return np.where(keep, x, _zero(x)).astype(out_dtype, copy=False)
+    # The kept elements' bits, else +0.0: an AND with an all-ones or all-zeros mask (NaN payloads and all).
+    # Branch-free: np.where with a random mask runs about five times slower.
+    bits = as_bits(x)
+    mask = np.negative(keep.astype(bits.dtype))
+    return np.bitwise_and(bits, mask).view(x.dtype).astype(out_dtype, copy=False)
 
 
 def identity(inputs, out_dtype, params):

@@ -214,9 +214,13 @@ def sign(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
         return np.sign(x).astype(out_dtype, copy=False)
-    one = np.ones_like(x)
-    # +-0 and NaN are returned as they are: the sign of zero and the NaN kept.
-    return np.where(x > 0, one, np.where(x < 0, -one, x)).astype(out_dtype, copy=False)
+    # +-1 by np.sign, whose zero is +0: copysign gives it x's sign. NaN is returned as it is, by its bits
+    # (np.sign's own NaN may differ between NumPy's SIMD and scalar loops, so between chunks).
+    signs = np.copysign(np.sign(x), x)
+    nan = np.isnan(x)
+    if nan.any():
+        signs = np.where(nan, x, signs)
+    return signs.astype(out_dtype, copy=False)
 
 
 def _binary(ufunc):
