@@ -652,3 +652,21 @@ def test_overlap_check_needs_no_offsets_when_there_are_more_elements_than_addres
     assert overlaps_itself((3, 2), (1, 1))
     assert not overlaps_itself((3, 2), (2, 1))
     assert not overlaps_itself((3, 2), (1, 3))
+
+
+def test_an_optional_zero_point_left_out_of_a_desc_means_zeros(tmp_path, monkeypatch):
+    """QUANTIZE_LINEAR's ZeroPointTensor is _Maybenull_ from 6_2: left out, the output is round(x / scale)."""
+    resources = {"X": buffer("FLOAT32", [1.5, -2.5, 300, 7]), "S": buffer("FLOAT32", [1, 1, 1, 1]),
+                 "Out": buffer("UINT8", [9, 9, 9, 9])}
+    desc = {"InputTensor": tensor("FLOAT32", [4]), "ScaleTensor": tensor("FLOAT32", [4]),
+            "OutputTensor": tensor("UINT8", [4])}
+    commands = [{"type": "dispatch", "dispatchable": "q",
+                 "bindings": {"InputTensor": "X", "ScaleTensor": "S", "OutputTensor": "Out"}},
+                {"type": "print", "resource": "Out"}]
+    model = {"q": {"type": "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR", "desc": desc}}
+    result = run_generated(tmp_path, monkeypatch, resources, model, commands)
+    assert result.exit_code == 0, result.output
+    # 1.5 and -2.5 round half to even (2, -2 saturates to 0), 300 saturates to 255.
+    assert result.stdout.splitlines() == ["Resource 'Out': 2, 0, 255, 7"]
+    older = run_generated(tmp_path, monkeypatch, resources, model, commands, "--feature-level", "6_0")
+    assert older.exit_code == 3 and "may be left out only from DML_FEATURE_LEVEL_6_2" in older.stderr

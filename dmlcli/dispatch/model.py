@@ -431,7 +431,10 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     expected = operator.tensors + tuple(p.field for p in operator.parameters)
     _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
     tensors = {}
+    optional = {name for name, _ in operator.optional_inputs}
     for tensor_field in operator.tensors:
+        if tensor_field in optional and desc.get(tensor_field) is None:
+            continue  # a _Maybenull_ tensor (a zero point) left out: the engine supplies zeros
         if tensor_field not in desc:
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")

@@ -69,7 +69,8 @@ def check_model(model: Model, feature_level=None) -> tuple[dict[str, CheckedDisp
 def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> CheckedDispatchable:
     op = dispatchable.operator
     prefix = f"dispatchable {dispatchable.name!r}"
-    inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs]
+    inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs
+              if name in dispatchable.tensors]  # an optional tensor the desc leaves out is not bound
     output = dispatchable.tensors[op.output]
     try:
         req = request(op, feature_level=feature_level, output_dtype=output.data_type, output_shape=output.sizes,
@@ -204,8 +205,8 @@ def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable,
     output = tensors[op.output]
     written = None
     for name in op.inputs:
-        tensor = tensors[name]
-        if tensor.resource != output.resource or tensor.at_initialisation:
+        tensor = tensors.get(name)
+        if tensor is None or tensor.resource != output.resource or tensor.at_initialisation:
             continue
         if _same_view(tensor, output):
             overlapping = True

@@ -154,7 +154,7 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         # Strided views straight into the buffers (no copy): backends return a new array, so the inputs
         # are read in full before the output is written back, which is what makes in-place dispatches exact.
         inputs = [snapshots[name] if name in snapshots else _element_view(buffers, dispatch.tensors[name], name)
-                  for name in op.inputs]
+                  for name in op.inputs if name in dispatch.tensors]
         start = time.perf_counter()
         result = execute(verdict, inputs, timed, tally=tally).output
         target = _element_view(buffers, dispatch.tensors[op.output], op.output)
