@@ -20,7 +20,7 @@ from ..data_types import (ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, I
                           UINT64, as_bits)
 from ..feature_levels import level
 from .parameters import ScaleBiasParameter
-from .scale_bias import float32_scale_bias, integer_scale_bias
+from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import (COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator, Tolerance,
                      rows)
 
@@ -354,27 +354,7 @@ __device__ __forceinline__ dml_f32 {p}_round(double v, int w) {{
 
 
 def _scale_bias_helpers(p: str) -> str:
-    return _float64_helpers(p) + f"""
-// Integer ScaleBias: x*Scale + Bias in float64, truncated toward zero, wrapped modulo 2^w; NaN, inf -> 0.
-__device__ __forceinline__ unsigned long long {p}_wrap(double v, int w) {{
-    if (!(fabs(v) <= 1.7976931348623157e308)) return 0ull;
-    const double r = fmod(trunc(v), ldexp(1.0, w));
-    const unsigned long long m = (unsigned long long)fabs(r);
-    return r < 0.0 ? 0ull - m : m;
-}}
-template <typename T>
-__device__ __forceinline__ T {p}_scale_bias(T x, int has, float scale, float bias) {{
-    if (!has) return x;
-    const double v = __dadd_rn(__dmul_rn((double)x, {p}_widen(scale)), {p}_widen(bias));
-    return (T){p}_wrap(v, (int)(sizeof(T) * 8));
-}}
-__device__ __forceinline__ dml_f32 {p}_scale_bias(dml_f32 x, int has, float scale, float bias) {{
-    return has ? x * scale + bias : x;
-}}
-__device__ __forceinline__ double {p}_scale_bias(double x, int has, float scale, float bias) {{
-    return has ? __dadd_rn(__dmul_rn(x, {p}_widen(scale)), {p}_widen(bias)) : x;
-}}
-"""
+    return _float64_helpers(p) + cuda_scale_bias_helpers(p)
 
 
 def _negative_helpers(p: str) -> str:

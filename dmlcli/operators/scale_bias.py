@@ -38,3 +38,29 @@ def float32_scale_bias(x: np.ndarray, pair) -> np.ndarray:
     with np.errstate(all="ignore"):
         product = np.multiply(x.astype(np.float32), np.float32(scale), dtype=np.float32)
         return np.add(product, np.float32(bias), dtype=np.float32)
+
+
+def cuda_scale_bias_helpers(p: str) -> str:
+    """`{p}_scale_bias(x, HasScaleBias, Scale, Bias)` for CUDA bodies, the twin of the functions above:
+    FLOAT16/FLOAT32 (as dml_f32) in float32 through the prelude's PTX arithmetic (no flush to zero), FLOAT64
+    in float64, integers in float64 truncated toward zero and wrapped modulo 2^width (NaN, inf -> 0)."""
+    return f"""
+__device__ __forceinline__ unsigned long long {p}_wrap(double v, int w) {{
+    if (!(fabs(v) <= 1.7976931348623157e308)) return 0ull;
+    const double r = fmod(trunc(v), ldexp(1.0, w));
+    const unsigned long long m = (unsigned long long)fabs(r);
+    return r < 0.0 ? 0ull - m : m;
+}}
+template <typename T>
+__device__ __forceinline__ T {p}_scale_bias(T x, int has, float scale, float bias) {{
+    if (!has) return x;
+    const double v = __dadd_rn(__dmul_rn((double)x, dml_widen(scale)), dml_widen(bias));
+    return (T){p}_wrap(v, (int)(sizeof(T) * 8));
+}}
+__device__ __forceinline__ dml_f32 {p}_scale_bias(dml_f32 x, int has, float scale, float bias) {{
+    return has ? x * scale + bias : x;
+}}
+__device__ __forceinline__ double {p}_scale_bias(double x, int has, float scale, float bias) {{
+    return has ? __dadd_rn(__dmul_rn(x, dml_widen(scale)), dml_widen(bias)) : x;
+}}
+"""

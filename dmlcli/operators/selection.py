@@ -25,7 +25,7 @@ from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT8, as_bits
 from ..feature_levels import level
 from .parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
                          ScaleBiasParameter)
-from .scale_bias import float32_scale_bias, integer_scale_bias
+from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
 
 AB = ("ATensor", "BTensor")
@@ -471,28 +471,7 @@ __device__ __forceinline__ T {p}_bound(float f, bool upper) {{
 
 def _scale_bias_helpers(p: str) -> str:
     """{p}_scale_bias: floats x*Scale + Bias in float32; integers in float64, truncated and wrapped."""
-    return f"""
-__device__ __forceinline__ double {p}_sb_widen(float f) {{
-    double d;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));
-    return d;
-}}
-__device__ __forceinline__ unsigned long long {p}_wrap(double v, int w) {{
-    if (!(fabs(v) <= 1.7976931348623157e308)) return 0ull;
-    const double r = fmod(trunc(v), ldexp(1.0, w));
-    const unsigned long long m = (unsigned long long)fabs(r);
-    return r < 0.0 ? 0ull - m : m;
-}}
-template <typename T>
-__device__ __forceinline__ T {p}_scale_bias(T x, int has, float scale, float bias) {{
-    if (!has) return x;
-    const double v = __dadd_rn(__dmul_rn((double)x, {p}_sb_widen(scale)), {p}_sb_widen(bias));
-    return (T){p}_wrap(v, (int)(sizeof(T) * 8));
-}}
-__device__ __forceinline__ dml_f32 {p}_scale_bias(dml_f32 x, int has, float scale, float bias) {{
-    return has ? x * scale + bias : x;
-}}
-"""
+    return cuda_scale_bias_helpers(p)
 
 
 _CLIP_HELPERS = _pick_helpers("dml_clip") + _integer_helpers("dml_clip") + _scale_bias_helpers("dml_clip") + """
