@@ -112,6 +112,14 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]]) -> Ve
     """Validate the call for inputs of these data types and shapes (no data needed)."""
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
                             broadcast=req.broadcast)
+    if req.output_type is None and req.operator.output_type_is_choice:
+        # The user chose no output type: the default where the level allows it, else the type it allows
+        # (LOGICAL_EQUALS at 1_0 writes UINT32 only).
+        row = req.operator.row_at(req.feature_level)
+        allowed = row.tensors[req.operator.output].data_types if row is not None else ()
+        if allowed and call.output.data_type not in allowed:
+            call = build_call(req.operator, inputs, output_type=allowed[0], output_shape=req.output_shape,
+                              broadcast=req.broadcast)
     call = replace(call, parameters=req.typed_parameters(call.data_types), float_rules=req.float_rules)
     return check(call, req.feature_level)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import dmlcli
 from dmlcli.cli import cli
 
 from conftest import REPO
@@ -290,3 +291,38 @@ def test_strided_json_tensors_are_views_so_huge_broadcasts_are_refused_without_m
 
     view = tensor_from_object({"dtype": "uint8", "shape": [65535, 65535], "strides": [0, 0], "data": [7]}, where="x")
     assert view.shape == (65535, 65535) and view.base is not None and view[65534, 65534] == 7
+
+
+# ---------------------------------------------------------------- the command line in pipelines (issue 12)
+
+
+def test_check_with_json_on_stdout_sends_the_verdict_to_stderr():
+    result = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "-o", "-", "--check", "[[255,127],[37,15]]")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"dtype": "uint8", "shape": [2, 2], "data": [[255, 127], [37, 15]]}
+    assert result.stderr.startswith("PASSED: all 4 elements match bit for bit")
+    failed = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "-o", "-", "--check", "[[0,127],[37,15]]")
+    assert failed.exit_code == 1 and json.loads(failed.stdout)["data"] == [[255, 127], [37, 15]]
+    assert failed.stderr.startswith("FAILED: 1 of 4 elements differ")
+
+
+def test_the_output_type_follows_the_level_when_it_was_not_chosen():
+    """LOGICAL_EQUALS at 1_0 writes UINT32 only: with no --output-dtype that is what it writes."""
+    four_d = "[[[[1.5, 2]]]]"
+    result = invoke("run", "logical_equals", four_d, four_d, "--dtype", "float32", "-f", "1_0", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"dtype": "uint32", "shape": [1, 1, 1, 2], "data": [[[[1, 1]]]]}
+    chosen = invoke("run", "logical_equals", four_d, four_d, "--dtype", "float32", "-f", "1_0", "--output-dtype", "uint8")
+    assert chosen.exit_code == 3 and "OutputTensor data type UINT8 is not supported" in chosen.stderr
+    assert dmlcli.run("logical_equals", np.float32([1]), np.float32([1])).dtype == np.uint8  # the default where allowed
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["-o", "out.npy"], "with -o the output file decides its format by its extension"),
+    (["--check", "[[255,127],[37,15]]"], "with --check the result is compared, not shown"),
+])
+def test_format_with_an_output_file_or_check_is_refused(tmp_path, monkeypatch, extra, words):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "--format", "hex", *extra)
+    assert result.exit_code == 2 and words in result.stderr and result.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []

@@ -587,15 +587,26 @@ def test_running_out_of_memory_is_a_clear_error(workdir, monkeypatch):
     assert (workdir / "out.npy").read_bytes() == OLD_NPY
 
 
-def test_debug_lets_the_exception_through(workdir, monkeypatch):
+def test_debug_prints_the_traceback_and_keeps_the_exit_code(workdir, monkeypatch):
+    """--debug (before or after the command) and DMLCLI_DEBUG=1 add the traceback; the exit code never changes."""
+    for args, codes in ((("run", "bit_not", "nope.npy"), (2,)),
+                        (("validate", "bit_xor", "[1.5]", "[2.5]", "--dtype", "float32", "-f", "3_0"), (3,)),
+                        (("run", "bit_not", "[1]", "--dtype", "uint8", "--backend", "gpu"), (0, 4))):
+        plain, debugged = invoke(*args), invoke(*args, "--debug")
+        assert debugged.exit_code == plain.exit_code and plain.exit_code in codes
+        if plain.exit_code:
+            assert "Traceback" in debugged.stderr and "Traceback" not in plain.stderr
+            assert debugged.stderr.strip().splitlines()[-1] == plain.stderr.strip()
     import dmlcli.engine
 
     monkeypatch.setattr(dmlcli.engine, "execute", lambda *a, **k: 1 / 0)
-    assert isinstance(invoke("--debug", "run", "bit_not", "[1]", "--dtype", "uint8").exception, ZeroDivisionError)
-    assert isinstance(invoke("run", "bit_not", "[1]", "--dtype", "uint8", env={"DMLCLI_DEBUG": "1"}).exception,
-                      ZeroDivisionError)
-    result = invoke("--debug", "run", "bit_not", "nope.npy")
-    assert "no such file" in str(result.exception)
+    for args, env in ((("--debug", "run", "bit_not", "[1]", "--dtype", "uint8"), None),
+                      (("run", "bit_not", "[1]", "--dtype", "uint8", "--debug"), None),
+                      (("run", "bit_not", "[1]", "--dtype", "uint8"), {"DMLCLI_DEBUG": "1"})):
+        result = invoke(*args, env=env)
+        assert result.exit_code == 5
+        assert "Traceback" in result.stderr and "ZeroDivisionError" in result.stderr
+        assert result.stderr.strip().splitlines()[-1].startswith("dmlcli: internal error: ZeroDivisionError")
 
 
 def run_dmlcli(*args, cwd, env=None):

@@ -58,8 +58,23 @@ def _raise_terminated(signum, frame):
     raise Terminated()
 
 
+def _debug_callback(ctx: click.Context, param, value) -> None:
+    if value:
+        ctx.find_root().ensure_object(dict)["debug"] = True
+
+
 class DmlcliGroup(click.Group):
-    """Turns dmlcli's errors into one line on stderr and the documented exit code."""
+    """Turns dmlcli's errors into one line on stderr and the documented exit code.
+
+    With --debug (before or after the command's name) or DMLCLI_DEBUG=1, the Python traceback is
+    printed first; the one line and the exit code stay the same.
+    """
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.params.append(click.Option(["--debug"], is_flag=True, expose_value=False, is_eager=True,
+                                       callback=_debug_callback,
+                                       help="Print Python tracebacks (for bug reports); the exit code is the same."))
+        super().add_command(cmd, name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -73,14 +88,12 @@ class DmlcliGroup(click.Group):
             click.echo("dmlcli: terminated", err=True)
             ctx.exit(EXIT_TERMINATED)
         except DmlcliError as error:
-            if _debug(ctx):
-                raise
+            _traceback_if_debug(ctx)
             click.echo(f"dmlcli: error: {_one_line(str(error))}", err=True)
             ctx.exit(error.exit_code)
         except click.exceptions.UsageError as error:
             # click's own three-line usage message, made one line like every other failure.
-            if _debug(ctx):
-                raise
+            _traceback_if_debug(ctx)
             where = error.ctx.command_path if error.ctx is not None else ctx.command_path
             click.echo(f"dmlcli: error: {_one_line(error.format_message())} (see '{where} --help')", err=True)
             ctx.exit(error.exit_code)
@@ -94,14 +107,12 @@ class DmlcliGroup(click.Group):
             _silence_stdout()
             ctx.exit(EXIT_BROKEN_PIPE)
         except MemoryError:
-            if _debug(ctx):
-                raise
+            _traceback_if_debug(ctx)
             click.echo("dmlcli: error: ran out of memory; for large .npy inputs write the result to a .npy "
                        "file (-o out.npy), which is streamed in constant memory", err=True)
             ctx.exit(EXIT_USAGE)
         except Exception as error:  # noqa: BLE001 - the last line of defence against tracebacks
-            if _debug(ctx):
-                raise
+            _traceback_if_debug(ctx)
             first = _one_line(str(error))[:200]
             click.echo(f"dmlcli: internal error: {type(error).__name__}: {first} "
                        "(re-run with --debug for the traceback, and please report it)", err=True)
@@ -109,6 +120,14 @@ class DmlcliGroup(click.Group):
         finally:
             if installed:
                 signal.signal(signal.SIGTERM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+
+
+def _traceback_if_debug(ctx: click.Context) -> None:
+    """Under --debug, the exception being handled goes to stderr whole; the exit code does not change."""
+    if _debug(ctx):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
 
 
 def _one_line(text: str) -> str:

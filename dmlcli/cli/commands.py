@@ -34,8 +34,9 @@ def _declared_dtype(text):
 @click.option("-o", "--output", "output", metavar="OUTPUT", default=None,
               help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout.")
 @call_options
-@click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json"]), default="table",
-              show_default=True, help="How to show the result on stdout when there is no -o.")
+@click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json"]), default=None,
+              help="How to show the result on stdout [default: table]; not with -o (the extension decides) "
+                   "or --check (which prints a verdict).")
 @click.option("--check", "expected", metavar="EXPECTED", default=None,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
                    "and integer outputs, else within the operator's tolerance (see describe); exit 1 on a mismatch.")
@@ -61,6 +62,13 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     from ..engine import run_sources
     from ..progress import progress_bar_factory
 
+    if style is not None and (output is not None or expected is not None):
+        from ..errors import InputError
+
+        raise InputError(f"--format {style} shows a result on stdout, but with "
+                         f"{'-o the output file decides its format by its extension' if output is not None else '--check the result is compared, not shown'}"
+                         "; leave --format out")
+    style = style or "table"
     req = _request(operator, arguments)
     override = None
     if tolerance is not None:
@@ -89,7 +97,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
 
         rule = rule_for(req.operator, outcome.output.dtype, override, outcome.verdict.call.parameters)
         report, same = compare(outcome.output, expected_array[0], rule)
-        click.echo(report)
+        click.echo(report, err=output == "-")  # where stdout carries the data, the verdict goes to stderr
         if not same:
             sys.exit(EXIT_CHECK_FAILED)
         return
