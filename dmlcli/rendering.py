@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 
@@ -136,9 +137,20 @@ def make_console(stream=None, *, stderr: bool = False):
     """A rich console that never wraps tables; colour only on a terminal and never with NO_COLOR."""
     from rich.console import Console
 
-    console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit 1; the command line's own handler ends a closed pipe quietly with 141.
+            self.quiet = True
+            raise BrokenPipeError()
+
+    console = _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
+    if console.is_terminal and os.environ.get("NO_COLOR"):
+        # rich's own NO_COLOR support drops colours but keeps bold, dim and italic: no-color.org asks for
+        # no styling at all, so no colour system, and so no escape sequences.
+        console = _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True, no_color=True,
+                           color_system=None)
     if not console.is_terminal:
         # In a pipe or file, lines are as long as the table needs: nothing is cut or folded.
-        console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True,
-                          width=100_000, no_color=True, color_system=None)
+        console = _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True,
+                           width=100_000, no_color=True, color_system=None)
     return console

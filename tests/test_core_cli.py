@@ -326,3 +326,35 @@ def test_format_with_an_output_file_or_check_is_refused(tmp_path, monkeypatch, e
     result = invoke("run", "bit_xor", A, B, "--dtype", "uint8", "--format", "hex", *extra)
     assert result.exit_code == 2 and words in result.stderr and result.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_no_color_removes_every_style_on_a_terminal(monkeypatch):
+    """NO_COLOR: no colour, and no bold, dim or italic either (issue 12, bug 9)."""
+    from dmlcli.rendering import make_console
+
+    stream = io.StringIO()
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich then takes the StringIO for a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    console = make_console(stream)
+    assert console.is_terminal
+    console.print("[bold]heavy[/bold] [dim]faint[/dim] [italic]slanted[/italic] [red]red[/red]")
+    assert stream.getvalue() == "heavy faint slanted red\n"
+    monkeypatch.delenv("NO_COLOR")
+    styled = io.StringIO()
+    make_console(styled).print("[bold]heavy[/bold]")
+    assert "\x1b[" in styled.getvalue()  # the same console styles when NO_COLOR is not set
+
+
+@pytest.mark.parametrize("command", [["describe", "bit_xor"], ["ops"], ["run", "bit_not", "[1, 2, 3]", "--dtype", "uint8"]])
+def test_a_closed_pipe_ends_quietly_with_141(command):
+    """`dmlcli describe bit_xor | head -1`: the reader goes away; dmlcli exits 141 with nothing on stderr."""
+    quoted = " ".join("'" + part + "'" for part in command)
+    script = f"'{sys.executable}' -m dmlcli {quoted} 2>err.txt | head -c 1 > /dev/null; echo ${{PIPESTATUS[0]}}"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(["bash", "-c", script], cwd=folder, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "NO_COLOR": "1", "COLUMNS": "80"})
+        errors = open(os.path.join(folder, "err.txt")).read()
+    assert done.stdout.strip() in ("141", "0")  # 0 only if everything fitted in the pipe before head left
+    assert errors == ""
