@@ -248,14 +248,19 @@ def test_tables_look_the_same_on_a_terminal_and_in_a_pipe(terminal, monkeypatch)
     from dmlcli.rendering import show
 
     monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("NO_COLOR")  # set by conftest; the test of NO_COLOR itself is below
     stream = _Terminal() if terminal else io.StringIO()
     show(np.arange(8, dtype=np.uint8).reshape(2, 2, 2), caption="CAPTION", style="hex", stream=stream)
     text = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())
     lines = [line.strip() for line in text.splitlines()]
     assert "[1, :, :]" in lines and "CAPTION" in lines
     assert any(line.split() == ["1", "0x06", "0x07"] for line in lines)
-    # Styles (bold headers, dim labels) only on a terminal; NO_COLOR (set by conftest) drops colour only.
+    # Styles (bold headers, dim labels) only on a terminal, and never with NO_COLOR.
     assert ("\x1b[" in stream.getvalue()) == terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = _Terminal() if terminal else io.StringIO()
+    show(np.arange(8, dtype=np.uint8).reshape(2, 2, 2), caption="CAPTION", style="hex", stream=plain)
+    assert "\x1b[" not in plain.getvalue() and plain.getvalue() == text
 
 
 def test_negative_zero_keeps_its_sign_in_json():
