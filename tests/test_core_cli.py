@@ -363,3 +363,17 @@ def test_a_closed_pipe_ends_quietly_with_141(command):
         errors = open(os.path.join(folder, "err.txt")).read()
     assert done.stdout.strip() in ("141", "0")  # 0 only if everything fitted in the pipe before head left
     assert errors == ""
+
+
+def test_each_commands_help_lists_its_own_exit_codes_and_the_summaries_are_whole(monkeypatch):
+    """Issue 12, bug 11: validate and dispatch cannot return 1, so their help does not list it."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert "1  --check found a mismatch" in invoke("run", "--help").stdout
+    for command, codes in (("validate", "0235"), ("dispatch", "02345"), ("ops", "025"), ("describe", "025"),
+                           ("info", "05")):
+        text = invoke(command, "--help").stdout
+        listed = "".join(re.findall(r"^\s+(\d)  ", text.split("Exit codes:")[1], re.MULTILINE))
+        assert listed == codes, command
+    top = invoke("--help").stdout
+    assert "..." not in top.split("Commands:")[1]
+    assert "Show the backends found: NumPy for the CPU; CuPy, CUDA and the" in top

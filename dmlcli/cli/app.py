@@ -22,14 +22,23 @@ EXIT_INTERNAL = 5
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
-EXIT_CODES_HELP = """\b
-Exit codes:
-  0  success
-  1  --check found a mismatch
-  2  usage error, or unreadable or malformed input
-  3  the call breaks the operator's rules at that feature level
-  4  the requested backend is not available
-  5  internal error (re-run with --debug and report it)"""
+_EXIT_MEANINGS = {
+    0: "success",
+    1: "--check found a mismatch",
+    2: "usage error, or unreadable or malformed input",
+    3: "the call breaks the operator's rules at that feature level",
+    4: "the requested backend is not available",
+    5: "internal error (re-run with --debug and report it)",
+}
+
+
+def exit_codes_help(*codes: int) -> str:
+    """The epilog of a command's help: the exit codes that command can return, and only those."""
+    lines = [f"  {code}  {_EXIT_MEANINGS[code]}" for code in codes]
+    return "\b\nExit codes:\n" + "\n".join(lines)
+
+
+EXIT_CODES_HELP = exit_codes_help(0, 1, 2, 3, 4, 5)
 
 
 def _versions() -> str:
@@ -75,6 +84,13 @@ class DmlcliGroup(click.Group):
                                        callback=_debug_callback,
                                        help="Print Python tracebacks (for bug reports); the exit code is the same."))
         super().add_command(cmd, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command's whole first sentence: click would cut a long one with '...' at the terminal's width."""
+        rows = [(name, self.get_command(ctx, name).get_short_help_str(limit=1000)) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
         try:

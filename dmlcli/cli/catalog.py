@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .app import cli
+from .app import cli, exit_codes_help
 from .options import complete_operator
 
 
@@ -58,7 +58,7 @@ def _matches(op, words: tuple[str, ...]) -> bool:
     return all(word.lower() in text for word in words)
 
 
-@cli.command()
+@cli.command(epilog=exit_codes_help(0, 2, 5))
 @click.argument("words", nargs=-1, metavar="[WORD]...")
 @click.option("--family", type=click.Choice(["bitwise", "logical", "comparison", "arithmetic", "math", "activation",
                                               "quantization"]), default=None, help="Only this family.")
@@ -94,11 +94,10 @@ def ops(words, family):
         console.print(table)
         shown += len(chosen)
     if shown == 0:
-        click.echo("no operator matches " + " ".join(words or (family or "",)), err=True)
-        sys.exit(1)
+        click.echo("dmlcli: no operator matches " + " ".join(words or (family or "",)), err=True)
 
 
-@cli.command()
+@cli.command(epilog=exit_codes_help(0, 2, 5))
 @click.argument("operator", shell_complete=complete_operator)
 def describe(operator):
     """Show OPERATOR's formula, parameters and support table at every feature level.

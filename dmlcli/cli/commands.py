@@ -8,7 +8,7 @@ import click
 
 from .. import __version__
 from ..errors import EXIT_CHECK_FAILED
-from .app import EXIT_CODES_HELP, cli, report_warnings, warnings_reported
+from .app import cli, exit_codes_help, report_warnings, warnings_reported
 from .options import (backend_option, call_options, complete_operator, feature_level_option, parameter_values,
                       quiet_option)
 
@@ -28,7 +28,7 @@ def _declared_dtype(text):
     return parse_data_type(text) if text else None
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT [INPUT]")
 @click.option("-o", "--output", "output", metavar="OUTPUT", default=None,
@@ -115,7 +115,7 @@ def _show(outcome, style):
     show(outcome.output, caption=caption, style=style, stream=sys.stdout)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=exit_codes_help(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @call_options
@@ -142,7 +142,7 @@ def validate(operator, inputs, dtype, **arguments):
     click.echo(f"result: {exactness_summary(req.operator)}")
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=exit_codes_help(0, 2, 3, 4, 5))
 @click.argument("model", metavar="MODEL.json")
 @backend_option
 @feature_level_option("DirectML feature level the dispatches are validated at [default: 6_4].")
@@ -170,7 +170,7 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, quiet
                   emit=click.echo, timing=not no_timing)
 
 
-@cli.command()
+@cli.command(epilog=exit_codes_help(0, 5))
 def info():
     """Show the backends found: NumPy for the CPU; CuPy, CUDA and the device for the GPU.
 
