@@ -39,3 +39,9 @@ def first_line(error: BaseException) -> str:
     """The first line of an exception's text, or its type's name where it has none."""
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
+
+
+def quoted(text) -> str:
+    """A name the user typed (a path, an option's value) as they typed it, in single quotes: not Python's
+    repr, which doubles backslashes ('C:\\\\data') and switches quotes."""
+    return f"'{text}'"

@@ -33,7 +33,7 @@ from typing import Callable, ContextManager, Iterator, Sequence
 import numpy as np
 
 from .data_types import DataType
-from .errors import InputError
+from .errors import InputError, quoted
 from .validation import Call
 
 CHUNK_BYTES_VARIABLE = "DMLCLI_CHUNK_BYTES"
@@ -90,7 +90,7 @@ def open_input(source: str, *, label: str, dtype: DataType | None = None) -> Npy
     from .io.sources import check_input_file
 
     path = Path(source)
-    where = f"{label} {source!r}"
+    where = f"{label} {quoted(source)}"
     check_input_file(path, where=where)
     if not path.is_file():
         raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
@@ -257,7 +257,7 @@ class _ContiguousReader(_Reader):
         try:
             self.descriptor = os.open(source.path, os.O_RDONLY)
         except OSError as error:
-            raise InputError(f"{source.label} {str(source.path)!r}: cannot be read ({error.strerror})") from None
+            raise InputError(f"{source.label} {quoted(source.path)}: cannot be read ({error.strerror})") from None
         if hasattr(os, "posix_fadvise"):
             os.posix_fadvise(self.descriptor, 0, 0, os.POSIX_FADV_SEQUENTIAL)
 
@@ -280,7 +280,7 @@ class _ContiguousReader(_Reader):
         while done < len(view):
             got = os.preadv(self.descriptor, [view[done:]], position + done)
             if got == 0:
-                raise InputError(f"{self.source.label} {str(self.source.path)!r}: the file ended early "
+                raise InputError(f"{self.source.label} {quoted(self.source.path)}: the file ended early "
                                  "(was it truncated while dmlcli was reading it?)")
             done += got
 
@@ -297,7 +297,7 @@ class _MappedReader(_Reader):
             with open(source.path, "rb") as handle:
                 self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as error:
-            raise InputError(f"{source.label} {str(source.path)!r}: cannot be mapped ({error})") from None
+            raise InputError(f"{source.label} {quoted(source.path)}: cannot be mapped ({error})") from None
         order = "F" if source.fortran_order else "C"
         stored = np.ndarray(source.shape, source.dtype, buffer=self.map, offset=source.offset, order=order)
         self.array = stored[(np.newaxis,) * (len(self.shape) - len(source.shape))]

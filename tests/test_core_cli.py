@@ -377,3 +377,14 @@ def test_each_commands_help_lists_its_own_exit_codes_and_the_summaries_are_whole
     top = invoke("--help").stdout
     assert "..." not in top.split("Commands:")[1]
     assert "Show the backends found: NumPy for the CPU; CuPy, CUDA and the" in top
+
+
+def test_messages_show_what_the_user_wrote(tmp_path, monkeypatch):
+    """Issue 12, bug 10: no Python reprs (doubled backslashes, True for JSON's true)."""
+    monkeypatch.chdir(tmp_path)
+    missing = invoke("run", "bit_not", "C:\\data\\a.npy")
+    assert missing.exit_code == 2 and "input 1 'C:\\data\\a.npy': no such file" in missing.stderr
+    boolean = invoke("run", "bit_not", "[true, 1]", "--dtype", "uint8")
+    assert boolean.exit_code == 2 and "data[0] = true is not an integer" in boolean.stderr
+    text = invoke("run", "bit_not", '[1, "x"]', "--dtype", "float32")
+    assert text.exit_code == 2 and 'data[1] = "x" is not a number' in text.stderr

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, first_line as _first_line
+from ..errors import InputError, quoted
+from ..errors import first_line as _first_line
 from .json_tensor import to_json_text
 from .npy import to_native
 
@@ -22,14 +23,14 @@ def check_output_path(target: str) -> None:
         return
     path = Path(target)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise InputError(f"output {target!r}: unknown extension {path.suffix!r} (expected .npy or .json, or - for JSON on stdout)")
+        raise InputError(f"output {quoted(target)}: unknown extension {path.suffix!r} (expected .npy or .json, or - for JSON on stdout)")
     folder = path.parent
     if not folder.is_dir():
-        raise InputError(f"output {target!r}: folder {str(folder)!r} does not exist")
+        raise InputError(f"output {quoted(target)}: folder {quoted(folder)} does not exist")
     if path.is_dir():
-        raise InputError(f"output {target!r}: is a directory")
+        raise InputError(f"output {quoted(target)}: is a directory")
     if not os.access(folder, os.W_OK):
-        raise InputError(f"output {target!r}: folder {str(folder)!r} is not writable")
+        raise InputError(f"output {quoted(target)}: folder {quoted(folder)} is not writable")
 
 
 def write_output(array: np.ndarray, target: str, *, stdout=None) -> None:
@@ -63,7 +64,7 @@ def write_atomically(path: Path, write) -> None:
         mode = path.stat().st_mode & 0o7777 if path.exists() else _default_file_mode()
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
     except OSError as error:
-        raise InputError(f"output {shown!r}: cannot create a file in {str(folder)!r} ({error.strerror})") from None
+        raise InputError(f"output {quoted(shown)}: cannot create a file in {quoted(folder)} ({error.strerror})") from None
     try:
         with os.fdopen(descriptor, "wb") as handle:
             write(handle)
@@ -77,7 +78,7 @@ def write_atomically(path: Path, write) -> None:
         except OSError:
             pass
         if isinstance(error, OSError):
-            raise InputError(f"output {shown!r}: write failed ({error.strerror or _first_line(error)}); "
+            raise InputError(f"output {quoted(shown)}: write failed ({error.strerror or _first_line(error)}); "
                              "the target was left as it was and the partial file removed") from None
         raise
     _sync_folder(folder)

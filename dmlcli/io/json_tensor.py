@@ -96,6 +96,13 @@ def _object_without_duplicates(pairs) -> dict:
     return document
 
 
+def json_spelling(value) -> str:
+    """A JSON value as the user wrote it: true, false, null, "text" (not Python's True, None, 'text')."""
+    if isinstance(value, (bool, type(None), str, list, dict)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
 def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -193,7 +200,7 @@ def _integer_converter(np_dtype: np.dtype):
 
     def convert(value) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            shown = str(value) if isinstance(value, _Constant) else repr(value)
+            shown = str(value) if isinstance(value, _Constant) else json_spelling(value)
             raise _BadValue(f"= {shown} is not an integer, as {np_dtype} needs")
         if isinstance(value, float):
             value = Decimal(value) if math.isfinite(value) else Decimal("NaN")
@@ -215,11 +222,11 @@ def _float_converter(np_dtype: np.dtype):
         if isinstance(value, str):
             special = _SPECIAL_FLOATS.get(value.strip().lower())
             if special is None:
-                raise _BadValue(f"= {_shorten(repr(value))} is not a number "
+                raise _BadValue(f"= {_shorten(json_spelling(value))} is not a number "
                                 '(non-finite values are written "inf", "-inf" or "nan")')
             return scalar(special)
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            raise _BadValue(f"= {_shorten(repr(value))} is not a number")
+            raise _BadValue(f"= {_shorten(json_spelling(value))} is not a number")
         if isinstance(value, float) and not math.isfinite(value):
             return scalar(value)
         return round_decimal(Decimal(value), np_dtype)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, quoted
 from .npy import npy_file_bytes
 
 def _least_json_bytes(count: int) -> int:
@@ -79,8 +79,8 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
         return
     free = usage.free
     if needed > free:
-        raise InputError(f"output {target!r}: needs {'at least ' if as_json else ''}{_bytes_text(needed)} of disk "
-                         f"but {str(folder)!r} has {_bytes_text(free)} free; nothing was run or written")
+        raise InputError(f"output {quoted(target)}: needs {'at least ' if as_json else ''}{_bytes_text(needed)} of disk "
+                         f"but {quoted(folder)} has {_bytes_text(free)} free; nothing was run or written")
 
 
 def _bytes_text(count: int) -> str:

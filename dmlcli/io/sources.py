@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..data_types import DataType
-from ..errors import InputError, first_line as _first_line
+from ..errors import InputError, quoted
+from ..errors import first_line as _first_line
 from .json_tensor import parse_json_tensor
 from .npy import NPY_MAGIC, check_declared_dtype, read_npy
 
@@ -32,7 +33,7 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
     if not looks_like_file:
         return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True,
                                  bare_dtype=bare_dtype)
-    where = f"{label} {source!r}"
+    where = f"{label} {quoted(source)}"
     check_input_file(path, where=where)
     # One open, so that a pipe given as a JSON file is read once, from its start.
     try:
