@@ -388,3 +388,34 @@ def test_messages_show_what_the_user_wrote(tmp_path, monkeypatch):
     assert boolean.exit_code == 2 and "data[0] = true is not an integer" in boolean.stderr
     text = invoke("run", "bit_not", '[1, "x"]', "--dtype", "float32")
     assert text.exit_code == 2 and 'data[1] = "x" is not a number' in text.stderr
+
+
+def _completions(args, incomplete):
+    from click.shell_completion import ShellComplete
+
+    return ShellComplete(cli, {}, "dmlcli", "_DMLCLI_COMPLETE").get_completions(args, incomplete)
+
+
+def test_shell_completion_completes_paths_as_paths_and_choices_as_choices():
+    """Issue 12, bug 8: INPUT, -o, --check and MODEL.json leave file names to the shell; choices complete."""
+    for args, incomplete in ((["run", "bit_xor"], "sam"), (["run", "bit_xor", "a.npy", "-o"], "ou"),
+                             (["run", "bit_xor", "a.npy", "--check"], ""), (["validate", "bit_xor"], "x"),
+                             (["dispatch"], "mod")):
+        items = _completions(args, incomplete)
+        assert [(item.type, item.value) for item in items] == [("file", incomplete)], args
+    assert [item.value for item in _completions(["run", "bit_xor", "a.npy", "--dtype"], "uint")] == [
+        "uint64", "uint32", "uint16", "uint8"]
+    assert [item.value for item in _completions(["run", "is_infinity", "a.npy", "--infinity-mode"], "")] == [
+        "either", "positive", "negative"]
+    assert [item.value for item in _completions(["run", "round", "a.npy", "--rounding-mode"], "toward")] == [
+        "toward_zero", "toward_infinity"]
+    assert [item.value for item in _completions(["run", "bit_xor", "a.npy", "--backend"], "")] == ["cpu", "gpu", "auto"]
+    assert "bit_xor" in [item.value for item in _completions(["run"], "bit_x")]
+
+
+def test_bash_completion_in_a_real_shell_names_files(tmp_path):
+    (tmp_path / "sample.npy").write_bytes(b"")
+    env = {**os.environ, "_DMLCLI_COMPLETE": "bash_complete", "COMP_WORDS": "dmlcli run bit_xor sam", "COMP_CWORD": "3"}
+    done = subprocess.run([sys.executable, "-m", "dmlcli"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip().splitlines() == ["file,sam"]  # bash's own file completion takes over from here

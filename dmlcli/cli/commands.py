@@ -9,8 +9,8 @@ import click
 from .. import __version__
 from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
-from .options import (backend_option, call_options, complete_operator, feature_level_option, parameter_values,
-                      quiet_option)
+from .options import (backend_option, call_options, complete_operator, complete_path, feature_level_option,
+                      parameter_values, quiet_option)
 
 
 def _request(operator, arguments: dict):
@@ -30,14 +30,14 @@ def _declared_dtype(text):
 
 @cli.command(epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT [INPUT]")
-@click.option("-o", "--output", "output", metavar="OUTPUT", default=None,
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT [INPUT]", shell_complete=complete_path)
+@click.option("-o", "--output", "output", metavar="OUTPUT", default=None, shell_complete=complete_path,
               help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout.")
 @call_options
 @click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json"]), default=None,
               help="How to show the result on stdout [default: table]; not with -o (the extension decides) "
                    "or --check (which prints a verdict).")
-@click.option("--check", "expected", metavar="EXPECTED", default=None,
+@click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
                    "and integer outputs, else within the operator's tolerance (see describe); exit 1 on a mismatch.")
 @click.option("--tolerance", metavar="RULE", default=None,
@@ -117,7 +117,7 @@ def _show(outcome, style):
 
 @cli.command(epilog=exit_codes_help(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", shell_complete=complete_path)
 @call_options
 def validate(operator, inputs, dtype, **arguments):
     """Check a call against OPERATOR's rules without running it.
@@ -143,7 +143,7 @@ def validate(operator, inputs, dtype, **arguments):
 
 
 @cli.command(epilog=exit_codes_help(0, 2, 3, 4, 5))
-@click.argument("model", metavar="MODEL.json")
+@click.argument("model", metavar="MODEL.json", shell_complete=complete_path)
 @backend_option
 @feature_level_option("DirectML feature level the dispatches are validated at [default: 6_4].")
 @click.option("-i", "--iterations", type=click.IntRange(min=1), default=1, show_default=True,

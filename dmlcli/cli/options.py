@@ -22,6 +22,19 @@ def complete_operator(ctx, param, incomplete):
     return [op.cli_name for op in table.OPERATORS if op.cli_name.startswith(incomplete.lower())]
 
 
+def complete_path(ctx, param, incomplete):
+    """Let the shell complete file names (INPUT, -o, --check, MODEL.json), as it does without dmlcli."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
+def complete_data_type(ctx, param, incomplete):
+    from ..data_types import ALL11
+
+    return [t.numpy_name for t in ALL11 if t.numpy_name.startswith(incomplete.lower())]
+
+
 def complete_level(ctx, param, incomplete):
     from ..feature_levels import ALL_FEATURE_LEVELS
 
@@ -89,9 +102,9 @@ def call_options(command):
     options = [
         feature_level_option(),
         *parameter_options(),
-        click.option("--dtype", "dtype", metavar="TYPE", default=None,
+        click.option("--dtype", "dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="Data type of inputs given as bare JSON lists (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...)."),
-        click.option("--output-dtype", metavar="TYPE", default=None,
+        click.option("--output-dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
         click.option("--broadcast", is_flag=True,
                      help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
