@@ -82,15 +82,14 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
 
         expected_array.append(read_tensor(expected, label="expected", bare_dtype=verdict.call.output.data_type))
 
+    if output is None and style == "json":
+        output = "-"  # JSON on stdout, as -o - writes it: the same room check, the same writer
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=output, dtype=_declared_dtype(dtype), backend=backend,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
                               stream=expected is None, before_execute=read_expected if expected else None)
         report_warnings(outcome.warnings, quiet)
-        if output is None and style == "json":
-            from ..io.json_tensor import to_json_text
-
-            sys.stdout.write(to_json_text(outcome.output))
+        if style == "json":
             return
     if expected_array:
         from ..comparison import compare, rule_for
