@@ -11,7 +11,6 @@ Results come back as an `Outcome` with their warnings: callers decide how to sho
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -258,8 +257,3 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
     """Validate a call from input arguments (.npy inputs are mapped, not read)."""
     return plan_arrays(req, read_sources(sources, dtype))
-
-
-@contextlib.contextmanager
-def no_progress(total_bytes: int):
-    yield lambda done: None

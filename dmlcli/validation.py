@@ -132,12 +132,7 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
     if call.absent and (op.optional_since is None or feature_level < op.optional_since):
         yield Problem(f"{_join_names(call.absent)} may be left out only from {op.optional_since} "
                       f"(it is required at {feature_level})", "table")
-    tied = [call.tensors[name] for name in row.same_data_type if name in call.tensors]
-    for tensor in tied[1:]:
-        if tensor.data_type != tied[0].data_type:
-            yield Problem(f"{tied[0].name} data type {tied[0].data_type.name} and {tensor.name} data type "
-                          f"{tensor.data_type.name} differ; at {feature_level} {_join_names(row.same_data_type)} "
-                          "must have the same DataType", "table")
+    yield from _mismatched_data_types(call, row.same_data_type, f"at {feature_level} ", "table")
     for name in op.tensors:
         if name not in call.tensors:
             continue
@@ -154,13 +149,18 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
 
 def _type_problems(call: Call):
     op = call.operator
-    tied = [call.tensors[name] for name in op.same_data_type if name in call.tensors]
+    yield from _mismatched_data_types(call, op.same_data_type, "", "rule")
+
+
+def _mismatched_data_types(call: Call, names, qualifier: str, kind: str):
+    """The tensors among `names` (those the call gives) whose DataType differs from the first one's."""
+    tied = [call.tensors[name] for name in names if name in call.tensors]
     for tensor in tied[1:]:
         if tensor.data_type != tied[0].data_type:
             yield Problem(
                 f"{tied[0].name} data type {tied[0].data_type.name} and {tensor.name} data type "
-                f"{tensor.data_type.name} differ; {_join_names(op.same_data_type)} must have the same DataType",
-                "rule")
+                f"{tensor.data_type.name} differ; {qualifier}{_join_names(names)} must have the same DataType",
+                kind)
 
 
 def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
