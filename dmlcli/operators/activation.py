@@ -356,17 +356,10 @@ def scaled_tanh(inputs, out_dtype, params):
 # one call, and ADD1's switch makes the very same calls, so the two compute one function.
 
 _COMMON_CUDA = r"""
-// float <-> double by hand: the compiler's conversions follow -ftz and would flush float32 subnormals.
-__device__ __forceinline__ double dml_activation_widen(float f) {
-    double d;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));
-    return d;
-}
-__device__ __forceinline__ float dml_activation_narrow(double d) {
-    float f;
-    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));
-    return f;
-}
+// float <-> double through the prelude's PTX: the compiler's conversions follow -ftz and would flush
+// float32 subnormals.
+__device__ __forceinline__ double dml_activation_widen(float f) { return dml_widen(f); }
+__device__ __forceinline__ float dml_activation_narrow(double d) { return dml_narrow(d); }
 __device__ __forceinline__ double dml_activation_value(dml_f32 x) { return dml_activation_widen(x.v); }
 __device__ __forceinline__ bool dml_activation_isinf(double v) {
     return (__double_as_longlong(v) & 0x7fffffffffffffffLL) == 0x7ff0000000000000LL;

@@ -331,25 +331,11 @@ def sqrt(inputs, out_dtype, params):
 
 def _float64_helpers(p: str) -> str:
     return f"""
-__device__ __forceinline__ double {p}_widen(float x) {{
-    double d;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(x));
-    return d;
-}}
-__device__ __forceinline__ double {p}_widen(dml_f32 x) {{ return {p}_widen(x.v); }}
+__device__ __forceinline__ double {p}_widen(float x) {{ return dml_widen(x); }}
+__device__ __forceinline__ double {p}_widen(dml_f32 x) {{ return dml_widen(x.v); }}
 // A float64 value rounded once to the output type (w = 16: FLOAT16, else FLOAT32), as a float that the
 // kernel stores unchanged.
-__device__ __forceinline__ dml_f32 {p}_round(double v, int w) {{
-    float f;
-    if (w == 16) {{
-        unsigned short h;
-        asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(v));
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    }} else {{
-        asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(v));
-    }}
-    return dml_f32{{f}};
-}}
+__device__ __forceinline__ dml_f32 {p}_round(double v, int w) {{ return dml_f32{{dml_round_to_output(v, w)}}; }}
 """
 
 

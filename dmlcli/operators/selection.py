@@ -443,11 +443,7 @@ __device__ __forceinline__ T {p}_lowest() {{
     return ((T)-1 < (T)0) ? (T)(-(long long)((1ull << (sizeof(T) * 8 - 1)) - 1ull) - 1ll) : (T)0;
 }}
 __device__ __forceinline__ bool {p}_is_nan(float f) {{ return (__float_as_uint(f) & 0x7fffffffu) > 0x7f800000u; }}
-__device__ __forceinline__ double {p}_widen(float f) {{
-    double d;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));
-    return d;
-}}
+__device__ __forceinline__ double {p}_widen(float f) {{ return dml_widen(f); }}
 // floor (down) or ceil of a float32 exactly, as a double (infinities pass; NaN is the caller's).
 __device__ __forceinline__ double {p}_whole(float f, bool down) {{
     const double d = {p}_widen(f);

@@ -270,22 +270,8 @@ def atan_yx(inputs, out_dtype, params):
 
 def _float_helpers(prefix: str) -> str:
     return f"""
-__device__ __forceinline__ double {prefix}_widen(float f) {{
-    double d;
-    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));
-    return d;
-}}
-__device__ __forceinline__ float {prefix}_narrow(double d, int w) {{
-    float f;
-    if (w == 16) {{
-        unsigned short h;
-        asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    }} else {{
-        asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));
-    }}
-    return f;
-}}
+__device__ __forceinline__ double {prefix}_widen(float f) {{ return dml_widen(f); }}
+__device__ __forceinline__ float {prefix}_narrow(double d, int w) {{ return dml_round_to_output(d, w); }}
 __device__ __forceinline__ dml_f32 {prefix}_scaled(dml_f32 x, int has_scale_bias, float scale, float bias) {{
     return has_scale_bias ? x * scale + bias : x;
 }}
