@@ -12,7 +12,7 @@ import dmlcli
 from dmlcli.cli import cli
 from dmlcli.io.json_tensor import tensor_from_object
 
-from conftest import SHARED
+from conftest import SHARED, shared_params
 
 CASES = sorted((SHARED / "conformance").glob("*/*.json")) if SHARED.is_dir() else []
 SIXTY_FOUR_BIT = {"int64", "uint64", "float64"}
@@ -64,7 +64,7 @@ def refused_by_directml(case) -> bool:
     return str(case.get("directml_support", "")).startswith("unsupported")
 
 
-@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_params(CASES), ids=lambda p: p.stem)
 def test_case(path):
     case = json.loads(path.read_text())
     skip_unless_implemented(case)
@@ -76,7 +76,7 @@ def test_case(path):
     assert_matches(run_case(case, inputs), expected, case)
 
 
-@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx_elementwise"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_params([p for p in CASES if p.parent.name == "onnx_elementwise"]), ids=lambda p: p.stem)
 def test_lowest_feature_level_of_the_elementwise_vectors(path):
     """Each case's directml_support names the lowest level whose table accepts it (onnx_elementwise/README)."""
     case = json.loads(path.read_text())
@@ -95,7 +95,7 @@ def test_lowest_feature_level_of_the_elementwise_vectors(path):
         assert verdict.lowest_feature_level.short == "3_0"
 
 
-@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name == "onnx"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_params([p for p in CASES if p.parent.name == "onnx"]), ids=lambda p: p.stem)
 def test_lowest_feature_level(path):
     """conformance/README: 64-bit and signed bitwise cases need 4_1; the rest are valid from 3_0."""
     case, inputs, _ = load(path)
@@ -114,7 +114,7 @@ def test_lowest_feature_level(path):
         assert verdict.lowest_feature_level.short == "3_0"
 
 
-@pytest.mark.parametrize("path", [p for p in CASES if p.parent.name in ("onnx", "onnx_elementwise")][::6],
+@pytest.mark.parametrize("path", shared_params([p for p in CASES if p.parent.name in ("onnx", "onnx_elementwise")][::6]),
                          ids=lambda p: p.stem)
 def test_case_through_the_command_line(path, tmp_path):
     case = json.loads(path.read_text())

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import dmlcli
 import pytest
+
+from conftest import SHARED as SHARED_ROOT
 from click.testing import CliRunner
 
 from dmlcli.cli import cli
@@ -29,7 +31,7 @@ from dmlcli.errors import InputError
 from conftest import REPO
 
 MODELS = REPO / "tests" / "models"
-SHARED_MODELS = REPO.parent / "shared" / "dxdispatch_models"
+SHARED_MODELS = SHARED_ROOT / "dxdispatch_models"
 
 
 def dispatch(*args):

@@ -23,7 +23,7 @@ from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
 from dmlcli.operators import activation as module
 
-from conftest import SHARED
+from conftest import SHARED, shared_params
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
@@ -843,11 +843,11 @@ ONNX = sorted((SHARED / "conformance" / "onnx_elementwise").glob("*.json")) if S
 ONNX_ACTIVATIONS = [p for p in ONNX if json.loads(p.read_text())["op"].startswith("activation_")]
 
 
-def test_onnx_activation_vectors_are_there():
+def test_onnx_activation_vectors_are_there(shared_dir):
     assert len(ONNX_ACTIVATIONS) == 34
 
 
-@pytest.mark.parametrize("path", ONNX_ACTIVATIONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_params(ONNX_ACTIVATIONS), ids=lambda p: p.stem)
 def test_onnx_vectors(path):
     case = json.loads(path.read_text())
     inputs = [tensor_from_object(t, where=path.name) for t in case["inputs"]]

@@ -26,7 +26,7 @@ from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
 
-from conftest import SHARED
+from conftest import SHARED, shared_params
 
 # NumPy must never warn (overflow in a cast, division by zero): the kernels handle every case themselves.
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -746,11 +746,11 @@ ONNX_CASES = sorted(p for p in ONNX_DIR.glob("*.json") if json.loads(p.read_text
     if ONNX_DIR.is_dir() else []
 
 
-def test_onnx_cases_are_found():
+def test_onnx_cases_are_found(shared_dir):
     assert len(ONNX_CASES) == 59
 
 
-@pytest.mark.parametrize("path", ONNX_CASES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_params(ONNX_CASES), ids=lambda p: p.stem)
 def test_onnx_vector(path):
     case = json.loads(path.read_text())
     inputs = [tensor_from_object(t, where=path.name) for t in case["inputs"]]

@@ -24,7 +24,7 @@ from dmlcli.api import plan
 from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 
-from conftest import SHARED
+from conftest import SHARED, SHARED_MISSING
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                          HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
@@ -698,7 +698,7 @@ def dispatch_lines(model_path, tmp_path, monkeypatch):
     return result, [line for line in result.stdout.splitlines() if not line.startswith("Dispatch '")]
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared")
+@pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_MISSING)
 def test_shared_models(tmp_path, monkeypatch):
     models = SHARED / "dxdispatch_models"
     # FLOAT16 sequence 1, 2, 3, 4, 5 clipped to [2, 4] by CLIP1 (MinMaxDataType FLOAT16, plain-number bounds).

@@ -25,7 +25,7 @@ from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
 
-from conftest import SHARED
+from conftest import SHARED, shared_params
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 INF, NAN = math.inf, math.nan
@@ -742,11 +742,11 @@ ONNX = sorted(p for p in (SHARED / "conformance" / "onnx_elementwise").glob("*.j
               if json.loads(p.read_text())["op"] in MINE)
 
 
-def test_every_onnx_vector_is_here():
+def test_every_onnx_vector_is_here(shared_dir):
     assert len(ONNX) == 42
 
 
-@pytest.mark.parametrize("path", ONNX, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shared_params(ONNX), ids=lambda p: p.stem)
 def test_onnx_vector(path):
     case = json.loads(path.read_text())
     inputs = [tensor_from_object(t, where=path.name) for t in case["inputs"]]
