@@ -190,6 +190,60 @@ def _print_lines(lines: list[Line], console) -> None:
         console.print(text, soft_wrap=True, crop=False, overflow="ignore", no_wrap=True)
 
 
+FOLDED_MIN_WIDTH = 8  # the narrowest a folded column of a record table may get before the list layout is used
+_RECORD_GAP = 3  # rich's SIMPLE_HEAD box without edges: padding, divider, padding between two columns
+
+
+def _shared_out(natural: list[int], available: int) -> list[int]:
+    """Widths for folded columns: each its natural width where all fit, else an even share of what is left
+    (a column narrower than its share keeps its width and leaves the rest to the others)."""
+    widths = [0] * len(natural)
+    order = sorted(range(len(natural)), key=lambda i: natural[i])
+    for taken, i in enumerate(order):
+        widths[i] = min(natural[i], available // (len(order) - taken))
+        available -= widths[i]
+    return widths
+
+
+def show_records(console, title: str, headers: list[str], rows: list[list[str]], whole: tuple[int, ...] = (0,)) -> None:
+    """A titled table of text records whose `whole` columns (names, levels) are never cut or folded.
+
+    The other columns fold to fit the console's width. Where even that cannot fit (a narrow terminal),
+    each record is printed as its own lines instead, `whole` columns first on one line and the others
+    as `header: value` lines that wrap: a name is never cut.
+    """
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    natural = [max([len(header)] + [len(row[i]) for row in rows]) for i, header in enumerate(headers)]
+    folded = [i for i in range(len(headers)) if i not in whole]
+    available = console.width - _RECORD_GAP * (len(headers) - 1) - sum(natural[i] for i in whole)
+    if available >= sum(min(natural[i], FOLDED_MIN_WIDTH) for i in folded):
+        # Widths are fixed here rather than left to rich, whose last resort when a table is too wide
+        # is to narrow every column, the no_wrap ones too, which cut names.
+        widths = dict(zip(folded, _shared_out([natural[i] for i in folded], available)))
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for i, header in enumerate(headers):
+            if i in whole:
+                table.add_column(header, no_wrap=True, width=natural[i])
+            else:
+                table.add_column(header, overflow="fold", width=widths[i])
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    from rich.padding import Padding
+
+    console.print(Text(title, style="italic"), soft_wrap=True)
+    for row in rows:
+        console.print(Text("  ".join(row[i] for i in whole), style="bold"), soft_wrap=True)
+        for i, header in enumerate(headers):
+            if i not in whole:
+                console.print(Padding(Text(f"{header}: {row[i]}", overflow="fold"), (0, 0, 0, 4), expand=False),
+                              soft_wrap=False)
+
+
 def make_console(stream=None, *, stderr: bool = False):
     """A rich console that never wraps tables; colour only on a terminal and never with NO_COLOR."""
     from rich.console import Console

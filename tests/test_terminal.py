@@ -153,3 +153,23 @@ def test_a_pipe_is_never_wrapped(monkeypatch):
     show(np.arange(16, dtype=np.uint32), caption="CAPTION", style="table", stream=stream)
     lines = stream.getvalue().splitlines()
     assert lines[0].split() == [str(i) for i in range(16)] and len(lines) == 4
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 200])
+def test_ops_shows_every_name_and_level_whole(width, monkeypatch):
+    """Issue 12, bug 2: at 80 columns `since` shrank to nothing and names were cut (`logical_greater_th…`)."""
+    from click.testing import CliRunner
+
+    from dmlcli import operators
+    from dmlcli.cli import cli
+
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich takes CliRunner's stdout for a terminal of COLUMNS
+    monkeypatch.setenv("COLUMNS", str(width))
+    result = CliRunner().invoke(cli, ["ops"])
+    assert result.exit_code == 0
+    lines = ANSI.sub("", result.stdout).splitlines()
+    assert all(len(line.rstrip()) <= width for line in lines)
+    for op in operators.OPERATORS:
+        [line] = [line for line in lines if line.split()[:1] == [op.cli_name]]
+        assert op.introduced.short in line.split(), line
+    assert "…" not in result.stdout

@@ -73,10 +73,8 @@ def ops(words, family):
       dmlcli ops --family math
       dmlcli ops relu
     """
-    from rich.table import Table
-
     from .. import operators as table_of
-    from ..rendering import make_console
+    from ..rendering import make_console, show_records
 
     console = make_console(sys.stdout)
     shown = 0
@@ -85,13 +83,11 @@ def ops(words, family):
                   if (family is None or family == name) and _matches(op, words)]
         if not chosen:
             continue
-        table = Table(title=f"{name} ({len(chosen)})", title_justify="left")
-        for column in ("operator", "inputs", "parameters", "output type", "since"):
-            table.add_column(column, overflow="fold")
-        for op in chosen:
-            table.add_row(op.cli_name, ", ".join(op.inputs), _parameter_summary(op), output_type_summary(op),
-                          op.introduced.short)
-        console.print(table)
+        rows = [[op.cli_name, ", ".join(op.inputs), _parameter_summary(op), output_type_summary(op),
+                 op.introduced.short] for op in chosen]
+        # Names and levels are never folded or cut (issue 12, bug 2); the other columns fold.
+        show_records(console, f"{name} ({len(chosen)})", ["operator", "inputs", "parameters", "output type", "since"],
+                     rows, whole=(0, 4))
         shown += len(chosen)
     if shown == 0:
         click.echo("dmlcli: no operator matches " + " ".join(words or (family or "",)), err=True)
