@@ -59,7 +59,8 @@ def cell_matches(cell: str, value, dtype: np.dtype, style: str) -> bool:
 
 
 def parse_tables(lines: list[str], ndim: int):
-    """(slice index, column indices, [(row index, cells)]) for every column block, from the lines shown."""
+    """(slice index, column indices, [(row index, cells)]) for every column block, from the lines shown
+    (the caption, if any, starts with CAPTION)."""
     blocks, index, position = [], (), 0
     while position < len(lines):
         line = lines[position]
