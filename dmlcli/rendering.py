@@ -16,7 +16,8 @@ def format_value(value, dtype: np.dtype, style: str) -> str:
     """One element as text: its value ("table"), bit pattern ("bits") or hex encoding ("hex")."""
     if style in ("bits", "hex"):
         width = dtype.itemsize * 8
-        pattern = int(np.asarray(value, dtype=dtype).reshape(1).view(f"uint{width}")[0])
+        # In native byte order first: a big-endian file's bytes seen as a native integer would be swapped.
+        pattern = int(np.asarray(value, dtype=dtype.newbyteorder("=")).reshape(1).view(f"uint{width}")[0])
         if style == "hex":
             return f"0x{pattern:0{width // 4}x}"
         binary = f"{pattern:0{width}b}"
@@ -84,7 +85,9 @@ def show(array: np.ndarray, *, caption: str, style: str, stream) -> None:
     so no value is ever cut. In a pipe or file as plain text of the same layout, never wrapped, which
     saves rich's import time for scripts.
     """
-    tables = list(tables_of(array, style))
+    if array.ndim == 0:  # a 0-D .npy file (DirectML has no 0-D tensors, but `show` may meet one)
+        array = array.reshape(1)
+    tables = [] if array.size == 0 else list(tables_of(array, style))
     if _is_terminal(stream):
         console = make_console(stream)
         _print_lines(layout_lines(tables, caption, console.width), console)
@@ -136,7 +139,7 @@ def _wrapped(text: str, width: int | None) -> list[str]:
 
 def layout_lines(tables, caption: str, width: int | None) -> list[Line]:
     """The lines that show `tables` (from `tables_of`) and `caption` within `width` columns (None: no limit)."""
-    lines: list[Line] = []
+    lines: list[Line] = [] if tables else [[("(no elements)", "")]]
     for table in tables:
         if table is None:
             lines.append([("...", "")])

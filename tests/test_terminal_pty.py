@@ -20,7 +20,7 @@ from test_terminal import ANSI, check_whole
 COLUMNS = 80
 
 
-def in_a_terminal(*args: str, columns: int = COLUMNS, rows: int = 24) -> tuple[int, list[str]]:
+def in_a_terminal(*args: str, columns: int = COLUMNS, rows: int = 24, cwd=REPO) -> tuple[int, list[str]]:
     """Run dmlcli with stdin, stdout and stderr on a new pty of `columns` x `rows`; (exit code, lines seen)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -28,7 +28,7 @@ def in_a_terminal(*args: str, columns: int = COLUMNS, rows: int = 24) -> tuple[i
            if key not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM")}
     env["TERM"] = "xterm-256color"  # colours on, as in a person's terminal: the escapes are stripped below
     process = subprocess.Popen([sys.executable, "-m", "dmlcli", *args], stdin=slave, stdout=slave, stderr=slave,
-                               cwd=REPO, env=env, start_new_session=True)
+                               cwd=cwd, env={**env, "PYTHONPATH": str(REPO)}, start_new_session=True)
     os.close(slave)
     received = bytearray()
     try:
@@ -95,3 +95,13 @@ def test_an_error_is_one_whole_line():
     assert code == 3
     assert lines == ["dmlcli: error: BIT_XOR: ATensor data type FLOAT32 is not supported at DML_FEATURE_LEVEL_3_0 "
                      "(allowed: UINT32, UINT16, UINT8); supported from DML_FEATURE_LEVEL_4_1"]
+
+
+def test_show_a_float_file(tmp_path):
+    values = np.linspace(-1e30, 1e30, 900, dtype=np.float32).reshape(30, 30)
+    values[0, :3] = [np.nan, -np.inf, 1e-45]
+    np.save(tmp_path / "from_windows.npy", values)
+    code, lines = in_a_terminal("show", "from_windows.npy", cwd=tmp_path)
+    assert code == 0 and all(len(line) <= COLUMNS for line in lines)
+    assert lines[-1] == "900 elements: 1 NaN, 0 +inf, 1 -inf, 1 subnormal, 0 zero"
+    check_whole(values, "table", COLUMNS, table_lines(lines[:-1], "from_windows.npy · FLOAT32 · shape [30, 30]"))
