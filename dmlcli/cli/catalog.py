@@ -7,6 +7,7 @@ import sys
 import click
 
 from .app import cli, exit_codes_help
+from .json_output import echo_json, format_option
 from .options import complete_operator
 
 
@@ -62,7 +63,8 @@ def _matches(op, words: tuple[str, ...]) -> bool:
 @click.argument("words", nargs=-1, metavar="[WORD]...")
 @click.option("--family", type=click.Choice(["bitwise", "logical", "comparison", "arithmetic", "math", "activation",
                                               "quantization"]), default=None, help="Only this family.")
-def ops(words, family):
+@format_option
+def ops(words, family, output_format):
     """List the operators by family: inputs, parameters, output type and the level each came in.
 
     WORDs filter the list: an operator is shown when every word is in its name, family or summary.
@@ -72,7 +74,15 @@ def ops(words, family):
       dmlcli ops
       dmlcli ops --family math
       dmlcli ops relu
+      dmlcli ops --format json | jq -r '.operators[].name'
     """
+    if output_format == "json":
+        from .. import operators as table_of
+        from ..reports import operator_record
+
+        return echo_json({"operators": [operator_record(op) for name, members in table_of.FAMILIES
+                                        for op in sorted(members, key=lambda o: o.cli_name)
+                                        if (family is None or family == name) and _matches(op, words)]})
     from .. import operators as table_of
     from ..rendering import make_console, show_records
 
@@ -95,12 +105,14 @@ def ops(words, family):
 
 @cli.command(epilog=exit_codes_help(0, 2, 5))
 @click.argument("operator", shell_complete=complete_operator)
-def describe(operator):
+@format_option
+def describe(operator, output_format):
     """Show OPERATOR's formula, parameters and support table at every feature level.
 
     \b
-    Example:
+    Examples:
       dmlcli describe bit_shift_left
+      dmlcli describe bit_shift_left --format json | jq '.support[-1]'
     """
     from rich.table import Table
 
@@ -110,6 +122,10 @@ def describe(operator):
     from ..rendering import make_console
 
     op = find_operator(operator)
+    if output_format == "json":
+        from ..reports import operator_details
+
+        return echo_json(operator_details(op))
     console = make_console(sys.stdout)
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)
