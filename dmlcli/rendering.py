@@ -238,7 +238,7 @@ def show_records(console, title: str, headers: list[str], rows: list[list[str]],
         return
     from rich.padding import Padding
 
-    console.print(Text(title, style="italic"), soft_wrap=True)
+    console.print(Text(title, style="italic"), soft_wrap=False)  # wraps between words
     for row in rows:
         console.print(Text("  ".join(row[i] for i in whole), style="bold"), soft_wrap=True)
         for i, header in enumerate(headers):

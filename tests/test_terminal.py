@@ -174,3 +174,25 @@ def test_ops_shows_every_name_and_level_whole(width, monkeypatch):
         [line] = [line for line in lines if line.split()[:1] == [op.cli_name]]
         assert op.introduced.short in line.split(), line
     assert "…" not in result.stdout
+
+
+@pytest.mark.parametrize("width", [40, 80, 120])
+@pytest.mark.parametrize("name", ["bit_xor", "quantize_linear", "logical_greater_than_or_equal"])
+def test_describe_never_cuts_a_data_type_or_level(name, width, monkeypatch):
+    from click.testing import CliRunner
+
+    from dmlcli import operators
+    from dmlcli.cli import cli
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", str(width))
+    result = CliRunner().invoke(cli, ["describe", name])
+    assert result.exit_code == 0 and "…" not in result.stdout
+    lines = ANSI.sub("", result.stdout).splitlines()
+    assert all(len(line.rstrip()) <= width for line in lines if " " in line.strip())  # one long word may fold
+    words = {word.strip(",;") for line in lines for word in line.split()}
+    op = operators.find_operator(name)
+    for row in op.support:
+        assert row.level.short in words
+        for support in row.tensors.values():
+            assert {t.name for t in support.data_types} <= words

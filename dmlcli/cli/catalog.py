@@ -114,12 +114,10 @@ def describe(operator, output_format):
       dmlcli describe bit_shift_left
       dmlcli describe bit_shift_left --format json | jq '.support[-1]'
     """
-    from rich.table import Table
-
     from ..feature_levels import ALL_FEATURE_LEVELS
     from ..operators import find_operator
     from ..operators.parameters import EnumParameter, option_flag
-    from ..rendering import make_console
+    from ..rendering import make_console, show_records
 
     op = find_operator(operator)
     if output_format == "json":
@@ -127,6 +125,7 @@ def describe(operator, output_format):
 
         return echo_json(operator_details(op))
     console = make_console(sys.stdout)
+    console.soft_wrap = False  # prose wraps between words on a terminal (a pipe's console has no width limit)
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)
     console.print(f"  {op.formula}", markup=False)
@@ -153,15 +152,14 @@ def describe(operator, output_format):
         constraints.append("In-place: the output may alias an input.")
     for line in constraints + list(op.notes):
         console.print(line, markup=False)
-    table = Table(title=f"{op.name}: tensor support by feature level (dimension counts; data types)")
-    table.add_column("feature level", no_wrap=True)
-    for name in op.tensors:
-        table.add_column(name)
+    rows = []
     for fl in ALL_FEATURE_LEVELS:
         row = op.row_at(fl)
         if row is None:
-            table.add_row(fl.short, *(["not available"] * len(op.tensors)))
+            rows.append([fl.short] + ["not available"] * len(op.tensors))
             continue
-        cells = [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}" for n in op.tensors]
-        table.add_row(fl.short, *cells)
-    console.print(table)
+        rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
+                                  for n in op.tensors])
+    # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow terminal).
+    show_records(console, f"{op.name}: tensor support by feature level (dimension counts; data types)",
+                 ["feature level", *op.tensors], rows, whole=(0,))
