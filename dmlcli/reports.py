@@ -97,7 +97,8 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
         return {"verdict": "rejected", "operator": op.dml_name, "feature_level": feature_level.name,
                 "lowest_feature_level": _level(getattr(error, "lowest_feature_level", None)),
                 "message": str(error), "exit_code": error.exit_code, "tensors": None}
-    tensors = {name: {"data_type": t.data_type.name, "shape": list(t.shape)} for name, t in verdict.call.tensors.items()}
+    tensors = {name: {"data_type": t.data_type.name, "shape": list(t.shape)}
+               for name, t in verdict.call.tensors.items()}
     described = ", ".join(t.describe() for t in verdict.call.tensors.values())
     return {"verdict": "ok", "operator": op.dml_name, "feature_level": verdict.feature_level.name,
             "lowest_feature_level": _level(verdict.lowest_feature_level),

@@ -86,7 +86,8 @@ def test_ops_lists_every_operator_with_its_facts():
 
 
 def test_ops_filters_apply():
-    names = [r["name"] for r in json.loads(invoke("ops", "--family", "logical", "--format", "json").stdout)["operators"]]
+    logical = json.loads(invoke("ops", "--family", "logical", "--format", "json").stdout)["operators"]
+    names = [r["name"] for r in logical]
     assert names == ["logical_and", "logical_not", "logical_or", "logical_xor"]
     assert json.loads(invoke("ops", "nothing_is_called_this", "--format", "json").stdout) == {"operators": []}
 

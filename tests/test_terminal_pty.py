@@ -76,7 +76,8 @@ def test_float32_bit_patterns():
     code, lines = in_a_terminal("run", "bit_not", literal, "--dtype", "float32", "--format", "bits")
     assert code == 0
     expected = (~values.view(np.uint32)).view(np.float32)
-    check_whole(expected, "bits", COLUMNS, table_lines(lines, "BIT_NOT · DML_FEATURE_LEVEL_6_4 · cpu · FLOAT32 · shape [8]"))
+    caption = "BIT_NOT · DML_FEATURE_LEVEL_6_4 · cpu · FLOAT32 · shape [8]"
+    check_whole(expected, "bits", COLUMNS, table_lines(lines, caption))
 
 
 def test_ops_names_are_whole():
