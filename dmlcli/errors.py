@@ -23,6 +23,7 @@ class ValidationError(DmlcliError, ValueError):
     """The call breaks the operator's rules at the chosen feature level (exit code 3)."""
 
     exit_code = EXIT_INVALID_CALL
+    lowest_feature_level = None  # the lowest FeatureLevel that accepts the call, where validation found one
 
 
 class BackendUnavailableError(DmlcliError, RuntimeError):

@@ -189,7 +189,9 @@ def check(call: Call, feature_level: FeatureLevel) -> Verdict:
         message += f"; supported from {lowest}"
     elif first.kind == "table":
         message += "; no feature level accepts this call"
-    raise ValidationError(message)
+    error = ValidationError(message)
+    error.lowest_feature_level = lowest  # for reports (validate --format json), as the message says it
+    raise error
 
 
 def output_data_type(operator: Operator, input_types: Mapping[str, DataType], requested: DataType | None) -> DataType:

@@ -7,6 +7,7 @@ import sys
 import click
 
 from .app import cli, exit_codes_help
+from .json_output import echo_json, format_option
 from .options import complete_operator
 
 
@@ -62,7 +63,8 @@ def _matches(op, words: tuple[str, ...]) -> bool:
 @click.argument("words", nargs=-1, metavar="[WORD]...")
 @click.option("--family", type=click.Choice(["bitwise", "logical", "comparison", "arithmetic", "math", "activation",
                                               "quantization"]), default=None, help="Only this family.")
-def ops(words, family):
+@format_option
+def ops(words, family, output_format):
     """List the operators by family: inputs, parameters, output type and the level each came in.
 
     WORDs filter the list: an operator is shown when every word is in its name, family or summary.
@@ -72,11 +74,17 @@ def ops(words, family):
       dmlcli ops
       dmlcli ops --family math
       dmlcli ops relu
+      dmlcli ops --format json | jq -r '.operators[].name'
     """
-    from rich.table import Table
+    if output_format == "json":
+        from .. import operators as table_of
+        from ..reports import operator_record
 
+        return echo_json({"operators": [operator_record(op) for name, members in table_of.FAMILIES
+                                        for op in sorted(members, key=lambda o: o.cli_name)
+                                        if (family is None or family == name) and _matches(op, words)]})
     from .. import operators as table_of
-    from ..rendering import make_console
+    from ..rendering import make_console, show_records
 
     console = make_console(sys.stdout)
     shown = 0
@@ -85,13 +93,11 @@ def ops(words, family):
                   if (family is None or family == name) and _matches(op, words)]
         if not chosen:
             continue
-        table = Table(title=f"{name} ({len(chosen)})", title_justify="left")
-        for column in ("operator", "inputs", "parameters", "output type", "since"):
-            table.add_column(column, overflow="fold")
-        for op in chosen:
-            table.add_row(op.cli_name, ", ".join(op.inputs), _parameter_summary(op), output_type_summary(op),
-                          op.introduced.short)
-        console.print(table)
+        rows = [[op.cli_name, ", ".join(op.inputs), _parameter_summary(op), output_type_summary(op),
+                 op.introduced.short] for op in chosen]
+        # Names and levels are never folded or cut (issue 12, bug 2); the other columns fold.
+        show_records(console, f"{name} ({len(chosen)})", ["operator", "inputs", "parameters", "output type", "since"],
+                     rows, whole=(0, 4))
         shown += len(chosen)
     if shown == 0:
         click.echo("dmlcli: no operator matches " + " ".join(words or (family or "",)), err=True)
@@ -99,22 +105,27 @@ def ops(words, family):
 
 @cli.command(epilog=exit_codes_help(0, 2, 5))
 @click.argument("operator", shell_complete=complete_operator)
-def describe(operator):
+@format_option
+def describe(operator, output_format):
     """Show OPERATOR's formula, parameters and support table at every feature level.
 
     \b
-    Example:
+    Examples:
       dmlcli describe bit_shift_left
+      dmlcli describe bit_shift_left --format json | jq '.support[-1]'
     """
-    from rich.table import Table
-
     from ..feature_levels import ALL_FEATURE_LEVELS
     from ..operators import find_operator
     from ..operators.parameters import EnumParameter, option_flag
-    from ..rendering import make_console
+    from ..rendering import make_console, show_records
 
     op = find_operator(operator)
+    if output_format == "json":
+        from ..reports import operator_details
+
+        return echo_json(operator_details(op))
     console = make_console(sys.stdout)
+    console.soft_wrap = False  # prose wraps between words on a terminal (a pipe's console has no width limit)
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)
     console.print(f"  {op.formula}", markup=False)
@@ -141,15 +152,14 @@ def describe(operator):
         constraints.append("In-place: the output may alias an input.")
     for line in constraints + list(op.notes):
         console.print(line, markup=False)
-    table = Table(title=f"{op.name}: tensor support by feature level (dimension counts; data types)")
-    table.add_column("feature level", no_wrap=True)
-    for name in op.tensors:
-        table.add_column(name)
+    rows = []
     for fl in ALL_FEATURE_LEVELS:
         row = op.row_at(fl)
         if row is None:
-            table.add_row(fl.short, *(["not available"] * len(op.tensors)))
+            rows.append([fl.short] + ["not available"] * len(op.tensors))
             continue
-        cells = [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}" for n in op.tensors]
-        table.add_row(fl.short, *cells)
-    console.print(table)
+        rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
+                                  for n in op.tensors])
+    # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow terminal).
+    show_records(console, f"{op.name}: tensor support by feature level (dimension counts; data types)",
+                 ["feature level", *op.tensors], rows, whole=(0,))

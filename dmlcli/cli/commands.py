@@ -9,6 +9,7 @@ import click
 from .. import __version__
 from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
+from .json_output import echo_json, format_option, validate_as_json
 from .options import (backend_option, call_options, complete_operator, complete_path, feature_level_option,
                       parameter_values, quiet_option)
 
@@ -118,7 +119,8 @@ def _show(outcome, style):
 @click.argument("operator", shell_complete=complete_operator)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", shell_complete=complete_path)
 @call_options
-def validate(operator, inputs, dtype, **arguments):
+@format_option
+def validate(operator, inputs, dtype, output_format, **arguments):
     """Check a call against OPERATOR's rules without running it.
 
     Prints the verdict and the lowest feature level that accepts these tensors; exit code 3
@@ -126,12 +128,15 @@ def validate(operator, inputs, dtype, **arguments):
     their headers alone.
 
     \b
-    Example:
+    Examples:
       dmlcli validate bit_xor '[1.5]' '[2.5]' --dtype float32 --feature-level 3_0
+      dmlcli validate bit_xor a.npy b.npy --format json | jq .verdict
     """
     from ..engine import plan_sources
 
     req = _request(operator, arguments)
+    if output_format == "json":
+        return validate_as_json(req, inputs, _declared_dtype(dtype))
     verdict = plan_sources(req, inputs, _declared_dtype(dtype))
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
@@ -170,15 +175,22 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, quiet
 
 
 @cli.command(epilog=exit_codes_help(0, 5))
-def info():
+@format_option
+def info(output_format):
     """Show the backends found: NumPy for the CPU; CuPy, CUDA and the device for the GPU.
 
     Exits 0 whether or not a GPU is usable; 'GPU: not available (reason)' says why not.
 
     \b
-    Example:
+    \b
+    Examples:
       dmlcli info
+      dmlcli info --format json
     """
+    if output_format == "json":
+        from ..reports import backends_report
+
+        return echo_json(backends_report())
     from ..backends import cpu, gpu
     from ..errors import BackendUnavailableError
 

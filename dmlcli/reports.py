@@ -1,0 +1,124 @@
+"""Structured data for scripts (`--format json` of validate, ops, describe and info): plain dicts of
+strings, numbers, booleans, lists and None, built from the operator table and the verdicts.
+
+The keys are a documented interface (README, "JSON reports"): add keys, never rename or remove them.
+Feature levels are DirectML's full names (DML_FEATURE_LEVEL_3_0), data types DirectML's short names (UINT8).
+"""
+
+from __future__ import annotations
+
+from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
+from .operators.parameters import EnumParameter, option_flag
+from .operators.schema import Operator
+
+
+def _level(level: FeatureLevel | None) -> str | None:
+    return None if level is None else level.name
+
+
+def _output_types(op: Operator) -> list[str]:
+    """Every data type the output takes in some support row, newest row first, each once."""
+    found: list[str] = []
+    for row in op.support:
+        for data_type in row.tensors[op.output].data_types:
+            if data_type.name not in found:
+                found.append(data_type.name)
+    return found
+
+
+def parameter_record(parameter) -> dict:
+    record = {"field": parameter.field, "options": [option_flag(option) for option in parameter.options],
+              "help": parameter.help, "default": parameter.describe_default(),
+              "choices": list(parameter.choices(parameter.options[0]) or []) or None}
+    if isinstance(parameter, EnumParameter):
+        record["enum"] = {f"{parameter.enum_prefix}{short}": number for short, number in parameter.values}
+    return record
+
+
+def operator_record(op: Operator) -> dict:
+    """What `dmlcli ops` shows of one operator."""
+    tied = [name for name in op.same_data_type if name != op.output]
+    return {
+        "name": op.cli_name,
+        "dml_name": op.dml_name,
+        "family": op.family,
+        "summary": op.summary,
+        "inputs": list(op.inputs),
+        "parameters": [parameter_record(parameter) for parameter in op.parameters],
+        # The output's type is either tied to an input's (output_type_same_as) or chosen among output_types.
+        "output_type_same_as": None if op.output_type_is_choice else tied[0],
+        "output_types": _output_types(op),
+        "default_output_type": None if op.default_output_type is None else op.default_output_type.name,
+        "introduced": _level(op.introduced),
+    }
+
+
+def support_table(op: Operator) -> list[dict]:
+    """The operator's support at every feature level: dimension counts and data types of each tensor."""
+    table = []
+    for level in ALL_FEATURE_LEVELS:
+        row = op.row_at(level)
+        entry = {"feature_level": level.name, "available": row is not None}
+        if row is not None:
+            entry["tensors"] = {name: {"dimension_counts": list(row.tensors[name].dims),
+                                       "data_types": [t.name for t in row.tensors[name].data_types]}
+                                for name in op.tensors}
+        table.append(entry)
+    return table
+
+
+def operator_details(op: Operator) -> dict:
+    """What `dmlcli describe` shows of one operator."""
+    tolerance = None
+    if op.tolerance is not None:
+        tolerance = {"kind": op.tolerance.kind, "float32": op.tolerance.float32, "float16": op.tolerance.float16,
+                     "source": op.tolerance.source}
+    return {
+        **operator_record(op),
+        "enum_value": op.enum_value,
+        "formula": op.formula,
+        "tensors": list(op.tensors),
+        "output": op.output,
+        "exactness": op.exactness,
+        "tolerance": tolerance,
+        "same_data_type": list(op.same_data_type),
+        "same_sizes": list(op.same_sizes),
+        "in_place": op.in_place,
+        "notes": list(op.notes),
+        "support": support_table(op),
+    }
+
+
+def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None, error=None) -> dict:
+    """The verdict of `dmlcli validate`: ok with the tensors, or rejected with the broken rule."""
+    from .errors import EXIT_OK
+
+    if error is not None:
+        return {"verdict": "rejected", "operator": op.dml_name, "feature_level": feature_level.name,
+                "lowest_feature_level": _level(getattr(error, "lowest_feature_level", None)),
+                "message": str(error), "exit_code": error.exit_code, "tensors": None}
+    tensors = {name: {"data_type": t.data_type.name, "shape": list(t.shape)}
+               for name, t in verdict.call.tensors.items()}
+    described = ", ".join(t.describe() for t in verdict.call.tensors.values())
+    return {"verdict": "ok", "operator": op.dml_name, "feature_level": verdict.feature_level.name,
+            "lowest_feature_level": _level(verdict.lowest_feature_level),
+            "message": f"valid: {op.name} accepts {described} at {verdict.feature_level}",
+            "exit_code": EXIT_OK, "tensors": tensors}
+
+
+def backends_report() -> dict:
+    """The backends found, as `dmlcli info` lists them, with versions; the GPU's reason where it is unusable."""
+    from . import __version__
+    from .backends import cpu, gpu
+    from .errors import BackendUnavailableError
+
+    backends = [{"name": "cpu", "available": True, **{k: v for k, v in cpu.create().describe().items()
+                                                      if k != "backend"}}]
+    try:
+        facts = gpu.create().describe()
+    except BackendUnavailableError as why:
+        backends.append({"name": "gpu", "available": False, "reason": str(why).removeprefix("GPU backend: ")})
+    else:
+        backends.append({"name": "gpu", "available": True, **{k: v for k, v in facts.items() if k != "backend"}})
+    usable = [b["name"] for b in backends if b["available"]]
+    return {"dmlcli": __version__, "backends": backends, "auto": usable[-1]}
