@@ -151,16 +151,3 @@ def test_a_real_subprocess(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "dmlcli", "inspect", "missing.npy"], cwd=tmp_path,
                              env=env, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and missing.stderr == "dmlcli: error: tensor 'missing.npy': no such file\n"
-
-
-@pytest.mark.parametrize("heading", ["### Looking at a tensor file", "### JSON reports"])
-def test_the_readme_examples_print_what_the_readme_shows(heading):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split(heading, 1)[1].split("\n### ", 1)[0]
-    block = section.split("```console\n", 1)[1].split("\n```", 1)[0]
-    command, *expected = block.split("\n")
-    assert command.startswith("$ dmlcli ")
-    line = f"'{sys.executable}' -m dmlcli " + command.removeprefix("$ dmlcli ")
-    done = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert done.stdout.splitlines() == expected
