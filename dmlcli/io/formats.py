@@ -24,6 +24,8 @@ from .npy import NPY_MAGIC, check_npy_dtype
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
+_UTF16 = "not UTF-8 text: it starts like UTF-16 text (save it as UTF-8, e.g. PowerShell's Out-File -Encoding utf8)"
+
 # Leading bytes of formats people hand to dmlcli by mistake, and what to call them.
 _MAGICS: tuple[tuple[bytes, str], ...] = (
     (b"PK\x03\x04", "a zip archive (a .npz file or a PyTorch .pt file?)"),
@@ -42,8 +44,8 @@ _MAGICS: tuple[tuple[bytes, str], ...] = (
     (b"BZh", "a bzip2-compressed file"),
     (b"\xfd7zXZ\x00", "an xz-compressed file"),
     (b"(\xb5/\xfd", "a zstd-compressed file"),
-    (b"\xff\xfe", "UTF-16 text (save it as UTF-8: PowerShell's Out-File -Encoding utf8)"),
-    (b"\xfe\xff", "UTF-16 text (save it as UTF-8: PowerShell's Out-File -Encoding utf8)"),
+    (b"\xff\xfe", _UTF16),
+    (b"\xfe\xff", _UTF16),
     (b"\x80\x02", "a Python pickle"),
     (b"\x80\x03", "a Python pickle"),
     (b"\x80\x04", "a Python pickle"),

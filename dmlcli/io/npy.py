@@ -31,8 +31,8 @@ def check_npy_dtype(dtype: np.dtype, *, where: str) -> None:
                          "arrays and never unpickles")
     if dtype.kind == "b":
         # NumPy writes masks as bool; DirectML has no boolean type, and its logical operators take UINT8 0/1.
-        raise InputError(f"{where}: holds bool values, and DirectML has no boolean data type; convert it to "
-                         "uint8 0/1, e.g. numpy.save(p, numpy.load(p).astype(numpy.uint8))")
+        raise InputError(f"{where}: holds bool values, and DirectML has no boolean data type (use uint8 0/1 for "
+                         "booleans: convert it with numpy.save(p, numpy.load(p).astype(numpy.uint8)))")
     try:
         from_numpy(dtype)
     except InputError as error:
