@@ -242,8 +242,9 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     """
     from .errors import ValidationError
     from .io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
-    from .io.sources import read_tensor_and_format
+    from .io.sources import check_stdin_read_once, read_tensor_and_format
 
+    check_stdin_read_once(sources)
     labels = [f"input {i + 1}" for i in range(len(sources))]
     arrays: list = []
     pending = []

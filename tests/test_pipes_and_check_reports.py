@@ -75,6 +75,8 @@ def test_stdin_can_be_read_only_once():
         result = invoke("run", *args, input="[1]")
         assert result.exit_code == 2
         assert result.stderr.count("\n") == 1 and "stdin can be read only once" in result.stderr
+    validated = invoke("validate", "bit_xor", "-", "-", input="[1]")
+    assert validated.exit_code == 2 and "stdin can be read only once" in validated.stderr
 
 
 @pytest.mark.parametrize("extra", [["-o", "out.npy", "--format", "npy"], ["-o", "out.json", "--format", "json"],
