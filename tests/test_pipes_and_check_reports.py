@@ -127,6 +127,14 @@ def test_max_diffs_and_the_count_and_share_of_mismatches(tmp_path, streamed):
     assert none.exit_code == 1 and none.output.strip() == "FAILED: 2 of 1000 elements differ (0.2%)"
 
 
+def test_checking_against_the_output_file_itself_compares_the_old_contents(tmp_path):
+    _expected_with_two_mismatches(tmp_path)
+    result = invoke("run", "bit_not", str(tmp_path / "a.npy"), "-o", str(tmp_path / "e.npy"),
+                    "--check", str(tmp_path / "e.npy"))
+    assert result.exit_code == 1 and "FAILED: 2 of 1000" in result.output
+    assert np.load(tmp_path / "e.npy").tolist() == (~np.arange(1000, dtype=np.uint32)).tolist()
+
+
 def test_report_is_written_on_a_failure_and_on_a_pass(tmp_path):
     _expected_with_two_mismatches(tmp_path)
     report = tmp_path / "report.json"

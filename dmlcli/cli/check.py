@@ -69,8 +69,18 @@ def streams_with_check(inputs, output: str | None, expected: str | None) -> bool
     """
     from ..streaming import is_streamable
 
-    return (expected is not None and expected != "-" and Path(expected).suffix.lower() == ".npy"
-            and is_streamable(list(inputs), output))
+    if not (expected is not None and expected != "-" and Path(expected).suffix.lower() == ".npy"
+            and is_streamable(list(inputs), output)):
+        return False
+    # `-o e.npy --check e.npy` would compare the new file with itself; the in-memory path maps the old one first.
+    return not _same_file(output, expected)
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return Path(first).exists() and Path(first).samefile(second)
+    except OSError:
+        return False
 
 
 def check_expected_header(expected: str) -> None:

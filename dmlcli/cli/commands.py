@@ -50,7 +50,8 @@ def _declared_dtype(text):
 def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
-    INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
+    INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
+    inline JSON literal.
     With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
     memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M on
     the CPU, 64M on the GPU).
