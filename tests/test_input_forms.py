@@ -132,6 +132,19 @@ def test_a_bare_scalar_is_a_0d_tensor_and_the_message_says_to_write_a_list(comma
     assert "BTensor is 0-D" in second and "write [-7]" in second
 
 
+def test_a_bare_scalar_as_the_expected_value_is_malformed_input():
+    line = one_error_line(invoke("run", "bit_not", "[1]", "--dtype", "uint8", "--check", "254"), 2)
+    assert "expected (inline JSON): 254 is a bare scalar" in line and "write [254]" in line
+
+
+def test_literals_in_typed_parameters():
+    result = invoke("run", "clip1", "[1, 200]", "--dtype", "uint8", "--min", "0x10", "--max", "0b11110000",
+                    "--format", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["data"] == [16, 200]
+    line = one_error_line(invoke("run", "identity", "[1]", "--dtype", "float32", "--scale", "0x10"), 2)
+    assert "only integer types take" in line
+
+
 # ---------------------------------------------------------------- .npz, BOM, bool, other formats
 
 

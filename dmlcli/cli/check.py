@@ -94,6 +94,17 @@ def check_expected_header(expected: str) -> None:
     read_npy_header(Path(expected), where=where)
 
 
+def read_expected_tensor(expected: str, bare_dtype):
+    """(array, format) of EXPECTED; a bare scalar there is a malformed expectation (exit 2), not a call's 0-D."""
+    from ..io.json_tensor import BareScalar
+    from ..io.sources import read_tensor_and_format
+
+    try:
+        return read_tensor_and_format(expected, label="expected", bare_dtype=bare_dtype)
+    except BareScalar as scalar:
+        raise InputError(str(scalar)) from None
+
+
 def write_report(report: str, comparison, outcome) -> None:
     """The --report file: the comparison and what produced it, written atomically."""
     import numpy

@@ -91,10 +91,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
         checking.check_expected_header(expected)
 
     def read_expected(verdict) -> None:  # before any work, so that a bad EXPECTED costs nothing
-        from ..io.sources import read_tensor_and_format
-
-        expected_array.append(read_tensor_and_format(expected, label="expected",
-                                                     bare_dtype=verdict.call.output.data_type))
+        expected_array.append(checking.read_expected_tensor(expected, verdict.call.output.data_type))
 
     if output is None and style == "json":
         output = "-"  # JSON on stdout, as -o - writes it: the same room check, the same writer
