@@ -233,10 +233,36 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     return Outcome(None, verdict, getattr(engine, "name", "custom"), tally.warnings())
 
 
-def read_sources(sources: Sequence[str], dtype: DataType | None) -> list[np.ndarray]:
-    from .io.sources import read_tensor
+def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only: bool = False,
+                 operator: Operator | None = None) -> list[np.ndarray]:
+    """The inputs read; a bare list with no --dtype takes the type of the other inputs (see type_bare_lists).
 
-    return [read_tensor(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
+    `header_only` (validate): a .npz array's data are not read (.npy files are mapped anyway).
+    `operator` names the tensor a bare scalar stands for, in the words of the 0-D rule.
+    """
+    from .errors import ValidationError
+    from .io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
+    from .io.sources import check_stdin_read_once, read_tensor_and_format
+
+    check_stdin_read_once(sources)
+    labels = [f"input {i + 1}" for i in range(len(sources))]
+    arrays: list = []
+    pending = []
+    for position, (source, label) in enumerate(zip(sources, labels)):
+        try:
+            arrays.append(read_tensor_and_format(source, label=label, dtype=dtype, header_only=header_only)[0])
+        except BareListWithoutType as bare:
+            arrays.append(None)
+            pending.append((position, bare))
+        except BareScalar as scalar:
+            if operator is None or position >= len(operator.inputs):
+                raise
+            raise ValidationError(f"{operator.name}: {operator.inputs[position]} is 0-D (the bare scalar "
+                                  f"{scalar.shown}, {label}); DirectML tensors have 1 to 8 dimensions: write "
+                                  f"[{scalar.shown}] for a one-element tensor") from None
+    if pending:
+        type_bare_lists(arrays, pending, labels)
+    return arrays
 
 
 def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
@@ -251,9 +277,9 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
         check_output_path(output)
         if stream and is_streamable(sources, output):
             return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress)
-    return run(req, read_sources(sources, dtype), backend=backend, output=output, before_execute=before_execute)
+    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute)
 
 
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
     """Validate a call from input arguments (.npy inputs are mapped, not read)."""
-    return plan_arrays(req, read_sources(sources, dtype))
+    return plan_arrays(req, read_sources(sources, dtype, header_only=True, operator=req.operator))

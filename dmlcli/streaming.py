@@ -69,7 +69,10 @@ def is_streamable(sources: Sequence[str], output: str | None) -> bool:
     def is_npy_file(name: str) -> bool:
         return name != "-" and Path(name).suffix.lower() == ".npy"
 
-    return output is not None and is_npy_file(output) and bool(sources) and all(map(is_npy_file, sources))
+    from .io.targets import is_stdout
+
+    return (output is not None and not is_stdout(output) and is_npy_file(output) and bool(sources)
+            and all(map(is_npy_file, sources)))
 
 
 def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:

@@ -10,6 +10,7 @@ from .. import __version__
 from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
 from .json_output import echo_json, format_option, validate_as_json
+from .check import max_diffs_option, report_option
 from .options import (backend_option, call_options, complete_operator, complete_path, feature_level_option,
                       parameter_values, quiet_option)
 
@@ -35,20 +36,23 @@ def _declared_dtype(text):
 @click.option("-o", "--output", "output", metavar="OUTPUT", default=None, shell_complete=complete_path,
               help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout.")
 @call_options
-@click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json"]), default=None,
+@click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json", "npy"]), default=None,
               help="How to show the result on stdout [default: table]; not with -o (the extension decides) "
-                   "or --check (which prints a verdict).")
+                   "or --check (which prints a verdict), except -o - --format npy|json (JSON by default).")
 @click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
                    "and integer outputs, else within the operator's tolerance (see describe); exit 1 on a mismatch.")
 @click.option("--tolerance", metavar="RULE", default=None,
               help="Override the tolerance of --check for float outputs: ulp:N, atol:X or exact.")
+@max_diffs_option
+@report_option
 @backend_option
 @quiet_option()
-def run(operator, inputs, output, dtype, style, expected, tolerance, backend, quiet, **arguments):
+def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
-    INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
+    INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
+    inline JSON literal.
     With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
     memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M on
     the CPU, 64M on the GPU).
@@ -62,7 +66,13 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     """
     from ..engine import run_sources
     from ..progress import progress_bar_factory
+    from . import check as checking
+    from ..io.sources import check_stdin_read_once
 
+    output, style = checking.stdout_target(output, style)
+    check_stdin_read_once([*inputs, expected])
+    checking.check_report_options(expected, report)
+    checking.check_binary_stdout(output)
     if style is not None and (output is not None or expected is not None):
         from ..errors import InputError
 
@@ -77,28 +87,43 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
 
         override = parse_tolerance(tolerance)
     expected_array = []
+    streamed_check = checking.streams_with_check(inputs, output, expected)
+    if streamed_check:
+        checking.check_expected_header(expected)
 
     def read_expected(verdict) -> None:  # before any work, so that a bad EXPECTED costs nothing
-        from ..io.sources import read_tensor
-
-        expected_array.append(read_tensor(expected, label="expected", bare_dtype=verdict.call.output.data_type))
+        expected_array.append(checking.read_expected_tensor(expected, verdict.call.output.data_type))
 
     if output is None and style == "json":
         output = "-"  # JSON on stdout, as -o - writes it: the same room check, the same writer
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=output, dtype=_declared_dtype(dtype), backend=backend,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
-                              stream=expected is None, before_execute=read_expected if expected else None)
+                              stream=expected is None or streamed_check,
+                              before_execute=read_expected if expected else None)
         report_warnings(outcome.warnings, quiet)
         if style == "json":
             return
-    if expected_array:
-        from ..comparison import compare, rule_for
+    if expected_array or streamed_check:
+        from ..comparison import MAX_LISTED, compare_arrays, compare_npy_files, rule_for
+        from ..io.targets import is_stdout
 
-        rule = rule_for(req.operator, outcome.output.dtype, override, outcome.verdict.call.parameters)
-        report, same = compare(outcome.output, expected_array[0], rule)
-        click.echo(report, err=output == "-")  # where stdout carries the data, the verdict goes to stderr
-        if not same:
+        listed = MAX_LISTED if max_diffs is None else max_diffs
+        out_dtype = outcome.verdict.call.output.data_type.numpy_dtype
+        rule = rule_for(req.operator, out_dtype, override, outcome.verdict.call.parameters)
+        if streamed_check:  # both files chunk by chunk, in constant memory, as the run itself streamed
+            from ..streaming import chunk_bytes_from_environment
+
+            comparison = compare_npy_files(output, expected, rule, chunk_bytes=chunk_bytes_from_environment(),
+                                           max_listed=listed)
+        else:
+            array, form = expected_array[0]
+            # JSON holds NaN only as "nan": against a JSON golden file any NaN matches any NaN.
+            comparison = compare_arrays(outcome.output, array, rule, nan_equal=form == "json", max_listed=listed)
+        click.echo(comparison.text(), err=is_stdout(output))  # where stdout carries the data, the verdict goes to stderr
+        if report is not None:
+            checking.write_report(report, comparison, outcome)
+        if not comparison.passed:
             sys.exit(EXIT_CHECK_FAILED)
         return
     if output is None:

@@ -89,7 +89,7 @@ def feature_level_option(help_text: str = "DirectML feature level: 4.1, 4_1, DML
 
 
 backend_option = click.option(
-    "--backend", type=click.Choice(list(BACKEND_NAMES)), default="cpu", show_default=True,
+    "--backend", type=click.Choice(list(BACKEND_NAMES), case_sensitive=False), default="cpu", show_default=True,
     help="cpu (NumPy), gpu (CuPy), or auto: the GPU where one is usable, else the CPU.")
 
 

@@ -6,6 +6,8 @@
 - strided: DirectML buffer-tensor strides (zero strides broadcast) as NumPy views
 - atomic: output files written through a temporary file renamed over the target
 - room: free disk and available memory, checked before any work
+- formats: stdin sniffed (.npy or JSON), .npz members, byte-order marks, other formats named
+- targets: the stdout targets of -o (-, -.json, -.npy)
 
 Import the submodule you need: the command line imports only what a run uses, to start fast.
 """

@@ -13,13 +13,14 @@ from ..errors import InputError, quoted
 from ..errors import first_line as _first_line
 from .json_tensor import to_json_text
 from .npy import to_native
+from .targets import STDOUT_TARGETS, is_stdout
 
 OUTPUT_SUFFIXES = (".npy", ".json")
 
 
 def check_output_path(target: str) -> None:
     """Refuse an output the run could not write, before any work is done."""
-    if target == "-":
+    if is_stdout(target):
         return
     path = Path(target)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
@@ -35,8 +36,8 @@ def check_output_path(target: str) -> None:
 
 def write_output(array: np.ndarray, target: str, *, stdout=None) -> None:
     """Write `array` to `target` (.npy or .json by extension; '-' for JSON on stdout), atomically."""
-    if target == "-":
-        (stdout or sys.stdout).write(to_json_text(array))
+    if is_stdout(target):
+        write_stdout(array, STDOUT_TARGETS[target], stdout=stdout)
         return
     check_output_path(target)
     path = Path(target)
@@ -45,6 +46,25 @@ def write_output(array: np.ndarray, target: str, *, stdout=None) -> None:
     else:
         text = to_json_text(array)
         write_atomically(path, lambda handle: handle.write(text.encode("utf-8")))
+
+
+def write_stdout(array: np.ndarray, suffix: str, *, stdout=None) -> None:
+    """`array` on stdout: JSON text, or (suffix ".npy") the bytes np.save writes, in pieces of 16 MiB."""
+    stream = stdout or sys.stdout
+    if suffix != ".npy":
+        stream.write(to_json_text(array))
+        return
+    from .npy import npy_header
+
+    data = np.ascontiguousarray(to_native(np.asarray(array)))
+    stream.flush()  # anything already written as text goes first
+    binary = getattr(stream, "buffer", stream)
+    binary.write(npy_header(data.shape, data.dtype))
+    flat = data.reshape(-1).view(np.uint8)
+    step = 16 << 20
+    for start in range(0, flat.size, step):
+        binary.write(flat[start:start + step].tobytes())
+    binary.flush()
 
 
 def write_atomically(path: Path, write) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
 from ..data_types import DataType, as_bits, from_numpy, parse_data_type
-from ..errors import DmlcliWarning, InputError, first_line as _first_line
+from ..errors import DmlcliWarning, InputError, ValidationError, first_line as _first_line
 from .npy import to_native
 
 MAX_JSON_DEPTH = 64
@@ -37,6 +38,20 @@ _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+in
 _CANONICAL_NAN_BITS = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
 
 
+# Integer literals in hex, binary or octal, as strings ("0x10", "-0x80", "0b1010", "0o17"): the output's
+# --format hex|bits shows bit patterns, and a tensor should be writable the same way. Prefix and hex digits
+# in either case; an optional sign; no underscores or spaces. Integer types only.
+_INTEGER_LITERAL = re.compile(r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)")
+_LOOKS_LIKE_LITERAL = re.compile(r"[+-]?0[xXbBoO]")
+
+
+def integer_literal(text: str) -> int | None:
+    """The value of a hex/binary/octal literal such as "0x1F" or "-0b101", exactly; None for other text."""
+    if _INTEGER_LITERAL.fullmatch(text) is None:
+        return None
+    return int(text, 0)
+
+
 class _Constant(str):
     """A JSON NaN / Infinity / -Infinity token, kept apart from strings written in quotes."""
 
@@ -46,11 +61,62 @@ def parse_json_tensor(text: str, *, where: str, dtype: DataType | None = None, i
     document = _load_json(text, where=where, inline=inline)
     if isinstance(document, dict):
         return tensor_from_object(document, where=where, dtype=dtype)
+    _refuse_bare_scalar(document, where)
     dtype = dtype or bare_dtype
     if dtype is None:
-        raise InputError(f"{where}: a bare list or number needs its data type: give --dtype, or write "
-                         '{"dtype": "uint8", "data": [...]}')
+        raise BareListWithoutType(document, where)
     return tensor_from_data(document, dtype, where=where)
+
+
+class BareListWithoutType(InputError):
+    """A bare list with no --dtype: the caller may still give it the type of the call's other inputs."""
+
+    def __init__(self, data, where: str):
+        super().__init__(f"{where}: a bare list or number needs its data type: give --dtype, or write "
+                         '{"dtype": "uint8", "data": [...]}')
+        self.data = data
+        self.where = where
+
+
+class BareScalar(ValidationError):
+    """A bare number where a tensor goes: DirectML has no 0-D tensors (exit 3, as for any 0-D tensor)."""
+
+    def __init__(self, shown: str, where: str):
+        super().__init__(f"{where}: {shown} is a bare scalar (0-D), and DirectML tensors have 1 to 8 dimensions; "
+                         f"write [{shown}] for a one-element tensor")
+        self.shown = shown
+        self.where = where
+
+
+def _refuse_bare_scalar(document, where: str) -> None:
+    # Refused here, where the text is known, so that the message can show the fix: [5] for 5.
+    if isinstance(document, (int, float, Decimal, str)) and not isinstance(document, bool):
+        shown = str(document) if isinstance(document, _Constant) else json_spelling(document)
+        raise BareScalar(_shorten(shown), where)
+
+
+def type_bare_lists(arrays: list, pending: list[tuple[int, BareListWithoutType]], labels: list[str]) -> None:
+    """Give each bare list (`pending`: position, error) the data type of the other inputs, in place.
+
+    The type is borrowed only where the inputs that name one all name the same; otherwise, or where
+    the borrowed type cannot hold the values, the error says which type and which input.
+    """
+    typed = {i: from_numpy(a.dtype) for i, a in enumerate(arrays) if a is not None}
+    kinds = sorted(set(typed.values()), key=lambda t: t.name)
+    for position, bare in pending:
+        if not kinds:
+            raise bare
+        if len(kinds) > 1:
+            others = ", ".join(f"{labels[i]} is {t.name}" for i, t in typed.items())
+            raise InputError(f"{bare.where}: a bare list needs its data type, and the other inputs differ "
+                             f"({others}): give --dtype, or write {{\"dtype\": \"...\", \"data\": [...]}}")
+        data_type = kinds[0]
+        source = next(labels[i] for i, t in typed.items() if t == data_type)
+        try:
+            arrays[position] = tensor_from_data(bare.data, data_type, where=bare.where)
+        except InputError as error:
+            raise InputError(f"{error} (the bare list took {data_type.name} from {source}; give --dtype to "
+                             "choose its type)") from None
 
 
 def _load_json(text: str, *, where: str, inline: bool):
@@ -199,6 +265,14 @@ def _integer_converter(np_dtype: np.dtype):
     info = np.iinfo(np_dtype)
 
     def convert(value) -> int:
+        shown_literal = None
+        if isinstance(value, str) and not isinstance(value, _Constant):
+            literal = integer_literal(value)
+            if literal is not None:
+                shown_literal, value = _shorten(json_spelling(value)), literal
+            elif _LOOKS_LIKE_LITERAL.match(value):
+                raise _BadValue(f"= {_shorten(json_spelling(value))} is not an integer, as {np_dtype} needs "
+                                '(hex, binary and octal are written "0x1f", "0b101", "0o17", optionally signed)')
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             shown = str(value) if isinstance(value, _Constant) else json_spelling(value)
             raise _BadValue(f"= {shown} is not an integer, as {np_dtype} needs")
@@ -209,7 +283,8 @@ def _integer_converter(np_dtype: np.dtype):
                 raise _BadValue(f"= {_shorten(str(value))} is not an integer, as {np_dtype} needs")
         # Compared before int(): int(Decimal("1e999999999")) would build a billion-digit number.
         if not info.min <= value <= info.max:
-            raise _BadValue(f"= {_shorten(str(value))} is out of range for {np_dtype} ({info.min} to {info.max})")
+            shown = shown_literal or _shorten(str(value))
+            raise _BadValue(f"= {shown} is out of range for {np_dtype} ({info.min} to {info.max})")
         return int(value)
 
     return convert
@@ -221,6 +296,9 @@ def _float_converter(np_dtype: np.dtype):
     def convert(value):
         if isinstance(value, str):
             special = _SPECIAL_FLOATS.get(value.strip().lower())
+            if special is None and integer_literal(value) is not None:
+                raise _BadValue(f"= {_shorten(json_spelling(value))} is a hex, binary or octal integer literal, "
+                                f"which only integer types take; {np_dtype} needs a decimal number")
             if special is None:
                 raise _BadValue(f"= {_shorten(json_spelling(value))} is not a number "
                                 '(non-finite values are written "inf", "-inf" or "nan")')
@@ -337,7 +415,7 @@ def parse_scalar(value, dtype: DataType, *, where: str):
 
 def _scalar_text(text: str, where: str):
     stripped = text.strip()
-    if stripped.lower() in _SPECIAL_FLOATS:
+    if stripped.lower() in _SPECIAL_FLOATS or integer_literal(stripped) is not None:
         return stripped
     try:
         if stripped.lstrip("+-").isdigit():

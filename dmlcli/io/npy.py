@@ -24,6 +24,21 @@ def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str
         raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}")
 
 
+def check_npy_dtype(dtype: np.dtype, *, where: str) -> None:
+    """A .npy's dtype must be a DirectML data type: no objects or records (never unpickled), no bool."""
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise InputError(f"{where}: holds Python objects or records ({dtype}); dmlcli reads only plain numeric "
+                         "arrays and never unpickles")
+    if dtype.kind == "b":
+        # NumPy writes masks as bool; DirectML has no boolean type, and its logical operators take UINT8 0/1.
+        raise InputError(f"{where}: holds bool values, and DirectML has no boolean data type (use uint8 0/1 for "
+                         "booleans: convert it with numpy.save(p, numpy.load(p).astype(numpy.uint8)))")
+    try:
+        from_numpy(dtype)
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
+
+
 def read_npy_header(path: Path, *, where: str):
     """Read and check an .npy header without touching the data: (shape, fortran_order, dtype, data offset)."""
     from numpy.lib import format as npy_format
@@ -31,7 +46,13 @@ def read_npy_header(path: Path, *, where: str):
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
-            if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
+            head = handle.read(8)
+            if not head.startswith(NPY_MAGIC):
+                from .formats import sniff
+
+                looks_like = sniff(head)
+                if looks_like is not None:
+                    raise InputError(f"{where}: is {looks_like}, not a .npy or JSON tensor")
                 raise InputError(f"{where}: is not a .npy file (no NumPy magic bytes at the start)")
             handle.seek(0)
             try:
@@ -49,13 +70,7 @@ def read_npy_header(path: Path, *, where: str):
             offset = handle.tell()
     except OSError as error:
         raise InputError(f"{where}: cannot be read ({error.strerror})") from None
-    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
-        raise InputError(f"{where}: holds Python objects or records ({dtype}); dmlcli reads only plain numeric "
-                         "arrays and never unpickles")
-    try:
-        from_numpy(dtype)
-    except InputError as error:
-        raise InputError(f"{where}: {error}") from None
+    check_npy_dtype(dtype, where=where)
     bad = [s for s in shape if not 0 <= s <= _MAX_DIMENSION]
     if bad:
         raise InputError(f"{where}: malformed .npy header (size {bad[0]} in shape {tuple(shape)}; "
@@ -111,3 +126,32 @@ def npy_header(shape, dtype: np.dtype) -> bytes:
 def npy_file_bytes(shape, dtype: np.dtype) -> int:
     """The exact size of the .npy file np.save writes for a C-order array of `shape` and `dtype`."""
     return len(npy_header(shape, dtype)) + math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def iter_npy_chunks(path: Path, *, where: str, chunk_elements: int):
+    """(flat start, native 1-D array) for consecutive C-order ranges of a .npy file's elements.
+
+    Each range is read into a fresh array of at most `chunk_elements`, so memory stays one chunk
+    whatever the file's size (a memory map would leave every page read in the process's resident
+    memory). A Fortran-order file is gathered range by range through a map instead.
+    """
+    shape, fortran_order, dtype, offset = read_npy_header(path, where=where)
+    count = math.prod(shape)
+    non_unit = sum(1 for size in shape if size > 1)
+    chunk_elements = max(1, int(chunk_elements))
+    if fortran_order and non_unit > 1:
+        mapped = read_npy(path, where=where)
+        for start in range(0, count, chunk_elements):
+            yield start, to_native(np.asarray(mapped.flat[start:start + chunk_elements]))
+        return
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            for start in range(0, count, chunk_elements):
+                wanted = min(chunk_elements, count - start)
+                chunk = np.fromfile(handle, dtype=dtype, count=wanted)
+                if chunk.size != wanted:
+                    raise InputError(f"{where}: the file ended early (was it truncated while dmlcli was reading it?)")
+                yield start, to_native(chunk)
+    except OSError as error:
+        raise InputError(f"{where}: cannot be read ({error.strerror or _first_line(error)})") from None

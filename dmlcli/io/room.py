@@ -59,7 +59,10 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
     """
     dtype = np.dtype(dtype)
     count = math.prod(shape)
-    as_json = target is not None and (target == "-" or Path(target).suffix.lower() == ".json")
+    from .targets import STDOUT_TARGETS
+
+    stdout_suffix = STDOUT_TARGETS.get(target) if target is not None else None
+    as_json = target is not None and (stdout_suffix or Path(target).suffix.lower()) == ".json"
     described = f"{dtype} {list(shape)}"
     if in_memory:
         # JSON text is built in memory from Python strings, one per element, before it is written:
@@ -73,7 +76,7 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
             raise InputError(f"the output ({described}) needs about {_bytes_text(needed)} of memory"
                              f"{' as JSON text' if as_json else ''} but only {_bytes_text(available)} is available; "
                              f"nothing was run ({hint})")
-    if target is None or target == "-":
+    if target is None or stdout_suffix is not None:
         return
     path = Path(target)
     needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)

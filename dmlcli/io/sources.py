@@ -22,17 +22,34 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
     inputs that carry no dtype of their own, and must agree with those that do. `bare_dtype` is
     only a default for bare lists, with no agreement asked of tensors that name their own.
     """
+    return read_tensor_and_format(source, label=label, dtype=dtype, stdin=stdin, bare_dtype=bare_dtype)[0]
+
+
+def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = None, stdin=None,
+                           bare_dtype: DataType | None = None, header_only: bool = False) -> tuple[np.ndarray, str]:
+    """read_tensor, and the format the tensor came in: "npy", "npz" or "json" (--check compares NaNs by it).
+
+    '-' is stdin, sniffed: a .npy stream or JSON text. `header_only` (validate): a .npz array comes
+    back as a read-only broadcast of one zero with the header's dtype and shape, its data not read.
+    """
     if source == "-":
-        stream = stdin if stdin is not None else sys.stdin
-        text = stream.read()
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", errors="replace")
-        return parse_json_tensor(text, where=f"{label} (stdin)", dtype=dtype, bare_dtype=bare_dtype)
+        from .formats import decode_text, npy_from_bytes, read_stdin_bytes
+
+        where = f"{label} (stdin)"
+        raw = read_stdin_bytes(stdin if stdin is not None else sys.stdin)
+        if raw.startswith(NPY_MAGIC):
+            array = npy_from_bytes(raw, where=where)
+            _check_declared_dtype(array, dtype, where)
+            return array, "npy"
+        return parse_json_tensor(decode_text(raw, where=where), where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
+    npz = _npz_source(source)
+    if npz is not None:
+        return _read_npz(npz, source, label=label, dtype=dtype, header_only=header_only), "npz"
     path = Path(source)
     looks_like_file = path.suffix.lower() in (".npy", ".json") or _exists(path)
     if not looks_like_file:
         return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True,
-                                 bare_dtype=bare_dtype)
+                                 bare_dtype=bare_dtype), "json"
     where = f"{label} {quoted(source)}"
     check_input_file(path, where=where)
     # One open, so that a pipe given as a JSON file is read once, from its start.
@@ -48,12 +65,44 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
             raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
         array = read_npy(path, where=where)
         _check_declared_dtype(array, dtype, where)
-        return array
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{where}: is not UTF-8 text, so not a JSON tensor") from None
-    return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype)
+        return array, "npy"
+    from .formats import decode_text
+
+    text = decode_text(raw, where=where)
+    return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
+
+
+def _npz_source(source: str) -> tuple[str, str | None] | None:
+    """(path, array name or None) where `source` names a .npz file (`a.npz`, `a.npz:name`)."""
+    from .formats import split_npz_source
+
+    split = split_npz_source(source)
+    if split is None or (split[1] is not None and not _exists(Path(split[0]))):
+        return None  # "x.npz:y" that names no file may still be inline JSON or a file with a colon
+    return split
+
+
+def _read_npz(npz: tuple[str, str | None], source: str, *, label: str, dtype: DataType | None,
+              header_only: bool) -> np.ndarray:
+    from .formats import npz_header, read_npz
+
+    path, name = npz
+    where = f"{label} {quoted(source)}"
+    check_input_file(Path(path), where=where)
+    if header_only:
+        shape, stored = npz_header(path, name, where=where)
+        array = np.broadcast_to(np.zeros((), stored), shape)
+    else:
+        array = read_npz(path, name, where=where)
+    _check_declared_dtype(array, dtype, where)
+    return array
+
+
+def check_stdin_read_once(sources) -> None:
+    """Stdin can be read only once: refuse two '-' among the inputs (and --check's EXPECTED)."""
+    if [s for s in sources if s == "-"][1:]:
+        raise InputError("'-' (stdin) is given more than once, but stdin can be read only once; "
+                         "save all but one of those tensors to files")
 
 
 def _exists(path: Path) -> bool:
@@ -77,6 +126,11 @@ def check_input_file(path: Path, *, where: str) -> None:
         reason = getattr(error, "strerror", None) or _first_line(error)
         raise InputError(f"{where}: cannot be read ({reason})") from None
     if stat.S_ISDIR(mode):
+        from .formats import folder_kind
+
+        kind = folder_kind(path)
+        if kind is not None:
+            raise InputError(f"{where}: is {kind}, not a .npy or JSON tensor")
         raise InputError(f"{where}: is a directory, expected a .npy or .json file")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise InputError(f"{where}: is not a regular file (a device or socket), expected a .npy or .json file")

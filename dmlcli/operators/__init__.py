@@ -119,7 +119,25 @@ def find_operator(text: str | Operator) -> Operator:
     if key in OTHER_OPERATORS:
         raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
                          f"{table_summary()} (see 'dmlcli ops')")
+    onnx = _onnx_suggestion(text, key)
+    if onnx is not None:
+        raise InputError(onnx)
     names = sorted({op.cli_name.upper() for op in OPERATORS})
     close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
     raise InputError(f"unknown operator {text!r}{hint}")
+
+
+def _onnx_suggestion(text: str, key: str) -> str | None:
+    """For an ONNX operator name dmlcli does not accept (Xor, Equal, BitShift): the DirectML operator(s) to use."""
+    from .onnx_names import ONNX_NOTES, ONNX_TO_DIRECTML, onnx_name
+
+    name = onnx_name(key)
+    if name is None:
+        return None
+    targets = [_BY_KEY[target] for target in ONNX_TO_DIRECTML[name] if target in _BY_KEY]
+    if not targets:
+        return None
+    note = f" ({ONNX_NOTES[name]})" if name in ONNX_NOTES else ""
+    uses = " or ".join(op.cli_name for op in targets)
+    return f"unknown operator {text!r}: that is ONNX's {name}, which DirectML calls {uses}{note}"

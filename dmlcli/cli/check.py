@@ -1,0 +1,127 @@
+"""run's --check for CI (--max-diffs, --report) and its stdout formats (-o - --format npy|json).
+
+Kept beside commands.py so that `run` stays a list of steps: each function here is one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+
+STDOUT_STYLES = ("npy", "json")
+
+max_diffs_option = click.option(
+    "--max-diffs", "max_diffs", type=click.IntRange(min=0), default=None, metavar="N",
+    help="How many of the first differences --check shows (and --report lists) [default: 5]; 0 for none.")
+report_option = click.option(
+    "--report", "report", metavar="REPORT.json", default=None, type=click.Path(dir_okay=False),
+    help="With --check: write a JSON report (verdict, counts, share, tolerance, first differences, operator, "
+         "level, backend, versions), also on a PASS.")
+
+
+def stdout_target(output: str | None, style: str | None) -> tuple[str | None, str | None]:
+    """(output, style) with `-o - --format npy|json` turned into the stdout target it names.
+
+    --format npy|json goes only with -o - (json is its default); `-o -.npy` says the same as
+    `-o - --format npy`. Every other combination of --format with -o is left for run to refuse.
+    """
+    if output == "-" and style in STDOUT_STYLES:
+        return ("-.npy" if style == "npy" else "-"), None
+    if style == "npy" and output is None:
+        raise InputError("--format npy writes binary .npy data: give -o - to send them to stdout "
+                         "(dmlcli run ... -o - --format npy | ...) or -o out.npy for a file")
+    return output, style
+
+
+def check_binary_stdout(output: str | None) -> None:
+    """Refuse .npy bytes for a terminal: they are for a pipe or a file."""
+    import sys
+
+    if output == "-.npy" and sys.stdout.isatty():
+        raise InputError("-o - --format npy writes binary .npy data, and stdout is a terminal; pipe it into "
+                         "another command or write a file with -o out.npy")
+
+
+def check_report_options(expected: str | None, report: str | None) -> None:
+    """--report needs --check, and a .json path in an existing folder (refused before any work)."""
+    if report is None:
+        return
+    if expected is None:
+        raise InputError("--report writes the report of --check; give --check EXPECTED too")
+    from ..errors import quoted
+
+    path = Path(report)
+    if path.suffix.lower() != ".json":
+        raise InputError(f"--report {quoted(report)}: expected a .json file name")
+    from ..io.atomic import check_output_path
+
+    check_output_path(report)
+
+
+def streams_with_check(inputs, output: str | None, expected: str | None) -> bool:
+    """Whether a checked run can stream: .npy inputs into a .npy file, against an expected .npy file.
+
+    The result is then compared with the expected file chunk by chunk, never loading either whole.
+    """
+    from ..streaming import is_streamable
+
+    if not (expected is not None and expected != "-" and Path(expected).suffix.lower() == ".npy"
+            and is_streamable(list(inputs), output)):
+        return False
+    # `-o e.npy --check e.npy` would compare the new file with itself; the in-memory path maps the old one first.
+    return not _same_file(output, expected)
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return Path(first).exists() and Path(first).samefile(second)
+    except OSError:
+        return False
+
+
+def check_expected_header(expected: str) -> None:
+    """An expected .npy file's header, read before the run so that a bad EXPECTED costs nothing."""
+    from ..errors import quoted
+    from ..io.npy import read_npy_header
+    from ..io.sources import check_input_file
+
+    where = f"expected {quoted(expected)}"
+    check_input_file(Path(expected), where=where)
+    read_npy_header(Path(expected), where=where)
+
+
+def read_expected_tensor(expected: str, bare_dtype):
+    """(array, format) of EXPECTED; a bare scalar there is a malformed expectation (exit 2), not a call's 0-D."""
+    from ..io.json_tensor import BareScalar
+    from ..io.sources import read_tensor_and_format
+
+    try:
+        return read_tensor_and_format(expected, label="expected", bare_dtype=bare_dtype)
+    except BareScalar as scalar:
+        raise InputError(str(scalar)) from None
+
+
+def write_report(report: str, comparison, outcome) -> None:
+    """The --report file: the comparison and what produced it, written atomically."""
+    import numpy
+
+    from .. import __version__
+    from ..io.atomic import write_atomically
+
+    call = outcome.verdict.call
+    document = {
+        **comparison.to_json(),
+        "operator": call.operator.name,
+        "feature_level": str(outcome.verdict.feature_level),
+        "backend": outcome.backend,
+        "output_dtype": call.output.data_type.numpy_name,
+        "output_shape": list(call.output.shape),
+        "dmlcli_version": __version__,
+        "numpy_version": numpy.__version__,
+    }
+    text = json.dumps(document, indent=2) + "\n"
+    write_atomically(Path(report), lambda handle: handle.write(text.encode("utf-8")))

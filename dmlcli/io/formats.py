@@ -1,0 +1,205 @@
+"""What an input's bytes are: .npy, .npz, JSON text, or another format named so that the user knows.
+
+Stdin is read once, as bytes, and sniffed: `\\x93NUMPY` is a .npy stream, anything else is JSON
+text. A UTF-8 byte-order mark (PowerShell's `Out-File -Encoding utf8` writes one) is dropped. A
+file that is neither gets a message naming what it looks like (a gzip file, HDF5, PNG, ...), so
+that the user is not told "malformed JSON" about an image.
+
+.npz archives: `file.npz` holding one array, or `file.npz:name` to pick one. Their members are
+.npy files; the header is read from the start of the member's stream, so `validate` decompresses
+only the first bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError, first_line as _first_line, quoted
+from .npy import NPY_MAGIC, check_npy_dtype
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+_UTF16 = "not UTF-8 text: it starts like UTF-16 text (save it as UTF-8, e.g. PowerShell's Out-File -Encoding utf8)"
+
+# Leading bytes of formats people hand to dmlcli by mistake, and what to call them.
+_MAGICS: tuple[tuple[bytes, str], ...] = (
+    (b"PK\x03\x04", "a zip archive (a .npz file or a PyTorch .pt file?)"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ", "a Windows executable (PE)"),
+    (b"%PDF", "a PDF document"),
+    (b"PAR1", "a Parquet file"),
+    (b"BZh", "a bzip2-compressed file"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file"),
+    (b"(\xb5/\xfd", "a zstd-compressed file"),
+    (b"\xff\xfe", _UTF16),
+    (b"\xfe\xff", _UTF16),
+    (b"\x80\x02", "a Python pickle"),
+    (b"\x80\x03", "a Python pickle"),
+    (b"\x80\x04", "a Python pickle"),
+    (b"\x80\x05", "a Python pickle"),
+)
+
+# How many leading bytes `sniff` needs at most.
+SNIFF_BYTES = 8
+
+
+def sniff(head: bytes) -> str | None:
+    """What a file starting with `head` looks like, or None for nothing dmlcli recognises."""
+    for magic, name in _MAGICS:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def not_a_tensor(where: str, head: bytes) -> InputError | None:
+    """The error for a file whose first bytes name another format, or None."""
+    looks_like = sniff(head)
+    if looks_like is None:
+        return None
+    return InputError(f"{where}: is {looks_like}, not a .npy or JSON tensor")
+
+
+def folder_kind(path: Path) -> str | None:
+    """What a folder given as an input looks like (a Zarr store), or None."""
+    for marker in (".zarray", ".zgroup", "zarr.json"):
+        try:
+            if (path / marker).exists():
+                return "a Zarr folder"
+        except OSError:
+            return None
+    return None
+
+
+def decode_text(raw: bytes, *, where: str) -> str:
+    """JSON bytes as text: UTF-8, with a leading byte-order mark dropped; other binary data named."""
+    bad = not_a_tensor(where, raw[:SNIFF_BYTES])
+    if bad is not None:
+        raise bad
+    try:
+        return raw.removeprefix(UTF8_BOM).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: is not UTF-8 text, so not a JSON tensor (nor a .npy file)") from None
+
+
+def read_stdin_bytes(stream) -> bytes:
+    """All of stdin as bytes: from its binary buffer where it has one (a .npy may come through)."""
+    binary = getattr(stream, "buffer", None)
+    data = binary.read() if binary is not None else stream.read()
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    return data
+
+
+def npy_from_bytes(data: bytes, *, where: str) -> np.ndarray:
+    """A .npy stream held in memory (stdin) as an array, header checked as a file's is; never unpickles."""
+    handle = io.BytesIO(data)
+    shape, fortran_order, dtype = read_npy_stream_header(handle, where=where)
+    count = math.prod(shape)
+    available = len(data) - handle.tell()
+    if available < count * dtype.itemsize:
+        raise InputError(f"{where}: the header promises {count} elements of {dtype} ({count * dtype.itemsize} "
+                         f"bytes) but only {available} bytes of data follow (truncated?)")
+    flat = np.frombuffer(data, dtype=dtype, count=count, offset=handle.tell())
+    return flat.reshape(shape, order="F" if fortran_order else "C")
+
+
+def read_npy_stream_header(handle, *, where: str):
+    """(shape, fortran_order, dtype) from a .npy stream positioned at its start (a pipe, a zip member)."""
+    from numpy.lib import format as npy_format
+
+    try:
+        version = npy_format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran_order, dtype = npy_format.read_array_header_1_0(handle, max_header_size=1 << 16)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except InputError:
+        raise
+    except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
+        raise InputError(f"{where}: malformed .npy header ({_first_line(error)})") from None
+    check_npy_dtype(dtype, where=where)
+    if any(not isinstance(s, int) or s < 0 for s in shape):
+        raise InputError(f"{where}: malformed .npy header (shape {tuple(shape)})")
+    return tuple(shape), bool(fortran_order), dtype
+
+
+# ---------------------------------------------------------------- .npz
+
+
+def split_npz_source(source: str) -> tuple[str, str | None] | None:
+    """('file.npz', 'name') for `file.npz:name`, ('file.npz', None) for `file.npz`; None for anything else.
+
+    The name is split at the last colon after `.npz`, so Windows drive letters (C:\\a.npz) stay whole.
+    """
+    lowered = source.lower()
+    if lowered.endswith(".npz"):
+        return source, None
+    position = lowered.rfind(".npz:")
+    if position < 0:
+        return None
+    return source[:position + 4], source[position + 5:]
+
+
+def _npz_member(archive: zipfile.ZipFile, path: str, name: str | None, where: str) -> str:
+    members = {m[:-4] if m.endswith(".npy") else m: m for m in archive.namelist()}
+    listed = ", ".join(members) or "none"
+    if name is None:
+        if len(members) != 1:
+            raise InputError(f"{where}: holds {len(members)} arrays ({listed}); pick one as "
+                             f"{quoted(path + ':NAME')}")
+        return next(iter(members.values()))
+    if name not in members:
+        raise InputError(f"{where}: has no array named {quoted(name)} (it holds {listed})")
+    return members[name]
+
+
+def _open_npz(path: str, where: str) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise InputError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{where}: is a directory, expected a .npz file") from None
+    except OSError as error:
+        raise InputError(f"{where}: cannot be read ({error.strerror or _first_line(error)})") from None
+    except zipfile.BadZipFile:
+        raise InputError(f"{where}: is not a .npz file (not a zip archive)") from None
+
+
+def npz_header(path: str, name: str | None, *, where: str):
+    """(shape, dtype) of one array in a .npz, from its member's .npy header alone (validate)."""
+    with _open_npz(path, where) as archive:
+        member = _npz_member(archive, path, name, where)
+        try:
+            with archive.open(member) as handle:
+                shape, _, dtype = read_npy_stream_header(handle, where=f"{where} array {quoted(member)}")
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise InputError(f"{where}: cannot be read ({_first_line(error)})") from None
+    return shape, dtype
+
+
+def read_npz(path: str, name: str | None, *, where: str) -> np.ndarray:
+    """One array of a .npz (`name`, or the only one), read whole, header checked; never unpickles."""
+    with _open_npz(path, where) as archive:
+        member = _npz_member(archive, path, name, where)
+        try:
+            with archive.open(member) as handle:
+                data = handle.read()
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise InputError(f"{where}: cannot be read ({_first_line(error)})") from None
+    return npy_from_bytes(data, where=f"{where} array {quoted(member)}")
