@@ -17,7 +17,6 @@ from click.testing import CliRunner
 
 from dmlcli.cli import cli
 from dmlcli.dispatch import load_model, run_model
-from dmlcli.dispatch.run import SampleReservoir
 
 from conftest import REPO
 
@@ -226,6 +225,8 @@ def test_staged_files_count_too(tmp_path, monkeypatch, little_memory):
 
 
 def test_timing_keeps_a_bounded_number_of_samples(tmp_path):
+    from dmlcli.dispatch.run import SampleReservoir
+
     model = write_model(tmp_path, {"A": buffer("UINT8", [1, 2, 3, 4])}, [
         {"type": "dispatch", "dispatchable": "not", "bindings": {"InputTensor": "A", "OutputTensor": "A"}}],
         {"not": {"type": "DML_OPERATOR_ELEMENT_WISE_BIT_NOT", "desc": {
@@ -239,7 +240,7 @@ def test_timing_keeps_a_bounded_number_of_samples(tmp_path):
 
 
 def test_the_reservoir_is_exact_up_to_its_capacity_and_bounded_past_it():
-    from dmlcli.dispatch.run import DispatchTiming
+    from dmlcli.dispatch.run import DispatchTiming, SampleReservoir
 
     samples = [float((i * 7919) % 1000) for i in range(999)]
     reservoir = SampleReservoir(warmup=3, capacity=1000)
