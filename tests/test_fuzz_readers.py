@@ -301,10 +301,10 @@ def commands():
 
 @pytest.fixture(scope="module")
 def model_root():
-    """models/ (the model and its data), out/ (the output folder), elsewhere/ and cwd/, fixed for all examples."""
+    """models/ (the model and its data), out/ (the current and output folder) and elsewhere/, fixed for all examples."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        for name in ("models/models_sub", "out/existing_dir", "elsewhere", "cwd"):
+        for name in ("models/models_sub", "out/existing_dir", "elsewhere"):
             (root / name).mkdir(parents=True)
         (root / "models" / "data.bin").write_bytes(bytes(range(16)))
         np.save(root / "models" / "data.npy", np.arange(4, dtype=np.uint16))
@@ -347,9 +347,9 @@ def test_random_models(model_root, monkeypatch, resource_map, command_list, disp
     model.write_text(text)
     before = tree(model_root)
     previous = os.getcwd()
-    os.chdir(model_root / "cwd")
+    os.chdir(model_root / "out")  # the default output folder
     try:
-        result = CliRunner().invoke(cli, ["dispatch", str(model), "--no-timing", "--output-dir", str(model_root / "out")])
+        result = CliRunner().invoke(cli, ["dispatch", str(model), "--no-timing"])
     finally:
         os.chdir(previous)
     event(f"exit {result.exit_code}")
