@@ -61,8 +61,8 @@ def run_model(model: Model, *, backend="cpu", feature_level=None, iterations: in
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise InputError(f"warmup must be a non-negative integer, got {shown(warmup)}")
     feature_level = parse_feature_level(feature_level)  # refused even when the model has no dispatch
-    planned = check(model, feature_level=feature_level)
     try:
+        planned = check(model, feature_level=feature_level)
         return run_commands(model, planned, choose_backend(backend), iterations=iterations, warmup=warmup, emit=emit,
                             timing=timing)
     except MemoryError:
