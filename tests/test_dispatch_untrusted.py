@@ -412,3 +412,25 @@ def test_a_number_too_small_to_hold_reads_as_zero(tmp_path):
     refused = invoke("run", "identity", "[1e-99999999999999999999]", "--dtype", "uint8")
     assert refused.exit_code == 2 and "is not an integer" in refused.stderr
     assert invoke("run", "identity", "[1e99999999999999999999]", "--dtype", "float32").exit_code == 2
+
+
+@pytest.mark.parametrize("data_type", ["FLOAT16", "FLOAT32", "FLOAT64"])
+def test_float_sequences_are_the_step_by_step_sums_of_dxdispatch(data_type):
+    """Sequences are made at NumPy's speed now; they must still be `value += valueDelta` in the element type."""
+    from dmlcli.dispatch.model import parse_resource
+
+    rng = np.random.default_rng(5)
+    dtype = np.dtype({"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}[data_type])
+    for start, delta in [(0.1, 0.1), (1.0, 1e-4), (-3.5, 0.3333), *rng.standard_normal((5, 2)).tolist(), (6e4, 100.0)]:
+        initial = {"valueCount": 3000, "valueStart": start, "valueDelta": delta}
+        resource = parse_resource("S", buffer(data_type, initial), model_dir=Path("."), where="S")
+        # DxDispatch reads a number as a double, casts it to float, then to half (ParseFloat16).
+        as_type = (lambda x: dtype.type(np.float32(x))) if dtype.itemsize < 8 else dtype.type  # noqa: E731
+        current, expected = as_type(start), []
+        step = as_type(delta)
+        with np.errstate(over="ignore"):
+            for _ in range(3000):
+                expected.append(current)
+                current = dtype.type(current + step)
+        assert np.frombuffer(resource.initial_values, dtype.newbyteorder("<")).tobytes() == \
+            np.array(expected, dtype).astype(dtype.newbyteorder("<")).tobytes()

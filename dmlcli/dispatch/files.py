@@ -53,7 +53,9 @@ def _resolved(path: Path, where: str, shown: str) -> Path:
 
 
 def _reason(error: BaseException) -> str:
-    return getattr(error, "strerror", None) or type(error).__name__
+    if isinstance(error, ValueError):  # what os.stat says of a NUL in a name passed from Python
+        return "not a valid file name"
+    return getattr(error, "strerror", None) or "the system refused it"
 
 
 def _via(named: Path, resolved: Path) -> str:
