@@ -434,3 +434,24 @@ def test_float_sequences_are_the_step_by_step_sums_of_dxdispatch(data_type):
                 current = dtype.type(current + step)
         assert np.frombuffer(resource.initial_values, dtype.newbyteorder("<")).tobytes() == \
             np.array(expected, dtype).astype(dtype.newbyteorder("<")).tobytes()
+
+
+def test_a_write_that_cannot_succeed_is_found_before_any_file_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    commands = [{"type": "writeFile", "resource": "A", "targetPath": "first.bin"},
+                {"type": "writeFile", "resource": "A", "targetPath": "late/second.bin"}]
+    model = write_model(tmp_path, {"A": buffer("UINT8", [1, 2, 3, 4])}, commands)
+    import dmlcli.dispatch.run as run
+
+    real = run.stage_resource
+
+    def stage_and_block(command, model, buffers):  # the folder turns into a file while the model runs
+        if command.index == 1:
+            (tmp_path / "late").write_bytes(b"")
+        return real(command, model, buffers)
+
+    monkeypatch.setattr(run, "stage_resource", stage_and_block)
+    result = invoke("dispatch", model)
+    assert_one_line_error(result)
+    assert "is a file, not a folder; nothing was written" in result.stderr
+    assert not (tmp_path / "first.bin").exists()

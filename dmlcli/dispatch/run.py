@@ -168,6 +168,8 @@ def check_staged_writes(staged: list[tuple[WriteFileCommand, bytes]]) -> None:
         folder = path.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent  # the folders below it are created when the files are written
+        if not folder.is_dir():
+            raise InputError(f"{where}: {shown(str(folder))} is a file, not a folder; nothing was written")
         if not os.access(folder, os.W_OK | os.X_OK):
             raise InputError(f"{where}: the folder {shown(str(folder))} is not writable; nothing was written")
         entry = needed.setdefault(folder.stat().st_dev, [folder, 0])
