@@ -46,3 +46,9 @@ def quoted(text) -> str:
     """A name the user typed (a path, an option's value) as they typed it, in single quotes: not Python's
     repr, which doubles backslashes ('C:\\\\data') and switches quotes."""
     return f"'{text}'"
+
+
+def cut(text, limit: int = 80) -> str:
+    """Echoed input cut to a readable length: the first `limit` characters and an ellipsis."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,7 +1,8 @@
 """Fuzzing the JSON and .npy readers: the only outcomes are a correct tensor or a clean DmlcliError.
 
 Random bytes, random JSON values (objects with the tensor keys and without), random valid-looking
-.npy headers with random data lengths; and valid tensors, which must read back exactly.
+.npy headers with random data lengths; and valid tensors, which must read back exactly. DxDispatch
+models too: random resources, sizes, paths, sequences and commands, run through the command line.
 """
 
 import itertools
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -236,3 +237,127 @@ def test_files_numpy_writes_read_back_exactly(scratch, array, fortran, cut):
     back = read_npy(path, where="fuzz")
     assert same_bits(back, array)
     del back
+
+
+# ---------------------------------------------------------------- DxDispatch models
+
+MODEL_FUZZ = settings(max_examples=60 if os.environ.get("CI") else 150, deadline=None,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+MODEL_TYPES = ["UINT8"] * 8 + ["FLOAT32"] * 4 + ["INT16", "UINT32", "UINT64", "FLOAT16", "FLOAT32", "FLOAT64", "DML_TENSOR_DATA_TYPE_INT8",
+               "UNKNOWN", "uint4", 7]
+NUMBERS = (st.integers(-300, 300) | st.integers(min_value=-(2**70), max_value=2**70) | st.floats()
+           | st.sampled_from(["nan", "inf", "-inf", "x", None, True, 2**64, -1, "{huge}", "{beyond}", [1]]))
+COUNTS = st.integers(1, 40) | st.integers(1, 40) | st.sampled_from([0, 4294967295, 4294967296, -1, 2**64, 1.5, "4"])
+SOURCES = ["data.bin"] * 4 + ["data.npy"] * 3 + ["bad.npy", "../elsewhere/secret.bin", "{root}/elsewhere/secret.bin", "/dev/zero",
+           "pipe.bin", "link_out.bin", "missing.bin", "x" * 300, "a\0b.bin", "", "picture.png", "models_sub"]
+TARGETS = ["a.npy", "b.bin", "sub/c.npy", "deep/er/d.dat"] * 3 + ["../elsewhere/e.bin", "{root}/elsewhere/f.npy", "link/g.bin",
+           "../models/h.bin", "y" * 300, "a\0b.bin", "", "existing_dir", "i.png", ".", "sub/../../j.bin"]
+
+
+def initial_values():
+    return st.one_of(
+        st.lists(st.integers(0, 255), min_size=4, max_size=12),
+        st.lists(st.integers(0, 255), min_size=4, max_size=12),
+        st.lists(NUMBERS, max_size=12),
+        st.fixed_dictionaries({"valueCount": COUNTS, "value": NUMBERS}),
+        st.fixed_dictionaries({"valueCount": COUNTS, "valueStart": NUMBERS, "valueDelta": NUMBERS}),
+        st.fixed_dictionaries({"sourcePath": st.sampled_from(SOURCES)}),
+        st.sampled_from(["deferred", 3, None, {}]),
+    )
+
+
+def resources():
+    sizes = st.one_of(st.none(), st.none(), st.integers(0, 80), st.sampled_from([2**64 - 1, 2**50, -1, "12", "{huge}"]))
+    resource = st.fixed_dictionaries({"initialValuesDataType": st.sampled_from(MODEL_TYPES),
+                                      "initialValues": initial_values()},
+                                     optional={"sizeInBytes": sizes, "initialValuesOffsetInBytes": st.integers(0, 8) | st.just(0)})
+    return st.dictionaries(st.sampled_from(["A", "B", "Out"]), resource, min_size=1, max_size=3)
+
+
+DISPATCHABLES = {
+    "not": {"type": "DML_OPERATOR_ELEMENT_WISE_BIT_NOT", "desc": {"InputTensor": {"DataType": "UINT8", "Sizes": [4]},
+                                                                   "OutputTensor": {"DataType": "UINT8", "Sizes": [4]}}},
+    "add": {"type": "ELEMENT_WISE_ADD", "desc": {"ATensor": {"DataType": "FLOAT32", "Sizes": [2]},
+                                                 "BTensor": {"DataType": "FLOAT32", "Sizes": [2], "Strides": [0]},
+                                                 "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2]}}},
+}
+
+
+def commands():
+    name = st.sampled_from(["A", "B", "Out", "Z"])
+    binding = name | st.fixed_dictionaries({"name": name, "elementOffset": st.integers(0, 20)})
+    dispatch = st.one_of(
+        st.fixed_dictionaries({"type": st.just("dispatch"), "dispatchable": st.just("not"),
+                               "bindings": st.fixed_dictionaries({"InputTensor": binding, "OutputTensor": binding})}),
+        st.fixed_dictionaries({"type": st.just("dispatch"), "dispatchable": st.just("add"),
+                               "bindings": st.fixed_dictionaries({"ATensor": binding, "BTensor": binding,
+                                                                  "OutputTensor": binding})}))
+    show = st.fixed_dictionaries({"type": st.just("print"), "resource": name}, optional={"verbose": st.booleans()})
+    write = st.fixed_dictionaries({"type": st.just("writeFile"), "resource": name,
+                                   "targetPath": st.sampled_from(TARGETS)},
+                                  optional={"dimensions": st.lists(st.integers(0, 6), max_size=3)})
+    return st.lists(dispatch | show | write, max_size=5)
+
+
+@pytest.fixture(scope="module")
+def model_root():
+    """models/ (the model and its data), out/ (the current and output folder) and elsewhere/, fixed for all examples."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for name in ("models/models_sub", "out/existing_dir", "elsewhere"):
+            (root / name).mkdir(parents=True)
+        (root / "models" / "data.bin").write_bytes(bytes(range(16)))
+        np.save(root / "models" / "data.npy", np.arange(4, dtype=np.uint16))
+        (root / "models" / "bad.npy").write_bytes(NPY_MAGIC + b"\x01\x00\x10\x00{'descr': f()}  \n")
+        (root / "elsewhere" / "secret.bin").write_bytes(b"SECRET!!")
+        (root / "models" / "link_out.bin").symlink_to(root / "elsewhere" / "secret.bin")
+        (root / "out" / "link").symlink_to(root / "elsewhere")
+        os.mkfifo(root / "models" / "pipe.bin")
+        yield root
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under `root` but out/ (which the model may write in), with its bytes (None: not a file)."""
+    found = {}
+    for path in root.rglob("*"):
+        relative = path.relative_to(root)
+        if relative.parts[0] == "out":
+            continue
+        if path.is_symlink() or path.is_fifo():
+            found[str(relative)] = None
+            continue
+        found[str(relative)] = path.read_bytes() if path.is_file() else None
+    return found
+
+
+@MODEL_FUZZ
+@given(resources(), commands(), st.booleans())
+def test_random_models(model_root, monkeypatch, resource_map, command_list, dispatchables):
+    """Whatever a model holds: exit 0, 2, 3 or 4, one line on stderr when it fails, never a traceback, and
+    nothing written or created outside the output folder."""
+    import dmlcli.dispatch.memory as memory
+    from click.testing import CliRunner
+
+    from dmlcli.cli import cli
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 1 << 20)  # 1 MiB: any large size must be refused
+    text = json.dumps({"resources": resource_map, "dispatchables": DISPATCHABLES if dispatchables else {},
+                       "commands": command_list}).replace("{root}", str(model_root))
+    # Numbers json.dumps cannot write: 5000 digits (past Python's int-str limit), and beyond a double.
+    text = text.replace('"{huge}"', "9" * 5000).replace('"{beyond}"', "-1e400")
+    model = model_root / "models" / "model.json"
+    model.write_text(text)
+    before = tree(model_root)
+    previous = os.getcwd()
+    os.chdir(model_root / "out")  # the default output folder
+    try:
+        result = CliRunner().invoke(cli, ["dispatch", str(model), "--no-timing"])
+    finally:
+        os.chdir(previous)
+    event(f"exit {result.exit_code}")
+    assert result.exit_code in (0, 2, 3, 4), result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    if result.exit_code:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmlcli: error: "), result.stderr
+        assert len(result.stderr) < 1000, result.stderr
+    assert tree(model_root) == before

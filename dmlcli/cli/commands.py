@@ -180,8 +180,13 @@ def validate(operator, inputs, dtype, output_format, **arguments):
 @click.option("-w", "--warmup", type=click.IntRange(min=0), default=1, show_default=True,
               help="Leave this many first samples out of the timing median, as DxDispatch's -w.")
 @click.option("--no-timing", is_flag=True, help="Do not print the per-dispatch timing lines.")
+@click.option("--output-dir", metavar="DIR", default=None, shell_complete=complete_path,
+              help="Folder the model's writeFile targets are written in, and must stay in [default: the current folder].")
+@click.option("--allow-paths-outside", is_flag=True,
+              help="Let the model write outside the output folder and read files outside its own folder "
+                   "(absolute paths, .., links), as DxDispatch does. Only for models you trust.")
 @quiet_option("No warnings on stderr.")
-def dispatch(model, backend, feature_level, iterations, warmup, no_timing, quiet):
+def dispatch(model, backend, feature_level, iterations, warmup, no_timing, output_dir, allow_paths_outside, quiet):
     """Run a DxDispatch model (resources, dispatchables, commands) on Linux, CPU or GPU.
 
     Every dispatch is checked against DirectML's rules before anything runs; operators outside
@@ -193,7 +198,7 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, quiet
     """
     from ..dispatch import load_model, run_model
 
-    parsed = load_model(model)
+    parsed = load_model(model, output_dir=output_dir, allow_paths_outside=allow_paths_outside)
     with warnings_reported(quiet):
         run_model(parsed, backend=backend, feature_level=feature_level, iterations=iterations, warmup=warmup,
                   emit=click.echo, timing=not no_timing)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .jsonc import shown
+from .memory import out_of_memory
 from .model import Model, read_model
 from .plan import PlannedDispatch, check_model
 from .run import DispatchTiming, ModelRun, run_commands
@@ -27,13 +29,18 @@ from ..feature_levels import parse_feature_level
 __all__ = ["DispatchTiming", "Model", "ModelRun", "check", "load_model", "run_model"]
 
 
-def load_model(path, *, output_dir=None) -> Model:
+def load_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> Model:
     """Parse a model file. Raises InputError (exit code 2) for anything malformed or unsupported.
 
     Relative writeFile targets resolve against `output_dir` (default: the current folder, as in
     DxDispatch); sourcePath files are looked up beside the model first, then in the current folder.
+    A model is untrusted input: its writes must stay inside `output_dir` and its reads inside the
+    model's folder (links followed), unless `allow_paths_outside` (--allow-paths-outside).
     """
-    return read_model(path, output_dir=output_dir)
+    try:
+        return read_model(path, output_dir=output_dir, allow_paths_outside=allow_paths_outside)
+    except MemoryError:
+        raise out_of_memory(f"model {shown(str(path))}") from None
 
 
 def check(model: Model, *, feature_level=None) -> list[PlannedDispatch]:
@@ -50,10 +57,13 @@ def run_model(model: Model, *, backend="cpu", feature_level=None, iterations: in
     per-dispatch timing summary: the median of the samples after the first `warmup`).
     """
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise InputError(f"iterations must be a positive integer, got {iterations!r}")
+        raise InputError(f"iterations must be a positive integer, got {shown(iterations)}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise InputError(f"warmup must be a non-negative integer, got {warmup!r}")
+        raise InputError(f"warmup must be a non-negative integer, got {shown(warmup)}")
     feature_level = parse_feature_level(feature_level)  # refused even when the model has no dispatch
-    planned = check(model, feature_level=feature_level)
-    return run_commands(model, planned, choose_backend(backend), iterations=iterations, warmup=warmup, emit=emit,
-                        timing=timing)
+    try:
+        planned = check(model, feature_level=feature_level)
+        return run_commands(model, planned, choose_backend(backend), iterations=iterations, warmup=warmup, emit=emit,
+                            timing=timing)
+    except MemoryError:
+        raise out_of_memory(f"model {shown(str(model.path))}") from None

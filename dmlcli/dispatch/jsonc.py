@@ -9,9 +9,41 @@ the trailing commas dropped before json.loads sees the text.
 from __future__ import annotations
 
 import json
+import math
 import re
+from decimal import Decimal
 
-from ..errors import InputError
+from ..errors import InputError, cut, quoted
+
+# Integers longer than this are kept as Decimal: Python refuses int() of very long digit strings
+# (ValueError past 4300 digits), and no field or element of a model holds more than 20 digits.
+_MAX_INT_DIGITS = 1000
+
+
+def shown(value) -> str:
+    """A value from a model as messages echo it: a string in quotes, anything else in JSON spelling
+    (true, null, [1, 2]), never Python's repr; cut to a readable length."""
+    if isinstance(value, str):
+        return quoted(cut(value))
+    from ..io.json_tensor import json_spelling
+
+    return cut(json_spelling(value))
+
+
+def _parse_int(text: str):
+    return Decimal(text) if len(text) > _MAX_INT_DIGITS else int(text)
+
+
+def _parse_float(text: str):
+    # RapidJSON refuses a number beyond a double's range ("Number too big to be stored in double"), where
+    # float() would give inf. It is kept as the exact Decimal, which every reader refuses as out of range.
+    number = float(text)
+    if not math.isinf(number):
+        return number
+    try:
+        return Decimal(text)
+    except ArithmeticError:  # an exponent beyond even Decimal's range
+        raise InputError(f"the number {cut(text)} is too large for a double (DxDispatch's JSON reader refuses it)") from None
 
 # A JSON string (kept), a // or /* */ comment (blanked).
 _STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/')
@@ -62,11 +94,12 @@ def load_model_json(text: str, *, where: str):
         raise InputError(f"{where}: is empty, expected a DxDispatch model (JSON)")
     strict = strip_comments_and_trailing_commas(text)
     try:
-        return json.loads(strict, object_pairs_hook=_unique_keys, parse_constant=_no_constants)
+        return json.loads(strict, object_pairs_hook=_unique_keys, parse_constant=_no_constants, parse_int=_parse_int,
+                          parse_float=_parse_float)
     except json.JSONDecodeError as error:
         raise InputError(f"{where}: malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
     except _DuplicateKey as duplicate:
-        raise InputError(f"{where}: the key {duplicate.args[0]!r} appears twice in one object; "
+        raise InputError(f"{where}: the key {shown(duplicate.args[0])} appears twice in one object; "
                          "names must be unique within their dictionary") from None
     except InputError as error:
         raise InputError(f"{where}: {error}") from None

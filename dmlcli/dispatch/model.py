@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from ..data_types import ALL_DATA_TYPES, DataType, from_numpy
-from .jsonc import load_model_json
+from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, RegularFile, check_output_dir,
+                    shown_path, source_file, write_target)
+from .jsonc import load_model_json, shown
+from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
 from ..io.strided import check_strides, little_endian
 from ..errors import InputError
 from ..operators import Operator, find_operator, table_summary
@@ -115,8 +120,9 @@ class PrintCommand:
 class WriteFileCommand:
     index: int
     resource: str
-    target_path: Path
+    target_path: Path  # as the model names it, from the output folder (what messages show)
     dimensions: tuple[int, ...] | None = None
+    resolved_path: Path | None = None  # links followed: the file written, checked to be inside the output folder
 
 
 @dataclass
@@ -130,58 +136,74 @@ class Model:
 # ---------------------------------------------------------------- entry point
 
 
-def read_model(path, *, output_dir=None) -> Model:
-    """Parse the model file at `path`; relative writeFile targets resolve against `output_dir` (default: cwd)."""
+def read_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> Model:
+    """Parse the model file at `path`.
+
+    writeFile targets resolve against `output_dir` (default: cwd) and must stay inside it; sourcePath
+    files must stay inside the model's folder; `allow_paths_outside` lifts both rules. The model and
+    its sources must be regular files, and every buffer is claimed from the available memory before
+    it is made.
+    """
     path = Path(path)
-    where = str(path)
-    if not path.exists():
-        raise InputError(f"model {where!r}: no such file")
-    if path.is_dir():
-        raise InputError(f"model {where!r}: is a directory, expected a DxDispatch model (.json)")
+    where = f"model {shown(str(path))}"
+    rules = PathRules(path.parent, check_output_dir(output_dir), allow_paths_outside)
+    budget = MemoryBudget()
+    with RegularFile(path, where, "the model file") as handle:
+        if handle.size > MAX_MODEL_BYTES:
+            raise InputError(f"{where}: is {handle.size} bytes, more than the {MAX_MODEL_BYTES >> 20} MiB a model may "
+                             "be (keep large initial values in .npy or raw files named by sourcePath)")
+        budget.claim(0, "reading the model's JSON", where, peak=handle.size * JSON_PEAK_BYTES_PER_BYTE)
+        raw = handle.read_all()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(f"model {where!r}: is not UTF-8 text, so not a DxDispatch model") from None
-    except OSError as error:
-        raise InputError(f"model {where!r}: cannot be read ({error.strerror})") from None
-    document = load_model_json(text, where=f"model {where!r}")
-    return parse_model(document, model_dir=path.parent, output_dir=Path(output_dir or Path.cwd()), path=path)
+        raise InputError(f"{where}: is not UTF-8 text, so not a DxDispatch model") from None
+    del raw
+    document = load_model_json(text, where=where)
+    return parse_model(document, rules=rules, path=path, budget=budget)
 
 
-def parse_model(document, *, model_dir: Path, output_dir: Path, path: Path) -> Model:
-    """Build the Model from parsed JSON. Unknown top-level keys (such as "$schema") are ignored, as DxDispatch does."""
-    prefix = f"model {str(path)!r}"
+def parse_model(document, *, path: Path, rules: PathRules | None = None, budget: MemoryBudget | None = None,
+                model_dir: Path | None = None, output_dir: Path | None = None) -> Model:
+    """Build the Model from parsed JSON. Unknown top-level keys (such as "$schema") are ignored, as DxDispatch does.
+
+    `rules` say where the model may read and write (default: beside `path`, and in `output_dir` or cwd).
+    """
+    if rules is None:
+        rules = PathRules(model_dir if model_dir is not None else Path(path).parent, Path(output_dir or Path.cwd()))
+    budget = budget or MemoryBudget()
+    prefix = f"model {shown(str(path))}"
     if not isinstance(document, dict):
         raise InputError(f"{prefix}: the root must be a JSON object with resources, dispatchables and commands")
     model = Model(path=path)
     resources = _member(document, "resources", dict, prefix)
     for name, value in resources.items():
-        model.resources[name] = parse_resource(name, value, model_dir=model_dir, where=f"{prefix}: resource {name!r}")
+        model.resources[name] = parse_resource(name, value, model_dir=rules.model_dir, rules=rules, budget=budget,
+                                               where=f"{prefix}: resource {shown(name)}")
     dispatchables = _member(document, "dispatchables", dict, prefix)
     for name, value in dispatchables.items():
         model.dispatchables[name] = parse_dispatchable(
-            name, value, model.resources, where=f"{prefix}: dispatchable {name!r}")
+            name, value, model.resources, where=f"{prefix}: dispatchable {shown(name)}")
     commands = _member(document, "commands", list, prefix)
     for index, value in enumerate(commands):
-        model.commands.append(parse_command(index, value, model, output_dir=output_dir,
-                                            where=f"{prefix}: command {index}"))
+        model.commands.append(parse_command(index, value, model, rules=rules, where=f"{prefix}: command {index}"))
     return model
 
 
 def _member(document: dict, key: str, kind: type, where: str):
     if key not in document:
-        raise InputError(f"{where}: has no {key!r} member (a model has resources, dispatchables and commands)")
+        raise InputError(f"{where}: has no {shown(key)} member (a model has resources, dispatchables and commands)")
     value = document[key]
     if not isinstance(value, kind):
         expected = "an object" if kind is dict else "an array"
-        raise InputError(f"{where}: {key!r} must be {expected}")
+        raise InputError(f"{where}: {shown(key)} must be {expected}")
     return value
 
 
 def _check_keys(value: dict, allowed, where: str, what: str) -> None:
     unknown = [key for key in value if key not in allowed]
     if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r} in the {what} (expected {', '.join(allowed)})")
+        raise InputError(f"{where}: unknown key {shown(unknown[0])} in the {what} (expected {', '.join(allowed)})")
 
 
 # ---------------------------------------------------------------- numbers as DxDispatch reads them
@@ -191,16 +213,21 @@ def _is_integer(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_long_integer(value) -> bool:
+    """An integer too long for int() (kept as Decimal by the JSON reader): out of every range."""
+    return isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value()
+
+
 def parse_uint(value, where: str, *, maximum: int = UINT32_MAX) -> int:
     if not _is_integer(value) or not 0 <= value <= maximum:
-        raise InputError(f"{where}: expected an unsigned integer (0 to {maximum}), found {value!r}")
+        raise InputError(f"{where}: expected an unsigned integer (0 to {maximum}), found {shown(value)}")
     return value
 
 
 def parse_data_type_name(value, where: str) -> DataType:
     """DML_TENSOR_DATA_TYPE_X or X (Guide.md, "Abbreviated Enum Values")."""
     if not isinstance(value, str):
-        raise InputError(f"{where}: a data type must be a string such as \"FLOAT32\", found {value!r}")
+        raise InputError(f"{where}: a data type must be a string such as \"FLOAT32\", found {shown(value)}")
     key = value.strip().upper()
     if key.startswith(_DATA_TYPE_PREFIX):
         key = key[len(_DATA_TYPE_PREFIX):]
@@ -213,7 +240,7 @@ def parse_data_type_name(value, where: str) -> DataType:
         raise InputError(f"{where}: data type UNKNOWN is not supported by dmlcli (DxDispatch uses it for "
                          "mixed-type list initialisers, which only HLSL constant buffers need)")
     names = ", ".join(t.name for t in ALL_DATA_TYPES if t.numpy_name)
-    raise InputError(f"{where}: unknown data type {value!r} (expected one of {names}, optionally with the "
+    raise InputError(f"{where}: unknown data type {shown(value)} (expected one of {names}, optionally with the "
                      f"{_DATA_TYPE_PREFIX} prefix)")
 
 
@@ -227,33 +254,44 @@ def element_values(values: list, data_type: DataType, where: str) -> np.ndarray:
     """
     np_dtype = data_type.numpy_dtype
     if data_type.is_float:
-        doubles = [_as_double(value, f"{where}[{i}]") for i, value in enumerate(values)]
-        return _doubles_to(np.array(doubles, dtype=np.float64), data_type, where)
+        doubles = [_as_double(value, data_type, f"{where}[{i}]") for i, value in enumerate(values)]
+        return _doubles_to(np.array(doubles, dtype=np.float64), values, data_type, where)
     info = np.iinfo(np_dtype)
     for i, value in enumerate(values):
+        if _is_long_integer(value):
+            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} "
+                             f"({info.min} to {info.max})")
         if not _is_integer(value):
-            raise InputError(f"{where}[{i}]: {value!r} is not an integer, as {data_type.name} needs "
+            raise InputError(f"{where}[{i}]: {shown(value)} is not an integer, as {data_type.name} needs "
                              "(DxDispatch refuses numbers written with a decimal point or exponent here)")
         if not info.min <= value <= info.max:
-            raise InputError(f"{where}[{i}]: {value} is out of range for {data_type.name} ({info.min} to {info.max})")
+            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} ({info.min} to {info.max})")
     return np.array(values, dtype=np_dtype)
 
 
-def _as_double(value, where: str) -> float:
+def _out_of_range(value, data_type: DataType, where: str) -> InputError:
+    # The wording of `run`'s JSON reader for the same value ("= 1e400 is out of range for float32").
+    return InputError(f"{where}: {shown(value)} is out of range for {data_type.name} (write \"inf\" for infinity)")
+
+
+def _as_double(value, data_type: DataType, where: str) -> float:
     if isinstance(value, str):
         special = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(value.lower())
         if special is None:
-            raise InputError(f"{where}: {value!r} is not a number (expected a number, \"nan\", \"inf\" or \"-inf\")")
+            raise InputError(f"{where}: {shown(value)} is not a number (expected a number, \"nan\", \"inf\" or \"-inf\")")
         return special
+    if isinstance(value, Decimal) and not value.is_nan():
+        # Beyond a double's range (the JSON reader keeps those exact): RapidJSON refuses them.
+        raise _out_of_range(value, data_type, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: {value!r} is not a number")
+        raise InputError(f"{where}: {shown(value)} is not a number")
     try:
         return float(value)
     except OverflowError:
-        raise InputError(f"{where}: {value} is out of range for a floating-point buffer") from None
+        raise _out_of_range(value, data_type, where) from None
 
 
-def _doubles_to(doubles: np.ndarray, data_type: DataType, where: str) -> np.ndarray:
+def _doubles_to(doubles: np.ndarray, values: list, data_type: DataType, where: str) -> np.ndarray:
     with np.errstate(over="ignore"):
         result = doubles
         if data_type.bits <= 32:
@@ -263,7 +301,7 @@ def _doubles_to(doubles: np.ndarray, data_type: DataType, where: str) -> np.ndar
     overflow = np.isfinite(doubles) & ~np.isfinite(result)
     if overflow.any():
         index = int(np.flatnonzero(overflow)[0])
-        raise InputError(f"{where}: {doubles[index]!r} is out of range for {data_type.name} (write \"inf\" for infinity)")
+        raise _out_of_range(values[index], data_type, f"{where}[{index}]")
     return result
 
 
@@ -275,13 +313,29 @@ def element_value(value, data_type: DataType, where: str):
 # ---------------------------------------------------------------- resources
 
 
-def parse_resource(name: str, value, *, model_dir: Path, where: str) -> BufferResource:
-    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc)."""
+@dataclass(frozen=True)
+class _Initialiser:
+    """Initial values before they are made: their type and size, and how to make them."""
+
+    data_type: DataType
+    size_in_bytes: int
+    make: Callable[[], bytes]
+
+
+def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: PathRules | None = None,
+                   budget: MemoryBudget | None = None) -> BufferResource:
+    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc).
+
+    The sizes are read first and claimed from `budget` (the memory available) before the initial
+    values or the buffer are made, so a huge valueCount or sizeInBytes costs nothing.
+    """
+    rules = rules or PathRules(model_dir, Path.cwd())
+    budget = budget or MemoryBudget()
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a JSON object with initialValuesDataType and initialValues")
     kind = value.get("type", "buffer")
     if not isinstance(kind, str) or kind.lower() != "buffer":
-        raise InputError(f"{where}: resource type {kind!r} is not supported: dmlcli, like DxDispatch, "
+        raise InputError(f"{where}: resource type {shown(kind)} is not supported: dmlcli, like DxDispatch, "
                          "has buffer resources only (no textures)")
     _check_keys(value, _RESOURCE_KEYS, where, "resource")
     declared = None
@@ -289,30 +343,39 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str) -> BufferRe
         declared = parse_data_type_name(value["initialValuesDataType"], f"{where}: initialValuesDataType")
     if "initialValues" not in value:
         raise InputError(f"{where}: has no initialValues")
-    data_type, initial = _initial_values(value["initialValues"], declared, model_dir=model_dir,
-                                         where=f"{where}: initialValues")
-    if not initial:
+    initialiser = _initial_values(value["initialValues"], declared, rules=rules, where=f"{where}: initialValues")
+    if initialiser.size_in_bytes == 0:
         raise InputError(f"{where}: initialValues must not be empty")
+    initial_bytes = initialiser.size_in_bytes
     offset = parse_uint(value.get("initialValuesOffsetInBytes", 0), f"{where}: initialValuesOffsetInBytes",
                         maximum=UINT64_MAX)
     if "sizeInBytes" in value:
         # An explicit size is taken as written; only the implied size is rounded up to 4 bytes.
         size = parse_uint(value["sizeInBytes"], f"{where}: sizeInBytes", maximum=UINT64_MAX)
     else:
-        size = (len(initial) + 3) & ~3
-    if len(initial) + offset > size:
+        size = (initial_bytes + 3) & ~3
+    if initial_bytes + offset > size:
         raise InputError(f"{where}: the buffer size ({size} bytes) is too small for the initialValues "
-                         f"({len(initial)} bytes) at offset {offset} bytes")
-    return BufferResource(name, data_type, initial, size, offset)
+                         f"({initial_bytes} bytes) at offset {offset} bytes")
+    # The initial values stay with the model; the buffer itself is made when the model runs (claimed then).
+    budget.claim(initial_bytes, f"making its initialValues ({initial_bytes} bytes)", where,
+                 peak=initial_bytes * INITIALISER_PEAK_FACTOR)
+    budget.claim(0, f"its buffer of {size} bytes (sizeInBytes)", where, peak=size)
+    initial = initialiser.make()
+    if len(initial) != initial_bytes:  # a source file that changed size while it was read
+        raise InputError(f"{where}: initialValues changed size while being read ({len(initial)} bytes, "
+                         f"expected {initial_bytes})")
+    return BufferResource(name, initialiser.data_type, initial, size, offset)
 
 
-def _initial_values(initial, declared: DataType | None, *, model_dir: Path, where: str) -> tuple[DataType, bytes]:
+def _initial_values(initial, declared: DataType | None, *, rules: PathRules, where: str) -> _Initialiser:
     if isinstance(initial, list):
         if declared is None:
             raise InputError(f"{where}: an array of values needs initialValuesDataType")
-        return declared, _as_buffer_bytes(element_values(initial, declared, where))
+        return _Initialiser(declared, len(initial) * (declared.bits // 8),
+                            lambda: _as_buffer_bytes(element_values(initial, declared, where)))
     if isinstance(initial, str):
-        raise InputError(f"{where}: {initial!r} (deferred buffers) is not supported by dmlcli; give the values")
+        raise InputError(f"{where}: {shown(initial)} (deferred buffers) is not supported by dmlcli; give the values")
     if not isinstance(initial, dict):
         raise InputError(f"{where}: must be an array of numbers or an object (constant, sequence or sourcePath)")
     if "value" in initial:
@@ -320,7 +383,7 @@ def _initial_values(initial, declared: DataType | None, *, model_dir: Path, wher
     if "valueStart" in initial:
         return _sequence(initial, declared, where)
     if "sourcePath" in initial:
-        return _from_file(initial, declared, model_dir=model_dir, where=where)
+        return _from_file(initial, declared, rules=rules, where=where)
     raise InputError(f"{where}: unknown initialiser (expected \"value\", \"valueStart\" or \"sourcePath\")")
 
 
@@ -334,20 +397,23 @@ def _need_type(declared: DataType | None, kind: str, where: str) -> DataType:
     return declared
 
 
-def _constant(initial: dict, declared, where: str) -> tuple[DataType, bytes]:
+def _constant(initial: dict, declared, where: str) -> _Initialiser:
     """{ "valueCount": N, "value": v } (GenerateInitialValuesFromConstant)."""
     _check_keys(initial, ("valueCount", "value"), where, "constant initialiser")
     data_type = _need_type(declared, "constant", where)
     count = parse_uint(initial.get("valueCount"), f"{where}: valueCount")
     value = element_value(initial["value"], data_type, f"{where}: value")
-    return data_type, _as_buffer_bytes(np.full(count, value, dtype=data_type.numpy_dtype))
+    return _Initialiser(data_type, count * (data_type.bits // 8),
+                        lambda: _as_buffer_bytes(np.full(count, value, dtype=data_type.numpy_dtype)))
 
 
-def _sequence(initial: dict, declared, where: str) -> tuple[DataType, bytes]:
+def _sequence(initial: dict, declared, where: str) -> _Initialiser:
     """{ "valueCount": N, "valueStart": s, "valueDelta": d } (GenerateInitialValuesFromSequence).
 
     DxDispatch adds the delta repeatedly in the element type (`value += valueDelta`), so floats
-    accumulate rounding step by step and integers wrap; both are reproduced here.
+    accumulate rounding step by step and integers wrap; both are reproduced here. np.add.accumulate
+    is that loop (sequential, rounding to the element type at each step, unlike np.sum's pairwise
+    sums), at NumPy's speed: 4 billion elements are seconds, not hours.
     """
     _check_keys(initial, ("valueCount", "valueStart", "valueDelta"), where, "sequence initialiser")
     data_type = _need_type(declared, "sequence", where)
@@ -356,54 +422,64 @@ def _sequence(initial: dict, declared, where: str) -> tuple[DataType, bytes]:
         raise InputError(f"{where}: a sequence initialiser needs valueDelta")
     start = element_value(initial["valueStart"], data_type, f"{where}: valueStart")
     delta = element_value(initial["valueDelta"], data_type, f"{where}: valueDelta")
-    if count == 0:
-        return data_type, b""
-    if data_type.is_float:
-        values = np.empty(count, dtype=data_type.numpy_dtype)
-        current = start
-        for i in range(count):
-            values[i] = current
-            current = current + delta  # NumPy scalar arithmetic rounds to the element type each step
-    else:
+
+    def make() -> bytes:
+        if count == 0:
+            return b""
         steps = np.full(count, delta, dtype=data_type.numpy_dtype)
         steps[0] = start
-        values = np.add.accumulate(steps, dtype=data_type.numpy_dtype)  # wraps, as C++ unsigned/two's complement do
-    return data_type, _as_buffer_bytes(values)
+        with np.errstate(all="ignore"):  # floats may overflow to inf step by step, as in C++
+            values = np.add.accumulate(steps, dtype=data_type.numpy_dtype)  # integers wrap, as C++'s do
+        del steps
+        return _as_buffer_bytes(values)
+
+    return _Initialiser(data_type, count * (data_type.bits // 8), make)
 
 
-def _from_file(initial: dict, declared, *, model_dir: Path, where: str) -> tuple[DataType, bytes]:
+def _from_file(initial: dict, declared, *, rules: PathRules, where: str) -> _Initialiser:
     """{ "sourcePath": "x.npy" } or raw .dat/.bin bytes (GenerateInitialValuesFromFile).
 
-    The path is tried relative to the model's folder first, then to the current folder.
+    The path is tried relative to the model's folder first, then to the current folder; either way
+    it must resolve inside the model's folder (unless paths outside are allowed) to a regular file.
     """
-    from ..io.npy import read_npy
+    from ..io.npy import read_npy, read_npy_header
 
     _check_keys(initial, ("sourcePath",), where, "file initialiser")
     source = initial["sourcePath"]
     if not isinstance(source, str) or not source:
         raise InputError(f"{where}: sourcePath must be a file name")
-    path = model_dir / source
-    if not path.exists():
-        path = Path(source)
-    shown = f"{where}: sourcePath {source!r}"
-    if not path.exists():
-        raise InputError(f"{shown}: no such file (looked beside the model and in the current folder)")
-    if path.is_dir():
-        raise InputError(f"{shown}: is a directory")
-    suffix = path.suffix.lower()
+    shown_source = f"sourcePath {shown_path(source)}"
+    shown_where = f"{where}: {shown_source}"
+    suffix = Path(source).suffix.lower()
     if suffix in _IMAGE_SUFFIXES:
-        raise InputError(f"{shown}: image files are not supported by dmlcli (use .npy)")
+        raise InputError(f"{shown_where}: image files are not supported by dmlcli (use .npy)")
+    path = source_file(source, rules, where)
     if suffix == ".npy":
-        array = np.asarray(read_npy(path, where=shown, mmap=False))
-        file_type = from_numpy(array.dtype)
+        with RegularFile(path, where, shown_source) as handle:
+            shape, _, dtype, _ = read_npy_header(handle.reopenable_path, where=shown_where)
+        file_type = from_numpy(dtype)
         if declared is not None and declared != file_type:
-            raise InputError(f"{shown}: holds {file_type.name} but initialValuesDataType says {declared.name}")
-        return file_type, _as_buffer_bytes(array)
+            raise InputError(f"{shown_where}: holds {file_type.name} but initialValuesDataType says {declared.name}")
+
+        def make_from_npy() -> bytes:
+            with RegularFile(path, where, shown_source) as again:
+                array = np.asarray(read_npy(again.reopenable_path, where=shown_where, mmap=False))
+            if from_numpy(array.dtype) != file_type:
+                raise InputError(f"{shown_where}: changed while being read")
+            return _as_buffer_bytes(array)
+
+        return _Initialiser(file_type, math.prod(shape) * dtype.itemsize, make_from_npy)
     data_type = _need_type(declared, "raw binary file", where)
-    try:
-        return data_type, path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{shown}: cannot be read ({error.strerror})") from None
+    with RegularFile(path, where, shown_source) as handle:
+        size = handle.size
+
+    def make_from_raw() -> bytes:
+        with RegularFile(path, where, shown_source) as again:
+            if again.size != size:
+                raise InputError(f"{shown_where}: changed size while being read")
+            return again.read_all()
+
+    return _Initialiser(data_type, size, make_from_raw)
 
 
 # ---------------------------------------------------------------- dispatchables
@@ -418,7 +494,7 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: needs a string 'type' (an operator such as DML_OPERATOR_ELEMENT_WISE_BIT_XOR)")
     kind = _UNSUPPORTED_DISPATCHABLES.get(type_name.lower())
     if kind is not None:
-        raise InputError(f"{where}: {type_name!r} dispatchables ({kind}) are not supported: dmlcli runs only "
+        raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
     _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
@@ -446,8 +522,8 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
             if not parameter.required_in_desc:
                 continue
             choices = parameter.choices(parameter.options[0])
-            shown = f" (one of {', '.join(c.upper() for c in choices)})" if choices else ""
-            raise InputError(f"{where}: desc has no {parameter.field}{shown}; DxDispatch requires every "
+            choice_text = f" (one of {', '.join(c.upper() for c in choices)})" if choices else ""
+            raise InputError(f"{where}: desc has no {parameter.field}{choice_text}; DxDispatch requires every "
                              "field that DirectML does not mark optional")
         parameters[parameter.field] = desc[parameter.field]
     init_bindings = {}
@@ -469,7 +545,7 @@ def parse_tensor_desc(tensor_field: str, value, *, where: str) -> TensorDesc:
         raise InputError(f"{where}: must be a tensor desc object with DataType and Sizes")
     tensor_type = value.get("Type", "BUFFER")
     if not isinstance(tensor_type, str) or tensor_type.upper().removeprefix("DML_TENSOR_TYPE_") != "BUFFER":
-        raise InputError(f"{where}: tensor Type {tensor_type!r} is not supported (only DML_TENSOR_TYPE_BUFFER exists)")
+        raise InputError(f"{where}: tensor Type {shown(tensor_type)} is not supported (only DML_TENSOR_TYPE_BUFFER exists)")
     if "Desc" in value:
         _check_keys(value, ("Type", "Desc"), where, "tensor desc")
         value = value["Desc"]
@@ -507,7 +583,7 @@ def _parse_flags(value, where: str) -> bool:
         if key == "OWNED_BY_DML":
             owned = True
         elif key != "NONE":
-            raise InputError(f"{where}: unknown tensor flag {flag!r} (expected NONE or OWNED_BY_DML)")
+            raise InputError(f"{where}: unknown tensor flag {shown(flag)} (expected NONE or OWNED_BY_DML)")
     return owned
 
 
@@ -521,11 +597,11 @@ def parse_bindings(value, operator: Operator, resources: dict, *, where: str) ->
     bindings = {}
     for tensor_field, source in value.items():
         if tensor_field not in operator.tensors:
-            raise InputError(f"{where}: {operator.dml_name} has no tensor {tensor_field!r} to bind "
+            raise InputError(f"{where}: {operator.dml_name} has no tensor {shown(tensor_field)} to bind "
                              f"(its tensors: {', '.join(operator.tensors)})")
         if isinstance(source, list):
             if len(source) != 1:
-                raise InputError(f"{where}: bind point {tensor_field!r} requires 1 resource, but {len(source)} were bound")
+                raise InputError(f"{where}: bind point {shown(tensor_field)} requires 1 resource, but {len(source)} were bound")
             source = source[0]
         bindings[tensor_field] = _binding_source(source, resources, where=f"{where}: {tensor_field}")
     return bindings
@@ -548,11 +624,12 @@ def _binding_source(source, resources: dict, *, where: str) -> BindingSource:
     else:
         raise InputError(f"{where}: a binding is a resource name or an object with \"name\" and \"elementOffset\"")
     if binding.resource not in resources:
-        raise InputError(f"{where}: there is no resource named {binding.resource!r}")
+        raise InputError(f"{where}: there is no resource named {shown(binding.resource)}")
     return binding
 
 
-def parse_command(index: int, value, model: Model, *, output_dir: Path, where: str):
+def parse_command(index: int, value, model: Model, *, where: str, rules: PathRules | None = None,
+                  output_dir: Path | None = None):
     """dispatch, print or writeFile (ParseModelCommandDesc; the type is matched ignoring case)."""
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise InputError(f"{where}: must be an object with a string 'type' (dispatch, print or writeFile)")
@@ -566,8 +643,9 @@ def parse_command(index: int, value, model: Model, *, output_dir: Path, where: s
             raise InputError(f"{where}: verbose must be true or false")
         return PrintCommand(index, _resource_name(value, model, where), verbose)
     if kind == "writefile":
-        return _write_file_command(index, value, model, output_dir=output_dir, where=f"{where} (writeFile)")
-    raise InputError(f"{where}: command type {value['type']!r} is not supported (expected dispatch, print or writeFile)")
+        rules = rules or PathRules(model.path.parent, Path(output_dir or Path.cwd()))
+        return _write_file_command(index, value, model, rules=rules, where=f"{where} (writeFile)")
+    raise InputError(f"{where}: command type {shown(value['type'])} is not supported (expected dispatch, print or writeFile)")
 
 
 def _resource_name(value: dict, model: Model, where: str) -> str:
@@ -575,7 +653,7 @@ def _resource_name(value: dict, model: Model, where: str) -> str:
     if not isinstance(name, str):
         raise InputError(f"{where}: needs a \"resource\" name")
     if name not in model.resources:
-        raise InputError(f"{where}: there is no resource named {name!r}")
+        raise InputError(f"{where}: there is no resource named {shown(name)}")
     return name
 
 
@@ -585,7 +663,7 @@ def _dispatch_command(index: int, value: dict, model: Model, *, where: str) -> D
     if not isinstance(name, str):
         raise InputError(f"{where}: needs a \"dispatchable\" name")
     if name not in model.dispatchables:
-        raise InputError(f"{where}: there is no dispatchable named {name!r}")
+        raise InputError(f"{where}: there is no dispatchable named {shown(name)}")
     if not isinstance(value.get("bindings"), dict):
         raise InputError(f"{where}: expected an object field named 'bindings'")
     dispatchable = model.dispatchables[name]
@@ -593,20 +671,19 @@ def _dispatch_command(index: int, value: dict, model: Model, *, where: str) -> D
     return DispatchCommand(index, name, bindings)
 
 
-def _write_file_command(index: int, value: dict, model: Model, *, output_dir: Path, where: str) -> WriteFileCommand:
+def _write_file_command(index: int, value: dict, model: Model, *, rules: PathRules, where: str) -> WriteFileCommand:
     _check_keys(value, ("type", "resource", "targetPath", "dimensions"), where, "writeFile command")
     resource = _resource_name(value, model, where)
     target = value.get("targetPath")
     if not isinstance(target, str) or not target:
         raise InputError(f"{where}: needs a \"targetPath\"")
-    path = output_dir / target
-    if path.suffix.lower() in _IMAGE_SUFFIXES:
-        raise InputError(f"{where}: targetPath {target!r}: image files are not supported by dmlcli (use .npy, .dat or .bin)")
-    if path.is_dir():
-        raise InputError(f"{where}: targetPath {target!r} is a directory")
+    if Path(target.replace("\0", "")).suffix.lower() in _IMAGE_SUFFIXES:
+        raise InputError(f"{where}: targetPath {shown_path(target)}: image files are not supported by dmlcli "
+                         "(use .npy, .dat or .bin)")
+    path, resolved = write_target(target, rules, where)
     dimensions = value.get("dimensions")
     if dimensions is not None:
         if not isinstance(dimensions, list) or not dimensions:
             raise InputError(f"{where}: dimensions must be a non-empty list of unsigned integers")
         dimensions = tuple(parse_uint(d, f"{where}: dimensions") for d in dimensions)
-    return WriteFileCommand(index, resource, path, dimensions)
+    return WriteFileCommand(index, resource, path, dimensions, resolved)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import plan, request
+from .jsonc import shown
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
@@ -68,7 +69,7 @@ def check_model(model: Model, feature_level=None) -> tuple[dict[str, CheckedDisp
 
 def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> CheckedDispatchable:
     op = dispatchable.operator
-    prefix = f"dispatchable {dispatchable.name!r}"
+    prefix = f"dispatchable {shown(dispatchable.name)}"
     inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs
               if name in dispatchable.tensors]  # an optional tensor the desc leaves out is not bound
     output = dispatchable.tensors[op.output]
@@ -121,7 +122,7 @@ def _check_alignment_field(desc: TensorDesc, where: str) -> None:
 
 def bind_dispatch(command: DispatchCommand, checked: CheckedDispatchable, model: Model) -> PlannedDispatch:
     dispatchable = checked.dispatchable
-    prefix = f"command {command.index} (dispatch {dispatchable.name!r})"
+    prefix = f"command {command.index} (dispatch {shown(dispatchable.name)})"
     tensors = {}
     for name, desc in dispatchable.tensors.items():
         source, at_init = _binding_for(name, desc, command, dispatchable, prefix)
@@ -151,13 +152,13 @@ def _binding_for(name: str, desc: TensorDesc, command: DispatchCommand, dispatch
     if at_init is not None:
         raise ValidationError(f"{prefix}: {name} is bound only in the dispatchable's \"bindings\" (initialisation), "
                               "which DirectML reads only for inputs flagged OWNED_BY_DML; bind it in the dispatch command")
-    raise InputError(f"{prefix}: nothing bound for required tensor {name!r}")
+    raise InputError(f"{prefix}: nothing bound for required tensor {shown(name)}")
 
 
 def _bind(name: str, desc: TensorDesc, source: BindingSource, at_init: bool, checked: CheckedDispatchable,
           model: Model, prefix: str) -> BoundTensor:
     resource = model.resources[source.resource]
-    where = f"{prefix}: {name} bound to {source.resource!r}"
+    where = f"{prefix}: {name} bound to {shown(source.resource)}"
     # The offset counts elements of the binding's element size, which defaults to the size of the
     # resource's initialValuesDataType, not the tensor's (Executor.cpp ResolveBindings, DmlDispatchable.cpp).
     element_size = source.element_size_in_bytes or resource.data_type.bits // 8
@@ -220,9 +221,9 @@ def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable,
             continue
         if not op.in_place:
             raise ValidationError(
-                f"{prefix}: {op.output} overlaps {name} in buffer {output.resource!r}; DirectML documents in-place "
+                f"{prefix}: {op.output} overlaps {name} in buffer {shown(output.resource)}; DirectML documents in-place "
                 f"execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
         if not _same_view(tensor, output):
             raise ValidationError(
-                f"{prefix}: {op.output} partly overlaps {name} in buffer {output.resource!r}; {op.name} may run "
+                f"{prefix}: {op.output} partly overlaps {name} in buffer {shown(output.resource)}; {op.name} may run "
                 "in place, but only with the output aliasing the input exactly (same offset, Sizes and Strides)")

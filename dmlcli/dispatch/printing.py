@@ -23,7 +23,8 @@ def resource_values(resource: BufferResource, contents: bytearray) -> np.ndarray
     DxDispatch trims the view to the initial values so that the 4-byte padding is not shown.
     """
     dtype = little_endian(resource.data_type.numpy_dtype)
-    return np.frombuffer(bytes(contents), dtype=dtype, count=resource.initial_element_count)
+    # A view, not a copy: a print shows a few values of what may be a large buffer.
+    return np.frombuffer(contents, dtype=dtype, count=resource.initial_element_count)
 
 
 def format_value(value) -> str:

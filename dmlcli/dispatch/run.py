@@ -3,10 +3,15 @@
 As in DxDispatch, every buffer starts with its initial values, commands run in the order the
 model gives, and their effects last: a dispatch repeated (by `iterations`, DxDispatch's -i, or
 by several dispatch commands) works on what the previous one left in the buffers.
+
+Unlike DxDispatch, writeFile commands are staged (the buffer's bytes at that command) and written
+only once every command has run, each atomically, so a model that fails part-way writes nothing.
+Timing keeps constant memory whatever the iteration count (SampleReservoir).
 """
 
 from __future__ import annotations
 
+import random
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -16,6 +21,8 @@ from typing import Callable
 import numpy as np
 
 from ..engine import HookTally, execute
+from .jsonc import shown
+from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
 from .plan import BoundTensor, PlannedDispatch
 from .printing import format_resource, format_timing
@@ -23,14 +30,64 @@ from ..io.strided import little_endian, strided_view
 from ..errors import DmlcliWarning, InputError
 
 
+class SampleReservoir:
+    """One dispatch's timing samples in constant memory, whatever the iteration count.
+
+    The first `warmup` samples are DxDispatch's cold ones and are dropped as they come (when there
+    are no more samples than that, the last one stays hot, as in Executor.cpp). The hot ones are
+    all kept up to CAPACITY, so their median is DxDispatch's exactly; past it, a uniform random
+    sample of CAPACITY of them is kept (reservoir sampling, Vitter's algorithm R, fixed seed), whose
+    median estimates the median of all.
+    """
+
+    CAPACITY = 10_000
+
+    def __init__(self, warmup: int, capacity: int | None = None, seed: int = 0):
+        self.warmup = warmup
+        self.capacity = capacity or self.CAPACITY
+        self.count = 0  # samples seen, cold and hot
+        self.hot_count = 0
+        self.kept: list[float] = []
+        self.last: float | None = None
+        self._random = random.Random(seed)
+
+    def add(self, sample: float) -> None:
+        self.count += 1
+        self.last = sample
+        if self.count <= self.warmup:
+            return
+        self.hot_count += 1
+        if len(self.kept) < self.capacity:
+            self.kept.append(sample)
+            return
+        slot = self._random.randrange(self.hot_count)
+        if slot < self.capacity:
+            self.kept[slot] = sample
+
+    def hot(self) -> tuple[float, ...]:
+        if self.hot_count == 0:
+            return () if self.last is None else (self.last,)
+        return tuple(self.kept)
+
+
 @dataclass(frozen=True)
 class DispatchTiming:
-    """One dispatch command's samples, in milliseconds, split as DxDispatch splits them."""
+    """One dispatch command's samples, in milliseconds, split as DxDispatch splits them.
+
+    From a run, the samples are the hot ones a SampleReservoir kept (every one up to its capacity)
+    and `warmup` is 0, the cold ones being dropped as they came; `sample_count` is how many were
+    taken. Built by hand, the first `warmup` samples are cold, as in DxDispatch.
+    """
 
     name: str
     cpu_samples_ms: tuple[float, ...]
     warmup: int
     gpu_samples_ms: tuple[float, ...] = ()
+    sample_count: int | None = None
+
+    @classmethod
+    def from_reservoirs(cls, name: str, cpu: SampleReservoir, gpu: SampleReservoir | None) -> "DispatchTiming":
+        return cls(name, cpu.hot(), 0, gpu.hot() if gpu is not None else (), cpu.count)
 
     @staticmethod
     def hot(samples, warmup: int) -> tuple[float, ...]:
@@ -65,10 +122,13 @@ class ModelRun:
 
 def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, iterations: int = 1, warmup: int = 1,
                  emit: Callable[[str], None] = print, timing: bool = True) -> ModelRun:
+    """Run the commands in order; the files the model writes are written at the end, once all have run."""
+    check_room_to_run(model, planned)
     buffers = {name: resource.initial_contents() for name, resource in model.resources.items()}
     run = ModelRun(buffers)
     snapshots = {id(p): _initialisation_inputs(p, buffers) for p in planned}
     by_command = {id(p.command): p for p in planned}
+    staged: list[tuple[WriteFileCommand, bytes]] = []
 
     def say(line: str) -> None:
         run.lines.append(line)
@@ -85,9 +145,73 @@ def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, itera
         elif isinstance(command, PrintCommand):
             say(format_resource(model.resources[command.resource], buffers[command.resource], verbose=command.verbose))
         elif isinstance(command, WriteFileCommand):
-            write_resource(command, model, buffers)
-            say(f"Resource '{command.resource}' written to '{command.target_path}'")
+            staged.append((command, stage_resource(command, model, buffers)))
+    check_staged_writes(staged)
+    for command, contents in staged:
+        write_staged(command, model, contents)
+        say(f"Resource '{command.resource}' written to '{command.target_path}'")
     return run
+
+
+def check_staged_writes(staged: list[tuple[WriteFileCommand, bytes]]) -> None:
+    """Refuse, before the first file is written, writes that cannot all succeed: a folder that cannot be
+    written, a target that became a directory, or more bytes than a file system has free."""
+    import os
+    import shutil
+
+    needed: dict[int, list] = {}  # st_dev -> [a folder on it, bytes]
+    for command, contents in staged:
+        path = Path(command.resolved_path or command.target_path)
+        where = _write_where(command)
+        if path.is_dir():
+            raise InputError(f"{where}: is a directory; nothing was written")
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent  # the folders below it are created when the files are written
+        if not folder.is_dir():
+            raise InputError(f"{where}: {shown(str(folder))} is a file, not a folder; nothing was written")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InputError(f"{where}: the folder {shown(str(folder))} is not writable; nothing was written")
+        entry = needed.setdefault(folder.stat().st_dev, [folder, 0])
+        entry[1] += len(contents) + 4096  # an .npy header, and a block of slack per file
+    for folder, count in needed.values():
+        try:
+            usage = shutil.disk_usage(folder)
+        except OSError:
+            continue
+        if usage.total and count > usage.free:
+            raise InputError(f"the files the model writes need {count} bytes in {shown(str(folder))}, which has "
+                             f"{usage.free} free; nothing was written")
+
+
+def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: MemoryBudget | None = None) -> None:
+    """Refuse, before anything runs, a model whose run needs more memory than is available.
+
+    Counted together: every buffer, the OWNED_BY_DML snapshots, a copy of the buffer for each
+    writeFile (staged until the end) and, one at a time, the largest dispatch's temporaries, the
+    longest print's text and the largest file's byte-order copy while it is written.
+    """
+    budget = budget or MemoryBudget()
+    sizes = {name: resource.size_in_bytes for name, resource in model.resources.items()}
+    writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
+    prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
+    owned = sum(t.desc.data_type.bits // 8 * _element_count(t) for p in planned for t in p.tensors.values()
+                if t.at_initialisation)
+    dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in planned]
+    budget.check_total({
+        "buffers": sum(sizes.values()),
+        "OWNED_BY_DML copies": owned,
+        "files to write": sum(writes) + max(writes, default=0),
+        "the largest dispatch": max(dispatches, default=0),
+        "the longest print": PRINT_BYTES_PER_ELEMENT * max(prints, default=0),
+    }, where=f"model {shown(str(model.path))}")
+
+
+def _element_count(tensor: BoundTensor) -> int:
+    count = 1
+    for size in tensor.desc.sizes:
+        count *= size
+    return count
 
 
 def _gpu_note(backend) -> str | None:
@@ -102,9 +226,9 @@ class _KernelTimedGpu:
 
     name = "gpu"
 
-    def __init__(self, backend):
+    def __init__(self, backend, warmup: int):
         self.backend = backend
-        self.samples_ms: list[float] = []
+        self.samples = SampleReservoir(warmup)
 
     def execute(self, operator, inputs, out_shape, out_dtype, parameters):
         import cupy
@@ -117,13 +241,13 @@ class _KernelTimedGpu:
         self.backend.run_resident(operator, device_inputs, device_out, parameters)
         end.record()
         end.synchronize()
-        self.samples_ms.append(float(cupy.cuda.get_elapsed_time(start, end)))
+        self.samples.add(float(cupy.cuda.get_elapsed_time(start, end)))
         return cupy.asnumpy(device_out).reshape(tuple(out_shape))
 
 
-def _timed(backend):
+def _timed(backend, warmup: int):
     if getattr(backend, "name", "") == "gpu" and hasattr(backend, "run_resident"):
-        return _KernelTimedGpu(backend)
+        return _KernelTimedGpu(backend, warmup)
     return backend
 
 
@@ -147,8 +271,8 @@ def _initialisation_inputs(dispatch: PlannedDispatch, buffers) -> dict[str, np.n
 def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterations: int, warmup: int) -> DispatchTiming:
     verdict = dispatch.checked.verdict
     op = verdict.call.operator
-    cpu_samples = []
-    timed = _timed(backend)
+    cpu_samples = SampleReservoir(warmup)
+    timed = _timed(backend, warmup)
     tally = HookTally(verdict.call)  # over every iteration: in-place models change their inputs
     for _ in range(iterations):
         # Strided views straight into the buffers (no copy): backends return a new array, so the inputs
@@ -161,43 +285,71 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
             result = np.array(result)
         target[...] = result
-        cpu_samples.append((time.perf_counter() - start) * 1000.0)
-    for message in tally.warnings(prefix=f"dispatch {dispatch.name!r}: "):
+        cpu_samples.add((time.perf_counter() - start) * 1000.0)
+    for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: "):
         warnings.warn(message, DmlcliWarning, stacklevel=2)
-    gpu_samples = tuple(getattr(timed, "samples_ms", ()))
-    return DispatchTiming(dispatch.name, tuple(cpu_samples), warmup, gpu_samples)
+    return DispatchTiming.from_reservoirs(dispatch.name, cpu_samples, getattr(timed, "samples", None))
 
 
 # ---------------------------------------------------------------- writeFile
 
 
-def write_resource(command: WriteFileCommand, model: Model, buffers) -> None:
-    """Write a buffer as .npy (elements of its initialValuesDataType) or raw bytes, atomically.
+def stage_resource(command: WriteFileCommand, model: Model, buffers) -> bytes:
+    """The bytes a writeFile will write, taken now (later commands may change the buffer).
 
     As DxDispatch's Executor.cpp: without "dimensions" the .npy is 1-D and covers the whole buffer,
     sizeInBytes / element size elements (so the 4-byte padding shows, unlike in print); with
     "dimensions" it has that shape. Any other extension gets the buffer's raw bytes.
     """
+    resource = model.resources[command.resource]
+    contents = buffers[command.resource]
+    if Path(command.target_path).suffix.lower() != ".npy":
+        return bytes(contents)
+    itemsize = resource.data_type.bits // 8
+    count = _npy_element_count(command, resource.size_in_bytes, itemsize)
+    if count * itemsize > len(contents):
+        shape = command.dimensions or (count,)
+        raise InputError(f"{_write_where(command)}: dimensions {list(shape)} need {count * itemsize} bytes, but "
+                         f"buffer {shown(command.resource)} holds {len(contents)}")
+    return bytes(memoryview(contents)[:count * itemsize])
+
+
+def _npy_element_count(command: WriteFileCommand, size_in_bytes: int, itemsize: int) -> int:
+    count = 1
+    for size in command.dimensions or (size_in_bytes // itemsize,):
+        count *= size
+    return count
+
+
+def _write_where(command: WriteFileCommand) -> str:
+    return f"command {command.index} (writeFile {shown(str(command.target_path))})"
+
+
+def write_staged(command: WriteFileCommand, model: Model, contents: bytes) -> None:
+    """Write staged bytes as .npy (elements of the resource's initialValuesDataType) or raw bytes, atomically.
+
+    Missing folders are created, as DxDispatch creates them: the target was checked, when the model
+    was read, to lie inside the output folder (unless paths outside were allowed), so they are too.
+    """
     from ..io.atomic import write_atomically
 
     resource = model.resources[command.resource]
-    contents = bytes(buffers[command.resource])
-    path = Path(command.target_path)
-    where = f"command {command.index} (writeFile {str(path)!r})"
+    path = Path(command.resolved_path or command.target_path)
+    where = _write_where(command)
+    _make_folder(path, where)
     if path.suffix.lower() != ".npy":
-        _make_folder(path, where)
         write_atomically(path, lambda handle: handle.write(contents))
         return
     dtype = little_endian(resource.data_type.numpy_dtype)
     shape = command.dimensions or (resource.size_in_bytes // dtype.itemsize,)
-    count = int(np.prod(shape, dtype=object))
-    if count * dtype.itemsize > len(contents):
-        raise InputError(f"{where}: dimensions {list(shape)} need {count * dtype.itemsize} bytes, but buffer "
-                         f"{command.resource!r} holds {len(contents)}")
-    array = np.frombuffer(contents, dtype=dtype, count=count).reshape(shape)
-    _make_folder(path, where)
+    array = np.frombuffer(contents, dtype=dtype).reshape(shape)
     write_atomically(path, lambda handle: np.save(handle, array.astype(array.dtype.newbyteorder("=")),
                                                   allow_pickle=False))
+
+
+def write_resource(command: WriteFileCommand, model: Model, buffers) -> None:
+    """Stage and write one writeFile command at once (the API before staging existed)."""
+    write_staged(command, model, stage_resource(command, model, buffers))
 
 
 def _make_folder(path: Path, where: str) -> None:
@@ -205,4 +357,4 @@ def _make_folder(path: Path, where: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise InputError(f"{where}: cannot create the folder {str(path.parent)!r} ({error.strerror})") from None
+        raise InputError(f"{where}: cannot create the folder {shown(str(path.parent))} ({error.strerror})") from None

@@ -138,11 +138,26 @@ class _UnreadableJson(Exception):
     """Well-formed JSON that dmlcli still cannot take: a number beyond any range, a repeated key."""
 
 
+# The smallest positive Decimal (the least exponent Decimal holds): it stands in for a number whose
+# exponent is more negative still, since every dmlcli type reads both alike (a float as the zero they
+# round to, an integer type refuses both as fractional).
+_TINIEST = Decimal(f"1E{-(10**18 - 1)}")
+_NUMBER = re.compile(r"(-?)(\d+)(?:\.(\d*))?[eE]([+-]?\d+)")
+
+
 def _parse_decimal(text: str) -> Decimal:
     try:
         return Decimal(text)
     except InvalidOperation:  # an exponent beyond what Decimal holds (about 10**18 digits)
-        raise _UnreadableJson(f"number {_shorten(text)} is too large to read") from None
+        pass
+    match = _NUMBER.fullmatch(text)
+    if match is not None:
+        sign, whole, fraction, exponent = match.groups()
+        if not (whole + (fraction or "")).strip("0"):
+            return Decimal(f"{sign}0")  # zero, whatever the exponent
+        if exponent.startswith("-"):
+            return -_TINIEST if sign else _TINIEST
+    raise _UnreadableJson(f"number {_shorten(text)} is too large to read") from None
 
 
 def _parse_integer(text: str):

@@ -9,13 +9,28 @@ from pathlib import Path
 import numpy as np
 
 from ..data_types import DataType, from_numpy
-from ..errors import InputError, first_line as _first_line
+from ..errors import InputError, cut, first_line as _first_line
 
 NPY_MAGIC = b"\x93NUMPY"
 
 
 # The largest size one .npy dimension may claim (NumPy's own limit, intp).
 _MAX_DIMENSION = int(np.iinfo(np.intp).max)
+
+
+# NumPy's own sentences about a bad header (its format module); they echo the header, which is cut.
+# Any other exception from the parser is Python's (a repr of an AST node, "too many values to unpack").
+_NUMPY_HEADER_SENTENCES = ("Cannot parse header", "Header is not a dictionary", "Header does not contain the correct keys",
+                           "shape is not valid", "fortran_order is not a valid bool", "descr is not a valid dtype descriptor",
+                           "Header info length", "Header length", "EOF", "we only support format version",
+                           "the magic string is not correct", "Invalid version")
+
+
+def _header_problem(error: BaseException) -> str:
+    text = _first_line(error)
+    if isinstance(error, ValueError) and text.startswith(_NUMPY_HEADER_SENTENCES):
+        return cut(text, 100)
+    return "not a dictionary of plain 'descr', 'fortran_order' and 'shape' values that NumPy can read"
 
 
 def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str) -> None:
@@ -66,7 +81,7 @@ def read_npy_header(path: Path, *, where: str):
             except (InputError, OSError):
                 raise
             except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
-                raise InputError(f"{where}: malformed .npy header ({_first_line(error)})") from None
+                raise InputError(f"{where}: malformed .npy header ({_header_problem(error)})") from None
             offset = handle.tell()
     except OSError as error:
         raise InputError(f"{where}: cannot be read ({error.strerror})") from None

@@ -1,0 +1,209 @@
+"""The files a model names: where it may read and write, and reading them safely.
+
+A model is input from elsewhere, so by default its reads stay inside the model's folder and its
+writes inside the output folder (--output-dir, default the current folder). Paths are resolved
+(symbolic links followed, `..` collapsed) before they are compared, so a link inside the folder
+that points out of it is refused too. --allow-paths-outside lifts both rules, which is what
+DxDispatch itself does. Every file read is a regular file, checked before it is opened and again
+on the open descriptor (opened non-blocking, so a FIFO swapped in meanwhile cannot hang the read).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError, cut, quoted
+
+ALLOW_FLAG = "--allow-paths-outside"
+
+# A model is JSON text: anything larger is refused before it is read (json.loads takes about
+# 5 to 16 times the text in memory). Large initial values belong in .npy or raw files (sourcePath).
+MAX_MODEL_BYTES = 64 << 20
+JSON_PEAK_BYTES_PER_BYTE = 16
+
+
+@dataclass(frozen=True)
+class PathRules:
+    """Where a model may read (`model_dir`) and write (`output_dir`), unless `allow_outside`."""
+
+    model_dir: Path
+    output_dir: Path
+    allow_outside: bool = False
+
+
+def shown_path(text: str) -> str:
+    """A path from a model as messages show it: quoted, cut to a readable length."""
+    return quoted(cut(text))
+
+
+def _check_path_text(text: str, field: str, where: str) -> None:
+    if "\0" in text:
+        printable = text.replace("\0", "\\0")
+        raise InputError(f"{where}: {field} {shown_path(printable)} contains a NUL character, which no file name may hold")
+
+
+def _resolved(path: Path, where: str, shown: str) -> Path:
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{where}: {shown} cannot be resolved ({_reason(error)})") from None
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, ValueError):  # what os.stat says of a NUL in a name passed from Python
+        return "not a valid file name"
+    return getattr(error, "strerror", None) or "the system refused it"
+
+
+def _via(named: Path, resolved: Path) -> str:
+    """Where a path really leads, when links make that differ from what it says."""
+    plain = Path(os.path.normpath(os.path.abspath(named)))
+    return "" if plain == resolved else f" (a link to {shown_path(str(resolved))})"
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output_dir(output_dir) -> Path:
+    """The output folder, which must exist: it is the user's choice, so dmlcli does not create it."""
+    folder = Path(output_dir) if output_dir is not None else Path.cwd()
+    shown = quoted(cut(str(folder)))
+    try:
+        mode = os.stat(folder).st_mode
+    except FileNotFoundError:
+        raise InputError(f"output folder {shown}: does not exist (create it first)") from None
+    except (OSError, ValueError) as error:
+        raise InputError(f"output folder {shown}: cannot be used ({_reason(error)})") from None
+    if not stat.S_ISDIR(mode):
+        raise InputError(f"output folder {shown}: is not a folder")
+    return folder
+
+
+def write_target(target: str, rules: PathRules, where: str) -> tuple[Path, Path]:
+    """(the path as the model names it, from the output folder; the resolved path that will be written).
+
+    Refused: a NUL, a name the system cannot take, a directory, and (unless allowed) anything that
+    resolves outside the output folder.
+    """
+    _check_path_text(target, "targetPath", where)
+    shown = f"targetPath {shown_path(target)}"
+    named = rules.output_dir / target
+    resolved = _resolved(named, where, shown)
+    folder = _resolved(rules.output_dir, where, "the output folder")
+    if not rules.allow_outside and folder not in resolved.parents:
+        raise InputError(f"{where}: {shown}{_via(named, resolved)} is outside the output folder "
+                         f"{shown_path(str(folder))}; a model writes only inside it (--output-dir) unless you pass "
+                         f"{ALLOW_FLAG}")
+    try:
+        mode = os.stat(resolved).st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError:
+        raise InputError(f"{where}: {shown}: a part of the path is a file, not a folder") from None
+    except (OSError, ValueError) as error:
+        raise InputError(f"{where}: {shown} cannot be written ({_reason(error)})") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError(f"{where}: {shown} is a directory")
+    return named, resolved
+
+
+def source_file(source: str, rules: PathRules, where: str) -> Path:
+    """The resolved path of a sourcePath: beside the model, else from the current folder (as DxDispatch
+    looks), inside the model's folder unless allowed, and a regular file."""
+    _check_path_text(source, "sourcePath", where)
+    shown = f"sourcePath {shown_path(source)}"
+    candidates = [rules.model_dir / source, Path(source)]
+    found = None
+    for candidate in candidates:
+        try:
+            os.stat(candidate)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as error:
+            raise InputError(f"{where}: {shown} cannot be read ({_reason(error)})") from None
+        found = candidate
+        break
+    if found is None:
+        raise InputError(f"{where}: {shown}: no such file (looked beside the model and in the current folder)")
+    resolved = _resolved(found, where, shown)
+    folder = _resolved(rules.model_dir, where, "the model's folder")
+    if not rules.allow_outside and not _inside(resolved, folder):
+        raise InputError(f"{where}: {shown}{_via(found, resolved)} is outside the model's folder "
+                         f"{shown_path(str(folder))}; a model reads only files beside it unless you pass {ALLOW_FLAG}")
+    check_regular(resolved, where, shown)
+    return resolved
+
+
+def check_regular(path: Path, where: str, shown: str) -> int:
+    """The size of `path`, which must be a regular file (not a device, FIFO, socket or directory)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{where}: {shown}: no such file") from None
+    except (OSError, ValueError) as error:
+        raise InputError(f"{where}: {shown} cannot be read ({_reason(error)})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{where}: {shown} is {_kind_of(info.st_mode)}, expected a regular file")
+    return info.st_size
+
+
+class RegularFile:
+    """An open regular file: opened non-blocking and checked again on the descriptor (closing the race
+    between the check and the open), so a FIFO or device swapped in cannot hang or flood the read."""
+
+    def __init__(self, path: Path, where: str, shown: str):
+        check_regular(path, where, shown)
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, ValueError) as error:
+            raise InputError(f"{where}: {shown} cannot be read ({_reason(error)})") from None
+        info = os.fstat(self.fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(self.fd)
+            raise InputError(f"{where}: {shown} is {_kind_of(info.st_mode)}, expected a regular file")
+        self.size = info.st_size
+        self.path, self.where, self.shown = path, where, shown
+
+    def __enter__(self) -> "RegularFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
+
+    @property
+    def reopenable_path(self) -> Path:
+        """A path naming this very file (Linux's /proc/self/fd), for readers that take a path."""
+        linked = Path(f"/proc/self/fd/{self.fd}")
+        return linked if linked.exists() else self.path
+
+    def read_all(self) -> bytes:
+        """The file's bytes, at most the size it had when opened (a file growing meanwhile is not followed)."""
+        chunks, left = [], self.size
+        try:
+            while left > 0:
+                chunk = os.read(self.fd, min(left, 1 << 24))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        except OSError as error:
+            raise InputError(f"{self.where}: {self.shown} cannot be read ({_reason(error)})") from None
+        return b"".join(chunks)
