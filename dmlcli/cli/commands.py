@@ -44,7 +44,10 @@ def _declared_dtype(text):
               help="Override the tolerance of --check for float outputs: ulp:N, atol:X or exact.")
 @backend_option
 @quiet_option()
-def run(operator, inputs, output, dtype, style, expected, tolerance, backend, quiet, **arguments):
+@click.option("--save-case", "save_case", metavar="CASE.json", default=None, shell_complete=complete_path,
+              callback=lambda ctx, param, value: _checked_case_path(value),
+              help="Also write the call and its result as a case file for dmlcli test (large tensors as .npy beside it).")
+def run(operator, inputs, output, dtype, style, expected, tolerance, backend, quiet, save_case, **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
@@ -87,8 +90,13 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=output, dtype=_declared_dtype(dtype), backend=backend,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
-                              stream=expected is None, before_execute=read_expected if expected else None)
+                              stream=expected is None and save_case is None,
+                              before_execute=read_expected if expected else None)
         report_warnings(outcome.warnings, quiet)
+        if save_case is not None:
+            from ..suite.save import save_case as write_case
+
+            write_case(save_case, outcome, req)
         if style == "json":
             return
     if expected_array:
@@ -102,6 +110,12 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
         return
     if output is None:
         _show(outcome, style)
+
+
+def _checked_case_path(value):
+    from ..suite.save import check_case_path
+
+    return check_case_path(value)
 
 
 def _show(outcome, style):

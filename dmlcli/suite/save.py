@@ -18,13 +18,16 @@ from ..errors import InputError, quoted
 MAX_INLINE_ELEMENTS = 1024
 
 
-def check_case_path(target: str) -> None:
-    """Refuse a --save-case path that could not be written, before anything runs."""
+def check_case_path(target: str | None) -> str | None:
+    """Refuse a --save-case path that could not be written, before anything runs (returns it)."""
+    if target is None:
+        return None
     path = Path(target)
     if path.suffix.lower() != ".json":
         raise InputError(f"--save-case {quoted(target)}: a case file is .json")
     if not path.parent.is_dir():
         raise InputError(f"--save-case {quoted(target)}: folder {quoted(path.parent)} does not exist")
+    return target
 
 
 def _tensor_entry(array: np.ndarray, path: Path, label: str):
@@ -62,7 +65,9 @@ def save_case(target: str, outcome, req) -> None:
     }
     if req.float_rules != "ieee":
         document["float_rules"] = req.float_rules
-    text = json.dumps(document, indent=1, default=_jsonable) + "\n"
+    # One key a line, each tensor on one line: as the shared conformance cases are laid out, and easy to diff.
+    text = "{\n" + ",\n".join(f" {json.dumps(key)}: {json.dumps(value, default=_jsonable)}"
+                               for key, value in document.items()) + "\n}\n"
     write_atomically(path, lambda handle: handle.write(text.encode("utf-8")))
 
 
