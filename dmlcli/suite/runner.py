@@ -361,23 +361,31 @@ def _run_in_pool(items, names, settings, jobs, stop_first, by_file, progress) ->
         futures = {pool.submit(_run_chunk, chunk, names, settings): chunk for chunk in chunks}
         try:
             for future in as_completed(futures):
-                chunk = futures[future]
-                try:
-                    outcomes = future.result()
-                except Exception as error:  # noqa: BLE001 - a worker that died (killed, out of memory)
-                    reason = f"the worker process running this case failed: {type(error).__name__}: {error}"
-                    outcomes = [(True, _all(names, case_id, path, "(unknown)", ERROR, reason, 0.0))
-                                for path, case_id in chunk]
-                new = []
-                for item, outcome in zip(chunk, outcomes):
-                    by_file[item] = outcome
-                    new += outcome[1]
+                new = _collect(future, futures[future], names, by_file)
                 progress(len(by_file), len(items), new)
                 if stop_first and _failed(new):
                     break
         finally:
+            # -x: the chunks not started are dropped; those started (all that come before, in file order, since
+            # workers take chunks in order) are finished, so the first failure in file order is always found.
             for future in futures:
                 future.cancel()
+            for future, chunk in futures.items():
+                if not future.cancelled() and chunk[0] not in by_file:
+                    _collect(future, chunk, names, by_file)
+
+
+def _collect(future, chunk, names, by_file) -> list[CaseResult]:
+    try:
+        outcomes = future.result()
+    except Exception as error:  # noqa: BLE001 - a worker that died (killed, out of memory)
+        reason = f"the worker process running this case failed: {type(error).__name__}: {error}"
+        outcomes = [(True, _all(names, case_id, path, "(unknown)", ERROR, reason, 0.0)) for path, case_id in chunk]
+    new = []
+    for item, outcome in zip(chunk, outcomes):
+        by_file[item] = outcome
+        new += outcome[1]
+    return new
 
 
 def _assemble(items, by_file, names, unavailable, stop_first) -> SuiteRun:
