@@ -110,7 +110,8 @@ def jobs_two_against_one(runs: int, cases: int, elements: int) -> None:
             for jobs in (1, 2):
                 times[jobs].append(timed([*DMLCLI, "test", tmp, "-q", "--jobs", str(jobs)], expect=(0,)))
     one, two = statistics.median(times[1]), statistics.median(times[2])
-    print(f"generated suite: {cases} cases of {elements} elements (.npy), {os.cpu_count()} cores")
+    print(f"generated suite: {cases} cases of {elements} elements (.npy), {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f} after the runs (other work on the machine takes cores too)")
     print(f"  --jobs 1: {one:.2f} s, --jobs 2: {two:.2f} s (medians of {runs}, alternated)")
     print(f"  speed-up: {one / two:.2f}x (goal: at least 1.6x)")
 

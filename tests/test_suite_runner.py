@@ -456,7 +456,7 @@ def test_summary_on_a_terminal_is_a_rich_table(planted):
     stream = Terminal()
     print_summary(run_suite([planted], jobs=1), stream)
     text = stream.getvalue()
-    assert "dmlcli test · cpu" in text and "┃" in text or "│" in text
+    assert "dmlcli test · cpu" in text and ("┃" in text or "│" in text)
     assert "4 passed, 3 failed, 2 errors, 1 skipped" in text
 
 

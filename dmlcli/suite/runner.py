@@ -85,6 +85,8 @@ class SuiteRun:
 
 # ---------------------------------------------------------------- backends
 
+_BACKENDS: dict[str, object] = {}  # by name, one per process: the GPU's set-up (context, buffers) is paid once
+
 
 def resolve_backends(name: str) -> tuple[tuple[str, ...], dict[str, str]]:
     """The backends to run (in order) and those left out with the reason: `all` is every backend found;
@@ -95,11 +97,11 @@ def resolve_backends(name: str) -> tuple[tuple[str, ...], dict[str, str]]:
     if key == "cpu":
         return ("cpu",), {}
     if key == "gpu":
-        get_backend("gpu")
+        _BACKENDS["gpu"] = get_backend("gpu")
         return ("gpu",), {}
     if key in ("auto", "all"):
         try:
-            get_backend("gpu")
+            _BACKENDS["gpu"] = get_backend("gpu")
         except (BackendUnavailableError, ImportError) as why:
             reason = str(why).removeprefix("GPU backend: ")
             return ("cpu",), {"gpu": reason}
@@ -107,11 +109,8 @@ def resolve_backends(name: str) -> tuple[tuple[str, ...], dict[str, str]]:
     raise InputError(f"unknown backend {quoted(name)} (expected cpu, gpu, auto or all)")
 
 
-_BACKENDS: dict[str, object] = {}
-
-
 def _backend(name: str):
-    """One backend object per process: the GPU's set-up (context, streams, buffers) is paid once."""
+    """This process's backend object for `name`."""
     if name not in _BACKENDS:
         from ..backends import get_backend
 
@@ -355,8 +354,20 @@ def run_suite(paths: Sequence[str | Path], *, backend: str = "cpu", keyword: str
     return run
 
 
+def _warm_up(names: Sequence[str]) -> None:
+    """Import what every case needs before the workers fork, so that each does not import it again."""
+    from .. import engine  # noqa: F401
+    from ..comparison import compare  # noqa: F401
+    from ..io import json_tensor, npy  # noqa: F401
+    from ..operators import OPERATORS  # noqa: F401
+
+    if "cpu" in names:
+        _backend("cpu")
+
+
 def _run_in_pool(items, names, settings, jobs, stop_first, by_file, progress) -> None:
     chunks = _chunks(items, jobs)
+    _warm_up(names)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(names)) as pool:
         futures = {pool.submit(_run_chunk, chunk, names, settings): chunk for chunk in chunks}
         try:

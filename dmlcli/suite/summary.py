@@ -81,7 +81,10 @@ def _table(run: SuiteRun, stream: TextIO, terminal: bool) -> None:
 
         from ..rendering import make_console
 
-        table = Table(*headers, title=f"dmlcli test · {', '.join(run.backends)}", show_footer=False)
+        table = Table(title=f"dmlcli test · {', '.join(run.backends)}")
+        table.add_column(headers[0])
+        for header in headers[1:]:
+            table.add_column(header, justify="right")
         for name, row in rows + [("total", totals)]:
             cells = [str(row[v]) for v in VERDICTS]
             style = "red" if row[FAILED] or row[ERROR] else None
