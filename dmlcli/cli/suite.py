@@ -61,7 +61,7 @@ def _progress(quiet: bool):
 @click.option("-q", "--quiet", "quiet", count=True, help="Less output: no table, one line per failure.")
 @click.option("-v", "--verbose", "verbose", count=True, help="One line per case and backend.")
 def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_rules, stop_first, quiet, verbose):
-    """Run the case files in PATH... (files, or folders searched for *.json) and report as pytest does.
+    """Run test cases (case files, or folders searched for *.json) and report as pytest does.
 
     Each case (the format of ../shared/conformance; README "Test suites") runs through the same engine
     as dmlcli run, and passes when the result matches its expected tensor (bit for bit, or within the
