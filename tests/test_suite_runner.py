@@ -468,3 +468,12 @@ def test_a_real_process_in_a_pipe(planted, tmp_path):
     assert "\x1b[" not in done.stdout and done.stderr == ""
     assert done.stdout.strip().splitlines()[-1].startswith("4 passed, 3 failed, 2 errors, 1 skipped")
     assert_schema_valid(junit)
+
+
+def test_a_case_tolerance_is_numpys_allclose():
+    from dmlcli.comparison import Rule, compare
+
+    rule = Rule("allclose", 1e-7, "case", rtol=1e-3)
+    assert compare(np.float32([3.0, np.nan]), np.float32([3.0029, np.nan]), rule)[1]  # 0.0029 <= 1e-7 + 0.0030029
+    report, same = compare(np.float32([3.0]), np.float32([3.004]), rule)
+    assert not same and "1 of 1 elements are not within 1e-07 + 0.001*|expected|" in report

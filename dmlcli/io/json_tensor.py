@@ -53,11 +53,6 @@ def parse_json_tensor(text: str, *, where: str, dtype: DataType | None = None, i
     return tensor_from_data(document, dtype, where=where)
 
 
-def parse_json_document(text: str, *, where: str):
-    """Any JSON document read as tensors are: decimals exact (Decimal), repeated keys refused; InputError if not."""
-    return _load_json(text, where=where, inline=False)
-
-
 def _load_json(text: str, *, where: str, inline: bool):
     if not text.strip():
         raise InputError(f"{where}: is empty, expected a JSON tensor")

@@ -82,7 +82,9 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
 
 def read_document(path: Path) -> dict:
     """The case file's JSON object (decimals kept exact, as tensors are read)."""
-    from ..io.json_tensor import parse_json_document
+    # The tensor reader's own JSON parsing (decimals exact, repeated keys refused), so that a case's tensors and
+    # numbers read exactly as `dmlcli run` reads them.
+    from ..io.json_tensor import _load_json
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -91,7 +93,7 @@ def read_document(path: Path) -> dict:
     except OSError as error:
         raise CaseError(f"{quoted(path)}: cannot be read ({error.strerror})") from None
     try:
-        document = parse_json_document(text, where=quoted(path))
+        document = _load_json(text, where=quoted(path), inline=False)
     except InputError as error:
         raise CaseError(str(error)) from None
     if not isinstance(document, dict):
