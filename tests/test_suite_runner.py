@@ -477,3 +477,18 @@ def test_a_case_tolerance_is_numpys_allclose():
     assert compare(np.float32([3.0, np.nan]), np.float32([3.0029, np.nan]), rule)[1]  # 0.0029 <= 1e-7 + 0.0030029
     report, same = compare(np.float32([3.0]), np.float32([3.004]), rule)
     assert not same and "1 of 1 elements are not within 1e-07 + 0.001*|expected|" in report
+
+
+def test_progress_bar_only_on_a_terminal_and_not_with_quiet(monkeypatch):
+    from dmlcli.cli.suite import _progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for quiet, stream, shown in ((False, Terminal(), True), (True, Terminal(), False), (False, io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        with _progress(quiet) as advance:
+            advance(1, 3, [])
+            advance(3, 3, [])
+        assert ("3/3" in stream.getvalue()) == shown, (quiet, type(stream).__name__)
