@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,12 +33,19 @@ DMLCLI = [sys.executable, "-m", "dmlcli"]
 
 
 def timed(command: list[str], expect=(0, 1)) -> float:
+    return timed_with_cpu(command, expect)[0]
+
+
+def timed_with_cpu(command: list[str], expect=(0, 1)) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its workers)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in expect:
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def run_check_command(case_path: Path, folder: Path) -> list[str]:
@@ -105,14 +113,17 @@ def jobs_two_against_one(runs: int, cases: int, elements: int) -> None:
         folder = Path(tmp)
         generate_suite(folder, cases, elements)
         timed([*DMLCLI, "test", tmp, "-q", "--jobs", "2"], expect=(0,))  # files into the page cache
-        times = {1: [], 2: []}
+        times, cpu = {1: [], 2: []}, {1: [], 2: []}
         for _ in range(runs):
             for jobs in (1, 2):
-                times[jobs].append(timed([*DMLCLI, "test", tmp, "-q", "--jobs", str(jobs)], expect=(0,)))
+                wall, used = timed_with_cpu([*DMLCLI, "test", tmp, "-q", "--jobs", str(jobs)], expect=(0,))
+                times[jobs].append(wall)
+                cpu[jobs].append(used / wall)
     one, two = statistics.median(times[1]), statistics.median(times[2])
     print(f"generated suite: {cases} cases of {elements} elements (.npy), {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} after the runs (other work on the machine takes cores too)")
-    print(f"  --jobs 1: {one:.2f} s, --jobs 2: {two:.2f} s (medians of {runs}, alternated)")
+    print(f"  --jobs 1: {one:.2f} s, --jobs 2: {two:.2f} s (medians of {runs}, alternated); cores kept busy "
+          f"(CPU time / wall time): {statistics.median(cpu[1]):.2f} and {statistics.median(cpu[2]):.2f}")
     print(f"  speed-up: {one / two:.2f}x (goal: at least 1.6x)")
 
 
