@@ -198,7 +198,7 @@ def run_loaded(case: Case, backends: Sequence[str], settings: Settings = Setting
 
 
 def _run_on(case: Case, operator, backend: str, settings: Settings, load: float):
-    """(result, (output, parameters) or None) of the case on one backend."""
+    """(result, (output, typed parameters, inputs) or None where no output) of the case on one backend."""
     from .. import engine
     from ..comparison import rule_for
 
