@@ -71,3 +71,14 @@ def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_lev
                                chunk_bytes=chunk_bytes, progress=progress)
     _warn(outcome.warnings)
     return outcome.verdict
+
+
+def run_case(case_or_path, *, backend="cpu", feature_level=None, float_rules=None):
+    """Run one test case (a case file's path, or a dmlcli.suite.Case) as `dmlcli test` does; return its
+    CaseResult: `verdict` (passed, failed, error, skipped), `passed`, `message`, `differences` (--check's
+    report) and `timings`. A malformed case is a result with verdict "error", not an exception.
+    `feature_level` and `float_rules` apply where the case sets none.
+    """
+    from .suite.runner import run_case as run_one
+
+    return run_one(case_or_path, backend, feature_level=feature_level, float_rules=float_rules)

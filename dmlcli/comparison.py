@@ -26,13 +26,16 @@ MAX_LISTED = 5
 class Rule:
     """How elements are matched: exactly (kind "exact"), or within `limit` ULP or absolute."""
 
-    kind: str  # "exact", "ulp" or "atol"
+    kind: str  # "exact", "ulp", "atol" or "allclose" (|got - want| <= limit + rtol*|want|, a test case's)
     limit: float = 0.0
     source: str = ""
+    rtol: float = 0.0
 
     def describe(self) -> str:
         if self.kind == "exact":
             return "bit for bit"
+        if self.kind == "allclose":
+            return f"within {self.limit:g} + {self.rtol:g}*|expected|"
         return f"within {self.limit:g} ULP" if self.kind == "ulp" else f"within {self.limit:g} absolute"
 
 
@@ -265,6 +268,10 @@ def _outside_tolerance(result: np.ndarray, expected: np.ndarray, rule: Rule):
         absolute = np.where(np.isnan(absolute), np.inf, absolute)
         ulps = np.where(same, 0.0, ulp_distance(result, expected).astype(np.float64))
     measure = ulps if rule.kind == "ulp" else absolute
+    limit = rule.limit
+    if rule.kind == "allclose":  # NumPy's assert_allclose, which ONNX's node tests use
+        with np.errstate(all="ignore"):
+            limit = rule.limit + rule.rtol * np.abs(wide[1])
     one_nan = np.isnan(result) != np.isnan(expected)  # a NaN never matches a number, however close its bits
-    outside = ~same & (one_nan | ~(measure <= rule.limit))
+    outside = ~same & (one_nan | ~(measure <= limit))
     return outside, ulps, absolute

@@ -57,6 +57,7 @@ class Outcome:
     verdict: Verdict
     backend: str
     warnings: tuple[str, ...] = ()
+    inputs: tuple[np.ndarray, ...] = ()  # the arrays a whole-tensor run was given (--save-case records them)
 
 
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
@@ -204,7 +205,7 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
     check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
     if before_execute is not None:
         before_execute(verdict)
-    outcome = execute(verdict, arrays, backend)
+    outcome = replace(execute(verdict, arrays, backend), inputs=tuple(arrays))
     if output is not None:
         from .io.atomic import write_output
 

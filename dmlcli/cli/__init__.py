@@ -6,7 +6,7 @@ that run or check calls (run, validate, dispatch, info); catalog.py the ones tha
 (ops, describe). Importing this package registers every command on the group.
 """
 
-from . import catalog, commands, inspect  # noqa: F401 - registers the commands
+from . import catalog, commands, inspect, suite  # noqa: F401 - registers the commands
 from .app import cli, main
 
 __all__ = ["cli", "main"]

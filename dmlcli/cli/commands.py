@@ -48,7 +48,11 @@ def _declared_dtype(text):
 @report_option
 @backend_option
 @quiet_option()
-def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, **arguments):
+@click.option("--save-case", "save_case", metavar="CASE.json", default=None, shell_complete=complete_path,
+              callback=lambda ctx, param, value: _checked_case_path(value),
+              help="Also write the call and its result as a case file for dmlcli test (large tensors as .npy beside it).")
+def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, save_case,
+        **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
@@ -87,7 +91,8 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
 
         override = parse_tolerance(tolerance)
     expected_array = []
-    streamed_check = checking.streams_with_check(inputs, output, expected)
+    # --save-case needs the inputs and the result in memory, so a checked run with it does not stream.
+    streamed_check = save_case is None and checking.streams_with_check(inputs, output, expected)
     if streamed_check:
         checking.check_expected_header(expected)
 
@@ -99,9 +104,13 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=output, dtype=_declared_dtype(dtype), backend=backend,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
-                              stream=expected is None or streamed_check,
+                              stream=(expected is None or streamed_check) and save_case is None,
                               before_execute=read_expected if expected else None)
         report_warnings(outcome.warnings, quiet)
+        if save_case is not None:
+            from ..suite.save import save_case as write_case
+
+            write_case(save_case, outcome, req)
         if style == "json":
             return
     if expected_array or streamed_check:
@@ -128,6 +137,12 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
         return
     if output is None:
         _show(outcome, style)
+
+
+def _checked_case_path(value):
+    from ..suite.save import check_case_path
+
+    return check_case_path(value)
 
 
 def _show(outcome, style):

@@ -1,0 +1,239 @@
+"""Test cases: one JSON file per case, in the format of ../shared/conformance (README "Test suites").
+
+A case names an operator, its parameters, its input tensors and the expected output (JSON tensor
+objects, or .npy file names relative to the case file), whether inputs broadcast, and optionally a
+tolerance, the exit code of an expected rejection, a feature level, float rules or a reason to skip.
+Anything wrong with a case file is a `CaseError` naming the file and what is wrong: the runner
+reports it as that case's error, never as the end of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from ..comparison import EXACT, Rule
+from ..errors import InputError, quoted
+
+# The conformance README's fields (source, notes, ... are kept for people, not read), plus dmlcli's own.
+KNOWN_KEYS = frozenset({
+    "op", "params", "inputs", "expected", "broadcast", "tolerance", "expect_error", "feature_level",
+    "float_rules", "skip", "source", "source_commit", "case_name", "notes", "also_in", "tolerance_source",
+    "directml_support", "dmlcli_version",
+})
+# What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
+REJECTION_CODES = (2, 3)
+
+
+class CaseError(InputError):
+    """A case file that cannot be read as a case (the runner reports it as that case's error)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case, its tensors read."""
+
+    path: Path
+    case_id: str
+    op: str
+    params: Mapping[str, object]
+    inputs: tuple[np.ndarray, ...]
+    expected: np.ndarray | None
+    broadcast: bool = False
+    tolerance: Rule | None = None  # None: the operator's own rule (comparison.rule_for)
+    expect_error: int | None = None
+    feature_level: str | None = None
+    float_rules: str | None = None
+    skip: str | None = None
+    name: str = ""
+    document: Mapping[str, object] = field(default_factory=dict, repr=False)
+
+
+def case_id_for(path: Path, root: Path | None) -> str:
+    """The case's name: its path below the folder it was found in, without .json (the file's stem alone when
+    the file was named directly)."""
+    if root is None or root == path:
+        return path.stem
+    return path.relative_to(root).with_suffix("").as_posix()
+
+
+def discover(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
+    """(case file, case id) for each file named and each *.json under each folder named (recursively,
+    hidden files and folders left out), sorted by file; InputError for a path that does not exist."""
+    found: dict[Path, str] = {}
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for file in sorted(path.rglob("*.json")):
+                hidden = any(part.startswith(".") for part in file.relative_to(path).parts)
+                if file.is_file() and not hidden:
+                    found.setdefault(file, case_id_for(file, path))
+        elif path.exists():
+            found.setdefault(path, case_id_for(path, None))
+        else:
+            raise InputError(f"test path {quoted(given)}: no such file or folder")
+    return sorted(found.items(), key=lambda item: (str(item[0]), item[1]))
+
+
+def read_document(path: Path) -> dict:
+    """The case file's JSON object (decimals kept exact, as tensors are read)."""
+    # The tensor reader's own JSON parsing (decimals exact, repeated keys refused), so that a case's tensors and
+    # numbers read exactly as `dmlcli run` reads them.
+    from ..io.json_tensor import _load_json
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CaseError(f"{quoted(path)}: is not UTF-8 text, so not a JSON case") from None
+    except OSError as error:
+        raise CaseError(f"{quoted(path)}: cannot be read ({error.strerror})") from None
+    try:
+        document = _load_json(text, where=quoted(path), inline=False)
+    except InputError as error:
+        raise CaseError(str(error)) from None
+    if not isinstance(document, dict):
+        raise CaseError(f"{quoted(path)}: a case is a JSON object with \"op\", \"inputs\" and \"expected\", "
+                        f"found a {type(document).__name__}")
+    return document
+
+
+def load_case(path: str | Path, case_id: str | None = None, document: dict | None = None) -> Case:
+    """Read and check one case file; CaseError (an InputError) says what is wrong and where."""
+    path = Path(path)
+    document = read_document(path) if document is None else document
+    where = quoted(path)
+    unknown = sorted(set(document) - KNOWN_KEYS)
+    if unknown:
+        raise CaseError(f"{where}: unknown key {unknown[0]!r} (a case has {', '.join(sorted(KNOWN_KEYS))})")
+    op = document.get("op")
+    if not isinstance(op, str) or not op:
+        raise CaseError(f"{where}: \"op\" must name the operator, such as \"bit_xor\"")
+    params = _params(document.get("params", {}), where)
+    raw_inputs = document.get("inputs")
+    if not isinstance(raw_inputs, list) or not raw_inputs:
+        raise CaseError(f"{where}: \"inputs\" must be a non-empty list of tensors or .npy file names")
+    inputs = tuple(_tensor(t, path, f"input {i + 1}") for i, t in enumerate(raw_inputs))
+    expect_error = _expect_error(document, where)
+    expected = None
+    if "expected" in document and expect_error is None:
+        expected = _tensor(document["expected"], path, "expected")
+    elif expect_error is None:
+        raise CaseError(f"{where}: no \"expected\" tensor (or \"expect_error\": 3 for a call that must be refused)")
+    broadcast = document.get("broadcast", False)
+    if not isinstance(broadcast, bool):
+        raise CaseError(f"{where}: \"broadcast\" must be true or false")
+    return Case(path=path, case_id=case_id or path.stem, op=op, params=params, inputs=inputs, expected=expected,
+                broadcast=broadcast, tolerance=_tolerance(document.get("tolerance"), where),
+                expect_error=expect_error, feature_level=_level(document.get("feature_level"), where),
+                float_rules=_float_rules(document.get("float_rules"), where), skip=_skip(document.get("skip"), where),
+                name=str(document.get("case_name") or ""), document=document)
+
+
+def _params(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise CaseError(f"{where}: \"params\" must be an object of parameter values")
+    # Decimals go on as text, as the command line passes them: parameters are read exactly from text.
+    return {key: (str(v) if isinstance(v, Decimal) else v) for key, v in value.items()}
+
+
+def _tensor(value, case_path: Path, label: str) -> np.ndarray:
+    from ..io.json_tensor import tensor_from_object
+
+    where = f"{quoted(case_path)} {label}"
+    if isinstance(value, dict):
+        try:
+            return tensor_from_object(value, where=where)
+        except InputError as error:
+            raise CaseError(str(error)) from None
+    if isinstance(value, str) and value.lower().endswith(".npy"):
+        from ..io.npy import read_npy
+        from ..io.sources import check_input_file
+
+        file = case_path.parent / value
+        try:
+            check_input_file(file, where=f"{where} {quoted(value)}")
+            return read_npy(file, where=f"{where} {quoted(value)}")
+        except InputError as error:
+            raise CaseError(str(error)) from None
+    raise CaseError(f"{where}: expected a tensor object {{\"dtype\": ..., \"data\": ...}} or a .npy file name "
+                    "relative to the case file")
+
+
+def _expect_error(document: dict, where: str) -> int | None:
+    code = document.get("expect_error")
+    if code is None:
+        # onnx_elementwise/README: a case no level's table accepts says so, and must be refused (exit 3).
+        support = document.get("directml_support")
+        return 3 if isinstance(support, str) and support.startswith("unsupported") else None
+    if isinstance(code, bool) or code not in REJECTION_CODES:
+        raise CaseError(f"{where}: \"expect_error\" must be an exit code of a refused call: "
+                        f"{' or '.join(map(str, REJECTION_CODES))}, found {code!r}")
+    return int(code)
+
+
+def _number(value, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal, float)):
+        raise CaseError(f"{where}: tolerance \"{key}\" must be a number >= 0")
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise CaseError(f"{where}: tolerance \"{key}\" must be a finite number >= 0, found {value}")
+    return number
+
+
+def _tolerance(value, where: str) -> Rule | None:
+    """{"exact": true}, {"rtol": R, "atol": A} (NumPy's allclose), {"ulp": N} or {"atol": A}; absent or null:
+    the operator's own rule."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise CaseError(f"{where}: \"tolerance\" must be an object: {{\"exact\": true}}, {{\"rtol\": R, \"atol\": A}} "
+                        "or {\"ulp\": N}")
+    keys = set(value)
+    if keys == {"exact"} and value["exact"] is True:
+        return EXACT
+    if keys == {"ulp"}:
+        return Rule("ulp", _number(value["ulp"], where, "ulp"), "the case's tolerance")
+    if keys == {"atol"}:
+        return Rule("atol", _number(value["atol"], where, "atol"), "the case's tolerance")
+    if keys == {"rtol", "atol"} or keys == {"rtol"}:
+        return Rule("allclose", _number(value.get("atol", 0), where, "atol"), "the case's tolerance",
+                    rtol=_number(value["rtol"], where, "rtol"))
+    raise CaseError(f"{where}: \"tolerance\" {sorted(keys)} is not one of {{\"exact\": true}}, "
+                    "{\"rtol\": R, \"atol\": A}, {\"ulp\": N}, {\"atol\": A}")
+
+
+def _level(value, where: str) -> str | None:
+    if value is None:
+        return None
+    from ..feature_levels import parse_feature_level
+
+    try:
+        return parse_feature_level(str(value)).short
+    except InputError as error:
+        raise CaseError(f"{where}: \"feature_level\": {error}") from None
+
+
+def _float_rules(value, where: str) -> str | None:
+    if value is None:
+        return None
+    from ..backends.float_rules import parse_float_rules
+
+    try:
+        return parse_float_rules(value)
+    except InputError as error:
+        raise CaseError(f"{where}: \"float_rules\": {error}") from None
+
+
+def _skip(value, where: str) -> str | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return "the case says skip"
+    if isinstance(value, str) and value:
+        return value
+    raise CaseError(f"{where}: \"skip\" must be a reason (text) or true")
