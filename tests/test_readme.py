@@ -7,7 +7,7 @@
 - ```python blocks run as a script.
 
 They run in a scratch folder that has the repository's samples/ and tests/models/ and the small files the
-examples name (a.npy, b.npy, x.npy, big.npy, repro.json), with `dmlcli` and `python` on PATH meaning this
+examples name (a.npy, b.npy, x.npy, big.npy, repro.json, and ../shared), with `dmlcli` and `python` on PATH meaning this
 interpreter's. A fence is preceded by `<!-- readme-test: REASON -->` when it is not run here:
 `skip <why>` (installing, hour-long benchmarks), `gpu` (needs CuPy and a GPU: run where there is one),
 `no-gpu` (what a machine without CuPy prints).
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, SHARED, SHARED_MISSING
 
 README = REPO / "README.md"
 FENCE = re.compile(r"^```(\w*)\s*$")
@@ -70,6 +70,8 @@ def gpu_usable() -> bool:
 
 
 def runnable(block: Block) -> None:
+    if "../shared" in block.text and not SHARED.is_dir():
+        pytest.skip(SHARED_MISSING)
     if block.marker == "skip":
         pytest.skip("marked not to run here in README.md")
     if block.marker == "gpu" and not gpu_usable():
@@ -96,6 +98,8 @@ def scratch(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         np.save(work / name, rng.integers(0, 256, (64, 64), dtype=np.uint8))
     np.save(work / "x.npy", np.float32([1, np.nan, np.inf, -0.0]))
     (work / "repro.json").write_text((REPO / "tests" / "models" / "bitwise_broadcast.json").read_text())
+    if SHARED.is_dir():  # the examples name ../shared, as from a clone with the reference data beside it
+        (tmp_path / "shared").symlink_to(SHARED)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(REPO),
                COLUMNS="200", TERM="dumb")
     return work, env
