@@ -9,8 +9,8 @@ import click
 from .. import __version__
 from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
-from .options import (backend_option, call_options, complete_operator, complete_path, feature_level_option,
-                      parameter_values, quiet_option)
+from .options import (backend_option, call_options, complete_operator, complete_path, dask_run_options,
+                      dask_settings, feature_level_option, parameter_values, quiet_option)
 
 
 def _request(operator, arguments: dict):
@@ -43,8 +43,10 @@ def _declared_dtype(text):
 @click.option("--tolerance", metavar="RULE", default=None,
               help="Override the tolerance of --check for float outputs: ulp:N, atol:X or exact.")
 @backend_option
+@dask_run_options
 @quiet_option()
-def run(operator, inputs, output, dtype, style, expected, tolerance, backend, quiet, **arguments):
+def run(operator, inputs, output, dtype, style, expected, tolerance, backend, quiet, scheduler, workers, chunks,
+        **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, - (JSON on stdin) or an inline JSON literal.
@@ -58,6 +60,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
       dmlcli run is_infinity '[1, "inf", "-inf", "nan"]' --dtype float32 --infinity-mode positive
       dmlcli run bit_shift_left a.npy b.npy -o out.npy --feature-level 4_1
       dmlcli run bit_not '[0, 1]' --dtype float16 --format bits
+      dmlcli run bit_xor a.zarr b.zarr -o out.zarr --workers 4
     """
     from ..engine import run_sources
     from ..progress import progress_bar_factory
@@ -87,7 +90,8 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=output, dtype=_declared_dtype(dtype), backend=backend,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
-                              stream=expected is None, before_execute=read_expected if expected else None)
+                              stream=expected is None, before_execute=read_expected if expected else None,
+                              dask=dask_settings(scheduler, workers, chunks))
         report_warnings(outcome.warnings, quiet)
         if style == "json":
             return
