@@ -180,6 +180,21 @@ class GpuBackend:
             self._host_copy(flat_out[start:start + piece.size], piece)
         return out
 
+    def execute_device(self, operator: Operator, inputs, out_shape, out_dtype, parameters):
+        """CuPy arrays in (broadcastable to `out_shape`), a CuPy array out: blocks that already live on the GPU
+        (a Dask array of CuPy blocks) are computed where they are, with no copy through the host."""
+        cp = self._cp
+        out = cp.empty(tuple(int(d) for d in out_shape), dtype=np.dtype(out_dtype))
+        if out.size == 0:
+            return out
+        arrays = [cp.ascontiguousarray(cp.asarray(x)) for x in inputs]
+        if any(a.shape != out.shape for a in arrays):
+            arrays = [a.reshape((1,) * (out.ndim - a.ndim) + a.shape) for a in arrays]
+            self._run_broadcast(operator, arrays, out, parameters)
+        else:
+            self.run_resident(operator, [a.reshape(-1) for a in arrays], out.reshape(-1), parameters)
+        return out
+
     def _execute_broadcast(self, operator: Operator, arrays, out: np.ndarray, parameters) -> None:
         """Blocks of rows along the first axis, so GPU memory holds one block of the output at a time."""
         cp = self._cp

@@ -31,9 +31,27 @@ class LocalScheduler:
     def compute(self, collections: Sequence, *, progress: ProgressFactory | None = None, total_bytes: int = 0):
         import dask
 
-        extra = {"num_workers": self.workers} if self.workers and self.name != "sync" else {}
-        with _progress(progress, total_bytes) as advance, _TaskCallback(advance, total_bytes):
+        # A pool of our own, left only when its running tasks have ended: after a failure no task may
+        # still be writing into a store that is about to be removed.
+        with self._pool() as pool, _progress(progress, total_bytes) as advance, _TaskCallback(advance, total_bytes):
+            extra = {} if pool is None else {"pool": pool}
             return dask.compute(*collections, scheduler=self.name, **extra)
+
+    def _pool(self):
+        import os
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+        size = self.workers or os.cpu_count() or 1
+        if self.name == "threads":
+            return ThreadPoolExecutor(size, thread_name_prefix="dmlcli-dask")
+        if self.name == "processes":
+            import multiprocessing
+
+            import dask
+
+            context = multiprocessing.get_context(dask.config.get("multiprocessing.context", "spawn"))
+            return ProcessPoolExecutor(size, mp_context=context)
+        return contextlib.nullcontext()
 
 
 class ClusterScheduler:
@@ -47,22 +65,41 @@ class ClusterScheduler:
         return self.where
 
     def compute(self, collections: Sequence, *, progress: ProgressFactory | None = None, total_bytes: int = 0):
-        distributed = require_distributed()
+        futures = []
         try:
             futures = self.client.compute(list(collections))
             with _progress(progress, total_bytes) as advance:
-                if progress is not None and total_bytes:
+                if advance is not None:
                     _follow(self.client, futures, advance, total_bytes)
                 return tuple(self.client.gather(futures))
-        except distributed.scheduler.KilledWorker as error:
-            raise BackendUnavailableError(
-                f"Dask workers of {self.where} died while running {error.task!r} more often than Dask retries "
-                f"(distributed.scheduler.allowed-failures); nothing was written") from None
-        except (OSError, distributed.comm.core.CommClosedError) as error:
-            if isinstance(error, DmlcliError):
+        except BaseException as error:
+            self._stop(futures)
+            failure = self._failure(error)
+            if failure is None:
                 raise
-            raise BackendUnavailableError(f"lost the Dask scheduler at {self.where} ({first_line(error)}); "
-                                          "nothing was written") from None
+            raise failure from None
+
+    def _stop(self, futures, patience: float = 30.0) -> None:
+        """Cancel a failed run's tasks and wait until none runs, so that none writes after the store is removed."""
+        import time
+
+        with contextlib.suppress(Exception):
+            self.client.cancel(futures, force=True)
+            deadline = time.monotonic() + patience
+            while any(self.client.processing().values()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def _failure(self, error: BaseException) -> DmlcliError | None:
+        """The dmlcli error for a cluster's failure; None to re-raise `error` as it is (dmlcli's own, Ctrl-C)."""
+        distributed = require_distributed()
+        if isinstance(error, distributed.scheduler.KilledWorker):
+            return BackendUnavailableError(
+                f"Dask workers of {self.where} died while running {error.task!r} more often than Dask retries "
+                "(distributed.scheduler.allowed-failures); the target was left as it was")
+        if isinstance(error, (ConnectionError, distributed.comm.core.CommClosedError)):
+            return BackendUnavailableError(f"lost the Dask scheduler at {self.where} ({first_line(error)}); "
+                                           "the target was left as it was")
+        return None
 
 
 @contextlib.contextmanager
@@ -80,7 +117,7 @@ def scheduler(options: DaskOptions) -> Iterator[LocalScheduler | ClusterSchedule
         # Processes, one thread each: the kernels hold the GIL in places (NumPy's ufunc loops release it,
         # the glue does not), and a process per worker is what a cluster of machines looks like.
         with distributed.LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
                 distributed.Client(cluster) as client:
             yield ClusterScheduler(client, f"a LocalCluster of {options.workers} workers")
     else:
@@ -130,6 +167,10 @@ class _TaskCallback:
                 if step > 0:
                     self.shown += step
                     advance(step)
+
+            def _finish(self, dsk, state, errored):
+                if not errored and self.shown < total_bytes:  # the shares' rounding, made up at the end
+                    advance(total_bytes - self.shown)
 
         return Bar()
 

@@ -178,10 +178,13 @@ def output_store(target: str, *, shape, chunks, dtype: np.dtype, zarr_format: in
         store = _start_local(zarr, target, settings)
     try:
         yield store
-    except BaseException:
+        store.commit()
+    except BaseException as error:
         store.discard()
+        if isinstance(error, OSError) and not isinstance(error, ConnectionError):
+            raise InputError(f"output {quoted(target)}: write failed ({error.strerror or first_line(error)}); "
+                             "the target was left as it was and the partial store removed") from None
         raise
-    store.commit()
 
 
 def _start_local(zarr, target: str, settings: dict) -> OutputStore:
