@@ -532,3 +532,56 @@ def test_a_worker_killed_mid_run_still_gives_the_whole_result_or_a_clean_failure
         for process in processes:
             process.kill()
             process.wait()
+
+
+# ---------------------------------------------------------------- GPU blocks (skipped without CuPy and a GPU)
+
+
+@pytest.fixture(scope="module")
+def gpu_backend():
+    pytest.importorskip("cupy", reason="CuPy is not installed")
+    from dmlcli.backends import gpu
+    from dmlcli.errors import BackendUnavailableError
+
+    try:
+        return gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+# Operators whose GPU results are the CPU's bits on these inputs (no NaN is made, so no payload can differ).
+GPU_CASES = ["bit_xor", "bit_count", "add", "multiply", "is_nan", "bit_shift_left", "logical_less_than", "if",
+             "quantize_linear", "abs", "clip"]
+
+
+@pytest.mark.parametrize("name", GPU_CASES)
+def test_gpu_blocks_give_the_cpu_bits(gpu_backend, name, tmp_path):
+    import cupy
+
+    op = dmlcli.find_operator(name)
+    arrays, keywords = operator_inputs(op)
+    expected = in_memory(op, arrays, **keywords)
+    chunked = [da.from_array(a, chunks=CHUNKINGS[i % len(CHUNKINGS)]) for i, a in enumerate(arrays)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dmlcli.DmlcliWarning)
+        on_gpu = dmlcli.dask.run(name, *chunked, backend="gpu", **keywords).compute()  # NumPy blocks, GPU kernels
+        assert isinstance(on_gpu, np.ndarray) and same_bits(on_gpu, expected)
+        device = [da.from_array(cupy.asarray(a), chunks=CHUNKINGS[i % len(CHUNKINGS)]) for i, a in enumerate(arrays)]
+        lazy = dmlcli.dask.run(name, *device, **keywords)  # CuPy blocks stay on the GPU
+        assert isinstance(lazy._meta, cupy.ndarray)
+        assert same_bits(cupy.asnumpy(lazy.compute()), expected)
+        paths = [write_store(tmp_path / f"in{i}.zarr", a, CHUNKINGS[i % len(CHUNKINGS)]) for i, a in enumerate(arrays)]
+        dmlcli.dask.run_stores(name, paths, str(tmp_path / "out.zarr"), backend="gpu", **keywords)
+    assert same_bits(read_store(tmp_path / "out.zarr"), expected)
+
+
+def test_gpu_blocks_broadcast(gpu_backend):
+    import cupy
+
+    a = np.arange(63, dtype=np.uint16).reshape(7, 1, 9)
+    b = np.uint16([[1], [3], [17], [40]])
+    expected = dmlcli.run("bit_xor", a, b, broadcast=True)
+    for blocks in (lambda x, c: da.from_array(x, chunks=c), lambda x, c: da.from_array(cupy.asarray(x), chunks=c)):
+        lazy = dmlcli.dask.run("bit_xor", blocks(a, (3, 1, 4)), blocks(b, (3, 1)), broadcast=True, backend="gpu")
+        got = lazy.compute()
+        assert same_bits(got if isinstance(got, np.ndarray) else cupy.asnumpy(got), expected)
