@@ -108,6 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gib", type=float, default=4.0, help="size of the Zarr pair, both inputs together")
     parser.add_argument("--workers", default="1,2,4,8")
+    parser.add_argument("--gpu-workers", default=None, help="worker counts for GPU blocks (default: --workers)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--op", default="bit_xor", help="bit_xor (uint8 inputs) or add (float32)")
     parser.add_argument("--chunk-mib", type=float, default=32, help="Zarr chunk size (rows of 16 KiB)")
@@ -152,8 +153,9 @@ def main() -> None:
     os.unlink(out_npy)
     kinds = ["cpu"] + (["gpu"] if args.gpu == "auto" and gpu_available() else [])
     ceilings = {n: ceiling(n, ufunc, dtype) for n in counts}
+    gpu_counts = [int(n) for n in (args.gpu_workers or args.workers).split(",")]
     for kind in kinds:
-        for n in counts:
+        for n in counts if kind == "cpu" else gpu_counts:
             with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                           dashboard_address=":0") as cluster:
                 address = cluster.scheduler_address
