@@ -80,6 +80,12 @@ def same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
     return got.dtype == expected.dtype and got.shape == expected.shape and got.tobytes() == expected.tobytes()
 
 
+def _environment() -> dict:
+    """This process's environment with the repository first on the import path (subprocesses import dmlcli)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith((".tmp", ".old")))
 
@@ -365,7 +371,7 @@ def test_without_the_extra_zarr_or_a_scheduler_is_exit_4_with_the_install_comman
     hide = "import sys; [sys.modules.__setitem__(m, None) for m in ('dask', 'dask.array', 'zarr', 'distributed')]; "
     code = hide + "from dmlcli.cli import main; main(sys.argv[1:])"
     process = subprocess.run([sys.executable, "-c", code, "run", *arguments], cwd=tmp_path, capture_output=True,
-                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+                             text=True, env=_environment(), timeout=120)
     assert process.returncode == 4, process.stderr
     assert "pip install 'dmlcli[dask]'" in process.stderr and "Traceback" not in process.stderr
 
@@ -493,7 +499,7 @@ def test_an_unreachable_scheduler_is_exit_4_naming_the_address_and_the_timeout(t
 def test_a_worker_killed_mid_run_still_gives_the_whole_result_or_a_clean_failure(tmp_path):
     """A scheduler and two workers as `dask scheduler` / `dask worker` processes on the loopback address."""
     scheduler_file = tmp_path / "scheduler.json"
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    environment = _environment()
     processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                    "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
                                   env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
