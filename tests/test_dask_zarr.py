@@ -591,3 +591,27 @@ def test_gpu_blocks_broadcast(gpu_backend):
         lazy = dmlcli.dask.run("bit_xor", blocks(a, (3, 1, 4)), blocks(b, (3, 1)), broadcast=True, backend="gpu")
         got = lazy.compute()
         assert same_bits(got if isinstance(got, np.ndarray) else cupy.asnumpy(got), expected)
+
+
+def test_device_blocks_are_realigned_before_the_vector_kernels():
+    """CuPy blocks that are views starting at any byte are copied to an aligned buffer (runs without a GPU:
+    on the H100 such a view gave CUDA_ERROR_MISALIGNED_ADDRESS before this)."""
+    from types import SimpleNamespace
+
+    from dmlcli.backends import gpu
+
+    class FakeDeviceArray:
+        def __init__(self, pointer, contiguous=True):
+            self.data = SimpleNamespace(ptr=pointer)
+            self.flags = SimpleNamespace(c_contiguous=contiguous)
+            self.shape, self.dtype, self.copied_from = (2, 9), np.uint8, None
+
+        def __setitem__(self, key, value):
+            self.copied_from = value
+
+    fake_cupy = SimpleNamespace(empty=lambda shape, dtype: FakeDeviceArray(1 << 20))
+    aligned = FakeDeviceArray(512)
+    assert gpu._aligned(fake_cupy, aligned) is aligned
+    for view in (FakeDeviceArray(512 + 18), FakeDeviceArray(1024, contiguous=False)):
+        fresh = gpu._aligned(fake_cupy, view)
+        assert fresh is not view and fresh.copied_from is view and fresh.data.ptr % gpu.VECTOR_ALIGNMENT == 0
