@@ -248,6 +248,9 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
     if _wants_dask(sources, output, dask):
         return run_dask(req, sources, output=output, dtype=dtype, backend=backend, progress=progress,
                         options=dask, before_execute=before_execute)
+    if dask is not None and dask.chunks is not None:
+        raise InputError("--chunks sets the chunk shape of a Zarr output (-o out.zarr) or of a run on Dask "
+                         "(--scheduler, --workers); this run has neither")
     if output is not None:
         from .io.atomic import check_output_path
         from .streaming import is_streamable

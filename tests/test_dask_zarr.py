@@ -241,6 +241,10 @@ def test_chunks_option_is_checked(tmp_path):
     assert result.exit_code == 0 and zarr.open_array(str(tmp_path / "o.zarr"), mode="r").chunks == (4, 5)
     result = runner.invoke(cli, ["run", "bit_not", x, "--scheduler", "somewhere"])
     assert result.exit_code == 2 and "tcp://" in result.output
+    np.save(tmp_path / "x.npy", np.zeros(4, np.uint8))
+    result = runner.invoke(cli, ["run", "bit_not", str(tmp_path / "x.npy"), "-o", str(tmp_path / "o.npy"),
+                                 "--chunks", "2"])
+    assert result.exit_code == 2 and "--chunks sets the chunk shape of a Zarr output" in result.output
 
 
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
@@ -403,11 +407,42 @@ def test_progress_comes_from_dasks_callbacks_and_adds_up(tmp_path):
     assert total == 600 * 4 and sum(steps) == total and len(steps) > 4
 
 
-def test_progress_is_quiet_in_a_pipe_and_with_quiet(tmp_path):
-    x = write_store(tmp_path / "x.zarr", np.zeros((4, 4), np.uint8), (2, 2))
-    process = subprocess.run([sys.executable, "-m", "dmlcli", "run", "bit_not", x, "-o", str(tmp_path / "o.zarr")],
-                             cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert process.returncode == 0 and process.stderr == ""
+def _stderr_of_run(arguments, tmp_path, *, terminal: bool) -> str:
+    """A real run's stderr, on a pseudo-terminal or a pipe; the bar's size threshold lowered to 0 so a small
+    store shows it."""
+    import pty
+
+    code = ("import sys, dmlcli.progress as progress; progress.MIN_BYTES_FOR_PROGRESS = 0; "
+            "from dmlcli.cli import main; main(sys.argv[1:])")
+    if not terminal:
+        return subprocess.run([sys.executable, "-c", code, *arguments], cwd=REPO, env=_environment(),
+                              capture_output=True, text=True, timeout=120).stderr
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen([sys.executable, "-c", code, *arguments], cwd=REPO, env=_environment(),
+                                   stdout=subprocess.DEVNULL, stderr=follower)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 4096)
+            except OSError:  # the other end closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        process.wait(timeout=120)
+    finally:
+        os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_only_and_not_with_quiet(tmp_path):
+    x = write_store(tmp_path / "x.zarr", np.zeros((64, 64), np.uint8), (8, 8))
+    arguments = ["run", "bit_not", x, "-o", str(tmp_path / "o.zarr")]
+    assert "bit_not" in _stderr_of_run(arguments, tmp_path, terminal=True)  # the bar's description
+    assert _stderr_of_run(arguments + ["--quiet"], tmp_path, terminal=True).strip() == ""
+    assert _stderr_of_run(arguments, tmp_path, terminal=False) == ""
 
 
 # ---------------------------------------------------------------- clusters
