@@ -263,9 +263,11 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
 
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
     """Validate a call from input arguments (.npy inputs are mapped, not read; Zarr stores' metadata only)."""
-    from .io.zarr_store import is_zarr_source, open_input
+    from .io.zarr_names import is_zarr_source
 
     if any(is_zarr_source(source) for source in sources):
+        from .io.zarr_store import open_input
+
         arrays = [open_input(source, label=f"input {i + 1}", dtype=dtype) if is_zarr_source(source)
                   else read_sources([source], dtype)[0] for i, source in enumerate(sources)]
         return plan(req, [(from_numpy(np.dtype(a.dtype)), tuple(a.shape)) for a in arrays])
@@ -276,7 +278,7 @@ def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -
 
 
 def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
-    from .io.zarr_store import is_zarr_source
+    from .io.zarr_names import is_zarr_source
 
     return ((options is not None and options.requested) or any(is_zarr_source(s) for s in sources)
             or (output is not None and output != "-" and is_zarr_source(output)))

@@ -6,6 +6,7 @@
 - strided: DirectML buffer-tensor strides (zero strides broadcast) as NumPy views
 - atomic: output files written through a temporary file renamed over the target
 - room: free disk and available memory, checked before any work
+- zarr_names, zarr_store: which arguments are Zarr stores; Zarr arrays read, and written atomically
 
 Import the submodule you need: the command line imports only what a run uses, to start fast.
 """

@@ -18,10 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import secrets
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -29,9 +25,10 @@ import numpy as np
 
 from ..data_types import DataType, from_numpy
 from ..errors import BackendUnavailableError, InputError, first_line, quoted
+from .zarr_names import is_url, is_zarr_source  # noqa: F401 - part of this module's interface
 
+# shutil and secrets are imported where a store is written: shutil alone pulls in bz2 and lzma.
 INSTALL_HINT = "pip install 'dmlcli[dask]'"
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _METADATA_KEYS = ("zarr.json", ".zarray", ".zattrs", ".zgroup")
 
 
@@ -43,26 +40,6 @@ def require_zarr():
         raise BackendUnavailableError(f"Zarr stores need zarr, which is not installed; install it with "
                                       f"{INSTALL_HINT}") from None
     return zarr
-
-
-def is_url(name: str) -> bool:
-    return bool(_URL.match(name))
-
-
-def is_zarr_source(name: str) -> bool:
-    """Whether an input or output argument names a Zarr store (no zarr import: this decides the route).
-
-    A `.zarr` name, an fsspec URL, or a local folder holding Zarr metadata.
-    """
-    if not isinstance(name, str) or name == "-" or name.lstrip().startswith(("[", "{")):
-        return False
-    if is_url(name) or name.rstrip("/\\").lower().endswith(".zarr"):
-        return True
-    path = Path(name)
-    try:
-        return path.is_dir() and any((path / key).is_file() for key in ("zarr.json", ".zarray"))
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------- reading
@@ -124,14 +101,16 @@ def _region_text(region) -> str:
 # ---------------------------------------------------------------- writing
 
 
-@dataclass
 class OutputStore:
-    """A Zarr array being written: `array` takes the chunks; `commit` makes it the target, `discard` removes it."""
+    """A Zarr array being written: `array` takes the chunks; `commit` makes it the target, `discard` removes it.
 
-    target: str
-    array: object  # zarr.Array
-    local_folder: Path | None  # the temporary folder beside a local target; None for a URL
-    metadata: dict[str, bytes]  # for a URL: the metadata documents, written by commit
+    """
+
+    def __init__(self, target: str, array, local_folder: Path | None, metadata: dict[str, bytes]):
+        self.target = target
+        self.array = array  # zarr.Array
+        self.local_folder = local_folder  # the temporary folder beside a local target; None for a URL
+        self.metadata = metadata  # for a URL: the metadata documents, written by commit
 
     def commit(self) -> None:
         if self.local_folder is not None:
@@ -143,6 +122,8 @@ class OutputStore:
                 mapper[key] = value
 
     def discard(self) -> None:
+        import shutil
+
         if self.local_folder is not None:
             shutil.rmtree(self.local_folder, ignore_errors=True)
         else:
@@ -188,6 +169,9 @@ def output_store(target: str, *, shape, chunks, dtype: np.dtype, zarr_format: in
 
 
 def _start_local(zarr, target: str, settings: dict) -> OutputStore:
+    import secrets
+    import shutil
+
     path = Path(os.path.abspath(target.rstrip("/\\")))
     remove_stale_folders(path)
     folder = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
@@ -268,6 +252,9 @@ def _sync_folder(folder: Path) -> None:
 
 def _replace_folder(new: Path, target: Path) -> None:
     """Rename `new` over `target`: an existing target goes aside first and is deleted only once `new` is in."""
+    import secrets
+    import shutil
+
     aside = None
     if target.exists() or target.is_symlink():
         aside = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.old"
@@ -288,6 +275,8 @@ def remove_stale_folders(path: Path) -> None:
 
     A set-aside old store is put back if the target is missing (a run killed between its two renames).
     """
+    import shutil
+
     from .atomic import _process_exists
 
     try:
