@@ -33,7 +33,7 @@ class LocalScheduler:
 
         # A pool of our own, left only when its running tasks have ended: after a failure no task may
         # still be writing into a store that is about to be removed.
-        with self._pool() as pool, _progress(progress, total_bytes) as advance, _TaskCallback(advance, total_bytes):
+        with self._pool() as pool, _progress(progress, total_bytes) as advance, _task_callback(advance, total_bytes):
             extra = {} if pool is None else {"pool": pool}
             return dask.compute(*collections, scheduler=self.name, **extra)
 
@@ -147,32 +147,30 @@ def _progress(factory: ProgressFactory | None, total_bytes: int):
         yield advance
 
 
-class _TaskCallback:
+def _task_callback(advance, total_bytes: int):
     """Dask's local-scheduler callbacks: each finished task advances the bar by its share of the bytes."""
+    if advance is None:
+        return contextlib.nullcontext()
+    from dask.callbacks import Callback
 
-    def __new__(cls, advance, total_bytes: int):
-        if advance is None:
-            return contextlib.nullcontext()
-        from dask.callbacks import Callback
+    class Bar(Callback):
+        def _start_state(self, dsk, state):
+            self.share = total_bytes / max(1, len(dsk))
+            self.done = 0.0
+            self.shown = 0
 
-        class Bar(Callback):
-            def _start_state(self, dsk, state):
-                self.share = total_bytes / max(1, len(dsk))
-                self.done = 0.0
-                self.shown = 0
+        def _posttask(self, key, result, dsk, state, worker_id):
+            self.done += self.share
+            step = int(self.done) - self.shown
+            if step > 0:
+                self.shown += step
+                advance(step)
 
-            def _posttask(self, key, result, dsk, state, worker_id):
-                self.done += self.share
-                step = int(self.done) - self.shown
-                if step > 0:
-                    self.shown += step
-                    advance(step)
+        def _finish(self, dsk, state, errored):
+            if not errored and self.shown < total_bytes:  # the shares' rounding, made up at the end
+                advance(total_bytes - self.shown)
 
-            def _finish(self, dsk, state, errored):
-                if not errored and self.shown < total_bytes:  # the shares' rounding, made up at the end
-                    advance(total_bytes - self.shown)
-
-        return Bar()
+    return Bar()
 
 
 def _follow(client, futures, advance, total_bytes: int) -> None:

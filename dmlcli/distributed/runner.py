@@ -46,6 +46,7 @@ def open_inputs(sources: Sequence[str], *, dtype: DataType | None, chunks=None) 
             # Read by the store's own chunks (by shard where sharded): one task reads one object.
             stored = tuple(getattr(array, "shards", None) or array.chunks)
             reader = zarr_store.ChunkReader(array, f"{label} {quoted(source)}")
+            # name=False: a random key instead of a hash of the reader (hashing a .npy input would read it all).
             lazy = da.from_array(reader, chunks=stored, asarray=False, fancy=False,
                                  meta=np.empty((0,) * reader.ndim, reader.dtype), name=False)
             inputs.append(Input(lazy, tuple(array.chunks), zarr_store.zarr_format(array)))
