@@ -9,6 +9,7 @@ dask.distributed scheduler anywhere.
 - blocks: what a worker runs, one block at a time (the kernel, the operator's hook counts)
 - graph: inputs as Dask arrays, the lazy result built with map_blocks, the output's chunking
 - execution: schedulers and clusters (connect, start, stop), progress, failures as dmlcli errors
+- runner: a run from input arguments (Zarr, .npy, JSON) to a Zarr store or into memory
 
 Nothing here imports the command line; Dask, distributed and zarr are imported only when used
 (`pip install 'dmlcli[dask]'`), so `import dmlcli` and `dmlcli --version` stay as fast as before.
