@@ -268,9 +268,16 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
 
 def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
                 backend="cpu", progress=None, stream: bool = True,
-                before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
-    """A run from input arguments (.npy/.json files, '-', inline JSON): streamed where it can be
-    (.npy files in, a .npy file out, `stream` allowed), else read whole."""
+                before_execute: Callable[[Verdict], None] | None = None, dask=None) -> Outcome:
+    """A run from input arguments (.npy/.json files, '-', inline JSON, Zarr stores): on Dask where a Zarr
+    store is involved or `dask` (DaskOptions) asks for it, streamed where it can be (.npy files in, a .npy
+    file out, `stream` allowed), else read whole."""
+    if _wants_dask(sources, output, dask):
+        return run_dask(req, sources, output=output, dtype=dtype, backend=backend, progress=progress,
+                        options=dask, before_execute=before_execute)
+    if dask is not None and dask.chunks is not None:
+        raise InputError("--chunks sets the chunk shape of a Zarr output (-o out.zarr) or of a run on Dask "
+                         "(--scheduler, --workers); this run has neither")
     if output is not None:
         from .io.atomic import check_output_path
         from .streaming import is_streamable
@@ -282,5 +289,57 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
 
 
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
-    """Validate a call from input arguments (.npy inputs are mapped, not read)."""
+    """Validate a call from input arguments (.npy inputs are mapped, not read; Zarr stores' metadata only)."""
+    from .io.zarr_names import is_zarr_source
+
+    if any(is_zarr_source(source) for source in sources):
+        from .io.zarr_store import open_input
+
+        arrays = [open_input(source, label=f"input {i + 1}", dtype=dtype) if is_zarr_source(source)
+                  else read_sources([source], dtype, header_only=True, operator=req.operator)[0] for i, source in enumerate(sources)]
+        return plan(req, [(from_numpy(np.dtype(a.dtype)), tuple(a.shape)) for a in arrays])
     return plan_arrays(req, read_sources(sources, dtype, header_only=True, operator=req.operator))
+
+
+# ---------------------------------------------------------------- Dask
+
+
+def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
+    from .io.zarr_names import is_zarr_source
+
+    return ((options is not None and options.requested) or any(is_zarr_source(s) for s in sources)
+            or (output is not None and output != "-" and is_zarr_source(output)))
+
+
+def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
+             backend="cpu", progress=None, options=None,
+             before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
+    """A run on Dask: validated once from the inputs' metadata, then block by block on the chosen scheduler
+    (distributed/); into a Zarr store chunk by chunk, or gathered for any other output."""
+    from .distributed import runner
+    from .distributed.settings import DaskOptions, require_dask
+    from .io.atomic import check_output_path, write_output
+    from .io.room import check_room_for_output
+    from .io.zarr_store import check_output_store
+
+    require_dask()
+    options = options or DaskOptions()
+    to_store = runner.is_store(output)
+    if to_store:
+        check_output_store(output)
+    elif output is not None:
+        check_output_path(output)
+    inputs = runner.open_inputs(sources, dtype=dtype, chunks=options.chunks)
+    verdict = plan(req, [(from_numpy(np.dtype(x.array.dtype)), tuple(x.array.shape)) for x in inputs])
+    out = verdict.call.output
+    if not to_store:
+        check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
+    if before_execute is not None:
+        before_execute(verdict)
+    name = choose_backend(backend).name if backend == "auto" else str(backend)
+    result, counts = runner.run(verdict.call, inputs, output, options=options, backend=name, progress=progress)
+    if output is not None and not to_store:
+        write_output(result, output)
+    tally = HookTally(verdict.call)
+    tally.counts, tally.elements = list(counts), int(np.prod(out.shape, dtype=np.int64))
+    return Outcome(result, verdict, name, tally.warnings())

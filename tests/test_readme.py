@@ -10,10 +10,12 @@ They run in a scratch folder that has the repository's samples/ and tests/models
 examples name (a.npy, b.npy, x.npy, big.npy, repro.json, and ../shared), with `dmlcli` and `python` on PATH meaning this
 interpreter's. A fence is preceded by `<!-- readme-test: REASON -->` when it is not run here:
 `skip <why>` (installing, hour-long benchmarks), `gpu` (needs CuPy and a GPU: run where there is one),
-`no-gpu` (what a machine without CuPy prints).
+`no-gpu` (what a machine without CuPy prints). A bash line naming an object store or a remote scheduler
+(`s3://`, `gs://`, `tcp://`) is not run; Zarr examples run where the `[dask]` extra is installed.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -28,6 +30,7 @@ from conftest import REPO, SHARED, SHARED_MISSING
 
 README = REPO / "README.md"
 FENCE = re.compile(r"^```(\w*)\s*$")
+REMOTE = re.compile(r"\b(?:s3|gs|tcp)://")
 MARKER = re.compile(r"^<!-- readme-test: (\S+)(?: (.*))? -->\s*$")
 
 
@@ -98,6 +101,11 @@ def scratch(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         np.save(work / name, rng.integers(0, 256, (64, 64), dtype=np.uint8))
     np.save(work / "x.npy", np.float32([1, np.nan, np.inf, -0.0]))
     (work / "repro.json").write_text((REPO / "tests" / "models" / "bitwise_broadcast.json").read_text())
+    if importlib.util.find_spec("zarr") is not None:  # the "Dask and Zarr" examples' stores
+        import zarr
+        for name, shape in (("a.zarr", (64, 64)), ("b.zarr", (64, 64)), ("row.zarr", (1, 64))):
+            store = zarr.create_array(str(work / name), shape=shape, dtype=np.uint8, chunks=(32, 32))
+            store[...] = rng.integers(0, 256, shape, dtype=np.uint8)
     if SHARED.is_dir():  # the examples name ../shared, as from a clone with the reference data beside it
         (tmp_path / "shared").symlink_to(SHARED)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(REPO),
@@ -155,6 +163,8 @@ def test_readme_example(block: Block, scratch):
     if block.language == "bash":
         for command in bash_commands(block.text):
             if "--backend gpu" in command and not gpu_usable():
+                continue
+            if REMOTE.search(command):  # an object store or a cluster elsewhere: nothing to reach from a test
                 continue
             result = shell(command, work, env)
             assert result.returncode == 0, f"README line {block.line}: {command}\n{result.stderr}"

@@ -11,8 +11,8 @@ from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
 from .json_output import echo_json, format_option, validate_as_json
 from .check import max_diffs_option, report_option
-from .options import (backend_option, call_options, complete_operator, complete_path, feature_level_option,
-                      parameter_values, quiet_option)
+from .options import (backend_option, call_options, complete_operator, complete_path, dask_run_options,
+                      dask_settings, feature_level_option, parameter_values, quiet_option)
 
 
 def _request(operator, arguments: dict):
@@ -47,12 +47,13 @@ def _declared_dtype(text):
 @max_diffs_option
 @report_option
 @backend_option
+@dask_run_options
 @quiet_option()
 @click.option("--save-case", "save_case", metavar="CASE.json", default=None, shell_complete=complete_path,
               callback=lambda ctx, param, value: _checked_case_path(value),
               help="Also write the call and its result as a case file for dmlcli test (large tensors as .npy beside it).")
 def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, save_case,
-        **arguments):
+        scheduler, workers, chunks, **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
@@ -67,6 +68,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
       dmlcli run is_infinity '[1, "inf", "-inf", "nan"]' --dtype float32 --infinity-mode positive
       dmlcli run bit_shift_left a.npy b.npy -o out.npy --feature-level 4_1
       dmlcli run bit_not '[0, 1]' --dtype float16 --format bits
+      dmlcli run bit_xor a.zarr b.zarr -o out.zarr --workers 4
     """
     from ..engine import run_sources
     from ..progress import progress_bar_factory
@@ -105,7 +107,8 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
         outcome = run_sources(req, inputs, output=output, dtype=_declared_dtype(dtype), backend=backend,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
                               stream=(expected is None or streamed_check) and save_case is None,
-                              before_execute=read_expected if expected else None)
+                              before_execute=read_expected if expected else None,
+                              dask=dask_settings(scheduler, workers, chunks))
         report_warnings(outcome.warnings, quiet)
         if save_case is not None:
             from ..suite.save import save_case as write_case

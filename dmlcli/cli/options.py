@@ -121,3 +121,30 @@ def call_options(command):
 def parameter_values(arguments: dict) -> dict:
     """The parameter options among a command's arguments (removed from `arguments`)."""
     return {option: arguments.pop(option) for option in list(KNOWN_OPTIONS) if option in arguments}
+
+
+def dask_run_options(command):
+    """--scheduler, --workers and --chunks: a run on Dask (see dmlcli.distributed); parsed without importing Dask."""
+    options = [
+        click.option("--scheduler", metavar="SCHEDULER", envvar="DMLCLI_SCHEDULER", default=None,
+                     help="Run on Dask: threads, processes, sync, or a dask.distributed scheduler's address "
+                          "(tcp://HOST:PORT) [default with a Zarr input: threads; env: DMLCLI_SCHEDULER]."),
+        click.option("--workers", metavar="N", type=click.IntRange(min=1), default=None,
+                     help="Run on a Dask LocalCluster of N worker processes started and stopped for this run "
+                          "(with --scheduler threads|processes: the pool's size)."),
+        click.option("--chunks", metavar="SIZES", default=None,
+                     help="Chunk shape of a Zarr output: auto, one size (256) or one per dimension (256,1024) "
+                          "[default: the first Zarr input's]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def dask_settings(scheduler, workers, chunks):
+    """The run's DaskOptions, or None where none of the Dask options was given."""
+    if scheduler is None and workers is None and chunks is None:
+        return None
+    from ..distributed.settings import dask_options
+
+    return dask_options(scheduler, workers, chunks)

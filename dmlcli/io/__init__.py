@@ -8,6 +8,7 @@
 - room: free disk and available memory, checked before any work
 - formats: stdin sniffed (.npy or JSON), .npz members, byte-order marks, other formats named
 - targets: the stdout targets of -o (-, -.json, -.npy)
+- zarr_names, zarr_store: which arguments are Zarr stores; Zarr arrays read, and written atomically
 
 Import the submodule you need: the command line imports only what a run uses, to start fast.
 """
