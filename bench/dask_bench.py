@@ -8,6 +8,10 @@ It makes its own inputs (random bytes, so compression cannot shrink them): a pai
   gpu xN      the same with backend="gpu" (each worker's blocks through CuPy), where CuPy finds a GPU
   ceiling xN  N processes each running the operator's NumPy ufunc over buffers in memory, together:
               the memory-bandwidth ceiling of this machine for N workers (no files, no codecs)
+  pipeline xN N processes each decoding two chunks with Zarr's default codec, running the kernel and
+              encoding the result, in memory: what the cores can do for the run's own work, together
+  storage xN  N processes each reading its share of both .npy inputs and writing (fsync) as many bytes:
+              what the files themselves can move
 
 Throughput counts the bytes of both inputs and the output over the wall time of the run (GB/s,
 10^9). Scaling efficiency: against linear (throughput xN / (N x throughput x1)) and against the
@@ -94,6 +98,70 @@ def ceiling(workers: int, op: str, dtype: np.dtype, nbytes: int = 256 << 20, rep
     return workers * 3 * nbytes * repeats / max(seconds) / GB
 
 
+def _pipeline_worker(args) -> float:
+    op, dtype, nbytes, repeats, barrier = args
+    from zarr.codecs import ZstdCodec  # the codec a new Zarr v3 store gets by default (level 0)
+    import numcodecs
+
+    codec = numcodecs.Zstd(level=ZstdCodec().level)
+    a = np.random.default_rng().integers(0, 256, nbytes, dtype=np.uint8)
+    encoded_a, encoded_b = codec.encode(a), codec.encode(a[::-1].copy())
+    ufunc = getattr(np, op)
+    barrier.wait()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        left = np.frombuffer(codec.decode(encoded_a), dtype)
+        right = np.frombuffer(codec.decode(encoded_b), dtype)
+        codec.encode(ufunc(left, right))
+    return time.perf_counter() - start
+
+
+def pipeline_ceiling(workers: int, op: str, dtype: np.dtype, nbytes: int, repeats: int = 8) -> float:
+    """GB/s of `workers` processes doing a run's per-chunk work at once, in memory: decode both input chunks
+    with Zarr's default codec, the kernel, encode the output chunk. No files, no Dask: what this machine's
+    cores can do for this pipeline, which hyper-threads and shared caches bound below linear."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        barrier = manager.Barrier(workers)
+        with context.Pool(workers) as pool:
+            seconds = pool.map(_pipeline_worker, [(op, dtype, nbytes, repeats, barrier)] * workers)
+    return workers * 3 * nbytes * repeats / max(seconds) / GB
+
+
+def _storage_worker(args) -> float:
+    a_path, b_path, out_path, offset, length, barrier = args
+    piece = 8 << 20
+    barrier.wait()
+    start = time.perf_counter()
+    with open(a_path, "rb") as a, open(b_path, "rb") as b, open(out_path, "wb") as out:
+        for at in range(offset, offset + length, piece):
+            size = min(piece, offset + length - at)
+            left, right = os.pread(a.fileno(), size, at), os.pread(b.fileno(), size, at)
+            out.write(left if len(left) >= len(right) else right)
+        out.flush()
+        os.fsync(out.fileno())
+    return time.perf_counter() - start
+
+
+def storage_ceiling(workers: int, a_path: str, b_path: str, folder: Path) -> float:
+    """GB/s of `workers` processes moving the run's bytes through this machine's storage at once: each reads
+    its share of both input files and writes (and fsyncs) as many bytes to a new file, as a run's output
+    is written. No codec, no kernel: the ceiling of the files themselves."""
+    size = os.path.getsize(a_path)
+    share = -(-size // workers)
+    context = multiprocessing.get_context("spawn")
+    os.sync()
+    with context.Manager() as manager:
+        barrier = manager.Barrier(workers)
+        jobs = [(a_path, b_path, str(folder / f"storage_{i}.bin"), i * share, max(0, min(share, size - i * share)),
+                 barrier) for i in range(workers)]
+        with context.Pool(workers) as pool:
+            seconds = pool.map(_storage_worker, jobs)
+    for i in range(workers):
+        os.unlink(folder / f"storage_{i}.bin")
+    return 3 * size / max(seconds) / GB
+
+
 def gpu_available() -> bool:
     try:
         from dmlcli.backends import gpu
@@ -145,11 +213,14 @@ def main() -> None:
     results = {"op": args.op, "dtype": str(dtype), "shape": list(data["shape"]), "bytes_per_run": total,
                "cores": os.cpu_count(), "runs": args.runs, "rows": []}
 
-    def record(kind: str, workers: int, seconds: list[float], ceiling_gbs: float | None = None) -> dict:
+    def record(kind: str, workers: int, seconds: list[float], ceiling_gbs: float | None = None,
+               pipeline_gbs: float | None = None) -> dict:
         row = {"kind": kind, "workers": workers, "seconds": seconds, "median_s": statistics.median(seconds),
                "gbs": total / statistics.median(seconds) / GB}
         if ceiling_gbs is not None:
             row["ceiling_gbs"] = ceiling_gbs
+        if pipeline_gbs is not None:
+            row["pipeline_gbs"] = pipeline_gbs
         results["rows"].append(row)
         print(f"  {kind:<6} x{workers:<2} {row['median_s']:8.3f} s  {row['gbs']:7.2f} GB/s"
               + (f"  (ceiling {ceiling_gbs:.1f} GB/s)" if ceiling_gbs else ""), flush=True)
@@ -160,6 +231,14 @@ def main() -> None:
     os.unlink(out_npy)
     kinds = ["cpu"] + (["gpu"] if args.gpu == "auto" and gpu_available() else [])
     ceilings = {n: ceiling(n, ufunc, dtype) for n in counts}
+    chunk_bytes = chunk_rows * ROW
+    pipelines = {n: pipeline_ceiling(n, ufunc, dtype, chunk_bytes) for n in counts}
+    storage = {n: storage_ceiling(n, a_npy, b_npy, folder) for n in counts}
+    for n in counts:
+        print(f"  ceiling x{n:<2} memory {ceilings[n]:7.1f} GB/s   pipeline (codec + kernel, in memory) "
+              f"{pipelines[n]:6.2f} GB/s   storage (read both, write + fsync) {storage[n]:6.2f} GB/s", flush=True)
+    results["ceilings"] = {str(n): {"memory_gbs": ceilings[n], "pipeline_gbs": pipelines[n],
+                                    "storage_gbs": storage[n]} for n in counts}
     gpu_counts = [int(n) for n in (args.gpu_workers or args.workers).split(",")]
     for kind in kinds:
         for n in counts if kind == "cpu" else gpu_counts:
@@ -173,11 +252,12 @@ def main() -> None:
 
                 one_run((warm["a"], warm["b"]), str(folder / "warm_out.zarr"))
 
-                record(kind, n, timed(one_run, args.runs), ceilings[n] if kind == "cpu" else None)
+                record(kind, n, timed(one_run, args.runs), *((ceilings[n], pipelines[n]) if kind == "cpu" else ()))
             shutil.rmtree(out, ignore_errors=True)
     print()
-    print("| run | workers | median s | GB/s | x stream | efficiency vs linear | vs memory ceiling (ceiling GB/s) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| run | workers | median s | GB/s | x stream | efficiency vs linear | vs memory ceiling (ceiling GB/s) "
+          "| pipeline ceiling GB/s | its scaling vs linear | run vs pipeline scaling | storage ceiling GB/s | run vs storage |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     stream = results["rows"][0]["gbs"]
     for kind in ["stream"] + kinds:
         rows = [r for r in results["rows"] if r["kind"] == kind]
@@ -188,8 +268,17 @@ def main() -> None:
             if "ceiling_gbs" in r:
                 r["efficiency_ceiling"] = r["gbs"] / r["ceiling_gbs"]
             ceiling_text = (f"{r['efficiency_ceiling']:.2f} ({r['ceiling_gbs']:.1f})" if "ceiling_gbs" in r else "")
+            pipeline_text = " | | | | |"
+            if "pipeline_gbs" in r:
+                # The cores' own scaling for this pipeline; the run's efficiency is judged against it.
+                pipeline_linear = r["pipeline_gbs"] / (r["workers"] * pipelines[counts[0]] / counts[0])
+                r["pipeline_efficiency_linear"] = pipeline_linear
+                r["efficiency_vs_pipeline_scaling"] = linear / pipeline_linear
+                pipeline_text = (f" {r['pipeline_gbs']:.2f} | {pipeline_linear:.2f} | {linear / pipeline_linear:.2f} | "
+                                 f"{storage[r['workers']]:.2f} | {r['gbs'] / storage[r['workers']]:.2f} |")
+                r["storage_gbs"] = storage[r["workers"]]
             print(f"| {kind} | {r['workers']} | {r['median_s']:.3f} | {r['gbs']:.2f} | {r['gbs'] / stream:.2f} | "
-                  f"{linear:.2f} | {ceiling_text} |")
+                  f"{linear:.2f} | {ceiling_text} |" + pipeline_text)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if args.dir is None:
