@@ -23,8 +23,7 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
     only a default for bare lists, with no agreement asked of tensors that name their own.
     """
     if source == "-":
-        stream = stdin if stdin is not None else sys.stdin
-        text = stream.read()
+        text = _read_stdin(stdin if stdin is not None else sys.stdin, label)
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
         return parse_json_tensor(text, where=f"{label} (stdin)", dtype=dtype, bare_dtype=bare_dtype)
@@ -54,6 +53,16 @@ def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin
     except UnicodeDecodeError:
         raise InputError(f"{where}: is not UTF-8 text, so not a JSON tensor") from None
     return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype)
+
+
+def _read_stdin(stream, label: str):
+    # Python sets sys.stdin to None when the shell closed it (`<&-`); a read can fail too (EBADF, EIO).
+    if stream is None:
+        raise InputError(f"{label} (stdin): stdin is closed, so there is nothing to read (give a file instead of -)")
+    try:
+        return stream.read()
+    except OSError as error:
+        raise InputError(f"{label} (stdin): cannot be read ({error.strerror or 'read failed'})") from None
 
 
 def _exists(path: Path) -> bool:
