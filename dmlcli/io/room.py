@@ -75,9 +75,13 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
                              f"nothing was run ({hint})")
     if target is None or target == "-":
         return
-    path = Path(target)
+    from .atomic import WRITTEN_INTO, output_target
+
+    written, kind = output_target(Path(target))
+    if kind == WRITTEN_INTO:  # a device, FIFO or socket: written into, no disk space taken here
+        return
     needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)
-    folder = path.parent
+    folder = written.parent  # through a symbolic link, the folder of the file that is replaced
     try:
         import shutil  # only for a file target: it pulls in bz2 and lzma, which a run on stdout need not load
 
