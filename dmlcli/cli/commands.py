@@ -80,7 +80,10 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, backend, qu
     def read_expected(verdict) -> None:  # before any work, so that a bad EXPECTED costs nothing
         from ..io.sources import read_tensor
 
-        expected_array.append(read_tensor(expected, label="expected", bare_dtype=verdict.call.output.data_type))
+        array = read_tensor(expected, label="expected", bare_dtype=verdict.call.output.data_type)
+        from ..io.npy import read_mapped  # read, not mapped: no SIGBUS should it be truncated meanwhile
+
+        expected_array.append(read_mapped(array, where=f"expected '{expected}'"))
 
     if output is None and style == "json":
         output = "-"  # JSON on stdout, as -o - writes it: the same room check, the same writer
