@@ -205,7 +205,9 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
     verdict = plan_arrays(req, arrays)
     out = verdict.call.output
-    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
+    # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True,
+                          input_bytes=sum(int(a.nbytes) for a in arrays))
     if before_execute is not None:
         before_execute(verdict)
     if read_mapped is not None:

@@ -91,6 +91,36 @@ def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
     return size
 
 
+# What a streamed run loads beyond `dmlcli --version` (the engine, the operator table, the backend).
+STREAMING_CODE_BYTES = 16 << 20
+
+
+def memory_bound(inputs: Sequence[NpyInput], shape, out_dtype: np.dtype, chunk_bytes: int) -> int:
+    """An upper bound of the memory a streamed run takes on top of the interpreter, whatever the files' sizes.
+
+    Each input's buffers and its spanning-read buffer; the backend's chunks in flight and its float64
+    scratch; on the tiled path the output pages of one tile (they are dropped after each); the code.
+    tests/test_memory_bounds.py checks it against the peak resident memory of real runs.
+    """
+    out_dtype = np.dtype(out_dtype)
+    widest = max([x.dtype.itemsize for x in inputs] + [out_dtype.itemsize])
+    elements = max(1, chunk_bytes // widest)
+    total = STREAMING_CODE_BYTES
+    tiled = not all(x.stored_in_c_order for x in inputs)
+    for source in inputs:
+        part = elements * source.dtype.itemsize
+        total += BUFFERS_PER_INPUT * part
+        if tiled:
+            total += max(_GatherReader.SPAN_FACTOR * part, 1 << 20)
+    total += (BUFFERS_PER_INPUT + 1) * elements * max(out_dtype.itemsize, 8)
+    if tiled and shape:
+        tile = _box_shape(next(tile_boxes(tuple(shape), elements)))
+        page = mmap.PAGESIZE
+        rows = math.prod(tile[:-1])
+        total += rows * (tile[-1] * out_dtype.itemsize // page + 2) * page
+    return total
+
+
 def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
     """Read and check one input's .npy header; `dtype` (from --dtype) must agree with it."""
     from .io.npy import check_declared_dtype, read_npy_header
@@ -311,7 +341,8 @@ class _GatherReader(_Reader):
 
     # A pread costs about what copying this many bytes does: below it per run, a spanning read is cheaper.
     RUN_COST_BYTES = 16 << 10
-    MAX_SPAN_BYTES = 64 << 20
+    # A spanning read's buffer stays within this many times the part's size (or 1 MiB), so memory stays constant.
+    SPAN_FACTOR = 4
 
     def __init__(self, source: NpyInput, out_shape, chunk_elements):
         super().__init__(source, out_shape, chunk_elements)
@@ -336,7 +367,7 @@ class _GatherReader(_Reader):
         span = sum((size - 1) * stride for size, stride in zip(part_shape, self.strides)) + itemsize
         run_elements, run_starts = self._runs(part, part_shape)
         count = math.prod(part_shape)
-        if len(run_starts) * self.RUN_COST_BYTES < span or span > self.MAX_SPAN_BYTES:
+        if len(run_starts) * self.RUN_COST_BYTES < span or span > max(self.SPAN_FACTOR * count * itemsize, 1 << 20):
             packed = self._buffer(count * itemsize)
             run_bytes = run_elements * itemsize
             for index, start in enumerate(run_starts):

@@ -17,6 +17,7 @@ import click
 
 from .. import __version__
 from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning
+from .signals import unwinding_signals
 from .stdio import StdoutFailed, guard_standard_streams
 
 EXIT_INTERNAL = 5
@@ -98,7 +99,8 @@ class DmlcliGroup(click.Group):
         # parsed, report a failed stdout the same way as every command does.
         try:
             try:
-                return super().main(*args, **kwargs)
+                with unwinding_signals():
+                    return super().main(*args, **kwargs)
             finally:
                 sys.stdout.flush()  # what is still buffered must reach stdout before the exit status is known
         except StdoutFailed as failure:

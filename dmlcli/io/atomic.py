@@ -127,11 +127,13 @@ def write_atomically(path: Path, write) -> None:
         return
     folder = path.parent
     remove_stale_temporaries(path)
+    temporary = None
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".tmp", dir=folder)
-    except OSError as error:
-        raise InputError(f"output {quoted(shown)}: cannot create a file in {quoted(folder)} ({error.strerror})") from None
-    try:
+        try:
+            descriptor, temporary = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".tmp", dir=folder)
+        except OSError as error:
+            raise InputError(f"output {quoted(shown)}: cannot create a file in {quoted(folder)} "
+                             f"({error.strerror})") from None
         with os.fdopen(descriptor, "wb") as handle:
             _keep_identity(path if kind == REPLACED else None, handle.fileno())
             write(handle)
@@ -139,6 +141,11 @@ def write_atomically(path: Path, write) -> None:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException as error:
+        if temporary is None:
+            # Ctrl-C or another signal can strike inside mkstemp, after it made the file and before its name
+            # is known here (a signal may reach any thread, so masking it in this one would not do).
+            _remove_own_temporaries(path)
+            raise
         removed = _remove(temporary)
         if isinstance(error, OSError):
             raise InputError(f"output {quoted(shown)}: write failed ({error.strerror or _first_line(error)}); "
@@ -306,6 +313,12 @@ def remove_stale_temporaries(path: Path) -> None:
                 os.unlink(temporary)
             except OSError:
                 pass
+
+
+def _remove_own_temporaries(path: Path) -> None:
+    for temporary, pid in temporary_files_of(path):
+        if pid == os.getpid():
+            _remove(str(temporary))
 
 
 def _process_exists(pid: int) -> bool:
