@@ -191,8 +191,12 @@ def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: H
 
 
 def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = None,
-        before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
-    """Validate, check room for the output, execute and (with `output`, a path or '-') write the result."""
+        before_execute: Callable[[Verdict], None] | None = None,
+        read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None) -> Outcome:
+    """Validate, check room for the output, execute and (with `output`, a path or '-') write the result.
+
+    `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
+    """
     from .io.room import check_room_for_output
 
     if output is not None:
@@ -202,9 +206,13 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
     verdict = plan_arrays(req, arrays)
     out = verdict.call.output
-    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
+    # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True,
+                          input_bytes=sum(int(a.nbytes) for a in arrays))
     if before_execute is not None:
         before_execute(verdict)
+    if read_mapped is not None:
+        arrays = read_mapped(arrays)
     outcome = replace(execute(verdict, arrays, backend), inputs=tuple(arrays))
     if output is not None:
         from .io.atomic import write_output
@@ -285,7 +293,18 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
         check_output_path(output)
         if stream and is_streamable(sources, output):
             return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress)
-    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute)
+    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
+               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
+
+
+def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str]) -> list[np.ndarray]:
+    # .npy inputs are mapped while the call is checked (headers alone), then read before the run: a mapped
+    # file that another program truncates during the run would end it by SIGBUS, a read says so in words.
+    from .errors import quoted
+    from .io.npy import read_mapped
+
+    return [read_mapped(array, where=f"input {i + 1} {quoted(source)}")
+            for i, (array, source) in enumerate(zip(arrays, sources))]
 
 
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:

@@ -21,10 +21,12 @@ preferred_chunk_bytes (1 MiB on the CPU, 64 MiB on the GPU).
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import math
 import mmap
 import os
+import stat
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,8 @@ DEFAULT_CHUNK_BYTES = 1 << 20
 # Input buffers per input: a backend may hold on to this many chunks minus one while it works
 # on the next (the GPU backend overlaps copies with kernels).
 BUFFERS_PER_INPUT = 3
+# Each input holds BUFFERS_PER_INPUT buffers of a chunk; beyond 1 GiB a chunk buys nothing but memory.
+MAX_CHUNK_BYTES = 1 << 30
 _SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 Box = tuple[slice, ...]
@@ -76,15 +80,48 @@ def is_streamable(sources: Sequence[str], output: str | None) -> bool:
 
 
 def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
-    """DMLCLI_CHUNK_BYTES: a positive number of bytes, optionally with a K, M or G suffix (powers of 2)."""
+    """DMLCLI_CHUNK_BYTES: a number of bytes from 1 to 1G, optionally with a K, M or G suffix (powers of 2)."""
     text = os.environ.get(CHUNK_BYTES_VARIABLE, "").strip()
     if not text:
         return default
     number, suffix = (text[:-1], text[-1].upper()) if text[-1].upper() in "KMG" else (text, "")
-    if not number.isdigit() or int(number) == 0:
-        raise InputError(f"{CHUNK_BYTES_VARIABLE}={text!r}: expected a positive whole number of bytes, "
+    # ASCII digits only: str.isdigit() also takes other scripts' digits and superscripts.
+    size = int(number) * _SIZE_SUFFIXES[suffix] if number.isascii() and number.isdigit() else 0
+    if not 1 <= size <= MAX_CHUNK_BYTES:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise InputError(f"{CHUNK_BYTES_VARIABLE}={quoted(shown)}: expected a whole number of bytes from 1 to 1G, "
                          "optionally followed by K, M or G (e.g. 4M)")
-    return int(number) * _SIZE_SUFFIXES[suffix]
+    return size
+
+
+# What a streamed run loads beyond `dmlcli --version` (the engine, the operator table, the backend).
+STREAMING_CODE_BYTES = 16 << 20
+
+
+def memory_bound(inputs: Sequence[NpyInput], shape, out_dtype: np.dtype, chunk_bytes: int) -> int:
+    """An upper bound of the memory a streamed run takes on top of the interpreter, whatever the files' sizes.
+
+    Each input's buffers and its spanning-read buffer; the backend's chunks in flight and its float64
+    scratch; on the tiled path the output pages of one tile (they are dropped after each); the code.
+    tests/test_memory_bounds.py checks it against the peak resident memory of real runs.
+    """
+    out_dtype = np.dtype(out_dtype)
+    widest = max([x.dtype.itemsize for x in inputs] + [out_dtype.itemsize])
+    elements = max(1, chunk_bytes // widest)
+    total = STREAMING_CODE_BYTES
+    tiled = not all(x.stored_in_c_order for x in inputs)
+    for source in inputs:
+        part = elements * source.dtype.itemsize
+        total += BUFFERS_PER_INPUT * part
+        if tiled:
+            total += max(_GatherReader.SPAN_FACTOR * part, 1 << 20)
+    total += (BUFFERS_PER_INPUT + 1) * elements * max(out_dtype.itemsize, 8)
+    if tiled and shape:
+        tile = _box_shape(next(tile_boxes(tuple(shape), elements, tile_weight(inputs, out_dtype))))
+        page = mmap.PAGESIZE
+        rows = math.prod(tile[:-1])
+        total += rows * (tile[-1] * out_dtype.itemsize // page + 2) * page
+    return total
 
 
 def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
@@ -137,9 +174,9 @@ class _Job:
         self.tiled = not all(x.stored_in_c_order for x in inputs)
         self.total_bytes = math.prod(self.shape) * (sum(x.dtype.itemsize for x in inputs) + self.out_dtype.itemsize)
 
-    def boxes(self) -> Iterator[Box]:
-        if self.tiled:
-            return tile_boxes(self.shape, self.chunk_elements)
+    def boxes(self, in_order: bool = False) -> Iterator[Box]:
+        if self.tiled and not in_order:
+            return tile_boxes(self.shape, self.chunk_elements, tile_weight(self.inputs, self.out_dtype))
         return row_boxes(self.shape, self.chunk_elements)
 
     def run(self, engine, handle, advance: Callable[[int], None]) -> None:
@@ -148,14 +185,16 @@ class _Job:
         header = npy_header(self.shape, self.out_dtype)
         handle.write(header)
         per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
+        # A device, FIFO or socket cannot be mapped: it is written in order, whatever the inputs' layout.
+        in_order = not self.tiled or not _is_regular_file(handle)
         with contextlib.ExitStack() as stack:
-            reader_type = _MappedReader if self.tiled else _ContiguousReader
+            reader_type = _GatherReader if self.tiled else _ContiguousReader
             readers = [stack.enter_context(reader_type(x, self.shape, self.chunk_elements)) for x in self.inputs]
-            writer = (_MappedWriter(handle, len(header), self.shape, self.out_dtype) if self.tiled
-                      else _SequentialWriter(handle, self.out_dtype))
+            writer = (_SequentialWriter(handle, self.out_dtype) if in_order
+                      else _MappedWriter(handle, len(header), self.shape, self.out_dtype))
             stack.enter_context(writer)
             pending: deque[Box] = deque()
-            chunks = self._chunks(readers, pending)
+            chunks = self._chunks(readers, pending, in_order)
             results = engine.execute_chunks(self.call.operator, chunks, self.out_dtype, self.call.parameters)
             for result in results:
                 box = pending.popleft()
@@ -164,8 +203,8 @@ class _Job:
             if pending:
                 raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
 
-    def _chunks(self, readers, pending: deque) -> Iterator[list[np.ndarray]]:
-        for number, box in enumerate(self.boxes()):
+    def _chunks(self, readers, pending: deque, in_order: bool) -> Iterator[list[np.ndarray]]:
+        for number, box in enumerate(self.boxes(in_order)):
             slot = number % BUFFERS_PER_INPUT
             chunk = [np.broadcast_to(x, _box_shape(box)) for x in self.call.complete(
                 [reader.read(box, slot) for reader in readers])]
@@ -173,6 +212,23 @@ class _Job:
                 self.tally.add(chunk, None)
             pending.append(box)
             yield chunk
+
+
+# Tiles for Fortran-order inputs alone are taller than wide: each of an input's runs (down the first axis)
+# is one pread, and each of the output's rows (along the last) one or two mapped pages; a pread costs
+# more than a page, so the tile is cut across the last axis first, until its rows are this many bytes
+# shorter than it is tall (measured: (40960, 4096) uint8 1.7 s at 1, 0.85 s at 16; float32 as good at 4).
+FORTRAN_TILE_WEIGHT = 16
+
+
+def tile_weight(inputs: Sequence[NpyInput], out_dtype: np.dtype) -> int:
+    """The last axis's weight in tile_boxes: 1 where some input is read along rows (C order)."""
+    row_major = [x for x in inputs if not x.fortran_order and sum(1 for size in x.shape if size > 1) > 1]
+    return 1 if row_major else max(1, FORTRAN_TILE_WEIGHT // np.dtype(out_dtype).itemsize)
+
+
+def _is_regular_file(handle) -> bool:
+    return stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
 
 
 # ---------------------------------------------------------------- boxes
@@ -196,19 +252,21 @@ def row_boxes(shape: tuple[int, ...], chunk_elements: int) -> Iterator[Box]:
             yield fixed + (slice(start, min(start + rows, shape[axis])),) + rest
 
 
-def tile_boxes(shape: tuple[int, ...], chunk_elements: int) -> Iterator[Box]:
+def tile_boxes(shape: tuple[int, ...], chunk_elements: int, last_axis_weight: int = 1) -> Iterator[Box]:
     """Tiles of at most `chunk_elements`, in C order of their corners.
 
     A tile's contiguous runs are along the last axis in C order and along the first in Fortran
-    order, so the middle axes are halved first, then the longer of the first and last: both
-    runs stay long, and a transposing read touches few pages per tile.
+    order, so the middle axes are halved first, then the longer of the first and last (the last
+    counted `last_axis_weight` times its length): both runs stay long, and a transposing read
+    touches few pages per tile.
     """
     extent = list(shape)
     middle = list(range(1, len(shape) - 1))
     ends = sorted({0, len(shape) - 1})
+    last = len(shape) - 1
     while math.prod(extent) > chunk_elements:
-        candidates = [i for i in middle if extent[i] > 1] or ends
-        longest = max(candidates, key=lambda i: extent[i])
+        candidates = [i for i in middle if extent[i] > 1] or [i for i in ends if extent[i] > 1]
+        longest = max(candidates, key=lambda i: extent[i] * (last_axis_weight if i == last else 1))
         extent[longest] = (extent[longest] + 1) // 2
     corners = itertools.product(*(range(0, size, step) for size, step in zip(shape, extent)))
     for corner in corners:
@@ -291,34 +349,101 @@ class _ContiguousReader(_Reader):
         os.close(self.descriptor)
 
 
-class _MappedReader(_Reader):
-    """Any layout and any box: a gather from a memory map, whose pages are dropped after each box."""
+class _GatherReader(_Reader):
+    """Any layout and any box, read with pread: never a memory map, because a mapped file that another
+    program truncates kills the reader with SIGBUS, where a short read says "the file ended early".
+
+    The box's part is read either as one byte range spanning it, or run by run (a run is the longest
+    stretch of it that is contiguous in the file), whichever costs less, into a reused buffer.
+    """
+
+    # A pread costs about what copying this many bytes does: below it per run, a spanning read is cheaper.
+    RUN_COST_BYTES = 16 << 10
+    # A spanning read's buffer stays within this many times the part's size (or 1 MiB), so memory stays constant.
+    SPAN_FACTOR = 4
 
     def __init__(self, source: NpyInput, out_shape, chunk_elements):
         super().__init__(source, out_shape, chunk_elements)
-        try:
-            with open(source.path, "rb") as handle:
-                self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as error:
-            raise InputError(f"{source.label} {quoted(source.path)}: cannot be mapped ({error})") from None
+        self.reader = _ContiguousReader(source, out_shape, 0)
+        itemsize = source.dtype.itemsize
+        # Element strides of the stored array, in the output's rank (padded axes have size 1).
         order = "F" if source.fortran_order else "C"
-        stored = np.ndarray(source.shape, source.dtype, buffer=self.map, offset=source.offset, order=order)
-        self.array = stored[(np.newaxis,) * (len(self.shape) - len(source.shape))]
+        probe = np.lib.stride_tricks.as_strided(np.empty(0, np.uint8), shape=source.shape,
+                                                strides=_packed_byte_strides(source.shape, itemsize, order))
+        self.strides = (0,) * (len(self.shape) - len(source.shape)) + probe.strides
+        self.order = order
+        self.scratch = np.empty(0, np.uint8)
 
     def read(self, box: Box, slot: int) -> np.ndarray:
         # Tiles are handed over in Fortran order: the order of the inputs that made tiling necessary,
         # so that their copy is a plain one and only the output needs transposing (elementwise
         # kernels take any layout).
-        part = self.array[self.input_box(box)]
-        flat = self.buffers[slot][:part.size * self.native.itemsize].view(self.native)
-        destination = flat.reshape(part.shape, order="F")
-        blocked_copy(destination, part)  # converts the byte order too
-        _drop_pages(self.map)
+        part = self.input_box(box)
+        part_shape = _box_shape(part)
+        itemsize = self.source.dtype.itemsize
+        first = sum(s.start * stride for s, stride in zip(part, self.strides))
+        span = sum((size - 1) * stride for size, stride in zip(part_shape, self.strides)) + itemsize
+        run_elements, run_starts = self._runs(part, part_shape)
+        count = math.prod(part_shape)
+        if len(run_starts) * self.RUN_COST_BYTES < span or span > max(self.SPAN_FACTOR * count * itemsize, 1 << 20):
+            packed = self._buffer(count * itemsize)
+            run_bytes = run_elements * itemsize
+            for index, start in enumerate(run_starts):
+                self.reader._read_exactly(packed[index * run_bytes:(index + 1) * run_bytes],
+                                          self.source.offset + int(start))
+            stored = packed.view(self.source.dtype).reshape(part_shape, order=self.order)
+        else:
+            spanned = self._buffer(span)
+            self.reader._read_exactly(spanned, self.source.offset + first)
+            stored = np.lib.stride_tricks.as_strided(spanned.view(self.source.dtype), shape=part_shape,
+                                                     strides=self.strides, writeable=False)
+        flat = self.buffers[slot][:count * self.native.itemsize].view(self.native)
+        destination = flat.reshape(part_shape, order="F")
+        blocked_copy(destination, stored)  # converts the byte order too
         return np.broadcast_to(destination, _box_shape(box))
 
+    def _runs(self, part: Box, part_shape) -> tuple[int, np.ndarray]:
+        """(elements per run, byte offset of each run's start, in storage order) of a box's part.
+
+        From the fastest-varying axis on, a run takes every axis the part covers whole, and then the
+        part's range of the next one; the remaining axes number the runs.
+        """
+        axes = list(range(len(part_shape)))
+        fastest_first = axes if self.order == "F" else axes[::-1]
+        run, merging, outer = 1, True, []
+        for axis in fastest_first:
+            if self.shape[axis] == 1:  # size 1 (broadcast or padded): no effect on the layout
+                continue
+            if merging:
+                run *= part_shape[axis]
+                merging = part_shape[axis] == self.shape[axis]
+            else:
+                outer.append(axis)
+        starts = np.zeros((), np.int64)
+        for axis in reversed(outer):  # slowest first, so that the runs come in storage order
+            offsets = np.arange(part[axis].start, part[axis].stop, dtype=np.int64) * self.strides[axis]
+            starts = np.add.outer(starts, offsets)
+        base = sum(part[axis].start * self.strides[axis] for axis in axes if axis not in outer)
+        return run, starts.reshape(-1) + base
+
+    def _buffer(self, size: int) -> np.ndarray:
+        if self.scratch.size < size:
+            self.scratch = np.empty(size, np.uint8)
+        return self.scratch[:size]
+
     def close(self) -> None:
-        del self.array
-        self.map.close()
+        self.reader.close()
+
+
+def _packed_byte_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    strides = []
+    step = itemsize
+    axes = range(len(shape)) if order == "F" else reversed(range(len(shape)))
+    found = {}
+    for axis in axes:
+        found[axis] = step
+        step *= max(int(shape[axis]), 1)
+    return tuple(found[axis] for axis in range(len(shape)))
 
 
 def blocked_copy(destination: np.ndarray, source: np.ndarray) -> None:
@@ -371,12 +496,13 @@ class _SequentialWriter:
         self.handle = handle
         self.out_dtype = out_dtype
         self.written = self.advised = handle.tell()
+        self.regular = _is_regular_file(handle)  # a device or pipe has no page cache to advise about
 
     def write(self, box: Box, result) -> None:
         data = _result_array(result, box, self.out_dtype).reshape(-1).view(np.uint8)
         self.handle.write(data)
         self.written += data.size
-        if self.written - self.advised >= self.WRITEBACK_BYTES and hasattr(os, "posix_fadvise"):
+        if self.written - self.advised >= self.WRITEBACK_BYTES and self.regular and hasattr(os, "posix_fadvise"):
             self.handle.flush()
             os.posix_fadvise(self.handle.fileno(), self.advised, self.written - self.advised,
                              os.POSIX_FADV_DONTNEED)
@@ -389,13 +515,38 @@ class _SequentialWriter:
         pass
 
 
+def reserve(descriptor: int, offset: int, length: int) -> None:
+    """Allocate the disk blocks of a file's byte range, or raise OSError (ENOSPC when the disk is full).
+
+    posix_fallocate where the file system supports it, else zeros written over the range (they are
+    overwritten by the data later; what matters is that the blocks are taken now).
+    """
+    if length <= 0:
+        return
+    if hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(descriptor, offset, length)
+            return
+        except OSError as error:
+            if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+    zeros = bytes(min(length, 1 << 20))
+    done = 0
+    while done < length:
+        done += os.pwrite(descriptor, zeros[:length - done], offset + done)
+
+
 class _MappedWriter:
     """Tiles land anywhere in the output, so the output is memory-mapped (the file is sized first)."""
 
     def __init__(self, handle, header_size: int, shape, out_dtype: np.dtype):
         handle.flush()
         self.out_dtype = out_dtype
-        os.ftruncate(handle.fileno(), header_size + math.prod(shape) * out_dtype.itemsize)
+        size = header_size + math.prod(shape) * out_dtype.itemsize
+        os.ftruncate(handle.fileno(), size)
+        # A sparse file takes its blocks only when the map writes them: should the disk fill then, the
+        # process gets SIGBUS. Reserved now, a full disk is an OSError that the atomic writer reports.
+        reserve(handle.fileno(), header_size, size - header_size)
         # mkstemp opened the temporary file read-write, as a shared writable map needs.
         self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_WRITE)
         self.array = np.ndarray(shape, out_dtype, buffer=self.map, offset=header_size)

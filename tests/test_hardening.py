@@ -390,12 +390,12 @@ def test_output_needing_more_memory_than_there_is(workdir, monkeypatch):
     before = snapshot(workdir)
     result = invoke("run", "bit_not", "a.npy", "-o", "out.json")
     # JSON text peaks at about 100 bytes an element in memory (io/room.py), so the estimate is an upper bound.
-    assert_clean_failure(result, 2, "the output (uint8 [10000]) needs about 986.3 KiB of memory as JSON text but "
+    assert_clean_failure(result, 2, "the output (uint8 [10000]) needs about 9.0 MiB of memory as JSON text with its inputs but "
                                     "only 4.0 KiB")
     assert "write it as .npy instead (-o out.npy)" in result.stderr
     # The same on stdout (issue 12, bug 6: a big JSON result is refused up front, never half printed).
     shown = invoke("run", "bit_not", "a.npy", "--format", "json")
-    assert_clean_failure(shown, 2, "needs about 986.3 KiB of memory as JSON text")
+    assert_clean_failure(shown, 2, "needs about 9.0 MiB of memory as JSON text with its inputs")
     assert shown.stdout == ""
     assert snapshot(workdir) == before
     # The same run to a .npy file streams, so memory is no obstacle.

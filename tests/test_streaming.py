@@ -159,6 +159,16 @@ def test_boxes_cover_the_output_once_and_fit_a_chunk(shape, chunk):
 
 
 @settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=4).map(tuple), chunk=st.integers(1, 200),
+       weight=st.sampled_from([2, 4, 16]))
+def test_weighted_tiles_cover_the_output_once_and_fit_a_chunk(shape, chunk, weight):
+    # Fortran-order inputs get tiles cut across the last axis first (tile_weight); never an endless halving.
+    boxes = list(tile_boxes(shape, chunk, weight))
+    assert (box_coverage(shape, boxes) == 1).all()
+    assert all(np.prod([s.stop - s.start for s in box]) <= chunk for box in boxes)
+
+
+@settings(max_examples=60, deadline=None)
 @given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=4).map(tuple), chunk=st.integers(1, 200))
 def test_row_boxes_are_contiguous_and_in_order(shape, chunk):
     flat_starts = []

@@ -17,6 +17,8 @@ import click
 
 from .. import __version__
 from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning
+from .signals import unwinding_signals
+from .stdio import StdoutFailed, guard_standard_streams
 
 EXIT_INTERNAL = 5
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
@@ -92,6 +94,18 @@ class DmlcliGroup(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def main(self, *args, **kwargs):
+        # Around click's own main, so that --help and --version, which print while the arguments are
+        # parsed, report a failed stdout the same way as every command does.
+        try:
+            try:
+                with unwinding_signals():
+                    return super().main(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # what is still buffered must reach stdout before the exit status is known
+        except StdoutFailed as failure:
+            _exit_for_stdout(failure)
+
     def invoke(self, ctx: click.Context):
         try:
             previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
@@ -148,6 +162,14 @@ def _traceback_if_debug(ctx: click.Context) -> None:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _exit_for_stdout(failure: StdoutFailed) -> None:
+    """A failed write to stdout: exit 141 quietly where the reader went away, else one line and exit 2."""
+    if failure.reader_went_away:
+        sys.exit(EXIT_BROKEN_PIPE)
+    click.echo(f"dmlcli: error: stdout: {failure.reason()}", err=True)
+    sys.exit(EXIT_USAGE)
 
 
 def _silence_stdout() -> None:
@@ -217,6 +239,7 @@ for _param in cli.params:
 
 
 def main(argv=None) -> None:
+    guard_standard_streams()
     cli.main(args=argv, prog_name="dmlcli")
 
 

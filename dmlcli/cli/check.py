@@ -99,10 +99,14 @@ def read_expected_tensor(expected: str, bare_dtype):
     from ..io.json_tensor import BareScalar
     from ..io.sources import read_tensor_and_format
 
+    from ..io.npy import read_mapped
+
     try:
-        return read_tensor_and_format(expected, label="expected", bare_dtype=bare_dtype)
+        array, form = read_tensor_and_format(expected, label="expected", bare_dtype=bare_dtype)
     except BareScalar as scalar:
         raise InputError(str(scalar)) from None
+    # Read, not mapped: a file truncated by another program meanwhile is an error in words, not SIGBUS.
+    return read_mapped(array, where=f"expected '{expected}'"), form
 
 
 def write_report(report: str, comparison, outcome) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -28,10 +30,71 @@ def check_output_path(target: str) -> None:
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"output {quoted(target)}: folder {quoted(folder)} does not exist")
-    if path.is_dir():
-        raise InputError(f"output {quoted(target)}: is a directory")
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"output {quoted(target)}: folder {quoted(folder)} is not writable")
+    check_name_length(path, target)
+    written, kind = output_target(path)
+    if kind == WRITTEN_INTO:
+        if not os.access(written, os.W_OK):
+            raise InputError(f"output {quoted(target)}: {quoted(written)} is not writable")
+        return
+    if not os.access(written.parent, os.W_OK):
+        raise InputError(f"output {quoted(target)}: folder {quoted(written.parent)} is not writable")
+
+
+# What output_target finds at the output's path.
+NEW_FILE = "new"  # nothing there: a file is created, through a temporary file
+REPLACED = "replaced"  # a regular file: replaced atomically, keeping its owner, group, mode and attributes
+WRITTEN_INTO = "written into"  # a character device, FIFO or socket: written directly, in order
+
+
+def output_target(path: Path, shown: str | None = None) -> tuple[Path, str]:
+    """(the path that is written, NEW_FILE / REPLACED / WRITTEN_INTO), following symbolic links.
+
+    A dangling or looping link, a directory and a block device are refused: a link names the file
+    to replace (dmlcli creates none through a link), and a disk is never written raw.
+    """
+    shown = str(path) if shown is None else shown
+    written = path
+    if path.is_symlink():
+        try:
+            written = Path(os.path.realpath(path, strict=True))
+        except FileNotFoundError:
+            raise InputError(f"output {quoted(shown)}: is a symbolic link to {quoted(os.readlink(path))}, which "
+                             "does not exist (dmlcli replaces the file a link names, but creates none)") from None
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise InputError(f"output {quoted(shown)}: is a symbolic link that loops and never reaches a "
+                                 "file") from None
+            raise InputError(f"output {quoted(shown)}: cannot follow the symbolic link ({error.strerror})") from None
+    try:
+        mode = written.stat().st_mode
+    except FileNotFoundError:
+        return written, NEW_FILE
+    except OSError as error:
+        raise InputError(f"output {quoted(shown)}: cannot be examined ({error.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"output {quoted(shown)}: is a directory")
+    if stat.S_ISREG(mode):
+        return written, REPLACED
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return written, WRITTEN_INTO
+    raise InputError(f"output {quoted(shown)}: is a block device; dmlcli writes files, pipes and character "
+                     "devices, never a disk directly")
+
+
+def check_name_length(path: Path, shown: str) -> None:
+    """A name longer than the file system allows (usually 255 bytes) is refused before any work."""
+    limit = _name_limit(path.parent)
+    size = len(os.fsencode(path.name))
+    if size > limit:
+        raise InputError(f"output {quoted(shown)}: the file name is {size} bytes long; the file system allows "
+                         f"at most {limit}")
+
+
+def _name_limit(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 def write_output(array: np.ndarray, target: str, *, stdout=None) -> None:
@@ -71,37 +134,157 @@ def write_atomically(path: Path, write) -> None:
     """Write through a temporary file in the target's folder, renamed over the target only once complete.
 
     A failure at any point leaves an existing target as it was and removes the temporary file.
-    The temporary file is named `.NAME.PID.RANDOM.tmp`: a run killed outright (SIGKILL, power
-    loss) cannot remove its own, so the next write to the same target removes those whose
-    process is gone. A target that is a symbolic link keeps the link; the file it names is replaced.
+    The temporary file is named `.NAME.PID.RANDOM.tmp` (`.dmlcli.PID.RANDOM.tmp` where that would be
+    too long a name): a run killed outright (SIGKILL, power loss) cannot remove its own, so the next
+    write to the same folder removes those whose process is gone. A target that is a symbolic link
+    keeps the link; the file it names is replaced, keeping its owner, group, mode and extended
+    attributes. A character device, FIFO or socket is written into directly, in order.
     """
     shown = str(path)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
+    path, kind = output_target(path, shown)
+    if kind == WRITTEN_INTO:
+        _write_into(path, write, shown)
+        return
     folder = path.parent
     remove_stale_temporaries(path)
+    temporary = None
     try:
-        mode = path.stat().st_mode & 0o7777 if path.exists() else _default_file_mode()
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
-    except OSError as error:
-        raise InputError(f"output {quoted(shown)}: cannot create a file in {quoted(folder)} ({error.strerror})") from None
-    try:
+        try:
+            descriptor, temporary = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".tmp", dir=folder)
+        except OSError as error:
+            raise InputError(f"output {quoted(shown)}: cannot create a file in {quoted(folder)} "
+                             f"({error.strerror})") from None
         with os.fdopen(descriptor, "wb") as handle:
+            _keep_identity(path if kind == REPLACED else None, handle.fileno())
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        if temporary is None:
+            # Ctrl-C or another signal can strike inside mkstemp, after it made the file and before its name
+            # is known here (a signal may reach any thread, so masking it in this one would not do).
+            _remove_own_temporaries(path)
+            raise
+        removed = _remove(temporary)
         if isinstance(error, OSError):
             raise InputError(f"output {quoted(shown)}: write failed ({error.strerror or _first_line(error)}); "
-                             "the target was left as it was and the partial file removed") from None
+                             f"the target was left as it was {removed}") from None
         raise
     _sync_folder(folder)
+
+
+def _temporary_prefix(path: Path) -> str:
+    # mkstemp adds 8 random characters and the suffix; the name must fit whatever the target's length.
+    prefix = f".{path.name}.{os.getpid()}."
+    if len(os.fsencode(prefix)) + 8 + len(".tmp") <= _name_limit(path.parent):
+        return prefix
+    return f"{_SHORT_PREFIX}{os.getpid()}."
+
+
+_SHORT_PREFIX = ".dmlcli."
+
+
+def _remove(temporary: str) -> str:
+    """Remove a temporary file; the words that say what happened (an append-only folder refuses)."""
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        return "and the partial file removed"
+    except OSError as error:
+        return f"but the partial file {quoted(temporary)} could not be removed ({error.strerror})"
+    return "and the partial file removed"
+
+
+def _keep_identity(replaced: Path | None, descriptor: int) -> None:
+    """Give the temporary file the replaced file's owner, group, mode and extended attributes (as `sed -i`
+    does), or for a new file the mode the umask gives. Owner and attributes are kept where allowed
+    (a user cannot give a file away; some attributes are the system's): a failure there is not an error.
+    """
+    if replaced is None:
+        os.fchmod(descriptor, _default_file_mode())
+        return
+    facts = replaced.stat()
+    if hasattr(os, "fchown"):
+        try:
+            os.fchown(descriptor, facts.st_uid, facts.st_gid)
+        except OSError:
+            try:
+                os.fchown(descriptor, -1, facts.st_gid)  # a user may still keep a group they belong to
+            except OSError:
+                pass
+    os.fchmod(descriptor, stat.S_IMODE(facts.st_mode))  # after chown, which clears set-id bits
+    _copy_extended_attributes(replaced, descriptor)
+
+
+def _copy_extended_attributes(source: Path, descriptor: int) -> None:
+    # ACLs are the attributes system.posix_acl_*; security.* and trusted.* need privileges: skipped quietly.
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.setxattr(descriptor, name, os.getxattr(source, name))
+        except OSError:
+            pass
+
+
+class _FullWriter:
+    """A binary stream over a descriptor whose every write goes out whole (pipes and sockets take part of
+    a large write at a time; Python's buffered writer can drop the rest when the reader goes away)."""
+
+    def __init__(self, descriptor: int):
+        self.descriptor = descriptor
+        self.position = 0
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        total = len(view)
+        while view:
+            view = view[os.write(self.descriptor, view):]
+        self.position += total
+        return total
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return self.descriptor
+
+
+def _write_into(path: Path, write, shown: str) -> None:
+    """Write into a character device, FIFO or socket, in order: no rename is possible there (as cp does)."""
+    try:
+        if stat.S_ISSOCK(path.stat().st_mode):
+            import socket
+
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                connection.connect(str(path))
+            except OSError:
+                connection.close()
+                raise
+            descriptor = os.dup(connection.fileno())
+            connection.close()
+        else:
+            # No O_CREAT: if the device or FIFO went away since it was checked, nothing is created in its place.
+            descriptor = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise InputError(f"output {quoted(shown)}: cannot be opened for writing ({error.strerror})") from None
+    try:
+        write(_FullWriter(descriptor))
+    except OSError as error:
+        raise InputError(f"output {quoted(shown)}: write failed ({error.strerror or _first_line(error)}); it is "
+                         "a device, pipe or socket, written in place, so what was written before the failure stays "
+                         "written") from None
+    finally:
+        os.close(descriptor)
 
 
 def _sync_folder(folder: Path) -> None:
@@ -119,7 +302,8 @@ def _sync_folder(folder: Path) -> None:
 
 
 def temporary_files_of(path: Path) -> list[tuple[Path, int]]:
-    """(temporary file, writer's process id) for each `.NAME.PID.RANDOM.tmp` beside `path`."""
+    """(temporary file, writer's process id) for each `.NAME.PID.RANDOM.tmp` and `.dmlcli.PID.RANDOM.tmp`
+    beside `path`."""
     folder = path.parent
     prefix = f".{path.name}."
     found = []
@@ -128,9 +312,14 @@ def temporary_files_of(path: Path) -> list[tuple[Path, int]]:
     except OSError:
         return found
     for name in names:
-        if not (name.startswith(prefix) and name.endswith(".tmp")):
+        if not name.endswith(".tmp"):
             continue
-        pid_text = name[len(prefix):].split(".", 1)[0]
+        if name.startswith(prefix):
+            pid_text = name[len(prefix):].split(".", 1)[0]
+        elif name.startswith(_SHORT_PREFIX):  # a temporary whose target's name was too long to include
+            pid_text = name[len(_SHORT_PREFIX):].split(".", 1)[0]
+        else:
+            continue
         if pid_text.isdigit():
             found.append((folder / name, int(pid_text)))
     return found
@@ -144,6 +333,12 @@ def remove_stale_temporaries(path: Path) -> None:
                 os.unlink(temporary)
             except OSError:
                 pass
+
+
+def _remove_own_temporaries(path: Path) -> None:
+    for temporary, pid in temporary_files_of(path):
+        if pid == os.getpid():
+            _remove(str(temporary))
 
 
 def _process_exists(pid: int) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,11 @@ def read_npy_header(path: Path, *, where: str):
     except OSError as error:
         raise InputError(f"{where}: cannot be read ({error.strerror})") from None
     check_npy_dtype(dtype, where=where)
+    # NumPy's reader lets booleans through as sizes ((True,) is a shape of (1,) to it): only whole numbers will do.
+    odd = [s for s in shape if isinstance(s, bool) or not isinstance(s, int)]
+    if odd:
+        raise InputError(f"{where}: malformed .npy header (the 'shape' field holds {str(odd[0])[:40]}; expected "
+                         f"whole numbers from 0 to {_MAX_DIMENSION})")
     bad = [s for s in shape if not 0 <= s <= _MAX_DIMENSION]
     if bad:
         raise InputError(f"{where}: malformed .npy header (size {bad[0]} in shape {tuple(shape)}; "
@@ -113,12 +119,39 @@ def read_npy(path: Path, *, where: str, mmap: bool = True) -> np.ndarray:
     try:
         if mmap:
             return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            flat = np.fromfile(handle, dtype=dtype, count=int(np.prod(shape)))
-        return flat.reshape(shape, order=order)
+        return read_exactly(path, offset, dtype, math.prod(shape), where=where).reshape(shape, order=order)
     except (OSError, ValueError) as error:
         raise InputError(f"{where}: cannot be read ({_first_line(error)})") from None
+
+
+def read_exactly(path: Path, offset: int, dtype: np.dtype, count: int, *, where: str) -> np.ndarray:
+    """`count` elements of `dtype` read from `offset` with pread, never mapped: a mapped file that another
+    program truncates kills the reader with SIGBUS, where a short read is a clear error."""
+    flat = np.empty(count, dtype)
+    view = memoryview(flat.view(np.uint8).reshape(-1))
+    with open(path, "rb", buffering=0) as handle:
+        done = 0
+        while done < len(view):
+            got = os.preadv(handle.fileno(), [view[done:done + (1 << 30)]], offset + done)
+            if got == 0:
+                raise InputError(f"{where}: the file ended early (was it truncated while dmlcli was reading it?)")
+            done += got
+    return flat
+
+
+def read_mapped(array: np.ndarray, *, where: str) -> np.ndarray:
+    """A memory-mapped .npy array's data read into memory with pread (others are returned as they are).
+
+    Mapping costs nothing until the data are used; reading them when they are about to be used means a
+    file that another program truncates meanwhile gives "the file ended early", not SIGBUS.
+    """
+    mapped = array if isinstance(array, np.memmap) else getattr(array, "base", None)  # np.asarray makes a view
+    if (not isinstance(mapped, np.memmap) or not mapped.filename or array.size == 0
+            or (mapped.shape, mapped.dtype, mapped.strides) != (array.shape, array.dtype, array.strides)):
+        return array
+    order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+    flat = read_exactly(Path(mapped.filename), mapped.offset, array.dtype, array.size, where=where)
+    return flat.reshape(array.shape, order=order)
 
 
 def to_native(array: np.ndarray) -> np.ndarray:

@@ -16,6 +16,10 @@ from .npy import npy_file_bytes
 JSON_PEAK_BYTES_PER_ELEMENT = 100
 
 
+# What a run loads beyond `dmlcli --version` (the engine, the operator table, the writers): measured 1 to 2 MiB.
+RUN_CODE_BYTES = 8 << 20
+
+
 def _least_json_bytes(count: int) -> int:
     # Every element takes at least one digit and a ", " separator.
     return 3 * count
@@ -50,11 +54,35 @@ def available_memory() -> int | None:
     return max(found, 0)
 
 
-def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memory: bool) -> None:
+def is_json_target(target: str | None) -> bool:
+    """Whether -o TARGET is written as JSON text: a .json file, or stdout as JSON (-, -.json)."""
+    if target is None:
+        return False
+    from .targets import STDOUT_TARGETS
+
+    return (STDOUT_TARGETS.get(target) or Path(target).suffix.lower()) == ".json"
+
+
+def in_memory_bytes(target: str | None, shape, dtype: np.dtype, *, input_bytes: int = 0) -> int:
+    """The memory an in-memory run needs on top of the interpreter: its inputs read into memory
+    (`input_bytes`), the output array, and for JSON output (`-o x.json`, `-o -`) the text.
+
+    JSON text is built in memory from Python strings, one per element, before it is written:
+    JSON_PEAK_BYTES_PER_ELEMENT is the measured peak of that (an upper bound). tests/test_memory_bounds.py
+    checks the whole estimate against the peak resident memory of real runs.
+    """
+    count = math.prod(shape)
+    per_element = np.dtype(dtype).itemsize + (JSON_PEAK_BYTES_PER_ELEMENT if is_json_target(target) else 0)
+    return RUN_CODE_BYTES + input_bytes + count * per_element
+
+
+def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memory: bool,
+                          input_bytes: int = 0) -> None:
     """Refuse, before any work, an output that needs more disk than its folder has free, or more memory than
     there is (`in_memory`: the whole result is held in memory; False for the streaming path).
 
-    `target` is None for a result shown on stdout. Only the output itself is counted, so a run that
+    `target` is None for a result shown on stdout. The memory counted is `in_memory_bytes` (the
+    inputs, `input_bytes`, the output and its JSON text); the backend's scratch is not, so a run that
     passes may still run short; one that fails could never have finished.
     """
     dtype = np.dtype(dtype)
@@ -62,25 +90,27 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
     from .targets import STDOUT_TARGETS
 
     stdout_suffix = STDOUT_TARGETS.get(target) if target is not None else None
-    as_json = target is not None and (stdout_suffix or Path(target).suffix.lower()) == ".json"
+    as_json = is_json_target(target)
     described = f"{dtype} {list(shape)}"
     if in_memory:
-        # JSON text is built in memory from Python strings, one per element, before it is written:
-        # JSON_PEAK_BYTES_PER_ELEMENT is the measured peak of that (an upper bound), on top of the array.
-        needed = count * (dtype.itemsize + (JSON_PEAK_BYTES_PER_ELEMENT if as_json else 0))
+        needed = in_memory_bytes(target, shape, dtype, input_bytes=input_bytes)
         available = available_memory()
         if available is not None and needed > available:
             hint = ("write it as .npy instead (-o out.npy), which is exact and, from .npy inputs, streamed in "
                     "constant memory" if as_json else
                     ".npy inputs written to a .npy output are streamed in constant memory")
             raise InputError(f"the output ({described}) needs about {_bytes_text(needed)} of memory"
-                             f"{' as JSON text' if as_json else ''} but only {_bytes_text(available)} is available; "
+                             f"{' as JSON text' if as_json else ''}{' with its inputs' if input_bytes else ''} but only {_bytes_text(available)} is available; "
                              f"nothing was run ({hint})")
     if target is None or stdout_suffix is not None:
         return
-    path = Path(target)
+    from .atomic import WRITTEN_INTO, output_target
+
+    written, kind = output_target(Path(target))
+    if kind == WRITTEN_INTO:  # a device, FIFO or socket: written into, no disk space taken here
+        return
     needed = _least_json_bytes(count) if as_json else npy_file_bytes(shape, dtype)
-    folder = path.parent
+    folder = written.parent  # through a symbolic link, the folder of the file that is replaced
     try:
         import shutil  # only for a file target: it pulls in bz2 and lzma, which a run on stdout need not load
 

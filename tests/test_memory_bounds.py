@@ -1,0 +1,107 @@
+"""The memory pre-checks' estimates are upper bounds of what runs really use (issue 13, item 7).
+
+For each kind of output, a real `python -m dmlcli` runs on a moderately sized input in a fresh
+process that reports its child's peak resident memory (ru_maxrss of RUSAGE_CHILDREN); the same
+measure of `dmlcli --version` is the interpreter's baseline. The estimate dmlcli makes before the
+run (io/room.py's in_memory_bytes, streaming's memory_bound) must be at least the growth.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.lib import format as npy_format
+
+from dmlcli.io import room
+
+MEASURE = """
+import resource, subprocess, sys
+subprocess.run([sys.executable, "-m", "dmlcli", *sys.argv[1:]], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
+
+def peak_bytes(args, cwd: Path) -> int:
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("DMLCLI_DEBUG", None)
+    env.pop("DMLCLI_CHUNK_BYTES", None)
+    done = subprocess.run([sys.executable, "-c", MEASURE, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> int:
+    return peak_bytes(["--version"], tmp_path_factory.mktemp("baseline"))
+
+
+BIG = 1 << 24  # 16 Mi uint8 elements for binary outputs
+TEXT = 1 << 20  # 1 Mi elements for JSON text
+
+
+def in_memory_case(target, count: int, extra=()):
+    return {"count": count, "args": ["run", "bit_not", "a.npy", *(["-o", target] if target else []), *extra],
+            "target": target}
+
+
+CASES = {
+    "table on stdout": in_memory_case(None, BIG),
+    "--format hex on stdout": in_memory_case(None, BIG, ["--format", "hex"]),
+    "JSON file": in_memory_case("out.json", TEXT),
+    "-o - (JSON on stdout)": in_memory_case("-", TEXT),
+    "in-memory .npy": {"count": BIG, "args": ["run", "bit_xor", "a.npy", '{"dtype": "uint8", "data": [7]}', "--broadcast",
+                                                "-o", "out.npy"],
+                       "target": "out.npy", "extra_inputs": 1},
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_in_memory_estimate_is_an_upper_bound(tmp_path, baseline, case):
+    spec = CASES[case]
+    count = spec["count"]
+    np.save(tmp_path / "a.npy", (np.arange(count) % 251).astype(np.uint8))
+    growth = peak_bytes(spec["args"], tmp_path) - baseline
+    estimate = room.in_memory_bytes(spec["target"], (count,), np.uint8,
+                                    input_bytes=count + spec.get("extra_inputs", 0))
+    print(f"{case}: {count} elements, peak growth {growth / 2**20:.1f} MiB, estimate {estimate / 2**20:.1f} MiB")
+    assert estimate >= growth, (case, growth, estimate)
+
+
+@pytest.mark.parametrize("fortran", [False, True], ids=["C order", "Fortran order"])
+def test_streaming_bound_is_an_upper_bound(tmp_path, baseline, fortran):
+    from dmlcli import streaming
+
+    a = (np.arange(1 << 26) % 251).astype(np.uint8).reshape(8192, 8192)  # 64 MiB
+    np.save(tmp_path / "a.npy", np.asfortranarray(a) if fortran else a)
+    np.save(tmp_path / "b.npy", a[::-1].copy())
+    growth = peak_bytes(["run", "bit_xor", "a.npy", "b.npy", "-o", "out.npy"], tmp_path) - baseline
+    inputs = [streaming.open_input(str(tmp_path / name), label=name) for name in ("a.npy", "b.npy")]
+    bound = streaming.memory_bound(inputs, (8192, 8192), np.uint8, streaming.DEFAULT_CHUNK_BYTES)
+    print(f"streamed ({'Fortran' if fortran else 'C'} order): peak growth {growth / 2**20:.1f} MiB, "
+          f"bound {bound / 2**20:.1f} MiB, files 192 MiB")
+    assert bound >= growth
+    assert bound < 96 << 20  # constant memory: well below the files' size
+
+
+def test_json_of_two_gibi_elements_is_refused_up_front(tmp_path):
+    count = 2147483648
+    available = room.available_memory()
+    if available is None or available >= count * room.JSON_PEAK_BYTES_PER_ELEMENT:
+        pytest.skip("this machine could hold the JSON text")
+    path = tmp_path / "huge.npy"
+    with open(path, "wb") as handle:
+        npy_format.write_array_header_1_0(handle, {"descr": "|u1", "fortran_order": False, "shape": (count,)})
+    os.truncate(path, path.stat().st_size + count)  # sparse: no disk used
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("DMLCLI_DEBUG", None)
+    for target in ("out.json", "-"):
+        done = subprocess.run([sys.executable, "-m", "dmlcli", "run", "bit_not", "huge.npy", "-o", target],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert "the output (uint8 [2147483648]) needs about" in done.stderr and "as JSON text" in done.stderr
+        assert done.stdout == "" and not (tmp_path / "out.json").exists()
