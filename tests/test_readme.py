@@ -108,7 +108,8 @@ def scratch(tmp_path: Path) -> tuple[Path, dict[str, str]]:
             store[...] = rng.integers(0, 256, shape, dtype=np.uint8)
     if SHARED.is_dir():  # the examples name ../shared, as from a clone with the reference data beside it
         (tmp_path / "shared").symlink_to(SHARED)
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(REPO),
+    python_path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=python_path,
                COLUMNS="200", TERM="dumb")
     return work, env
 
