@@ -143,6 +143,8 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
 
 
 def _checked_case_path(value):
+    if value is None:  # the usual run: the suite package (and multiprocessing) stays unimported
+        return None
     from ..suite.save import check_case_path
 
     return check_case_path(value)

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import io
 import math
-import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError, first_line as _first_line, quoted
 from .npy import NPY_MAGIC, check_npy_dtype
+
+if TYPE_CHECKING:
+    import zipfile
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -169,6 +172,8 @@ def _npz_member(archive: zipfile.ZipFile, path: str, name: str | None, where: st
 
 
 def _open_npz(path: str, where: str) -> zipfile.ZipFile:
+    import zipfile  # here, not at the top: it pulls in shutil, bz2 and lzma, which a JSON or .npy run never needs
+
     try:
         return zipfile.ZipFile(path)
     except FileNotFoundError:
@@ -183,6 +188,8 @@ def _open_npz(path: str, where: str) -> zipfile.ZipFile:
 
 def npz_header(path: str, name: str | None, *, where: str):
     """(shape, dtype) of one array in a .npz, from its member's .npy header alone (validate)."""
+    import zipfile
+
     with _open_npz(path, where) as archive:
         member = _npz_member(archive, path, name, where)
         try:
@@ -195,6 +202,8 @@ def npz_header(path: str, name: str | None, *, where: str):
 
 def read_npz(path: str, name: str | None, *, where: str) -> np.ndarray:
     """One array of a .npz (`name`, or the only one), read whole, header checked; never unpickles."""
+    import zipfile
+
     with _open_npz(path, where) as archive:
         member = _npz_member(archive, path, name, where)
         try:
