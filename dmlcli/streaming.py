@@ -436,7 +436,6 @@ class _GatherReader(_Reader):
 
 
 def _packed_byte_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
-    strides = []
     step = itemsize
     axes = range(len(shape)) if order == "F" else reversed(range(len(shape)))
     found = {}

@@ -44,18 +44,10 @@ EXIT_CODES_HELP = exit_codes_help(0, 1, 2, 3, 4, 5)
 
 
 def _versions() -> str:
-    from importlib import metadata
+    from ..versions import versions
 
-    import numpy
-
-    cupy = "not installed"
-    for dist in ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"):
-        try:
-            cupy = metadata.version(dist)
-            break
-        except metadata.PackageNotFoundError:
-            continue
-    return f"dmlcli {__version__} (NumPy {numpy.__version__}, CuPy {cupy})"
+    found = versions()
+    return f"dmlcli {found['dmlcli']} (NumPy {found['numpy']}, CuPy {found['cupy'] or 'not installed'})"
 
 
 class Terminated(BaseException):

@@ -171,7 +171,7 @@ def write_atomically(path: Path, write) -> None:
             raise InputError(f"output {quoted(shown)}: write failed ({error.strerror or _first_line(error)}); "
                              f"the target was left as it was {removed}") from None
         raise
-    _sync_folder(folder)
+    sync_folder(folder)
 
 
 def _temporary_prefix(path: Path) -> str:
@@ -287,7 +287,7 @@ def _write_into(path: Path, write, shown: str) -> None:
         os.close(descriptor)
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
     # Makes the rename itself durable; not every file system can sync a folder, and the data are safe anyway.
     try:
         descriptor = os.open(folder, os.O_RDONLY)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError, first_line as _first_line, quoted
-from .npy import NPY_MAGIC, check_npy_dtype
+from .npy import read_npy_stream_header
 
 if TYPE_CHECKING:
     import zipfile
@@ -117,28 +117,6 @@ def npy_from_bytes(data: bytes, *, where: str) -> np.ndarray:
                          f"bytes) but only {available} bytes of data follow (truncated?)")
     flat = np.frombuffer(data, dtype=dtype, count=count, offset=handle.tell())
     return flat.reshape(shape, order="F" if fortran_order else "C")
-
-
-def read_npy_stream_header(handle, *, where: str):
-    """(shape, fortran_order, dtype) from a .npy stream positioned at its start (a pipe, a zip member)."""
-    from numpy.lib import format as npy_format
-
-    try:
-        version = npy_format.read_magic(handle)
-        if version == (1, 0):
-            shape, fortran_order, dtype = npy_format.read_array_header_1_0(handle, max_header_size=1 << 16)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
-        else:
-            raise ValueError(f"unsupported .npy format version {version}")
-    except InputError:
-        raise
-    except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
-        raise InputError(f"{where}: malformed .npy header ({_first_line(error)})") from None
-    check_npy_dtype(dtype, where=where)
-    if any(not isinstance(s, int) or s < 0 for s in shape):
-        raise InputError(f"{where}: malformed .npy header (shape {tuple(shape)})")
-    return tuple(shape), bool(fortran_order), dtype
 
 
 # ---------------------------------------------------------------- .npz

@@ -55,37 +55,23 @@ def check_npy_dtype(dtype: np.dtype, *, where: str) -> None:
         raise InputError(f"{where}: {error}") from None
 
 
-def read_npy_header(path: Path, *, where: str):
-    """Read and check an .npy header without touching the data: (shape, fortran_order, dtype, data offset)."""
+def read_npy_stream_header(handle, *, where: str):
+    """(shape, fortran_order, dtype) from a .npy stream positioned at its start (a file, a pipe, a zip
+    member), every field checked: a DirectML data type, whole sizes that NumPy can describe."""
     from numpy.lib import format as npy_format
 
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-            if not head.startswith(NPY_MAGIC):
-                from .formats import sniff
-
-                looks_like = sniff(head)
-                if looks_like is not None:
-                    raise InputError(f"{where}: is {looks_like}, not a .npy or JSON tensor")
-                raise InputError(f"{where}: is not a .npy file (no NumPy magic bytes at the start)")
-            handle.seek(0)
-            try:
-                version = npy_format.read_magic(handle)
-                if version == (1, 0):
-                    shape, fortran_order, dtype = npy_format.read_array_header_1_0(handle, max_header_size=1 << 16)
-                elif version in ((2, 0), (3, 0)):
-                    shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
-                else:
-                    raise ValueError(f"unsupported .npy format version {version}")
-            except (InputError, OSError):
-                raise
-            except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
-                raise InputError(f"{where}: malformed .npy header ({_header_problem(error)})") from None
-            offset = handle.tell()
-    except OSError as error:
-        raise InputError(f"{where}: cannot be read ({error.strerror})") from None
+        version = npy_format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran_order, dtype = npy_format.read_array_header_1_0(handle, max_header_size=1 << 16)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except (InputError, OSError):
+        raise
+    except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
+        raise InputError(f"{where}: malformed .npy header ({_header_problem(error)})") from None
     check_npy_dtype(dtype, where=where)
     # NumPy's reader lets booleans through as sizes ((True,) is a shape of (1,) to it): only whole numbers will do.
     odd = [s for s in shape if isinstance(s, bool) or not isinstance(s, int)]
@@ -99,12 +85,33 @@ def read_npy_header(path: Path, *, where: str):
     if math.prod(s for s in shape if s) * dtype.itemsize > _MAX_DIMENSION:
         raise InputError(f"{where}: malformed .npy header (shape {tuple(shape)} of {dtype} is larger than "
                          "NumPy can describe)")
+    return tuple(shape), bool(fortran_order), dtype
+
+
+def read_npy_header(path: Path, *, where: str):
+    """Read and check an .npy header without touching the data: (shape, fortran_order, dtype, data offset)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+            if not head.startswith(NPY_MAGIC):
+                from .formats import sniff
+
+                looks_like = sniff(head)
+                if looks_like is not None:
+                    raise InputError(f"{where}: is {looks_like}, not a .npy or JSON tensor")
+                raise InputError(f"{where}: is not a .npy file (no NumPy magic bytes at the start)")
+            handle.seek(0)
+            shape, fortran_order, dtype = read_npy_stream_header(handle, where=where)
+            offset = handle.tell()
+    except OSError as error:
+        raise InputError(f"{where}: cannot be read ({error.strerror})") from None
     count = math.prod(shape)
     needed = count * dtype.itemsize
     if size - offset < needed:
         raise InputError(f"{where}: the header promises {count} elements of {dtype} ({needed} bytes) "
                          f"but the file holds only {max(size - offset, 0)} bytes of data (truncated?)")
-    return tuple(shape), fortran_order, dtype, offset
+    return shape, fortran_order, dtype, offset
 
 
 def read_npy(path: Path, *, where: str, mmap: bool = True) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..data_types import DataType, from_numpy
 from ..errors import BackendUnavailableError, InputError, first_line, quoted
+from .atomic import sync_folder
 from .zarr_names import is_url, is_zarr_source  # noqa: F401 - part of this module's interface
 
 # shutil and secrets are imported where a store is written: shutil alone pulls in bz2 and lzma.
@@ -234,20 +235,7 @@ def _sync_tree(folder: Path) -> None:
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)
-        _sync_folder(Path(root))
-
-
-def _sync_folder(folder: Path) -> None:
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
+        sync_folder(Path(root))
 
 
 def _replace_folder(new: Path, target: Path) -> None:
@@ -265,7 +253,7 @@ def _replace_folder(new: Path, target: Path) -> None:
         if aside is not None:
             os.rename(aside, target)
         raise
-    _sync_folder(target.parent)
+    sync_folder(target.parent)
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
 

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import json
-import platform
 from dataclasses import asdict
 from pathlib import Path
 
+from ..versions import versions
 from .runner import SuiteRun
 
 FORMAT_VERSION = 1
-
-
-def versions() -> dict[str, str | None]:
-    """dmlcli's, NumPy's and CuPy's versions (None where CuPy is not installed), without importing CuPy."""
-    from importlib import metadata
-
-    import numpy
-
-    from .. import __version__
-
-    cupy = None
-    for dist in ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"):
-        try:
-            cupy = metadata.version(dist)
-            break
-        except metadata.PackageNotFoundError:
-            continue
-    return {"dmlcli": __version__, "numpy": numpy.__version__, "cupy": cupy, "python": platform.python_version()}
 
 
 def report_document(run: SuiteRun) -> dict:
