@@ -380,3 +380,19 @@ def test_reserve_falls_back_to_writing_zeros(tmp_path, monkeypatch):
         handle.truncate(10 + (3 << 20))
         streaming.reserve(handle.fileno(), 10, 3 << 20)
         assert os.fstat(handle.fileno()).st_blocks * 512 >= 3 << 20  # the blocks are taken, not sparse
+
+
+@pytest.mark.parametrize("form", ["stdin", "npz"])
+def test_a_boolean_in_a_streamed_or_zipped_npy_shape_is_refused_too(work, form):
+    """stdin and .npz members go through the same header checks as .npy files."""
+    npy_with_shape_text(work / "bad.npy", b"(True,)")
+    if form == "stdin":
+        raw = subprocess.run([sys.executable, "-m", "dmlcli", "run", "bit_not", "-"], cwd=work, env=environment(),
+                             input=(work / "bad.npy").read_bytes(), capture_output=True, timeout=120)
+        result = subprocess.CompletedProcess(raw.args, raw.returncode, raw.stdout.decode(), raw.stderr.decode())
+    else:
+        import zipfile
+        with zipfile.ZipFile(work / "bad.npz", "w") as archive:
+            archive.write(work / "bad.npy", "x.npy")
+        result = dmlcli("run", "bit_not", "bad.npz", cwd=work)
+    one_line_error(result, "malformed .npy header (the 'shape' field holds True; expected whole numbers")
