@@ -95,11 +95,11 @@ def read_npy_header(path: Path, *, where: str):
         with open(path, "rb") as handle:
             head = handle.read(8)
             if not head.startswith(NPY_MAGIC):
-                from .formats import sniff
+                from .magic import not_a_tensor
 
-                looks_like = sniff(head)
-                if looks_like is not None:
-                    raise InputError(f"{where}: is {looks_like}, not a .npy or JSON tensor")
+                other_format = not_a_tensor(where, head)
+                if other_format is not None:
+                    raise other_format
                 raise InputError(f"{where}: is not a .npy file (no NumPy magic bytes at the start)")
             handle.seek(0)
             shape, fortran_order, dtype = read_npy_stream_header(handle, where=where)
