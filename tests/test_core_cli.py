@@ -370,11 +370,13 @@ def test_each_commands_help_lists_its_own_exit_codes_and_the_summaries_are_whole
     monkeypatch.setenv("COLUMNS", "80")
     assert "1  --check found a mismatch" in invoke("run", "--help").stdout
     for command, codes in (("validate", "0235"), ("dispatch", "02345"), ("ops", "025"), ("describe", "025"),
-                           ("info", "05")):
+                           ("info", "05"), ("show", "025"), ("test", "01245")):
         text = invoke(command, "--help").stdout
         listed = "".join(re.findall(r"^\s+(\d)  ", text.split("Exit codes:")[1], re.MULTILINE))
         assert listed == codes, command
+    assert "1  a case failed or could not be run" in invoke("test", "--help").stdout
     top = invoke("--help").stdout
+    assert "1  --check found a mismatch; test: a case failed or could not be run" in top
     assert "..." not in top.split("Commands:")[1]
     assert "Show the backends found: NumPy for the CPU; CuPy, CUDA and the" in top
 

@@ -34,13 +34,16 @@ _EXIT_MEANINGS = {
 }
 
 
-def exit_codes_help(*codes: int) -> str:
-    """The epilog of a command's help: the exit codes that command can return, and only those."""
-    lines = [f"  {code}  {_EXIT_MEANINGS[code]}" for code in codes]
+def exit_codes_help(*codes: int, meanings: dict[int, str] | None = None) -> str:
+    """The epilog of a command's help: the exit codes that command can return, and only those;
+    `meanings` words a code the command's own way (test's 1 is a failed case, not --check)."""
+    worded = {**_EXIT_MEANINGS, **(meanings or {})}
+    lines = [f"  {code}  {worded[code]}" for code in codes]
     return "\b\nExit codes:\n" + "\n".join(lines)
 
 
-EXIT_CODES_HELP = exit_codes_help(0, 1, 2, 3, 4, 5)
+TEST_FAILED = "a case failed or could not be run (malformed case file)"
+EXIT_CODES_HELP = exit_codes_help(0, 1, 2, 3, 4, 5, meanings={1: f"--check found a mismatch; test: {TEST_FAILED}"})
 
 
 def _versions() -> str:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import EXIT_CHECK_FAILED, InputError
-from .app import cli, exit_codes_help
+from .app import TEST_FAILED, cli, exit_codes_help
 from .options import complete_path, feature_level_option
 
 
@@ -39,8 +39,7 @@ def _progress(quiet: bool):
     return bar()
 
 
-@cli.command("test", epilog=exit_codes_help(0, 1, 2, 4, 5).replace(
-    "--check found a mismatch", "a case failed or could not be run (malformed case file)"))
+@cli.command("test", epilog=exit_codes_help(0, 1, 2, 4, 5, meanings={1: TEST_FAILED}))
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...", shell_complete=complete_path)
 @click.option("--backend", type=click.Choice(["cpu", "gpu", "auto", "all"]), default="cpu", show_default=True,
               help="cpu, gpu, auto (the GPU where usable), or all: every backend found, with their results "
