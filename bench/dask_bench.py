@@ -74,6 +74,16 @@ def timed(function, runs: int) -> list[float]:
     return seconds
 
 
+def together(worker, jobs: list[tuple]) -> float:
+    """Run worker(job + (barrier,)) in one spawned process per job, all released at once by a barrier;
+    the seconds of the slowest, which is when the work of all of them is done."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        barrier = manager.Barrier(len(jobs))
+        with context.Pool(len(jobs)) as pool:
+            return max(pool.map(worker, [job + (barrier,) for job in jobs]))
+
+
 def _ceiling_worker(args) -> float:
     op, dtype, nbytes, repeats, barrier = args
     a = np.random.default_rng().integers(0, 256, nbytes, dtype=np.uint8).view(dtype)
@@ -90,12 +100,8 @@ def _ceiling_worker(args) -> float:
 
 def ceiling(workers: int, op: str, dtype: np.dtype, nbytes: int = 256 << 20, repeats: int = 8) -> float:
     """GB/s of `workers` processes running the ufunc over their own in-memory buffers at once."""
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager:
-        barrier = manager.Barrier(workers)
-        with context.Pool(workers) as pool:
-            seconds = pool.map(_ceiling_worker, [(op, dtype, nbytes, repeats, barrier)] * workers)
-    return workers * 3 * nbytes * repeats / max(seconds) / GB
+    seconds = together(_ceiling_worker, [(op, dtype, nbytes, repeats)] * workers)
+    return workers * 3 * nbytes * repeats / seconds / GB
 
 
 def _pipeline_worker(args) -> float:
@@ -120,12 +126,8 @@ def pipeline_ceiling(workers: int, op: str, dtype: np.dtype, nbytes: int, repeat
     """GB/s of `workers` processes doing a run's per-chunk work at once, in memory: decode both input chunks
     with Zarr's default codec, the kernel, encode the output chunk. No files, no Dask: what this machine's
     cores can do for this pipeline, which hyper-threads and shared caches bound below linear."""
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager:
-        barrier = manager.Barrier(workers)
-        with context.Pool(workers) as pool:
-            seconds = pool.map(_pipeline_worker, [(op, dtype, nbytes, repeats, barrier)] * workers)
-    return workers * 3 * nbytes * repeats / max(seconds) / GB
+    seconds = together(_pipeline_worker, [(op, dtype, nbytes, repeats)] * workers)
+    return workers * 3 * nbytes * repeats / seconds / GB
 
 
 def _storage_worker(args) -> float:
@@ -149,17 +151,12 @@ def storage_ceiling(workers: int, a_path: str, b_path: str, folder: Path) -> flo
     is written. No codec, no kernel: the ceiling of the files themselves."""
     size = os.path.getsize(a_path)
     share = -(-size // workers)
-    context = multiprocessing.get_context("spawn")
     os.sync()
-    with context.Manager() as manager:
-        barrier = manager.Barrier(workers)
-        jobs = [(a_path, b_path, str(folder / f"storage_{i}.bin"), i * share, max(0, min(share, size - i * share)),
-                 barrier) for i in range(workers)]
-        with context.Pool(workers) as pool:
-            seconds = pool.map(_storage_worker, jobs)
+    seconds = together(_storage_worker, [(a_path, b_path, str(folder / f"storage_{i}.bin"), i * share,
+                                          max(0, min(share, size - i * share))) for i in range(workers)])
     for i in range(workers):
         os.unlink(folder / f"storage_{i}.bin")
-    return 3 * size / max(seconds) / GB
+    return 3 * size / seconds / GB
 
 
 def gpu_available() -> bool:
