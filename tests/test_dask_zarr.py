@@ -391,7 +391,8 @@ def test_import_dmlcli_and_version_do_not_import_dask():
 # ---------------------------------------------------------------- progress
 
 
-def test_progress_comes_from_dasks_callbacks_and_adds_up(tmp_path):
+def recording_progress():
+    """A progress factory that records its total and then every step: (the record, the factory)."""
     import contextlib
 
     done = []
@@ -401,6 +402,11 @@ def test_progress_comes_from_dasks_callbacks_and_adds_up(tmp_path):
         done.append(total)
         yield done.append
 
+    return done, progress
+
+
+def test_progress_comes_from_dasks_callbacks_and_adds_up(tmp_path):
+    done, progress = recording_progress()
     x = write_store(tmp_path / "x.zarr", np.arange(600, dtype=np.uint16).reshape(20, 30), (7, 8))
     dmlcli.dask.run_stores("bit_not", [x], str(tmp_path / "o.zarr"), progress=progress)
     total, steps = done[0], done[1:]
@@ -490,15 +496,7 @@ def test_cli_against_a_scheduler_by_address(local_cluster, tmp_path):
 
 
 def test_progress_on_a_cluster_comes_from_the_schedulers_feed(local_cluster, tmp_path):
-    import contextlib
-
-    done = []
-
-    @contextlib.contextmanager
-    def progress(total):
-        done.append(total)
-        yield done.append
-
+    done, progress = recording_progress()
     x = write_store(tmp_path / "x.zarr", np.arange(400, dtype=np.uint8).reshape(20, 20), (5, 5))
     dmlcli.dask.run_stores("bit_not", [x], str(tmp_path / "o.zarr"), progress=progress,
                            scheduler=local_cluster.scheduler_address)
