@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .data_types import as_bits
-from .errors import InputError
+from .errors import InputError, quoted
 from .io.npy import to_native
 from .rendering import format_value
 
@@ -53,7 +53,7 @@ def parse_tolerance(text: str) -> Rule:
     except ValueError:
         limit = -1.0
     if kind not in ("ulp", "atol") or not np.isfinite(limit) or limit < 0:
-        raise InputError(f"--tolerance {text!r}: expected ulp:N (N >= 0), atol:X (X >= 0) or exact")
+        raise InputError(f"--tolerance {quoted(text)}: expected ulp:N (N >= 0), atol:X (X >= 0) or exact")
     return Rule(kind, limit, "--tolerance")
 
 

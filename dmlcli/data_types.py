@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, quoted
 
 _PREFIX = "DML_TENSOR_DATA_TYPE_"
 # DirectML tensors hold at most 2^32-1 elements (DML_BUFFER_TENSOR_DESC: UINT sizes and counts).
@@ -91,7 +91,7 @@ def parse_data_type(text: str) -> DataType:
     except (TypeError, ValueError, InputError):
         pass
     known = ", ".join(t.numpy_name for t in ALL11)
-    raise InputError(f"unknown data type {text!r} (expected one of {known}, in NumPy or DirectML spelling)")
+    raise InputError(f"unknown data type {quoted(text)} (expected one of {known}, in NumPy or DirectML spelling)")
 
 
 def from_numpy(dtype: np.dtype) -> DataType:

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .data_types import DataType, from_numpy, parse_data_type
-from .errors import InputError
+from .errors import InputError, quoted
 from .feature_levels import FeatureLevel, parse_feature_level
 from . import operators as table
 from .operators import Operator, find_operator
@@ -84,7 +84,7 @@ def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
             continue
         owner = table.known_options().get(option)
         if owner is None:
-            raise InputError(f"{operator.name}: unknown parameter {option!r} (it takes "
+            raise InputError(f"{operator.name}: unknown parameter {quoted(option)} (it takes "
                              f"{', '.join(own) or 'no parameters'})")
         if not _is_default(owner, option, value):
             raise InputError(f"{operator.name} has no {option_flag(option)[2:]} parameter")

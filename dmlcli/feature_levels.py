@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import total_ordering
 
-from .errors import InputError
+from .errors import InputError, quoted
 
 _PREFIX = "DML_FEATURE_LEVEL_"
 
@@ -72,7 +72,7 @@ def parse_feature_level(text) -> FeatureLevel:
     if found is None:
         known = ", ".join(fl.short for fl in ALL_FEATURE_LEVELS)
         raise InputError(
-            f"unknown feature level {spelled!r} (expected one of {known}; "
+            f"unknown feature level {quoted(spelled)} (expected one of {known}; "
             f"also spelled like 4.1, DML_FEATURE_LEVEL_4_1 or 0x4100)"
         )
     return found

@@ -390,6 +390,15 @@ def test_messages_show_what_the_user_wrote(tmp_path, monkeypatch):
     assert boolean.exit_code == 2 and "data[0] = true is not an integer" in boolean.stderr
     text = invoke("run", "bit_not", '[1, "x"]', "--dtype", "float32")
     assert text.exit_code == 2 and 'data[1] = "x" is not a number' in text.stderr
+    # Names typed with a backslash are echoed with one, in every kind of "unknown ..." message.
+    for args, echoed in ((["run", "bit\\not", "[1]"], "unknown operator 'bit\\not'"),
+                         (["run", "bit_not", "[1]", "--dtype", "u\\8"], "unknown data type 'u\\8'"),
+                         (["run", "bit_not", "[1]", "--dtype", "uint8", "--feature-level", "4\\1"],
+                          "unknown feature level '4\\1'"),
+                         (["run", "is_infinity", "[1]", "--dtype", "float32", "--infinity-mode", "n\\eg"],
+                          "unknown InfinityMode 'n\\eg'")):
+        result = invoke(*args)
+        assert result.exit_code == 2 and echoed in result.stderr, (args, result.stderr)
 
 
 def _completions(args, incomplete):

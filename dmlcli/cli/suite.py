@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..errors import EXIT_CHECK_FAILED, InputError
+from ..errors import EXIT_CHECK_FAILED, InputError, quoted
 from .app import TEST_FAILED, cli, exit_codes_help
 from .options import complete_path, feature_level_option
 
@@ -82,7 +82,7 @@ def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_
         run = run_suite(paths, backend=backend, keyword=keyword, jobs=jobs, feature_level=feature_level,
                         float_rules=float_rules, stop_first=stop_first, on_progress=advance)
     if not run.results and run.deselected:
-        raise InputError(f"-k {keyword!r} selects none of the {run.files} cases")
+        raise InputError(f"-k {quoted(keyword)} selects none of the {run.files} cases")
     if junit_xml is not None:
         from ..suite.junit import write_junit
 

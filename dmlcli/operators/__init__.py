@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from ..errors import InputError
+from ..errors import InputError, quoted
 from . import activation, arithmetic, bitwise, comparison, logical, quantization, selection, transcendental
 from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
 from .parameters import Parameter, all_options
@@ -125,7 +125,7 @@ def find_operator(text: str | Operator) -> Operator:
     names = sorted({op.cli_name.upper() for op in OPERATORS})
     close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
-    raise InputError(f"unknown operator {text!r}{hint}")
+    raise InputError(f"unknown operator {quoted(text)}{hint}")
 
 
 def _onnx_suggestion(text: str, key: str) -> str | None:
@@ -140,4 +140,4 @@ def _onnx_suggestion(text: str, key: str) -> str | None:
         return None
     note = f" ({ONNX_NOTES[name]})" if name in ONNX_NOTES else ""
     uses = " or ".join(op.cli_name for op in targets)
-    return f"unknown operator {text!r}: that is ONNX's {name}, which DirectML calls {uses}{note}"
+    return f"unknown operator {quoted(text)}: that is ONNX's {name}, which DirectML calls {uses}{note}"

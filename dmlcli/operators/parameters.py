@@ -19,7 +19,7 @@ from typing import Mapping
 import numpy as np
 
 from ..data_types import FLOAT32, DataType
-from ..errors import InputError
+from ..errors import InputError, cut, quoted
 
 # C++ type of each NumPy dtype's value as a CUDA kernel argument.
 CUDA_VALUE_TYPES = {
@@ -128,7 +128,7 @@ class EnumParameter(Parameter):
             if key == short or key == str(number):
                 return short
         allowed = ", ".join(short.lower() for short, _ in self.values)
-        raise InputError(f"unknown {self.field} {text!r} (expected one of {allowed})")
+        raise InputError(f"unknown {self.field} {quoted(text)} (expected one of {allowed})")
 
     def parse(self, given, data_types) -> str:
         value = _given(given, self.options[0])
@@ -200,7 +200,7 @@ class IntegerParameter(Parameter):
             return self.default
         text = str(value).strip()
         if isinstance(value, bool) or not text.lstrip("+-").isdigit() or len(text) > 30:
-            raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {text[:40]!r} is not a whole number")
+            raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {quoted(cut(text, 40))} is not a whole number")
         number = int(text)
         if not self.minimum <= number <= self.maximum:
             raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {number} is out of range "
@@ -380,7 +380,7 @@ class FusedActivationParameter(Parameter):
             if bare == activation.name or key == str(activation.enum_value):
                 return activation
         allowed = ", ".join(activation.name.lower() for activation in self.activations)
-        raise InputError(f"{self.field}: {str(text)[:60]!r} is not an activation DirectML can fuse "
+        raise InputError(f"{self.field}: {quoted(cut(text, 60))} is not an activation DirectML can fuse "
                          f"(expected none or one of {allowed})")
 
     def _typed(self, activation, values: Mapping[str, object], spelled) -> dict:
@@ -423,7 +423,7 @@ class FusedActivationParameter(Parameter):
             raise InputError(f"{self.field} needs a string Type (an activation such as ACTIVATION_ELU)")
         activation = self.find(type_name)
         if activation is None:
-            raise InputError(f"{self.field} Type {type_name!r} is not an activation (write null for none)")
+            raise InputError(f"{self.field} Type {quoted(type_name)} is not an activation (write null for none)")
         desc_key = "Desc" if "Desc" in value else "desc"
         desc = value.get(desc_key)
         top = set(value) - {type_key}

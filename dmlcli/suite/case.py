@@ -109,7 +109,7 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
     where = quoted(path)
     unknown = sorted(set(document) - KNOWN_KEYS)
     if unknown:
-        raise CaseError(f"{where}: unknown key {unknown[0]!r} (a case has {', '.join(sorted(KNOWN_KEYS))})")
+        raise CaseError(f"{where}: unknown key {quoted(unknown[0])} (a case has {', '.join(sorted(KNOWN_KEYS))})")
     op = document.get("op")
     if not isinstance(op, str) or not op:
         raise CaseError(f"{where}: \"op\" must name the operator, such as \"bit_xor\"")

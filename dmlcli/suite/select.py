@@ -57,7 +57,7 @@ def _tokens(text: str) -> list[tuple[str, int]]:
             return tokens
         match = _TOKEN.match(text, position)
         if match is None:
-            raise _error(text, f"unexpected character {text[position]!r} at column {position + 1}")
+            raise _error(text, f"unexpected character {quoted(text[position])} at column {position + 1}")
         tokens.append((match.group(), position + 1))
         position = match.end()
 
@@ -88,7 +88,7 @@ class _Parser:
             raise _error(self.text, "empty expression")
         node = self.either()
         if self.peek() is not None:
-            raise _error(self.text, f"unexpected {self.peek()!r} at column {self.column()}")
+            raise _error(self.text, f"unexpected {quoted(self.peek())} at column {self.column()}")
         return node
 
     def either(self) -> Node:
