@@ -15,6 +15,7 @@ interpreter's. A fence is preceded by `<!-- readme-test: REASON -->` when it is 
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -62,6 +63,7 @@ def readme_blocks() -> list[Block]:
     return blocks
 
 
+@functools.cache  # a GPU backend is made once, not once per example line
 def gpu_usable() -> bool:
     from dmlcli.backends import gpu
     from dmlcli.errors import BackendUnavailableError

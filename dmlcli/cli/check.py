@@ -111,10 +111,8 @@ def read_expected_tensor(expected: str, bare_dtype):
 
 def write_report(report: str, comparison, outcome) -> None:
     """The --report file: the comparison and what produced it, written atomically."""
-    import numpy
-
-    from .. import __version__
     from ..io.atomic import write_atomically
+    from ..versions import versions
 
     call = outcome.verdict.call
     document = {
@@ -124,8 +122,8 @@ def write_report(report: str, comparison, outcome) -> None:
         "backend": outcome.backend,
         "output_dtype": call.output.data_type.numpy_name,
         "output_shape": list(call.output.shape),
-        "dmlcli_version": __version__,
-        "numpy_version": numpy.__version__,
     }
+    found = versions()
+    document.update(dmlcli_version=found["dmlcli"], numpy_version=found["numpy"])
     text = json.dumps(document, indent=2) + "\n"
     write_atomically(Path(report), lambda handle: handle.write(text.encode("utf-8")))

@@ -50,10 +50,16 @@ def decode_text(raw: bytes, *, where: str) -> str:
         raise InputError(f"{where}: is not UTF-8 text, so not a JSON tensor (nor a .npy file)") from None
 
 
-def read_stdin_bytes(stream) -> bytes:
+def read_stdin_bytes(stream, *, where: str) -> bytes:
     """All of stdin as bytes: from its binary buffer where it has one (a .npy may come through)."""
+    # Python sets sys.stdin to None when the shell closed it (`<&-`); a read can fail too (EBADF, EIO).
+    if stream is None:
+        raise InputError(f"{where}: stdin is closed, so there is nothing to read (give a file instead of -)")
     binary = getattr(stream, "buffer", None)
-    data = binary.read() if binary is not None else stream.read()
+    try:
+        data = binary.read() if binary is not None else stream.read()
+    except OSError as error:
+        raise InputError(f"{where}: cannot be read ({error.strerror or 'read failed'})") from None
     if isinstance(data, str):
         return data.encode("utf-8")
     return data

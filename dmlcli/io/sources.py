@@ -33,10 +33,10 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     back as a read-only broadcast of one zero with the header's dtype and shape, its data not read.
     """
     if source == "-":
-        from .formats import decode_text, npy_from_bytes
+        from .formats import decode_text, npy_from_bytes, read_stdin_bytes
 
         where = f"{label} (stdin)"
-        raw = _read_stdin(stdin if stdin is not None else sys.stdin, label)
+        raw = read_stdin_bytes(stdin if stdin is not None else sys.stdin, where=where)
         if raw.startswith(NPY_MAGIC):
             array = npy_from_bytes(raw, where=where)
             _check_declared_dtype(array, dtype, where)
@@ -103,18 +103,6 @@ def check_stdin_read_once(sources) -> None:
     if [s for s in sources if s == "-"][1:]:
         raise InputError("'-' (stdin) is given more than once, but stdin can be read only once; "
                          "save all but one of those tensors to files")
-
-
-def _read_stdin(stream, label: str):
-    # Python sets sys.stdin to None when the shell closed it (`<&-`); a read can fail too (EBADF, EIO).
-    if stream is None:
-        raise InputError(f"{label} (stdin): stdin is closed, so there is nothing to read (give a file instead of -)")
-    from .formats import read_stdin_bytes
-
-    try:
-        return read_stdin_bytes(stream)
-    except OSError as error:
-        raise InputError(f"{label} (stdin): cannot be read ({error.strerror or 'read failed'})") from None
 
 
 def _exists(path: Path) -> bool:
