@@ -41,7 +41,8 @@ def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None
 
 def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
         **parameters) -> np.ndarray:
-    """Validate and run a DirectML element-wise operator; return the output as a NumPy array.
+    """Validate and run a DirectML operator; return the output as a NumPy array (a tuple of arrays for an
+    operator with several outputs, such as SPLIT or TOP_K).
 
     Raises dmlcli.ValidationError when the call breaks the operator's rules at `feature_level`
     (default: the newest, 6_4), and dmlcli.BackendUnavailableError when `backend` cannot run.
@@ -52,6 +53,9 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
                          float_rules=float_rules, **parameters)
     outcome = engine.run(req, arrays, backend=backend)
     _warn(outcome.warnings)
+    op = req.operator
+    if op.extra_outputs or (op.variadic is not None and op.variadic in op.outputs):
+        return outcome.all_outputs  # SPLIT, TOP_K: a tuple, one array per output tensor in DESC order
     return outcome.output
 
 

@@ -57,10 +57,12 @@ def parse_tolerance(text: str) -> Rule:
     return Rule(kind, limit, "--tolerance")
 
 
-def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None) -> Rule:
+def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None, call=None) -> Rule:
     """The rule a result of `operator` in `dtype` is checked by: exact for integers and exact operators.
 
-    With a fused activation among the call's `parameters` (ADD1), the activation's tolerance applies.
+    With a fused activation among the call's `parameters` (ADD1), the activation's tolerance applies. A
+    shaped operator's tolerance may grow with the call (a reduction's with the number of elements reduced:
+    `tolerance_scale(call)` multiplies the figure), where the `call` is given.
     """
     if np.dtype(dtype).kind != "f":
         return EXACT
@@ -73,7 +75,11 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
             tolerance = fused.tolerance
     if tolerance is None:
         return EXACT
-    return Rule(tolerance.kind, tolerance.for_dtype(np.dtype(dtype)), tolerance.source)
+    limit = tolerance.for_dtype(np.dtype(dtype))
+    scale = getattr(operator, "tolerance_scale", None)
+    if scale is not None and call is not None:
+        limit = limit * scale(call)
+    return Rule(tolerance.kind, limit, tolerance.source)
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ class Request:
     output_type: DataType | None = None
     output_shape: tuple[int, ...] | None = None
     float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
+    output_shapes: Mapping[str, object] | None = None  # several outputs' Sizes by name (a DxDispatch desc's)
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -58,19 +59,49 @@ class Outcome:
     backend: str
     warnings: tuple[str, ...] = ()
     inputs: tuple[np.ndarray, ...] = ()  # the arrays a whole-tensor run was given (--save-case records them)
+    outputs: tuple[np.ndarray, ...] | None = None  # every output, in DESC order (None: the one `output`)
 
+    @property
+    def all_outputs(self) -> tuple:
+        """Every output array in DESC order (one for most operators)."""
+        return self.outputs if self.outputs is not None else (self.output,)
 
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
-            desc_fields: Mapping[str, object] | None = None, float_rules=None, **options) -> Request:
+            desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
+            **options) -> Request:
     """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
     from .backends.float_rules import parse_float_rules
 
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
+    if broadcast and not operator.is_elementwise:
+        raise InputError(f"{operator.name} is not element-wise, so its inputs are not broadcast (--broadcast is "
+                         "for element-wise operators)")
     return Request(operator, parse_feature_level(feature_level), dict(options), desc_fields, bool(broadcast),
-                   output_type, None if output_shape is None else tuple(int(s) for s in output_shape),
-                   parse_float_rules(float_rules))
+                   output_type, None if output_shape is None else parse_shape(output_shape, "--output-shape"),
+                   parse_float_rules(float_rules), output_shapes)
+
+
+def parse_shape(value, where: str) -> tuple[int, ...]:
+    """Sizes given as a sequence of integers or as text: 2,3,4 or [2, 3, 4]."""
+    if isinstance(value, str):
+        text = value.strip().strip("[]()")
+        items = [item.strip() for item in text.split(",")] if text else []
+    else:
+        try:
+            items = list(value)
+        except TypeError:
+            raise InputError(f"{where} must be sizes such as 2,3,4 (found {quoted(str(value))})") from None
+    sizes = []
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, bool) or not text.isdigit() or len(text) > 12:
+            raise InputError(f"{where}: {quoted(text)} is not a size (a whole number from 0)")
+        sizes.append(int(text))
+    if not 1 <= len(sizes) <= 8:
+        raise InputError(f"{where} has {len(sizes)} sizes; DirectML tensors have 1 to 8 dimensions")
+    return tuple(sizes)
 
 
 def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
@@ -111,17 +142,9 @@ def data_type_of(value) -> DataType:
 def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]]) -> Verdict:
     """Validate the call for inputs of these data types and shapes (no data needed)."""
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
-                            broadcast=req.broadcast)
-    if req.output_type is None and req.operator.output_type_is_choice:
-        # The user chose no output type: the default where the level allows it, else the type it allows
-        # (LOGICAL_EQUALS at 1_0 writes UINT32 only).
-        row = req.operator.row_at(req.feature_level)
-        allowed = row.tensors[req.operator.output].data_types if row is not None else ()
-        if allowed and call.output.data_type not in allowed:
-            call = build_call(req.operator, inputs, output_type=allowed[0], output_shape=req.output_shape,
-                              broadcast=req.broadcast)
-    call = replace(call, parameters=req.typed_parameters(call.data_types), float_rules=req.float_rules)
-    return check(call, req.feature_level)
+                            output_shapes=req.output_shapes, broadcast=req.broadcast,
+                            feature_level=req.feature_level, parse_parameters=req.typed_parameters)
+    return check(replace(call, float_rules=req.float_rules), req.feature_level)
 
 
 def as_input_array(value, position: int) -> np.ndarray:
@@ -184,41 +207,75 @@ def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: H
     engine = choose_backend(backend, call.float_rules)
     out = call.output
     arrays = call.complete(arrays)
+    if not call.operator.is_elementwise:
+        outputs = tuple(engine.execute_shaped(call.operator, arrays, call.outputs, call.parameters))
+        return Outcome(outputs[0], verdict, engine.name, (), outputs=outputs)
     own_tally = tally or HookTally(call)
     own_tally.add(arrays, out.shape)  # before the kernel: an in-place caller may overwrite the inputs
     output = engine.execute(call.operator, arrays, out.shape, out.data_type.numpy_dtype, call.parameters)
     return Outcome(output, verdict, engine.name, () if tally is not None else own_tally.warnings())
 
 
-def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = None,
+def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence[str] | None = None,
         before_execute: Callable[[Verdict], None] | None = None,
         read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None) -> Outcome:
-    """Validate, check room for the output, execute and (with `output`, a path or '-') write the result.
+    """Validate, check room for the output, execute and (with `output`, a path or '-', or one per output
+    tensor, or an .npz for all) write the result.
 
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
     """
     from .io.room import check_room_for_output
 
-    if output is not None:
-        from .io.atomic import check_output_path
+    targets = output_targets(output)
+    if targets:
+        from .io.outputs import check_targets
 
-        check_output_path(output)
+        check_targets(targets, None)
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
     verdict = plan_arrays(req, arrays)
     out = verdict.call.output
+    names = [tensor.name for tensor in verdict.call.outputs]
+    if targets:
+        check_targets(targets, names)
     # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
-    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True,
-                          input_bytes=sum(int(a.nbytes) for a in arrays))
+    # A shaped operator's other outputs and its kernel's scratch (about twice its largest input, as
+    # float64 work) are counted with them.
+    input_bytes = sum(int(a.nbytes) for a in arrays)
+    if not req.operator.is_elementwise:
+        input_bytes += sum(tensor_bytes(t) for t in verdict.call.outputs[1:]) + 2 * max(
+            [int(a.size) * 8 for a in arrays] + [0])
+    check_room_for_output(targets[0] if len(targets) == 1 else None, out.shape, out.data_type.numpy_dtype,
+                          in_memory=True, input_bytes=input_bytes)
     if before_execute is not None:
         before_execute(verdict)
     if read_mapped is not None:
         arrays = read_mapped(arrays)
     outcome = replace(execute(verdict, arrays, backend), inputs=tuple(arrays))
-    if output is not None:
+    if targets:
+        write_results(outcome, names, targets)
+    return outcome
+
+
+def tensor_bytes(tensor) -> int:
+    return int(np.prod(tensor.shape, dtype=np.int64)) * tensor.data_type.numpy_dtype.itemsize
+
+
+def output_targets(output: str | Sequence[str] | None) -> list[str]:
+    if output is None:
+        return []
+    return [output] if isinstance(output, (str, Path)) else [str(target) for target in output]
+
+
+def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]) -> None:
+    """The outcome's outputs written to their targets: one as ever, several one per target or as one .npz."""
+    if len(names) == 1 and len(targets) == 1 and not targets[0].lower().endswith(".npz"):
         from .io.atomic import write_output
 
-        write_output(outcome.output, output)
-    return outcome
+        write_output(outcome.output, str(targets[0]))
+        return
+    from .io.outputs import write_outputs
+
+    write_outputs(outcome.all_outputs, names, [str(t) for t in targets])
 
 
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
@@ -280,19 +337,22 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
     """A run from input arguments (.npy/.json files, '-', inline JSON, Zarr stores): on Dask where a Zarr
     store is involved or `dask` (DaskOptions) asks for it, streamed where it can be (.npy files in, a .npy
     file out, `stream` allowed), else read whole."""
+    if isinstance(output, (list, tuple)) and len(output) == 1:
+        output = output[0]  # one -o, as the command line gives it
     if _wants_dask(sources, output, dask):
         return run_dask(req, sources, output=output, dtype=dtype, backend=backend, progress=progress,
                         options=dask, before_execute=before_execute)
     if dask is not None and dask.chunks is not None:
         raise InputError("--chunks sets the chunk shape of a Zarr output (-o out.zarr) or of a run on Dask "
                          "(--scheduler, --workers); this run has neither")
-    if output is not None:
+    targets = output_targets(output)
+    if len(targets) == 1 and not targets[0].lower().endswith(".npz"):
         from .io.atomic import check_output_path
         from .streaming import is_streamable
 
-        check_output_path(output)
-        if stream and is_streamable(sources, output):
-            return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress)
+        check_output_path(targets[0])
+        if stream and req.operator.is_elementwise and is_streamable(sources, targets[0]):
+            return run_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
     return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
                read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
 
@@ -327,7 +387,7 @@ def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
     from .io.zarr_names import is_zarr_source
 
     return ((options is not None and options.requested) or any(is_zarr_source(s) for s in sources)
-            or (output is not None and output != "-" and is_zarr_source(output)))
+            or any(target != "-" and is_zarr_source(target) for target in output_targets(output)))
 
 
 def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
@@ -341,6 +401,9 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
     from .io.room import check_room_for_output
     from .io.zarr_store import check_output_store
 
+    if not req.operator.is_elementwise:
+        raise InputError(f"{req.operator.name} does not run on Dask or Zarr stores: dmlcli runs element-wise "
+                         "operators there; give .npy or JSON inputs and outputs")
     require_dask()
     options = options or DaskOptions()
     to_store = runner.is_store(output)

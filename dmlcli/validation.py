@@ -16,6 +16,7 @@ from .data_types import MAX_ELEMENTS, DataType
 from .errors import InputError, ValidationError
 from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from .operators import Operator
+from .operators.shaped import RuleViolation, ShapeQuery
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
@@ -46,19 +47,39 @@ class Call:
         return {name: tensor.data_type for name, tensor in self.tensors.items()}
 
     def complete(self, arrays: Sequence) -> list:
-        """Every input of the operator, in order: the given arrays, and zeros (one element, broadcast to any
-        shape) of the declared type for each optional input the call leaves out."""
+        """Every input of the operator, in order: the given arrays, and for each optional input the call
+        leaves out, zeros (one element, broadcast to any shape) of the declared type for an element-wise
+        operator, None for a shaped one (its kernel knows what the missing tensor means)."""
         if not self.absent:
             return list(arrays)
         given = iter(arrays)
         rank = len(self.output.shape)
         like = dict(self.operator.optional_inputs)
+        if not self.operator.is_elementwise:
+            return [None if name in self.absent else next(given) for name in self.operator.inputs]
         return [np.zeros((1,) * rank, self.tensors[like[name]].data_type.numpy_dtype) if name in self.absent
                 else next(given) for name in self.operator.inputs]
 
     @property
     def output(self) -> TensorInfo:
-        return self.tensors[self.operator.output]
+        """The first output (the only one of most operators)."""
+        return self.outputs[0]
+
+    @property
+    def outputs(self) -> tuple[TensorInfo, ...]:
+        """Every output tensor in DESC order, a variadic output's tensors one by one."""
+        names = set(self.operator.outputs)
+        return tuple(tensor for name, tensor in self.tensors.items() if field_of(name) in names)
+
+    @property
+    def inputs(self) -> tuple[TensorInfo, ...]:
+        names = set(self.operator.inputs)
+        return tuple(tensor for name, tensor in self.tensors.items() if field_of(name) in names)
+
+
+def field_of(tensor_name: str) -> str:
+    """The DESC field of a tensor: InputTensors[2] -> InputTensors (a variadic field's third tensor)."""
+    return tensor_name.split("[", 1)[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +109,14 @@ def _join_names(names) -> str:
 
 def _shape_problems(call: Call):
     op = call.operator
-    for tensor in call.tensors.values():
+    yield from _size_problems(call.tensors.values())
+    if not op.is_elementwise:
+        return  # the shape rule has checked how the tensors' Sizes relate (build_call)
+    yield from _elementwise_shape_problems(call)
+
+
+def _size_problems(tensors):
+    for tensor in tensors:
         if len(tensor.shape) == 0:
             yield Problem(f"{tensor.name} is 0-D (a bare scalar); DirectML tensors have 1 to 8 dimensions", "rule")
         elif 0 in tensor.shape:
@@ -99,6 +127,10 @@ def _shape_problems(call: Call):
             count = math.prod(tensor.shape)
             yield Problem(
                 f"{tensor.name} has {count} elements; a DirectML tensor holds at most {MAX_ELEMENTS} (2^32-1)", "rule")
+
+
+def _elementwise_shape_problems(call: Call):
+    op = call.operator
     output = call.output
     for name in op.inputs:
         tensor = call.tensors.get(name)
@@ -125,18 +157,26 @@ def _shape_problems(call: Call):
 
 def _table_problems(call: Call, feature_level: FeatureLevel):
     op = call.operator
-    row = op.row_at(feature_level)
+    row = op.row_at(feature_level, call.parameters)
     if row is None:
+        if op.support_by is not None and op.row_at(feature_level) is not None:
+            value = call.parameters.get(op.support_by)
+            first = min(r.level for r in op.rows_for(call.parameters))
+            yield Problem(f"{op.support_by} {str(value).upper()} is not available at {feature_level} "
+                          f"(introduced in {first})", "table")
+            return
         yield Problem(f"the operator is not available at {feature_level} (introduced in {op.introduced})", "table")
         return
+    if op.level_rule is not None:
+        message = op.level_rule(call, feature_level)
+        if message:
+            yield Problem(message, "table")
     if call.absent and (op.optional_since is None or feature_level < op.optional_since):
         yield Problem(f"{_join_names(call.absent)} may be left out only from {op.optional_since} "
                       f"(it is required at {feature_level})", "table")
     yield from _mismatched_data_types(call, row.same_data_type, f"at {feature_level} ", "table")
-    for name in op.tensors:
-        if name not in call.tensors:
-            continue
-        tensor, support = call.tensors[name], row.tensors[name]
+    for name, tensor in call.tensors.items():
+        support = row.tensors[field_of(name)]
         if tensor.data_type not in support.data_types:
             yield Problem(
                 f"{name} data type {tensor.data_type.name} is not supported at {feature_level} "
@@ -154,7 +194,7 @@ def _type_problems(call: Call):
 
 def _mismatched_data_types(call: Call, names, qualifier: str, kind: str):
     """The tensors among `names` (those the call gives) whose DataType differs from the first one's."""
-    tied = [call.tensors[name] for name in names if name in call.tensors]
+    tied = [tensor for name, tensor in call.tensors.items() if field_of(name) in names]
     for tensor in tied[1:]:
         if tensor.data_type != tied[0].data_type:
             yield Problem(
@@ -194,16 +234,42 @@ def check(call: Call, feature_level: FeatureLevel) -> Verdict:
     raise error
 
 
-def output_data_type(operator: Operator, input_types: Mapping[str, DataType], requested: DataType | None) -> DataType:
-    """The OutputTensor's DataType: as requested, else tied to the inputs, else the operator's default."""
-    if requested is not None:
-        return requested
-    tied = next((name for name in operator.same_data_type if name in input_types), None)
-    if operator.output in operator.same_data_type and tied is not None:
-        return input_types[tied]
-    if operator.default_output_type is not None:  # a choice, or tied only to an optional input left out
-        return operator.default_output_type
-    return operator.support[0].tensors[operator.output].data_types[0]  # the one type every row allows
+def output_data_types(operator: Operator, input_types: Mapping[str, DataType], requested: DataType | None,
+                      feature_level: FeatureLevel | None = None,
+                      parameters: Mapping[str, object] | None = None) -> dict[str, DataType]:
+    """Each output's DataType: the requested type for the output the caller chooses (--output-dtype; the
+    first output where every output is tied, so that a wrong request is reported like any tensor), else
+    the type of the input it is tied to, else the operator's default where the level allows it, else the
+    first type the level's row allows (LOGICAL_EQUALS at 1_0 writes UINT32 only)."""
+    row = operator.row_at(feature_level, parameters) if feature_level is not None else None
+    target = operator.choice_output or operator.output
+    found = {}
+    for name in operator.outputs:
+        if requested is not None and name == target:
+            found[name] = requested
+            continue
+        tied = _tied_input(operator, row, name, input_types)
+        if tied is not None:
+            found[name] = input_types[tied]
+            continue
+        allowed = row.tensors[name].data_types if row is not None else ()
+        if name == target and operator.default_output_type is not None and (
+                not allowed or operator.default_output_type in allowed):
+            found[name] = operator.default_output_type
+        elif allowed:
+            found[name] = allowed[0]
+        else:
+            found[name] = operator.support[0].tensors[name].data_types[0]  # the one type every row allows
+    return found
+
+
+def _tied_input(operator: Operator, row, output: str, input_types: Mapping[str, DataType]) -> str | None:
+    for names in (operator.same_data_type, row.same_data_type if row is not None else ()):
+        if output in names:
+            tied = next((name for name in names if name in input_types), None)
+            if tied is not None:
+                return tied
+    return None
 
 
 def broadcast_shape(operator: Operator, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
@@ -220,34 +286,101 @@ def build_call(
     *,
     output_type: DataType | None = None,
     output_shape: tuple[int, ...] | None = None,
+    output_shapes: Mapping[str, object] | None = None,
     broadcast: bool = False,
+    feature_level: FeatureLevel | None = None,
+    parse_parameters=None,
 ) -> Call:
-    """Assemble the call DirectML would see from the inputs' data types and shapes (parameters come later).
+    """Assemble the call DirectML would see from the inputs' data types and shapes, with its parameters.
 
-    The output has the shape the inputs (broadcast or not) agree on, the first input's when they
-    don't, unless `output_shape` gives it (a DxDispatch desc's OutputTensor Sizes): the same-Sizes
-    rule then checks it like any tensor.
+    An element-wise operator's output has the shape the inputs (broadcast or not) agree on, the first
+    input's when they don't, unless `output_shape` gives it (a DxDispatch desc's OutputTensor Sizes): the
+    same-Sizes rule then checks it like any tensor. A shaped operator's outputs have the Sizes its shape
+    rule computes; Sizes given for them (`output_shapes` by name, or `output_shape` for the first) must
+    agree. `parse_parameters(data types by tensor name)` gives the typed parameters (none without it).
     """
     names = _given_inputs(operator, len(inputs))
     shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(names, inputs)}
-    if broadcast:
+    if broadcast and operator.is_elementwise:
         common = broadcast_shape(operator, shapes)
         shapes = {name: common for name in shapes}
     types = {name: data_type for name, (data_type, _) in zip(names, inputs)}
+    by_field = {field_of(name): data_type for name, data_type in types.items()}
+    out_types = output_data_types(operator, by_field, output_type, feature_level)
+    parameters = parse_parameters({**by_field, **out_types}) if parse_parameters is not None else {}
+    if operator.support_by is not None and parse_parameters is not None:
+        # The support rows (and with them the output types) depend on a parameter (REDUCE's Function).
+        out_types = output_data_types(operator, by_field, output_type, feature_level, parameters)
+        parameters = parse_parameters({**by_field, **out_types})
     tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in names}
-    out_shape = tuple(int(s) for s in output_shape) if output_shape is not None else shapes[names[0]]
-    tensors[operator.output] = TensorInfo(operator.output, output_data_type(operator, types, output_type), out_shape)
-    absent = tuple(name for name in operator.inputs if name not in names)
-    return Call(operator, tensors, {}, broadcast, absent)
+    given = dict(output_shapes or {})
+    if output_shape is not None:
+        given.setdefault(operator.output, tuple(int(s) for s in output_shape))
+    if operator.is_elementwise:
+        out_shape = given.get(operator.output, shapes[names[0]])
+        tensors[operator.output] = TensorInfo(operator.output, out_types[operator.output], tuple(out_shape))
+    else:
+        for name, shape in _rule_shapes(operator, tensors, by_field, out_types, parameters, given).items():
+            tensors[name] = TensorInfo(name, out_types[field_of(name)], shape)
+    absent = tuple(name for name in operator.inputs if name not in by_field)
+    return Call(operator, tensors, parameters, broadcast, absent)
+
+
+def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_types, out_types, parameters,
+                 given: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
+    """The outputs' Sizes from the operator's shape rule, each output tensor by its name."""
+    found = list(_size_problems(tensors.values()))
+    if found:  # a rule needs sane input Sizes: report the most fundamental problem first
+        raise ValidationError(f"{operator.name}: {found[0].message}")
+    shapes: dict[str, object] = {}
+    for name, tensor in tensors.items():
+        if name != field_of(name):
+            shapes.setdefault(field_of(name), []).append(tensor.shape)
+        else:
+            shapes[name] = tensor.shape
+    query = ShapeQuery(shapes, {**input_types, **out_types}, parameters, given)
+    try:
+        computed = operator.shape_rule(query)
+    except RuleViolation as violation:
+        raise ValidationError(f"{operator.name}: {violation}") from None
+    expanded: dict[str, tuple[int, ...]] = {}
+    for name in operator.outputs:
+        value = computed[name]
+        if name == operator.variadic:
+            for index, shape in enumerate(value):
+                expanded[f"{name}[{index}]"] = tuple(int(s) for s in shape)
+        else:
+            expanded[name] = tuple(int(s) for s in value)
+    for name, stated in given.items():
+        if name in computed and name != operator.variadic and tuple(stated) != expanded[name]:
+            raise ValidationError(f"{operator.name}: {name} Sizes {describe_shape(stated)} do not match the Sizes "
+                                  f"its rule gives for these inputs and parameters, {describe_shape(expanded[name])}")
+    return expanded
 
 
 def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
-    """The inputs a call of `count` tensors gives: all of them, or only the required ones."""
+    """The inputs a call of `count` tensors gives: all of them, or only the required ones (a variadic
+    input takes what the others leave, one or more, as InputTensors[0], InputTensors[1], ...)."""
+    if operator.variadic in operator.inputs:
+        fixed = len(operator.inputs) - 1
+        if count <= fixed:
+            raise InputError(f"{operator.name} takes {fixed + 1} or more input tensors ({', '.join(operator.inputs)}, "
+                             f"{operator.variadic} being one or more tensors); got {count}")
+        names: list[str] = []
+        for name in operator.inputs:
+            if name == operator.variadic:
+                names.extend(f"{name}[{index}]" for index in range(count - fixed))
+            else:
+                names.append(name)
+        return tuple(names)
     if count == len(operator.inputs):
         return operator.inputs
     if operator.optional_inputs and count == len(operator.required_inputs):
         return operator.required_inputs
     noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
+    if not operator.inputs:
+        raise InputError(f"{operator.name} takes no input tensors (its output's Sizes come from --output-shape); "
+                         f"got {count}")
     expected = str(len(operator.inputs))
     if operator.optional_inputs:
         expected = f"{len(operator.required_inputs)} or {len(operator.inputs)}"

@@ -213,8 +213,8 @@ def test_operator_spellings():
     with pytest.raises(dmlcli.InputError, match=r"unknown operator 'bit_xro' \(did you mean bit_xor"):
         dmlcli.find_operator("bit_xro")
     # DirectML's 65 ELEMENT_WISE operators and its 21 element-wise ACTIVATION operators.
-    assert len(dmlcli.OPERATORS) == 86
-    assert sum(op.prefix == "ACTIVATION" for op in dmlcli.OPERATORS) == 21
+    assert len(dmlcli.operators.ELEMENTWISE_OPERATORS) == 86
+    assert sum(op.prefix == "ACTIVATION" for op in dmlcli.operators.ELEMENTWISE_OPERATORS) == 21
     for spelling in ("relu", "activation_relu", "ACTIVATION_RELU", "DML_OPERATOR_ACTIVATION_RELU"):
         assert dmlcli.find_operator(spelling).dml_name == "DML_OPERATOR_ACTIVATION_RELU"
     # IDENTITY and TANH are in both families: the bare name is the ELEMENT_WISE one.
@@ -286,7 +286,7 @@ def test_enum_values_match_directml_header():
     }
     axis_wise = {"ACTIVATION_HARDMAX", "ACTIVATION_LOG_SOFTMAX", "ACTIVATION_SOFTMAX", "ACTIVATION_SOFTMAX1",
                  "ACTIVATION_LOG_SOFTMAX1", "ACTIVATION_HARDMAX1"}
-    implemented = {op.dml_name.removeprefix("DML_OPERATOR_"): op.enum_value for op in dmlcli.OPERATORS}
+    implemented = {op.dml_name.removeprefix("DML_OPERATOR_"): op.enum_value for op in dmlcli.operators.ELEMENTWISE_OPERATORS}
     assert implemented == {name: value for name, value in expected.items() if name not in axis_wise}
 
 

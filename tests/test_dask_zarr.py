@@ -30,7 +30,7 @@ import dmlcli  # noqa: E402
 import dmlcli.dask  # noqa: E402
 from dmlcli.cli import cli  # noqa: E402
 from dmlcli.feature_levels import NEWEST  # noqa: E402
-from dmlcli.operators import OPERATORS  # noqa: E402
+from dmlcli.operators import ELEMENTWISE_OPERATORS as OPERATORS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = (7, 9)  # chunkings below do not divide it

@@ -134,7 +134,7 @@ def _desc_value(parameter, data_type):
     return float(value) if isinstance(value, np.floating) else int(value)
 
 
-@pytest.mark.parametrize("op", [pytest.param(op, id=op.cli_name) for op in __import__("dmlcli").OPERATORS])
+@pytest.mark.parametrize("op", [pytest.param(op, id=op.cli_name) for op in __import__("dmlcli").operators.ELEMENTWISE_OPERATORS])
 def test_every_operator_runs_in_a_generated_model_as_in_run(op, tmp_path, monkeypatch):
     """Each operator through a DxDispatch model, DESC fields by their DirectML names, gives dmlcli.run's bytes."""
     from dmlcli.feature_levels import NEWEST

@@ -21,7 +21,7 @@ from dmlcli.backends import cpu
 from dmlcli.cli import cli
 from dmlcli.errors import BackendUnavailableError, DmlcliWarning
 from dmlcli.feature_levels import level
-from dmlcli.operators import OPERATORS, find_operator
+from dmlcli.operators import ELEMENTWISE_OPERATORS as OPERATORS, find_operator
 
 NEWEST = level("6_4")
 NO_CUPY = "CuPy is not installed; install it with pip install 'dmlcli[gpu]'"

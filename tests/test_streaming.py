@@ -19,7 +19,7 @@ import dmlcli
 from dmlcli.cli import cli
 from dmlcli.errors import DmlcliWarning, InputError
 from dmlcli.feature_levels import ALL_FEATURE_LEVELS
-from dmlcli.operators import OPERATORS
+from dmlcli.operators import ELEMENTWISE_OPERATORS as OPERATORS
 from dmlcli.progress import progress_bar_factory, wants_progress_bar
 from dmlcli.streaming import (CHUNK_BYTES_VARIABLE, chunk_bytes_from_environment, is_streamable, row_boxes,
                               tile_boxes)

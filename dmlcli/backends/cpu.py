@@ -37,9 +37,28 @@ class CpuBackend:
                 result = operator.cpu_kernel([to_native(c) for c in chunk], out_dtype, parameters)
             yield result
 
+    def execute_shaped(self, operator: Operator, inputs, outputs, parameters) -> tuple[np.ndarray, ...]:
+        """A shaped operator's array_kernel on NumPy: every output, as its own C-ordered array."""
+        arrays = [None if x is None else to_native(np.asarray(x)) for x in inputs]
+        with np.errstate(all="ignore"):
+            results = operator.array_kernel(np, arrays, outputs, parameters)
+        return tuple(_own_result(result, info, arrays) for result, info in zip(results, outputs))
+
     def describe(self) -> dict:
         return {"backend": "cpu", "numpy": np.__version__}
 
 
 def create() -> CpuBackend:
     return CpuBackend()
+
+
+def _own_result(result, info, inputs) -> np.ndarray:
+    """The kernel's result as a fresh C-ordered array of the output's type and Sizes (never an input's buffer)."""
+    result = np.asarray(result)
+    expected = np.dtype(info.data_type.numpy_dtype)
+    if result.dtype != expected or tuple(result.shape) != tuple(info.shape):
+        raise AssertionError(f"kernel gave {result.dtype} {list(result.shape)} for {info.name} "
+                             f"({expected} {list(info.shape)})")
+    if any(x is not None and np.may_share_memory(result, x) for x in inputs) or not result.flags.c_contiguous:
+        return np.ascontiguousarray(result).copy()
+    return result

@@ -84,6 +84,13 @@ class D3DFloatRules:
         for output in self.inner.execute_chunks(operator, flushed, out_dtype, parameters):
             yield canonical_nans(flush_subnormals(output))
 
+    def execute_shaped(self, operator, inputs, outputs, parameters):
+        if not self._applies(operator):
+            return self.inner.execute_shaped(operator, inputs, outputs, parameters)
+        flushed = [None if x is None else flush_subnormals(x) for x in inputs]
+        results = self.inner.execute_shaped(operator, flushed, outputs, parameters)
+        return tuple(canonical_nans(flush_subnormals(result)) for result in results)
+
     def describe(self) -> dict:
         return dict(self.inner.describe(), float_rules="d3d")
 

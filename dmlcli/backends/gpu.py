@@ -181,6 +181,30 @@ class GpuBackend:
             self._host_copy(flat_out[start:start + piece.size], piece)
         return out
 
+    def execute_shaped(self, operator: Operator, inputs, outputs, parameters) -> tuple[np.ndarray, ...]:
+        """A shaped operator on the GPU: the inputs copied over once, its kernel (gpu_array_kernel, else its
+        array_kernel on CuPy) run where they are, the outputs copied back. Nothing goes back and forth
+        between the steps of one operator."""
+        results = self.execute_shaped_device(operator, [None if x is None else to_native(np.asarray(x))
+                                                        for x in inputs], outputs, parameters)
+        return tuple(self._cp.asnumpy(result) for result in results)
+
+    def execute_shaped_device(self, operator: Operator, inputs, outputs, parameters):
+        """The same with CuPy arrays in and out (host arrays are copied to the device first)."""
+        cp = self._cp
+        arrays = [None if x is None else cp.ascontiguousarray(cp.asarray(x)) for x in inputs]
+        kernel = operator.gpu_array_kernel or operator.array_kernel
+        results = kernel(cp, arrays, outputs, parameters)
+        found = []
+        for result, info in zip(results, outputs):
+            result = cp.asarray(result)
+            expected = np.dtype(info.data_type.numpy_dtype)
+            if result.dtype != expected or tuple(result.shape) != tuple(info.shape):
+                raise AssertionError(f"GPU kernel gave {result.dtype} {list(result.shape)} for {info.name} "
+                                     f"({expected} {list(info.shape)})")
+            found.append(cp.ascontiguousarray(result))
+        return tuple(found)
+
     def execute_device(self, operator: Operator, inputs, out_shape, out_dtype, parameters):
         """CuPy arrays in (broadcastable to `out_shape`), a CuPy array out: blocks that already live on the GPU
         (a Dask array of CuPy blocks) are computed where they are, with no copy through the host."""

@@ -122,7 +122,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
 
         listed = MAX_LISTED if max_diffs is None else max_diffs
         out_dtype = outcome.verdict.call.output.data_type.numpy_dtype
-        rule = rule_for(req.operator, out_dtype, override, outcome.verdict.call.parameters)
+        rule = rule_for(req.operator, out_dtype, override, outcome.verdict.call.parameters, outcome.verdict.call)
         if streamed_check:  # both files chunk by chunk, in constant memory, as the run itself streamed
             from ..streaming import chunk_bytes_from_environment
 

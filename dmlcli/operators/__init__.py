@@ -14,12 +14,13 @@ import difflib
 import re
 
 from ..errors import InputError, quoted
-from . import activation, arithmetic, bitwise, comparison, logical, quantization, selection, transcendental
+from . import (activation, arithmetic, bitwise, comparison, logical, movement, quantization, reduction, selection,
+               transcendental)
 from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
 
-__all__ = ["OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "known_options",
+__all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "known_options",
            "register_family", "table_summary"]
 
 # Families in the order `dmlcli ops` shows them.
@@ -31,8 +32,12 @@ FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
     ("math", transcendental.OPERATORS),
     ("activation", activation.OPERATORS),
     ("quantization", quantization.OPERATORS),
+    ("reduction", reduction.OPERATORS),
+    ("data movement", movement.OPERATORS),
 )
 OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
+# The element-wise operators: those that stream chunk by chunk, broadcast, and run on Dask blockwise.
+ELEMENTWISE_OPERATORS: tuple[Operator, ...] = tuple(op for op in OPERATORS if op.is_elementwise)
 
 
 def table_summary() -> str:
@@ -68,11 +73,12 @@ def register_family(name: str, members: tuple[Operator, ...]) -> None:
 
     Call it before importing dmlcli.cli: the command line builds its options from the table once.
     """
-    global FAMILIES, OPERATORS, _BY_KEY
+    global FAMILIES, OPERATORS, ELEMENTWISE_OPERATORS, _BY_KEY
     operators = OPERATORS + tuple(members)
     _check_table(operators)
     FAMILIES = FAMILIES + ((name, tuple(members)),)
     OPERATORS = operators
+    ELEMENTWISE_OPERATORS = tuple(op for op in OPERATORS if op.is_elementwise)
     _BY_KEY = _index(OPERATORS)
 
 
@@ -82,7 +88,7 @@ def _normalise(text: str) -> str:
 
 def _spellings(op: Operator) -> tuple[str, ...]:
     """Every accepted key: BIT_XOR and ELEMENT_WISE_BIT_XOR; ACTIVATION_RELU (and RELU, see below)."""
-    return (f"{op.prefix}_{op.name}",) + ((op.name,) if op.prefix == "ELEMENT_WISE" else ())
+    return (op.key,) + ((op.name,) if op.prefix == "ELEMENT_WISE" else ())
 
 
 def _index(operators: tuple[Operator, ...]) -> dict[str, Operator]:
@@ -93,7 +99,7 @@ def _index(operators: tuple[Operator, ...]) -> dict[str, Operator]:
     # An activation's bare name stands for it where no ELEMENT_WISE operator has that name
     # (IDENTITY and TANH exist in both families: the bare name is the ELEMENT_WISE one).
     for op in operators:
-        if op.prefix != "ELEMENT_WISE":
+        if op.prefix not in ("ELEMENT_WISE", ""):
             by_key.setdefault(op.name, op)
     return by_key
 

@@ -95,6 +95,11 @@ class Parameter:
     def check_declaration(self, tensors: tuple[str, ...]) -> None:
         """Table self-check: raise ValueError where the declaration cannot be right."""
 
+    @property
+    def desc_fields(self) -> tuple[str, ...]:
+        """The DESC fields this parameter reads in a DxDispatch model (an array's count field too)."""
+        return (self.field,)
+
 
 def _given(given: Mapping[str, object], option: str):
     value = given.get(option)
@@ -311,6 +316,140 @@ class ScaleBiasParameter(Parameter):
         on, scale, bias = (0, 1.0, 0.0) if value is None else (1, value[0], value[1])
         return (CudaArgument("int", "HasScaleBias", np.int32(on)), CudaArgument("float", "Scale", np.float32(scale)),
                 CudaArgument("float", "Bias", np.float32(bias)))
+
+
+@dataclass(frozen=True, eq=False)
+class BoolParameter(Parameter):
+    """A BOOL field such as CUMULATIVE_SUMMATION's HasExclusiveSum: true/false, 1/0, yes/no."""
+
+    default_value: bool = False
+
+    @property
+    def default(self) -> bool:
+        return self.default_value
+
+    def choices(self, option: str) -> tuple[str, ...]:
+        return ("true", "false")
+
+    def metavar(self, option: str) -> str:
+        return "BOOL"
+
+    def parse(self, given, data_types) -> bool:
+        value = _given(given, self.options[0])
+        if value is None:
+            return self.default
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
+            return bool(value)
+        key = str(value).strip().lower()
+        if key in ("true", "1", "yes", "on"):
+            return True
+        if key in ("false", "0", "no", "off"):
+            return False
+        raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {quoted(cut(str(value), 40))} is not "
+                         "a boolean (expected true or false, 1 or 0)")
+
+    def describe(self, value) -> str:
+        return "true" if value else "false"
+
+    def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
+        return (CudaArgument("int", self.field, np.int32(1 if value else 0)),)
+
+
+INT32_RANGE = (-(2**31), 2**31 - 1)
+UINT32_RANGE = (0, 2**32 - 1)
+
+
+@dataclass(frozen=True, eq=False)
+class IntArrayParameter(Parameter):
+    """An array field with its count field, such as REDUCE's Axes (with AxisCount) or SLICE's Offsets.
+
+    The typed value is a tuple of ints, or None where the field is left out and `default_text` says what
+    that means (REDUCE's Axes: every axis): the shape rule resolves it, as it depends on the input's rank.
+    On the command line `--axes 1,2` (or `--axes ""` for an empty array); in the API any sequence of
+    integers; in a DxDispatch model a JSON array, with the count field (AxisCount) equal to its length.
+    Ranges and lengths that depend on the tensors (an axis below the rank) are the shape rule's to check.
+    """
+
+    count_field: str | None = None  # the DESC field that holds the array's length, e.g. "AxisCount"
+    minimum: int = UINT32_RANGE[0]
+    maximum: int = UINT32_RANGE[1]
+    default_value: tuple[int, ...] | None = None
+    default_text: str = ""  # what leaving it out means, where default_value is None ("every axis")
+    max_length: int = 8
+
+    @property
+    def default(self):
+        return self.default_value
+
+    @property
+    def desc_fields(self) -> tuple[str, ...]:
+        return (self.field,) + ((self.count_field,) if self.count_field else ())
+
+    def metavar(self, option: str) -> str:
+        return "INTS"
+
+    def parse(self, given, data_types):
+        value = _given(given, self.options[0])
+        if value is None:
+            return self.default
+        return self.parse_items(value, f"{self.field} ({option_flag(self.options[0])})")
+
+    def parse_items(self, value, where: str) -> tuple[int, ...]:
+        if isinstance(value, str):
+            text = value.strip().strip("[]()")
+            items: list = [item.strip() for item in text.split(",")] if text.strip() else []
+        elif isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+            items = list(value)
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            items = [value]
+        else:
+            raise InputError(f"{where} must be a list of whole numbers such as 1,2 (found {quoted(cut(str(value), 40))})")
+        if len(items) > self.max_length:
+            raise InputError(f"{where} has {len(items)} values; at most {self.max_length} (one per dimension)")
+        numbers = []
+        for item in items:
+            text = str(item).strip()
+            if isinstance(item, (bool, np.bool_, float, np.floating)) or not text.lstrip("+-").isdigit() \
+                    or len(text) > 30:
+                raise InputError(f"{where}: {quoted(cut(text, 40))} is not a whole number")
+            number = int(text)
+            if not self.minimum <= number <= self.maximum:
+                raise InputError(f"{where}: {number} is out of range ({self.minimum} to {self.maximum})")
+            numbers.append(number)
+        return tuple(numbers)
+
+    def parse_desc(self, value, data_types):
+        if value is None:
+            return self.default
+        if not isinstance(value, list):
+            raise InputError(f"{self.field} must be a JSON array of whole numbers")
+        return self.parse_items(value, self.field)
+
+    def check_desc_count(self, desc: Mapping[str, object]) -> None:
+        """A DxDispatch desc's count field (AxisCount) must equal the array's length, as DirectML reads it."""
+        if self.count_field is None or self.count_field not in desc or not isinstance(desc.get(self.field), list):
+            return
+        count = desc[self.count_field]
+        if isinstance(count, bool) or not isinstance(count, int) or count != len(desc[self.field]):
+            raise InputError(f"{self.count_field} {count} does not match the {len(desc[self.field])} values of "
+                             f"{self.field}")
+
+    def describe(self, value) -> str:
+        if value is None:
+            return self.default_text or "none"
+        return "{" + ", ".join(str(v) for v in value) + "}"
+
+    def describe_default(self) -> str:
+        return self.describe(self.default_value)
+
+    def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
+        return ()  # shaped operators' kernels take their parameters whole (array_kernel)
+
+    def check_declaration(self, tensors) -> None:
+        if self.default_value is not None and any(not self.minimum <= v <= self.maximum for v in self.default_value):
+            raise ValueError(f"{self.field}: default {self.default_value} is outside {self.minimum}..{self.maximum}")
 
 
 def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:

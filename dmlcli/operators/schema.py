@@ -50,12 +50,20 @@ class SupportRow:
 
 
 def rows(*sections) -> tuple[SupportRow, ...]:
-    """Support rows from (level, dims, {tensor: data types}[, tensors this row ties]) sections, newest first
-    as the pages print them."""
-    return tuple(SupportRow(level(section[0]), {name: TensorSupport(section[1], tuple(types))
-                                                 for name, types in section[2].items()},
-                            tuple(section[3]) if len(section) > 3 else ())
-                 for section in sections)
+    """Support rows, newest first as the pages print them, from sections of either form:
+    (level, dims, {tensor: data types}[, tensors this row ties]) where every tensor has the same dimension
+    counts, or (level, {tensor: (dims, data types)}[, tensors this row ties]) where they differ."""
+    return tuple(_row(section) for section in sections)
+
+
+def _row(section) -> SupportRow:
+    if isinstance(section[1], dict):
+        tensors = {name: TensorSupport(tuple(dims), tuple(types)) for name, (dims, types) in section[1].items()}
+        tied = section[2] if len(section) > 2 else ()
+    else:
+        tensors = {name: TensorSupport(section[1], tuple(types)) for name, types in section[2].items()}
+        tied = section[3] if len(section) > 3 else ()
+    return SupportRow(level(section[0]), tensors, tuple(tied))
 
 
 # How a float result relates to the exact value (the operator's "class", shown by describe and validate).
@@ -102,12 +110,13 @@ class Operator:
     support: tuple[SupportRow, ...]
     same_data_type: tuple[str, ...]  # tensors whose DataType must be equal
     same_sizes: tuple[str, ...]  # tensors whose DimensionCount and Sizes must be equal
-    # NumPy kernel: (input arrays broadcast to one shape, output dtype, typed parameters by field) -> output.
-    # Kernels are element-wise, so the streaming executor may call them on any slice of the inputs.
-    cpu_kernel: Callable
+    # NumPy kernel of an element-wise operator: (input arrays broadcast to one shape, output dtype, typed
+    # parameters by field) -> output. Kernels are element-wise, so the streaming executor may call them on
+    # any slice of the inputs. None for shaped operators, which have an array_kernel instead.
+    cpu_kernel: Callable | None
     # CUDA C++ expression of one element (backends/gpu_kernels.py): inputs by cuda_names; W, the
     # first input's width in bits; each parameter by the names its kind gives (parameters.py).
-    # Native-encoding operators see the unsigned bit pattern, the others the value.
+    # Native-encoding operators see the unsigned bit pattern, the others the value. "" for shaped operators.
     cuda_body: str
     output: str = "OutputTensor"
     prefix: str = "ELEMENT_WISE"  # DML_OPERATOR_<prefix>_<name>
@@ -130,6 +139,31 @@ class Operator:
     # lets them be left out.
     optional_inputs: tuple[tuple[str, str], ...] = ()
     optional_since: FeatureLevel | None = None
+    # ---- shaped operators (everything beyond element-wise; see shaped.py) ----
+    # The output-shape rule: (ShapeQuery) -> {output name: Sizes} (a list of Sizes for a variadic output).
+    # It raises RuleViolation for a call the operator's rules refuse (exit 3). None: element-wise, where the
+    # output has the inputs' (broadcast) Sizes.
+    shape_rule: Callable | None = None
+    # The kernel of a shaped operator, for both backends: (xp, inputs, outputs, typed parameters) -> a tuple of
+    # output arrays, where xp is numpy or cupy, inputs are arrays of xp in DESC order (a variadic input is
+    # several arrays in a row), and outputs the TensorInfo of each output (Sizes and DataType).
+    array_kernel: Callable | None = None
+    # The GPU's own kernel where array_kernel run on CuPy would not give the CPU's result (same signature).
+    gpu_array_kernel: Callable | None = None
+    extra_outputs: tuple[str, ...] = ()  # output tensors after `output` (TOP_K's OutputIndexTensor)
+    # The one tensor field that is an array of tensors (JOIN's InputTensors, SPLIT's OutputTensors): a call
+    # gives (or gets) one or more tensors for it, named InputTensors[0], InputTensors[1], ...
+    variadic: str | None = None
+    # Support rows picked by a parameter's value (REDUCE's tables by Function): the parameter's field and,
+    # per group of its values, the rows. `support` then holds the rows of the first group (for describe's
+    # summary); validation uses the group of the call's value.
+    support_by: str | None = None
+    support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...] = ()
+    # Rules that depend on the feature level beyond the support rows (an enum value that came later):
+    # (call, feature level) -> a message, or None where the call is fine at that level.
+    level_rule: Callable | None = None
+    # How the tolerance grows with a call (a reduction's with the elements reduced): (call) -> a factor.
+    tolerance_scale: Callable | None = None
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
@@ -141,15 +175,33 @@ class Operator:
 
     @property
     def dml_name(self) -> str:
-        return f"DML_OPERATOR_{self.prefix}_{self.name}"
+        return f"DML_OPERATOR_{self.key}"
+
+    @property
+    def key(self) -> str:
+        """DirectML's name without DML_OPERATOR_: ELEMENT_WISE_BIT_XOR, ACTIVATION_RELU, REDUCE."""
+        return f"{self.prefix}_{self.name}" if self.prefix else self.name
 
     @property
     def cli_name(self) -> str:
-        return self.name.lower() if self.prefix == "ELEMENT_WISE" else f"{self.prefix}_{self.name}".lower()
+        return self.name.lower() if self.prefix in ("ELEMENT_WISE", "") else self.key.lower()
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.output,) + self.extra_outputs
 
     @property
     def tensors(self) -> tuple[str, ...]:
-        return self.inputs + (self.output,)
+        return self.inputs + self.outputs
+
+    @property
+    def is_elementwise(self) -> bool:
+        return self.shape_rule is None
+
+    @property
+    def choice_output(self) -> str | None:
+        """The output whose data type the caller chooses (--output-dtype); None where every output is tied."""
+        return next((name for name in self.outputs if name not in self.same_data_type), None)
 
     @property
     def output_type_is_choice(self) -> bool:
@@ -166,10 +218,26 @@ class Operator:
         """Each API keyword (command-line option) of this operator, mapped to its parameter."""
         return all_options(self.parameters)
 
-    def row_at(self, feature_level: FeatureLevel) -> SupportRow | None:
+    def rows_for(self, parameters: Mapping[str, object] | None = None) -> tuple[SupportRow, ...]:
+        """The support rows that apply to a call with these typed parameters (all groups' first without)."""
+        if self.support_by is None or parameters is None:
+            return self.support
+        value = parameters.get(self.support_by)
+        for values, group in self.support_groups:
+            if value in values:
+                return group
+        return self.support
+
+    def row_at(self, feature_level: FeatureLevel, parameters: Mapping[str, object] | None = None) -> SupportRow | None:
         """The newest support row at or below `feature_level`; None where the operator is absent."""
-        found = [row for row in self.support if row.level <= feature_level]
+        found = [row for row in self.rows_for(parameters) if row.level <= feature_level]
         return max(found, key=lambda row: row.level) if found else None
+
+    def all_rows(self) -> tuple[SupportRow, ...]:
+        """Every support row of every group."""
+        if not self.support_groups:
+            return self.support
+        return tuple(row for _, group in self.support_groups for row in group)
 
 
 def check_entry(op: Operator) -> None:
@@ -186,12 +254,16 @@ def check_entry(op: Operator) -> None:
                 fail(f"{constraint} names {name}, which is not one of its tensors {tensors}")
     if not op.support:
         fail("has no support rows")
-    if min(row.level for row in op.support) != op.introduced:
+    every_row = op.all_rows()
+    if min(row.level for row in every_row) != op.introduced:
         fail(f"introduced at {op.introduced} but its oldest support row is at "
-             f"{min(row.level for row in op.support)}")
-    if len({row.level for row in op.support}) != len(op.support):
-        fail("two support rows for the same feature level")
-    for row in op.support:
+             f"{min(row.level for row in every_row)}")
+    for group in ([op.support] if not op.support_groups else [g for _, g in op.support_groups]):
+        if len({row.level for row in group}) != len(group):
+            fail("two support rows for the same feature level")
+    if op.support_groups:
+        _check_support_groups(op, fail)
+    for row in every_row:
         for name in row.same_data_type:
             if name not in tensors:
                 fail(f"the {row.level.short} row ties {name}, which is not one of its tensors")
@@ -202,8 +274,9 @@ def check_entry(op: Operator) -> None:
                 fail(f"the {row.level.short} row gives {name} no data types or no dimension counts")
     if op.output_type_is_choice and op.default_output_type is None and not _output_follows_a_rule(op):
         fail("its output type is a choice, so it needs a default_output_type")
-    if op.default_output_type is not None and not any(op.default_output_type in row.tensors[op.output].data_types
-                                                      for row in op.support):
+    choice = op.choice_output or op.output
+    if op.default_output_type is not None and not any(op.default_output_type in row.tensors[choice].data_types
+                                                      for row in every_row):
         fail(f"default output type {op.default_output_type.name} is in no support row")
     options = [option for parameter in op.parameters for option in parameter.options]
     if len(set(options)) != len(options):
@@ -219,8 +292,15 @@ def check_entry(op: Operator) -> None:
                 fail(f"hook {type(hook).__name__} reads {name}, which is not one of its inputs")
     if op.cuda_names and len(op.cuda_names) != len(op.inputs):
         fail(f"cuda_names {op.cuda_names} do not name each of the inputs {op.inputs}")
-    if not op.cuda_body.strip():
-        fail("has no cuda_body")
+    if op.is_elementwise:
+        if not op.cuda_body.strip() or op.cpu_kernel is None:
+            fail("is element-wise, so it needs a cpu_kernel and a cuda_body")
+        if op.extra_outputs or op.variadic or op.array_kernel is not None:
+            fail("has several outputs, a variadic tensor or an array_kernel, so it needs a shape_rule")
+    elif op.array_kernel is None:
+        fail("has a shape_rule, so it needs an array_kernel")
+    if op.variadic is not None and op.variadic not in tensors:
+        fail(f"variadic names {op.variadic}, which is not one of its tensors {tensors}")
     if op.exactness not in EXACTNESS_CLASSES:
         fail(f"exactness {op.exactness!r} is not one of {EXACTNESS_CLASSES}")
     if op.exactness == EXACT and op.tolerance is not None:
@@ -238,4 +318,18 @@ def check_entry(op: Operator) -> None:
 
 def _output_follows_a_rule(op: Operator) -> bool:
     # An output tied to no input and with one allowed type in every row needs no default.
-    return all(len(row.tensors[op.output].data_types) == 1 for row in op.support)
+    choice = op.choice_output or op.output
+    return all(len(row.tensors[choice].data_types) == 1 for row in op.all_rows())
+
+
+def _check_support_groups(op: Operator, fail) -> None:
+    parameter = next((p for p in op.parameters if p.field == op.support_by), None)
+    if parameter is None:
+        fail(f"support_by names {op.support_by}, which is not one of its parameters")
+        return
+    values = dict(getattr(parameter, "values", ()))
+    grouped = [value for group, _ in op.support_groups for value in group]
+    if sorted(grouped) != sorted(values):
+        fail(f"support_groups cover {sorted(grouped)}, not each value of {op.support_by} once {sorted(values)}")
+    if op.support is not op.support_groups[0][1]:
+        fail("support must be the first support group's rows")

@@ -240,7 +240,7 @@ def _run_on(case: Case, operator, backend: str, settings: Settings, load: float)
                           timings={"load": load, "run": ran, "compare": 0.0}, warnings=notes), None
     started = time.perf_counter()
     call = outcome.verdict.call
-    rule = case.tolerance or rule_for(operator, outcome.output.dtype, None, call.parameters)
+    rule = case.tolerance or rule_for(operator, outcome.output.dtype, None, call.parameters, call)
     report, same = _compared(outcome.output, case.expected, rule)
     compared = time.perf_counter() - started
     message = "" if same else report.splitlines()[0].removeprefix("FAILED: ")
