@@ -113,7 +113,7 @@ def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
     for option, value in options.items():
         if option in own or value is None:
             continue
-        owner = table.known_options().get(option)
+        owner = table.option_owner(option)
         if owner is None:
             raise InputError(f"{operator.name}: unknown parameter {quoted(option)} (it takes "
                              f"{', '.join(own) or 'no parameters'})")

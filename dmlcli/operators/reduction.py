@@ -57,8 +57,7 @@ _GROUPS = (
 )
 
 FUNCTION = EnumParameter(
-    field="Function", help="the reduction: argmax, argmin, average, l1, l2, log_sum, log_sum_exp, max, min, "
-                           "multiply, sum or sum_square",
+    field="Function", help="the reduction applied over Axes",
     enum_prefix="DML_REDUCE_FUNCTION_", values=FUNCTIONS, default_value="SUM")
 AXES = IntArrayParameter(
     field="Axes", count_field="AxisCount", default_text="every axis",

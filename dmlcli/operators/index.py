@@ -1,0 +1,255 @@
+"""Which family module holds each operator, declared so that a run imports only the module it needs.
+
+FAMILY_MODULES is written by hand: the families in the order `dmlcli ops` shows them, and the modules of
+each. SPELLINGS and OPTIONS below it are generated from the table by `python -m dmlcli.operators.index`
+(tests/test_operator_index.py checks them against the whole table): every accepted spelling of an operator
+-> (its key, its module), and every parameter option -> (the first operator that takes it, its module).
+"""
+
+from __future__ import annotations
+
+FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("bitwise", ("bitwise",)),
+    ("logical", ("logical",)),
+    ("comparison", ("comparison",)),
+    ("arithmetic", ("arithmetic", "selection")),
+    ("math", ("transcendental",)),
+    ("activation", ("activation",)),
+    ("quantization", ("quantization",)),
+    ("reduction", ("reduction",)),
+    ("data movement", ("movement",)),
+)
+
+# ---- generated: python -m dmlcli.operators.index ----
+SPELLINGS: dict[str, tuple[str, str]] = {
+    'ELEMENT_WISE_BIT_AND': ('ELEMENT_WISE_BIT_AND', 'bitwise'),
+    'BIT_AND': ('ELEMENT_WISE_BIT_AND', 'bitwise'),
+    'ELEMENT_WISE_BIT_OR': ('ELEMENT_WISE_BIT_OR', 'bitwise'),
+    'BIT_OR': ('ELEMENT_WISE_BIT_OR', 'bitwise'),
+    'ELEMENT_WISE_BIT_XOR': ('ELEMENT_WISE_BIT_XOR', 'bitwise'),
+    'BIT_XOR': ('ELEMENT_WISE_BIT_XOR', 'bitwise'),
+    'ELEMENT_WISE_BIT_NOT': ('ELEMENT_WISE_BIT_NOT', 'bitwise'),
+    'BIT_NOT': ('ELEMENT_WISE_BIT_NOT', 'bitwise'),
+    'ELEMENT_WISE_BIT_COUNT': ('ELEMENT_WISE_BIT_COUNT', 'bitwise'),
+    'BIT_COUNT': ('ELEMENT_WISE_BIT_COUNT', 'bitwise'),
+    'ELEMENT_WISE_BIT_SHIFT_LEFT': ('ELEMENT_WISE_BIT_SHIFT_LEFT', 'bitwise'),
+    'BIT_SHIFT_LEFT': ('ELEMENT_WISE_BIT_SHIFT_LEFT', 'bitwise'),
+    'ELEMENT_WISE_BIT_SHIFT_RIGHT': ('ELEMENT_WISE_BIT_SHIFT_RIGHT', 'bitwise'),
+    'BIT_SHIFT_RIGHT': ('ELEMENT_WISE_BIT_SHIFT_RIGHT', 'bitwise'),
+    'ELEMENT_WISE_LOGICAL_AND': ('ELEMENT_WISE_LOGICAL_AND', 'logical'),
+    'LOGICAL_AND': ('ELEMENT_WISE_LOGICAL_AND', 'logical'),
+    'ELEMENT_WISE_LOGICAL_OR': ('ELEMENT_WISE_LOGICAL_OR', 'logical'),
+    'LOGICAL_OR': ('ELEMENT_WISE_LOGICAL_OR', 'logical'),
+    'ELEMENT_WISE_LOGICAL_XOR': ('ELEMENT_WISE_LOGICAL_XOR', 'logical'),
+    'LOGICAL_XOR': ('ELEMENT_WISE_LOGICAL_XOR', 'logical'),
+    'ELEMENT_WISE_LOGICAL_NOT': ('ELEMENT_WISE_LOGICAL_NOT', 'logical'),
+    'LOGICAL_NOT': ('ELEMENT_WISE_LOGICAL_NOT', 'logical'),
+    'ELEMENT_WISE_IS_INFINITY': ('ELEMENT_WISE_IS_INFINITY', 'comparison'),
+    'IS_INFINITY': ('ELEMENT_WISE_IS_INFINITY', 'comparison'),
+    'ELEMENT_WISE_IS_NAN': ('ELEMENT_WISE_IS_NAN', 'comparison'),
+    'IS_NAN': ('ELEMENT_WISE_IS_NAN', 'comparison'),
+    'ELEMENT_WISE_LOGICAL_EQUALS': ('ELEMENT_WISE_LOGICAL_EQUALS', 'comparison'),
+    'LOGICAL_EQUALS': ('ELEMENT_WISE_LOGICAL_EQUALS', 'comparison'),
+    'ELEMENT_WISE_LOGICAL_GREATER_THAN': ('ELEMENT_WISE_LOGICAL_GREATER_THAN', 'comparison'),
+    'LOGICAL_GREATER_THAN': ('ELEMENT_WISE_LOGICAL_GREATER_THAN', 'comparison'),
+    'ELEMENT_WISE_LOGICAL_LESS_THAN': ('ELEMENT_WISE_LOGICAL_LESS_THAN', 'comparison'),
+    'LOGICAL_LESS_THAN': ('ELEMENT_WISE_LOGICAL_LESS_THAN', 'comparison'),
+    'ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL': ('ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL', 'comparison'),
+    'LOGICAL_GREATER_THAN_OR_EQUAL': ('ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL', 'comparison'),
+    'ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL': ('ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL', 'comparison'),
+    'LOGICAL_LESS_THAN_OR_EQUAL': ('ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL', 'comparison'),
+    'ELEMENT_WISE_IDENTITY': ('ELEMENT_WISE_IDENTITY', 'arithmetic'),
+    'IDENTITY': ('ELEMENT_WISE_IDENTITY', 'arithmetic'),
+    'ELEMENT_WISE_ABS': ('ELEMENT_WISE_ABS', 'arithmetic'),
+    'ABS': ('ELEMENT_WISE_ABS', 'arithmetic'),
+    'ELEMENT_WISE_ADD': ('ELEMENT_WISE_ADD', 'arithmetic'),
+    'ADD': ('ELEMENT_WISE_ADD', 'arithmetic'),
+    'ELEMENT_WISE_SUBTRACT': ('ELEMENT_WISE_SUBTRACT', 'arithmetic'),
+    'SUBTRACT': ('ELEMENT_WISE_SUBTRACT', 'arithmetic'),
+    'ELEMENT_WISE_MULTIPLY': ('ELEMENT_WISE_MULTIPLY', 'arithmetic'),
+    'MULTIPLY': ('ELEMENT_WISE_MULTIPLY', 'arithmetic'),
+    'ELEMENT_WISE_DIVIDE': ('ELEMENT_WISE_DIVIDE', 'arithmetic'),
+    'DIVIDE': ('ELEMENT_WISE_DIVIDE', 'arithmetic'),
+    'ELEMENT_WISE_MEAN': ('ELEMENT_WISE_MEAN', 'arithmetic'),
+    'MEAN': ('ELEMENT_WISE_MEAN', 'arithmetic'),
+    'ELEMENT_WISE_DIFFERENCE_SQUARE': ('ELEMENT_WISE_DIFFERENCE_SQUARE', 'arithmetic'),
+    'DIFFERENCE_SQUARE': ('ELEMENT_WISE_DIFFERENCE_SQUARE', 'arithmetic'),
+    'ELEMENT_WISE_MODULUS_FLOOR': ('ELEMENT_WISE_MODULUS_FLOOR', 'arithmetic'),
+    'MODULUS_FLOOR': ('ELEMENT_WISE_MODULUS_FLOOR', 'arithmetic'),
+    'ELEMENT_WISE_MODULUS_TRUNCATE': ('ELEMENT_WISE_MODULUS_TRUNCATE', 'arithmetic'),
+    'MODULUS_TRUNCATE': ('ELEMENT_WISE_MODULUS_TRUNCATE', 'arithmetic'),
+    'ELEMENT_WISE_RECIP': ('ELEMENT_WISE_RECIP', 'arithmetic'),
+    'RECIP': ('ELEMENT_WISE_RECIP', 'arithmetic'),
+    'ELEMENT_WISE_SQRT': ('ELEMENT_WISE_SQRT', 'arithmetic'),
+    'SQRT': ('ELEMENT_WISE_SQRT', 'arithmetic'),
+    'ELEMENT_WISE_NEGATE': ('ELEMENT_WISE_NEGATE', 'arithmetic'),
+    'NEGATE': ('ELEMENT_WISE_NEGATE', 'arithmetic'),
+    'ELEMENT_WISE_SIGN': ('ELEMENT_WISE_SIGN', 'arithmetic'),
+    'SIGN': ('ELEMENT_WISE_SIGN', 'arithmetic'),
+    'ELEMENT_WISE_MAX': ('ELEMENT_WISE_MAX', 'selection'),
+    'MAX': ('ELEMENT_WISE_MAX', 'selection'),
+    'ELEMENT_WISE_MIN': ('ELEMENT_WISE_MIN', 'selection'),
+    'MIN': ('ELEMENT_WISE_MIN', 'selection'),
+    'ELEMENT_WISE_CLIP': ('ELEMENT_WISE_CLIP', 'selection'),
+    'CLIP': ('ELEMENT_WISE_CLIP', 'selection'),
+    'ELEMENT_WISE_CLIP1': ('ELEMENT_WISE_CLIP1', 'selection'),
+    'CLIP1': ('ELEMENT_WISE_CLIP1', 'selection'),
+    'ELEMENT_WISE_THRESHOLD': ('ELEMENT_WISE_THRESHOLD', 'selection'),
+    'THRESHOLD': ('ELEMENT_WISE_THRESHOLD', 'selection'),
+    'ELEMENT_WISE_CLIP_GRAD': ('ELEMENT_WISE_CLIP_GRAD', 'selection'),
+    'CLIP_GRAD': ('ELEMENT_WISE_CLIP_GRAD', 'selection'),
+    'ELEMENT_WISE_CLIP_GRAD1': ('ELEMENT_WISE_CLIP_GRAD1', 'selection'),
+    'CLIP_GRAD1': ('ELEMENT_WISE_CLIP_GRAD1', 'selection'),
+    'ELEMENT_WISE_IF': ('ELEMENT_WISE_IF', 'selection'),
+    'IF': ('ELEMENT_WISE_IF', 'selection'),
+    'ELEMENT_WISE_CEIL': ('ELEMENT_WISE_CEIL', 'selection'),
+    'CEIL': ('ELEMENT_WISE_CEIL', 'selection'),
+    'ELEMENT_WISE_FLOOR': ('ELEMENT_WISE_FLOOR', 'selection'),
+    'FLOOR': ('ELEMENT_WISE_FLOOR', 'selection'),
+    'ELEMENT_WISE_ROUND': ('ELEMENT_WISE_ROUND', 'selection'),
+    'ROUND': ('ELEMENT_WISE_ROUND', 'selection'),
+    'ELEMENT_WISE_ACOS': ('ELEMENT_WISE_ACOS', 'transcendental'),
+    'ACOS': ('ELEMENT_WISE_ACOS', 'transcendental'),
+    'ELEMENT_WISE_ASIN': ('ELEMENT_WISE_ASIN', 'transcendental'),
+    'ASIN': ('ELEMENT_WISE_ASIN', 'transcendental'),
+    'ELEMENT_WISE_ATAN': ('ELEMENT_WISE_ATAN', 'transcendental'),
+    'ATAN': ('ELEMENT_WISE_ATAN', 'transcendental'),
+    'ELEMENT_WISE_ATAN_YX': ('ELEMENT_WISE_ATAN_YX', 'transcendental'),
+    'ATAN_YX': ('ELEMENT_WISE_ATAN_YX', 'transcendental'),
+    'ELEMENT_WISE_COS': ('ELEMENT_WISE_COS', 'transcendental'),
+    'COS': ('ELEMENT_WISE_COS', 'transcendental'),
+    'ELEMENT_WISE_SIN': ('ELEMENT_WISE_SIN', 'transcendental'),
+    'SIN': ('ELEMENT_WISE_SIN', 'transcendental'),
+    'ELEMENT_WISE_TAN': ('ELEMENT_WISE_TAN', 'transcendental'),
+    'TAN': ('ELEMENT_WISE_TAN', 'transcendental'),
+    'ELEMENT_WISE_EXP': ('ELEMENT_WISE_EXP', 'transcendental'),
+    'EXP': ('ELEMENT_WISE_EXP', 'transcendental'),
+    'ELEMENT_WISE_LOG': ('ELEMENT_WISE_LOG', 'transcendental'),
+    'LOG': ('ELEMENT_WISE_LOG', 'transcendental'),
+    'ELEMENT_WISE_ERF': ('ELEMENT_WISE_ERF', 'transcendental'),
+    'ERF': ('ELEMENT_WISE_ERF', 'transcendental'),
+    'ELEMENT_WISE_SINH': ('ELEMENT_WISE_SINH', 'transcendental'),
+    'SINH': ('ELEMENT_WISE_SINH', 'transcendental'),
+    'ELEMENT_WISE_COSH': ('ELEMENT_WISE_COSH', 'transcendental'),
+    'COSH': ('ELEMENT_WISE_COSH', 'transcendental'),
+    'ELEMENT_WISE_TANH': ('ELEMENT_WISE_TANH', 'transcendental'),
+    'TANH': ('ELEMENT_WISE_TANH', 'transcendental'),
+    'ELEMENT_WISE_ASINH': ('ELEMENT_WISE_ASINH', 'transcendental'),
+    'ASINH': ('ELEMENT_WISE_ASINH', 'transcendental'),
+    'ELEMENT_WISE_ACOSH': ('ELEMENT_WISE_ACOSH', 'transcendental'),
+    'ACOSH': ('ELEMENT_WISE_ACOSH', 'transcendental'),
+    'ELEMENT_WISE_ATANH': ('ELEMENT_WISE_ATANH', 'transcendental'),
+    'ATANH': ('ELEMENT_WISE_ATANH', 'transcendental'),
+    'ELEMENT_WISE_POW': ('ELEMENT_WISE_POW', 'transcendental'),
+    'POW': ('ELEMENT_WISE_POW', 'transcendental'),
+    'ELEMENT_WISE_CONSTANT_POW': ('ELEMENT_WISE_CONSTANT_POW', 'transcendental'),
+    'CONSTANT_POW': ('ELEMENT_WISE_CONSTANT_POW', 'transcendental'),
+    'ACTIVATION_ELU': ('ACTIVATION_ELU', 'activation'),
+    'ACTIVATION_HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
+    'ACTIVATION_IDENTITY': ('ACTIVATION_IDENTITY', 'activation'),
+    'ACTIVATION_LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
+    'ACTIVATION_LINEAR': ('ACTIVATION_LINEAR', 'activation'),
+    'ACTIVATION_PARAMETERIZED_RELU': ('ACTIVATION_PARAMETERIZED_RELU', 'activation'),
+    'ACTIVATION_PARAMETRIC_SOFTPLUS': ('ACTIVATION_PARAMETRIC_SOFTPLUS', 'activation'),
+    'ACTIVATION_RELU': ('ACTIVATION_RELU', 'activation'),
+    'ACTIVATION_SCALED_ELU': ('ACTIVATION_SCALED_ELU', 'activation'),
+    'ACTIVATION_SCALED_TANH': ('ACTIVATION_SCALED_TANH', 'activation'),
+    'ACTIVATION_SIGMOID': ('ACTIVATION_SIGMOID', 'activation'),
+    'ACTIVATION_SOFTPLUS': ('ACTIVATION_SOFTPLUS', 'activation'),
+    'ACTIVATION_SOFTSIGN': ('ACTIVATION_SOFTSIGN', 'activation'),
+    'ACTIVATION_TANH': ('ACTIVATION_TANH', 'activation'),
+    'ACTIVATION_THRESHOLDED_RELU': ('ACTIVATION_THRESHOLDED_RELU', 'activation'),
+    'ACTIVATION_SHRINK': ('ACTIVATION_SHRINK', 'activation'),
+    'ACTIVATION_CELU': ('ACTIVATION_CELU', 'activation'),
+    'ACTIVATION_RELU_GRAD': ('ACTIVATION_RELU_GRAD', 'activation'),
+    'ACTIVATION_GELU': ('ACTIVATION_GELU', 'activation'),
+    'ACTIVATION_SWISH': ('ACTIVATION_SWISH', 'activation'),
+    'ACTIVATION_HARD_SWISH': ('ACTIVATION_HARD_SWISH', 'activation'),
+    'ELEMENT_WISE_ADD1': ('ELEMENT_WISE_ADD1', 'activation'),
+    'ADD1': ('ELEMENT_WISE_ADD1', 'activation'),
+    'ELEMENT_WISE_QUANTIZE_LINEAR': ('ELEMENT_WISE_QUANTIZE_LINEAR', 'quantization'),
+    'QUANTIZE_LINEAR': ('ELEMENT_WISE_QUANTIZE_LINEAR', 'quantization'),
+    'ELEMENT_WISE_DEQUANTIZE_LINEAR': ('ELEMENT_WISE_DEQUANTIZE_LINEAR', 'quantization'),
+    'DEQUANTIZE_LINEAR': ('ELEMENT_WISE_DEQUANTIZE_LINEAR', 'quantization'),
+    'ELEMENT_WISE_QUANTIZED_LINEAR_ADD': ('ELEMENT_WISE_QUANTIZED_LINEAR_ADD', 'quantization'),
+    'QUANTIZED_LINEAR_ADD': ('ELEMENT_WISE_QUANTIZED_LINEAR_ADD', 'quantization'),
+    'REDUCE': ('REDUCE', 'reduction'),
+    'JOIN': ('JOIN', 'movement'),
+    'ELU': ('ACTIVATION_ELU', 'activation'),
+    'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
+    'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
+    'LINEAR': ('ACTIVATION_LINEAR', 'activation'),
+    'PARAMETERIZED_RELU': ('ACTIVATION_PARAMETERIZED_RELU', 'activation'),
+    'PARAMETRIC_SOFTPLUS': ('ACTIVATION_PARAMETRIC_SOFTPLUS', 'activation'),
+    'RELU': ('ACTIVATION_RELU', 'activation'),
+    'SCALED_ELU': ('ACTIVATION_SCALED_ELU', 'activation'),
+    'SCALED_TANH': ('ACTIVATION_SCALED_TANH', 'activation'),
+    'SIGMOID': ('ACTIVATION_SIGMOID', 'activation'),
+    'SOFTPLUS': ('ACTIVATION_SOFTPLUS', 'activation'),
+    'SOFTSIGN': ('ACTIVATION_SOFTSIGN', 'activation'),
+    'THRESHOLDED_RELU': ('ACTIVATION_THRESHOLDED_RELU', 'activation'),
+    'SHRINK': ('ACTIVATION_SHRINK', 'activation'),
+    'CELU': ('ACTIVATION_CELU', 'activation'),
+    'RELU_GRAD': ('ACTIVATION_RELU_GRAD', 'activation'),
+    'GELU': ('ACTIVATION_GELU', 'activation'),
+    'SWISH': ('ACTIVATION_SWISH', 'activation'),
+    'HARD_SWISH': ('ACTIVATION_HARD_SWISH', 'activation'),
+}
+OPTIONS: dict[str, tuple[str, str]] = {
+    'infinity_mode': ('ELEMENT_WISE_IS_INFINITY', 'comparison'),
+    'scale': ('ELEMENT_WISE_IDENTITY', 'arithmetic'),
+    'bias': ('ELEMENT_WISE_IDENTITY', 'arithmetic'),
+    'min': ('ELEMENT_WISE_CLIP', 'selection'),
+    'max': ('ELEMENT_WISE_CLIP', 'selection'),
+    'min_max_data_type': ('ELEMENT_WISE_CLIP1', 'selection'),
+    'rounding_mode': ('ELEMENT_WISE_ROUND', 'selection'),
+    'exponent': ('ELEMENT_WISE_CONSTANT_POW', 'transcendental'),
+    'alpha': ('ACTIVATION_ELU', 'activation'),
+    'beta': ('ACTIVATION_HARD_SIGMOID', 'activation'),
+    'gamma': ('ACTIVATION_SCALED_ELU', 'activation'),
+    'steepness': ('ACTIVATION_SOFTPLUS', 'activation'),
+    'threshold': ('ACTIVATION_SHRINK', 'activation'),
+    'sigmoid_input_scale': ('ACTIVATION_SWISH', 'activation'),
+    'fused_activation': ('ELEMENT_WISE_ADD1', 'activation'),
+    'fused_alpha': ('ELEMENT_WISE_ADD1', 'activation'),
+    'fused_beta': ('ELEMENT_WISE_ADD1', 'activation'),
+    'fused_gamma': ('ELEMENT_WISE_ADD1', 'activation'),
+    'fused_steepness': ('ELEMENT_WISE_ADD1', 'activation'),
+    'fused_bias': ('ELEMENT_WISE_ADD1', 'activation'),
+    'fused_threshold': ('ELEMENT_WISE_ADD1', 'activation'),
+    'function': ('REDUCE', 'reduction'),
+    'axes': ('REDUCE', 'reduction'),
+    'axis': ('JOIN', 'movement'),
+}
+# ---- end of generated part ----
+
+
+def generated_text() -> str:
+    """The generated part of this file, from the whole table."""
+    from . import _module, option_index, spelling_index
+
+    modules = [(module, _module(module).OPERATORS) for _, names in FAMILY_MODULES for module in names]
+    spellings = spelling_index(modules)
+    options = option_index(modules)
+    lines = ["SPELLINGS: dict[str, tuple[str, str]] = {"]
+    lines += [f"    {key!r}: {value!r}," for key, value in spellings.items()]
+    lines += ["}", "OPTIONS: dict[str, tuple[str, str]] = {"]
+    lines += [f"    {key!r}: {value!r}," for key, value in options.items()]
+    lines += ["}"]
+    return "\n".join(lines) + "\n"
+
+
+def _write() -> None:
+    from pathlib import Path
+
+    path = Path(__file__)
+    text = path.read_text()
+    begin = "# ---- generated: python -m dmlcli.operators.index ----\n"
+    end = "# ---- end of generated part ----\n"
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    path.write_text(head + begin + generated_text() + end + tail)
+
+
+if __name__ == "__main__":
+    _write()
