@@ -430,9 +430,6 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
     from .io.room import check_room_for_output
     from .io.zarr_store import check_output_store
 
-    if not req.operator.is_elementwise:
-        raise InputError(f"{req.operator.name} does not run on Dask or Zarr stores: dmlcli runs element-wise "
-                         "operators there; give .npy or JSON inputs and outputs")
     require_dask()
     options = options or DaskOptions()
     to_store = runner.is_store(output)

@@ -70,6 +70,11 @@ def reduce_shape(query: ShapeQuery) -> dict:
     return {"OutputTensor": tuple(1 if axis in axes else size for axis, size in enumerate(shape))}
 
 
+def reduced_axes(call) -> tuple[int, ...]:
+    """The axes a call reduces (what a Dask block must hold whole)."""
+    return resolve_axes(call.parameters["Axes"], len(call.tensors["InputTensor"].shape), "Axes")
+
+
 def reduced_count(call) -> int:
     """How many input elements each output element reduces (what the tolerance grows with)."""
     shape = call.tensors["InputTensor"].shape
@@ -147,7 +152,8 @@ REDUCE = Operator(
     introduced=_FLOAT_ROWS[-1].level, inputs=("InputTensor",), support=_ARG_ROWS, same_data_type=(),
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(FUNCTION, AXES), default_output_type=UINT32,
     support_by="Function", support_groups=_GROUPS, shape_rule=reduce_shape, array_kernel=reduce_kernel,
-    exactness=APPROXIMATE, tolerance=_TOLERANCE, tolerance_scale=reduced_count,
+    exactness=APPROXIMATE, tolerance=_TOLERANCE, tolerance_scale=reduced_count, dask_layout="whole_axes",
+    dask_axes=reduced_axes,
     notes=(
         "Axes may be left out in the API and on the command line: every axis is reduced (DirectML's desc needs "
         "them; a DxDispatch model must give Axes and AxisCount).",
