@@ -16,7 +16,7 @@ import re
 from ..errors import InputError, quoted
 from . import (activation, arithmetic, bitwise, comparison, logical, movement, quantization, reduction, selection,
                transcendental)
-from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
+from .directml_names import OTHER_OPERATORS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
 
@@ -110,18 +110,13 @@ _BY_KEY = _index(OPERATORS)
 def find_operator(text: str | Operator) -> Operator:
     """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR.
 
-    A DirectML operator outside the element-wise family (CONVOLUTION, ACTIVATION_SOFTMAX) gets a
-    message saying so; a name DirectML does not have gets the closest names suggested.
+    A DirectML operator that dmlcli does not implement (CONVOLUTION) gets a message saying so; a name DirectML does not have gets the closest names suggested.
     """
     if isinstance(text, Operator):
         return text
     key = _normalise(text)
     if key in _BY_KEY:
         return _BY_KEY[key]
-    bare = key.removeprefix("ACTIVATION_")
-    if bare in AXIS_WISE_ACTIVATIONS:
-        raise InputError(f"DML_OPERATOR_ACTIVATION_{bare} normalises across axes, so it is not element-wise: "
-                         f"dmlcli runs {table_summary()}")
     if key in OTHER_OPERATORS:
         raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
                          f"{table_summary()} (see 'dmlcli ops')")
