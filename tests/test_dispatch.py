@@ -248,17 +248,21 @@ ELEMENT_WISE_MODELS = {
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
     "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
 }
-# The other eighteen, and the words their refusal must contain (exit 2, before anything runs).
+# The reduction family's two models: REDUCE SUM over the last axis of 1..9 as 3x3 (AxisCount given with Axes),
+# CUMULATIVE_PRODUCT of 2, 4, 8, 3.
+SHAPED_MODELS = {
+    "dml_reduce.json": ["Resource 'input': 1, 2, 3, 4, 5, 6, 7, 8, 9", "Resource 'output': 6, 15, 24"],
+    "dml_cumulative_product.json": ["Resource 'Out': 2, 8, 64, 192"],
+}
+# The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
     "dml_convolution_3d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
-    "dml_cumulative_product.json": "DML_OPERATOR_CUMULATIVE_PRODUCT is a DirectML operator that dmlcli does not",
     "dml_fill_value_sequence.json": "DML_OPERATOR_FILL_VALUE_SEQUENCE is a DirectML operator that dmlcli does not",
     "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_join.json": "DML_OPERATOR_JOIN is a DirectML operator that dmlcli does not implement",
-    "dml_reduce.json": "DML_OPERATOR_REDUCE is a DirectML operator that dmlcli does not implement",
     "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
     "dml_slice.json": "DML_OPERATOR_SLICE is a DirectML operator that dmlcli does not implement",
     "dml_split.json": "DML_OPERATOR_SPLIT is a DirectML operator that dmlcli does not implement",
@@ -275,7 +279,7 @@ def test_the_shared_models_are_all_there(shared_dir):
     # DxDispatch's 25 example models, and the JSON schema that describes them.
     found = sorted(p.name for p in (shared_dir / "dxdispatch_models").glob("*.json"))
     assert found == sorted(ALL_SHARED_MODELS + ["_schema.json"])
-    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS)) == sorted(ALL_SHARED_MODELS)
+    assert sorted(list(ELEMENT_WISE_MODELS) + list(SHAPED_MODELS) + list(REFUSED_MODELS)) == sorted(ALL_SHARED_MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENT_WISE_MODELS))
@@ -287,6 +291,25 @@ def test_shared_element_wise_models_run(name, tmp_path, monkeypatch, shared_dir)
     if name == "dml_element_wise_add_npy.json":
         assert np.load(tmp_path / "dml_element_wise_add_output.npy").tolist() == [2, 4, 6, 8, 10, 12]
         assert np.fromfile(tmp_path / "dml_element_wise_add_output.dat", np.float32).tolist() == [2, 4, 6, 8, 10, 12]
+
+
+@pytest.mark.parametrize("name", sorted(SHAPED_MODELS))
+def test_shared_reduction_models_run(name, tmp_path, monkeypatch, shared_dir):
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(SHARED_MODELS / name, "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == SHAPED_MODELS[name]
+
+
+def test_a_count_field_must_match_its_array(tmp_path, monkeypatch, shared_dir):
+    model = json.loads((SHARED_MODELS / "dml_reduce.json").read_text())
+    model["dispatchables"]["sum"]["desc"]["AxisCount"] = 2
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(path)
+    assert result.exit_code == 2
+    assert "desc: AxisCount 2 does not match the 1 values of Axes" in result.stderr
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_MODELS))

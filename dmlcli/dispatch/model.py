@@ -497,14 +497,15 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
-    _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
-                where, "dispatchable")
+    # An array field's count (REDUCE's AxisCount) is a DESC field too, checked against the array's length.
+    desc_fields = tuple(field for p in operator.parameters for field in p.desc_fields)
+    _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + desc_fields, where, "dispatchable")
     desc = value.get("Desc", value.get("desc"))
     if desc is None:
         desc = {key: item for key, item in value.items() if key not in _DISPATCHABLE_KEYS}
     if not isinstance(desc, dict):
         raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
-    expected = operator.tensors + tuple(p.field for p in operator.parameters)
+    expected = operator.tensors + desc_fields
     _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
     tensors = {}
     optional = {name for name, _ in operator.optional_inputs}
@@ -525,6 +526,11 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
             choice_text = f" (one of {', '.join(c.upper() for c in choices)})" if choices else ""
             raise InputError(f"{where}: desc has no {parameter.field}{choice_text}; DxDispatch requires every "
                              "field that DirectML does not mark optional")
+        if hasattr(parameter, "check_desc_count"):
+            try:
+                parameter.check_desc_count(desc)
+            except InputError as error:
+                raise InputError(f"{where}: desc: {error}") from None
         parameters[parameter.field] = desc[parameter.field]
     init_bindings = {}
     if "bindings" in value:
