@@ -144,7 +144,8 @@ def describe(operator, output_format):
     constraints = []
     if op.same_data_type:
         constraints.append(f"{', '.join(op.same_data_type)} must have the same DataType.")
-    constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
+    if op.same_sizes:  # shaped operators' Sizes follow their shape rules (the notes say how)
+        constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
     if op.output_type_is_choice and op.default_output_type is not None:
         constraints.append(f"The {op.output} data type is chosen with --output-dtype "
                            f"(default {op.default_output_type.name}).")
@@ -152,14 +153,20 @@ def describe(operator, output_format):
         constraints.append("In-place: the output may alias an input.")
     for line in constraints + list(op.notes):
         console.print(line, markup=False)
-    rows = []
-    for fl in ALL_FEATURE_LEVELS:
-        row = op.row_at(fl)
-        if row is None:
-            rows.append([fl.short] + ["not available"] * len(op.tensors))
-            continue
-        rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
-                                  for n in op.tensors])
-    # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow terminal).
-    show_records(console, f"{op.name}: tensor support by feature level (dimension counts; data types)",
-                 ["feature level", *op.tensors], rows, whole=(0,))
+    # One table per group of a parameter's values where the rows depend on it (REDUCE's by Function).
+    groups = op.support_groups or ((None, op.support),)
+    for values, group in groups:
+        rows = []
+        for fl in ALL_FEATURE_LEVELS:
+            found = [row for row in group if row.level <= fl]
+            row = max(found, key=lambda r: r.level) if found else None
+            if row is None:
+                rows.append([fl.short] + ["not available"] * len(op.tensors))
+                continue
+            rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
+                                      for n in op.tensors])
+        which = f" with {op.support_by} {', '.join(values)}" if values else ""
+        # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow
+        # terminal).
+        show_records(console, f"{op.name}{which}: tensor support by feature level (dimension counts; data types)",
+                     ["feature level", *op.tensors], rows, whole=(0,))
