@@ -213,8 +213,9 @@ def _accumulator(xp, x):
 
 
 def _flatten_reduced(xp, x, axes):
-    """The reduced axes moved last and flattened into one, row-major: shape (kept sizes..., N)."""
-    axes = tuple(axes)
+    """The reduced axes moved last (in dimension order, whatever order Axes lists them) and flattened into one,
+    row-major: shape (kept sizes..., N)."""
+    axes = tuple(sorted(axes))
     kept = [axis for axis in range(x.ndim) if axis not in axes]
     if axes != tuple(range(x.ndim - len(axes), x.ndim)):
         x = xp.transpose(x, kept + list(axes))
@@ -223,7 +224,7 @@ def _flatten_reduced(xp, x, axes):
 
 def _restore(xp, flat, shape, axes):
     """Undo _flatten_reduced for an array of the input's size (HARDMAX's one-hot)."""
-    axes = tuple(axes)
+    axes = tuple(sorted(axes))
     kept = [axis for axis in range(len(shape)) if axis not in axes]
     order = kept + list(axes)
     moved = flat.reshape(tuple(shape[axis] for axis in order))
@@ -407,8 +408,9 @@ def cumprod_kernel(xp, inputs, outputs, params):
 _NAN_SELECTION = ("NaN is skipped (dmlcli's rule for the family's selections, as ELEMENT_WISE_MAX returns the "
                   "non-NaN operand): a group of nothing but NaN gives the first index (the last with "
                   "AxisDirection DECREASING, as for any tie).")
-_FLATTENED = ("Several Axes count as one flattened, row-major axis: the index is the position within the reduced "
-              "block (the pages' example: Axes {0, 1} of a 3x3 gives 4 for the centre).")
+_FLATTENED = ("Several Axes count as one flattened, row-major axis (in dimension order, whatever order Axes lists "
+              "them): the index is the position within the reduced block (the pages' example: Axes {0, 1} of a 3x3 "
+              "gives 4 for the centre).")
 _INDEX_TYPE = ("The output type is chosen with --output-dtype (INT64, INT32, UINT64 or UINT32; default UINT32, "
                "as REDUCE's ARGMAX/ARGMIN). An INT32 index past 2^31 - 1 (a group of more than 2^31 elements) "
                "wraps modulo 2^32.")
