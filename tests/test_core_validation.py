@@ -224,6 +224,9 @@ def test_operator_spellings():
 
 
 def test_operators_outside_the_family_are_named_as_such():
+    # The axis-wise activations are shaped operators of the reduction family, found by every spelling.
+    assert dmlcli.find_operator("softmax").dml_name == "DML_OPERATOR_ACTIVATION_SOFTMAX"
+    assert dmlcli.find_operator("DML_OPERATOR_ACTIVATION_LOG_SOFTMAX1").family == "reduction"
     with pytest.raises(dmlcli.InputError, match="DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not "
                                                 "implement"):
         dmlcli.find_operator("gemm")
@@ -283,6 +286,9 @@ def test_enum_values_match_directml_header():
                  "ACTIVATION_LOG_SOFTMAX1", "ACTIVATION_HARDMAX1"}
     implemented = {op.dml_name.removeprefix("DML_OPERATOR_"): op.enum_value for op in dmlcli.operators.ELEMENTWISE_OPERATORS}
     assert implemented == {name: value for name, value in expected.items() if name not in axis_wise}
+    shaped = {op.dml_name.removeprefix("DML_OPERATOR_"): op.enum_value for op in dmlcli.operators.OPERATORS
+              if not op.is_elementwise}
+    assert {name: shaped[name] for name in axis_wise} == {name: expected[name] for name in axis_wise}
 
 
 def test_feature_level_numbers_do_not_spill_into_each_other():

@@ -248,7 +248,9 @@ ELEMENT_WISE_MODELS = {
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
     "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
 }
-# The other eighteen, and the words their refusal must contain (exit 2, before anything runs).
+# The reduction family's two models: REDUCE SUM over the last axis of 1..9 as 3x3 (AxisCount given with Axes),
+# CUMULATIVE_PRODUCT of 2, 4, 8, 3.
+# The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
@@ -283,6 +285,17 @@ def test_shared_element_wise_models_run(name, tmp_path, monkeypatch, shared_dir)
     if name == "dml_element_wise_add_npy.json":
         assert np.load(tmp_path / "dml_element_wise_add_output.npy").tolist() == [2, 4, 6, 8, 10, 12]
         assert np.fromfile(tmp_path / "dml_element_wise_add_output.dat", np.float32).tolist() == [2, 4, 6, 8, 10, 12]
+
+
+def test_a_count_field_must_match_its_array(tmp_path, monkeypatch, shared_dir):
+    model = json.loads((SHARED_MODELS / "dml_reduce.json").read_text())
+    model["dispatchables"]["sum"]["desc"]["AxisCount"] = 2
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(path)
+    assert result.exit_code == 2
+    assert "desc: AxisCount 2 does not match the 1 values of Axes" in result.stderr
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_MODELS))

@@ -20,7 +20,9 @@ VALIDATE_KEYS = {"verdict", "operator", "feature_level", "lowest_feature_level",
 OPS_KEYS = {"name", "dml_name", "family", "summary", "inputs", "parameters", "output_type_same_as", "output_types",
             "default_output_type", "introduced"}
 DESCRIBE_KEYS = OPS_KEYS | {"enum_value", "formula", "tensors", "output", "exactness", "tolerance", "same_data_type",
-                            "same_sizes", "in_place", "notes", "support"}
+                            "same_sizes", "in_place", "notes", "support",
+                            # added with the shaped operators (keys are added, never renamed or removed)
+                            "outputs", "variadic", "support_by", "support_groups"}
 
 
 def invoke(*args):

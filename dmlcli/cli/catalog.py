@@ -148,7 +148,7 @@ def describe(operator, output_format):
     constraints = []
     if op.same_data_type:
         constraints.append(f"{', '.join(op.same_data_type)} must have the same DataType.")
-    if op.same_sizes:
+    if op.same_sizes:  # shaped operators' Sizes follow their shape rules (the notes say how)
         constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
     if op.output_type_is_choice and op.default_output_type is not None:
         constraints.append(f"The {op.choice_output or op.output} data type is chosen with --output-dtype "
@@ -157,7 +157,8 @@ def describe(operator, output_format):
         constraints.append("In-place: the output may alias an input.")
     for line in constraints + list(op.notes):
         console.print(line, markup=False)
-    groups = op.support_groups or (((), op.support),)
+    # One table per group of a parameter's values where the rows depend on it (REDUCE's by Function).
+    groups = op.support_groups or ((None, op.support),)
     for values, group in groups:
         rows = []
         for fl in ALL_FEATURE_LEVELS:
@@ -168,7 +169,8 @@ def describe(operator, output_format):
                 continue
             rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
                                       for n in op.tensors])
-        which = f" with {op.support_by} {', '.join(v.lower() for v in values)}" if values else ""
-        # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow terminal).
+        which = f" with {op.support_by} {', '.join(values)}" if values else ""
+        # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow
+        # terminal).
         show_records(console, f"{op.name}{which}: tensor support by feature level (dimension counts; data types)",
                      ["feature level", *op.tensors], rows, whole=(0,))

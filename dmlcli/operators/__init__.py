@@ -19,7 +19,7 @@ import importlib
 import re
 
 from ..errors import InputError, quoted
-from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
+from .directml_names import OTHER_OPERATORS
 from .index import FAMILY_MODULES, SPELLINGS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
@@ -171,10 +171,6 @@ def find_operator(text: str | Operator) -> Operator:
             if op.key == full:
                 return op
         raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.index)")
-    bare = key.removeprefix("ACTIVATION_")
-    if bare in AXIS_WISE_ACTIVATIONS:
-        raise InputError(f"DML_OPERATOR_ACTIVATION_{bare} is a DirectML operator that dmlcli does not implement: "
-                         f"dmlcli runs {table_summary()} (see 'dmlcli ops')")
     if key in OTHER_OPERATORS:
         raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
                          f"{table_summary()} (see 'dmlcli ops')")

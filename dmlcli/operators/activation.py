@@ -25,7 +25,7 @@ from .parameters import FloatParameter, FusedActivationParameter
 from .schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
                      Tolerance, rows)
 
-# The activations that normalise across axes (not element-wise): dmlcli refuses them with a message.
+# The activations that normalise across axes (not element-wise): they live in the reduction family (reduction.py).
 AXIS_WISE = ("SOFTMAX", "LOG_SOFTMAX", "HARDMAX", "SOFTMAX1", "LOG_SOFTMAX1", "HARDMAX1")
 
 X = ("InputTensor",)

@@ -9,7 +9,8 @@ below), and these 78 others.
 
 from __future__ import annotations
 
-# The activations that normalise across axes: DirectML calls them activations, but they are not element-wise.
+# The activations that normalise across axes: DirectML calls them activations, but they are not element-wise
+# (dmlcli runs them as shaped operators of the reduction family, operators/reduction.py).
 AXIS_WISE_ACTIVATIONS = ("SOFTMAX", "LOG_SOFTMAX", "HARDMAX", "SOFTMAX1", "LOG_SOFTMAX1", "HARDMAX1")
 
 OTHER_OPERATORS = (

@@ -174,6 +174,16 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'ELEMENT_WISE_QUANTIZED_LINEAR_ADD': ('ELEMENT_WISE_QUANTIZED_LINEAR_ADD', 'quantization'),
     'QUANTIZED_LINEAR_ADD': ('ELEMENT_WISE_QUANTIZED_LINEAR_ADD', 'quantization'),
     'REDUCE': ('REDUCE', 'reduction'),
+    'ARGMIN': ('ARGMIN', 'reduction'),
+    'ARGMAX': ('ARGMAX', 'reduction'),
+    'ACTIVATION_SOFTMAX': ('ACTIVATION_SOFTMAX', 'reduction'),
+    'ACTIVATION_SOFTMAX1': ('ACTIVATION_SOFTMAX1', 'reduction'),
+    'ACTIVATION_LOG_SOFTMAX': ('ACTIVATION_LOG_SOFTMAX', 'reduction'),
+    'ACTIVATION_LOG_SOFTMAX1': ('ACTIVATION_LOG_SOFTMAX1', 'reduction'),
+    'ACTIVATION_HARDMAX': ('ACTIVATION_HARDMAX', 'reduction'),
+    'ACTIVATION_HARDMAX1': ('ACTIVATION_HARDMAX1', 'reduction'),
+    'CUMULATIVE_SUMMATION': ('CUMULATIVE_SUMMATION', 'reduction'),
+    'CUMULATIVE_PRODUCT': ('CUMULATIVE_PRODUCT', 'reduction'),
     'JOIN': ('JOIN', 'movement'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
@@ -194,6 +204,12 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'GELU': ('ACTIVATION_GELU', 'activation'),
     'SWISH': ('ACTIVATION_SWISH', 'activation'),
     'HARD_SWISH': ('ACTIVATION_HARD_SWISH', 'activation'),
+    'SOFTMAX': ('ACTIVATION_SOFTMAX', 'reduction'),
+    'SOFTMAX1': ('ACTIVATION_SOFTMAX1', 'reduction'),
+    'LOG_SOFTMAX': ('ACTIVATION_LOG_SOFTMAX', 'reduction'),
+    'LOG_SOFTMAX1': ('ACTIVATION_LOG_SOFTMAX1', 'reduction'),
+    'HARDMAX': ('ACTIVATION_HARDMAX', 'reduction'),
+    'HARDMAX1': ('ACTIVATION_HARDMAX1', 'reduction'),
 }
 OPTIONS: dict[str, tuple[str, str]] = {
     'infinity_mode': ('ELEMENT_WISE_IS_INFINITY', 'comparison'),
@@ -219,7 +235,10 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'fused_threshold': ('ELEMENT_WISE_ADD1', 'activation'),
     'function': ('REDUCE', 'reduction'),
     'axes': ('REDUCE', 'reduction'),
-    'axis': ('JOIN', 'movement'),
+    'axis_direction': ('ARGMIN', 'reduction'),
+    'axis': ('CUMULATIVE_SUMMATION', 'reduction'),
+    'has_exclusive_sum': ('CUMULATIVE_SUMMATION', 'reduction'),
+    'has_exclusive_product': ('CUMULATIVE_PRODUCT', 'reduction'),
 }
 # ---- end of generated part ----
 
