@@ -79,6 +79,14 @@ class PaddingValueParameter(ScalarUnionParameter):
     def _limit(self, data_type):
         return data_type.numpy_dtype.type(0)
 
+    def parse(self, given, data_types):
+        # A NumPy scalar of the tensor's own type is taken as it is, so that a NaN's payload (a signalling
+        # NaN's too) is not quieted on its way through a Python float.
+        value = given.get(self.options[0])
+        if isinstance(value, np.generic) and value.dtype == data_types[self.tensor].numpy_dtype:
+            return value
+        return super().parse(given, data_types)
+
     def describe_default(self) -> str:
         return "0"
 
@@ -128,7 +136,7 @@ def _check_same_except_axis(shape, reference, axis: int, name: str, reference_na
 def join_shape(query: ShapeQuery) -> dict:
     shapes = query.shapes_of("InputTensors")
     first = shapes[0]
-    axis = check_axis(query.parameters["Axis"], len(first), "Axis", "the InputTensors")
+    axis = check_axis(query.parameters["Axis"], len(first), "Axis", "InputTensors[0]")
     for index, shape in enumerate(shapes[1:], start=1):
         _check_same_except_axis(shape, first, axis, f"InputTensors[{index}]", "InputTensors[0]", "the InputTensors")
     joined = sum(shape[axis] for shape in shapes)
