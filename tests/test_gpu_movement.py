@@ -56,6 +56,7 @@ def calls(shape, dtype):
                          "input_window_strides": [(-1) ** d * (1 + d % 2) for d in range(rank)]}),
         ("reverse_subsequences", [x, random_bits((1,) + shape[1:], "uint32", 7) % np.uint32(shape[0] + 3)],
          {"axis": 0}),
+        ("reverse_subsequences", [x, np.full((1,) + shape[1:], shape[0], np.uint64)], {"axis": 0}),  # whole lines
     ]
     for mode in ("constant", "edge", "reflection", "symmetric"):
         pads = {"start_padding": [d + 1 for d in range(rank)], "end_padding": [2 * s + 1 for s in shape]}

@@ -594,6 +594,16 @@ def test_reverse_subsequences_matches_the_reference(data):
     assert_same_bits(got, ref_reverse(x, lengths, axis))
 
 
+def test_reverse_subsequences_whole_lines_and_no_op_lengths():
+    x = random_array(np.random.default_rng(5), (3, 5, 2), "float32")
+    for lengths, expected in ((np.full((3, 1, 2), 5, np.uint32), x[:, ::-1, :]),  # every line reversed whole
+                              (np.full((3, 1, 2), 2**32 - 1, np.uint32), x[:, ::-1, :]),  # clamped to 5
+                              (np.array([0, 1] * 3, np.uint64).reshape(3, 1, 2), x)):  # 0 and 1 copy the line
+        got = dmlcli.run("reverse_subsequences", x, lengths, axis=1)
+        assert_same_bits(got, np.ascontiguousarray(expected))
+        assert not np.shares_memory(got, x)
+
+
 # ---------------------------------------------------------------- the pages' own examples
 
 PAGE_4X4 = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
