@@ -243,7 +243,8 @@ SPLIT = Operator(
     parameters=(SPLIT_AXIS, OUTPUT_SIZES, OUTPUT_COUNT), native_encoding=True, variadic="OutputTensors",
     shape_rule=split_shape, array_kernel=split_kernel, exactness=EXACT,
     notes=("OutputTensors is an array of one or more tensors (OutputCount in DirectML's desc); the API returns a "
-           "tuple, one array per output, and -o takes one target per output (or an .npz).",
+           "tuple, one array per output; on the command line -o out.npz writes them all (OutputTensors_0, ...) and "
+           "-o - prints them all as JSON.",
            "DirectML takes each output's size along Axis from its tensor desc. A DxDispatch model gives them so; "
            "in the API and on the command line, OutputSizes (--output-sizes 2,1,3) states them, or OutputCount "
            "(--output-count 3) splits the input into that many equal pieces.",
