@@ -4,7 +4,7 @@ NumPy expression that makes the same array (goal: at most 1.3x).
 "The same array" means a fresh C-ordered result, as dmlcli returns: NumPy's slicing and np.split give views,
 so their baselines copy the views (np.ascontiguousarray); np.split alone (views, no copy) is shown beside for
 reference. Inputs are FLOAT32, --mib MiB each (16 by default). Times are medians of --repeats runs,
-alternating dmlcli and NumPy.
+alternating dmlcli and NumPy; the ratio of the fastest runs is shown beside.
 
     .venv/bin/python bench/movement_cpu_bench.py [--mib 16] [--repeats 9] [--ops join,split,...]
 """
@@ -122,7 +122,7 @@ def main() -> None:
     chosen = [name for name in args.ops.split(",") if name]
     print(f"data movement on the CPU, FLOAT32 inputs of {args.mib} MiB, medians of {args.repeats} runs; "
           f"numpy {np.__version__}")
-    print(f"{'operator':28} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7}  baseline")
+    print(f"{'operator':28} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7} {'min ratio':>10}  baseline")
     worst = 0.0
     for name, (ours, theirs, note) in cases(args.mib).items():
         if chosen and name not in chosen:
@@ -133,10 +133,15 @@ def main() -> None:
             samples_ours.append(median_time(ours, 1))
             samples_theirs.append(median_time(theirs, 1))
         a, b = statistics.median(samples_ours), statistics.median(samples_theirs)
+        # The fastest runs too: on a shared machine a median can be another process's noise.
+        least = min(samples_ours) / min(samples_theirs)
         worst = max(worst, a / b)
         flag = "" if a / b <= GOAL else "  over the goal"
-        print(f"{name:28} {a * 1e3:10.2f} {b * 1e3:10.2f} {a / b:7.2f}  {note}{flag}")
-    print(f"worst ratio {worst:.2f} (goal {GOAL})")
+        print(f"{name:28} {a * 1e3:10.2f} {b * 1e3:10.2f} {a / b:7.2f} {least:10.2f}  {note}{flag}")
+    tiny = np.zeros((4, 4), np.float32)
+    fixed = median_time(lambda: dmlcli.run("slice", tiny, offsets=[1, 1]), 51)
+    print(f"worst ratio {worst:.2f} (goal {GOAL}); dmlcli's fixed cost per call (validation at every level, the "
+          f"memory check), timed on a 4x4 SLICE: {fixed * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -730,6 +730,8 @@ def test_split_takes_the_outputs_sizes_from_their_descs():
         req = engine.request("split", axis=0, output_shapes={"OutputTensors": list(shapes)})
         with pytest.raises(dmlcli.ValidationError, match=message):
             engine.plan(req, [(f32, (6, 3))])
+    one = engine.plan(engine.request("split", output_shape=(6, 3)), [(f32, (6, 3))])  # one piece: a copy
+    assert [t.shape for t in one.call.outputs] == [(6, 3)]
     req = engine.request("split", axis=0, output_count=2, output_shapes={"OutputTensors": [(2, 3), (1, 3), (3, 3)]})
     with pytest.raises(dmlcli.ValidationError, match=r"OutputCount 2 does not match the 3 OutputTensors"):
         engine.plan(req, [(f32, (6, 3))])

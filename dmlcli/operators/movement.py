@@ -191,6 +191,8 @@ def _split_pieces(query: ShapeQuery, shape, axis: int) -> list[int]:
     """Each output's size along Axis, from the outputs' descs, OutputSizes or OutputCount."""
     sizes, count = query.parameters["OutputSizes"], query.parameters["OutputCount"]
     given = query.given_outputs.get("OutputTensors")
+    if given is not None and all(isinstance(size, int) for size in given):
+        given = [tuple(given)]  # one output's Sizes (--output-shape): a split into one piece, a copy
     if given is not None:
         stated = [piece[axis] for piece in _split_from_given(given, shape, axis)]
         if sizes is not None and tuple(sizes) != tuple(stated):
