@@ -544,6 +544,10 @@ def test_padding1_value_is_exact_in_64_bits_and_nan_payloads_are_kept():
     payload = np.array([0x7F800001], np.uint32).view(np.float32)  # a signalling NaN
     got = dmlcli.run("padding1", payload, padding_value=payload[0], start_padding=[1], end_padding=[1])
     assert bits(got).tolist() == [0x7F800001] * 3
+    got = dmlcli.run("padding", payload, padding_value=payload[0], start_padding=[1])  # PADDING's FLOAT too
+    assert bits(got).tolist() == [0x7F800001] * 2
+    half = dmlcli.run("padding", np.zeros(1, np.float16), padding_value=payload[0], start_padding=[1])
+    assert bits(half).tolist() == [0x7C01, 0]  # FLOAT32 to FLOAT16 keeps the payload's top bits, never 0x7C00 (inf)
     desc = {"PaddingMode": "CONSTANT", "PaddingValueDataType": "FLOAT32", "PaddingValue": {"UInt32": 0x7FA00001},
             "StartPadding": [1], "EndPadding": [0]}  # a DxDispatch desc's union member, read as FLOAT32
     verdict = engine.plan(engine.request("padding1", desc_fields=desc), [(parse_data_type("float32"), (1,))])

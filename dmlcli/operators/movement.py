@@ -91,6 +91,18 @@ class PaddingValueParameter(ScalarUnionParameter):
         return "0"
 
 
+@dataclass(frozen=True, eq=False)
+class PaddingFloatParameter(FloatParameter):
+    """PADDING's FLOAT PaddingValue; a numpy.float32 given to the API is taken bit for bit (a signalling NaN
+    would be quieted on its way through a Python float)."""
+
+    def parse(self, given, data_types):
+        value = given.get(self.options[0])
+        if isinstance(value, np.float32):
+            return value
+        return super().parse(given, data_types)
+
+
 def _required(value, parameter, operator: str):
     """A parameter DirectML needs and dmlcli cannot guess (usage error, exit 2)."""
     if value is None:
@@ -441,7 +453,7 @@ PADDING_MODE = EnumParameter(
     field="PaddingMode", enum_prefix="DML_PADDING_MODE_", values=PADDING_MODES, default_value="CONSTANT",
     help="constant (PaddingValue), edge (the edge element repeated), reflection (mirrored, edges not repeated) or "
          "symmetric (mirrored, edges repeated; from 3_0)")
-PADDING_VALUE = FloatParameter(
+PADDING_VALUE = PaddingFloatParameter(
     field="PaddingValue", default_value=0.0,
     help="the FLOAT written into the padding in constant mode (integer tensors: truncated toward zero, then "
          "saturated to the type's range)")
