@@ -315,7 +315,9 @@ def build_call(
     tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in names}
     given = dict(output_shapes or {})
     if output_shape is not None:
-        given.setdefault(operator.output, tuple(int(s) for s in output_shape))
+        stated = tuple(int(s) for s in output_shape)
+        # A variadic first output (SPLIT's OutputTensors) given one shape: one output tensor of those Sizes.
+        given.setdefault(operator.output, [stated] if operator.output == operator.variadic else stated)
     if operator.is_elementwise:
         out_shape = given.get(operator.output, shapes[names[0]])
         tensors[operator.output] = TensorInfo(operator.output, out_types[operator.output], tuple(out_shape))

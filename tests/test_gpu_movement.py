@@ -1,0 +1,113 @@
+"""Data movement on the GPU: every operator's result bit for bit equal to the CPU backend's.
+
+The kernels are the same functions on NumPy and CuPy (index arrays made on the host), so any difference is a
+CuPy call that does not do what NumPy's does. Inputs are random bit patterns: NaN payloads (signalling ones
+too), -0.0 and subnormals must come through unchanged. Skipped without CuPy or a usable GPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.errors import BackendUnavailableError
+
+cupy = pytest.importorskip("cupy")
+
+DTYPES = ["float32", "float16", "float64", "int8", "uint16", "int32", "uint64"]
+SHAPES = [(1, 4, 6, 6), (2, 8, 4, 10), (3, 5), (7,)]
+
+
+@pytest.fixture(scope="module")
+def gpu_backend():
+    from dmlcli.backends import gpu
+
+    try:
+        return gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+def random_bits(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, size=math.prod(shape) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def bits(array):
+    array = np.asarray(array)
+    return array.view(f"uint{array.dtype.itemsize * 8}") if array.dtype.kind == "f" else array
+
+
+def calls(shape, dtype):
+    """(operator, inputs, parameters) for inputs of this shape and type: each operator that takes them."""
+    rank = len(shape)
+    x = random_bits(shape, dtype, seed=rank * 31 + len(dtype))
+    last = rank - 1
+    found = [
+        ("join", [x, random_bits(shape[:last] + (3,), dtype, 1), x], {"axis": last}),
+        ("split", [x], {"axis": 0, "output_sizes": [1, shape[0] - 1] if shape[0] > 1 else [1]}),
+        ("split", [x], {"axis": last, "output_count": shape[last]}),
+        ("slice", [x], {"offsets": [s // 3 for s in shape], "strides": [1 + (s > 4) for s in shape]}),
+        ("slice1", [x], {"input_window_offsets": [s // 4 for s in shape],
+                         "input_window_strides": [(-1) ** d * (1 + d % 2) for d in range(rank)]}),
+        ("reverse_subsequences", [x, random_bits((1,) + shape[1:], "uint32", 7) % np.uint32(shape[0] + 3)],
+         {"axis": 0}),
+        ("reverse_subsequences", [x, np.full((1,) + shape[1:], shape[0], np.uint64)], {"axis": 0}),  # whole lines
+    ]
+    for mode in ("constant", "edge", "reflection", "symmetric"):
+        pads = {"start_padding": [d + 1 for d in range(rank)], "end_padding": [2 * s + 1 for s in shape]}
+        found.append(("padding", [x], {"padding_mode": mode, "padding_value": -2.5, **pads}))
+        found.append(("padding1", [x], {"padding_mode": mode, **pads}))
+    if dtype != "float64":  # TILE's tables have no FLOAT64
+        found.append(("tile", [x], {"repeats": [1 + d % 3 for d in range(rank)]}))
+    if rank == 4:
+        n, c, h, w = shape
+        for order in ("depth_column_row", "column_row_depth"):
+            found.append(("depth_to_space1", [random_bits((n, 4 * c, h, w), dtype, 3)],
+                          {"block_size": 2, "order": order}))
+            found.append(("space_to_depth1", [x], {"block_size": 2, "order": order}))
+        found.append(("depth_to_space", [random_bits((n, 9 * c, h, w), dtype, 4)], {"block_size": 3}))
+        found.append(("space_to_depth", [x], {"block_size": 2}))
+    return found
+
+
+CASES = [pytest.param(shape, dtype, id=f"{dtype}-{'x'.join(map(str, shape))}") for shape in SHAPES for dtype in DTYPES]
+
+
+@pytest.mark.parametrize("shape, dtype", CASES)
+def test_gpu_results_equal_the_cpu_results_bit_for_bit(gpu_backend, shape, dtype):
+    failures = []
+    for op, inputs, parameters in calls(shape, dtype):
+        on_cpu = dmlcli.run(op, *inputs, backend="cpu", **parameters)
+        on_gpu = dmlcli.run(op, *inputs, backend=gpu_backend, **parameters)
+        cpu_outputs = on_cpu if isinstance(on_cpu, tuple) else (on_cpu,)
+        gpu_outputs = on_gpu if isinstance(on_gpu, tuple) else (on_gpu,)
+        if len(cpu_outputs) != len(gpu_outputs):
+            failures.append(f"{op} {parameters}: {len(gpu_outputs)} outputs on the GPU, {len(cpu_outputs)} on the CPU")
+            continue
+        for index, (c, g) in enumerate(zip(cpu_outputs, gpu_outputs)):
+            if c.dtype != g.dtype or c.shape != g.shape or not np.array_equal(bits(c), bits(g)):
+                failures.append(f"{op} {parameters} output {index}: GPU {g.dtype} {g.shape} differs from CPU "
+                                f"{c.dtype} {c.shape}")
+    assert not failures, "\n".join(failures[:10])
+
+
+def test_gpu_large_inputs(gpu_backend):
+    # Big enough that CuPy's kernels run over many blocks (4 MiB of FLOAT32 per input).
+    x = random_bits((16, 64, 32, 32), "float32", 11)
+    lengths = random_bits((16, 1, 32, 32), "uint64", 12)
+    for op, inputs, parameters in [
+        ("join", [x, x], {"axis": 1}), ("split", [x], {"axis": 3, "output_count": 4}),
+        ("slice1", [x], {"input_window_strides": [-1, 3, -2, 1]}),
+        ("padding", [x], {"padding_mode": "reflection", "start_padding": [0, 1, 40, 2], "end_padding": [1, 0, 3, 70]}),
+        ("tile", [x], {"repeats": [1, 2, 1, 2]}), ("depth_to_space1", [x], {"block_size": 4, "order": 1}),
+        ("space_to_depth", [x], {"block_size": 8}), ("reverse_subsequences", [x, lengths], {"axis": 1}),
+    ]:
+        on_cpu = dmlcli.run(op, *inputs, backend="cpu", **parameters)
+        on_gpu = dmlcli.run(op, *inputs, backend=gpu_backend, **parameters)
+        for c, g in zip(*(r if isinstance(r, tuple) else (r,) for r in (on_cpu, on_gpu))):
+            assert c.shape == g.shape and np.array_equal(bits(c), bits(g)), op
