@@ -69,3 +69,20 @@ def test_a_shaped_operator_without_a_dask_layout_is_refused_in_words():
     verdict = dmlcli.engine.plan(dmlcli.engine.request(plain), [(dmlcli.data_types.FLOAT32, (4, 4))])
     with pytest.raises(InputError, match="does not run on Dask; the shaped operators that do are .*reduce"):
         graph.build(verdict.call, [da.zeros((4, 4), dtype=np.float32)])
+
+
+@pytest.mark.parametrize("op,params", [
+    ("slice", {"offsets": [1, 0, 2], "sizes": [4, 3, 2], "strides": [2, 1, 1]}),
+    ("slice1", {"input_window_offsets": [0, 1, 0], "input_window_sizes": [9, 5, 4], "input_window_strides": [-2, 2, 1]}),
+    ("cumulative_summation", {"axis": 1}),
+    ("activation_softmax1", {"axes": [0, 2]}),
+])
+def test_slicing_and_axis_wise_operators_on_dask(op, params):
+    x = np.random.default_rng(9).random((9, 7, 4)).astype(np.float32)
+    got = dmlcli.dask.run(op, da.from_array(x, chunks=(2, 3, 2)), **params).compute()
+    want = dmlcli.run(op, x, **params)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if op.startswith("slice"):
+        assert got.tobytes() == want.tobytes()
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5)

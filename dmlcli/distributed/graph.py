@@ -135,6 +135,8 @@ def _build_shaped(da, call: Call, arrays: Sequence, backend: str):
     out_dtype = np.dtype(out.data_type.numpy_dtype)
     if op.dask_layout == "concatenate":
         return da.concatenate(list(arrays), axis=call.parameters["Axis"]).astype(out_dtype)
+    if op.dask_layout == "index":
+        return arrays[0][op.dask_index(call)].astype(out_dtype)
     (array,) = arrays
     axes = tuple(op.dask_axes(call))
     whole = array.rechunk({axis: -1 for axis in axes})

@@ -319,14 +319,26 @@ def slice_shape(query: ShapeQuery) -> dict:
     return {"OutputTensor": sizes}
 
 
-def slice_kernel(xp, inputs, outputs, params):
-    (x,) = inputs
-    (out,) = outputs
-    rank = x.ndim
+def slice_window(call) -> tuple[slice, ...]:
+    """SLICE's elements as Python slices of the input (what the kernel and Dask index with)."""
+    params, out = call.parameters, call.output
+    rank = len(out.shape)
     offsets = _per_dimension(params["Offsets"], rank, "Offsets", 0)
     strides = _per_dimension(params["Strides"], rank, "Strides", 1)
-    window = tuple(slice(o, o + s * (n - 1) + 1, s) for o, s, n in zip(offsets, strides, out.shape))
+    return tuple(slice(o, o + s * (n - 1) + 1, s) for o, s, n in zip(offsets, strides, out.shape))
+
+
+def slice_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    window = slice_window(_WindowCall(params, outputs[0]))
     return (_fresh(xp, x[window]),)
+
+
+class _WindowCall:
+    """What slice_window and slice1_window read of a call: its parameters and output (the kernels have those)."""
+
+    def __init__(self, parameters, output):
+        self.parameters, self.output = parameters, output
 
 
 SLICE = Operator(
@@ -335,7 +347,8 @@ SLICE = Operator(
     formula="OutputTensor[c] = InputTensor[Offsets + Strides * c] for every output coordinate c",
     introduced=_SLICE_ROWS[-1].level, inputs=("InputTensor",), support=_SLICE_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(OFFSETS, SIZES, STRIDES), native_encoding=True,
-    shape_rule=slice_shape, array_kernel=slice_kernel, exactness=EXACT,
+    shape_rule=slice_shape, array_kernel=slice_kernel, exactness=EXACT, dask_layout="index",
+    dask_index=slice_window,
     notes=("Offsets, Sizes and Strides have one value per dimension (DimensionCount); every element read must lie "
            "inside the input (Offsets + Strides * (Sizes - 1) < InputTensor.Sizes). The output's Sizes are Sizes.",
            "The API and the command line may leave out Offsets (0), Strides (1) and Sizes (as many elements as fit "
@@ -403,19 +416,24 @@ def slice1_shape(query: ShapeQuery) -> dict:
     return {"OutputTensor": stated}
 
 
-def slice1_kernel(xp, inputs, outputs, params):
-    (x,) = inputs
-    (out,) = outputs
-    rank = x.ndim
+def slice1_window(call, input_shape) -> tuple[slice, ...]:
+    """SLICE1's elements as Python slices of the input (negative strides read from the window's end)."""
+    params, out = call.parameters, call.output
+    rank = len(out.shape)
     offsets = _per_dimension(params["InputWindowOffsets"], rank, "InputWindowOffsets", 0)
     strides = _per_dimension(params["InputWindowStrides"], rank, "InputWindowStrides", 1)
-    windows = params["InputWindowSizes"] or tuple(size - offset for size, offset in zip(x.shape, offsets))
+    windows = params["InputWindowSizes"] or tuple(size - offset for size, offset in zip(input_shape, offsets))
     window = []
     for offset, size, stride, count in zip(offsets, windows, strides, out.shape):
         start = offset if stride > 0 else offset + size - 1  # a negative stride starts at the window's end
         stop = start + stride * (count - 1) + (1 if stride > 0 else -1)
         window.append(slice(start, None if stop < 0 else stop, stride))
-    return (_fresh(xp, x[tuple(window)]),)
+    return tuple(window)
+
+
+def slice1_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    return (_fresh(xp, x[slice1_window(_WindowCall(params, outputs[0]), x.shape)]),)
 
 
 SLICE1 = Operator(
@@ -426,6 +444,7 @@ SLICE1 = Operator(
     introduced=_SLICE1_ROWS[-1].level, inputs=("InputTensor",), support=_SLICE1_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(WINDOW_OFFSETS, WINDOW_SIZES, WINDOW_STRIDES),
     native_encoding=True, shape_rule=slice1_shape, array_kernel=slice1_kernel, exactness=EXACT,
+    dask_layout="index", dask_index=lambda call: slice1_window(call, call.tensors["InputTensor"].shape),
     notes=("The output's Sizes may be anything from 1 to MaxCopiedElements = 1 + (InputWindowSizes - 1) // "
            "|InputWindowStrides| in each dimension; DirectML takes them from the output's desc (a DxDispatch "
            "model's, or output_shape= in the API). Left out, they are MaxCopiedElements: every reachable element.",

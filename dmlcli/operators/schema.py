@@ -166,9 +166,11 @@ class Operator:
     tolerance_scale: Callable | None = None
     # How a shaped operator runs on Dask (distributed/graph.py); None: it does not. "whole_axes": each block
     # holds whole `dask_axes(call)` axes of the (single) input and goes through the kernel on its own, the
-    # other axes keeping their chunks; "concatenate": the inputs are joined along the Axis parameter.
+    # other axes keeping their chunks; "concatenate": the inputs are joined along the Axis parameter;
     dask_layout: str | None = None
     dask_axes: Callable | None = None
+    # "index": the output is the input indexed with `dask_index(call)` (a tuple of slices: SLICE, SLICE1).
+    dask_index: Callable | None = None
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
@@ -304,8 +306,10 @@ def check_entry(op: Operator) -> None:
             fail("has several outputs, a variadic tensor or an array_kernel, so it needs a shape_rule")
     elif op.array_kernel is None:
         fail("has a shape_rule, so it needs an array_kernel")
-    if op.dask_layout not in (None, "whole_axes", "concatenate"):
-        fail(f"dask_layout {op.dask_layout!r} is not 'whole_axes' or 'concatenate'")
+    if op.dask_layout not in (None, "whole_axes", "concatenate", "index"):
+        fail(f"dask_layout {op.dask_layout!r} is not 'whole_axes', 'concatenate' or 'index'")
+    if op.dask_layout == "index" and op.dask_index is None:
+        fail("runs on Dask by indexing, so it needs dask_index")
     if op.dask_layout == "whole_axes" and op.dask_axes is None:
         fail("runs on Dask with whole axes, so it needs dask_axes")
     if op.variadic is not None and op.variadic not in tensors:
