@@ -21,7 +21,8 @@ def _request(operator, arguments: dict):
 
     parameters = parameter_values(arguments)
     return request(operator, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
-                   output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"), **parameters)
+                   output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"),
+                   output_shape=arguments.pop("output_shape"), **parameters)
 
 
 def _declared_dtype(text):

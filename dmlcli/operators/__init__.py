@@ -14,9 +14,9 @@ import difflib
 import re
 
 from ..errors import InputError, quoted
-from . import (activation, arithmetic, bitwise, comparison, logical, movement, quantization, reduction, selection,
-               transcendental)
-from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
+from . import (activation, arithmetic, bitwise, comparison, indexing, logical, movement, quantization, reduction,
+               selection, transcendental)
+from .directml_names import AXIS_WISE_ACTIVATIONS, OPERATOR_ALIASES, OTHER_OPERATORS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
 
@@ -34,6 +34,7 @@ FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
     ("quantization", quantization.OPERATORS),
     ("reduction", reduction.OPERATORS),
     ("data movement", movement.OPERATORS),
+    ("indexing", indexing.OPERATORS),
 )
 OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
 # The element-wise operators: those that stream chunk by chunk, broadcast, and run on Dask blockwise.
@@ -101,6 +102,10 @@ def _index(operators: tuple[Operator, ...]) -> dict[str, Operator]:
     for op in operators:
         if op.prefix not in ("ELEMENT_WISE", ""):
             by_key.setdefault(op.name, op)
+    # DirectML.h's other names for an operator (DML_OPERATOR_SCATTER is SCATTER_ELEMENTS).
+    for alias, key in OPERATOR_ALIASES.items():
+        if key in by_key:
+            by_key.setdefault(alias, by_key[key])
     return by_key
 
 
