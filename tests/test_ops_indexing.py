@@ -794,3 +794,29 @@ def test_onnx_nonzero():
     n = int(count.reshape(-1)[0])
     # ONNX: INT64 [rank, count], coordinates as columns; DirectML: UINT32 rows, the first `count` meaningful.
     assert coordinates[:n].T.astype(np.int64).tolist() == expected.tolist()
+
+
+class _NumpyUnderAnotherName:
+    """NumPy that is not `numpy` to the kernels: they take the branch they take on CuPy (the scatters' explicit
+    last-wins selection instead of np.put), so that branch is checked here too, on any machine."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_gpu_branch_of_the_scatters_gives_the_cpu_result(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 100, (6, 4)).astype(np.int16)
+    cases = [("scatter_elements", [x, rng.integers(-7, 8, (30, 4)).astype(np.int64),
+                                   rng.integers(0, 100, (30, 4)).astype(np.int16)], {}),
+             ("scatter_nd", [x, rng.integers(-7, 8, (30, 1)).astype(np.int32),
+                             rng.integers(0, 100, (30, 4)).astype(np.int16)], {})]
+    for op, arrays, options in cases:
+        verdict = dmlcli.validate(op, *arrays, **options)
+        call = verdict.call
+        (on_cpu,) = find_operator(op).array_kernel(np, arrays, call.outputs, call.parameters)
+        (other,) = find_operator(op).array_kernel(_NumpyUnderAnotherName(), arrays, call.outputs, call.parameters)
+        bits_equal(other, on_cpu)
+        bits_equal(on_cpu, (ref_scatter_elements(x, arrays[1], arrays[2], 0) if op == "scatter_elements"
+                            else ref_scatter_nd(x, arrays[1], arrays[2])))
