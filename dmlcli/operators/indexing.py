@@ -183,15 +183,19 @@ def _last_wins(xp, targets):
     return order[last]
 
 
-def _scatter_flat(xp, flat, targets, values) -> None:
-    """flat[targets] = values with the last of duplicate targets winning (row-major order of the updates)."""
+def _scatter_rows(xp, rows, targets, values) -> None:
+    """rows[targets] = values (elements or whole rows) with the last of duplicate targets winning, in the order
+    of `targets` (row-major order of the updates)."""
     if xp is np:
-        # np.put copies in index order (PyArray_PutTo's loop): later duplicates overwrite earlier ones.
-        np.put(flat, targets, values)
+        # NumPy's assignment through one integer index array copies in index order (its mapiter loop), so a
+        # later duplicate overwrites an earlier one; tests/test_ops_indexing.py pins this against a loop.
+        rows[targets] = values
         return
-    # CuPy's fancy assignment picks an arbitrary duplicate: keep only the last occurrence of each target first.
+    # CuPy's assignment picks an arbitrary duplicate: keep only the last occurrence of each target first.
     keep = _last_wins(xp, targets)
-    flat[targets[keep]] = values[keep]
+    if keep.size != targets.size:
+        targets, values = targets[keep], values[keep]
+    rows[targets] = values
 
 
 # ---------------------------------------------------------------- GATHER
@@ -435,7 +439,7 @@ def scatter_elements_kernel(xp, inputs, outputs, params):
     positions, valid = _positions(xp, indices, data.shape[axis])
     # Each update's flat position in the output: its own coordinates with the index in place of Axis.
     strides = [math.prod(data.shape[d + 1:]) for d in range(data.ndim)]
-    targets = positions * strides[axis]
+    targets = positions * strides[axis] if strides[axis] != 1 else positions
     for d in range(data.ndim):
         if d != axis and indices.shape[d] > 1:
             coordinate = xp.arange(indices.shape[d], dtype=xp.intp) * strides[d]
@@ -445,7 +449,7 @@ def scatter_elements_kernel(xp, inputs, outputs, params):
     if valid is not None:
         keep = valid.reshape(-1)
         targets, values = targets[keep], values[keep]
-    _scatter_flat(xp, result.reshape(-1), targets, values)
+    _scatter_rows(xp, result.reshape(-1), targets, values)
     return (_as_type(xp, result, out.data_type.numpy_dtype),)
 
 
@@ -471,9 +475,7 @@ def scatter_nd_kernel(xp, inputs, outputs, params):
     values = _bits(xp, updates).reshape(-1, block)
     if valid is not None:
         targets, values = targets[valid], values[valid]
-    # Whole blocks per tuple: the last tuple naming a block wins (kept by a stable sort on both backends).
-    keep = _last_wins(xp, targets)
-    result.reshape(-1, block)[targets[keep]] = values[keep]
+    _scatter_rows(xp, result.reshape(-1, block), targets, values)  # whole blocks: the last tuple naming one wins
     return (_as_type(xp, result, out.data_type.numpy_dtype),)
 
 
@@ -621,18 +623,28 @@ def top_k_shape(query: ShapeQuery) -> dict:
     return {"OutputValueTensor": sizes, "OutputIndexTensor": sizes}
 
 
-def _order_key(xp, x):
-    """An unsigned key whose ascending order is the values' ascending order: -0 equal to +0, NaN above +inf."""
+def _order_key(xp, x, decreasing: bool):
+    """An unsigned key whose ascending order is the wanted order of the values (ascending, or descending where
+    `decreasing`): -0 equal to +0, every NaN equal and above +inf. Made of whole-array integer operations (no
+    float compare per element but the NaN check), as it runs over every element."""
     width = x.dtype.itemsize * 8
     unsigned = np.dtype(f"uint{width}")
     sign = unsigned.type(1 << (width - 1))
     if x.dtype.kind == "u":
-        return x
-    if x.dtype.kind == "i":
-        return x.view(unsigned) ^ sign
-    bits = xp.where(x == 0, xp.zeros((), unsigned), x.view(unsigned))  # -0 and +0: one key
-    key = xp.where((bits & sign) != 0, ~bits, bits | sign)
-    return xp.where(xp.isnan(x), xp.asarray(np.iinfo(unsigned).max, unsigned), key)
+        key = x.copy()
+    elif x.dtype.kind == "i":
+        key = x.view(unsigned) ^ sign
+    else:
+        bits = x.view(unsigned)
+        # Sign-magnitude to an ordered integer: negative values have every bit flipped, the others the sign bit.
+        key = bits ^ ((bits >> unsigned.type(width - 1)) * unsigned.type((1 << (width - 1)) - 1) | sign)
+        key += key == unsigned.type((1 << (width - 1)) - 1)  # -0 (0x7F..F after the flip) joins +0 (0x80..0)
+        nan = xp.isnan(x)
+        if bool(nan.any()):
+            key[nan] = np.iinfo(unsigned).max
+    if decreasing:
+        xp.invert(key, out=key)  # largest first; the index still breaks ties in ascending order
+    return key
 
 
 def top_k_kernel(xp, inputs, outputs, params):
@@ -641,14 +653,14 @@ def top_k_kernel(xp, inputs, outputs, params):
     axis, k = params["Axis"], params["K"]
     decreasing = params.get("AxisDirection", "DECREASING") == "DECREASING"
     moved = xp.moveaxis(x, axis, -1)
-    key = _order_key(xp, moved)
-    if decreasing:
-        key = ~key  # largest first; the index still breaks ties in ascending order
+    key = _order_key(xp, moved, decreasing)
     length = moved.shape[-1]
     if key.dtype.itemsize <= 4:
         # One 64-bit key per element, (order key, index): all distinct, so an unstable partition and sort
         # give the stable order, ties by ascending index, in O(n) for the selection.
-        combined = (key.astype(xp.uint64) << xp.uint64(32)) | xp.arange(length, dtype=xp.uint64)
+        combined = key.astype(xp.uint64)
+        combined <<= xp.uint64(32)
+        combined |= xp.arange(length, dtype=xp.uint64)
         if k < length:
             combined = xp.partition(combined, k - 1, axis=-1)[..., :k]
         chosen = xp.sort(combined, axis=-1)[..., :k]
