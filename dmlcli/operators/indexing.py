@@ -152,18 +152,18 @@ def _positions(xp, indices, size: int):
     Negative values of signed types count from the end; out-of-range indices are marked invalid (their
     position is 0, so that a gather can read it safely and then zero it)."""
     if indices.size == 0:
-        return indices.astype(xp.intp), None
+        return indices.astype(np.intp), None
     low = int(indices.min())
     high = int(indices.max())
     if low >= 0 and high < size:
-        return indices.astype(xp.intp, copy=False), None  # the common case: one pass to check, no masks
+        return indices.astype(np.intp, copy=False), None  # the common case: one pass to check, no masks
     if indices.dtype.kind == "u":
         valid = indices < size
-        return xp.where(valid, indices, 0).astype(xp.intp), valid
-    wide = indices.astype(xp.int64)
+        return xp.where(valid, indices, 0).astype(np.intp), valid
+    wide = indices.astype(np.int64)
     wrapped = xp.where(wide < 0, wide + size, wide)
     valid = (wrapped >= 0) & (wrapped < size)
-    return xp.where(valid, wrapped, 0).astype(xp.intp), valid
+    return xp.where(valid, wrapped, 0).astype(np.intp), valid
 
 
 def _zero_where(xp, values, valid, shape):
@@ -352,7 +352,7 @@ def _nd_targets(xp, layout: _NdLayout, indices):
     tuples = indices.reshape(-1, layout.tuple_size)
     batches = math.prod(layout.data[:layout.batch])
     per_batch = tuples.shape[0] // batches
-    linear = xp.zeros(tuples.shape[0], dtype=xp.intp)
+    linear = xp.zeros(tuples.shape[0], dtype=np.intp)
     valid = None
     for k, size in enumerate(addressed):
         positions, ok = _positions(xp, xp.ascontiguousarray(tuples[:, k]), size)
@@ -360,7 +360,7 @@ def _nd_targets(xp, layout: _NdLayout, indices):
         if ok is not None:
             valid = ok if valid is None else valid & ok
     blocks = math.prod(addressed)
-    batch_of = xp.arange(tuples.shape[0], dtype=xp.intp) // per_batch
+    batch_of = xp.arange(tuples.shape[0], dtype=np.intp) // per_batch
     return batch_of * blocks + linear, valid
 
 
@@ -442,7 +442,7 @@ def scatter_elements_kernel(xp, inputs, outputs, params):
     targets = positions * strides[axis] if strides[axis] != 1 else positions
     for d in range(data.ndim):
         if d != axis and indices.shape[d] > 1:
-            coordinate = xp.arange(indices.shape[d], dtype=xp.intp) * strides[d]
+            coordinate = xp.arange(indices.shape[d], dtype=np.intp) * strides[d]
             targets = targets + coordinate.reshape((1,) * d + (-1,) + (1,) * (data.ndim - d - 1))
     values = _bits(xp, updates)
     targets, values = targets.reshape(-1), values.reshape(-1)
@@ -574,7 +574,7 @@ def one_hot_kernel(xp, inputs, outputs, params):
     table = _bits(xp, values).reshape(-1)
     off, on = table[0], table[1]  # OnValue: index 1 along the last dimension of size > 1 = flat element 1
     positions, valid = _positions(xp, indices, depth)
-    along = xp.arange(depth, dtype=xp.intp).reshape((1,) * axis + (-1,) + (1,) * (len(out.shape) - axis - 1))
+    along = xp.arange(depth, dtype=np.intp).reshape((1,) * axis + (-1,) + (1,) * (len(out.shape) - axis - 1))
     hot = along == positions
     if valid is not None:
         hot &= valid
@@ -658,13 +658,13 @@ def top_k_kernel(xp, inputs, outputs, params):
     if key.dtype.itemsize <= 4:
         # One 64-bit key per element, (order key, index): all distinct, so an unstable partition and sort
         # give the stable order, ties by ascending index, in O(n) for the selection.
-        combined = key.astype(xp.uint64)
-        combined <<= xp.uint64(32)
-        combined |= xp.arange(length, dtype=xp.uint64)
+        combined = key.astype(np.uint64)
+        combined <<= np.uint64(32)
+        combined |= xp.arange(length, dtype=np.uint64)
         if k < length:
             combined = xp.partition(combined, k - 1, axis=-1)[..., :k]
         chosen = xp.sort(combined, axis=-1)[..., :k]
-        index = (chosen & xp.uint64(0xFFFFFFFF)).astype(xp.intp)
+        index = (chosen & np.uint64(0xFFFFFFFF)).astype(np.intp)
     else:
         index = xp.argsort(key, axis=-1, kind="stable")[..., :k]
     values = xp.take_along_axis(_bits(xp, moved), index, axis=-1)
