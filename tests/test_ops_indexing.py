@@ -201,6 +201,15 @@ def test_one_hot_without_output_shape_is_a_usage_error():
     assert result.exit_code == 2 and "--output-shape" in result.output and "Traceback" not in result.output
 
 
+def test_output_shape_is_checked_where_the_rule_gives_the_sizes():
+    result = cli_run("gather", "[1,2,3]", "[2]", "--dtype", "int32", "--output-shape", "2", "-o", "-")
+    assert result.exit_code == 3 and "OutputTensor Sizes [2] do not match" in result.output
+    result = cli_run("gather", "[1,2,3]", "[2]", "--dtype", "int32", "--output-shape", "1", "-o", "-")
+    assert result.exit_code == 0 and json.loads(result.output)["data"] == [3]
+    result = cli_run("gather", "[1,2,3]", "[2]", "--dtype", "int32", "--output-shape", "x", "-o", "-")
+    assert result.exit_code == 2 and "--output-shape" in result.output
+
+
 def test_nonzero_given_output_sizes_are_checked():
     x = np.float32([[1, 0], [0, 2]])
     for sizes, message in [({"OutputCoordinatesTensor": (3, 2)}, "M = 4"),

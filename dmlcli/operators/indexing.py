@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..data_types import ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from .parameters import EnumParameter, IntegerParameter
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
@@ -542,8 +543,6 @@ SCATTER_ND = Operator(
 
 
 def one_hot_shape(query: ShapeQuery) -> dict:
-    from ..errors import InputError
-
     rank = _same_rank(query, ("IndicesTensor", "ValuesTensor"))
     indices = query.shape("IndicesTensor")
     axis = check_axis(query.parameters["Axis"], rank, "Axis", "IndicesTensor")
