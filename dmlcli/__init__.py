@@ -1,14 +1,31 @@
-"""dmlcli: DirectML's element-wise operators on NumPy or CuPy, with DirectML's validation rules, anywhere."""
+"""dmlcli: DirectML's operators on NumPy or CuPy, with DirectML's validation rules, anywhere.
 
-from .api import run, run_case, run_files, validate
+The names below load on first use (PEP 562), so that `import dmlcli.something` (which runs this file first)
+costs no more than that module: the command line imports the table's one family module a run needs.
+"""
+
 from .errors import BackendUnavailableError, DmlcliError, DmlcliWarning, InputError, ValidationError
-from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel, parse_feature_level
-from .operators import OPERATORS, find_operator
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "run", "run_files", "validate", "ValidationError", "InputError", "DmlcliError", "BackendUnavailableError",
     "DmlcliWarning", "OPERATORS", "find_operator", "FeatureLevel", "ALL_FEATURE_LEVELS",
     "parse_feature_level", "__version__", "run_case",
 ]
+
+_LAZY = {
+    "run": ("api", "run"), "run_files": ("api", "run_files"), "validate": ("api", "validate"),
+    "run_case": ("api", "run_case"), "OPERATORS": ("operators", "OPERATORS"),
+    "find_operator": ("operators", "find_operator"), "FeatureLevel": ("feature_levels", "FeatureLevel"),
+    "ALL_FEATURE_LEVELS": ("feature_levels", "ALL_FEATURE_LEVELS"),
+    "parse_feature_level": ("feature_levels", "parse_feature_level"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -113,7 +113,7 @@ def _check_options(operator: Operator, options: Mapping[str, object]) -> None:
     for option, value in options.items():
         if option in own or value is None:
             continue
-        owner = table.known_options().get(option)
+        owner = table.option_owner(option)
         if owner is None:
             raise InputError(f"{operator.name}: unknown parameter {quoted(option)} (it takes "
                              f"{', '.join(own) or 'no parameters'})")
@@ -299,6 +299,31 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     return Outcome(None, verdict, getattr(engine, "name", "custom"), tally.warnings())
 
 
+def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None,
+                     backend="cpu", chunk_bytes: int | None = None, progress=None) -> Outcome | None:
+    """A shaped operator from .npy files into a .npy file in constant memory, where its call can be cut into
+    pieces (REDUCE over leading or trailing axes, JOIN along axis 0: see streaming_shaped.py); None where it
+    cannot, and the run goes on in memory."""
+    from . import streaming
+    from .io.room import available_memory, check_room_for_output
+    from .streaming_shaped import memory_bound, stream_shaped, streamable_layout
+
+    inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
+    verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
+    layout = streamable_layout(verdict.call, inputs)
+    if layout is None or len(verdict.call.outputs) != 1:
+        return None
+    out = verdict.call.output
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
+    engine = choose_backend(backend, verdict.call.float_rules)
+    size = chunk_bytes or streaming.chunk_bytes_from_environment(streaming.DEFAULT_CHUNK_BYTES)
+    needed, available = memory_bound(inputs, verdict.call, size), available_memory()
+    if available is not None and needed > available:
+        return None  # the in-memory path's room check words the refusal
+    stream_shaped(verdict.call, layout, inputs, Path(output), engine, chunk_bytes=size, progress=progress)
+    return Outcome(None, verdict, getattr(engine, "name", "custom"))
+
+
 def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only: bool = False,
                  operator: Operator | None = None) -> list[np.ndarray]:
     """The inputs read; a bare list with no --dtype takes the type of the other inputs (see type_bare_lists).
@@ -351,8 +376,12 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
         from .streaming import is_streamable
 
         check_output_path(targets[0])
-        if stream and req.operator.is_elementwise and is_streamable(sources, targets[0]):
-            return run_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
+        if stream and is_streamable(sources, targets[0]):
+            if req.operator.is_elementwise:
+                return run_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
+            streamed = run_shaped_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
+            if streamed is not None:
+                return streamed
     return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
                read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
 
@@ -401,9 +430,6 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
     from .io.room import check_room_for_output
     from .io.zarr_store import check_output_store
 
-    if not req.operator.is_elementwise:
-        raise InputError(f"{req.operator.name} does not run on Dask or Zarr stores: dmlcli runs element-wise "
-                         "operators there; give .npy or JSON inputs and outputs")
     require_dask()
     options = options or DaskOptions()
     to_store = runner.is_store(output)

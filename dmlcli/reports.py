@@ -17,10 +17,11 @@ def _level(level: FeatureLevel | None) -> str | None:
 
 
 def _output_types(op: Operator) -> list[str]:
-    """Every data type the output takes in some support row, newest row first, each once."""
+    """Every data type the output (the chosen one, where several) takes in some support row, newest row first,
+    each once."""
     found: list[str] = []
-    for row in op.support:
-        for data_type in row.tensors[op.output].data_types:
+    for row in op.all_rows():
+        for data_type in row.tensors[op.choice_output or op.output].data_types:
             if data_type.name not in found:
                 found.append(data_type.name)
     return found
@@ -46,18 +47,21 @@ def operator_record(op: Operator) -> dict:
         "inputs": list(op.inputs),
         "parameters": [parameter_record(parameter) for parameter in op.parameters],
         # The output's type is either tied to an input's (output_type_same_as) or chosen among output_types.
-        "output_type_same_as": None if op.output_type_is_choice else tied[0],
+        "output_type_same_as": None if op.output_type_is_choice or not tied else tied[0],
         "output_types": _output_types(op),
         "default_output_type": None if op.default_output_type is None else op.default_output_type.name,
         "introduced": _level(op.introduced),
     }
 
 
-def support_table(op: Operator) -> list[dict]:
-    """The operator's support at every feature level: dimension counts and data types of each tensor."""
+def support_table(op: Operator, group=None) -> list[dict]:
+    """The operator's support at every feature level: dimension counts and data types of each tensor (of one
+    group of support rows, where they depend on a parameter)."""
+    group = op.support if group is None else group
     table = []
     for level in ALL_FEATURE_LEVELS:
-        row = op.row_at(level)
+        found = [row for row in group if row.level <= level]
+        row = max(found, key=lambda r: r.level) if found else None
         entry = {"feature_level": level.name, "available": row is not None}
         if row is not None:
             entry["tensors"] = {name: {"dimension_counts": list(row.tensors[name].dims),
@@ -86,6 +90,12 @@ def operator_details(op: Operator) -> dict:
         "in_place": op.in_place,
         "notes": list(op.notes),
         "support": support_table(op),
+        # Added with the shaped operators: every output, the variadic tensor, and support rows by parameter.
+        "outputs": list(op.outputs),
+        "variadic": op.variadic,
+        "support_by": op.support_by,
+        "support_groups": [{"values": list(values), "support": support_table(op, group)}
+                           for values, group in op.support_groups] or None,
     }
 
 
@@ -108,7 +118,7 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
 
 def backends_report() -> dict:
     """The backends found, as `dmlcli info` lists them, with versions; the GPU's reason where it is unusable."""
-    from . import __version__
+    from .version import __version__
     from .backends import cpu, gpu
     from .errors import BackendUnavailableError
 

@@ -352,9 +352,18 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
         else:
             expanded[name] = tuple(int(s) for s in value)
     for name, stated in given.items():
-        if name in computed and name != operator.variadic and tuple(stated) != expanded[name]:
-            raise ValidationError(f"{operator.name}: {name} Sizes {describe_shape(stated)} do not match the Sizes "
-                                  f"its rule gives for these inputs and parameters, {describe_shape(expanded[name])}")
+        if name not in computed:
+            continue
+        pairs = ([(f"{name}[{i}]", s) for i, s in enumerate(stated)] if name == operator.variadic
+                 else [(name, stated)])
+        if name == operator.variadic and len(stated) != len(computed[name]):
+            raise ValidationError(f"{operator.name}: {len(stated)} {name} given, but its rule gives "
+                                  f"{len(computed[name])} for these inputs and parameters")
+        for tensor_name, shape in pairs:
+            if tuple(shape) != expanded[tensor_name]:
+                raise ValidationError(f"{operator.name}: {tensor_name} Sizes {describe_shape(shape)} do not match "
+                                      f"the Sizes its rule gives for these inputs and parameters, "
+                                      f"{describe_shape(expanded[tensor_name])}")
     return expanded
 
 

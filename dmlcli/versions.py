@@ -14,7 +14,7 @@ def versions() -> dict[str, str | None]:
 
     import numpy
 
-    from . import __version__
+    from .version import __version__
 
     cupy = None
     for distribution in CUPY_DISTRIBUTIONS:

@@ -253,15 +253,9 @@ REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
     "dml_convolution_3d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
-    "dml_cumulative_product.json": "DML_OPERATOR_CUMULATIVE_PRODUCT is a DirectML operator that dmlcli does not",
-    "dml_fill_value_sequence.json": "DML_OPERATOR_FILL_VALUE_SEQUENCE is a DirectML operator that dmlcli does not",
     "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
-    "dml_join.json": "DML_OPERATOR_JOIN is a DirectML operator that dmlcli does not implement",
-    "dml_reduce.json": "DML_OPERATOR_REDUCE is a DirectML operator that dmlcli does not implement",
     "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
-    "dml_slice.json": "DML_OPERATOR_SLICE is a DirectML operator that dmlcli does not implement",
-    "dml_split.json": "DML_OPERATOR_SPLIT is a DirectML operator that dmlcli does not implement",
     "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
     "hlsl_add_fp16.json": "mixed-type list initialisers, which only HLSL constant buffers need",
     "hlsl_add_fp32.json": "mixed-type list initialisers, which only HLSL constant buffers need",
@@ -275,7 +269,9 @@ def test_the_shared_models_are_all_there(shared_dir):
     # DxDispatch's 25 example models, and the JSON schema that describes them.
     found = sorted(p.name for p in (shared_dir / "dxdispatch_models").glob("*.json"))
     assert found == sorted(ALL_SHARED_MODELS + ["_schema.json"])
-    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS)) == sorted(ALL_SHARED_MODELS)
+    from test_dispatch_shaped import SHAPED_MODELS
+
+    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS) + list(SHAPED_MODELS)) == sorted(ALL_SHARED_MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENT_WISE_MODELS))

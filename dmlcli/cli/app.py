@@ -15,7 +15,7 @@ import warnings
 
 import click
 
-from .. import __version__
+from ..version import __version__
 from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning
 from .signals import unwinding_signals
 from .stdio import StdoutFailed, guard_standard_streams

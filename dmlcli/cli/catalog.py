@@ -8,6 +8,7 @@ import click
 
 from .app import cli, exit_codes_help
 from .json_output import echo_json, format_option
+from ..operators.index import FAMILY_MODULES
 from .options import complete_operator
 
 
@@ -43,15 +44,17 @@ def _same_bare_name(op) -> str | None:
 def output_type_summary(op) -> str:
     if not op.output_type_is_choice:
         tied = [name for name in op.same_data_type if name != op.output]
-        return "as inputs" if tied[0] == op.inputs[0] else f"as {tied[0]}"
+        return "as inputs" if not op.inputs or tied[0] == op.inputs[0] else f"as {tied[0]}"
+    target = op.choice_output or op.output
     choices = []
-    for row in op.support:
-        for data_type in row.tensors[op.output].data_types:
+    for row in op.all_rows():
+        for data_type in row.tensors[target].data_types:
             if data_type not in choices:
                 choices.append(data_type)
     if len(choices) == 1:
         return choices[0].name
-    return f"{' or '.join(t.name for t in choices)} (default {op.default_output_type.name})"
+    default = f" (default {op.default_output_type.name})" if op.default_output_type is not None else ""
+    return f"{' or '.join(t.name for t in choices)}{default}"
 
 
 def _matches(op, words: tuple[str, ...]) -> bool:
@@ -61,8 +64,8 @@ def _matches(op, words: tuple[str, ...]) -> bool:
 
 @cli.command(epilog=exit_codes_help(0, 2, 5))
 @click.argument("words", nargs=-1, metavar="[WORD]...")
-@click.option("--family", type=click.Choice(["bitwise", "logical", "comparison", "arithmetic", "math", "activation",
-                                              "quantization"]), default=None, help="Only this family.")
+@click.option("--family", type=click.Choice([family for family, _ in FAMILY_MODULES]), default=None,
+              help="Only this family.")
 @format_option
 def ops(words, family, output_format):
     """List the operators by family: inputs, parameters, output type and the level each came in.
@@ -129,7 +132,8 @@ def describe(operator, output_format):
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)
     console.print(f"  {op.formula}", markup=False)
-    console.print(f"Introduced in {op.introduced}. Tensors: {', '.join(op.tensors)}.", markup=False)
+    shown_tensors = [f"{name} (one or more)" if name == op.variadic else name for name in op.tensors]
+    console.print(f"Introduced in {op.introduced}. Tensors: {', '.join(shown_tensors)}.", markup=False)
     console.print(f"Result: {exactness_summary(op)}", markup=False)
     same_name = _same_bare_name(op)
     if same_name is not None:
@@ -144,22 +148,27 @@ def describe(operator, output_format):
     constraints = []
     if op.same_data_type:
         constraints.append(f"{', '.join(op.same_data_type)} must have the same DataType.")
-    constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
+    if op.same_sizes:
+        constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
     if op.output_type_is_choice and op.default_output_type is not None:
-        constraints.append(f"The {op.output} data type is chosen with --output-dtype "
+        constraints.append(f"The {op.choice_output or op.output} data type is chosen with --output-dtype "
                            f"(default {op.default_output_type.name}).")
     if op.in_place:
         constraints.append("In-place: the output may alias an input.")
     for line in constraints + list(op.notes):
         console.print(line, markup=False)
-    rows = []
-    for fl in ALL_FEATURE_LEVELS:
-        row = op.row_at(fl)
-        if row is None:
-            rows.append([fl.short] + ["not available"] * len(op.tensors))
-            continue
-        rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
-                                  for n in op.tensors])
-    # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow terminal).
-    show_records(console, f"{op.name}: tensor support by feature level (dimension counts; data types)",
-                 ["feature level", *op.tensors], rows, whole=(0,))
+    groups = op.support_groups or (((), op.support),)
+    for values, group in groups:
+        rows = []
+        for fl in ALL_FEATURE_LEVELS:
+            found = [row for row in group if row.level <= fl]
+            row = max(found, key=lambda r: r.level) if found else None
+            if row is None:
+                rows.append([fl.short] + ["not available"] * len(op.tensors))
+                continue
+            rows.append([fl.short] + [f"{row.tensors[n].describe_dims()}; {row.tensors[n].describe_data_types()}"
+                                      for n in op.tensors])
+        which = f" with {op.support_by} {', '.join(v.lower() for v in values)}" if values else ""
+        # Levels whole; the cells wrap between types, never cutting one (show_records lists them on a narrow terminal).
+        show_records(console, f"{op.name}{which}: tensor support by feature level (dimension counts; data types)",
+                     ["feature level", *op.tensors], rows, whole=(0,))

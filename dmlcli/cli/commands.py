@@ -6,21 +6,23 @@ import sys
 
 import click
 
-from .. import __version__
+from ..version import __version__
 from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
 from .json_output import echo_json, format_option, validate_as_json
 from .check import max_diffs_option, report_option
-from .options import (backend_option, call_options, complete_operator, complete_path, dask_run_options,
-                      dask_settings, feature_level_option, parameter_values, quiet_option)
+from .options import (OperatorCommand, backend_option, call_options, complete_operator, complete_path,
+                      dask_run_options, dask_settings, feature_level_option, parameter_values, quiet_option)
 
 
 def _request(operator, arguments: dict):
-    """The engine's request from a command's arguments: the call options and the parameter options."""
+    """The engine's request from a command's arguments: the call options and the operator's own options."""
     from ..engine import request
+    from ..operators import find_operator
 
-    parameters = parameter_values(arguments)
-    return request(operator, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
+    found = find_operator(operator)
+    parameters = parameter_values(found, arguments)
+    return request(found, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
                    output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"),
                    output_shape=arguments.pop("output_shape"), **parameters)
 
@@ -31,11 +33,12 @@ def _declared_dtype(text):
     return parse_data_type(text) if text else None
 
 
-@cli.command(epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
+@cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT [INPUT]", shell_complete=complete_path)
-@click.option("-o", "--output", "output", metavar="OUTPUT", default=None, shell_complete=complete_path,
-              help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout.")
+@click.argument("inputs", nargs=-1, metavar="INPUT...", shell_complete=complete_path)
+@click.option("-o", "--output", "outputs", metavar="OUTPUT", multiple=True, shell_complete=complete_path,
+              help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout. An operator "
+                   "with several outputs (SPLIT, TOP_K) takes one -o per output, or one .npz for all.")
 @call_options
 @click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json", "npy"]), default=None,
               help="How to show the result on stdout [default: table]; not with -o (the extension decides) "
@@ -53,12 +56,12 @@ def _declared_dtype(text):
 @click.option("--save-case", "save_case", metavar="CASE.json", default=None, shell_complete=complete_path,
               callback=lambda ctx, param, value: _checked_case_path(value),
               help="Also write the call and its result as a case file for dmlcli test (large tensors as .npy beside it).")
-def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, save_case,
+def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs, report, backend, quiet, save_case,
         scheduler, workers, chunks, **arguments):
     """Run OPERATOR on the INPUT tensors and show or write the result.
 
     INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
-    inline JSON literal.
+    inline JSON literal. OPERATOR's own options: dmlcli run OPERATOR --help.
     With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
     memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M on
     the CPU, 64M on the GPU).
@@ -76,6 +79,10 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
     from . import check as checking
     from ..io.sources import check_stdin_read_once
 
+    if len(outputs) > 1:
+        return _run_to_several(operator, inputs, list(outputs), dtype, style, expected, save_case, backend, quiet,
+                               (scheduler, workers, chunks), arguments)
+    output = outputs[0] if outputs else None
     output, style = checking.stdout_target(output, style)
     check_stdin_read_once([*inputs, expected])
     checking.check_report_options(expected, report)
@@ -143,6 +150,21 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
         _show(outcome, style)
 
 
+def _run_to_several(operator, inputs, outputs, dtype, style, expected, save_case, backend, quiet, dask, arguments):
+    """`-o a.npy -o b.npy`: one target per output tensor of an operator with several (SPLIT, TOP_K)."""
+    from ..engine import run_sources
+    from ..errors import InputError
+
+    for given, what in ((style, "--format"), (expected, "--check"), (save_case, "--save-case")):
+        if given is not None:
+            raise InputError(f"{what} goes with one output; with several -o, leave {what} out")
+    req = _request(operator, arguments)
+    with warnings_reported(quiet):
+        outcome = run_sources(req, inputs, output=outputs, dtype=_declared_dtype(dtype), backend=backend,
+                              dask=dask_settings(*dask))
+        report_warnings(outcome.warnings, quiet)
+
+
 def _checked_case_path(value):
     if value is None:  # the usual run: the suite package (and multiprocessing) stays unimported
         return None
@@ -152,18 +174,23 @@ def _checked_case_path(value):
 
 
 def _show(outcome, style):
+    """The result as a table (each output with its name in the caption, where there are several)."""
     from ..rendering import show
 
     call = outcome.verdict.call
-    out = call.output
-    caption = (f"{call.operator.name} · {outcome.verdict.feature_level} · {outcome.backend} · "
-               f"{out.data_type.name} · shape {list(out.shape)}")
-    show(outcome.output, caption=caption, style=style, stream=sys.stdout)
+    tensors = call.outputs
+    for position, (array, out) in enumerate(zip(outcome.all_outputs, tensors)):
+        named = f"{out.name} · " if len(tensors) > 1 else ""
+        caption = (f"{call.operator.name} · {named}{outcome.verdict.feature_level} · {outcome.backend} · "
+                   f"{out.data_type.name} · shape {list(out.shape)}")
+        if position:
+            click.echo("")
+        show(array, caption=caption, style=style, stream=sys.stdout)
 
 
-@cli.command(epilog=exit_codes_help(0, 2, 3, 5))
+@cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", shell_complete=complete_path)
+@click.argument("inputs", nargs=-1, metavar="INPUT...", shell_complete=complete_path)
 @call_options
 @format_option
 def validate(operator, inputs, dtype, output_format, **arguments):

@@ -1,9 +1,9 @@
 """Option bundles, declared once and shared by the commands.
 
-`call_options` describes a call: the feature level, the inputs' data type, the output type,
-broadcasting, and one option per parameter of the operator table (its kebab-case DESC field name,
-`--infinity-mode`, with its choices for help and shell completion). A parameter added to the table
-appears here with no edit.
+`call_options` describes a call: the feature level, the inputs' data type, the output type and Sizes,
+broadcasting. `OperatorCommand` adds the named operator's own options (its parameters' kebab-case DESC field
+names, `--infinity-mode`, `--axes`, with their choices for help and shell completion) once the operator is
+known: a parameter added to the table appears here with no edit.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from ..backends import BACKEND_NAMES
 from .. import operators as table
 from ..operators.parameters import option_flag
 
-# Built once, when the command line is imported: a family registered later has no options here.
-KNOWN_OPTIONS = table.known_options()
-
 
 def complete_operator(ctx, param, incomplete):
-    return [op.cli_name for op in table.OPERATORS if op.cli_name.startswith(incomplete.lower())]
+    from ..operators.index import SPELLINGS
+
+    names = sorted({key.removeprefix("ELEMENT_WISE_").lower() for key, (full, _) in SPELLINGS.items() if key == full})
+    return [name for name in names if name.startswith(incomplete.lower())]
 
 
 def complete_path(ctx, param, incomplete):
@@ -41,45 +41,127 @@ def complete_level(ctx, param, incomplete):
     return [fl.short for fl in ALL_FEATURE_LEVELS if fl.short.startswith(incomplete)]
 
 
-def _owners(option: str) -> list:
-    return [op for op in table.OPERATORS if option in op.options]
+def parameter_help(parameter, option: str) -> str:
+    """An operator's own option, worded as `describe` words the parameter: meaning, choices, default."""
+    choices = parameter.choices(option)
+    text = f"{parameter.field}: {parameter.help}"
+    if choices:
+        text += f" ({', '.join(choices)})"
+    return text + f" [default: {parameter.describe_default()}]."
 
 
-def _names(operators: list) -> str:
-    names = [op.name for op in operators]
-    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-
-
-def _parameter_help(option: str) -> str:
-    """One option may stand for several operators' fields: say so where their meanings or defaults differ."""
-    owners = _owners(option)
-    parameters = [op.options[option] for op in owners]
-    first = parameters[0]
-    choices = first.choices(option)
-    alike = all(p.help == first.help and p.describe_default() == first.describe_default() for p in parameters)
-    if alike:
-        text = f"{_names(owners)}'s {first.field}: {first.help}"
-        if choices:
-            text += f" ({', '.join(choices)})"
-        return text + f" [default: {first.describe_default()}]."
-    fields = sorted({p.field for p in parameters})
-    return (f"The {'/'.join(fields)} field of {_names(owners)}; its meaning and default differ by operator: "
-            "see dmlcli describe OPERATOR.")
-
-
-def _completer(option: str):
+def _completer(parameter, option: str):
     def complete(ctx, param, incomplete):
-        choices = KNOWN_OPTIONS[option].choices(option) or ()
-        return [c for c in choices if c.startswith(incomplete.lower())]
+        return [c for c in parameter.choices(option) or () if c.startswith(incomplete.lower())]
 
     return complete
 
 
-def parameter_options() -> list:
-    """One click option per API keyword of the table's parameters, in table order."""
-    return [click.option(option_flag(option), option, metavar=parameter.metavar(option), default=None,
-                         help=_parameter_help(option), shell_complete=_completer(option))
-            for option, parameter in KNOWN_OPTIONS.items()]
+def operator_options(operator) -> list[click.Option]:
+    """One click option per API keyword of this operator's parameters, in DESC order."""
+    return [click.Option([option_flag(option), option], metavar=parameter.metavar(option), default=None,
+                         help=parameter_help(parameter, option), shell_complete=_completer(parameter, option))
+            for option, parameter in operator.options.items()]
+
+
+class OperatorCommand(click.Command):
+    """A command whose first argument names an operator, and whose options include that operator's own.
+
+    The operator is found (importing its family module alone) before the options are parsed, so that
+    `dmlcli run reduce --axes 1 ...` knows --axes, and `dmlcli run reduce --help` lists REDUCE's options with
+    their meanings and defaults. Without an operator, the help lists the common options and says where the
+    parameters are. An option of another operator is refused in one line naming the operator's own.
+    """
+
+    def get_params(self, ctx: click.Context) -> list:
+        own = ctx.meta.get(self._meta_key, [])
+        params = super().get_params(ctx)
+        return params[:-1] + own + params[-1:] if params and params[-1].name == "help" else params + own
+
+    @property
+    def _meta_key(self) -> str:
+        return f"dmlcli.operator_options.{self.name}"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        operator = self._operator_in(ctx, args)
+        if operator is not None:
+            ctx.meta[self._meta_key] = operator_options(operator)
+            ctx.meta["dmlcli.operator"] = operator
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            raise self._not_a_parameter(error, operator, self.name) from None
+
+    def _operator_in(self, ctx: click.Context, args: list[str]):
+        """The operator the first positional argument names; None where there is none (help) or it is unknown
+        (the command then says so in its own words)."""
+        from ..errors import InputError
+        from ..operators import find_operator
+
+        name = _first_positional(args, self.params)
+        if name is None:
+            return None
+        try:
+            return find_operator(name)
+        except InputError:
+            if ctx.resilient_parsing or any(a in ("-h", "--help") for a in args):
+                return None
+            raise
+
+    @staticmethod
+    def _not_a_parameter(error: click.NoSuchOption, operator, command: str) -> Exception:
+        from ..errors import InputError
+
+        option = error.option_name.lstrip("-").split("=", 1)[0].replace("-", "_")
+        if operator is None or table.option_owner(option) is None:
+            return error
+        own = ", ".join(option_flag(name) for name in operator.options) or "no parameters"
+        return InputError(f"{operator.name} has no {option_flag(option)[2:]} parameter (it takes {own}; see "
+                          f"dmlcli {command} {operator.cli_name} --help)")
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The common options, then the operator's own in a section of their own."""
+        own = ctx.meta.get(self._meta_key, [])
+        common = [param for param in self.get_params(ctx) if param not in own]
+        rows = [record for record in (param.get_help_record(ctx) for param in common) if record is not None]
+        with formatter.section("Options"):
+            formatter.write_dl(rows)
+        operator = ctx.meta.get("dmlcli.operator")
+        if operator is None:
+            with formatter.section("Operator parameters"):
+                formatter.write_text("Each operator's own options (--axes, --function, --alpha, ...) are listed by "
+                                     f"'dmlcli {self.name} OPERATOR --help', with their meanings and defaults; "
+                                     "'dmlcli describe OPERATOR' gives the whole entry.")
+            return
+        with formatter.section(f"{operator.name}'s parameters (dmlcli describe {operator.cli_name} for the whole entry)"):
+            if own:
+                formatter.write_dl([param.get_help_record(ctx) for param in own])
+            else:
+                formatter.write_text(f"{operator.name} has no parameters.")
+
+
+def _first_positional(args: list[str], params) -> str | None:
+    """The first argument that is not an option or an option's value."""
+    takes_value = {}
+    for param in params:
+        if isinstance(param, click.Option):
+            for opt in param.opts + param.secondary_opts:
+                takes_value[opt] = not (param.is_flag or param.count)
+    skip = False
+    for position, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg == "--":
+            return args[position + 1] if position + 1 < len(args) else None
+        if arg.startswith("-") and len(arg) > 1 and not arg.lstrip("-").replace(".", "").isdigit():
+            if "=" in arg:
+                continue
+            # An operator's own option (not declared yet) takes a value, as every parameter does.
+            skip = takes_value.get(arg, True)
+            continue
+        return arg
+    return None
 
 
 def feature_level_option(help_text: str = "DirectML feature level: 4.1, 4_1, DML_FEATURE_LEVEL_4_1 or 0x4100 "
@@ -98,17 +180,16 @@ def quiet_option(help_text: str = "No warnings or progress on stderr."):
 
 
 def call_options(command):
-    """The options that describe a call, shared by run and validate."""
+    """The options that describe a call, shared by run and validate (the operator's own come with it)."""
     options = [
         feature_level_option(),
-        *parameter_options(),
+        click.option("--output-shape", "output_shape", metavar="SIZES", default=None,
+                     help="The output's Sizes (2,3,4) where the operator takes them from its output tensor "
+                          "(FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE); elsewhere checked against the rule."),
         click.option("--dtype", "dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="Data type of inputs given as bare JSON lists (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...)."),
         click.option("--output-dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
-        click.option("--output-shape", "output_shape", metavar="SIZES", default=None,
-                     help="The first output's Sizes (2,3,4), where DirectML takes them from its desc (ONE_HOT's "
-                          "depth along Axis); checked against the operator's rule elsewhere."),
         click.option("--broadcast", is_flag=True,
                      help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
         click.option("--float-rules", type=click.Choice(["ieee", "d3d"], case_sensitive=False), default="ieee",
@@ -121,9 +202,9 @@ def call_options(command):
     return command
 
 
-def parameter_values(arguments: dict) -> dict:
-    """The parameter options among a command's arguments (removed from `arguments`)."""
-    return {option: arguments.pop(option) for option in list(KNOWN_OPTIONS) if option in arguments}
+def parameter_values(operator, arguments: dict) -> dict:
+    """The operator's own parameter options among a command's arguments (removed from `arguments`)."""
+    return {option: arguments.pop(option) for option in list(operator.options) if option in arguments}
 
 
 def dask_run_options(command):

@@ -497,14 +497,14 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
-    _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
-                where, "dispatchable")
+    expected = operator.tensors + _count_fields(operator) + tuple(
+        field for p in operator.parameters for field in p.desc_fields)
+    _check_keys(value, _DISPATCHABLE_KEYS + expected, where, "dispatchable")
     desc = value.get("Desc", value.get("desc"))
     if desc is None:
         desc = {key: item for key, item in value.items() if key not in _DISPATCHABLE_KEYS}
     if not isinstance(desc, dict):
         raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
-    expected = operator.tensors + tuple(p.field for p in operator.parameters)
     _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
     tensors = {}
     optional = {name for name, _ in operator.optional_inputs}
@@ -514,7 +514,17 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         if tensor_field not in desc:
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")
+        if tensor_field == operator.variadic:
+            tensors.update(_tensor_array(operator, desc, where))
+            continue
         tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
+    for parameter in operator.parameters:
+        check_count = getattr(parameter, "check_desc_count", None)
+        if check_count is not None:
+            try:
+                check_count(desc)
+            except InputError as error:
+                raise InputError(f"{where}: desc: {error}") from None
     # DESC fields as the model writes them; the engine reads them with each parameter's own kind.
     parameters = {}
     for parameter in operator.parameters:
@@ -530,6 +540,28 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     if "bindings" in value:
         init_bindings = parse_bindings(value["bindings"], operator, resources, where=f"{where}: bindings")
     return Dispatchable(name, operator, tensors, parameters, init_bindings)
+
+
+def _count_fields(operator: Operator) -> tuple[str, ...]:
+    """The count field of the operator's tensor array: InputCount (JOIN) or OutputCount (SPLIT)."""
+    if operator.variadic is None:
+        return ()
+    return ("InputCount",) if operator.variadic in operator.inputs else ("OutputCount",)
+
+
+def _tensor_array(operator: Operator, desc: dict, where: str) -> dict[str, TensorDesc]:
+    """A tensor array field (JOIN's InputTensors): one tensor desc each, named InputTensors[0], ...; the
+    count field, where given, must equal the array's length, as DirectML reads that many descs."""
+    field_name = operator.variadic
+    values = desc[field_name]
+    if not isinstance(values, list) or not values:
+        raise InputError(f"{where}: {field_name} must be a non-empty array of tensor descs")
+    (count_field,) = _count_fields(operator)
+    if count_field in desc and parse_uint(desc[count_field], f"{where}: {count_field}") != len(values):
+        raise InputError(f"{where}: {count_field} {desc[count_field]} does not match the {len(values)} tensor descs "
+                         f"of {field_name}")
+    return {f"{field_name}[{i}]": parse_tensor_desc(f"{field_name}[{i}]", item, where=f"{where}: {field_name}[{i}]")
+            for i, item in enumerate(values)}
 
 
 def _find_model_operator(type_name: str, where: str) -> Operator:
@@ -599,6 +631,13 @@ def parse_bindings(value, operator: Operator, resources: dict, *, where: str) ->
         if tensor_field not in operator.tensors:
             raise InputError(f"{where}: {operator.dml_name} has no tensor {shown(tensor_field)} to bind "
                              f"(its tensors: {', '.join(operator.tensors)})")
+        if tensor_field == operator.variadic:
+            # A tensor array binds one resource per tensor, in order (DxDispatch's array of bindings).
+            items = source if isinstance(source, list) else [source]
+            for index, item in enumerate(items):
+                name = f"{tensor_field}[{index}]"
+                bindings[name] = _binding_source(item, resources, where=f"{where}: {name}")
+            continue
         if isinstance(source, list):
             if len(source) != 1:
                 raise InputError(f"{where}: bind point {shown(tensor_field)} requires 1 resource, but {len(source)} were bound")

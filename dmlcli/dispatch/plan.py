@@ -18,7 +18,7 @@ from .jsonc import shown
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
-from ..validation import Verdict
+from ..validation import Verdict, field_of
 
 # DML_BUFFER_BINDING.Offset "must be aligned to a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT or
 # the GuaranteedBaseOffsetAlignment supplied as part of the DML_BUFFER_TENSOR_DESC" (learn.microsoft.com,
@@ -70,13 +70,23 @@ def check_model(model: Model, feature_level=None) -> tuple[dict[str, CheckedDisp
 def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> CheckedDispatchable:
     op = dispatchable.operator
     prefix = f"dispatchable {shown(dispatchable.name)}"
-    inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs
-              if name in dispatchable.tensors]  # an optional tensor the desc leaves out is not bound
-    output = dispatchable.tensors[op.output]
+    # An optional tensor the desc leaves out is not bound; a tensor array's tensors come one by one.
+    inputs = [(desc.data_type, desc.sizes) for name, desc in dispatchable.tensors.items() if field_of(name) in op.inputs]
+    outputs = [name for name in dispatchable.tensors if field_of(name) in op.outputs]
+    output = dispatchable.tensors[outputs[0]]
+    chosen = dispatchable.tensors.get(op.choice_output or op.output, output)
+    given_shapes: dict = {}
+    for name in outputs:
+        if name != field_of(name):
+            given_shapes.setdefault(field_of(name), []).append(dispatchable.tensors[name].sizes)
+        else:
+            given_shapes[name] = dispatchable.tensors[name].sizes
     try:
-        req = request(op, feature_level=feature_level, output_dtype=output.data_type, output_shape=output.sizes,
-                      desc_fields=dispatchable.parameters)
+        req = request(op, feature_level=feature_level, output_dtype=chosen.data_type,
+                      output_shape=output.sizes if op.is_elementwise else None,
+                      output_shapes=None if op.is_elementwise else given_shapes, desc_fields=dispatchable.parameters)
         verdict = plan(req, inputs)
+        _check_output_types(verdict, dispatchable)
     except ValidationError as error:
         raise ValidationError(f"{prefix}: {error}") from None
     except InputError as error:
@@ -86,14 +96,25 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
         strides[name] = desc.strides if desc.strides is not None else packed_strides(desc.sizes)
         totals[name] = _total_size(desc, f"{prefix}: {name}")
         _check_alignment_field(desc, f"{prefix}: {name}")
-    if output.owned_by_dml:
-        raise ValidationError(f"{prefix}: {op.output} is flagged OWNED_BY_DML, which DirectML allows on input tensors only")
-    if overlaps_itself(output.sizes, strides[op.output]):
-        raise ValidationError(
-            f"{prefix}: {op.output} Strides {list(strides[op.output])} make several elements share one address; "
-            "dmlcli refuses output strides that overlap (zero strides broadcast inputs only), since the result "
-            "would depend on the order of the writes")
+    for name in outputs:
+        desc = dispatchable.tensors[name]
+        if desc.owned_by_dml:
+            raise ValidationError(f"{prefix}: {name} is flagged OWNED_BY_DML, which DirectML allows on input tensors only")
+        if overlaps_itself(desc.sizes, strides[name]):
+            raise ValidationError(
+                f"{prefix}: {name} Strides {list(strides[name])} make several elements share one address; "
+                "dmlcli refuses output strides that overlap (zero strides broadcast inputs only), since the result "
+                "would depend on the order of the writes")
     return CheckedDispatchable(dispatchable, verdict, strides, totals)
+
+
+def _check_output_types(verdict: Verdict, dispatchable: Dispatchable) -> None:
+    """Each output desc's DataType must be the one the call gives that output (a tied output, the second output)."""
+    for tensor in verdict.call.outputs:
+        desc = dispatchable.tensors.get(tensor.name)
+        if desc is not None and desc.data_type != tensor.data_type:
+            raise ValidationError(f"{verdict.call.operator.name}: {tensor.name} data type {desc.data_type.name} does "
+                                  f"not match {tensor.data_type.name}, the type this call gives it")
 
 
 def _total_size(desc: TensorDesc, where: str) -> int:
@@ -203,9 +224,14 @@ def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
 def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable, prefix: str) -> None:
     """The output may alias inputs exactly, and only for operators whose pages permit in-place execution."""
     op = dispatchable.operator
-    output = tensors[op.output]
+    for output_name in [name for name in tensors if field_of(name) in op.outputs]:
+        _check_output_aliasing(tensors, output_name, op, prefix)
+
+
+def _check_output_aliasing(tensors: dict[str, BoundTensor], output_name: str, op, prefix: str) -> None:
+    output = tensors[output_name]
     written = None
-    for name in op.inputs:
+    for name in [name for name in tensors if field_of(name) in op.inputs]:
         tensor = tensors.get(name)
         if tensor is None or tensor.resource != output.resource or tensor.at_initialisation:
             continue
@@ -221,9 +247,9 @@ def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable,
             continue
         if not op.in_place:
             raise ValidationError(
-                f"{prefix}: {op.output} overlaps {name} in buffer {shown(output.resource)}; DirectML documents in-place "
+                f"{prefix}: {output_name} overlaps {name} in buffer {shown(output.resource)}; DirectML documents in-place "
                 f"execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
         if not _same_view(tensor, output):
             raise ValidationError(
-                f"{prefix}: {op.output} partly overlaps {name} in buffer {shown(output.resource)}; {op.name} may run "
+                f"{prefix}: {output_name} partly overlaps {name} in buffer {shown(output.resource)}; {op.name} may run "
                 "in place, but only with the output aliasing the input exactly (same offset, Sizes and Strides)")

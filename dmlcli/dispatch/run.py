@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..engine import HookTally, execute
+from ..validation import field_of
 from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
@@ -230,6 +231,19 @@ class _KernelTimedGpu:
         self.backend = backend
         self.samples = SampleReservoir(warmup)
 
+    def execute_shaped(self, operator, inputs, outputs, parameters):
+        """A shaped operator: its kernel timed on arrays already on the device, as a dispatch's GPU time."""
+        import cupy
+
+        device_inputs = [None if x is None else cupy.asarray(np.ascontiguousarray(x)) for x in inputs]
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        results = self.backend.execute_shaped_device(operator, device_inputs, outputs, parameters)
+        end.record()
+        end.synchronize()
+        self.samples.add(float(cupy.cuda.get_elapsed_time(start, end)))
+        return tuple(cupy.asnumpy(result) for result in results)
+
     def execute(self, operator, inputs, out_shape, out_dtype, parameters):
         import cupy
 
@@ -278,13 +292,14 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         # Strided views straight into the buffers (no copy): backends return a new array, so the inputs
         # are read in full before the output is written back, which is what makes in-place dispatches exact.
         inputs = [snapshots[name] if name in snapshots else _element_view(buffers, dispatch.tensors[name], name)
-                  for name in op.inputs if name in dispatch.tensors]
+                  for name in dispatch.tensors if field_of(name) in op.inputs]
         start = time.perf_counter()
-        result = execute(verdict, inputs, timed, tally=tally).output
-        target = _element_view(buffers, dispatch.tensors[op.output], op.output)
-        if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
-            result = np.array(result)
-        target[...] = result
+        outcome = execute(verdict, inputs, timed, tally=tally)
+        for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
+            target = _element_view(buffers, dispatch.tensors[tensor.name], tensor.name)
+            if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
+                result = np.array(result)
+            target[...] = result
         cpu_samples.add((time.perf_counter() - start) * 1000.0)
     for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: "):
         warnings.warn(message, DmlcliWarning, stacklevel=2)

@@ -69,3 +69,20 @@ def count_block(*blocks, call: Call, hook_index: int, ndim: int) -> np.ndarray:
 def to_host(block):
     """A block as a NumPy array (a Zarr store or a .npy file takes host memory)."""
     return block.get() if is_device_array(block) else block
+
+
+def run_shaped_block(block, *, call: Call, backend: str):
+    """A shaped operator on one block that holds whole the axes its kernel works along: the call re-planned for
+    the block's Sizes (its parameters as validated), NumPy in and out, or CuPy in and out on the GPU."""
+    from ..data_types import from_numpy
+    from ..validation import build_call
+
+    operator = call.operator
+    piece = build_call(operator, [(from_numpy(np.dtype(block.dtype)), tuple(block.shape))],
+                       output_type=call.output.data_type, parse_parameters=lambda types: dict(call.parameters))
+    if is_device_array(block):
+        if call.float_rules != "ieee":
+            raise InputError("float_rules='d3d' runs on NumPy blocks; CuPy blocks get the IEEE-754 result only")
+        return backend_for("gpu", "ieee").execute_shaped_device(operator, [block], piece.outputs, piece.parameters)[0]
+    engine = backend_for(backend, call.float_rules)
+    return engine.execute_shaped(operator, [block], piece.outputs, piece.parameters)[0]

@@ -53,6 +53,8 @@ def metadata(arrays) -> list[tuple[np.dtype, tuple[int, ...]]]:
 def build(call: Call, arrays: Sequence, backend: str = "cpu") -> LazyRun:
     """The output as a lazy Dask array: each block through the backend's kernel (see blocks.run_block)."""
     da = require_dask()
+    if not call.operator.is_elementwise:
+        return LazyRun(call, _build_shaped(da, call, arrays, backend))
     out = call.output
     ndim = len(out.shape)
     out_dtype = np.dtype(out.data_type.numpy_dtype)
@@ -112,3 +114,34 @@ def output_chunks(shape: tuple[int, ...], requested, preferred: Sequence[tuple[t
                 break
         chunks.append(max(1, min(size, dim)))
     return tuple(chunks)
+
+
+def shaped_on_dask() -> list[str]:
+    """The shaped operators that run on Dask (for the message that refuses the others)."""
+    from ..operators import all_operators
+
+    return [op.cli_name for op in all_operators() if not op.is_elementwise and op.dask_layout is not None]
+
+
+def _build_shaped(da, call: Call, arrays: Sequence, backend: str):
+    """A shaped operator as a Dask array, by its entry's dask_layout: JOIN is Dask's concatenate (exact copies);
+    "whole_axes" rechunks the input so that each block holds the axes the kernel works along whole, then runs
+    the kernel block by block (the same kernel on the same elements as in memory, so the same result)."""
+    op = call.operator
+    if op.dask_layout is None or len(call.outputs) != 1:
+        raise InputError(f"{op.name} does not run on Dask; the shaped operators that do are "
+                         f"{', '.join(shaped_on_dask())} (and every element-wise operator)")
+    out = call.output
+    out_dtype = np.dtype(out.data_type.numpy_dtype)
+    if op.dask_layout == "concatenate":
+        return da.concatenate(list(arrays), axis=call.parameters["Axis"]).astype(out_dtype)
+    (array,) = arrays
+    axes = tuple(op.dask_axes(call))
+    whole = array.rechunk({axis: -1 for axis in axes})
+    chunks = tuple((out.shape[axis],) if axis in axes else whole.chunks[axis] for axis in range(len(out.shape)))
+    result = whole.map_blocks(partial(blocks.run_shaped_block, call=call, backend=str(backend)), dtype=out_dtype,
+                              chunks=chunks, meta=_meta_like([array], len(out.shape), out_dtype),
+                              token=f"dmlcli-{op.cli_name}")
+    if tuple(result.shape) != tuple(out.shape):
+        raise RuntimeError(f"Dask's result shape {result.shape} differs from the validated {out.shape}")
+    return result

@@ -1,55 +1,78 @@
 """The operator table: one declarative entry per DirectML operator, one module per family.
 
-schema.py says what an entry holds (and checks each one as it is built), parameters.py the
-parameter kinds, hooks.py the value checks that warn. Each family module (bitwise, logical,
-comparison, ...) holds its entries and their NumPy kernels. The validator, the command line, the
-API, `dispatch`, `describe` and both backends read these entries; nothing about a particular
-operator lives anywhere else. Adding an operator means adding its entry and kernel bodies to its
-family module.
+schema.py says what an entry holds (and checks each one as it is built), parameters.py the parameter kinds,
+shaped.py what a shaped operator's rule works with, hooks.py the value checks that warn. Each family module
+(bitwise, logical, comparison, ..., reduction, movement) holds its entries and their kernels. The validator,
+the command line, the API, `dispatch`, `describe` and both backends read these entries; nothing about a
+particular operator lives anywhere else. Adding an operator means adding its entry and kernel bodies to its
+family module (and regenerating index.py: `python -m dmlcli.operators.index`).
+
+The table is loaded lazily: index.py declares which module holds each operator (by every spelling) and which
+operator owns each parameter option, so that a one-operator run imports one family module, not all of them.
+`OPERATORS` and `FAMILIES` (the whole table) load every module on first use; tests check index.py against them.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
 
 from ..errors import InputError, quoted
-from . import (activation, arithmetic, bitwise, comparison, indexing, logical, movement, quantization, reduction,
-               selection, transcendental)
 from .directml_names import AXIS_WISE_ACTIVATIONS, OPERATOR_ALIASES, OTHER_OPERATORS
+from .index import FAMILY_MODULES, SPELLINGS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
 
-__all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport", "find_operator", "known_options",
-           "register_family", "table_summary"]
+__all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport",
+           "find_operator", "known_options", "register_family", "table_summary", "all_operators"]
 
-# Families in the order `dmlcli ops` shows them.
-FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
-    ("bitwise", bitwise.OPERATORS),
-    ("logical", logical.OPERATORS),
-    ("comparison", comparison.OPERATORS),
-    ("arithmetic", arithmetic.OPERATORS + selection.OPERATORS),
-    ("math", transcendental.OPERATORS),
-    ("activation", activation.OPERATORS),
-    ("quantization", quantization.OPERATORS),
-    ("reduction", reduction.OPERATORS),
-    ("data movement", movement.OPERATORS),
-    ("indexing", indexing.OPERATORS),
-)
-OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
-# The element-wise operators: those that stream chunk by chunk, broadcast, and run on Dask blockwise.
-ELEMENTWISE_OPERATORS: tuple[Operator, ...] = tuple(op for op in OPERATORS if op.is_elementwise)
+_registered: list[tuple[str, tuple[Operator, ...]]] = []  # families added by register_family (plug-ins, tests)
+_registered_keys: dict[str, Operator] = {}
+_whole: dict[str, object] = {}  # the whole table, once built: FAMILIES, OPERATORS, ELEMENTWISE_OPERATORS
+
+
+def _module(name: str):
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def _families() -> tuple[tuple[str, tuple[Operator, ...]], ...]:
+    """Families in the order `dmlcli ops` shows them (every family module imported)."""
+    found = tuple((family, tuple(op for module in modules for op in _module(module).OPERATORS))
+                  for family, modules in FAMILY_MODULES)
+    return found + tuple(_registered)
+
+
+def _build_whole() -> None:
+    families = _families()
+    operators = tuple(op for _, members in families for op in members)
+    _check_table(operators)
+    _whole.update(FAMILIES=families, OPERATORS=operators,
+                  ELEMENTWISE_OPERATORS=tuple(op for op in operators if op.is_elementwise))
+
+
+def __getattr__(name: str):
+    # FAMILIES, OPERATORS and ELEMENTWISE_OPERATORS are built on first use: a run of one operator never needs them.
+    if name in ("FAMILIES", "OPERATORS", "ELEMENTWISE_OPERATORS"):
+        if not _whole:
+            _build_whole()
+        return _whole[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def all_operators() -> tuple[Operator, ...]:
+    return __getattr__("OPERATORS")
 
 
 def table_summary() -> str:
     """What the table as a whole covers, for messages that must not name operators themselves."""
-    return "DirectML's element-wise operators (" + ", ".join(name for name, _ in FAMILIES) + ")"
+    return "DirectML's operators (" + ", ".join(family for family, _ in FAMILY_MODULES) + ")"
 
 
 def known_options() -> dict[str, Parameter]:
     """Every API keyword (command-line option) any operator takes, with the first parameter that takes it."""
     found: dict[str, Parameter] = {}
-    for op in OPERATORS:
+    for op in all_operators():
         for option, parameter in all_options(op.parameters).items():
             found.setdefault(option, parameter)
     return found
@@ -66,42 +89,46 @@ def _check_table(operators: tuple[Operator, ...]) -> None:
             seen[key] = op.name
 
 
-_check_table(OPERATORS)
-
-
 def register_family(name: str, members: tuple[Operator, ...]) -> None:
     """Add a family of entries to the table (a plug-in, or a test's made-up operator).
 
-    Call it before importing dmlcli.cli: the command line builds its options from the table once.
+    Call it before running the command line on them: the command line reads the table when it resolves an
+    operator, so a registered operator gets its own options there too.
     """
-    global FAMILIES, OPERATORS, ELEMENTWISE_OPERATORS, _BY_KEY
-    operators = OPERATORS + tuple(members)
-    _check_table(operators)
-    FAMILIES = FAMILIES + ((name, tuple(members)),)
-    OPERATORS = operators
-    ELEMENTWISE_OPERATORS = tuple(op for op in OPERATORS if op.is_elementwise)
-    _BY_KEY = _index(OPERATORS)
+    members = tuple(members)
+    _check_table(all_operators() + members)
+    _registered.append((name, members))
+    for op in members:
+        for key in spellings(op):
+            _registered_keys[key] = op
+    _whole.clear()
 
 
 def _normalise(text: str) -> str:
     return re.sub(r"[\s\-.]+", "_", str(text).strip()).upper().removeprefix("DML_OPERATOR_")
 
 
-def _spellings(op: Operator) -> tuple[str, ...]:
-    """Every accepted key: BIT_XOR and ELEMENT_WISE_BIT_XOR; ACTIVATION_RELU (and RELU, see below)."""
+def spellings(op: Operator) -> tuple[str, ...]:
+    """Every accepted key: BIT_XOR and ELEMENT_WISE_BIT_XOR; ACTIVATION_RELU (and RELU, see index.py); REDUCE."""
     return (op.key,) + ((op.name,) if op.prefix == "ELEMENT_WISE" else ())
 
 
-def _index(operators: tuple[Operator, ...]) -> dict[str, Operator]:
-    by_key: dict[str, Operator] = {}
-    for op in operators:
-        for key in _spellings(op):
-            by_key[key] = op
-    # An activation's bare name stands for it where no ELEMENT_WISE operator has that name
-    # (IDENTITY and TANH exist in both families: the bare name is the ELEMENT_WISE one).
-    for op in operators:
-        if op.prefix not in ("ELEMENT_WISE", ""):
-            by_key.setdefault(op.name, op)
+def spelling_index(modules) -> dict[str, tuple[str, str]]:
+    """Every accepted spelling -> (the operator's key, the family module that holds it): what index.py holds.
+
+    `modules`: (module name, its operators) pairs. An activation's bare name stands for it where no
+    ELEMENT_WISE operator has that name (IDENTITY and TANH exist in both families: the bare name is the
+    ELEMENT_WISE one).
+    """
+    by_key: dict[str, tuple[str, str]] = {}
+    for module, operators in modules:
+        for op in operators:
+            for key in spellings(op):
+                by_key[key] = (op.key, module)
+    for module, operators in modules:
+        for op in operators:
+            if op.prefix not in ("ELEMENT_WISE", ""):
+                by_key.setdefault(op.name, (op.key, module))
     # DirectML.h's other names for an operator (DML_OPERATOR_SCATTER is SCATTER_ELEMENTS).
     for alias, key in OPERATOR_ALIASES.items():
         if key in by_key:
@@ -109,31 +136,57 @@ def _index(operators: tuple[Operator, ...]) -> dict[str, Operator]:
     return by_key
 
 
-_BY_KEY = _index(OPERATORS)
+def option_index(modules) -> dict[str, tuple[str, str]]:
+    """Each API keyword -> (the first operator that takes it, its module), in table order: what index.py holds."""
+    found: dict[str, tuple[str, str]] = {}
+    for module, operators in modules:
+        for op in operators:
+            for option in op.options:
+                found.setdefault(option, (op.key, module))
+    return found
+
+
+def option_owner(option: str) -> Parameter | None:
+    """The parameter of the first operator that takes `option` (one module imported), or None."""
+    from .index import OPTIONS
+
+    if option in OPTIONS:
+        return find_operator(OPTIONS[option][0]).options[option]
+    for op in _registered_keys.values():
+        if option in op.options:
+            return op.options[option]
+    return None
 
 
 def find_operator(text: str | Operator) -> Operator:
     """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR.
 
-    A DirectML operator outside the element-wise family (CONVOLUTION, ACTIVATION_SOFTMAX) gets a
+    Only the family module that holds it is imported. A DirectML operator dmlcli does not implement gets a
     message saying so; a name DirectML does not have gets the closest names suggested.
     """
     if isinstance(text, Operator):
         return text
     key = _normalise(text)
-    if key in _BY_KEY:
-        return _BY_KEY[key]
+    if key in _registered_keys:
+        return _registered_keys[key]
+    if key in SPELLINGS:
+        full, module = SPELLINGS[key]
+        for op in _module(module).OPERATORS:
+            if op.key == full:
+                return op
+        raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.index)")
     bare = key.removeprefix("ACTIVATION_")
     if bare in AXIS_WISE_ACTIVATIONS:
-        raise InputError(f"DML_OPERATOR_ACTIVATION_{bare} normalises across axes, so it is not element-wise: "
-                         f"dmlcli runs {table_summary()}")
+        raise InputError(f"DML_OPERATOR_ACTIVATION_{bare} is a DirectML operator that dmlcli does not implement: "
+                         f"dmlcli runs {table_summary()} (see 'dmlcli ops')")
     if key in OTHER_OPERATORS:
         raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
                          f"{table_summary()} (see 'dmlcli ops')")
     onnx = _onnx_suggestion(text, key)
     if onnx is not None:
         raise InputError(onnx)
-    names = sorted({op.cli_name.upper() for op in OPERATORS})
+    names = sorted({full.removeprefix("ELEMENT_WISE_") if full.startswith("ELEMENT_WISE_") else full
+                    for full, _ in SPELLINGS.values()} | {op.cli_name.upper() for op in _registered_keys.values()})
     close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
     raise InputError(f"unknown operator {quoted(text)}{hint}")
@@ -146,9 +199,9 @@ def _onnx_suggestion(text: str, key: str) -> str | None:
     name = onnx_name(key)
     if name is None:
         return None
-    targets = [_BY_KEY[target] for target in ONNX_TO_DIRECTML[name] if target in _BY_KEY]
+    targets = [target for target in ONNX_TO_DIRECTML[name] if target in SPELLINGS]
     if not targets:
         return None
     note = f" ({ONNX_NOTES[name]})" if name in ONNX_NOTES else ""
-    uses = " or ".join(op.cli_name for op in targets)
+    uses = " or ".join(find_operator(target).cli_name for target in targets)
     return f"unknown operator {quoted(text)}: that is ONNX's {name}, which DirectML calls {uses}{note}"

@@ -52,7 +52,7 @@ JOIN = Operator(
     introduced=_JOIN_ROWS[-1].level, inputs=("InputTensors",), support=_JOIN_ROWS,
     same_data_type=("InputTensors", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(AXIS,), native_encoding=True, variadic="InputTensors", shape_rule=join_shape,
-    array_kernel=join_kernel, exactness=EXACT,
+    array_kernel=join_kernel, exactness=EXACT, dask_layout="concatenate",
     notes=("InputTensors is an array of one or more tensors (InputCount in DirectML's desc): give them as the "
            "inputs, in order. Joining one tensor copies it.",),
 )

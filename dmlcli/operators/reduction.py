@@ -57,8 +57,7 @@ _GROUPS = (
 )
 
 FUNCTION = EnumParameter(
-    field="Function", help="the reduction: argmax, argmin, average, l1, l2, log_sum, log_sum_exp, max, min, "
-                           "multiply, sum or sum_square",
+    field="Function", help="the reduction applied over Axes",
     enum_prefix="DML_REDUCE_FUNCTION_", values=FUNCTIONS, default_value="SUM")
 AXES = IntArrayParameter(
     field="Axes", count_field="AxisCount", default_text="every axis",
@@ -69,6 +68,11 @@ def reduce_shape(query: ShapeQuery) -> dict:
     shape = query.shape("InputTensor")
     axes = resolve_axes(query.parameters["Axes"], len(shape), "Axes")
     return {"OutputTensor": tuple(1 if axis in axes else size for axis, size in enumerate(shape))}
+
+
+def reduced_axes(call) -> tuple[int, ...]:
+    """The axes a call reduces (what a Dask block must hold whole)."""
+    return resolve_axes(call.parameters["Axes"], len(call.tensors["InputTensor"].shape), "Axes")
 
 
 def reduced_count(call) -> int:
@@ -148,7 +152,8 @@ REDUCE = Operator(
     introduced=_FLOAT_ROWS[-1].level, inputs=("InputTensor",), support=_ARG_ROWS, same_data_type=(),
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(FUNCTION, AXES), default_output_type=UINT32,
     support_by="Function", support_groups=_GROUPS, shape_rule=reduce_shape, array_kernel=reduce_kernel,
-    exactness=APPROXIMATE, tolerance=_TOLERANCE, tolerance_scale=reduced_count,
+    exactness=APPROXIMATE, tolerance=_TOLERANCE, tolerance_scale=reduced_count, dask_layout="whole_axes",
+    dask_axes=reduced_axes,
     notes=(
         "Axes may be left out in the API and on the command line: every axis is reduced (DirectML's desc needs "
         "them; a DxDispatch model must give Axes and AxisCount).",

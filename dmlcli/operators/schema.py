@@ -164,6 +164,11 @@ class Operator:
     level_rule: Callable | None = None
     # How the tolerance grows with a call (a reduction's with the elements reduced): (call) -> a factor.
     tolerance_scale: Callable | None = None
+    # How a shaped operator runs on Dask (distributed/graph.py); None: it does not. "whole_axes": each block
+    # holds whole `dask_axes(call)` axes of the (single) input and goes through the kernel on its own, the
+    # other axes keeping their chunks; "concatenate": the inputs are joined along the Axis parameter.
+    dask_layout: str | None = None
+    dask_axes: Callable | None = None
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
@@ -299,6 +304,10 @@ def check_entry(op: Operator) -> None:
             fail("has several outputs, a variadic tensor or an array_kernel, so it needs a shape_rule")
     elif op.array_kernel is None:
         fail("has a shape_rule, so it needs an array_kernel")
+    if op.dask_layout not in (None, "whole_axes", "concatenate"):
+        fail(f"dask_layout {op.dask_layout!r} is not 'whole_axes' or 'concatenate'")
+    if op.dask_layout == "whole_axes" and op.dask_axes is None:
+        fail("runs on Dask with whole axes, so it needs dask_axes")
     if op.variadic is not None and op.variadic not in tensors:
         fail(f"variadic names {op.variadic}, which is not one of its tensors {tensors}")
     if op.exactness not in EXACTNESS_CLASSES:

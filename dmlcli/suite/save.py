@@ -44,7 +44,7 @@ def _tensor_entry(array: np.ndarray, path: Path, label: str):
 
 def save_case(target: str, outcome, req) -> None:
     """Write the call of `req` and its result (`outcome` of a whole-tensor run) as the case file `target`."""
-    from .. import __version__
+    from ..version import __version__
     from ..io.atomic import write_atomically
 
     check_case_path(target)

@@ -1,0 +1,89 @@
+"""DxDispatch's example models of shaped operators (REDUCE, JOIN, SLICE, SPLIT, CUMULATIVE_PRODUCT,
+FILL_VALUE_SEQUENCE), run on the CPU and the GPU, against values worked out by hand from their initial values.
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+import dmlcli
+from dmlcli.cli import cli
+from dmlcli.errors import InputError
+
+# What each model prints, by hand:
+# REDUCE SUM over the last axis of 1..9 as [1, 1, 3, 3]: 1+2+3, 4+5+6, 7+8+9.
+# JOIN of A[0:3] = 1, 2, 3, B[0:2] = 100, 115 and A[4:9] = 5..9 along axis 0.
+# SLICE of 1..25 as 5x5: rows 1-3, columns 1 and 3 (offsets 1, 1, stride 2 along the last axis).
+# SPLIT of 1..6 into three pairs.
+# CUMULATIVE_PRODUCT of 2, 4, 8, 3: 2, 2*4, 2*4*8, 2*4*8*3.
+# FILL_VALUE_SEQUENCE from 3.2 by 1.5 in FLOAT32, printed as C++'s %g (6 digits).
+SHAPED_MODELS = {
+    "dml_reduce.json": ("REDUCE", ["Resource 'input': 1, 2, 3, 4, 5, 6, 7, 8, 9", "Resource 'output': 6, 15, 24"]),
+    "dml_join.json": ("JOIN", ["Resource 'Out': 1, 2, 3, 100, 115, 5, 6, 7, 8, 9"]),
+    "dml_slice.json": ("SLICE", ["Resource 'output': 7, 9, 12, 14, 17, 19"]),
+    "dml_split.json": ("SPLIT", ["Resource 'Out1': 1, 2", "Resource 'Out2': 3, 4", "Resource 'Out3': 5, 6"]),
+    "dml_cumulative_product.json": ("CUMULATIVE_PRODUCT", ["Resource 'Out': 2, 8, 64, 192"]),
+    "dml_fill_value_sequence.json": ("FILL_VALUE_SEQUENCE", ["Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2"]),
+}
+
+
+def _implemented(name: str) -> bool:
+    try:
+        dmlcli.find_operator(name)
+    except InputError:
+        return False
+    return True
+
+
+def _gpu_usable() -> bool:
+    try:
+        from dmlcli.backends import gpu
+
+        gpu.create()
+    except Exception:  # noqa: BLE001 - no CuPy or no device
+        return False
+    return True
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+@pytest.mark.parametrize("model", sorted(SHAPED_MODELS))
+def test_shaped_model_prints_the_hand_computed_values(model, backend, shared_dir, tmp_path, monkeypatch):
+    operator, expected = SHAPED_MODELS[model]
+    if not _implemented(operator):
+        pytest.skip(f"{operator} is not in this build's table")
+    if backend == "gpu" and not _gpu_usable():
+        pytest.skip("needs a usable GPU (CuPy and a device)")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["dispatch", str(shared_dir / "dxdispatch_models" / model), "--no-timing",
+                                      "--backend", backend])
+    assert result.exit_code == 0, result.output
+    resources = [line for line in result.output.splitlines() if line.startswith("Resource ")]
+    assert resources == expected
+
+
+def test_a_tensor_array_count_must_match(tmp_path, shared_dir):
+    text = (shared_dir / "dxdispatch_models" / "dml_join.json").read_text().replace('"InputCount": 3', '"InputCount": 2')
+    model = tmp_path / "join.json"
+    model.write_text(text)
+    result = CliRunner().invoke(cli, ["dispatch", str(model)])
+    assert result.exit_code == 2
+    assert "InputCount 2 does not match the 3 tensor descs of InputTensors" in result.output
+
+
+def test_an_axis_count_must_match(tmp_path, shared_dir):
+    text = (shared_dir / "dxdispatch_models" / "dml_reduce.json").read_text().replace('"AxisCount": 1', '"AxisCount": 2')
+    model = tmp_path / "reduce.json"
+    model.write_text(text)
+    result = CliRunner().invoke(cli, ["dispatch", str(model)])
+    assert result.exit_code == 2
+    assert "AxisCount 2 does not match the 1 values of Axes" in result.output
+
+
+def test_a_wrong_output_size_is_a_rule_violation(tmp_path, shared_dir):
+    text = (shared_dir / "dxdispatch_models" / "dml_reduce.json").read_text().replace('[1,1,3,1]', '[1,1,1,3]')
+    model = tmp_path / "reduce.json"
+    model.write_text(text)
+    result = CliRunner().invoke(cli, ["dispatch", str(model)])
+    assert result.exit_code == 3
+    assert "OutputTensor Sizes [1, 1, 1, 3] do not match the Sizes its rule gives" in result.output
