@@ -19,7 +19,7 @@ import importlib
 import re
 
 from ..errors import InputError, quoted
-from .directml_names import OTHER_OPERATORS
+from .directml_names import OPERATOR_ALIASES, OTHER_OPERATORS
 from .index import FAMILY_MODULES, SPELLINGS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
@@ -129,6 +129,10 @@ def spelling_index(modules) -> dict[str, tuple[str, str]]:
         for op in operators:
             if op.prefix not in ("ELEMENT_WISE", ""):
                 by_key.setdefault(op.name, (op.key, module))
+    # DirectML.h's other names for an operator (DML_OPERATOR_SCATTER is SCATTER_ELEMENTS).
+    for alias, key in OPERATOR_ALIASES.items():
+        if key in by_key:
+            by_key.setdefault(alias, by_key[key])
     return by_key
 
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 # (dmlcli runs them as shaped operators of the reduction family, operators/reduction.py).
 AXIS_WISE_ACTIVATIONS = ("SOFTMAX", "LOG_SOFTMAX", "HARDMAX", "SOFTMAX1", "LOG_SOFTMAX1", "HARDMAX1")
 
+# DirectML.h's alias names: each stands for the operator it names (the same DML_OPERATOR_TYPE value).
+OPERATOR_ALIASES = {"SCATTER": "SCATTER_ELEMENTS"}
+
 OTHER_OPERATORS = (
     "CONVOLUTION", "GEMM", "REDUCE", "AVERAGE_POOLING", "LP_POOLING", "MAX_POOLING", "ROI_POOLING", "SLICE", "CAST",
     "SPLIT", "JOIN", "PADDING", "VALUE_SCALE_2D", "UPSAMPLE_2D", "GATHER", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE",

@@ -18,6 +18,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("quantization", ("quantization",)),
     ("reduction", ("reduction",)),
     ("data movement", ("movement",)),
+    ("indexing", ("indexing",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -196,6 +197,16 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'SPACE_TO_DEPTH': ('SPACE_TO_DEPTH', 'movement'),
     'SPACE_TO_DEPTH1': ('SPACE_TO_DEPTH1', 'movement'),
     'REVERSE_SUBSEQUENCES': ('REVERSE_SUBSEQUENCES', 'movement'),
+    'GATHER': ('GATHER', 'indexing'),
+    'GATHER_ELEMENTS': ('GATHER_ELEMENTS', 'indexing'),
+    'GATHER_ND': ('GATHER_ND', 'indexing'),
+    'GATHER_ND1': ('GATHER_ND1', 'indexing'),
+    'SCATTER_ELEMENTS': ('SCATTER_ELEMENTS', 'indexing'),
+    'SCATTER_ND': ('SCATTER_ND', 'indexing'),
+    'ONE_HOT': ('ONE_HOT', 'indexing'),
+    'TOP_K': ('TOP_K', 'indexing'),
+    'TOP_K1': ('TOP_K1', 'indexing'),
+    'NONZERO_COORDINATES': ('NONZERO_COORDINATES', 'indexing'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -221,6 +232,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'LOG_SOFTMAX1': ('ACTIVATION_LOG_SOFTMAX1', 'reduction'),
     'HARDMAX': ('ACTIVATION_HARDMAX', 'reduction'),
     'HARDMAX1': ('ACTIVATION_HARDMAX1', 'reduction'),
+    'SCATTER': ('SCATTER_ELEMENTS', 'indexing'),
 }
 OPTIONS: dict[str, tuple[str, str]] = {
     'infinity_mode': ('ELEMENT_WISE_IS_INFINITY', 'comparison'),
@@ -266,6 +278,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'repeats': ('TILE', 'movement'),
     'block_size': ('DEPTH_TO_SPACE', 'movement'),
     'order': ('DEPTH_TO_SPACE1', 'movement'),
+    'index_dimensions': ('GATHER', 'indexing'),
+    'input_dimension_count': ('GATHER_ND', 'indexing'),
+    'indices_dimension_count': ('GATHER_ND', 'indexing'),
+    'batch_dimension_count': ('GATHER_ND1', 'indexing'),
+    'k': ('TOP_K', 'indexing'),
 }
 # ---- end of generated part ----
 
