@@ -14,8 +14,8 @@ import difflib
 import re
 
 from ..errors import InputError, quoted
-from . import (activation, arithmetic, bitwise, comparison, logical, movement, quantization, reduction, selection,
-               transcendental)
+from . import (activation, arithmetic, bitwise, comparison, generation, logical, movement, quantization, reduction,
+               selection, transcendental)
 from .directml_names import AXIS_WISE_ACTIVATIONS, OTHER_OPERATORS
 from .parameters import Parameter, all_options
 from .schema import Operator, SupportRow, TensorSupport
@@ -34,6 +34,8 @@ FAMILIES: tuple[tuple[str, tuple[Operator, ...]], ...] = (
     ("quantization", quantization.OPERATORS),
     ("reduction", reduction.OPERATORS),
     ("data movement", movement.OPERATORS),
+    ("conversion", generation.OPERATORS_CONVERSION),
+    ("generation", generation.OPERATORS_GENERATION),
 )
 OPERATORS: tuple[Operator, ...] = tuple(op for _, members in FAMILIES for op in members)
 # The element-wise operators: those that stream chunk by chunk, broadcast, and run on Dask blockwise.
