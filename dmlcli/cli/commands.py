@@ -21,7 +21,8 @@ def _request(operator, arguments: dict):
 
     parameters = parameter_values(arguments)
     return request(operator, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
-                   output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"), **parameters)
+                   output_dtype=arguments.pop("output_dtype"), output_shape=arguments.pop("output_shape"),
+                   float_rules=arguments.pop("float_rules"), **parameters)
 
 
 def _declared_dtype(text):
@@ -32,7 +33,8 @@ def _declared_dtype(text):
 
 @cli.command(epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT [INPUT]", shell_complete=complete_path)
+# No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
+@click.argument("inputs", nargs=-1, required=False, metavar="[INPUT]...", shell_complete=complete_path)
 @click.option("-o", "--output", "output", metavar="OUTPUT", default=None, shell_complete=complete_path,
               help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout.")
 @call_options
@@ -69,6 +71,7 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
       dmlcli run bit_shift_left a.npy b.npy -o out.npy --feature-level 4_1
       dmlcli run bit_not '[0, 1]' --dtype float16 --format bits
       dmlcli run bit_xor a.zarr b.zarr -o out.zarr --workers 4
+      dmlcli run fill_value_sequence --output-shape 2,3 --output-dtype int32 --value-start 5 --value-delta -1
     """
     from ..engine import run_sources
     from ..progress import progress_bar_factory
@@ -162,7 +165,7 @@ def _show(outcome, style):
 
 @cli.command(epilog=exit_codes_help(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...", shell_complete=complete_path)
+@click.argument("inputs", nargs=-1, required=False, metavar="[INPUT]...", shell_complete=complete_path)
 @call_options
 @format_option
 def validate(operator, inputs, dtype, output_format, **arguments):

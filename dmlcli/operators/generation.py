@@ -24,8 +24,8 @@ import numpy as np
 
 from ..data_types import ALL11, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT8, \
     UINT16, UINT32, UINT64
+from ..errors import InputError
 from ..feature_levels import level
-from ..io.json_tensor import parse_scalar
 from .conversions import float_to_integer, integer_bounds
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
                          option_flag)
@@ -205,22 +205,27 @@ class WrappingDeltaParameter(ScalarUnionParameter):
         data_type = data_types[self.tensor]
         dtype = data_type.numpy_dtype
         value = given.get(self.options[0])
-        if value is not None and dtype.kind == "u" and _is_negative_integer(value):
-            from ..data_types import from_numpy
+        number = _negative_integer(value)
+        if number is None or dtype.kind != "u":
+            return super().parse(given, data_types)
+        width = dtype.itemsize * 8
+        if number < -(2 ** (width - 1)):
+            raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {number} is out of range for "
+                             f"{data_type.name} (0 to {2**width - 1}, or a negative step from {-(2 ** (width - 1))} "
+                             f"to -1, taken modulo 2^{width})")
+        return dtype.type(number + 2**width)
 
-            signed = from_numpy(np.dtype(f"int{dtype.itemsize * 8}"))
-            where = f"{self.field} ({option_flag(self.options[0])}, {data_type.name} taken modulo 2^{dtype.itemsize * 8})"
-            return parse_scalar(value, signed, where=where).view(dtype)
-        return super().parse(given, data_types)
 
-
-def _is_negative_integer(value) -> bool:
-    if isinstance(value, bool):
-        return False
+def _negative_integer(value) -> int | None:
+    """`value` as a negative whole number, if it is one (a number or text such as "-2"); None otherwise."""
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return None
     if isinstance(value, (int, np.integer)):
-        return int(value) < 0
+        return int(value) if int(value) < 0 else None
     text = str(value).strip()
-    return text.startswith("-") and text[1:].isdigit()
+    if text.startswith("-") and text[1:].isdigit() and len(text) <= 40:
+        return int(text)
+    return None
 
 
 def fill_sequence_shape(query: ShapeQuery) -> dict:
