@@ -33,18 +33,28 @@ def float_to_integer(xp, values, dtype):
     dtype = np.dtype(dtype)
     if values.dtype == np.float16:
         values = values.astype(np.float32)  # exact; the bounds (2^63, ...) would overflow FLOAT16
-    if xp is not np or values.size <= _BLOCK_ELEMENTS:
-        return _saturate(xp, values, dtype)
     low, above = integer_bounds(dtype)
+
+    def inside(block) -> bool:
+        # Every value v with low - 1 < v < above truncates into the range (NaN fails both tests).
+        return float(block.min()) > low - 1.0 and float(block.max()) < above
+
+    return blockwise(xp, values, dtype, inside, lambda block: _saturate(xp, block, dtype))
+
+
+def blockwise(xp, values, dtype: np.dtype, plain, convert):
+    """values converted to `dtype`: by `convert(block)`, except that on NumPy each block of which
+    `plain(block)` says that astype gives the rule's result is converted by astype (one pass, from the cache)."""
+    if xp is not np or values.size <= _BLOCK_ELEMENTS:
+        return convert(values)
     flat = np.ascontiguousarray(values).reshape(-1)
     out = np.empty(flat.shape, dtype)
     for start in range(0, flat.size, _BLOCK_ELEMENTS):
         block = flat[start:start + _BLOCK_ELEMENTS]
-        # Every value v with low - 1 < v < above truncates into the range (NaN fails both tests).
-        if float(block.min()) > low - 1.0 and float(block.max()) < above:
+        if plain(block):
             np.copyto(out[start:start + block.size], block, casting="unsafe")
         else:
-            out[start:start + block.size] = _saturate(np, block, dtype)
+            out[start:start + block.size] = convert(block)
     return out.reshape(values.shape)
 
 

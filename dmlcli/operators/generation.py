@@ -26,7 +26,7 @@ from ..data_types import ALL11, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, I
     UINT16, UINT32, UINT64
 from ..errors import InputError
 from ..feature_levels import level
-from .conversions import float_to_integer, integer_bounds
+from .conversions import blockwise, float_to_integer, integer_bounds
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
                          option_flag)
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
@@ -58,13 +58,39 @@ def same_sizes_shape(query: ShapeQuery) -> dict:
 
 
 def cast_values(xp, x, target: np.dtype):
-    """x converted to `target` by CAST's rules (the entry's notes): exact where the value fits, else the rule."""
+    """x converted to `target` by CAST's rules (the entry's notes)."""
     target = np.dtype(target)
     if x.dtype.kind == "f" and target.kind in "iu":
         return float_to_integer(xp, x, target)
-    # int -> int wraps (two's complement), every other pair rounds to nearest even (overflow to inf):
-    # the C conversions NumPy's astype makes, which the tests check against Python's own arithmetic.
+    if x.dtype.kind == "f" and target.kind == "f" and x.dtype != target:
+        return float_to_float(xp, x, target)
+    # int -> int wraps (two's complement), int -> float rounds to nearest even (overflow to inf), a type to
+    # itself copies: the C conversions NumPy's astype makes, which the tests check against Python's arithmetic.
     return x.astype(target)
+
+
+def quiet_nan_bits(dtype: np.dtype, negative: bool) -> int:
+    """The bits of a type's quiet NaN with no payload: FLOAT16 0x7E00, FLOAT32 0x7FC00000, FLOAT64
+    0x7FF8000000000000, with the sign bit where `negative`."""
+    dtype = np.dtype(dtype)
+    width = dtype.itemsize * 8
+    mantissa = np.finfo(dtype).nmant
+    bits = ((1 << (width - 1 - mantissa)) - 1) << mantissa | 1 << (mantissa - 1)
+    return bits | (1 << (width - 1) if negative else 0)
+
+
+def float_to_float(xp, x, target: np.dtype):
+    """Between two float types: rounded to nearest even (astype); a NaN becomes the target's quiet NaN with
+    the input's sign and no payload (hardware keeps different payload bits; this way both backends agree)."""
+    bits = _bits_dtype(target)
+
+    def with_quiet_nans(block):
+        found = block.astype(target)
+        positive, negative = (bits.type(quiet_nan_bits(target, sign)) for sign in (False, True))
+        nan = xp.where(xp.signbit(block), negative, positive)
+        return xp.where(xp.isnan(block), nan, found.view(bits)).view(target)
+
+    return blockwise(xp, x, target, lambda block: not math.isnan(float(block.min())), with_quiet_nans)
 
 
 def cast_kernel(xp, inputs, outputs, params):
@@ -265,6 +291,9 @@ def _float_sequence(count: int, start: np.float32, delta: np.float32, dtype: np.
         np.multiply(index, delta, out=index)
         np.add(index, start, out=index)
         out[first:last] = index
+        if math.isnan(float(index.min())):  # a NaN (NaN or infinite ValueStart/ValueDelta): one bit pattern
+            chunk = out[first:last]
+            chunk.view(_bits_dtype(dtype))[np.isnan(index)] = quiet_nan_bits(dtype, negative=False)
     return out
 
 
@@ -518,12 +547,25 @@ def _cuda_cast_kernel(cp, source: np.dtype, target: np.dtype):
     if key not in _KERNELS:
         from ..backends.gpu_kernels import COMPILE_OPTIONS
 
-        value_type = "double" if source.kind == "f" else _C_VALUE[source.name]
         _KERNELS[key] = cp.ElementwiseKernel(
-            f"{_bits_dtype(source).name} x", f"{_bits_dtype(target).name} y",
-            f"const {value_type} v = {_load_source(source)}; y = {_store_source(source, target)};",
+            f"{_bits_dtype(source).name} x", f"{_bits_dtype(target).name} y", _cast_operation(source, target),
             f"dml_cast_{source.name}_{target.name}", preamble=_prelude(), options=COMPILE_OPTIONS)
     return _KERNELS[key]
+
+
+def _cast_operation(source: np.dtype, target: np.dtype) -> str:
+    """One element of CAST in C++: `x` the input's bits, `y` the output's."""
+    if source == target:
+        return "y = x;"  # a copy, every bit kept
+    value_type = "double" if source.kind == "f" else _C_VALUE[source.name]
+    operation = f"const {value_type} v = {_load_source(source)}; "
+    if source.kind == "f" and target.kind == "f":  # a NaN: the target's quiet NaN with the input's sign
+        bits = _C_BITS[target.itemsize * 8]
+        negative, positive = (quiet_nan_bits(target, sign) for sign in (True, False))
+        sign = f"(x >> {source.itemsize * 8 - 1})"
+        return operation + (f"y = (v != v) ? ({sign} ? ({bits}){negative}ull : ({bits}){positive}ull) "
+                            f": {_store_source(source, target)};")
+    return operation + f"y = {_store_source(source, target)};"
 
 
 def _cuda_sequence_kernel(cp, dtype: np.dtype):
@@ -535,7 +577,9 @@ def _cuda_sequence_kernel(cp, dtype: np.dtype):
             # fl(start + fl(fl(i) * delta)) in PTX (round to nearest even, no flush to zero, no contraction).
             rounded = "dml_add(start, dml_mul((float)(unsigned long long)i, delta))"
             store = "__float_as_uint(r)" if dtype.name == "float32" else "dml_float_to_half(r)"
-            body, params = f"const float r = {rounded}; y = {store};", "float32 start, float32 delta"
+            nan = f"{quiet_nan_bits(dtype, negative=False)}u"
+            body = f"const float r = {rounded}; y = (r != r) ? {nan} : {store};"
+            params = "float32 start, float32 delta"
         else:
             bits = _C_BITS[dtype.itemsize * 8]
             body = f"y = ({bits})(start + (unsigned long long)i * delta);"  # modulo 2^64, then 2^width
