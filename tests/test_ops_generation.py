@@ -366,14 +366,15 @@ def f32(value: float) -> float:
     return value_of(bits_of_float(value, "float32"), "float32")
 
 
-def ref_sequence(count: int, start_bits: int, delta_bits: int, dtype: str) -> list[int]:
-    """value[i] = start + i*delta in the output's type, as the entry's notes define it, as bits."""
-    if dtype not in FORMATS:
-        start, delta = value_of(start_bits, dtype), value_of(delta_bits, dtype)
-        return [(start + i * delta) % 2 ** width(dtype) for i in range(count)]
+def ref_sequence(count: int, start_bits: int, delta_bits: int, dtype: str, indices=None) -> list[int]:
+    """value[i] = start + i*delta in the output's type, as the entry's notes define it, as bits (at `indices`,
+    or every index below `count`)."""
     start, delta = value_of(start_bits, dtype), value_of(delta_bits, dtype)  # FLOAT16: exact as FLOAT32
     found = []
-    for i in range(count):
+    for i in range(count) if indices is None else indices:
+        if dtype not in FORMATS:
+            found.append((start + i * delta) % 2 ** width(dtype))
+            continue
         index = float(round_integer(i, 24))  # i as FLOAT32
         product = index * delta  # exact in a double (24 + 24 bits); 0 * inf is NaN
         product = f32(product) if math.isfinite(product) else product
@@ -425,6 +426,26 @@ def test_fill_sequence_random(dtype, data):
     assert as_bits(got) == ref_sequence(count, start, delta, dtype)
 
 
+@SETTINGS
+@given(st.sampled_from(["float32", "float16"]), st.integers(1, 300),
+       st.floats(-100, 100, width=32), st.floats(-100, 100, width=32).filter(lambda v: abs(v) > 0.01))
+def test_fill_sequence_ordinary_floats(dtype, count, start, delta):
+    """Steps of ordinary size, where two roundings (product, then sum) and one fused rounding differ."""
+    start_bits, delta_bits = bits_of_float(start, dtype), bits_of_float(delta, dtype)
+    got = run_sequence((count,), dtype, start_bits, delta_bits)
+    assert as_bits(got) == ref_sequence(count, start_bits, delta_bits, dtype)
+
+
+def test_fill_sequence_rounds_twice():
+    """1 + fl(i * 0.1): the product is rounded to FLOAT32 before the sum (no fused multiply-add)."""
+    got = api.run("fill_value_sequence", output_shape=(200,), value_start="1", value_delta="0.1")
+    expected = ref_sequence(200, bits_of_float(1.0, "float32"), bits_of_float(0.1, "float32"), "float32")
+    assert as_bits(got) == expected
+    delta = np.float32(0.1)
+    fused = [bits_of_float(f32(1.0 + i * float(delta)), "float32") for i in range(200)]
+    assert fused != expected  # so the test above tells the two apart
+
+
 def test_fill_sequence_wraps_and_float_edges():
     assert api.run("fill_value_sequence", output_shape=(4,), output_dtype="int8", value_start=126,
                    value_delta=1).tolist() == [126, 127, -128, -127]
@@ -451,9 +472,10 @@ def test_fill_sequence_blocks_and_indices_past_2_24():
     """The CPU works by blocks, and rounds i to FLOAT32 past 2^24: both against the reference."""
     count = 2**24 + 6
     got = api.run("fill_value_sequence", output_shape=(count,), value_start="0.5", value_delta="3")
-    expected = ref_sequence(count, bits_of_float(0.5, "float32"), bits_of_float(3.0, "float32"), "float32")
-    for index in [0, 1, 65535, 65536, 65537, 2**20 + 3, 2**24 - 1, 2**24, 2**24 + 1, 2**24 + 3, count - 1]:
-        assert as_bits(got[index:index + 1]) == [expected[index]], index
+    indices = [0, 1, 65535, 65536, 65537, 2**20 + 3, 2**24 - 1, 2**24, 2**24 + 1, 2**24 + 3, count - 1]
+    expected = ref_sequence(count, bits_of_float(0.5, "float32"), bits_of_float(3.0, "float32"), "float32", indices)
+    assert as_bits(got[indices]) == expected
+    assert got[2**24 + 1] == got[2**24]  # i = 2^24 + 1 is 2^24 in FLOAT32
     got = api.run("fill_value_sequence", output_shape=(2**16 + 5,), output_dtype="uint16", value_start=7,
                   value_delta=-3)
     assert as_bits(got) == ref_sequence(2**16 + 5, 7, 2**16 - 3, "uint16")
