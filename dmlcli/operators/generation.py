@@ -270,11 +270,15 @@ def _integer_sequence(count: int, start: int, delta: int, dtype: np.dtype) -> np
         found = np.arange(start, last + (1 if step > 0 else -1), step, dtype=dtype)
         if found.size == count:
             return found
-    index = np.arange(count, dtype=np.uint64)
-    with np.errstate(all="ignore"):  # uint64 arithmetic wraps modulo 2^64, a multiple of 2^width
-        index *= np.uint64(delta % 2**64)
-        index += np.uint64(start % 2**64)
-    return index.astype(_bits_dtype(dtype)).view(dtype)
+    # Else in the unsigned type of the same width, whose arithmetic is modulo 2^width: i mod 2^width (a
+    # repeated 0..2^width-1 for 8 and 16 bits; a count never reaches 2^32), times delta, plus start.
+    bits = _bits_dtype(dtype)
+    index = (np.arange(count, dtype=bits) if width >= 32
+             else np.resize(np.arange(2**width, dtype=bits), count))
+    with np.errstate(all="ignore"):
+        index *= bits.type(delta % 2**width)
+        index += bits.type(start % 2**width)
+    return index.view(dtype)
 
 
 _SEQUENCE_BLOCK = 1 << 16  # float32 elements per step on the CPU: each block stays in the cache
