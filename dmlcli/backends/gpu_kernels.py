@@ -162,6 +162,8 @@ _PRELUDE = "\n".join([
     "__device__ __forceinline__ bool isnan(dml_f32 x) { return (__float_as_uint(x.v) & 0x7fffffffu) > 0x7f800000u; }",
 ])
 
+# The device primitives and float helpers above, for kernels that operators build themselves (CAST's).
+DEVICE_PRELUDE = _PRELUDE
 
 # A body made only of &, |, ^, ~ and parentheses over the inputs acts on every bit on its own,
 # so it gives the same bits on 64-bit words as on elements of any width.

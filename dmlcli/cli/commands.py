@@ -35,7 +35,8 @@ def _declared_dtype(text):
 
 @cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, metavar="INPUT...", shell_complete=complete_path)
+# No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
+@click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
 @click.option("-o", "--output", "outputs", metavar="OUTPUT", multiple=True, shell_complete=complete_path,
               help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout. An operator "
                    "with several outputs (SPLIT, TOP_K) takes one -o per output, or one .npz for all.")
@@ -73,6 +74,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
       dmlcli run bit_shift_left a.npy b.npy -o out.npy --feature-level 4_1
       dmlcli run bit_not '[0, 1]' --dtype float16 --format bits
       dmlcli run bit_xor a.zarr b.zarr -o out.zarr --workers 4
+      dmlcli run fill_value_sequence --output-shape 2,3 --output-dtype int32 --value-start 5 --value-delta -1
     """
     from ..engine import run_sources
     from ..progress import progress_bar_factory
@@ -190,7 +192,8 @@ def _show(outcome, style):
 
 @cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
-@click.argument("inputs", nargs=-1, metavar="INPUT...", shell_complete=complete_path)
+# No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
+@click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
 @call_options
 @format_option
 def validate(operator, inputs, dtype, output_format, **arguments):

@@ -183,13 +183,14 @@ def call_options(command):
     """The options that describe a call, shared by run and validate (the operator's own come with it)."""
     options = [
         feature_level_option(),
-        click.option("--output-shape", "output_shape", metavar="SIZES", default=None,
-                     help="The output's Sizes (2,3,4) where the operator takes them from its output tensor "
-                          "(FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE); elsewhere checked against the rule."),
         click.option("--dtype", "dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="Data type of inputs given as bare JSON lists (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...)."),
         click.option("--output-dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
+        click.option("--output-shape", metavar="SIZES", default=None,
+                     help="OutputTensor Sizes (2,3,4) for operators with no input to take them from "
+                          "(FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX, DIAGONAL_MATRIX1 without "
+                          "InputTensor); for the others it must agree with the Sizes they compute."),
         click.option("--broadcast", is_flag=True,
                      help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
         click.option("--float-rules", type=click.Choice(["ieee", "d3d"], case_sensitive=False), default="ieee",

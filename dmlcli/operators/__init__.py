@@ -38,8 +38,12 @@ def _module(name: str):
 
 def _families() -> tuple[tuple[str, tuple[Operator, ...]], ...]:
     """Families in the order `dmlcli ops` shows them (every family module imported)."""
-    found = tuple((family, tuple(op for module in modules for op in _module(module).OPERATORS))
+    found = tuple((family, tuple(op for module in modules for op in _module(module).OPERATORS if op.family == family))
                   for family, modules in FAMILY_MODULES)
+    listed = sum(len(members) for _, members in found)
+    held = len({id(op) for _, modules in FAMILY_MODULES for module in modules for op in _module(module).OPERATORS})
+    if listed != held:  # an entry whose family is not one that FAMILY_MODULES gives its module
+        raise ValueError("operator table: an entry's family is not listed for its module in index.FAMILY_MODULES")
     return found + tuple(_registered)
 
 

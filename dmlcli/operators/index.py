@@ -19,6 +19,8 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reduction", ("reduction",)),
     ("data movement", ("movement",)),
     ("indexing", ("indexing",)),
+    ("conversion", ("generation",)),
+    ("generation", ("generation",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -207,6 +209,11 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'TOP_K': ('TOP_K', 'indexing'),
     'TOP_K1': ('TOP_K1', 'indexing'),
     'NONZERO_COORDINATES': ('NONZERO_COORDINATES', 'indexing'),
+    'CAST': ('CAST', 'generation'),
+    'FILL_VALUE_CONSTANT': ('FILL_VALUE_CONSTANT', 'generation'),
+    'FILL_VALUE_SEQUENCE': ('FILL_VALUE_SEQUENCE', 'generation'),
+    'DIAGONAL_MATRIX': ('DIAGONAL_MATRIX', 'generation'),
+    'DIAGONAL_MATRIX1': ('DIAGONAL_MATRIX1', 'generation'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -283,6 +290,13 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'indices_dimension_count': ('GATHER_ND', 'indexing'),
     'batch_dimension_count': ('GATHER_ND1', 'indexing'),
     'k': ('TOP_K', 'indexing'),
+    'value_data_type': ('FILL_VALUE_CONSTANT', 'generation'),
+    'value': ('FILL_VALUE_CONSTANT', 'generation'),
+    'value_start': ('FILL_VALUE_SEQUENCE', 'generation'),
+    'value_delta': ('FILL_VALUE_SEQUENCE', 'generation'),
+    'offset': ('DIAGONAL_MATRIX', 'generation'),
+    'diagonal_fill_begin': ('DIAGONAL_MATRIX1', 'generation'),
+    'diagonal_fill_end': ('DIAGONAL_MATRIX1', 'generation'),
 }
 # ---- end of generated part ----
 
@@ -291,7 +305,8 @@ def generated_text() -> str:
     """The generated part of this file, from the whole table."""
     from . import _module, option_index, spelling_index
 
-    modules = [(module, _module(module).OPERATORS) for _, names in FAMILY_MODULES for module in names]
+    names = list(dict.fromkeys(module for _, modules in FAMILY_MODULES for module in modules))
+    modules = [(module, _module(module).OPERATORS) for module in names]
     spellings = spelling_index(modules)
     options = option_index(modules)
     lines = ["SPELLINGS: dict[str, tuple[str, str]] = {"]

@@ -225,7 +225,8 @@ class TypedScalarParameter(Parameter):
     """A DML_SCALAR_UNION field (CLIP1's Min and Max): a value of a tensor's own data type, read exactly.
 
     An INT64 or UINT64 bound is never routed through a double. `default_limit` is "lowest" or "max":
-    the type's own limit, as an omitted bound means in DirectML's CLIP1 usage.
+    the type's own limit, as an omitted bound means in DirectML's CLIP1 usage; or "zero" or "one", that
+    number in the tensor's type (FILL_VALUE_SEQUENCE's ValueStart and ValueDelta).
     """
 
     tensor: str = "OutputTensor"  # whose data type the value has (MinMaxDataType must match it)
@@ -240,6 +241,8 @@ class TypedScalarParameter(Parameter):
 
     def _limit(self, data_type: DataType):
         dtype = data_type.numpy_dtype
+        if self.default_limit in _DEFAULT_NUMBERS:
+            return dtype.type(_DEFAULT_NUMBERS[self.default_limit])
         info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
         return dtype.type(info.min if self.default_limit == "lowest" else info.max)
 
@@ -253,6 +256,8 @@ class TypedScalarParameter(Parameter):
         return parse_scalar(value, data_type, where=f"{self.field} ({option_flag(self.options[0])}, {data_type.name})")
 
     def describe_default(self) -> str:
+        if self.default_limit in _DEFAULT_NUMBERS:
+            return f"{_DEFAULT_NUMBERS[self.default_limit]} (in {self.tensor}'s data type)"
         return f"the {'lowest' if self.default_limit == 'lowest' else 'largest'} value of {self.tensor}'s data type"
 
     def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
@@ -263,8 +268,11 @@ class TypedScalarParameter(Parameter):
     def check_declaration(self, tensors) -> None:
         if self.tensor not in tensors:
             raise ValueError(f"{self.field}: takes its data type from {self.tensor}, which the operator does not have")
-        if self.default_limit not in ("lowest", "max"):
-            raise ValueError(f"{self.field}: default_limit must be 'lowest' or 'max'")
+        if self.default_limit not in ("lowest", "max", *_DEFAULT_NUMBERS):
+            raise ValueError(f"{self.field}: default_limit must be 'lowest', 'max', 'zero' or 'one'")
+
+
+_DEFAULT_NUMBERS = {"zero": 0, "one": 1}  # TypedScalarParameter defaults that are a number, not a type's limit
 
 
 @dataclass(frozen=True, eq=False)

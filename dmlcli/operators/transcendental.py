@@ -13,6 +13,7 @@ import numpy as np
 
 from ..data_types import FLOATS, TYPES_8
 from ..feature_levels import level
+from .conversions import float_to_integer
 from .parameters import FloatParameter, ScaleBiasParameter
 from .scale_bias import float32_scale_bias, integer_scale_bias
 from .schema import APPROXIMATE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
@@ -193,14 +194,13 @@ def _wrap_to_integer(values: np.ndarray, dtype: np.dtype, *, snap: bool) -> np.n
     the low bits of a double beyond 2^53 differ from one device's pow to another's."""
     dtype = np.dtype(dtype)
     width = dtype.itemsize * 8
-    info = np.iinfo(dtype)
     with np.errstate(all="ignore"):
         values = np.asarray(values, dtype=np.float64)
         values = np.where(np.isfinite(values), values, 0.0)
         if snap:
             nearest = np.rint(values)
             values = np.where(np.abs(values - nearest) <= np.abs(values) * _SNAP, nearest, values)
-            values = np.clip(np.trunc(values), float(info.min), float(info.max))
+            return float_to_integer(np, values, dtype)  # Direct3D's conversion: toward zero, saturating
         remainder = np.fmod(np.trunc(values), 2.0**width)  # exact; |remainder| < 2^width <= 2^32
         return remainder.astype(np.int64).astype(f"uint{width}").view(dtype)
 

@@ -1,0 +1,102 @@
+"""CPU benchmark (a script, not a test): CAST and the fills through dmlcli.run against the NumPy call that does
+the same thing, measured in the same run (goal: at most 1.3x).
+
+CAST against ndarray.astype on --mib MiB inputs of values inside the target's range (so astype's result is
+CAST's: the rule for out-of-range values and NaN costs a second look only at blocks that have them); a pair
+with NaN is timed too. FILL_VALUE_SEQUENCE against np.arange(start, stop, step, dtype) and FILL_VALUE_CONSTANT
+against np.full, each writing --mib MiB. Times are medians of --repeats runs, alternating dmlcli and NumPy.
+
+    .venv/bin/python bench/generation_cpu_bench.py [--mib 16] [--repeats 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import dmlcli  # noqa: E402
+
+GOAL = 1.3
+CAST_PAIRS = [("float32", "int32"), ("float32", "uint8"), ("float64", "int64"), ("float16", "int16"),
+              ("float32", "float16"), ("float64", "float32"), ("float32", "float64"), ("int32", "float32"),
+              ("int64", "int32"), ("uint8", "float32"), ("int32", "int8")]
+
+
+def median_time(function, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def compare(label: str, ours, theirs, repeats: int) -> float:
+    ours(), theirs()  # warm up (and the first page faults)
+    ours_times, theirs_times = [], []
+    for _ in range(repeats):  # alternating, so that a busy moment of the machine hits both
+        ours_times.append(median_time(ours, 1))
+        theirs_times.append(median_time(theirs, 1))
+    ours_median, theirs_median = statistics.median(ours_times), statistics.median(theirs_times)
+    ratio = ours_median / theirs_median
+    mark = "" if ratio <= GOAL else f"  (over {GOAL}x)"
+    print(f"{label:<42} dmlcli {ours_median * 1e3:8.2f} ms   numpy {theirs_median * 1e3:8.2f} ms   "
+          f"{ratio:5.2f}x{mark}")
+    return ratio
+
+
+def cast_input(source: str, target: str, count: int, rng) -> np.ndarray:
+    if source.startswith("float"):
+        info = np.iinfo(target) if target.startswith(("int", "uint")) else None
+        low, high = (max(info.min, -30000), min(info.max, 30000)) if info is not None else (-1e4, 1e4)
+        return rng.uniform(low, high, count).astype(source)
+    info = np.iinfo(source)
+    return rng.integers(max(info.min, -(2**40)), min(info.max, 2**40), count, dtype=source)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args()
+    rng = np.random.default_rng(1)
+    ratios = []
+    print(f"CAST, {args.mib} MiB inputs, medians of {args.repeats}")
+    for source, target in CAST_PAIRS:
+        x = cast_input(source, target, args.mib * 2**20 // np.dtype(source).itemsize, rng)
+        ratios.append(compare(f"cast {source} -> {target}", lambda: dmlcli.run("cast", x, output_dtype=target),
+                              lambda: x.astype(target), args.repeats))
+    x = cast_input("float32", "int32", args.mib * 2**18, rng)
+    x[::1000] = np.nan  # every block has a NaN: the rule's path everywhere (not counted in the goal)
+    compare("cast float32 -> int32, a NaN per block", lambda: dmlcli.run("cast", x, output_dtype="int32"),
+            lambda: x.astype("int32"), args.repeats)
+    print(f"FILL_VALUE_SEQUENCE and FILL_VALUE_CONSTANT, {args.mib} MiB outputs")
+    for dtype, start, delta in [("float32", 0.5, 0.25), ("float16", 0.0, 0.001), ("int32", -5, 3), ("uint8", 0, 1),
+                                ("int64", 7, -2)]:
+        count = args.mib * 2**20 // np.dtype(dtype).itemsize
+        ratios.append(compare(
+            f"fill_value_sequence {dtype}",
+            lambda: dmlcli.run("fill_value_sequence", output_shape=(count,), output_dtype=dtype, value_start=start,
+                               value_delta=delta),
+            lambda: np.arange(start, start + count * delta, delta, dtype=dtype),
+            args.repeats))
+    for dtype in ("float32", "uint8", "float64"):
+        count = args.mib * 2**20 // np.dtype(dtype).itemsize
+        ratios.append(compare(
+            f"fill_value_constant {dtype}",
+            lambda: dmlcli.run("fill_value_constant", output_shape=(count,), output_dtype=dtype, value=3),
+            lambda: np.full(count, 3, dtype), args.repeats))
+    worst = max(ratios)
+    print(f"worst ratio {worst:.2f}x (goal {GOAL}x); geometric mean {statistics.geometric_mean(ratios):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,594 @@
+"""CAST (family "conversion") and the generators FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX and
+DIAGONAL_MATRIX1 (family "generation"): entries and kernels.
+
+Sources: DirectML's pages for DML_CAST_OPERATOR_DESC, DML_FILL_VALUE_CONSTANT_OPERATOR_DESC,
+DML_FILL_VALUE_SEQUENCE_OPERATOR_DESC, DML_DIAGONAL_MATRIX_OPERATOR_DESC and DML_DIAGONAL_MATRIX1_OPERATOR_DESC
+(MicrosoftDocs/sdk-api): fields, formulas, examples and support tables.
+
+The generators have no input tensor (DIAGONAL_MATRIX1's is optional): their output's Sizes come from the
+caller (--output-shape, output_shape=, a DxDispatch desc's OutputTensor Sizes), its type from --output-dtype.
+
+Every result is exact (a conversion rounds once, by a rule written in the entry's notes), so the CPU and the
+GPU give the same bits. The CPU runs the array kernels with NumPy. On the GPU, CAST and FILL_VALUE_SEQUENCE
+have kernels of their own (CUDA C++ compiled by CuPy), since CuPy's astype and float32 arithmetic would not
+give NumPy's bits: CuPy compiles with flush-to-zero (FLOAT32 subnormals become 0 in its float conversions and
+arithmetic) and its out-of-range float-to-integer casts are the C cast's (undefined). The kernels below make
+every conversion explicit, with PTX instructions that round to nearest even and keep subnormals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..data_types import ALL11, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT8, \
+    UINT16, UINT32, UINT64
+from ..errors import InputError
+from ..feature_levels import level
+from .conversions import blockwise, float_to_integer, integer_bounds
+from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
+                         option_flag)
+from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
+from .shaped import RuleViolation, ShapeQuery, describe_sizes
+
+_DIMS_2_TO_4 = (2, 3, 4)
+
+
+# ---------------------------------------------------------------- CAST
+
+_CAST_1_0 = (FLOAT32, FLOAT16, INT16, INT8, UINT16, UINT8)  # (sic: no INT32/UINT32 at 1_0 on the page)
+
+
+def _cast_row(level_name, dims, types):
+    return (level_name, dims, {"InputTensor": types, "OutputTensor": types})
+
+
+_CAST_ROWS = rows(
+    _cast_row("4_1", DIMS_1_TO_8, ALL11),
+    _cast_row("3_1", DIMS_1_TO_8, TYPES_10),
+    _cast_row("3_0", DIMS_4, TYPES_10),
+    _cast_row("1_0", DIMS_4, _CAST_1_0),
+)
+
+
+def same_sizes_shape(query: ShapeQuery) -> dict:
+    """CAST: "InputTensor and OutputTensor must have the same DimensionCount and Sizes"."""
+    return {"OutputTensor": query.shape("InputTensor")}
+
+
+def cast_values(xp, x, target: np.dtype):
+    """x converted to `target` by CAST's rules (the entry's notes)."""
+    target = np.dtype(target)
+    if x.dtype.kind == "f" and target.kind in "iu":
+        return float_to_integer(xp, x, target)
+    if x.dtype.kind == "f" and target.kind == "f" and x.dtype != target:
+        return float_to_float(xp, x, target)
+    # int -> int wraps (two's complement), int -> float rounds to nearest even (overflow to inf), a type to
+    # itself copies: the C conversions NumPy's astype makes, which the tests check against Python's arithmetic.
+    return x.astype(target)
+
+
+def quiet_nan_bits(dtype: np.dtype, negative: bool) -> int:
+    """The bits of a type's quiet NaN with no payload: FLOAT16 0x7E00, FLOAT32 0x7FC00000, FLOAT64
+    0x7FF8000000000000, with the sign bit where `negative`."""
+    dtype = np.dtype(dtype)
+    width = dtype.itemsize * 8
+    mantissa = np.finfo(dtype).nmant
+    bits = ((1 << (width - 1 - mantissa)) - 1) << mantissa | 1 << (mantissa - 1)
+    return bits | (1 << (width - 1) if negative else 0)
+
+
+def float_to_float(xp, x, target: np.dtype):
+    """Between two float types: rounded to nearest even (astype); a NaN becomes the target's quiet NaN with
+    the input's sign and no payload (hardware keeps different payload bits; this way both backends agree)."""
+    bits = _bits_dtype(target)
+
+    def with_quiet_nans(block):
+        found = block.astype(target)
+        positive, negative = (bits.type(quiet_nan_bits(target, sign)) for sign in (False, True))
+        nan = xp.where(xp.signbit(block), negative, positive)
+        return xp.where(xp.isnan(block), nan, found.view(bits)).view(target)
+
+    return blockwise(xp, x, target, lambda block: not math.isnan(float(block.min())), with_quiet_nans)
+
+
+def cast_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    (out,) = outputs
+    return (cast_values(xp, x, out.data_type.numpy_dtype),)
+
+
+def cast_gpu_kernel(cp, inputs, outputs, params):
+    (x,) = inputs
+    (out,) = outputs
+    target = np.dtype(out.data_type.numpy_dtype)
+    result = cp.empty(x.shape, target)
+    if x.size:
+        kernel = _cuda_cast_kernel(cp, x.dtype, target)
+        kernel(x.view(_bits_dtype(x.dtype)), result.view(_bits_dtype(target)))
+    return (result,)
+
+
+CAST = Operator(
+    name="CAST", enum_value=61, family="conversion", prefix="",
+    summary="converts each element to the output's data type",
+    formula="OutputTensor[i] = (OutputTensor.DataType) InputTensor[i]",
+    introduced=_CAST_ROWS[-1].level, inputs=("InputTensor",), support=_CAST_ROWS, same_data_type=(),
+    same_sizes=(), cpu_kernel=None, cuda_body="", default_output_type=FLOAT32,
+    shape_rule=same_sizes_shape, array_kernel=cast_kernel, gpu_array_kernel=cast_gpu_kernel, exactness=EXACT,
+    notes=(
+        "The output type is chosen with --output-dtype (default FLOAT32): any type of the level's row to any "
+        "type of it, the same type included (a copy). The page says nothing of how values convert; dmlcli "
+        "takes one rule per kind of pair, after what a DirectML developer wrote of DirectML's own scalar casts "
+        "(\"for integers means truncating toward zero and for floating point values rounding to nearest "
+        "even\", MicrosoftDocs/sdk-api PR 1134) and Direct3D's conversion rules:",
+        "float -> integer: toward zero; values past the type's range saturate to its limits (+inf to the "
+        "largest, -inf to the lowest, -1.5 to UINT8 is 0); NaN gives 0 (Direct3D's float-to-integer "
+        "conversion, as POW's integer results). DirectML hardware is reported to differ here (WebNN issue 489: "
+        "-1.0 to UINT8 gave 255 on one CPU path and 0 on a GPU): results for out-of-range values may differ on "
+        "Windows.",
+        "integer -> integer: modulo 2^width (two's complement): 300 to UINT8 is 44, -1 to UINT32 is 4294967295, "
+        "UINT32 4294967295 to INT32 is -1.",
+        "integer -> float and float -> narrower float (FLOAT64 -> FLOAT32 or FLOAT16, FLOAT32 -> FLOAT16): "
+        "rounded once to nearest even; past the largest finite value, infinity (INT32 65520 -> FLOAT16 inf, "
+        "UINT64 2^64-1 -> FLOAT32 2^64); subnormals are kept, NaN stays NaN (its payload's top bits as the "
+        "hardware keeps them). float -> wider float is exact.",
+        "Results are bit-identical on the CPU and the GPU (the GPU's kernel makes each conversion explicit "
+        "in PTX: CuPy's own astype flushes FLOAT32 subnormals and leaves out-of-range casts undefined).",
+    ),
+)
+
+
+# ---------------------------------------------------------------- shared by the generators
+
+
+def output_sizes_given(query: ShapeQuery, op_name: str) -> tuple[int, ...]:
+    """The Sizes a generator's caller gave for OutputTensor (DirectML takes them from the output's desc)."""
+    given = query.given_outputs.get("OutputTensor")
+    if given is None:
+        raise RuleViolation(f"OutputTensor Sizes are not given; {op_name} has no input to take them from, so give "
+                            f"them with {option_flag('output_shape')} (output_shape= in the API, the OutputTensor's "
+                            "Sizes in a DxDispatch model)")
+    return tuple(int(size) for size in given)
+
+
+def _bits_dtype(dtype) -> np.dtype:
+    """The unsigned integer type of the same width (what exact kernels move)."""
+    return np.dtype(f"uint{np.dtype(dtype).itemsize * 8}")
+
+
+def _as_bits(value, dtype) -> np.generic:
+    """A scalar of `dtype` as the unsigned integer of its bits (NaN payloads and -0.0 kept)."""
+    return np.asarray(value, dtype=dtype).view(_bits_dtype(dtype))[()]
+
+
+VALUE_DATA_TYPE = DataTypeParameter(
+    field="ValueDataType", tensor="OutputTensor",
+    help="the data type of the value fields, which must be OutputTensor's (left out: OutputTensor's)")
+
+
+# ---------------------------------------------------------------- FILL_VALUE_CONSTANT
+
+_FILL_CONSTANT_ROWS = rows(
+    ("4_1", DIMS_1_TO_8, {"OutputTensor": ALL11}),
+    ("4_0", DIMS_1_TO_8, {"OutputTensor": TYPES_8}),
+    ("2_1", DIMS_4, {"OutputTensor": TYPES_8}),
+)
+
+
+def fill_constant_shape(query: ShapeQuery) -> dict:
+    return {"OutputTensor": output_sizes_given(query, "FILL_VALUE_CONSTANT")}
+
+
+def fill_constant_kernel(xp, inputs, outputs, params):
+    (out,) = outputs
+    dtype = np.dtype(out.data_type.numpy_dtype)
+    bits = _bits_dtype(dtype)
+    # Filled as bits, so that every value (a NaN's payload, -0.0) arrives exactly.
+    return (xp.full(out.shape, _as_bits(params["Value"], dtype), dtype=bits).view(dtype),)
+
+
+FILL_VALUE_CONSTANT = Operator(
+    name="FILL_VALUE_CONSTANT", enum_value=103, family="generation", prefix="",
+    summary="fills the output with a constant Value",
+    formula="OutputTensor[coordinate] = Value for every coordinate",
+    introduced=_FILL_CONSTANT_ROWS[-1].level, inputs=(), support=_FILL_CONSTANT_ROWS, same_data_type=(),
+    same_sizes=(), cpu_kernel=None, cuda_body="", default_output_type=FLOAT32,
+    parameters=(VALUE_DATA_TYPE,
+                ScalarUnionParameter(field="Value", tensor="OutputTensor", default_limit="zero",
+                                     help="the value, in OutputTensor's data type (read exactly)")),
+    shape_rule=fill_constant_shape, array_kernel=fill_constant_kernel, exactness=EXACT,
+    notes=(
+        "No input tensor: OutputTensor's Sizes are given with --output-shape (output_shape= in the API; a "
+        "DxDispatch model's OutputTensor), its type with --output-dtype (default FLOAT32).",
+        "Value is read exactly in OutputTensor's type (a decimal rounded once to FLOAT16/FLOAT32); left out, "
+        "it is 0 (DirectML's desc needs it). In a DxDispatch model it may name a union member, "
+        "{\"Float32\": 13} or {\"Bytes\": [0, 60]}; the union has no FLOAT16 member, so a FLOAT16 value is "
+        "its bits in UInt16 or Bytes. Every bit of the value is written (NaN payloads, -0.0).",
+    ),
+)
+
+
+# ---------------------------------------------------------------- FILL_VALUE_SEQUENCE
+
+_SEQUENCE_ROWS = rows(
+    ("5_0", DIMS_1_TO_8, {"OutputTensor": TYPES_10}),
+    ("4_0", DIMS_1_TO_8, {"OutputTensor": TYPES_8}),
+    ("2_1", DIMS_4, {"OutputTensor": TYPES_8}),
+)
+
+
+class WrappingDeltaParameter(ScalarUnionParameter):
+    """ValueDelta: a negative step for an unsigned type is taken modulo 2^width (its two's complement bits).
+
+    The page's second example fills UINT8 from 10 with ValueDelta -2 ([10, 8, 6, 4]): in C that is the
+    union's UInt8 = (UINT8)-2 = 254, and 10 + 254 wraps to 8. So `--value-delta -2` with a UINT8 output is
+    read as 254 (a DxDispatch model may write {"Int8": -2} or 254 for the same bits).
+    """
+
+    def parse(self, given, data_types):
+        data_type = data_types[self.tensor]
+        dtype = data_type.numpy_dtype
+        value = given.get(self.options[0])
+        number = _negative_integer(value)
+        if number is None or dtype.kind != "u":
+            return super().parse(given, data_types)
+        width = dtype.itemsize * 8
+        if number < -(2 ** (width - 1)):
+            raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {number} is out of range for "
+                             f"{data_type.name} (0 to {2**width - 1}, or a negative step from {-(2 ** (width - 1))} "
+                             f"to -1, taken modulo 2^{width})")
+        return dtype.type(number + 2**width)
+
+
+def _negative_integer(value) -> int | None:
+    """`value` as a negative whole number, if it is one (a number or text such as "-2"); None otherwise."""
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value) if int(value) < 0 else None
+    text = str(value).strip()
+    if text.startswith("-") and text[1:].isdigit() and len(text) <= 40:
+        return int(text)
+    return None
+
+
+def fill_sequence_shape(query: ShapeQuery) -> dict:
+    return {"OutputTensor": output_sizes_given(query, "FILL_VALUE_SEQUENCE")}
+
+
+def _integer_sequence(count: int, start: int, delta: int, dtype: np.dtype) -> np.ndarray:
+    """start + i*delta modulo 2^width for i in 0..count-1 (NumPy)."""
+    width = dtype.itemsize * 8
+    info = np.iinfo(dtype)
+    # The step as the signed number with the same bits (UINT8 254 is -2), so that a sequence that stays inside
+    # the type is one np.arange, the library's own loop.
+    step = delta - 2**width if dtype.kind == "u" and delta >= 2 ** (width - 1) else delta
+    last = start + (count - 1) * step
+    if step != 0 and info.min <= last <= info.max:
+        found = np.arange(start, last + (1 if step > 0 else -1), step, dtype=dtype)
+        if found.size == count:
+            return found
+    # Else in the unsigned type of the same width, whose arithmetic is modulo 2^width: i mod 2^width (a
+    # repeated 0..2^width-1 for 8 and 16 bits; a count never reaches 2^32), times delta, plus start.
+    bits = _bits_dtype(dtype)
+    index = (np.arange(count, dtype=bits) if width >= 32
+             else np.resize(np.arange(2**width, dtype=bits), count))
+    with np.errstate(all="ignore"):
+        index *= bits.type(delta % 2**width)
+        index += bits.type(start % 2**width)
+    return index.view(dtype)
+
+
+_SEQUENCE_BLOCK = 1 << 16  # float32 elements per step on the CPU: each block stays in the cache
+
+
+def _float_sequence(count: int, start: np.float32, delta: np.float32, dtype: np.dtype) -> np.ndarray:
+    """fl32(start + fl32(fl32(i) * delta)) for i in 0..count-1, rounded once more to FLOAT16 where asked (NumPy)."""
+    out = np.empty(count, dtype)
+    for first in range(0, count, _SEQUENCE_BLOCK):
+        last = min(count, first + _SEQUENCE_BLOCK)
+        # i as FLOAT32, rounded to nearest even past 2^24 (arange in FLOAT32 is exact only below).
+        index = (np.arange(first, last, dtype=np.float32) if last <= 2**24
+                 else np.arange(first, last, dtype=np.float64).astype(np.float32))
+        np.multiply(index, delta, out=index)
+        np.add(index, start, out=index)
+        out[first:last] = index
+        if math.isnan(float(index.min())):  # a NaN (NaN or infinite ValueStart/ValueDelta): one bit pattern
+            chunk = out[first:last]
+            chunk.view(_bits_dtype(dtype))[np.isnan(index)] = quiet_nan_bits(dtype, negative=False)
+    return out
+
+
+def fill_sequence_kernel(xp, inputs, outputs, params):
+    (out,) = outputs
+    dtype = np.dtype(out.data_type.numpy_dtype)
+    count = math.prod(out.shape)
+    if dtype.kind == "f":
+        start, delta = np.float32(params["ValueStart"]), np.float32(params["ValueDelta"])  # FLOAT16: exact
+        flat = _float_sequence(count, start, delta, dtype)
+    else:
+        flat = _integer_sequence(count, int(params["ValueStart"]), int(params["ValueDelta"]), dtype)
+    return (xp.asarray(flat).reshape(out.shape),)
+
+
+def fill_sequence_gpu_kernel(cp, inputs, outputs, params):
+    (out,) = outputs
+    dtype = np.dtype(out.data_type.numpy_dtype)
+    result = cp.empty(out.shape, dtype)
+    if dtype.kind == "f":
+        start, delta = np.float32(params["ValueStart"]), np.float32(params["ValueDelta"])
+    else:  # the bits of start and delta, as unsigned 64-bit numbers: the kernel wraps modulo 2^64
+        start, delta = (np.uint64(int(params[name]) % 2**64) for name in ("ValueStart", "ValueDelta"))
+    _cuda_sequence_kernel(cp, dtype)(start, delta, result.view(_bits_dtype(dtype)))
+    return (result,)
+
+
+FILL_VALUE_SEQUENCE = Operator(
+    name="FILL_VALUE_SEQUENCE", enum_value=104, family="generation", prefix="",
+    summary="fills the output with ValueStart, ValueStart + ValueDelta, ... in row-major order",
+    formula="OutputTensor[i] = ValueStart + i * ValueDelta, i counting the output's elements in row-major order",
+    introduced=_SEQUENCE_ROWS[-1].level, inputs=(), support=_SEQUENCE_ROWS, same_data_type=(), same_sizes=(),
+    cpu_kernel=None, cuda_body="", default_output_type=FLOAT32,
+    parameters=(VALUE_DATA_TYPE,
+                ScalarUnionParameter(field="ValueStart", tensor="OutputTensor", default_limit="zero",
+                                     help="the first value, in OutputTensor's data type"),
+                WrappingDeltaParameter(field="ValueDelta", tensor="OutputTensor", default_limit="one",
+                                       help="the step, in OutputTensor's data type (negative for an unsigned "
+                                            "type: taken modulo 2^width)")),
+    shape_rule=fill_sequence_shape, array_kernel=fill_sequence_kernel, gpu_array_kernel=fill_sequence_gpu_kernel,
+    exactness=EXACT,
+    notes=(
+        "No input tensor: OutputTensor's Sizes come from --output-shape (output_shape= in the API; a DxDispatch "
+        "model's OutputTensor), its type from --output-dtype (default FLOAT32). ValueStart defaults to 0 and "
+        "ValueDelta to 1 (DirectML's desc needs both).",
+        "Each element is computed from its index, value[i] = ValueStart + i*ValueDelta in the output's type, as "
+        "ONNX's Range defines it (the page's pseudo-code adds ValueDelta again and again, which rounds "
+        "differently for floats; its examples agree with both).",
+        "Integers: modulo 2^width (two's complement). The page's UINT8 example (10, -2 -> [10, 8, 6, 4]) only "
+        "works so: a negative --value-delta for an unsigned type is read as its two's complement (UINT8 -2 is "
+        "254) and 10 + 254 wraps to 8. A sequence that runs past the type's range wraps too.",
+        "FLOAT32: fl(ValueStart + fl(fl(i) * ValueDelta)), each step rounded to nearest even, no fused "
+        "multiply-add, subnormals kept (i rounded to FLOAT32 past 2^24). FLOAT16: the same in FLOAT32 from the "
+        "exactly widened ValueStart and ValueDelta, rounded once to FLOAT16. So element 0 is ValueStart + "
+        "0*ValueDelta: ValueStart, except that -0.0 becomes +0.0 and an infinite or NaN ValueDelta gives NaN.",
+    ),
+)
+
+
+# ---------------------------------------------------------------- DIAGONAL_MATRIX and DIAGONAL_MATRIX1
+
+_DIAGONAL_ROWS = rows(
+    ("5_1", _DIMS_2_TO_4, {"OutputTensor": ALL11}),
+    ("4_0", _DIMS_2_TO_4, {"OutputTensor": TYPES_8}),
+    ("2_1", DIMS_4, {"OutputTensor": TYPES_8}),
+    ("2_0", DIMS_4, {"OutputTensor": (FLOAT32, FLOAT16)}),
+)
+_DIAGONAL1_ROWS = rows(
+    ("5_1", {"InputTensor": (_DIMS_2_TO_4, ALL11), "OutputTensor": (_DIMS_2_TO_4, ALL11)}),
+)
+
+
+def diagonal_shape(query: ShapeQuery) -> dict:
+    return {"OutputTensor": output_sizes_given(query, "DIAGONAL_MATRIX")}
+
+
+def diagonal1_shape(query: ShapeQuery) -> dict:
+    """DIAGONAL_MATRIX1: the input's Sizes where there is one (the pseudo-code reads InputTensor[coordinate]
+    for every output coordinate), else the Sizes the caller gives."""
+    if "InputTensor" in query.shapes:
+        return {"OutputTensor": query.shape("InputTensor")}
+    return {"OutputTensor": output_sizes_given(query, "DIAGONAL_MATRIX1")}
+
+
+def _diagonal_offsets(xp, shape):
+    """x - y of each element of the last two axes (column minus row), as INT64, shaped (height, width)."""
+    height, width = shape[-2], shape[-1]
+    return xp.arange(width, dtype=xp.int64)[None, :] - xp.arange(height, dtype=xp.int64)[:, None]
+
+
+def _fill_where(xp, use_value, value, dtype: np.dtype, shape, others):
+    """`value` where use_value (a (height, width) mask, the same for every batch), `others` (or 0) elsewhere,
+    all as bits."""
+    bits = _bits_dtype(dtype)
+    value_bits = bits.type(_as_bits(value, dtype))
+    if others is None:
+        plane = xp.where(use_value, value_bits, bits.type(0))
+        return xp.ascontiguousarray(xp.broadcast_to(plane, shape)).view(dtype)
+    return xp.where(use_value, value_bits, others.view(bits)).view(dtype)
+
+
+def diagonal_value(value: np.float32, dtype: np.dtype):
+    """DIAGONAL_MATRIX's FLOAT Value in the output's type, by CAST's rules (integers toward zero, saturating,
+    NaN -> 0; FLOAT16 rounded to nearest even; FLOAT64 exact)."""
+    return cast_values(np, np.asarray([value], np.float32), dtype)[0]
+
+
+def diagonal_kernel(xp, inputs, outputs, params):
+    (out,) = outputs
+    dtype = np.dtype(out.data_type.numpy_dtype)
+    on_diagonal = _diagonal_offsets(xp, out.shape) == params["Offset"]
+    return (_fill_where(xp, on_diagonal, diagonal_value(params["Value"], dtype), dtype, out.shape, None),)
+
+
+def diagonal1_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    (out,) = outputs
+    dtype = np.dtype(out.data_type.numpy_dtype)
+    begin, end = params["DiagonalFillBegin"], params["DiagonalFillEnd"]
+    top_x = _diagonal_offsets(xp, out.shape)
+    # The page's pseudo-code: an inverted range (begin > end) fills everything outside [end, begin).
+    use_value = (top_x >= begin) ^ (top_x < end) ^ (end >= begin)
+    return (_fill_where(xp, use_value, params["Value"], dtype, out.shape, x),)
+
+
+DIAGONAL_MATRIX = Operator(
+    name="DIAGONAL_MATRIX", enum_value=93, family="generation", prefix="",
+    summary="fills the output with Value on a diagonal shifted by Offset and 0 elsewhere, for each matrix of "
+            "the last two axes",
+    formula="OutputTensor[..., y, x] = Value if x == y + Offset else 0",
+    introduced=_DIAGONAL_ROWS[-1].level, inputs=(), support=_DIAGONAL_ROWS, same_data_type=(), same_sizes=(),
+    cpu_kernel=None, cuda_body="", default_output_type=FLOAT32,
+    parameters=(IntegerParameter(field="Offset", default_value=0, minimum=INT32_RANGE[0], maximum=INT32_RANGE[1],
+                                 help="shifts the diagonal: positive to the right (x = y + Offset), negative to "
+                                      "the left"),
+                FloatParameter(field="Value", default_value=1.0, help="the FLOAT value written on the diagonal")),
+    shape_rule=diagonal_shape, array_kernel=diagonal_kernel, exactness=EXACT,
+    notes=(
+        "No input tensor: OutputTensor's Sizes come from --output-shape (output_shape= in the API; a DxDispatch "
+        "model's OutputTensor), its type from --output-dtype (default FLOAT32). The last two axes are the "
+        "matrix (height, width: they need not be square); the axes before them count matrices.",
+        "Value is a FLOAT (float32). For other output types it is converted by CAST's rules: FLOAT16 rounded "
+        "to nearest even, FLOAT64 exact, integers toward zero as the page says (10.6 becomes 10), saturating "
+        "past the type's range and NaN -> 0 (the page is silent there; Direct3D's rule, as CAST).",
+    ),
+)
+
+DIAGONAL_MATRIX1 = Operator(
+    name="DIAGONAL_MATRIX1", enum_value=163, family="generation", prefix="",
+    summary="fills diagonals DiagonalFillBegin to DiagonalFillEnd - 1 with Value and the rest with InputTensor "
+            "(or 0), for each matrix of the last two axes",
+    formula="OutputTensor[..., y, x] = Value if ((End >= Begin) ^ (x - y >= Begin) ^ (x - y < End)) else "
+            "(InputTensor[..., y, x] or 0)",
+    introduced=_DIAGONAL1_ROWS[-1].level, inputs=("InputTensor",), support=_DIAGONAL1_ROWS,
+    same_data_type=("InputTensor", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
+    default_output_type=FLOAT32, optional_inputs=(("InputTensor", "OutputTensor"),), optional_since=level("5_1"),
+    parameters=(VALUE_DATA_TYPE,
+                ScalarUnionParameter(field="Value", tensor="OutputTensor", default_limit="one",
+                                     help="the value written on the filled diagonals, in OutputTensor's data type"),
+                IntegerParameter(field="DiagonalFillBegin", default_value=0, minimum=INT32_RANGE[0],
+                                 maximum=INT32_RANGE[1], help="the first diagonal filled (x - y, inclusive)"),
+                IntegerParameter(field="DiagonalFillEnd", default_value=1, minimum=INT32_RANGE[0],
+                                 maximum=INT32_RANGE[1], help="the diagonal after the last one filled (exclusive); "
+                                                              "below DiagonalFillBegin the fill is inverted")),
+    shape_rule=diagonal1_shape, array_kernel=diagonal1_kernel, native_encoding=True, exactness=EXACT,
+    notes=(
+        "InputTensor is optional: given, OutputTensor has its Sizes and data type, and its elements off the "
+        "filled diagonals are copied bit for bit; left out, they are 0 and OutputTensor's Sizes come from "
+        "--output-shape (output_shape= in the API; a DxDispatch model's OutputTensor), its type from "
+        "--output-dtype (default FLOAT32).",
+        "Value is read exactly in OutputTensor's type; left out, it is 1 and the fill range [0, 1), so that the "
+        "defaults give the identity matrix (DirectML's desc needs every field). The page's first example shows "
+        "1s for Value 7 (a page error: its pseudo-code, which dmlcli follows, writes 7).",
+        "An inverted range (DiagonalFillBegin > DiagonalFillEnd) fills every diagonal outside [End, Begin), "
+        "by the page's pseudo-code; Begin == End fills nothing. DIAGONAL_MATRIX's Offset k is Begin k, End k + 1.",
+    ),
+)
+
+OPERATORS_CONVERSION = (CAST,)
+OPERATORS_GENERATION = (FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX, DIAGONAL_MATRIX1)
+OPERATORS = OPERATORS_CONVERSION + OPERATORS_GENERATION
+
+
+# ---------------------------------------------------------------- CUDA kernels (compiled by CuPy on first use)
+
+_CUDA_HELPERS = r"""
+__device__ __forceinline__ unsigned short dml_cast_to_half(double d) {
+    unsigned short h;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
+    return h;
+}
+// Direct3D's float-to-integer conversion: toward zero, saturating, NaN -> 0. `low` and `above` are the
+// type's lowest value and the first value past its largest, both exact as doubles.
+template <typename T>
+__device__ __forceinline__ T dml_cast_saturate(double d, double low, double above, T lowest, T highest) {
+    const double whole = trunc(d);
+    if (whole >= above) return highest;
+    if (whole < low) return lowest;
+    if (whole != whole) return (T)0;
+    return (T)whole;
+}
+"""
+
+_C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+            "uint64": "unsigned long long"}
+_C_BITS = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+_KERNELS: dict = {}
+
+
+def _load_source(dtype: np.dtype) -> str:
+    """C++ for the value of input bits `x`: a double for the float types (exact), the integer itself else."""
+    if dtype.name == "float16":
+        return "dml_widen(dml_half_to_float(x))"
+    if dtype.name == "float32":
+        return "dml_widen(__uint_as_float(x))"
+    if dtype.name == "float64":
+        return "__longlong_as_double((long long)x)"
+    return f"(({_C_VALUE[dtype.name]})x)"
+
+
+def _store_source(source: np.dtype, target: np.dtype) -> str:
+    """C++ for the output bits of `v` (a double for a float source, an integer otherwise)."""
+    bits = _C_BITS[target.itemsize * 8]
+    from_float = source.kind == "f"
+    if target.name == "float64":
+        return "(unsigned long long)__double_as_longlong((double)v)"
+    if target.name == "float32":
+        # A double narrows in PTX (no flush to zero); an integer converts once, rounding to nearest even.
+        return "__float_as_uint(dml_narrow(v))" if from_float else "__float_as_uint((float)v)"
+    if target.name == "float16":
+        # From a double once to FLOAT16; an integer is exact as a double wherever FLOAT16 does not overflow.
+        return "dml_cast_to_half((double)v)"
+    value = _C_VALUE[target.name]
+    if from_float:
+        info = np.iinfo(target)
+        low, above = integer_bounds(target)
+        lowest = f"(({value})(-{info.max}ll - 1))" if target.kind == "i" else "0"  # a literal INT64_MIN overflows
+        return f"({bits})dml_cast_saturate<{value}>(v, {low!r}, {above!r}, {lowest}, ({value}){info.max}ull)"
+    return f"({bits})({value})v"  # integer to integer: modulo 2^width
+
+
+def _prelude() -> str:
+    from ..backends.gpu_kernels import DEVICE_PRELUDE
+
+    return DEVICE_PRELUDE + _CUDA_HELPERS
+
+
+def _cuda_cast_kernel(cp, source: np.dtype, target: np.dtype):
+    key = ("cast", source.name, target.name)
+    if key not in _KERNELS:
+        from ..backends.gpu_kernels import COMPILE_OPTIONS
+
+        _KERNELS[key] = cp.ElementwiseKernel(
+            f"{_bits_dtype(source).name} x", f"{_bits_dtype(target).name} y", _cast_operation(source, target),
+            f"dml_cast_{source.name}_{target.name}", preamble=_prelude(), options=COMPILE_OPTIONS)
+    return _KERNELS[key]
+
+
+def _cast_operation(source: np.dtype, target: np.dtype) -> str:
+    """One element of CAST in C++: `x` the input's bits, `y` the output's."""
+    if source == target:
+        return "y = x;"  # a copy, every bit kept
+    value_type = "double" if source.kind == "f" else _C_VALUE[source.name]
+    operation = f"const {value_type} v = {_load_source(source)}; "
+    if source.kind == "f" and target.kind == "f":  # a NaN: the target's quiet NaN with the input's sign
+        bits = _C_BITS[target.itemsize * 8]
+        negative, positive = (quiet_nan_bits(target, sign) for sign in (True, False))
+        sign = f"(x >> {source.itemsize * 8 - 1})"
+        return operation + (f"y = (v != v) ? ({sign} ? ({bits}){negative}ull : ({bits}){positive}ull) "
+                            f": {_store_source(source, target)};")
+    return operation + f"y = {_store_source(source, target)};"
+
+
+def _cuda_sequence_kernel(cp, dtype: np.dtype):
+    key = ("sequence", dtype.name)
+    if key not in _KERNELS:
+        from ..backends.gpu_kernels import COMPILE_OPTIONS
+
+        if dtype.kind == "f":
+            # fl(start + fl(fl(i) * delta)) in PTX (round to nearest even, no flush to zero, no contraction).
+            rounded = "dml_add(start, dml_mul((float)(unsigned long long)i, delta))"
+            store = "__float_as_uint(r)" if dtype.name == "float32" else "dml_float_to_half(r)"
+            nan = f"{quiet_nan_bits(dtype, negative=False)}u"
+            body = f"const float r = {rounded}; y = (r != r) ? {nan} : {store};"
+            params = "float32 start, float32 delta"
+        else:
+            bits = _C_BITS[dtype.itemsize * 8]
+            body = f"y = ({bits})(start + (unsigned long long)i * delta);"  # modulo 2^64, then 2^width
+            params = "uint64 start, uint64 delta"
+        _KERNELS[key] = cp.ElementwiseKernel(params, f"{_bits_dtype(dtype).name} y", body,
+                                             f"dml_fill_sequence_{dtype.name}", preamble=_prelude(),
+                                             options=COMPILE_OPTIONS)
+    return _KERNELS[key]
