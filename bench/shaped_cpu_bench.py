@@ -119,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     count = max(ROWS_OF_MATRIX, int(args.mib * 2**20 / 4) // ROWS_OF_MATRIX * ROWS_OF_MATRIX)
     print(f"numpy {np.__version__}; {count} FLOAT32 elements ({count * 4 / 2**20:g} MiB) per input as "
           f"{ROWS_OF_MATRIX} rows; medians of {args.repeats} runs; goal <= {GOAL}x")
+    # dmlcli.run's fixed cost (the request, validation, the memory check, the backend), on 8 elements: the floor
+    # under every row, which weighs on the reductions that NumPy finishes in about a millisecond.
+    tiny = np.ones((2, 4), np.float32)
+    fixed = statistics.median(timed(lambda x: dmlcli.run("reduce", x, axes=[1]), (tiny,))
+                              for _ in range(max(args.repeats, 20)))
+    print(f"dmlcli.run's fixed cost per call (REDUCE of 2x4 elements): {fixed * 1e3:.2f} ms")
     print(f"{'row':<28} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7}")
     worst = 0.0
     for row in ROWS:
