@@ -764,3 +764,67 @@ def test_onnx_skips_are_only_what_directml_cannot_express(shared_dir):
             reasons[path.stem] = mapped
     assert all(r.startswith(("FLOAT64", "a size of 0", "noop_with_empty_axes")) for r in reasons.values())
     assert len(reasons) < len(ONNX_CASES) / 3
+
+
+# ---------------------------------------------------------------- DxDispatch models
+
+def _model(dispatchable: dict, resources: dict, bindings: dict, printed: list[str]) -> dict:
+    return {"resources": resources, "dispatchables": {"op": dispatchable},
+            "commands": [{"type": "dispatch", "dispatchable": "op", "bindings": bindings}]
+            + [{"type": "print", "resource": name} for name in printed]}
+
+
+def _dispatch(tmp_path, model: dict):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    return CliRunner().invoke(cli, ["dispatch", str(path), "--no-timing"])
+
+
+def test_dispatch_argmax_with_axis_count_and_direction(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = _model(
+        {"type": "DML_OPERATOR_ARGMAX", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [2, 3]},
+            "OutputTensor": {"DataType": "INT64", "Sizes": [2, 1]},
+            "AxisCount": 1, "Axes": [1], "AxisDirection": "DML_AXIS_DIRECTION_DECREASING"}},
+        {"in": {"initialValuesDataType": "FLOAT32", "initialValues": [5, 1, 5, 2, 2, 0]},
+         "out": {"initialValuesDataType": "INT64", "initialValues": {"valueCount": 2, "value": 0}}},
+        {"InputTensor": "in", "OutputTensor": "out"}, ["out"])
+    result = _dispatch(tmp_path, model)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["Resource 'out': 2, 1"]
+    model["dispatchables"]["op"]["desc"]["OutputTensor"]["Sizes"] = [2, 3]  # not what the rule gives
+    result = _dispatch(tmp_path, model)
+    assert result.exit_code == 3 and "ARGMAX: OutputTensor Sizes [2, 3] do not match" in result.stderr
+
+
+def test_dispatch_cumulative_summation_in_place(tmp_path, monkeypatch):
+    # The page allows the output to alias the input: one resource bound to both.
+    monkeypatch.chdir(tmp_path)
+    model = _model(
+        {"type": "DML_OPERATOR_CUMULATIVE_SUMMATION", "desc": {
+            "InputTensor": {"DataType": "INT32", "Sizes": [1, 1, 1, 4]},
+            "OutputTensor": {"DataType": "INT32", "Sizes": [1, 1, 1, 4]},
+            "Axis": 3, "AxisDirection": "DML_AXIS_DIRECTION_DECREASING", "HasExclusiveSum": True}},
+        {"A": {"initialValuesDataType": "INT32", "initialValues": [1, 2, 3, 4]}},
+        {"InputTensor": "A", "OutputTensor": "A"}, ["A"])
+    result = _dispatch(tmp_path, model)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["Resource 'A': 9, 7, 4, 0"]
+
+
+def test_dispatch_softmax_refuses_in_place_aliasing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = _model(
+        {"type": "DML_OPERATOR_ACTIVATION_SOFTMAX", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 2]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 2]}}},
+        {"A": {"initialValuesDataType": "FLOAT32", "initialValues": [0, 0]}},
+        {"InputTensor": "A", "OutputTensor": "A"}, ["A"])
+    result = _dispatch(tmp_path, model)
+    assert result.exit_code == 3 and "SOFTMAX is not one of them" in result.stderr
+    model["commands"][0]["bindings"] = {"InputTensor": "A", "OutputTensor": "B"}
+    model["resources"]["B"] = {"initialValuesDataType": "FLOAT32", "initialValues": [0, 0]}
+    model["commands"][1]["resource"] = "B"
+    result = _dispatch(tmp_path, model)
+    assert result.exit_code == 0 and result.stdout.splitlines() == ["Resource 'B': 0.5, 0.5"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,9 @@ def _least_json_bytes(count: int) -> int:
     return 3 * count
 
 
+_MEMINFO_FIELD = re.compile(rb"^(MemAvailable|SwapFree):[ \t]*([0-9]+)", re.MULTILINE)
+
+
 def available_memory() -> int | None:
     """Bytes this process could still allocate: available RAM plus free swap, within a cgroup limit.
 
@@ -32,11 +36,13 @@ def available_memory() -> int | None:
     """
     found = None
     try:
-        with open("/proc/meminfo") as handle:
-            fields = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in handle if line.count(":") == 1
-                      and len(line.split()) >= 2 and line.split()[1].isdigit()}
-        if "MemAvailable" in fields:
-            found = fields["MemAvailable"] + fields.get("SwapFree", 0)
+        with open("/proc/meminfo", "rb") as handle:
+            text = handle.read()
+        # Only the two fields are parsed: every run asks, and a whole-file parse cost more than a small
+        # reduction itself (about 0.15 ms).
+        fields = {match.group(1): int(match.group(2)) * 1024 for match in _MEMINFO_FIELD.finditer(text)}
+        if b"MemAvailable" in fields:
+            found = fields[b"MemAvailable"] + fields.get(b"SwapFree", 0)
     except OSError:
         pass
     if found is None:

@@ -317,7 +317,7 @@ def reduce_kernel(xp, inputs, outputs, params):
         index = arg_index(xp, x, axes, function == "ARGMAX", last=False)
         return (index.astype(out_dtype).reshape(out.shape),)
     work = _accumulator(xp, x)
-    axis = tuple(axes)
+    axis = _axis_argument(axes)
     if function == "SUM":
         result = xp.sum(work, axis=axis, dtype=work.dtype)
     elif function == "MULTIPLY":
@@ -341,6 +341,11 @@ def reduce_kernel(xp, inputs, outputs, params):
     return (xp.asarray(result).astype(out_dtype).reshape(out.shape),)
 
 
+def _axis_argument(axes):
+    """One axis as an int, several as a tuple: NumPy's reductions take a faster path for an int."""
+    return axes[0] if len(axes) == 1 else tuple(axes)
+
+
 def _log_sum_exp(xp, work, axis):
     """max + log(sum(exp(x - max))): the formula wherever it does not overflow, finite where the plain sum of
     exponentials would overflow. The shift skips infinities (so that +inf gives +inf, and a group of -inf
@@ -350,9 +355,9 @@ def _log_sum_exp(xp, work, axis):
     return xp.log(xp.sum(xp.exp(work - peak), axis=axis)) + xp.squeeze(peak, axis=axis)
 
 
-def _group_axes(params, rank: int) -> tuple[int, ...]:
-    """The axes a softmax-like group spans: the last one, or the '1' form's Axes."""
-    return softmax_axes(params.get("Axes"), rank) if "Axes" in params else (rank - 1,)
+def _group_axes(params, rank: int) -> int | tuple[int, ...]:
+    """The axes a softmax-like group spans: the last one, or the '1' form's Axes (as the reductions take them)."""
+    return _axis_argument(softmax_axes(params.get("Axes"), rank) if "Axes" in params else (rank - 1,))
 
 
 def softmax_kernel(xp, inputs, outputs, params):
@@ -382,6 +387,7 @@ def hardmax_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     (out,) = outputs
     axes = _group_axes(params, x.ndim)
+    axes = (axes,) if isinstance(axes, int) else axes
     index = arg_index(xp, x, axes, largest=True, last=False)
     flat_shape = tuple(index.shape) + (math.prod(x.shape[axis] for axis in axes),)
     one_hot = (xp.arange(flat_shape[-1]) == index[..., None]).astype(out.data_type.numpy_dtype)

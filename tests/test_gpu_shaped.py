@@ -1,0 +1,109 @@
+"""Shaped operators on the GPU: the CPU's result against the GPU's, operator by operator.
+
+The same array_kernel runs with xp=numpy and xp=cupy: integer results and exact operators must be bit-identical,
+float results within the operator's tolerance for the call (a reduction's grows with the elements reduced).
+Skipped without CuPy or a CUDA device. Each family adds its operators to CASES: (operator, parameters, data
+types, input shapes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.comparison import rule_for, ulp_distance
+from dmlcli.errors import BackendUnavailableError
+
+FLOATS = ("float32", "float16")
+SUM_TYPES = ("float32", "float16", "int32", "uint32", "int64", "uint64")
+ALL_10 = ("float32", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8")
+ROWS = ((7,), (3, 5), (1, 1, 4, 33))  # rank 1, 2 and 4 (the last with the leading 1s of a 4-D layout)
+BLOCKS = ((3, 5), (2, 3, 4), (2, 1, 3, 2, 5))
+
+# ---- the reduction family
+CASES = [
+    *[("reduce", {"function": f, "axes": axes}, types, shapes)
+      for f, types in (("sum", SUM_TYPES), ("multiply", SUM_TYPES), ("l1", SUM_TYPES), ("sum_square", SUM_TYPES),
+                       ("average", FLOATS), ("l2", FLOATS), ("log_sum_exp", FLOATS), ("max", ALL_10),
+                       ("min", ALL_10))
+      for axes, shapes in (([0], BLOCKS), (None, BLOCKS))],
+    ("reduce", {"function": "log_sum", "axes": [0]}, FLOATS, BLOCKS),  # positive inputs below
+    ("reduce", {"function": "argmax", "axes": [0], "output_dtype": "int64"}, ALL_10, BLOCKS),
+    ("reduce", {"function": "argmin", "output_dtype": "uint32"}, ALL_10, BLOCKS),
+    ("argmax", {"axes": [1], "axis_direction": "decreasing"}, ALL_10, BLOCKS),
+    ("argmax", {"axes": [0, 1], "output_dtype": "int32"}, ALL_10, BLOCKS),
+    ("argmin", {"axes": [1]}, ALL_10, BLOCKS),
+    ("argmin", {"axes": [0], "axis_direction": "decreasing", "output_dtype": "uint64"}, ALL_10, BLOCKS),
+    ("activation_softmax", {}, FLOATS, ROWS),
+    ("activation_log_softmax", {}, FLOATS, ROWS),
+    ("activation_hardmax", {}, FLOATS, ROWS),
+    ("activation_softmax1", {"axes": [0, 1]}, FLOATS, BLOCKS),
+    ("activation_log_softmax1", {"axes": [1]}, FLOATS, BLOCKS),
+    ("activation_hardmax1", {"axes": [0]}, FLOATS, BLOCKS),
+    ("cumulative_summation", {"axis": 1}, SUM_TYPES, BLOCKS),
+    ("cumulative_summation", {"axis": 0, "axis_direction": "decreasing", "has_exclusive_sum": True}, SUM_TYPES,
+     BLOCKS),
+    ("cumulative_product", {"axis": 1, "has_exclusive_product": True}, SUM_TYPES, BLOCKS),
+    ("cumulative_product", {"axis": 0, "axis_direction": "decreasing"}, SUM_TYPES, BLOCKS),
+]
+
+PARAMS = [pytest.param(name, params, dtype, shape, id=f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items())}-"
+                                                      f"{dtype}-{'x'.join(map(str, shape))}")
+          for name, params, types, shapes in CASES for dtype in types for shape in shapes]
+
+
+@pytest.fixture(scope="module")
+def gpu_backend():
+    pytest.importorskip("cupy")
+    from dmlcli.backends import gpu
+
+    try:
+        return gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+def sample(dtype: str, shape, seed: int, positive: bool) -> np.ndarray:
+    """Values with ties, and for floats a NaN and infinities in one group of their own (the rest stays finite)."""
+    rng = np.random.default_rng(seed)
+    kind = np.dtype(dtype).kind
+    if kind == "f":
+        values = rng.integers(1 if positive else -16, 17, size=shape) / 4
+        x = values.astype(dtype)
+        if x.size >= 8 and not positive:
+            flat = x.reshape(-1)
+            flat[-1], flat[-2] = np.nan, np.inf  # the last group: NaN and inf handling on both backends
+        return x
+    info = np.iinfo(dtype)
+    return rng.integers(int(info.min), int(info.max), size=shape, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("name, params, dtype, shape", PARAMS)
+def test_gpu_matches_cpu(gpu_backend, name, params, dtype, shape):
+    positive = params.get("function") in ("log_sum", "sum", "l1", "l2", "sum_square", "average", "multiply") or \
+        name.startswith("cumulative")
+    x = sample(dtype, shape, seed=len(shape) * 7 + len(dtype), positive=positive)
+    verdict = dmlcli.validate(name, x, **params)
+    on_cpu = dmlcli.run(name, x, **params)
+    on_gpu = dmlcli.run(name, x, backend="gpu", **params)
+    assert on_gpu.dtype == on_cpu.dtype and on_gpu.shape == on_cpu.shape
+    if on_cpu.dtype.kind != "f":
+        assert np.array_equal(on_gpu, on_cpu)
+        return
+    assert np.array_equal(np.isnan(on_gpu), np.isnan(on_cpu))
+    rule = rule_for(verdict.call.operator, on_cpu.dtype, call=verdict.call)
+    limit = rule.limit if rule.kind == "ulp" else 0
+    finite = ~np.isnan(on_cpu)
+    if rule.kind == "atol":
+        assert np.all(np.abs(on_gpu[finite].astype(np.float64) - on_cpu[finite]) <= 2 * rule.limit)
+    elif name.startswith("activation_log_softmax"):  # near-0 results: absolute error (the tolerance's source)
+        assert np.allclose(on_gpu[finite], on_cpu[finite], rtol=1e-5, atol=1e-6)
+    else:  # each within the tolerance of the exact value, so at most twice that apart
+        assert ulp_distance(on_gpu[finite], on_cpu[finite]).max(initial=0) <= 2 * limit
+
+
+def test_every_shaped_operator_of_the_reduction_family_is_covered():
+    from dmlcli.operators import reduction
+
+    assert {op.cli_name for op in reduction.OPERATORS} <= {name for name, _, _, _ in CASES}
