@@ -937,6 +937,13 @@ def test_cli_runs_split_and_reverse_subsequences(tmp_path):
     assert json.loads(result.stdout)["data"] == [[2, 1, 3], [6, 5, 4]]
 
 
+def test_cli_table_shows_every_output_of_split():
+    result = CliRunner().invoke(cli, ["run", "split", "[1,2,3]", "--dtype", "uint8", "--output-sizes", "1,2"])
+    assert result.exit_code == 0, result.output
+    assert "SPLIT · OutputTensors[0] · DML_FEATURE_LEVEL_6_4 · cpu · UINT8 · shape [1]" in result.stdout
+    assert "SPLIT · OutputTensors[1] · DML_FEATURE_LEVEL_6_4 · cpu · UINT8 · shape [2]" in result.stdout
+
+
 def test_describe_and_ops_list_the_family():
     result = CliRunner().invoke(cli, ["describe", "padding1"])
     assert result.exit_code == 0

@@ -154,10 +154,12 @@ def _show(outcome, style):
     from ..rendering import show
 
     call = outcome.verdict.call
-    out = call.output
-    caption = (f"{call.operator.name} · {outcome.verdict.feature_level} · {outcome.backend} · "
-               f"{out.data_type.name} · shape {list(out.shape)}")
-    show(outcome.output, caption=caption, style=style, stream=sys.stdout)
+    tensors = call.outputs
+    for tensor, array in zip(tensors, outcome.all_outputs):  # SPLIT, TOP_K: every output, each named
+        named = f" · {tensor.name}" if len(tensors) > 1 else ""
+        caption = (f"{call.operator.name}{named} · {outcome.verdict.feature_level} · {outcome.backend} · "
+                   f"{tensor.data_type.name} · shape {list(tensor.shape)}")
+        show(array, caption=caption, style=style, stream=sys.stdout)
 
 
 @cli.command(epilog=exit_codes_help(0, 2, 3, 5))
