@@ -248,7 +248,13 @@ ELEMENT_WISE_MODELS = {
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
     "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
 }
-# The other eighteen, and the words their refusal must contain (exit 2, before anything runs).
+# Two shaped operators' models, worked out by hand: SLICE of the 5x5 ramp 1..25 from (1, 1), 3 rows, every
+# second column of 2; REDUCE SUM of each row of 1..9 as 3x3.
+SHAPED_MODELS = {
+    "dml_slice.json": ["Resource 'output': 7, 9, 12, 14, 17, 19"],
+    "dml_reduce.json": ["Resource 'input': 1, 2, 3, 4, 5, 6, 7, 8, 9", "Resource 'output': 6, 15, 24"],
+}
+# The other sixteen, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
@@ -257,11 +263,9 @@ REFUSED_MODELS = {
     "dml_fill_value_sequence.json": "DML_OPERATOR_FILL_VALUE_SEQUENCE is a DirectML operator that dmlcli does not",
     "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
-    "dml_join.json": "DML_OPERATOR_JOIN is a DirectML operator that dmlcli does not implement",
-    "dml_reduce.json": "DML_OPERATOR_REDUCE is a DirectML operator that dmlcli does not implement",
+    "dml_join.json": "DML_OPERATOR_JOIN takes an array of tensors (InputTensors), which dmlcli does not read",
     "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
-    "dml_slice.json": "DML_OPERATOR_SLICE is a DirectML operator that dmlcli does not implement",
-    "dml_split.json": "DML_OPERATOR_SPLIT is a DirectML operator that dmlcli does not implement",
+    "dml_split.json": "DML_OPERATOR_SPLIT takes an array of tensors (OutputTensors), which dmlcli does not read",
     "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
     "hlsl_add_fp16.json": "mixed-type list initialisers, which only HLSL constant buffers need",
     "hlsl_add_fp32.json": "mixed-type list initialisers, which only HLSL constant buffers need",
@@ -275,7 +279,7 @@ def test_the_shared_models_are_all_there(shared_dir):
     # DxDispatch's 25 example models, and the JSON schema that describes them.
     found = sorted(p.name for p in (shared_dir / "dxdispatch_models").glob("*.json"))
     assert found == sorted(ALL_SHARED_MODELS + ["_schema.json"])
-    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS)) == sorted(ALL_SHARED_MODELS)
+    assert sorted(list(ELEMENT_WISE_MODELS) + list(SHAPED_MODELS) + list(REFUSED_MODELS)) == sorted(ALL_SHARED_MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENT_WISE_MODELS))
@@ -287,6 +291,24 @@ def test_shared_element_wise_models_run(name, tmp_path, monkeypatch, shared_dir)
     if name == "dml_element_wise_add_npy.json":
         assert np.load(tmp_path / "dml_element_wise_add_output.npy").tolist() == [2, 4, 6, 8, 10, 12]
         assert np.fromfile(tmp_path / "dml_element_wise_add_output.dat", np.float32).tolist() == [2, 4, 6, 8, 10, 12]
+
+
+@pytest.mark.parametrize("name", sorted(SHAPED_MODELS))
+def test_shared_shaped_models_run(name, tmp_path, monkeypatch, shared_dir):
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(SHARED_MODELS / name, "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == SHAPED_MODELS[name]
+
+
+def test_a_count_field_must_match_its_array(tmp_path, monkeypatch):
+    model = json.loads((SHARED_MODELS / "dml_slice.json").read_text())
+    model["dispatchables"]["slice"]["desc"]["DimensionCount"] = 3
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(path)
+    assert result.exit_code == 2 and "desc: DimensionCount 3 does not match the 4 values of Offsets" in result.stderr
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_MODELS))

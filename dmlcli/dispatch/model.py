@@ -497,6 +497,9 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
+    if operator.variadic is not None:
+        raise InputError(f"{where}: {operator.dml_name} takes an array of tensors ({operator.variadic}), which "
+                         f"dmlcli does not read from DxDispatch models yet; 'dmlcli run {operator.cli_name}' runs it")
     _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
                 where, "dispatchable")
     desc = value.get("Desc", value.get("desc"))
@@ -504,8 +507,16 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         desc = {key: item for key, item in value.items() if key not in _DISPATCHABLE_KEYS}
     if not isinstance(desc, dict):
         raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
-    expected = operator.tensors + tuple(p.field for p in operator.parameters)
+    # An array field comes with its count field (SLICE's Offsets with DimensionCount), as DirectML reads them.
+    expected = operator.tensors + tuple(dict.fromkeys(name for p in operator.parameters for name in p.desc_fields))
     _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
+    for parameter in operator.parameters:
+        check_count = getattr(parameter, "check_desc_count", None)
+        if check_count is not None:
+            try:
+                check_count(desc)
+            except InputError as error:
+                raise InputError(f"{where}: desc: {error}") from None
     tensors = {}
     optional = {name for name, _ in operator.optional_inputs}
     for tensor_field in operator.tensors:
