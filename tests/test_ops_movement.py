@@ -142,6 +142,16 @@ def test_reverse_subsequences_length_types_by_level():
             plan("reverse_subsequences", [(x, (2, 2, 2, 2)), (parse_data_type(signed), (1, 2, 2, 2))])
 
 
+def test_tensors_that_must_share_a_data_type():
+    with pytest.raises(dmlcli.ValidationError, match=r"InputTensors\[0\] data type FLOAT32 and InputTensors\[1\] "
+                                                     r"data type INT32 differ"):
+        dmlcli.run("join", arr((2,)), arr((2,), "int32"))
+    # REVERSE_SUBSEQUENCES's lengths have their own type; the output has the input's.
+    got = dmlcli.run("reverse_subsequences", arr((3,), "int8"), np.array([3], np.uint64))
+    assert got.dtype == np.int8 and got.tolist() == [2, 1, 0]
+    assert all(piece.dtype == np.uint16 for piece in dmlcli.run("split", arr((4,), "uint16"), output_count=2))
+
+
 def test_padding_symmetric_needs_3_0_the_other_modes_do_not():
     f32 = parse_data_type("float32")
     for mode in ("constant", "edge", "reflection"):
@@ -745,6 +755,24 @@ def test_split_takes_the_outputs_sizes_from_their_descs():
         engine.plan(req, [(f32, (6, 3))])
 
 
+def test_desc_fields_as_a_dxdispatch_model_writes_them():
+    # DxDispatch's dml_slice.json: a 5x5 ramp 1..25, Offsets {0,0,1,1}, Sizes {1,1,3,2}, Strides {1,1,1,2}.
+    f32 = parse_data_type("float32")
+    desc = {"DimensionCount": 4, "Offsets": [0, 0, 1, 1], "Sizes": [1, 1, 3, 2], "Strides": [1, 1, 1, 2]}
+    verdict = engine.plan(engine.request("slice", desc_fields=desc, output_shape=[1, 1, 3, 2]), [(f32, (1, 1, 5, 5))])
+    ramp = np.arange(1, 26, dtype=np.float32).reshape(1, 1, 5, 5)
+    assert engine.execute(verdict, [ramp], "cpu").output.tolist() == [[[[7, 9], [12, 14], [17, 19]]]]
+    with pytest.raises(dmlcli.ValidationError, match=r"OutputTensor Sizes \[1, 1, 3, 3\] do not match"):
+        engine.plan(engine.request("slice", desc_fields=desc, output_shape=[1, 1, 3, 3]), [(f32, (1, 1, 5, 5))])
+    desc = {"InputWindowOffsets": [0, 1], "InputWindowSizes": [5, 4], "InputWindowStrides": [-2, 3]}
+    verdict = engine.plan(engine.request("slice1", desc_fields=desc, output_shape=[2, 1]), [(f32, (5, 5))])
+    assert engine.execute(verdict, [ramp[0, 0]], "cpu").output.tolist() == [[22], [12]]
+    desc = {"BlockSize": 2, "Order": "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH"}
+    verdict = engine.plan(engine.request("depth_to_space1", desc_fields=desc), [(parse_data_type("uint32"),
+                                                                               PAGE_DEPTH.shape)])
+    assert engine.execute(verdict, [PAGE_DEPTH], "cpu").output.tolist() == PAGE_CRD
+
+
 # ---------------------------------------------------------------- ONNX node tests as extra vectors
 
 
@@ -907,6 +935,13 @@ def test_cli_runs_split_and_reverse_subsequences(tmp_path):
                                       lengths, "--axis", "1", "-o", "-"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["data"] == [[2, 1, 3], [6, 5, 4]]
+
+
+def test_cli_table_shows_every_output_of_split():
+    result = CliRunner().invoke(cli, ["run", "split", "[1,2,3]", "--dtype", "uint8", "--output-sizes", "1,2"])
+    assert result.exit_code == 0, result.output
+    assert "SPLIT · OutputTensors[0] · DML_FEATURE_LEVEL_6_4 · cpu · UINT8 · shape [1]" in result.stdout
+    assert "SPLIT · OutputTensors[1] · DML_FEATURE_LEVEL_6_4 · cpu · UINT8 · shape [2]" in result.stdout
 
 
 def test_describe_and_ops_list_the_family():

@@ -497,8 +497,9 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
+    # An array field comes with its count field (SLICE's Offsets with DimensionCount), as DirectML reads them.
     expected = operator.tensors + _count_fields(operator) + tuple(
-        field for p in operator.parameters for field in p.desc_fields)
+        dict.fromkeys(field for p in operator.parameters for field in p.desc_fields))
     _check_keys(value, _DISPATCHABLE_KEYS + expected, where, "dispatchable")
     desc = value.get("Desc", value.get("desc"))
     if desc is None:
