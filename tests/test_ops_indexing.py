@@ -701,6 +701,49 @@ def test_cli_nonzero_writes_both_outputs(tmp_path):
     assert saved["OutputCoordinatesTensor"].tolist() == [[0, 1], [1, 0], [0, 0], [0, 0]]
 
 
+DXDISPATCH_MODEL = """{
+  "resources": {
+    "x": {"initialValuesDataType": "FLOAT32", "initialValues": [0, 1, 10, 11, 3, 2, 9, 8, 4, 5, 6, 7]},
+    "values": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 6, "value": 0}},
+    "indices": {"initialValuesDataType": "UINT32", "initialValues": {"valueCount": 6, "value": 0}},
+    "onehot": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 12, "value": 0}},
+    "idx": {"initialValuesDataType": "UINT32", "initialValues": [0, 3, 2]},
+    "vals": {"initialValuesDataType": "FLOAT32", "initialValues": [0, 1]}
+  },
+  "dispatchables": {
+    "topk": {"type": "DML_OPERATOR_TOP_K1", "desc": {
+      "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 3, 4]},
+      "OutputValueTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 3, 2]},
+      "OutputIndexTensor": {"DataType": "UINT32", "Sizes": [1, 1, 3, 2]},
+      "Axis": 3, "K": 2, "AxisDirection": "DML_AXIS_DIRECTION_DECREASING"}},
+    "hot": {"type": "DML_OPERATOR_ONE_HOT", "desc": {
+      "IndicesTensor": {"DataType": "UINT32", "Sizes": [1, 1, 3, 1]},
+      "ValuesTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 2]},
+      "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 3, 4]},
+      "Axis": 3}}
+  },
+  "commands": [
+    {"type": "dispatch", "dispatchable": "topk", "bindings": {"InputTensor": "x", "OutputValueTensor": "values", "OutputIndexTensor": "indices"}},
+    {"type": "dispatch", "dispatchable": "hot", "bindings": {"IndicesTensor": "idx", "ValuesTensor": "vals", "OutputTensor": "onehot"}},
+    {"type": "print", "resource": "values"},
+    {"type": "print", "resource": "indices"},
+    {"type": "print", "resource": "onehot"}
+  ]
+}
+"""
+
+
+def test_a_dxdispatch_model_runs_top_k1_and_one_hot(tmp_path, monkeypatch):
+    # TOP_K1's two outputs bound to two resources; ONE_HOT's depth from its OutputTensor desc (the page's example 1).
+    (tmp_path / "model.json").write_text(DXDISPATCH_MODEL)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["dispatch", "model.json", "--no-timing"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["Resource 'values': 11, 10, 9, 8, 7, 6",
+                                          "Resource 'indices': 3, 2, 2, 3, 3, 2",
+                                          "Resource 'onehot': 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0"]
+
+
 # ---------------------------------------------------------------- ONNX node tests, mapped by hand
 
 
