@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# Elements checked at a time on the CPU: small enough that the range check reads the block from the cache.
-_BLOCK_ELEMENTS = 1 << 16
+# Elements converted at a time on the CPU: small enough that the range check reads the block from the cache
+# (L2), large enough that the per-block Python calls do not count (measured: 2^16 was slower than 2^18).
+_BLOCK_ELEMENTS = 1 << 18
 
 
 def integer_bounds(dtype) -> tuple[float, float]:
@@ -49,12 +50,14 @@ def blockwise(xp, values, dtype: np.dtype, plain, convert):
         return convert(values)
     flat = np.ascontiguousarray(values).reshape(-1)
     out = np.empty(flat.shape, dtype)
-    for start in range(0, flat.size, _BLOCK_ELEMENTS):
-        block = flat[start:start + _BLOCK_ELEMENTS]
-        if plain(block):
+    with np.errstate(all="ignore"):
+        for start in range(0, flat.size, _BLOCK_ELEMENTS):
+            block = flat[start:start + _BLOCK_ELEMENTS]
+            # astype first, then the check on the block now in the cache (this order measured 2-5x faster
+            # than checking first); where the check fails the rule overwrites the block.
             np.copyto(out[start:start + block.size], block, casting="unsafe")
-        else:
-            out[start:start + block.size] = convert(block)
+            if not plain(block):
+                out[start:start + block.size] = convert(block)
     return out.reshape(values.shape)
 
 

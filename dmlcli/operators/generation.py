@@ -270,34 +270,42 @@ def _integer_sequence(count: int, start: int, delta: int, dtype: np.dtype) -> np
         found = np.arange(start, last + (1 if step > 0 else -1), step, dtype=dtype)
         if found.size == count:
             return found
-    # Else in the unsigned type of the same width, whose arithmetic is modulo 2^width: i mod 2^width (a
-    # repeated 0..2^width-1 for 8 and 16 bits; a count never reaches 2^32), times delta, plus start.
+    # Else by doubling, in the unsigned type of the same width (its arithmetic is modulo 2^width):
+    # value[n + j] = value[j] + n*delta for the n values already written.
     bits = _bits_dtype(dtype)
-    index = (np.arange(count, dtype=bits) if width >= 32
-             else np.resize(np.arange(2**width, dtype=bits), count))
+    out = np.empty(count, bits)
+    out[0] = start % 2**width
+    written = 1
     with np.errstate(all="ignore"):
-        index *= bits.type(delta % 2**width)
-        index += bits.type(start % 2**width)
-    return index.view(dtype)
+        while written < count:
+            more = min(written, count - written)
+            np.add(out[:more], bits.type(written * delta % 2**width), out=out[written:written + more])
+            written += more
+    return out.view(dtype)
 
 
 _SEQUENCE_BLOCK = 1 << 16  # float32 elements per step on the CPU: each block stays in the cache
+_EXACT_FLOAT32_INDEX = 2**24  # every index below is a FLOAT32 exactly
 
 
 def _float_sequence(count: int, start: np.float32, delta: np.float32, dtype: np.dtype) -> np.ndarray:
     """fl32(start + fl32(fl32(i) * delta)) for i in 0..count-1, rounded once more to FLOAT16 where asked (NumPy)."""
     out = np.empty(count, dtype)
+    offsets = np.arange(min(count, _SEQUENCE_BLOCK), dtype=np.float32)  # 0, 1, ...: exact
+    scratch = out if dtype == np.float32 else np.empty(min(count, _SEQUENCE_BLOCK), np.float32)
     for first in range(0, count, _SEQUENCE_BLOCK):
         last = min(count, first + _SEQUENCE_BLOCK)
-        # i as FLOAT32, rounded to nearest even past 2^24 (arange in FLOAT32 is exact only below).
-        index = (np.arange(first, last, dtype=np.float32) if last <= 2**24
-                 else np.arange(first, last, dtype=np.float64).astype(np.float32))
+        index = scratch[first:last] if scratch is out else scratch[:last - first]
+        if last <= _EXACT_FLOAT32_INDEX:
+            np.add(offsets[:last - first], np.float32(first), out=index)  # exact: integers below 2^24
+        else:  # i rounded to FLOAT32, to nearest even
+            index[...] = np.arange(first, last, dtype=np.float64)
         np.multiply(index, delta, out=index)
         np.add(index, start, out=index)
-        out[first:last] = index
-        if math.isnan(float(index.min())):  # a NaN (NaN or infinite ValueStart/ValueDelta): one bit pattern
-            chunk = out[first:last]
-            chunk.view(_bits_dtype(dtype))[np.isnan(index)] = quiet_nan_bits(dtype, negative=False)
+        if scratch is not out:
+            out[first:last] = index
+    if not (math.isfinite(start) and math.isfinite(delta)):  # only then can a NaN come out (0 * inf, inf - inf)
+        out.view(_bits_dtype(dtype))[np.isnan(out)] = quiet_nan_bits(dtype, negative=False)
     return out
 
 
