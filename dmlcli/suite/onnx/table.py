@@ -150,7 +150,7 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=a.adapt_reverse_sequence,
           outside=("ONNX's 1-D sequence_lens becomes a tensor of the input's rank (size 1 on the time axis, each "
                    "length repeated over the other axes), int64 lengths as UINT64 (the same values)",)),
-    Entry("NonZero", "NONZERO_COORDINATES", fields={}, adapter=a.adapt_nonzero,
+    Entry("NonZero", "NONZERO_COORDINATES", fields={"InputTensor": "X"}, adapter=a.adapt_nonzero,
           outside=("DirectML writes a count and M rows of UINT32 coordinates: the first `count` rows, transposed "
                    "and read as int64, are ONNX's output",)),
     Entry("EyeLike", "DIAGONAL_MATRIX", fields={"Offset": "k", "Value": "1",
