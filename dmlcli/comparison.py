@@ -62,12 +62,18 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
 
     With a fused activation among the call's `parameters` (ADD1), the activation's tolerance applies. A
     shaped operator's tolerance may grow with the call (a reduction's with the number of elements reduced:
-    `tolerance_scale(call)` multiplies the figure), where the `call` is given.
+    `tolerance_scale(call)` multiplies the figure), where the `call` is given; an operator's `tolerance_rule(call,
+    dtype)` may give the call a rule of its own (REDUCE's LOG_SUM).
     """
     if np.dtype(dtype).kind != "f":
         return EXACT
     if override is not None:
         return override
+    own_rule = getattr(operator, "tolerance_rule", None)
+    if own_rule is not None and call is not None:
+        found = own_rule(call, np.dtype(dtype))
+        if found is not None:
+            return found
     tolerance = getattr(operator, "tolerance", None)
     for value in (parameters or {}).values():
         fused = value[0] if isinstance(value, tuple) and value else None

@@ -96,6 +96,20 @@ def _arg_reduce(xp, x, axes, function: str):
     return found
 
 
+def _extreme_skipping_nan(xp, x, axis: tuple[int, ...], function: str):
+    """MAX or MIN over `axis`, NaN skipped as ELEMENT_WISE_MAX/MIN skip it (NaN only where all are NaN)."""
+    if getattr(xp, "__name__", "") == "numpy":
+        return (np.fmax if function == "MAX" else np.fmin).reduce(x, axis=axis)
+    extreme = xp.max if function == "MAX" else xp.min
+    if x.dtype.kind != "f":
+        return extreme(x, axis=axis)
+    # CuPy has no fmax.reduce (it raises NotImplementedError): NaN become the identity, then come back where every
+    # reduced element was NaN. The same values as NumPy's fmax.reduce.
+    fill = xp.asarray(-xp.inf if function == "MAX" else xp.inf, x.dtype)
+    found = extreme(xp.where(xp.isnan(x), fill, x), axis=axis)
+    return xp.where(xp.all(xp.isnan(x), axis=axis), xp.asarray(xp.nan, x.dtype), found)
+
+
 def reduce_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     (out,) = outputs
@@ -111,10 +125,8 @@ def reduce_kernel(xp, inputs, outputs, params):
         result = xp.sum(work, axis=axis, dtype=work.dtype)
     elif function == "MULTIPLY":
         result = xp.prod(work, axis=axis, dtype=work.dtype)
-    elif function == "MAX":
-        result = xp.fmax.reduce(work, axis=axis) if hasattr(xp.fmax, "reduce") else xp.nanmax(work, axis=axis)
-    elif function == "MIN":
-        result = xp.fmin.reduce(work, axis=axis) if hasattr(xp.fmin, "reduce") else xp.nanmin(work, axis=axis)
+    elif function in ("MAX", "MIN"):
+        result = _extreme_skipping_nan(xp, work, axis, function)
     elif function == "AVERAGE":
         result = xp.sum(work, axis=axis) / work.dtype.type(math.prod(x.shape[a] for a in axes))
     elif function == "L1":
@@ -140,6 +152,19 @@ _TOLERANCE = Tolerance(
     "dmlcli's choice after WebNN's reduction tolerances, which grow with the elements reduced: 2 ULP of the output "
     "type per element reduced (float results accumulate in FLOAT32, in an order DirectML does not document)")
 
+def log_reduction_rule(call, dtype):
+    """LOG_SUM and LOG_SUM_EXP: the sum's error (2 ULP per element reduced, relative) passes through log as an
+    absolute error of up to 2n eps, which is many ULP of a result near 0 (a sum near 1): within 2n eps + 2n eps *
+    |expected|. The other functions keep the ULP figure."""
+    if call.parameters.get("Function") not in ("LOG_SUM", "LOG_SUM_EXP") or np.dtype(dtype).kind != "f":
+        return None
+    from ..comparison import Rule
+
+    bound = 2 * reduced_count(call) * float(np.finfo(dtype).eps)
+    return Rule("allclose", bound, "REDUCE LOG_SUM/LOG_SUM_EXP: 2 ULP per element reduced of the sum, carried "
+                "through log (dmlcli's choice)", rtol=bound)
+
+
 REDUCE = Operator(
     name="REDUCE", enum_value=55, family="reduction", prefix="",
     summary="reduces the input along Axes with a Function (sum, product, min, max, mean, norms, argmin/argmax)",
@@ -148,7 +173,7 @@ REDUCE = Operator(
     introduced=_FLOAT_ROWS[-1].level, inputs=("InputTensor",), support=_ARG_ROWS, same_data_type=(),
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(FUNCTION, AXES), default_output_type=UINT32,
     support_by="Function", support_groups=_GROUPS, shape_rule=reduce_shape, array_kernel=reduce_kernel,
-    exactness=APPROXIMATE, tolerance=_TOLERANCE, tolerance_scale=reduced_count,
+    exactness=APPROXIMATE, tolerance=_TOLERANCE, tolerance_scale=reduced_count, tolerance_rule=log_reduction_rule,
     notes=(
         "Axes may be left out in the API and on the command line: every axis is reduced (DirectML's desc needs "
         "them; a DxDispatch model must give Axes and AxisCount).",
@@ -159,6 +184,9 @@ REDUCE = Operator(
         "where every element is NaN. The index counts over the reduced axes as one flattened, row-major axis.",
         "LOG_SUM_EXP is computed as max + log(sum(exp(x - max))), which equals the formula wherever it does not "
         "overflow, and stays finite where the plain sum of exponentials would overflow.",
+        "LOG_SUM and LOG_SUM_EXP are checked within 2n eps + 2n eps * |expected| (n the elements reduced, eps "
+        "the output type's machine epsilon): log turns the sum's relative error into an absolute one, so a result "
+        "near 0 (a sum near 1) may be many ULP off while the sum is within 2 ULP per element.",
         "The output type is chosen with --output-dtype only for ARGMAX and ARGMIN (default UINT32, which every "
         "level allows); for the other functions it is the input's type.",
     ),

@@ -164,6 +164,9 @@ class Operator:
     level_rule: Callable | None = None
     # How the tolerance grows with a call (a reduction's with the elements reduced): (call) -> a factor.
     tolerance_scale: Callable | None = None
+    # A call's own rule where no one figure fits every call (REDUCE's LOG_SUM: log turns the sum's relative error
+    # into an absolute one, many ULP of a result near 0): (call, output dtype) -> a comparison.Rule, or None.
+    tolerance_rule: Callable | None = None
 
     @property
     def required_inputs(self) -> tuple[str, ...]:

@@ -238,7 +238,7 @@ def run_loaded(case: Case, backends: Sequence[str], settings: Settings = Setting
 
 
 def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load: float):
-    """(result, (outputs, typed parameters, inputs) or None where no output) of the case on one backend."""
+    """(result, (outputs, the validated call, inputs) or None where no output) of the case on one backend."""
     from .. import engine
 
     operator = call.operator
@@ -289,7 +289,7 @@ def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load
     result = CaseResult(**base, verdict=PASSED if same else FAILED, message=message, differences=report,
                         time=load + ran + compared, timings={"load": load, "run": ran, "compare": compared},
                         warnings=notes)
-    return result, (outputs, outcome.verdict.call.parameters, outcome.inputs)
+    return result, (outputs, outcome.verdict.call, outcome.inputs)
 
 
 def _compared_all(operator, outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray], tolerance,
@@ -343,11 +343,11 @@ def _cross_checks(case: Case, call: Invocation, backends: Sequence[str], outputs
             if case.expect_error is None:
                 results.append(CaseResult(**base, verdict=SKIPPED, message="not both backends gave a result"))
             continue
-        references, parameters, inputs = by_backend[first]
+        references, verdict_call, inputs = by_backend[first]
         started = time.perf_counter()
         reports, same = [], True
         for index, (got, reference) in enumerate(zip(by_backend[other][0], references)):
-            report, agree = backends_agree(operator, got, reference, parameters, inputs)
+            report, agree = backends_agree(operator, got, reference, verdict_call.parameters, inputs, verdict_call)
             if len(references) > 1:
                 verdict, _, rest = report.partition(": ")
                 report = f"{verdict}: output {index + 1} of {len(references)}: {rest}"
