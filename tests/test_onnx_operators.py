@@ -20,7 +20,7 @@ from dmlcli.cli import cli
 from dmlcli.suite import load_case, run_suite
 from dmlcli.suite.case import CaseError
 from dmlcli.suite.onnx import ENTRIES, TABLE, Planned, Skipped, plan
-from dmlcli.suite.onnx.adapters import NotExpressible, onnx_call
+from dmlcli.suite.onnx.adapters import OnnxCall, onnx_call
 from dmlcli.suite.onnx.mapping import SIZES, directml_operator, keyword_for
 from dmlcli.suite.onnx.table import NEXT_ISSUE
 from dmlcli.suite.runner import _compared_all
@@ -224,6 +224,35 @@ def test_every_desc_field_of_an_entry_exists_on_its_operator(entry):
             assert keyword_for(entry, operator, destination)
 
 
+@pytest.mark.parametrize("entry", _entry_params())
+def test_every_condition_names_a_directml_fact(entry):
+    for condition in entry.cannot:
+        assert "DirectML" in condition.reason, condition.reason
+
+
+def f32_array(*values):
+    return np.array(values, np.float32)
+
+
+@pytest.mark.parametrize("onnx_op, inputs, attributes, words", [
+    ("Tile", (f32_array(1, 2), np.array([0], np.int64)), {}, "TILE Repeats must be larger than 0"),
+    ("Pad", (f32_array(1, 2), np.array([-1, 0], np.int64)), {}, "UINT (padding only)"),
+    ("Pad", (f32_array(1, 2), np.array([1, 0], np.int64)), {"mode": "mirror"}, "for ONNX's Pad mode mirror"),
+    ("Slice", (f32_array(1, 2, 3), np.array([2]), np.array([1])), {}, "SLICE1 window must not be empty"),
+    ("TopK", (f32_array(1, 2, 3), np.array([3], np.int64)), {}, "K must be less than"),
+    ("Trilu", (np.ones((2, 2), np.int64), np.array(2 ** 31, np.int64)), {"upper": 0}, "INT range"),
+    ("ScatterND", (f32_array(1, 2), np.array([[0]]), f32_array(5)), {"reduction": "add"}, "reduction=add"),
+    ("OneHot", (np.array([-4], np.int64), np.array(3.0, np.float32), f32_array(0, 1)), {}, "below -depth"),
+    ("Gather", (np.ones((1,) * 8, np.float32), np.zeros((2, 2), np.int64)), {}, "more than 8 dimensions"),
+    ("ReduceSum", (f32_array(1, 2), np.zeros((0,), np.int64)), {"noop_with_empty_axes": 1}, "no such mode"),
+])
+def test_a_condition_directml_cannot_express_is_found(onnx_op, inputs, attributes, words):
+    entry = TABLE[onnx_op]
+    call = OnnxCall(onnx_op, inputs, attributes)
+    reasons = [condition.describe(call) for condition in entry.cannot if condition.when(call)]
+    assert reasons and words in reasons[0], reasons
+
+
 def _mapped_cases():
     params = []
     for path in CASES:
@@ -234,13 +263,16 @@ def _mapped_cases():
     return params or [pytest.param(None, None, id="no-shared", marks=pytest.mark.skip(reason=SHARED_MISSING))]
 
 
+def _expressible(entry, call) -> bool:
+    return not any(condition.when(call) for condition in entry.cannot)
+
+
 @pytest.mark.parametrize("case, entry", _mapped_cases())
 def test_an_adapter_sets_only_fields_its_entry_documents(case, entry):
-    try:
-        prepared = entry.adapter(onnx_call(case), dict(entry.fixed))
-    except NotExpressible as why:
-        assert "DirectML" in str(why)
+    call = onnx_call(case)
+    if not _expressible(entry, call):
         return
+    prepared = entry.adapter(call, dict(entry.fixed))
     assert set(prepared.values) <= set(entry.destinations), (set(prepared.values) - set(entry.destinations))
 
 
@@ -441,10 +473,10 @@ def _modelled_cases():
 def test_an_adapter_gives_onnx_results_through_a_model_of_its_directml_operator(case, entry):
     """The adapter's DESC values and reshapes, run through the DirectML operator's documented behaviour,
     give ONNX's expected outputs: the mapping is right before the operator itself is merged."""
-    try:
-        prepared = entry.adapter(onnx_call(case), dict(entry.fixed))
-    except NotExpressible:
+    call = onnx_call(case)
+    if not _expressible(entry, call):
         pytest.skip("DirectML cannot express this case")
+    prepared = entry.adapter(call, dict(entry.fixed))
     dtype = prepared.output_dtype or (prepared.inputs[0].dtype if prepared.inputs else None)
     with np.errstate(all="ignore"):
         outputs = MODELS[entry.directml](prepared.values, dtype, *prepared.inputs)

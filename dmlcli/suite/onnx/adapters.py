@@ -5,8 +5,9 @@ returns a `Prepared` call: the DESC field values (by field name, or "<Tensor>.Si
 the caller states), the input tensors in DESC order, and `finish`, which turns DirectML's outputs into
 ONNX's. `finish` and the reshapes of inputs only ever do what lies outside the operator and changes no
 value: dropping or adding size-1 axes (keepdims=0, ranks padded with leading 1s), reading indices of one
-integer type as another where the bits are the same, taking the rows a count says are written. Where
-DirectML cannot compute the case, an adapter raises `NotExpressible` with the DirectML fact that stops it.
+integer type as another where the bits are the same, taking the rows a count says are written. The
+conditions under which DirectML cannot compute a case are the table's (`Entry.cannot`), checked before an
+adapter runs: adapters and those conditions share the helpers below (the axes, windows and ranks).
 """
 
 from __future__ import annotations
@@ -23,10 +24,6 @@ MAX_RANK = 8  # DirectML tensors have 1 to 8 dimensions
 # ONNX's TensorProto.DataType codes (onnx.proto) -> NumPy dtype names, for EyeLike's `dtype` attribute.
 TENSOR_PROTO_TYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
                       9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
-
-
-class NotExpressible(Exception):
-    """DirectML cannot compute this case; the message is the DirectML fact that says why (the skip reason)."""
 
 
 class MappingError(Exception):
@@ -102,11 +99,6 @@ def padded(array: np.ndarray, rank: int) -> np.ndarray:
     return array.reshape((1,) * (rank - array.ndim) + array.shape)
 
 
-def check_rank(rank: int, what: str) -> None:
-    if rank > MAX_RANK:
-        raise NotExpressible(f"{what} would need {rank} dimensions; DirectML tensors have at most {MAX_RANK}")
-
-
 def reshaped_to(shapes: Sequence[tuple[int, ...] | None]):
     """A finish that reshapes each output to ONNX's Sizes (None: as it is); element counts must agree, so a
     wrong count is left for the comparison to report."""
@@ -131,16 +123,17 @@ def _data(call: OnnxCall) -> np.ndarray:
 # ---------------------------------------------------------------- reductions
 
 
-def reduce_axes(call: OnnxCall, rank: int) -> tuple[int, ...] | None:
-    """The axes to reduce (normalised), None for every axis; NotExpressible for noop_with_empty_axes."""
+def given_axes(call: OnnxCall) -> list | None:
+    """A reduction's axes as ONNX gives them: the axes input (opset 18) or attribute; None where empty or absent."""
     given = call.input(1)
     axes = list(given.reshape(-1)) if given is not None else call.attr("axes")
-    if axes is None or len(axes) == 0:
-        if call.attr("noop_with_empty_axes", 0):
-            raise NotExpressible("ONNX's noop_with_empty_axes=1 with no axes returns the input unchanged; "
-                                 "DirectML's REDUCE has no such mode (left-out Axes reduce every axis)")
-        return None
-    return tuple(normalised_axis(axis, rank, "axes") for axis in axes)
+    return None if axes is None or len(axes) == 0 else axes
+
+
+def reduce_axes(call: OnnxCall, rank: int) -> tuple[int, ...] | None:
+    """The axes to reduce (normalised), None for every axis."""
+    axes = given_axes(call)
+    return None if axes is None else tuple(normalised_axis(axis, rank, "axes") for axis in axes)
 
 
 def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdims) -> tuple[int, ...] | None:
@@ -204,25 +197,32 @@ def adapt_split(call: OnnxCall, fixed) -> Prepared:
     return Prepared({**fixed, "Axis": axis, "OutputTensors.Sizes": shapes}, [data])
 
 
-def adapt_slice(call: OnnxCall, fixed) -> Prepared:
-    """starts/ends/axes/steps -> SLICE1's window: ONNX's clamping of starts and ends is Python's slice
-    clamping, so slice(...).indices gives the first and last elements read; the window spans them."""
+def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
+    """(axis, first element read, count, step) per sliced axis: ONNX clamps starts and ends as Python's
+    slice(...).indices does."""
     data = _data(call)
-    rank = data.ndim
     starts = [int(v) for v in call.input(1).reshape(-1)]
     ends = [int(v) for v in call.input(2).reshape(-1)]
     axes_given = call.input(3)
-    axes = [normalised_axis(a, rank, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
+    axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
         list(range(len(starts)))
     steps_given = call.input(4)
     steps = [int(v) for v in steps_given.reshape(-1)] if steps_given is not None else [1] * len(starts)
-    offsets, sizes, strides = [0] * rank, list(data.shape), [1] * rank
+    if 0 in steps:
+        raise MappingError("ONNX's Slice steps may not be 0")
+    found = []
     for axis, start, end, step in zip(axes, starts, ends, steps):
         first, stop, step = slice(start, end, step).indices(data.shape[axis])
-        count = len(range(first, stop, step))
-        if count == 0:
-            raise NotExpressible(f"ONNX's slice is empty along axis {axis}; DirectML's SLICE1 window must not be "
-                                 "empty and its OutputTensor Sizes are at least 1")
+        found.append((axis, first, len(range(first, stop, step)), step))
+    return found
+
+
+def adapt_slice(call: OnnxCall, fixed) -> Prepared:
+    """starts/ends/axes/steps -> SLICE1's window, which spans the first to the last element read."""
+    data = _data(call)
+    rank = data.ndim
+    offsets, sizes, strides = [0] * rank, list(data.shape), [1] * rank
+    for axis, first, count, step in slice_ranges(call):
         last = first + (count - 1) * step
         offsets[axis] = min(first, last)
         sizes[axis] = abs(last - first) + 1
@@ -244,15 +244,10 @@ def adapt_pad(call: OnnxCall, fixed) -> Prepared:
         list(range(rank))
     if len(pads) != 2 * len(axes):
         raise MappingError(f"ONNX's pads has {len(pads)} values for {len(axes)} axes (2 per axis)")
-    if any(pad < 0 for pad in pads):
-        raise NotExpressible("ONNX's negative pads crop the input; DirectML's StartPadding and EndPadding are "
-                             "UINT (padding only)")
     start, end = [0] * rank, [0] * rank
     for index, axis in enumerate(axes):
         start[axis], end[axis] = pads[index], pads[index + len(axes)]
     mode = str(call.attr("mode", "constant"))
-    if mode not in PAD_MODES:
-        raise NotExpressible(f"ONNX's Pad mode {mode!r} has no DML_PADDING_MODE")
     value = call.input(2)
     values = {**fixed, "PaddingMode": PAD_MODES[mode], "StartPadding": tuple(start), "EndPadding": tuple(end)}
     if mode == "constant":
@@ -263,9 +258,23 @@ def adapt_pad(call: OnnxCall, fixed) -> Prepared:
 def adapt_tile(call: OnnxCall, fixed) -> Prepared:
     data = _data(call)
     repeats = tuple(int(v) for v in call.input(1).reshape(-1))
-    if any(r == 0 for r in repeats):
-        raise NotExpressible("ONNX's repeats of 0 empty an axis; DirectML's TILE Repeats must be larger than 0")
     return Prepared({**fixed, "Repeats": repeats}, [data])
+
+
+def gather_shape(call: OnnxCall) -> tuple[int, ...]:
+    data, indices = _data(call), call.input(1)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    return data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+
+
+def gather_nd_shape(call: OnnxCall) -> tuple[int, ...]:
+    data, indices = _data(call), call.input(1)
+    return indices.shape[:-1] + data.shape[int(call.attr("batch_dims", 0)) + indices.shape[-1]:]
+
+
+def common_rank(call: OnnxCall, output_shape: tuple[int, ...]) -> int:
+    """The one DimensionCount the inputs and the output of a GATHER call share (leading 1s added)."""
+    return max(*(t.ndim for t in call.inputs if t is not None), len(output_shape), 1)
 
 
 def adapt_gather(call: OnnxCall, fixed) -> Prepared:
@@ -273,9 +282,8 @@ def adapt_gather(call: OnnxCall, fixed) -> Prepared:
     output's rank, IndexDimensions says how many of the indices' dimensions count, Axis moves with the 1s."""
     data, indices = _data(call), call.input(1)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
-    onnx_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
-    rank = max(data.ndim, indices.ndim, len(onnx_shape), 1)
-    check_rank(rank, "ONNX's Gather output")
+    onnx_shape = gather_shape(call)
+    rank = common_rank(call, onnx_shape)
     values = {**fixed, "Axis": axis + rank - data.ndim, "IndexDimensions": indices.ndim}
     return Prepared(values, [padded(data, rank), padded(indices, rank)], finish=reshaped_to([onnx_shape]))
 
@@ -288,36 +296,32 @@ def adapt_gather_elements(call: OnnxCall, fixed) -> Prepared:
 def adapt_gather_nd(call: OnnxCall, fixed) -> Prepared:
     data, indices = _data(call), call.input(1)
     batch = int(call.attr("batch_dims", 0))
-    tuple_size = indices.shape[-1]
-    onnx_shape = indices.shape[:-1] + data.shape[batch + tuple_size:]
-    rank = max(data.ndim, indices.ndim, len(onnx_shape), 1)
-    check_rank(rank, "ONNX's GatherND")
+    onnx_shape = gather_nd_shape(call)
+    rank = common_rank(call, onnx_shape)
     values = {**fixed, "InputDimensionCount": data.ndim, "IndicesDimensionCount": indices.ndim,
               "BatchDimensionCount": batch}
     return Prepared(values, [padded(data, rank), padded(indices, rank)], finish=reshaped_to([onnx_shape]))
 
 
-def no_reduction(call: OnnxCall) -> None:
-    reduction = str(call.attr("reduction", "none"))
-    if reduction != "none":
-        raise NotExpressible(f"ONNX's reduction={reduction} combines updates with the data; DirectML's scatter "
-                             "operators only overwrite (no reduction field)")
-
-
 def adapt_scatter_elements(call: OnnxCall, fixed) -> Prepared:
-    no_reduction(call)
     data = _data(call)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
     return Prepared({**fixed, "Axis": axis}, [data, call.input(1), call.input(2)])
 
 
 def adapt_scatter_nd(call: OnnxCall, fixed) -> Prepared:
-    no_reduction(call)
     data, indices, updates = _data(call), call.input(1), call.input(2)
     rank = max(data.ndim, indices.ndim, updates.ndim)
     values = {**fixed, "InputDimensionCount": data.ndim, "IndicesDimensionCount": indices.ndim}
     return Prepared(values, [padded(data, rank), padded(indices, rank), padded(updates, rank)],
                     finish=reshaped_to([data.shape]))
+
+
+def one_hot_depth(call: OnnxCall) -> int:
+    depth = scalar_of(call.input(1), "depth")
+    if float(depth) != int(depth):
+        raise MappingError(f"ONNX's depth {depth} is not a whole number")
+    return int(depth)
 
 
 def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
@@ -326,13 +330,7 @@ def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
     indices, depth_tensor, pair = _data(call), call.input(1), call.input(2)
     rank = indices.ndim + 1
     axis = normalised_axis(call.attr("axis", -1), rank)
-    depth = scalar_of(depth_tensor, "depth")
-    if float(depth) != int(depth):
-        raise MappingError(f"ONNX's depth {depth} is not a whole number")
-    depth = int(depth)
-    if indices.dtype.kind in "iu" and np.any(indices.astype(np.int64) < -depth):
-        raise NotExpressible("an index lies below -depth: DirectML's ONE_HOT page says only that indices past the "
-                             "sequence are ignored and negative ones count from the end (ONNX: all off_value)")
+    depth = one_hot_depth(call)
     shape = indices.shape[:axis] + (depth,) + indices.shape[axis:]
     values = {**fixed, "Axis": axis, "OutputTensor.Sizes": shape}
     return Prepared(values, [np.expand_dims(indices, axis), pair.reshape((1,) * (rank - 1) + (pair.size,))])
@@ -342,9 +340,6 @@ def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
     data = _data(call)
     axis = normalised_axis(call.attr("axis", -1), data.ndim)
     k = int(scalar_of(call.input(1), "k"))
-    if k >= data.shape[axis]:
-        raise NotExpressible(f"ONNX's k {k} is the whole axis ({data.shape[axis]}); DirectML's TOP_K1 says K must be "
-                             "less than the number of elements along Axis")
     values = {**fixed, "Axis": axis, "K": k,
               "AxisDirection": "DECREASING" if call.attr("largest", 1) else "INCREASING"}
 
@@ -416,14 +411,17 @@ def adapt_eye_like(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, [], output_dtype=dtype)
 
 
+def trilu_bounds(call: OnnxCall) -> tuple[int, int]:
+    """DiagonalFillBegin and DiagonalFillEnd: the range of column - row that is zeroed."""
+    k = int(scalar_of(call.input(1), "k")) if call.input(1) is not None else 0
+    return (INT32_MIN, k) if call.attr("upper", 1) else (k + 1, INT32_MAX)
+
+
 def adapt_trilu(call: OnnxCall, fixed) -> Prepared:
     """DIAGONAL_MATRIX1 with InputTensor writes Value (0) where column - row is in [Begin, End): triu (upper=1)
     zeroes column - row < k, tril zeroes column - row > k."""
     data = _data(call)
-    k = int(scalar_of(call.input(1), "k")) if call.input(1) is not None else 0
-    begin, end = (INT32_MIN, k) if call.attr("upper", 1) else (k + 1, INT32_MAX)
-    if not (INT32_MIN <= begin <= INT32_MAX and INT32_MIN <= end <= INT32_MAX):
-        raise NotExpressible(f"ONNX's k {k} is outside DirectML's INT DiagonalFillBegin/DiagonalFillEnd range")
+    begin, end = trilu_bounds(call)
     values = {**fixed, "DiagonalFillBegin": begin, "DiagonalFillEnd": end, "Value": "0"}
     return Prepared(values, [data])
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..case import Case
-from .adapters import MappingError, NotExpressible, Prepared, onnx_call
+from .adapters import MappingError, Prepared, onnx_call
 from .table import NEXT_ISSUE, TABLE, Entry
 
 SIZES = ".Sizes"
@@ -76,17 +76,20 @@ def plan(case: Case) -> Planned | Skipped:
                          "(dmlcli/suite/onnx/table.py)")
     if entry.directml is None:
         return Skipped(entry.reason)
-    operator = directml_operator(entry)
-    if operator is None:
-        note = " (ONNX's %s is one of the next issue's operators)" % entry.onnx_op if entry.issue == NEXT_ISSUE else ""
-        return Skipped(f"DirectML's {entry.directml} is not implemented in dmlcli yet{note}")
-    if entry.adapter is None:
-        return Skipped(f"the mapping of ONNX's {entry.onnx_op} onto DirectML's {entry.directml} is not written yet "
-                       f"(issue {entry.issue})")
+    call = onnx_call(case)
     try:
-        prepared: Prepared = entry.adapter(onnx_call(case), dict(entry.fixed))
-    except NotExpressible as why:
-        return Skipped(str(why))
+        # What DirectML can never compute says so first, whether or not dmlcli has the operator yet.
+        for condition in entry.cannot:
+            if condition.when(call):
+                return Skipped(condition.describe(call))
+        operator = directml_operator(entry)
+        if operator is None:
+            note = f" (ONNX's {entry.onnx_op} is one of the next issue's operators)" if entry.issue == NEXT_ISSUE else ""
+            return Skipped(f"DirectML's {entry.directml} is not implemented in dmlcli yet{note}")
+        if entry.adapter is None:
+            return Skipped(f"the mapping of ONNX's {entry.onnx_op} onto DirectML's {entry.directml} is not written "
+                           f"yet (issue {entry.issue})")
+        prepared: Prepared = entry.adapter(call, dict(entry.fixed))
     except MappingError as error:
         raise InputError(f"ONNX {case.onnx_op}: {error}") from None
     unsupported = _unsupported(operator, prepared, case)
