@@ -3,6 +3,8 @@
 A case names an operator, its parameters, its input tensors and the expected output (JSON tensor
 objects, or .npy file names relative to the case file), whether inputs broadcast, and optionally a
 tolerance, the exit code of an expected rejection, a feature level, float rules or a reason to skip.
+"expected" may be a list, one tensor per output. An ONNX node test (../shared/onnx_operators) names its
+"onnx_op" instead, with its attributes and input/output names: suite/onnx maps it onto a DirectML call.
 Anything wrong with a case file is a `CaseError` naming the file and what is wrong: the runner
 reports it as that case's error, never as the end of the run.
 """

@@ -193,7 +193,7 @@ class Invocation:
     label: str = ""  # what results are grouped by
 
 
-def invocation(case: Case) -> Invocation | CaseResult | str:
+def invocation(case: Case) -> Invocation | str:
     """The case's call; a reason (str) where an ONNX case is skipped; InputError where it cannot be made."""
     from ..operators import find_operator
 
