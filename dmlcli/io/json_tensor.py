@@ -229,6 +229,8 @@ def tensor_from_data(data, dtype: DataType, *, where: str, shape=None) -> np.nda
     elif list(nested_shape) != list(shape):
         if len(nested_shape) == 1 and int(np.prod(shape, dtype=object)) == nested_shape[0]:
             pass  # flat data with an explicit shape
+        elif 0 in nested_shape and list(shape[:len(nested_shape)]) == list(nested_shape):
+            pass  # nested lists cannot show the sizes after a zero ([[], []] for [2, 0, 4]): "shape" gives them
         else:
             raise InputError(f"{where}: \"shape\" {list(shape)} does not match the data, whose shape is {list(nested_shape)}")
     convert = _float_converter(np_dtype) if dtype.is_float else _integer_converter(np_dtype)

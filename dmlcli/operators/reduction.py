@@ -307,6 +307,20 @@ def _skip_nan_extreme(xp, work, axis, largest: bool):
     return xp.where(every_nan, xp.asarray(xp.nan, work.dtype), found)
 
 
+def _extreme_skipping_nan(xp, x, axis: tuple[int, ...], function: str):
+    """MAX or MIN over `axis`, NaN skipped as ELEMENT_WISE_MAX/MIN skip it (NaN only where all are NaN)."""
+    if getattr(xp, "__name__", "") == "numpy":
+        return (np.fmax if function == "MAX" else np.fmin).reduce(x, axis=axis)
+    extreme = xp.max if function == "MAX" else xp.min
+    if x.dtype.kind != "f":
+        return extreme(x, axis=axis)
+    # CuPy has no fmax.reduce (it raises NotImplementedError): NaN become the identity, then come back where every
+    # reduced element was NaN. The same values as NumPy's fmax.reduce.
+    fill = xp.asarray(-xp.inf if function == "MAX" else xp.inf, x.dtype)
+    found = extreme(xp.where(xp.isnan(x), fill, x), axis=axis)
+    return xp.where(xp.all(xp.isnan(x), axis=axis), xp.asarray(xp.nan, x.dtype), found)
+
+
 def reduce_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     (out,) = outputs
@@ -436,6 +450,7 @@ _INDEX_TYPE = ("The output type is chosen with --output-dtype (INT64, INT32, UIN
                "as REDUCE's ARGMAX/ARGMIN). An INT32 index past 2^31 - 1 (a group of more than 2^31 elements) "
                "wraps modulo 2^32.")
 
+
 REDUCE = Operator(
     name="REDUCE", enum_value=55, family="reduction", prefix="",
     summary="reduces the input along Axes with a Function (sum, product, min, max, mean, norms, argmin/argmax)",
@@ -450,7 +465,8 @@ REDUCE = Operator(
         "WebNN's reduction tolerances (web-platform-tests webnn/conformance_tests/reduce_*.https.any.js), which "
         "grow with the N elements reduced: N ULP for SUM, MULTIPLY and L1, N + 2 for AVERAGE, 2N + 1 for L2, 2N "
         "for SUM_SQUARE, N + 18 for LOG_SUM, 2N + 18 for LOG_SUM_EXP; MAX and MIN select an element: exact"),
-    tolerance_scale=reduce_tolerance_scale, dask_layout="whole_axes", dask_axes=reduced_axes,
+    tolerance_scale=reduce_tolerance_scale, dask_layout="whole_axes",
+    dask_axes=reduced_axes,
     notes=(
         "Axes may be left out in the API and on the command line: every axis is reduced (DirectML's desc needs "
         "them; a DxDispatch model must give Axes and AxisCount).",
@@ -464,6 +480,9 @@ REDUCE = Operator(
         "one flattened, row-major axis. The other functions propagate NaN.",
         "LOG_SUM_EXP is computed as max + log(sum(exp(x - max))), which equals the formula wherever it does not "
         "overflow, and stays finite where the plain sum of exponentials would overflow.",
+        "LOG_SUM and LOG_SUM_EXP are checked within 2n eps + 2n eps * |expected| (n the elements reduced, eps "
+        "the output type's machine epsilon): log turns the sum's relative error into an absolute one, so a result "
+        "near 0 (a sum near 1) may be many ULP off while the sum is within 2 ULP per element.",
         "The output type is chosen with --output-dtype only for ARGMAX and ARGMIN (default UINT32, which every "
         "level allows); for the other functions it is the input's type.",
         "Support by Function follows the newest page: L1 and SUM_SQUARE take INT32/INT64/UINT32/UINT64 from 5_0 "

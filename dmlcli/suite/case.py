@@ -3,6 +3,8 @@
 A case names an operator, its parameters, its input tensors and the expected output (JSON tensor
 objects, or .npy file names relative to the case file), whether inputs broadcast, and optionally a
 tolerance, the exit code of an expected rejection, a feature level, float rules or a reason to skip.
+"expected" may be a list, one tensor per output. An ONNX node test (../shared/onnx_operators) names its
+"onnx_op" instead, with its attributes and input/output names: suite/onnx maps it onto a DirectML call.
 Anything wrong with a case file is a `CaseError` naming the file and what is wrong: the runner
 reports it as that case's error, never as the end of the run.
 """
@@ -25,6 +27,9 @@ KNOWN_KEYS = frozenset({
     "op", "params", "inputs", "expected", "broadcast", "tolerance", "expect_error", "feature_level",
     "float_rules", "skip", "source", "source_commit", "case_name", "notes", "also_in", "tolerance_source",
     "directml_support", "dmlcli_version",
+    # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
+    # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
+    "onnx_op", "attributes", "input_names", "output_names", "source_version",
 })
 # What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
 REJECTION_CODES = (2, 3)
@@ -40,10 +45,10 @@ class Case:
 
     path: Path
     case_id: str
-    op: str
+    op: str  # the DirectML operator as written ("" for an ONNX case: see onnx_op)
     params: Mapping[str, object]
     inputs: tuple[np.ndarray, ...]
-    expected: np.ndarray | None
+    expected: np.ndarray | None  # the first (or only) expected output
     broadcast: bool = False
     tolerance: Rule | None = None  # None: the operator's own rule (comparison.rule_for)
     expect_error: int | None = None
@@ -52,6 +57,21 @@ class Case:
     skip: str | None = None
     name: str = ""
     document: Mapping[str, object] = field(default_factory=dict, repr=False)
+    # Every expected output in DESC (or ONNX) order, where "expected" is a list: SPLIT, TOP_K, ONNX's Split...
+    expected_outputs: tuple[np.ndarray, ...] = ()
+    # An ONNX node test: its operator, attributes and names; suite/onnx maps it onto a DirectML operator.
+    onnx_op: str | None = None
+    attributes: Mapping[str, object] = field(default_factory=dict)
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    source_version: str | None = None
+
+    @property
+    def all_expected(self) -> tuple[np.ndarray, ...]:
+        """Every expected output in order (the one `expected` for a single-output case)."""
+        if self.expected_outputs:
+            return self.expected_outputs
+        return () if self.expected is None else (self.expected,)
 
 
 def case_id_for(path: Path, root: Path | None) -> str:
@@ -110,20 +130,29 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
     unknown = sorted(set(document) - KNOWN_KEYS)
     if unknown:
         raise CaseError(f"{where}: unknown key {quoted(unknown[0])} (a case has {', '.join(sorted(KNOWN_KEYS))})")
-    op = document.get("op")
-    if not isinstance(op, str) or not op:
+    onnx = _onnx_fields(document, where)
+    op = document.get("op", "" if onnx else None)
+    if onnx and "op" in document:
+        raise CaseError(f"{where}: a case names either \"op\" (a DirectML operator) or \"onnx_op\", not both")
+    if not isinstance(op, str) or (not op and not onnx):
         raise CaseError(f"{where}: \"op\" must name the operator, such as \"bit_xor\"")
     params = _params(document.get("params", {}), where)
     raw_inputs = document.get("inputs")
-    if not isinstance(raw_inputs, list) or not raw_inputs:
+    # An ONNX operator may take no input tensors (its inputs all optional, or none at all).
+    if not isinstance(raw_inputs, list) or (not raw_inputs and not onnx):
         raise CaseError(f"{where}: \"inputs\" must be a non-empty list of tensors or .npy file names")
     inputs = tuple(_tensor(t, path, f"input {i + 1}") for i, t in enumerate(raw_inputs))
     expect_error = _expect_error(document, where)
-    expected = None
+    expected, expected_outputs = None, ()
     if "expected" in document and expect_error is None:
-        expected = _tensor(document["expected"], path, "expected")
+        expected_outputs = _expected_list(document["expected"], path, where)
+        expected = expected_outputs[0]
+        if not isinstance(document["expected"], list):
+            expected_outputs = ()
     elif expect_error is None:
         raise CaseError(f"{where}: no \"expected\" tensor (or \"expect_error\": 3 for a call that must be refused)")
+    if onnx:
+        _check_onnx_names(onnx, len(inputs), len(expected_outputs) or (expected is not None), where)
     broadcast = document.get("broadcast", False)
     if not isinstance(broadcast, bool):
         raise CaseError(f"{where}: \"broadcast\" must be true or false")
@@ -131,7 +160,66 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
                 broadcast=broadcast, tolerance=_tolerance(document.get("tolerance"), where),
                 expect_error=expect_error, feature_level=_level(document.get("feature_level"), where),
                 float_rules=_float_rules(document.get("float_rules"), where), skip=_skip(document.get("skip"), where),
-                name=str(document.get("case_name") or ""), document=document)
+                name=str(document.get("case_name") or ""), document=document, expected_outputs=expected_outputs,
+                **onnx)
+
+
+def _expected_list(value, path: Path, where: str) -> tuple[np.ndarray, ...]:
+    """"expected" as one tensor, or a list of them (one per output, in order)."""
+    if isinstance(value, list):
+        if not value:
+            raise CaseError(f"{where}: \"expected\" is an empty list; give one tensor per output")
+        return tuple(_tensor(t, path, f"expected output {i + 1}") for i, t in enumerate(value))
+    return (_tensor(value, path, "expected"),)
+
+
+def _onnx_fields(document: dict, where: str) -> dict:
+    """The ONNX keys of a node-test case as Case fields ({} for a DirectML case), their types checked."""
+    if "onnx_op" not in document:
+        stray = sorted({"attributes", "input_names", "output_names"} & set(document))
+        if stray:
+            raise CaseError(f"{where}: {quoted(stray[0])} belongs to an ONNX case, which names its \"onnx_op\"")
+        return {}
+    onnx_op = document["onnx_op"]
+    if not isinstance(onnx_op, str) or not onnx_op:
+        raise CaseError(f"{where}: \"onnx_op\" must name an ONNX operator, such as \"ReduceSum\"")
+    attributes = document.get("attributes", {})
+    if not isinstance(attributes, dict):
+        raise CaseError(f"{where}: \"attributes\" must be an object of ONNX attribute values")
+    names = {}
+    for key in ("input_names", "output_names"):
+        value = document.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise CaseError(f"{where}: {quoted(key)} must be a list of names (strings)")
+        names[key] = tuple(value)
+    version = document.get("source_version")
+    if version is not None and not isinstance(version, str):
+        raise CaseError(f"{where}: \"source_version\" must be text, such as \"1.23.2\"")
+    return {"onnx_op": onnx_op, "attributes": _attribute_values(attributes), "source_version": version, **names}
+
+
+def _attribute_values(attributes: dict) -> dict:
+    """Attribute values as Python numbers: JSON's decimals (read exactly, as Decimal) become the nearest
+    double, which holds ONNX's float32 attributes exactly; integers stay integers."""
+    def plain(value):
+        if isinstance(value, Decimal):
+            return float(value)
+        if isinstance(value, list):
+            return [plain(item) for item in value]
+        return value
+
+    return {key: plain(value) for key, value in attributes.items()}
+
+
+def _check_onnx_names(onnx: dict, inputs: int, outputs: int, where: str) -> None:
+    given = [name for name in onnx["input_names"] if name]
+    if onnx["input_names"] and len(given) != inputs:
+        raise CaseError(f"{where}: \"input_names\" names {len(given)} inputs (leaving out the empty ones) but "
+                        f"\"inputs\" holds {inputs} tensors")
+    named = [name for name in onnx["output_names"] if name]  # "": an optional output the test does not check
+    if onnx["output_names"] and len(named) != outputs:
+        raise CaseError(f"{where}: \"output_names\" names {len(named)} outputs (leaving out the empty ones) but "
+                        f"\"expected\" holds {outputs} tensors")
 
 
 def _params(value, where: str) -> dict:

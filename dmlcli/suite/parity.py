@@ -18,11 +18,13 @@ from ..operators.schema import APPROXIMATE, COMPOSITE
 _POW_INTEGER_BY_FLOAT = Rule("atol", 1.0, "POW of an integer base by a float exponent")
 
 
-def backends_agree(operator, got: np.ndarray, reference: np.ndarray, parameters, inputs=()) -> tuple[str, bool]:
-    """(report in --check's format, same) for `got` against `reference`, another backend's result."""
+def backends_agree(operator, got: np.ndarray, reference: np.ndarray, parameters, inputs=(), call=None
+                   ) -> tuple[str, bool]:
+    """(report in --check's format, same) for `got` against `reference`, another backend's result. With the
+    `call`, a shaped operator's tolerance is the call's (a reduction's grows with the elements reduced)."""
     rule = EXACT
     if operator.exactness in (APPROXIMATE, COMPOSITE):
-        rule = rule_for(operator, reference.dtype, parameters=parameters)
+        rule = rule_for(operator, reference.dtype, parameters=parameters, call=call)
     if (operator.name == "POW" and reference.dtype.kind in "iu" and len(inputs) == 2
             and np.asarray(inputs[1]).dtype.kind == "f"):
         rule = _POW_INTEGER_BY_FLOAT

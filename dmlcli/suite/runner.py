@@ -135,10 +135,15 @@ def _names(case_id: str, path: Path, document: Mapping) -> list[str]:
             pass
     if isinstance(document.get("case_name"), str):
         names.append(document["case_name"])
+    if isinstance(document.get("onnx_op"), str):
+        names.append(document["onnx_op"])  # an ONNX node test: its ONNX operator (ReduceSum, Split, ...)
     return names
 
 
-def _op_label(op) -> str:
+def _op_label(op, onnx_op=None) -> str:
+    """What results are grouped by: dmlcli's name of the operator, or an ONNX case's ONNX operator."""
+    if isinstance(onnx_op, str) and onnx_op:
+        return onnx_op
     if not isinstance(op, str) or not op:
         return "(no operator)"
     try:
@@ -159,7 +164,7 @@ def run_file(path: Path, case_id: str, backends: Sequence[str], settings: Settin
         return True, _all(backends, case_id, path, "(unreadable)", ERROR, str(error), time.perf_counter() - started)
     if selected is not None and not selected(_names(case_id, path, document)):
         return False, []
-    op = _op_label(document.get("op"))
+    op = _op_label(document.get("op"), document.get("onnx_op"))
     try:
         case = load_case(path, case_id, document)
     except CaseError as error:
@@ -173,46 +178,80 @@ def _all(backends, case_id, path, op, verdict, message, elapsed) -> list[CaseRes
             for i, backend in enumerate(backends)]
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """The DirectML call a case makes: its own "op" and "params", or an ONNX case's call from the ONNX table."""
+
+    operator: object
+    keywords: Mapping[str, object]
+    inputs: tuple
+    expected: tuple  # every expected output, in order
+    output_dtype: object = None
+    output_shapes: Mapping[str, object] | None = None
+    broadcast: bool = False
+    finish: Callable = tuple  # DirectML's outputs -> what the expected tensors hold (ONNX's outputs)
+    label: str = ""  # what results are grouped by
+
+
+def invocation(case: Case) -> Invocation | str:
+    """The case's call; a reason (str) where an ONNX case is skipped; InputError where it cannot be made."""
+    from ..operators import find_operator
+
+    if case.onnx_op is not None:
+        from .onnx import Skipped, plan
+
+        planned = plan(case)
+        if isinstance(planned, Skipped):
+            return planned.reason
+        return Invocation(planned.operator, planned.keywords, tuple(planned.inputs), case.all_expected,
+                          planned.output_dtype, planned.output_shapes or None, planned.broadcast, planned.finish,
+                          case.onnx_op)
+    operator = find_operator(case.op)
+    params = dict(case.params)
+    output_dtype = params.pop("output_dtype", None)
+    return Invocation(operator, params, case.inputs, case.all_expected, output_dtype, None, case.broadcast,
+                      label=operator.cli_name)
+
+
 def run_loaded(case: Case, backends: Sequence[str], settings: Settings = Settings(), *,
                load_time: float = 0.0) -> list[CaseResult]:
     """A read case on each backend, then each backend's result against the first's."""
-    from ..operators import find_operator
-
-    op = _op_label(case.op)
+    op = _op_label(case.op, case.onnx_op)
     if case.skip is not None:
         return _all(backends, case.case_id, case.path, op, SKIPPED, case.skip, load_time)
     try:
-        operator = find_operator(case.op)
+        call = invocation(case)
     except InputError as error:
         return _all(backends, case.case_id, case.path, op, ERROR, f"{quoted(case.path)}: {error}", load_time)
+    if isinstance(call, str):
+        return _all(backends, case.case_id, case.path, op, SKIPPED, call, load_time)
     results, outputs = [], []
     for index, backend in enumerate(backends):
         load = load_time if index == 0 else 0.0
-        result, output = _run_on(case, operator, backend, settings, load)
+        result, output = _run_on(case, call, backend, settings, load)
         results.append(result)
         if output is not None:
             outputs.append((backend, output))
     if len(backends) > 1:
-        results += _cross_checks(case, operator, backends, outputs)
+        results += _cross_checks(case, call, backends, outputs)
     return results
 
 
-def _run_on(case: Case, operator, backend: str, settings: Settings, load: float):
-    """(result, (output, typed parameters, inputs) or None where no output) of the case on one backend."""
+def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load: float):
+    """(result, (outputs, the validated call, inputs) or None where no output) of the case on one backend."""
     from .. import engine
-    from ..comparison import rule_for
 
-    params = dict(case.params)
-    output_dtype = params.pop("output_dtype", None)
-    base = dict(case_id=case.case_id, file=str(case.path), op=operator.cli_name, backend=backend)
+    operator = call.operator
+    base = dict(case_id=case.case_id, file=str(case.path), op=call.label, backend=backend)
     started = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
             warnings.simplefilter("always")
-            req = engine.request(case.op, feature_level=case.feature_level or settings.feature_level,
-                                 broadcast=case.broadcast, output_dtype=output_dtype,
-                                 float_rules=case.float_rules or settings.float_rules, **params)
-            outcome = engine.run(req, case.inputs, backend=_backend(backend))
+            req = engine.request(operator, feature_level=case.feature_level or settings.feature_level,
+                                 broadcast=call.broadcast, output_dtype=call.output_dtype,
+                                 output_shapes=call.output_shapes,
+                                 float_rules=case.float_rules or settings.float_rules, **call.keywords)
+            outcome = engine.run(req, call.inputs, backend=_backend(backend))
     except DmlcliError as error:
         ran = time.perf_counter() - started
         timings = {"load": load, "run": ran, "compare": 0.0}
@@ -239,15 +278,42 @@ def _run_on(case: Case, operator, backend: str, settings: Settings, load: float)
         return CaseResult(**base, verdict=FAILED, message=message, time=load + ran,
                           timings={"load": load, "run": ran, "compare": 0.0}, warnings=notes), None
     started = time.perf_counter()
-    call = outcome.verdict.call
-    rule = case.tolerance or rule_for(operator, outcome.output.dtype, None, call.parameters, call)
-    report, same = _compared(outcome.output, case.expected, rule)
+    try:
+        outputs = tuple(call.finish(outcome.all_outputs))
+    except Exception as error:  # noqa: BLE001 - an adapter's bug is this case's error
+        return CaseResult(**base, verdict=ERROR, message=f"internal error turning {operator.name}'s outputs into the "
+                          f"case's: {type(error).__name__}: {error}", time=load + ran), None
+    report, same = _compared_all(operator, outputs, call.expected, case.tolerance, outcome.verdict.call)
     compared = time.perf_counter() - started
     message = "" if same else report.splitlines()[0].removeprefix("FAILED: ")
     result = CaseResult(**base, verdict=PASSED if same else FAILED, message=message, differences=report,
                         time=load + ran + compared, timings={"load": load, "run": ran, "compare": compared},
                         warnings=notes)
-    return result, (outcome.output, call.parameters, outcome.inputs)
+    return result, (outputs, outcome.verdict.call, outcome.inputs)
+
+
+def _compared_all(operator, outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray], tolerance,
+                  verdict_call) -> tuple[str, bool]:
+    """Every expected output against the output in its place, each by the operator's rule for its type (a
+    case's own tolerance where it gives one). One expected tensor checks the first output (a case written
+    before outputs were lists); a list must have one tensor per output."""
+    from ..comparison import rule_for
+
+    if len(expected) > 1 and len(expected) != len(outputs):
+        return (f"FAILED: {operator.name} gave {len(outputs)} outputs but the case expects {len(expected)}", False)
+    reports, passed = [], True
+    for index, (got, want) in enumerate(zip(outputs, expected)):
+        rule = tolerance or rule_for(operator, got.dtype, None, verdict_call.parameters, verdict_call)
+        report, same = _compared(got, want, rule)
+        if len(expected) > 1:
+            verdict, _, rest = report.partition(": ")
+            report = f"{verdict}: output {index + 1} of {len(expected)}: {rest}"
+        if not same and passed:
+            reports.insert(0, report)  # the first failing output's line is the case's message
+        else:
+            reports.append(report)
+        passed = passed and same
+    return "\n".join(reports), passed
 
 
 def _compared(output: np.ndarray, expected: np.ndarray, rule) -> tuple[str, bool]:
@@ -263,23 +329,34 @@ def _compared(output: np.ndarray, expected: np.ndarray, rule) -> tuple[str, bool
     return compare(output, expected, rule)
 
 
-def _cross_checks(case: Case, operator, backends: Sequence[str], outputs) -> list[CaseResult]:
+def _cross_checks(case: Case, call: Invocation, backends: Sequence[str], outputs) -> list[CaseResult]:
     from .parity import backends_agree
 
+    operator = call.operator
     first = backends[0]
     by_backend = dict(outputs)
     results = []
     for other in backends[1:]:
         name = f"{first}{CROSS}{other}"
-        base = dict(case_id=case.case_id, file=str(case.path), op=operator.cli_name, backend=name)
+        base = dict(case_id=case.case_id, file=str(case.path), op=call.label, backend=name)
         if first not in by_backend or other not in by_backend:
             if case.expect_error is None:
                 results.append(CaseResult(**base, verdict=SKIPPED, message="not both backends gave a result"))
             continue
-        reference, parameters, inputs = by_backend[first]
-        got = by_backend[other][0]
+        references, verdict_call, inputs = by_backend[first]
         started = time.perf_counter()
-        report, same = backends_agree(operator, got, reference, parameters, inputs)
+        reports, same = [], True
+        for index, (got, reference) in enumerate(zip(by_backend[other][0], references)):
+            report, agree = backends_agree(operator, got, reference, verdict_call.parameters, inputs, verdict_call)
+            if len(references) > 1:
+                verdict, _, rest = report.partition(": ")
+                report = f"{verdict}: output {index + 1} of {len(references)}: {rest}"
+            if not agree and same:
+                reports.insert(0, report)  # the first differing output's line is the message
+            else:
+                reports.append(report)
+            same = same and agree
+        report = "\n".join(reports)
         elapsed = time.perf_counter() - started
         message = "" if same else f"{other} differs from {first}: " + report.splitlines()[0].removeprefix("FAILED: ")
         results.append(CaseResult(**base, verdict=PASSED if same else FAILED, message=message, differences=report,

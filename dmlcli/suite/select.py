@@ -6,7 +6,8 @@
     not_expr := "not" not_expr | "(" expr ")" | WORD
 
 A WORD matches when it is a substring of any of the case's names, ignoring case (as pytest's -k
-does); the names are the case id, each folder and the file name in it, the operator and the case_name.
+does); the names are the case id, each folder and the file name in it, the operator, the case_name
+and an ONNX case's onnx_op (ReduceSum, Split, ...).
 """
 
 from __future__ import annotations

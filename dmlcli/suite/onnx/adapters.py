@@ -1,0 +1,441 @@
+"""How one ONNX node test becomes one DirectML call: the adapters the table (table.py) names.
+
+An adapter reads the case's ONNX inputs (by their position in ONNX's operator schema) and attributes and
+returns a `Prepared` call: the DESC field values (by field name, or "<Tensor>.Sizes" for an output's Sizes
+the caller states), the input tensors in DESC order, and `finish`, which turns DirectML's outputs into
+ONNX's. `finish` and the reshapes of inputs only ever do what lies outside the operator and changes no
+value: dropping or adding size-1 axes (keepdims=0, ranks padded with leading 1s), reading indices of one
+integer type as another where the bits are the same, taking the rows a count says are written. The
+conditions under which DirectML cannot compute a case are the table's (`Entry.cannot`), checked before an
+adapter runs: adapters and those conditions share the helpers below (the axes, windows and ranks).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+MAX_RANK = 8  # DirectML tensors have 1 to 8 dimensions
+
+# ONNX's TensorProto.DataType codes (onnx.proto) -> NumPy dtype names, for EyeLike's `dtype` attribute.
+TENSOR_PROTO_TYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+                      9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+
+
+class MappingError(Exception):
+    """The case is not a well-formed ONNX call (an axis past the rank): the case's error, not a skip."""
+
+
+def _same(outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    return tuple(outputs)
+
+
+@dataclass
+class Prepared:
+    """One DirectML call standing for an ONNX case."""
+
+    values: dict[str, object]  # by DESC field (or "<Tensor>.Sizes"), as the table's `fields` name them
+    inputs: list[np.ndarray]  # in DESC order (a variadic field's tensors one after another)
+    output_dtype: str | None = None  # the output whose type is a free choice (ArgMax's INT64 indices)
+    broadcast: bool = False  # NumPy's broadcasting (ONNX's multidirectional broadcasting), element-wise only
+    finish: Callable[[Sequence[np.ndarray]], tuple[np.ndarray, ...]] = _same  # DirectML outputs -> ONNX's
+
+
+@dataclass(frozen=True)
+class OnnxCall:
+    """A case's ONNX side: inputs by schema position (None where left out), attributes, output count."""
+
+    op: str
+    inputs: tuple[np.ndarray | None, ...]
+    attributes: Mapping[str, object] = field(default_factory=dict)
+    outputs: int = 1
+
+    def input(self, position: int) -> np.ndarray | None:
+        return self.inputs[position] if position < len(self.inputs) else None
+
+    def attr(self, name: str, default=None):
+        return self.attributes.get(name, default)
+
+
+def onnx_call(case) -> OnnxCall:
+    """The ONNX side of a loaded case: an empty name in input_names is an optional input left out."""
+    names = case.input_names or tuple(f"input{i}" for i in range(len(case.inputs)))
+    given = iter(case.inputs)
+    inputs = tuple(None if not name else next(given) for name in names)
+    outputs = len(case.output_names) or len(case.all_expected)
+    return OnnxCall(case.onnx_op, inputs, dict(case.attributes), outputs)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def normalised_axis(axis, rank: int, what: str = "axis") -> int:
+    """ONNX's axis in [-rank, rank - 1] as DirectML's UINT axis in [0, rank - 1]."""
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise MappingError(f"ONNX's {what} {axis} is outside [-{rank}, {rank - 1}] for a rank-{rank} tensor")
+    return axis + rank if axis < 0 else axis
+
+
+def scalar_of(tensor: np.ndarray, what: str):
+    """The one value of a 0-D or one-element ONNX tensor (k, axis, depth, start, ...)."""
+    array = np.asarray(tensor)
+    if array.size != 1:
+        raise MappingError(f"ONNX's {what} must hold one value, found Sizes {list(array.shape)}")
+    return array.reshape(-1)[0].item()
+
+
+def exact_text(value) -> str:
+    """A number as text that DirectML's typed parameters read exactly (a double's repr round-trips)."""
+    return repr(float(value)) if isinstance(value, float) else str(int(value))
+
+
+def padded(array: np.ndarray, rank: int) -> np.ndarray:
+    """The array with leading size-1 axes up to `rank` (a reshape: no value changes)."""
+    return array.reshape((1,) * (rank - array.ndim) + array.shape)
+
+
+def reshaped_to(shapes: Sequence[tuple[int, ...] | None]):
+    """A finish that reshapes each output to ONNX's Sizes (None: as it is); element counts must agree, so a
+    wrong count is left for the comparison to report."""
+    def finish(outputs):
+        done = []
+        for output, shape in zip(outputs, shapes):
+            if shape is not None and output.size == math.prod(shape):
+                output = output.reshape(shape)
+            done.append(output)
+        return tuple(done)
+
+    return finish
+
+
+def _data(call: OnnxCall) -> np.ndarray:
+    data = call.input(0)
+    if data is None:
+        raise MappingError(f"ONNX's {call.op} needs its first input")
+    return data
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def given_axes(call: OnnxCall) -> list | None:
+    """A reduction's axes as ONNX gives them: the axes input (opset 18) or attribute; None where empty or absent."""
+    given = call.input(1)
+    axes = list(given.reshape(-1)) if given is not None else call.attr("axes")
+    return None if axes is None or len(axes) == 0 else axes
+
+
+def reduce_axes(call: OnnxCall, rank: int) -> tuple[int, ...] | None:
+    """The axes to reduce (normalised), None for every axis."""
+    axes = given_axes(call)
+    return None if axes is None else tuple(normalised_axis(axis, rank, "axes") for axis in axes)
+
+
+def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdims) -> tuple[int, ...] | None:
+    """ONNX's output Sizes where keepdims=0 drops the reduced axes (None: DirectML's own Sizes)."""
+    if keepdims:
+        return None
+    reduced = set(range(len(shape)) if axes is None else axes)
+    return tuple(size for axis, size in enumerate(shape) if axis not in reduced)
+
+
+def adapt_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
+    data = _data(call)
+    axes = reduce_axes(call, data.ndim)
+    values = dict(fixed)
+    if axes is not None:
+        values["Axes"] = axes
+    return Prepared(values, [data], finish=reshaped_to([kept_shape(data.shape, axes, call.attr("keepdims", 1))]))
+
+
+def adapt_arg_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
+    data = _data(call)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    values = {**fixed, "Axes": (axis,),
+              "AxisDirection": "DECREASING" if call.attr("select_last_index", 0) else "INCREASING"}
+    return Prepared(values, [data], output_dtype="int64",
+                    finish=reshaped_to([kept_shape(data.shape, (axis,), call.attr("keepdims", 1))]))
+
+
+def adapt_axis_activation(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
+    """Softmax, LogSoftmax, Hardmax (opset 13: one axis, default -1) -> the *1 activations' Axes."""
+    data = _data(call)
+    return Prepared({**fixed, "Axes": (normalised_axis(call.attr("axis", -1), data.ndim),)}, [data])
+
+
+# ---------------------------------------------------------------- data movement
+
+
+def adapt_concat(call: OnnxCall, fixed) -> Prepared:
+    tensors = [tensor for tensor in call.inputs if tensor is not None]
+    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis"), tensors[0].ndim)}, tensors)
+
+
+def split_sizes(call: OnnxCall, length: int) -> list[int]:
+    """Each output's size along the axis: the `split` input, or num_outputs (opset 18: every piece
+    ceil(length / n) but a smaller last one), or equal pieces, one per output (opset 13)."""
+    given = call.input(1)
+    if given is not None:
+        return [int(size) for size in given.reshape(-1)]
+    if call.attr("split") is not None:
+        return [int(size) for size in call.attr("split")]
+    count = int(call.attr("num_outputs", call.outputs))
+    piece = -(-length // count)
+    return [piece] * (count - 1) + [length - piece * (count - 1)]
+
+
+def adapt_split(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    sizes = split_sizes(call, data.shape[axis])
+    shapes = [data.shape[:axis] + (size,) + data.shape[axis + 1:] for size in sizes]
+    return Prepared({**fixed, "Axis": axis, "OutputTensors.Sizes": shapes}, [data])
+
+
+def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
+    """(axis, first element read, count, step) per sliced axis: ONNX clamps starts and ends as Python's
+    slice(...).indices does."""
+    data = _data(call)
+    starts = [int(v) for v in call.input(1).reshape(-1)]
+    ends = [int(v) for v in call.input(2).reshape(-1)]
+    axes_given = call.input(3)
+    axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
+        list(range(len(starts)))
+    steps_given = call.input(4)
+    steps = [int(v) for v in steps_given.reshape(-1)] if steps_given is not None else [1] * len(starts)
+    if 0 in steps:
+        raise MappingError("ONNX's Slice steps may not be 0")
+    found = []
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        first, stop, step = slice(start, end, step).indices(data.shape[axis])
+        found.append((axis, first, len(range(first, stop, step)), step))
+    return found
+
+
+def adapt_slice(call: OnnxCall, fixed) -> Prepared:
+    """starts/ends/axes/steps -> SLICE1's window, which spans the first to the last element read."""
+    data = _data(call)
+    rank = data.ndim
+    offsets, sizes, strides = [0] * rank, list(data.shape), [1] * rank
+    for axis, first, count, step in slice_ranges(call):
+        last = first + (count - 1) * step
+        offsets[axis] = min(first, last)
+        sizes[axis] = abs(last - first) + 1
+        strides[axis] = step  # negative: SLICE1 copies from the window's end
+    values = {**fixed, "InputWindowOffsets": tuple(offsets), "InputWindowSizes": tuple(sizes),
+              "InputWindowStrides": tuple(strides)}
+    return Prepared(values, [data])
+
+
+PAD_MODES = {"constant": "CONSTANT", "edge": "EDGE", "reflect": "REFLECTION", "wrap": "WRAP"}
+
+
+def adapt_pad(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    rank = data.ndim
+    pads = [int(v) for v in call.input(1).reshape(-1)]
+    axes_given = call.input(3)
+    axes = [normalised_axis(a, rank, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
+        list(range(rank))
+    if len(pads) != 2 * len(axes):
+        raise MappingError(f"ONNX's pads has {len(pads)} values for {len(axes)} axes (2 per axis)")
+    start, end = [0] * rank, [0] * rank
+    for index, axis in enumerate(axes):
+        start[axis], end[axis] = pads[index], pads[index + len(axes)]
+    mode = str(call.attr("mode", "constant"))
+    value = call.input(2)
+    values = {**fixed, "PaddingMode": PAD_MODES[mode], "StartPadding": tuple(start), "EndPadding": tuple(end)}
+    if mode == "constant":
+        values["PaddingValue"] = exact_text(scalar_of(value, "constant_value")) if value is not None else "0"
+    return Prepared(values, [data])
+
+
+def adapt_tile(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    repeats = tuple(int(v) for v in call.input(1).reshape(-1))
+    return Prepared({**fixed, "Repeats": repeats}, [data])
+
+
+def gather_shape(call: OnnxCall) -> tuple[int, ...]:
+    data, indices = _data(call), call.input(1)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    return data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+
+
+def gather_nd_shape(call: OnnxCall) -> tuple[int, ...]:
+    data, indices = _data(call), call.input(1)
+    return indices.shape[:-1] + data.shape[int(call.attr("batch_dims", 0)) + indices.shape[-1]:]
+
+
+def common_rank(call: OnnxCall, output_shape: tuple[int, ...]) -> int:
+    """The one DimensionCount the inputs and the output of a GATHER call share (leading 1s added)."""
+    return max(*(t.ndim for t in call.inputs if t is not None), len(output_shape), 1)
+
+
+def adapt_gather(call: OnnxCall, fixed) -> Prepared:
+    """GATHER takes one DimensionCount for all three tensors: input and indices get leading 1s up to the
+    output's rank, IndexDimensions says how many of the indices' dimensions count, Axis moves with the 1s."""
+    data, indices = _data(call), call.input(1)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    onnx_shape = gather_shape(call)
+    rank = common_rank(call, onnx_shape)
+    values = {**fixed, "Axis": axis + rank - data.ndim, "IndexDimensions": indices.ndim}
+    return Prepared(values, [padded(data, rank), padded(indices, rank)], finish=reshaped_to([onnx_shape]))
+
+
+def adapt_gather_elements(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", 0), data.ndim)}, [data, call.input(1)])
+
+
+def adapt_gather_nd(call: OnnxCall, fixed) -> Prepared:
+    data, indices = _data(call), call.input(1)
+    batch = int(call.attr("batch_dims", 0))
+    onnx_shape = gather_nd_shape(call)
+    rank = common_rank(call, onnx_shape)
+    values = {**fixed, "InputDimensionCount": data.ndim, "IndicesDimensionCount": indices.ndim,
+              "BatchDimensionCount": batch}
+    return Prepared(values, [padded(data, rank), padded(indices, rank)], finish=reshaped_to([onnx_shape]))
+
+
+def adapt_scatter_elements(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    return Prepared({**fixed, "Axis": axis}, [data, call.input(1), call.input(2)])
+
+
+def adapt_scatter_nd(call: OnnxCall, fixed) -> Prepared:
+    data, indices, updates = _data(call), call.input(1), call.input(2)
+    rank = max(data.ndim, indices.ndim, updates.ndim)
+    values = {**fixed, "InputDimensionCount": data.ndim, "IndicesDimensionCount": indices.ndim}
+    return Prepared(values, [padded(data, rank), padded(indices, rank), padded(updates, rank)],
+                    finish=reshaped_to([data.shape]))
+
+
+def one_hot_depth(call: OnnxCall) -> int:
+    depth = scalar_of(call.input(1), "depth")
+    if float(depth) != int(depth):
+        raise MappingError(f"ONNX's depth {depth} is not a whole number")
+    return int(depth)
+
+
+def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
+    """ONNX inserts the one-hot axis; ONE_HOT's IndicesTensor has the output's rank with size 1 there, and
+    its ValuesTensor the output's rank too ([off, on] along the last axis)."""
+    indices, depth_tensor, pair = _data(call), call.input(1), call.input(2)
+    rank = indices.ndim + 1
+    axis = normalised_axis(call.attr("axis", -1), rank)
+    depth = one_hot_depth(call)
+    shape = indices.shape[:axis] + (depth,) + indices.shape[axis:]
+    values = {**fixed, "Axis": axis, "OutputTensor.Sizes": shape}
+    return Prepared(values, [np.expand_dims(indices, axis), pair.reshape((1,) * (rank - 1) + (pair.size,))])
+
+
+def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    axis = normalised_axis(call.attr("axis", -1), data.ndim)
+    k = int(scalar_of(call.input(1), "k"))
+    values = {**fixed, "Axis": axis, "K": k,
+              "AxisDirection": "DECREASING" if call.attr("largest", 1) else "INCREASING"}
+
+    def finish(outputs):
+        # ONNX's int64 indices: DirectML writes UINT64 (5_0) whose bits are the same for indices below 2^63.
+        return outputs[0], outputs[1].view(np.int64) if outputs[1].dtype == np.uint64 else outputs[1]
+
+    return Prepared(values, [data], output_dtype="uint64", finish=finish)
+
+
+DEPTH_SPACE_ORDERS = {"DCR": "DEPTH_COLUMN_ROW", "CRD": "COLUMN_ROW_DEPTH"}
+
+
+def adapt_depth_space(call: OnnxCall, fixed) -> Prepared:
+    mode = str(call.attr("mode", "DCR")).upper()
+    if mode not in DEPTH_SPACE_ORDERS:
+        raise MappingError(f"ONNX's mode {mode!r} is not DCR or CRD")
+    values = {**fixed, "BlockSize": int(call.attr("blocksize")), "Order": DEPTH_SPACE_ORDERS[mode]}
+    return Prepared(values, [_data(call)])
+
+
+def adapt_cumulative(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    exclusive_field = "HasExclusiveProduct" if call.op == "CumProd" else "HasExclusiveSum"
+    values = {**fixed, "Axis": normalised_axis(scalar_of(call.input(1), "axis"), data.ndim),
+              "AxisDirection": "DECREASING" if call.attr("reverse", 0) else "INCREASING",
+              exclusive_field: bool(call.attr("exclusive", 0))}
+    return Prepared(values, [data])
+
+
+def adapt_reverse_sequence(call: OnnxCall, fixed) -> Prepared:
+    """ONNX's 1-D sequence_lens (one per batch entry) -> REVERSE_SUBSEQUENCES' SequenceLengthsTensor, of the
+    input's rank with size 1 on the time axis, each length repeated over the other axes; int64 lengths
+    (never negative in a valid case) as UINT64, the same values."""
+    data, lengths = _data(call), call.input(1)
+    time_axis = normalised_axis(call.attr("time_axis", 0), data.ndim, "time_axis")
+    batch_axis = normalised_axis(call.attr("batch_axis", 1), data.ndim, "batch_axis")
+    if np.any(lengths < 0):
+        raise MappingError("ONNX's sequence_lens holds a negative length")
+    shape = tuple(1 if axis == time_axis else size for axis, size in enumerate(data.shape))
+    along_batch = [1] * data.ndim
+    along_batch[batch_axis] = lengths.size
+    table = np.broadcast_to(lengths.reshape(along_batch).astype(np.uint64), shape).copy()
+    return Prepared({**fixed, "Axis": time_axis}, [data, table])
+
+
+def adapt_nonzero(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    rank = data.ndim
+
+    def finish(outputs):
+        # NONZERO_COORDINATES writes a count and an M x N table of UINT32 rows (the last `rank` columns are the
+        # coordinates); ONNX wants the `count` coordinates as int64 columns, rank x count.
+        count = int(np.asarray(outputs[0]).reshape(-1)[0])
+        table = np.asarray(outputs[1])
+        rows = table.reshape(-1, table.shape[-1])[:count, table.shape[-1] - rank:]
+        return (rows.T.astype(np.int64),)
+
+    return Prepared(dict(fixed), [data], finish=finish)
+
+
+def adapt_eye_like(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    code = call.attr("dtype")
+    dtype = TENSOR_PROTO_TYPES.get(int(code)) if code is not None else data.dtype.name
+    if dtype is None:
+        raise MappingError(f"ONNX's dtype {code} is not a TensorProto data type dmlcli knows")
+    values = {**fixed, "Offset": int(call.attr("k", 0)), "Value": "1", "OutputTensor.Sizes": data.shape}
+    return Prepared(values, [], output_dtype=dtype)
+
+
+def trilu_bounds(call: OnnxCall) -> tuple[int, int]:
+    """DiagonalFillBegin and DiagonalFillEnd: the range of column - row that is zeroed."""
+    k = int(scalar_of(call.input(1), "k")) if call.input(1) is not None else 0
+    return (INT32_MIN, k) if call.attr("upper", 1) else (k + 1, INT32_MAX)
+
+
+def adapt_trilu(call: OnnxCall, fixed) -> Prepared:
+    """DIAGONAL_MATRIX1 with InputTensor writes Value (0) where column - row is in [Begin, End): triu (upper=1)
+    zeroes column - row < k, tril zeroes column - row > k."""
+    data = _data(call)
+    begin, end = trilu_bounds(call)
+    values = {**fixed, "DiagonalFillBegin": begin, "DiagonalFillEnd": end, "Value": "0"}
+    return Prepared(values, [data])
+
+
+def adapt_range(call: OnnxCall, fixed) -> Prepared:
+    start, limit, delta = (call.input(i) for i in range(3))
+    first, last, step = (scalar_of(t, name) for t, name in ((start, "start"), (limit, "limit"), (delta, "delta")))
+    if step == 0:
+        raise MappingError("ONNX's Range delta is 0")
+    count = max(math.ceil((last - first) / step), 0)  # ONNX's number_of_elements, computed outside the operator
+    values = {**fixed, "ValueStart": exact_text(first), "ValueDelta": exact_text(step), "OutputTensor.Sizes": (count,)}
+    return Prepared(values, [], output_dtype=start.dtype.name)
+
+
+def adapt_where(call: OnnxCall, fixed) -> Prepared:
+    condition, a, b = call.inputs[:3]
+    return Prepared(dict(fixed), [condition.astype(np.uint8), a, b], broadcast=True)

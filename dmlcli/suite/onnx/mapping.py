@@ -1,0 +1,151 @@
+"""An ONNX case through the table: the DirectML call that computes it, or the DirectML reason it cannot.
+
+`plan(case)` gives a `Planned` call (the operator, API keywords, inputs, the output type and Sizes the
+caller states, and `finish`, which turns DirectML's outputs into ONNX's) or a `Skipped` reason. Besides
+each adapter's own conditions, every mapped case is checked here against the operator's support rows
+(a data type or a rank that no feature level takes) and DirectML's rule that no size is zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...errors import InputError
+from ..case import Case
+from .adapters import MappingError, Prepared, onnx_call
+from .table import NEXT_ISSUE, TABLE, Entry
+
+SIZES = ".Sizes"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Planned:
+    operator: object  # dmlcli's Operator entry
+    keywords: dict  # API keywords (snake_case of the DESC fields, or the table's `keywords`)
+    inputs: list[np.ndarray]
+    output_dtype: str | None = None
+    output_shapes: dict = field(default_factory=dict)  # an output's Sizes by tensor name, where stated
+    broadcast: bool = False
+    finish: Callable[[Sequence[np.ndarray]], tuple] = tuple
+
+
+class TableError(Exception):
+    """The table names a DESC field that dmlcli's entry for the operator does not have (fix at merge)."""
+
+
+def directml_operator(entry: Entry):
+    """dmlcli's entry for the DirectML operator the table names, or None while dmlcli lacks it."""
+    if entry.directml is None:
+        return None
+    from ...operators import OPERATORS
+
+    aliases = {"SCATTER_ELEMENTS": ("SCATTER_ELEMENTS", "SCATTER")}.get(entry.directml, (entry.directml,))
+    for op in OPERATORS:
+        if op.key in aliases:
+            return op
+    return None
+
+
+def keyword_for(entry: Entry, operator, destination: str) -> str:
+    """The API keyword that sets a DESC field of `operator`: the table's override, else the parameter whose
+    field it is (its snake_case name)."""
+    if destination in entry.keywords:
+        return entry.keywords[destination]
+    for parameter in operator.parameters:
+        if parameter.field == destination:
+            return parameter.options[0]
+    raise TableError(f"ONNX table entry {entry.onnx_op}: dmlcli's {operator.name} has no parameter for the DESC "
+                     f"field {destination} (its parameters: "
+                     f"{', '.join(p.field for p in operator.parameters) or 'none'}); fix the entry's fields or keywords")
+
+
+def plan(case: Case) -> Planned | Skipped:
+    """The DirectML call for an ONNX case, or why DirectML cannot compute it. InputError for a case the
+    table cannot read (an unknown ONNX operator, a malformed ONNX call, a table out of step with dmlcli)."""
+    entry = TABLE.get(case.onnx_op)
+    if entry is None:
+        raise InputError(f"ONNX operator {case.onnx_op!r} has no entry in dmlcli's ONNX table "
+                         "(dmlcli/suite/onnx/table.py)")
+    if entry.directml is None:
+        return Skipped(entry.reason)
+    call = onnx_call(case)
+    try:
+        # What DirectML can never compute says so first, whether or not dmlcli has the operator yet.
+        for condition in entry.cannot:
+            if condition.when(call):
+                return Skipped(condition.describe(call))
+        operator = directml_operator(entry)
+        if operator is None:
+            note = f" (ONNX's {entry.onnx_op} is one of the next issue's operators)" if entry.issue == NEXT_ISSUE else ""
+            return Skipped(f"DirectML's {entry.directml} is not implemented in dmlcli yet{note}")
+        if entry.adapter is None:
+            return Skipped(f"the mapping of ONNX's {entry.onnx_op} onto DirectML's {entry.directml} is not written "
+                           f"yet (issue {entry.issue})")
+        prepared: Prepared = entry.adapter(call, dict(entry.fixed))
+    except MappingError as error:
+        raise InputError(f"ONNX {case.onnx_op}: {error}") from None
+    unsupported = _unsupported(operator, prepared, case)
+    if unsupported is not None:
+        return Skipped(unsupported)
+    try:
+        return _planned(entry, operator, prepared)
+    except TableError as error:
+        raise InputError(str(error)) from None
+
+
+def _planned(entry: Entry, operator, prepared: Prepared) -> Planned:
+    keywords, shapes = {}, {}
+    for destination, value in prepared.values.items():
+        if destination.endswith(SIZES) and destination not in entry.keywords:
+            shapes[destination[:-len(SIZES)]] = value
+        elif destination in operator.inputs:
+            continue  # a tensor: the adapter gave it among the inputs, in DESC order
+        else:
+            keywords[keyword_for(entry, operator, destination)] = value
+    return Planned(operator, keywords, prepared.inputs, prepared.output_dtype, shapes, prepared.broadcast,
+                   prepared.finish)
+
+
+def _input_fields(operator, count: int) -> list[str]:
+    from ...validation import _given_inputs, field_of
+
+    try:
+        return [field_of(name) for name in _given_inputs(operator, count)]
+    except InputError:
+        return []  # the engine reports a wrong input count as the case's failure
+
+
+def _unsupported(operator, prepared: Prepared, case: Case) -> str | None:
+    """A DirectML fact that rules the call out at every feature level: a zero size, a rank or a data type that
+    none of the operator's support rows takes (the rows of the call's Function, for REDUCE)."""
+    from ...data_types import from_numpy
+
+    for label, array in [*(("input", a) for a in prepared.inputs), *(("expected output", e) for e in case.all_expected)]:
+        if 0 in array.shape:
+            return (f"ONNX's {label} has Sizes {list(array.shape)}; DirectML rejects a size of zero in any "
+                    "dimension")
+    typed = {}
+    if operator.support_by is not None and operator.support_by in prepared.values:
+        typed[operator.support_by] = str(prepared.values[operator.support_by]).upper()
+    rows = operator.rows_for(typed or None)
+    for name, array in zip(_input_fields(operator, len(prepared.inputs)), prepared.inputs):
+        try:
+            data_type = from_numpy(array.dtype)
+        except InputError:
+            return f"DirectML has no data type for ONNX's {array.dtype} tensors"
+        function = f" ({typed[operator.support_by]})" if typed else ""
+        if not any(data_type in row.tensors[name].data_types for row in rows):
+            newest = max(rows, key=lambda row: row.level)
+            return (f"no feature level of DirectML's {operator.name}{function} takes {data_type.name} for {name} "
+                    f"(its newest row, {newest.level.short}, allows {newest.tensors[name].describe_data_types()})")
+        if not any(array.ndim in row.tensors[name].dims for row in rows):
+            return (f"no feature level of DirectML's {operator.name} takes {array.ndim} dimensions for {name}")
+    return None

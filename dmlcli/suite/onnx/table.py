@@ -1,0 +1,267 @@
+"""ONNX operator -> DirectML operator: one declarative entry per ONNX operator of ../shared/onnx_operators.
+
+Each entry names the DirectML operator that computes the ONNX operator (its key in dmlcli's operator table),
+which DESC field each ONNX attribute or input becomes (`fields`: DESC field -> where its value comes from),
+the fields every case sets alike (`fixed`), what the adapter does outside the operator (`outside`: pure
+reshapes and normalisations, never a change of value), and the adapter (adapters.py) that builds the call.
+`cannot` lists the conditions under which DirectML cannot compute a case, each with the DirectML fact that is
+printed as the skip reason; they are checked before anything else, so that a case DirectML can never compute
+says why even while dmlcli lacks the operator. The generic ones (a data type or rank that no feature level of
+the operator takes, a size of zero) are checked for every entry from the operator's own support rows
+(mapping.py), once dmlcli has the operator.
+
+A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (DirectML takes them from the
+output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
+takes it as a parameter (fix it here when an operator's entry names a field differently).
+
+Operators of the next issue (GEMM, convolutions, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
+issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from . import adapters as a
+
+NEXT_ISSUE = 24
+
+
+class _Attributes(dict):
+    """An ONNX call's attributes for a reason's {placeholders}; a missing one shows as ONNX's default."""
+
+    def __missing__(self, key: str) -> str:
+        return "(default)"
+
+
+@dataclass(frozen=True)
+class Cannot:
+    """A condition under which DirectML cannot compute the case, and the DirectML fact that says why."""
+
+    when: Callable[[a.OnnxCall], bool]
+    reason: str  # the skip message; {name} is the ONNX attribute's value
+
+    def describe(self, call: a.OnnxCall) -> str:
+        return self.reason.format_map(_Attributes(call.attributes))
+
+
+@dataclass(frozen=True)
+class Entry:
+    onnx_op: str
+    directml: str | None  # the DirectML operator's key (DML_OPERATOR_<key>); None: no DirectML operator does it
+    fields: Mapping[str, str] = field(default_factory=dict)  # DESC field (or "<Tensor>.Sizes") -> ONNX source
+    fixed: Mapping[str, object] = field(default_factory=dict)  # DESC field -> the value every case gets
+    adapter: Callable | None = None  # (OnnxCall, fixed) -> adapters.Prepared
+    outside: tuple[str, ...] = ()  # what the adapter does outside the operator, in words
+    keywords: Mapping[str, str] = field(default_factory=dict)  # destination -> API keyword, where not snake_case
+    cannot: tuple[Cannot, ...] = ()  # the conditions under which DirectML cannot compute a case
+    reason: str = ""  # directml None: why DirectML cannot compute the operator at all
+    issue: int = 23
+
+    @property
+    def destinations(self) -> tuple[str, ...]:
+        """Every DESC field (or output Sizes) the entry sets."""
+        return tuple(dict.fromkeys((*self.fields, *self.fixed)))
+
+
+KEEPDIMS = "keepdims=0: ONNX removes the reduced axes, DirectML keeps them with size 1: compared after reshaping"
+NEGATIVE_AXIS = "a negative axis counts from the end in ONNX; DirectML's axes are UINT: axis + rank"
+INT64_INDICES = "ONNX's int64 indices are given as DirectML's INT64 IndicesTensor (from 3_0)"
+PADDED_RANK = ("DirectML's tensors of one call share a DimensionCount: inputs get leading size-1 axes up to the "
+               "output's rank, and the output is reshaped to ONNX's Sizes")
+
+
+NOOP = Cannot(lambda c: bool(c.attr("noop_with_empty_axes", 0)) and a.given_axes(c) is None,
+              "ONNX's noop_with_empty_axes=1 with no axes returns the input unchanged; DirectML's REDUCE has no "
+              "such mode (left-out Axes reduce every axis)")
+
+
+def _reduce(onnx_op: str, function: str) -> Entry:
+    return Entry(
+        onnx_op, "REDUCE", fields={"Axes": "the axes input (opset 18) or attribute; empty or left out: every axis"},
+        fixed={"Function": function}, adapter=a.adapt_reduce, cannot=(NOOP,),
+        outside=(KEEPDIMS, NEGATIVE_AXIS, "empty axes (shape [0]) leave Axes out: every axis is reduced"))
+
+
+def _reduction_attribute(directml: str) -> Cannot:
+    return Cannot(lambda c: str(c.attr("reduction", "none")) != "none",
+                  "ONNX's reduction={reduction} combines updates with the data; DirectML's " + directml
+                  + " only overwrites (no reduction field)")
+
+
+def _past_rank_8(shape_of) -> Cannot:
+    return Cannot(lambda c: a.common_rank(c, shape_of(c)) > a.MAX_RANK,
+                  "the output and the inputs' leading 1s need more than 8 dimensions; DirectML tensors have 1 to 8")
+
+
+def _top_k_whole_axis(call) -> bool:
+    data = call.input(0)
+    axis = a.normalised_axis(call.attr("axis", -1), data.ndim)
+    return int(a.scalar_of(call.input(1), "k")) >= data.shape[axis]
+
+
+def _arg(onnx_op: str, directml: str) -> Entry:
+    return Entry(
+        onnx_op, directml, fields={"Axes": "{axis} (default 0)",
+                                   "AxisDirection": "select_last_index: 0 INCREASING (first index), 1 DECREASING"},
+        adapter=a.adapt_arg_reduce,
+        outside=(KEEPDIMS, NEGATIVE_AXIS, "ONNX's int64 indices: OutputTensor INT64 (--output-dtype int64, from 3_0)"))
+
+
+def _axis_activation(onnx_op: str, directml: str) -> Entry:
+    return Entry(onnx_op, directml, fields={"Axes": "{axis} (opset 13: one axis, default -1)"},
+                 adapter=a.adapt_axis_activation, outside=(NEGATIVE_AXIS,))
+
+
+def _next(onnx_op: str, directml: str) -> Entry:
+    return Entry(onnx_op, directml, issue=NEXT_ISSUE)
+
+
+_NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
+               "strided tensor into a packed array before the call, so the operator would only copy a result "
+               "computed outside it")
+
+ENTRIES: tuple[Entry, ...] = (
+    _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
+    _reduce("ReduceMin", "MIN"), _reduce("ReduceProd", "MULTIPLY"), _reduce("ReduceL1", "L1"),
+    _reduce("ReduceL2", "L2"), _reduce("ReduceLogSum", "LOG_SUM"), _reduce("ReduceLogSumExp", "LOG_SUM_EXP"),
+    _reduce("ReduceSumSquare", "SUM_SQUARE"),
+    _arg("ArgMax", "ARGMAX"), _arg("ArgMin", "ARGMIN"),
+    _axis_activation("Softmax", "ACTIVATION_SOFTMAX1"), _axis_activation("LogSoftmax", "ACTIVATION_LOG_SOFTMAX1"),
+    _axis_activation("Hardmax", "ACTIVATION_HARDMAX1"),
+    Entry("Concat", "JOIN", fields={"InputTensors": "the inputs, in order", "Axis": "axis"},
+          adapter=a.adapt_concat, outside=(NEGATIVE_AXIS,)),
+    Entry("Split", "SPLIT", fields={"Axis": "axis (default 0)",
+                                    "OutputTensors.Sizes": "the split input; else num_outputs (opset 18: pieces of "
+                                                           "ceil(n / num_outputs), the last smaller); else equal "
+                                                           "pieces, one per output"},
+          adapter=a.adapt_split,
+          outside=(NEGATIVE_AXIS, "the pieces' sizes, which DirectML reads from the OutputTensors' Sizes, are "
+                                  "computed from split/num_outputs as ONNX defines them")),
+    Entry("Slice", "SLICE1",
+          fields={"InputWindowOffsets": "starts (clamped as ONNX clamps them), per axis in axes",
+                  "InputWindowSizes": "the span from the first to the last element read (ends, steps)",
+                  "InputWindowStrides": "steps (negative: SLICE1 copies from the window's end)"},
+          adapter=a.adapt_slice,
+          cannot=(Cannot(lambda c: any(count == 0 for _, _, count, _ in a.slice_ranges(c)),
+                         "ONNX's slice is empty along an axis; DirectML's SLICE1 window must not be empty (its "
+                         "OutputTensor Sizes are at least 1)"),),
+          outside=("ONNX's out-of-range starts/ends are clamped to the axis (ONNX's own rule) before the window is "
+                   "computed", NEGATIVE_AXIS)),
+    Entry("Pad", "PADDING1",
+          fields={"PaddingMode": "mode: constant CONSTANT, edge EDGE, reflect REFLECTION, wrap WRAP (6_4)",
+                  "StartPadding": "pads[:n], per axis in axes (others 0)", "EndPadding": "pads[n:]",
+                  "PaddingValue": "the constant_value input (default 0), in the tensor's own type"},
+          adapter=a.adapt_pad,
+          cannot=(Cannot(lambda c: bool((c.input(1) < 0).any()),
+                         "ONNX's negative pads crop the input; DirectML's StartPadding and EndPadding are UINT "
+                         "(padding only)"),
+                  Cannot(lambda c: str(c.attr("mode", "constant")) not in a.PAD_MODES,
+                         "DirectML has no padding mode for ONNX's Pad mode {mode} (DML_PADDING_MODE: CONSTANT, "
+                         "EDGE, REFLECTION, SYMMETRIC, WRAP)")),
+          outside=(NEGATIVE_AXIS, "pads given for some axes are expanded to every axis")),
+    Entry("Tile", "TILE", fields={"Repeats": "the repeats input"}, adapter=a.adapt_tile,
+          cannot=(Cannot(lambda c: bool((c.input(1) == 0).any()),
+                         "ONNX's repeats of 0 empty an axis; DirectML's TILE Repeats must be larger than 0"),)),
+    Entry("Gather", "GATHER", fields={"Axis": "axis (+ the leading 1s added)", "IndexDimensions": "the indices' rank"},
+          adapter=a.adapt_gather, cannot=(_past_rank_8(a.gather_shape),),
+          outside=(NEGATIVE_AXIS, PADDED_RANK, INT64_INDICES)),
+    Entry("GatherElements", "GATHER_ELEMENTS", fields={"Axis": "axis"}, adapter=a.adapt_gather_elements,
+          outside=(NEGATIVE_AXIS, INT64_INDICES)),
+    Entry("GatherND", "GATHER_ND1", fields={"InputDimensionCount": "data's rank",
+                                            "IndicesDimensionCount": "the indices' rank",
+                                            "BatchDimensionCount": "batch_dims"},
+          adapter=a.adapt_gather_nd, cannot=(_past_rank_8(a.gather_nd_shape),),
+          outside=(PADDED_RANK, INT64_INDICES)),
+    Entry("ScatterElements", "SCATTER_ELEMENTS", fields={"Axis": "axis (reduction must be none)"},
+          adapter=a.adapt_scatter_elements, cannot=(_reduction_attribute("SCATTER_ELEMENTS"),), outside=(NEGATIVE_AXIS, INT64_INDICES)),
+    Entry("ScatterND", "SCATTER_ND", fields={"InputDimensionCount": "data's rank",
+                                             "IndicesDimensionCount": "the indices' rank (reduction must be none)"},
+          adapter=a.adapt_scatter_nd, cannot=(_reduction_attribute("SCATTER_ND"),), outside=(PADDED_RANK, INT64_INDICES)),
+    Entry("OneHot", "ONE_HOT", fields={"Axis": "axis (default -1, of the output's rank)",
+                                       "OutputTensor.Sizes": "the depth input, as the axis' size"},
+          adapter=a.adapt_one_hot,
+          cannot=(Cannot(lambda c: c.input(0).dtype.kind == "f",
+                         "ONNX's indices here are float; DirectML's ONE_HOT IndicesTensor is an integer tensor at "
+                         "every level (INT64, INT32, UINT64, UINT32)"),
+                  Cannot(lambda c: bool((c.input(0).astype(np.int64) < -a.one_hot_depth(c)).any()),
+                         "an index lies below -depth, where ONNX gives off_value throughout; DirectML's ONE_HOT "
+                         "page says only that indices past the sequence are ignored and negative ones count from "
+                         "the end")),
+          outside=(NEGATIVE_AXIS, "ONNX inserts the one-hot axis: IndicesTensor gets a size-1 axis there and "
+                                  "ValuesTensor [off, on] the output's rank (reshapes)")),
+    Entry("TopK", "TOP_K1", fields={"Axis": "axis (default -1)", "K": "the k input",
+                                    "AxisDirection": "largest: 1 DECREASING, 0 INCREASING"},
+          adapter=a.adapt_top_k,
+          cannot=(Cannot(_top_k_whole_axis, "ONNX's k is the whole axis; DirectML's TOP_K1 says K must be less "
+                                            "than the number of elements along Axis"),),
+          outside=(NEGATIVE_AXIS, "ONNX's int64 indices: OutputIndexTensor UINT64 (from 5_0), the same bits for "
+                                  "indices below 2^63, compared as int64",
+                   "sorted=0 leaves the order free in ONNX; DirectML always sorts")),
+    Entry("DepthToSpace", "DEPTH_TO_SPACE1", fields={"BlockSize": "blocksize",
+                                                     "Order": "mode: DCR DEPTH_COLUMN_ROW, CRD COLUMN_ROW_DEPTH"},
+          adapter=a.adapt_depth_space),
+    Entry("SpaceToDepth", "SPACE_TO_DEPTH1", fields={"BlockSize": "blocksize",
+                                                     "Order": "mode (default DCR): DCR DEPTH_COLUMN_ROW, CRD "
+                                                              "COLUMN_ROW_DEPTH"},
+          adapter=a.adapt_depth_space),
+    Entry("CumSum", "CUMULATIVE_SUMMATION", fields={"Axis": "the axis input", "AxisDirection": "reverse: 1 DECREASING",
+                                                    "HasExclusiveSum": "exclusive"},
+          adapter=a.adapt_cumulative, outside=(NEGATIVE_AXIS,)),
+    Entry("CumProd", "CUMULATIVE_PRODUCT", fields={"Axis": "the axis input", "AxisDirection": "reverse: 1 DECREASING",
+                                                   "HasExclusiveProduct": "exclusive"},
+          adapter=a.adapt_cumulative, outside=(NEGATIVE_AXIS,)),
+    Entry("ReverseSequence", "REVERSE_SUBSEQUENCES",
+          fields={"Axis": "time_axis", "SequenceLengthsTensor": "sequence_lens along batch_axis"},
+          adapter=a.adapt_reverse_sequence,
+          outside=("ONNX's 1-D sequence_lens becomes a tensor of the input's rank (size 1 on the time axis, each "
+                   "length repeated over the other axes), int64 lengths as UINT64 (the same values)",)),
+    Entry("NonZero", "NONZERO_COORDINATES", fields={"InputTensor": "X"}, adapter=a.adapt_nonzero,
+          outside=("DirectML writes a count and M rows of UINT32 coordinates: the first `count` rows, transposed "
+                   "and read as int64, are ONNX's output",)),
+    Entry("EyeLike", "DIAGONAL_MATRIX", fields={"Offset": "k", "Value": "1",
+                                                "OutputTensor.Sizes": "the input's Sizes"},
+          adapter=a.adapt_eye_like, outside=("the output type is dtype (a TensorProto code) or the input's",)),
+    Entry("Trilu", "DIAGONAL_MATRIX1",
+          fields={"InputTensor": "the input", "Value": "0",
+                  "DiagonalFillBegin": "upper=1: INT32_MIN; upper=0: k + 1",
+                  "DiagonalFillEnd": "upper=1: k; upper=0: INT32_MAX"},
+          adapter=a.adapt_trilu,
+          cannot=(Cannot(lambda c: not all(a.INT32_MIN <= v <= a.INT32_MAX for v in a.trilu_bounds(c)),
+                         "ONNX's k lies outside the INT range of DirectML's DiagonalFillBegin and "
+                         "DiagonalFillEnd"),)),
+    Entry("Range", "FILL_VALUE_SEQUENCE", fields={"ValueStart": "start", "ValueDelta": "delta",
+                                                  "OutputTensor.Sizes": "max(ceil((limit - start) / delta), 0)"},
+          adapter=a.adapt_range,
+          outside=("ONNX's output length depends on the values; DirectML takes it from the OutputTensor's Sizes, "
+                   "computed as ONNX defines it",)),
+    Entry("Where", "ELEMENT_WISE_IF", fields={"ConditionTensor": "condition (bool, stored as UINT8 0/1)", "ATensor": "X",
+                                 "BTensor": "Y"},
+          adapter=a.adapt_where,
+          outside=("ONNX's multidirectional broadcasting is NumPy's, which dmlcli's broadcast applies",)),
+    Entry("Expand", None, reason="DirectML has no operator that broadcasts a tensor to a larger shape: it broadcasts "
+                                 "through " + _NO_STRIDES.format(what="zero")),
+    Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
+                                    + _NO_STRIDES.format(what="permuted")),
+    # ---- the next issue's operators
+    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"), _next("Conv", "CONVOLUTION"),
+    _next("ConvTranspose", "CONVOLUTION"), _next("ConvInteger", "CONVOLUTION_INTEGER"),
+    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"), _next("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION"),
+    _next("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY"), _next("AveragePool", "AVERAGE_POOLING1"),
+    _next("MaxPool", "MAX_POOLING2"), _next("LpPool", "LP_POOLING1"), _next("GlobalAveragePool", "AVERAGE_POOLING"),
+    _next("GlobalMaxPool", "MAX_POOLING"), _next("MaxUnpool", "MAX_UNPOOLING"),
+    _next("BatchNormalization", "BATCH_NORMALIZATION"),
+    _next("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
+    _next("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
+    _next("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1"), _next("LRN", "LOCAL_RESPONSE_NORMALIZATION"),
+    _next("LpNormalization", "LP_NORMALIZATION"), _next("Resize", "RESAMPLE2"), _next("Upsample", "RESAMPLE"),
+    _next("RNN", "RNN"), _next("GRU", "GRU"), _next("LSTM", "LSTM"), _next("RoiAlign", "ROI_ALIGN1"),
+    _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
+)
+
+TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES}
+if len(TABLE) != len(ENTRIES):  # pragma: no cover - a table typo fails at import
+    raise ValueError("ONNX table: an ONNX operator has two entries")
