@@ -172,7 +172,7 @@ def test_report_gives_floats_in_json_spelling_with_their_bits(tmp_path):
     assert result.exit_code == 1
     document = json.loads(report.read_text())
     assert document["first_differences"][0] == {"index": [0], "expected": 1.0, "got": "nan",
-                                                "expected_bits": "0x3c00", "got_bits": "0x7e00"}
+                                                "expected_bits": "0x3c00", "got_bits": "0x7e00", "kind": "nan_vs_number"}
     assert document["max_abs_error"] == "inf"
 
 
