@@ -322,6 +322,9 @@ def test_a_suite_case_without_a_tolerance_uses_the_operators_floor(tmp_path):
     case["tolerance"] = {"ulp": 18}  # the case's own tolerance: ULP alone, as written
     (tmp_path / "gelu.json").write_text(json.dumps(case))
     assert not run_case(tmp_path / "gelu.json").passed
+    case["tolerance"] = {"ulp": 18, "atol": 1e-7}  # both, either holding
+    (tmp_path / "gelu.json").write_text(json.dumps(case))
+    assert run_case(tmp_path / "gelu.json").passed
 
 
 def test_rule_objects_stay_comparable_and_describe_themselves():
