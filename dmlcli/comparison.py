@@ -59,6 +59,8 @@ NAN_VS_NUMBER = "nan_vs_number"
 OUT = "out_of_tolerance"
 KINDS = (IDENTICAL, WITHIN, SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT)
 D3D_ACCEPTS = "subnormal_or_zero_sign_d3d_accepts"  # of those, the ones --float-rules d3d gives
+BY_FLOOR = "within_tolerance_by_floor_alone"  # of the within ones, those past the ULP limit but within the floor
+SUB_COUNTS = (D3D_ACCEPTS, BY_FLOOR)
 
 
 def parse_tolerance(text: str) -> Rule:
@@ -132,7 +134,9 @@ class Comparison:
     expected_dtype: np.dtype | None = None
     expected_shape: tuple[int, ...] | None = None
     mismatches: int = 0
-    max_ulp: float = 0.0  # over the elements that are neither identical nor a subnormal-or-zero-sign difference
+    # The largest errors: ULP over the elements that differ (flushes and those within by the floor alone left
+    # out: their ULP, of a value near 0, means nothing), absolute over all that differ but the flushes.
+    max_ulp: float = 0.0
     max_abs: float = 0.0
     differences: list = field(default_factory=list)  # (index, got, expected, kind) for the first few
     max_listed: int = MAX_LISTED
@@ -141,7 +145,7 @@ class Comparison:
     nans_compared: int = 0
     # Whether --float-rules d3d flushes this operator's FLOAT32 results (not for bit-pattern operators).
     d3d_flushes: bool = True
-    kinds: dict = field(default_factory=lambda: dict.fromkeys(KINDS + (D3D_ACCEPTS,), 0))
+    kinds: dict = field(default_factory=lambda: dict.fromkeys(KINDS + SUB_COUNTS, 0))
 
     @property
     def elements(self) -> int:
@@ -206,7 +210,8 @@ class Comparison:
             return ""
         parts = [f"{k[IDENTICAL]} identical"]
         if self.rule.kind != "exact":
-            parts.append(f"{k[WITHIN]} within tolerance")
+            parts.append(f"{k[WITHIN]} within tolerance" +
+                         (f" ({k[BY_FLOOR]} by the absolute floor alone)" if k[BY_FLOOR] else ""))
         if k[SUBNORMAL_OR_ZERO_SIGN]:
             d3d = k[D3D_ACCEPTS]
             gives = (f"--float-rules d3d gives {'them' if d3d == k[SUBNORMAL_OR_ZERO_SIGN] else f'{d3d} of them'}"
@@ -269,13 +274,15 @@ class Tally:
             c.nans_compared += int(np.count_nonzero(both_nan))
             if c.nan_equal and c.rule.kind == "exact":
                 c.loose_nans += int(np.count_nonzero(both_nan & (as_bits(result) != as_bits(expected))))
-        for kind in KINDS + (D3D_ACCEPTS,):
+        for kind in KINDS + SUB_COUNTS:
             c.kinds[kind] += int(np.count_nonzero(kinds[kind]))
         if ulps is not None:
             measured = ~(kinds[IDENTICAL] | kinds[SUBNORMAL_OR_ZERO_SIGN])  # a flush is no error of the formula
             if measured.any():
-                c.max_ulp = max(c.max_ulp, float(ulps[measured].max()))
                 c.max_abs = max(c.max_abs, float(absolute[measured].max()))
+            measured &= ~kinds[BY_FLOOR]
+            if measured.any():
+                c.max_ulp = max(c.max_ulp, float(ulps[measured].max()))
         differ = kinds[NAN_VS_NUMBER] | kinds[OUT]
         if c.rule.kind == "exact":
             differ = differ | kinds[SUBNORMAL_OR_ZERO_SIGN]  # bit for bit means every bit
@@ -332,7 +339,7 @@ def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_b
 
 def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal: bool = False,
              d3d_flushes: bool = True):
-    """({kind: mask} over `KINDS` and `D3D_ACCEPTS`, ULP distances, absolute errors) elementwise.
+    """({kind: mask} over `KINDS` and `SUB_COUNTS`, ULP distances, absolute errors) elementwise.
 
     The two measures are None for the exact rule. NaN matches NaN under a tolerance (and bit for bit
     where `nan_equal`), never a number however close its bits. A zero against a subnormal, or +0
@@ -343,7 +350,7 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
     none = np.zeros(result.shape, bool)
     if result.dtype.kind != "f":
         return {IDENTICAL: bits_equal, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: none, NAN_VS_NUMBER: none,
-                OUT: ~bits_equal, D3D_ACCEPTS: none}, None, None
+                OUT: ~bits_equal, D3D_ACCEPTS: none, BY_FLOOR: none}, None, None
     nan_got, nan_want = np.isnan(result), np.isnan(expected)
     both_nan = nan_got & nan_want
     identical = bits_equal | (both_nan if (nan_equal or rule.kind != "exact") else False)
@@ -358,7 +365,7 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
     rest = ~identical & ~flush & ~one_nan
     if rule.kind == "exact":
         return {IDENTICAL: identical, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
-                OUT: rest, D3D_ACCEPTS: d3d}, None, None
+                OUT: rest, D3D_ACCEPTS: d3d, BY_FLOOR: none}, None, None
     with np.errstate(all="ignore"):
         absolute = np.where(identical, 0.0, np.abs(wide[0] - wide[1]))
         absolute = np.where(np.isnan(absolute), np.inf, absolute)
@@ -370,5 +377,6 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
         else:
             inside = absolute <= rule.limit
     within = rest & inside
+    by_floor = within & (ulps > rule.limit) if rule.kind == "ulp" else none
     return {IDENTICAL: identical, WITHIN: within, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
-            OUT: rest & ~inside, D3D_ACCEPTS: d3d}, ulps, absolute
+            OUT: rest & ~inside, D3D_ACCEPTS: d3d, BY_FLOOR: by_floor}, ulps, absolute

@@ -161,7 +161,8 @@ def test_report_is_written_on_a_failure_and_on_a_pass(tmp_path):
     assert "smallest normal" in document["tolerance"]["floor_source"]
     assert document["difference_kinds"] == {"identical": 2, "within_tolerance": 0, "subnormal_or_zero_sign": 0,
                                             "nan_vs_number": 0, "out_of_tolerance": 0,
-                                            "subnormal_or_zero_sign_d3d_accepts": 0}
+                                            "subnormal_or_zero_sign_d3d_accepts": 0,
+                                            "within_tolerance_by_floor_alone": 0}
     assert document["max_ulp"] == 0 and document["max_abs_error"] == 0
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import dmlcli
 from dmlcli import operators as table
 from dmlcli.cli import cli
-from dmlcli.comparison import (D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN, Rule,
+from dmlcli.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN, Rule,
                                compare_arrays, parse_tolerance, rule_for)
 from dmlcli.operators.schema import APPROXIMATE, Tolerance, smallest_normal
 
@@ -164,7 +164,8 @@ def test_the_issues_gelu_passes_on_the_command_line(tmp_path):
     assert result.stdout.startswith("PASSED: all 12 elements match within 18 ULP or 1.79e-07 absolute")
     document = json.loads(report.read_text())
     kinds = document["difference_kinds"]
-    assert kinds[IDENTICAL] + kinds[WITHIN] + kinds[SUBNORMAL_OR_ZERO_SIGN] == 12 and kinds[WITHIN] >= 1
+    assert kinds[IDENTICAL] + kinds[WITHIN] + kinds[SUBNORMAL_OR_ZERO_SIGN] == 12 and kinds[BY_FLOOR] >= 1
+    assert document["max_ulp"] <= 18 and "by the absolute floor alone)" in result.stdout
     assert document["tolerance"]["atol_floor"] == 3 * 2.0 ** -24 and "erf" in document["tolerance"]["floor_source"]
     # The ULP alone, as before, still fails it: the floor is what passes it.
     alone = invoke("run", "activation_gelu", tmp_path / "x.npy", "--check", tmp_path / "gpu.npy", "--tolerance", "ulp:18")
@@ -194,7 +195,11 @@ def test_either_measure_passes_an_element():
     assert not compare_arrays(got, want, parse_tolerance("ulp:1")).passed  # 1e-6 off by 0.5e-6: ~4e6 ULP
     assert not compare_arrays(got, want, parse_tolerance("atol:1e-7")).passed  # 1 ULP of 1 is 1.2e-7
     both = compare_arrays(got, want, parse_tolerance("ulp:1,atol:1e-6"))
-    assert both.passed and both.kinds[WITHIN] == 2
+    assert both.passed and both.kinds[WITHIN] == 2 and both.kinds[BY_FLOOR] == 1
+    # The largest ULP leaves out the element the floor alone passes: the ULP of a value near 0 means nothing.
+    assert both.max_ulp == 1 and both.text().startswith("PASSED: all 2 elements match within 1 ULP or 1e-06 "
+                                                         "absolute; largest error 1 ULP, 5e-07 absolute")
+    assert "2 within tolerance (1 by the absolute floor alone)" in both.text()
 
 
 # ---------------------------------------------------------------- the kinds of difference
@@ -206,7 +211,7 @@ def test_kinds_are_told_apart_and_only_nan_and_out_of_tolerance_fail():
     want = np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), 0.0, 0.0, -0.0, np.nan, 1.0], np.float32)
     comparison = compare_arrays(got, want, parse_tolerance("ulp:1"))
     assert comparison.kinds == {IDENTICAL: 1, WITHIN: 1, SUBNORMAL_OR_ZERO_SIGN: 3, NAN_VS_NUMBER: 1, OUT: 1,
-                                D3D_ACCEPTS: 1}
+                                D3D_ACCEPTS: 1, BY_FLOOR: 0}
     assert comparison.mismatches == 2 and not comparison.passed
     text = comparison.text()
     assert text.splitlines()[0].startswith("FAILED: 2 of 7 elements are not within 1 ULP (28.6%)")
@@ -250,7 +255,7 @@ def test_exit_codes_by_kind_on_the_command_line(tmp_path):
     assert out.exit_code == 1
     document = json.loads(report.read_text())
     assert document["difference_kinds"] == {IDENTICAL: 0, WITHIN: 0, SUBNORMAL_OR_ZERO_SIGN: 1, NAN_VS_NUMBER: 0,
-                                            OUT: 1, D3D_ACCEPTS: 1}
+                                            OUT: 1, D3D_ACCEPTS: 1, BY_FLOOR: 0}
     assert document["mismatches"] == 1 and document["first_differences"][0]["kind"] == OUT
     assert document["tolerance"]["atol_floor"] == smallest_normal("float32")
 
