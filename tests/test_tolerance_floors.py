@@ -18,8 +18,8 @@ from click.testing import CliRunner
 import dmlcli
 from dmlcli import operators as table
 from dmlcli.cli import cli
-from dmlcli.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN, Rule,
-                               compare_arrays, parse_tolerance, rule_for)
+from dmlcli.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
+                               Rule, compare_arrays, parse_tolerance, rule_for)
 from dmlcli.operators.schema import APPROXIMATE, Tolerance, smallest_normal
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -168,7 +168,8 @@ def test_the_issues_gelu_passes_on_the_command_line(tmp_path):
     assert document["max_ulp"] <= 18 and "by the absolute floor alone)" in result.stdout
     assert document["tolerance"]["atol_floor"] == 3 * 2.0 ** -24 and "erf" in document["tolerance"]["floor_source"]
     # The ULP alone, as before, still fails it: the floor is what passes it.
-    alone = invoke("run", "activation_gelu", tmp_path / "x.npy", "--check", tmp_path / "gpu.npy", "--tolerance", "ulp:18")
+    alone = invoke("run", "activation_gelu", tmp_path / "x.npy", "--check", tmp_path / "gpu.npy",
+                   "--tolerance", "ulp:18")
     assert alone.exit_code == 1 and alone.stdout.startswith("FAILED: ") and "out of tolerance" in alone.stdout
 
 
@@ -177,7 +178,8 @@ def test_the_issues_gelu_passes_on_the_command_line(tmp_path):
 
 def test_tolerance_takes_ulp_and_atol_together_and_each_alone_means_one():
     both = parse_tolerance("ulp:4,atol:1e-6")
-    assert (both.kind, both.limit, both.floor) == ("ulp", 4, 1e-6) and both.describe() == "within 4 ULP or 1e-06 absolute"
+    assert (both.kind, both.limit, both.floor) == ("ulp", 4, 1e-6)
+    assert both.describe() == "within 4 ULP or 1e-06 absolute"
     assert parse_tolerance(" ATOL:1e-6 , ulp:4 ").floor == 1e-6
     alone = parse_tolerance("ulp:4")
     assert (alone.kind, alone.floor) == ("ulp", 0.0) and alone.describe() == "within 4 ULP"

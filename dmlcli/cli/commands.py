@@ -41,7 +41,8 @@ def _declared_dtype(text):
                    "or --check (which prints a verdict), except -o - --format npy|json (JSON by default).")
 @click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
-                   "and integer outputs, else within the operator's tolerance (see describe); exit 1 on a mismatch.")
+                   "and integer outputs, else within the operator's tolerance (see describe: ULP or an absolute "
+                   "floor); exit 1 for a NaN against a number or an element out of tolerance.")
 @click.option("--tolerance", metavar="RULE", default=None,
               help="Override the tolerance of --check for float outputs: ulp:N, atol:X, ulp:N,atol:X (either may "
                    "hold) or exact.")
