@@ -1,6 +1,6 @@
 """Tolerances that mean what users expect (issue 21): ULP or an absolute floor, and --check's kinds of difference.
 
-The central test computes every approximate operator (and HARD_SWISH, whose root cancels) the way a GPU
+The central test computes every approximate operator (and the composite ones) the way a GPU
 computes it, in FLOAT32 and in FLOAT16 arithmetic, each step rounded to the type, over a wide range that
 takes in the underflow and every root; that result must pass `--check` at the operator's default
 tolerance, and the same result moved by 4 times the tolerance must fail.
@@ -20,7 +20,7 @@ from dmlcli import operators as table
 from dmlcli.cli import cli
 from dmlcli.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
                                Rule, compare_arrays, parse_tolerance, rule_for)
-from dmlcli.operators.schema import APPROXIMATE, Tolerance, smallest_normal
+from dmlcli.operators.schema import APPROXIMATE, COMPOSITE, Tolerance, smallest_normal
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 
@@ -61,6 +61,12 @@ def _device(name: str, inputs: list[np.ndarray], t: np.dtype) -> np.ndarray:
         "activation_tanh": lambda: np.tanh(x),
         "activation_hard_swish": lambda: x * np.maximum(zero, np.minimum(_k(t, np.float32(1) / np.float32(6)) * x
                                                                           + half, one)),
+        "activation_hard_sigmoid": lambda: np.maximum(zero, np.minimum(_k(t, np.float32(0.2)) * x + half, one)),
+        "activation_linear": lambda: one * x + zero,
+        "activation_softsign": lambda: x / (one + np.abs(x)),
+        "mean": lambda: (inputs[0] + inputs[1]) * half,
+        "difference_square": lambda: (inputs[0] - inputs[1]) * (inputs[0] - inputs[1]),
+        "modulus_truncate": lambda: np.fmod(inputs[0], inputs[1]),
         "acos": lambda: np.arccos(x), "asin": lambda: np.arcsin(x), "atan": lambda: np.arctan(x),
         "atan_yx": lambda: np.arctan2(inputs[0], inputs[1]),
         "cos": lambda: np.cos(x), "sin": lambda: np.sin(x), "tan": lambda: np.tan(x),
@@ -83,7 +89,10 @@ RANGES = {
     "activation_sigmoid": ((-110, 30), (-17, 11)), "activation_swish": ((-110, 30), (-17, 11)),
     "activation_softplus": ((-110, 80), (-17, 10)), "activation_parametric_softplus": ((-110, 80), (-17, 10)),
     "activation_scaled_tanh": ((-20, 20), (-20, 20)), "activation_tanh": ((-20, 20), (-20, 20)),
-    "activation_hard_swish": ((-8, 8), (-8, 8)),
+    "activation_hard_swish": ((-8, 8), (-8, 8)), "activation_hard_sigmoid": ((-8, 8), (-8, 8)),
+    "activation_linear": ((-1e30, 1e30), (-6e4, 6e4)), "activation_softsign": ((-1e30, 1e30), (-6e4, 6e4)),
+    "mean": ((-1e30, 1e30), (-3e4, 3e4)), "difference_square": ((-1e18, 1e18), (-120, 120)),
+    "modulus_truncate": ((-1e6, 1e6), (-1000, 1000)),
     "acos": ((-1, 1), (-1, 1)), "asin": ((-1, 1), (-1, 1)), "atan": ((-1e4, 1e4), (-1e4, 1e4)),
     "atan_yx": ((-10, 10), (-10, 10)), "cos": ((-100, 100), (-100, 100)), "sin": ((-100, 100), (-100, 100)),
     "tan": ((-1.5, 1.5), (-1.5, 1.5)), "exp": ((-110, 88), (-17, 11)), "log": ((0, 3e38), (0, 6e4)),
@@ -93,7 +102,7 @@ RANGES = {
 }
 # Roots and edges each operator's grid must hold densely: GELU, SWISH, ELU, ... at 0, HARD_SWISH at -3,
 # LOG and ACOSH at 1, ACOS at 1.
-ROOTS = {"activation_hard_swish": (-3.0,), "log": (1.0,), "acosh": (1.0,), "acos": (1.0,), "cos": (math.pi / 2,)}
+ROOTS = {"activation_hard_swish": (-3.0,), "activation_hard_sigmoid": (-2.5, 2.5), "log": (1.0,), "acosh": (1.0,), "acos": (1.0,), "cos": (math.pi / 2,)}
 PARAMETERS = {"constant_pow": {"exponent": 3.0}}
 CHECKED = sorted(RANGES)
 
@@ -114,6 +123,10 @@ def _inputs(name: str, t: np.dtype) -> list[np.ndarray]:
     x = _first_input(name, t)
     if name == "atan_yx":  # y against a reversed x: every quadrant, y = 0 and x = 0 included
         return [x, x[::-1].copy()]
+    if name in ("mean", "difference_square"):  # b near a (cancellation) and near -a
+        return [x, np.concatenate([x[: x.size // 2] * _k(t, 1.001), -x[x.size // 2:]])]
+    if name == "modulus_truncate":
+        return [x, np.resize(np.array([3.0, -7.5, 0.1, 1e-3], t), x.shape)]
     if name == "pow":  # exponents through 0, small bases by large exponents (underflow) and the reverse
         low, high = (-20, 20) if t == F32 else (-4, 4)
         return [x, np.resize(np.linspace(low, high, 37), x.shape).astype(t)]
@@ -129,6 +142,9 @@ def _checked(name: str, t: np.dtype):
 def test_the_test_covers_every_approximate_operator():
     approximate = {op.cli_name for op in table.OPERATORS if op.exactness == APPROXIMATE}
     assert approximate <= set(CHECKED), sorted(approximate - set(CHECKED))
+    # and every composite one with float results (MODULUS_FLOOR's formula is MODULUS_TRUNCATE's plus a fix-up)
+    composite = {op.cli_name for op in table.OPERATORS if op.exactness == COMPOSITE and "quantiz" not in op.cli_name}
+    assert composite - {"modulus_floor"} <= set(CHECKED), sorted(composite - set(CHECKED))
 
 
 @pytest.mark.parametrize("t", [F32, F16], ids=["FLOAT32", "FLOAT16"])

@@ -124,6 +124,12 @@ _TOL_SHRINK = Tolerance("ulp", 1, 2, "dmlcli's choice: one subtraction or additi
                                      "FLOAT16 2 as WebNN's later leakyRelu")
 _TOL_LINEAR = Tolerance("ulp", 2, 2, f"{_WEBNN}: linear and hardSigmoid 2 ULP")
 _TOL_SOFTSIGN = Tolerance("ulp", 3, 3, f"{_WEBNN}: softsign 3 ULP")
+_TOL_HARD_SIGMOID = Tolerance(
+    "ulp", 2, 2, f"{_WEBNN}: linear and hardSigmoid 2 ULP", floor_float32=2.0 ** -23, floor_float16=2.0 ** -10,
+    floor_source="near the root x = -Beta/Alpha = -2.5, Alpha*x + Beta cancels: the product rounded near 0.5 errs "
+                 "by up to half an ULP of 0.5 (2^-25 FLOAT32, 2^-12 FLOAT16) and in FLOAT16 Alpha's own rounding "
+                 "adds 2.5*|0.2 - half(0.2)| = 1.2e-4; an ULP of 1 (2^-23 FLOAT32, 2^-10 FLOAT16) covers both, "
+                 "at the default Alpha and Beta")
 
 # Absolute floors (schema.Tolerance): where a device computing the formula in the output type cancels or
 # underflows, its error is absolute and the ULP of the tiny true result measures nothing. Each floor is
@@ -588,7 +594,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "HARD_SIGMOID", 37, "Hard sigmoid: Alpha*x + Beta clamped to [0, 1].",
         "f(x) = max(0, min(Alpha * x + Beta, 1))", "1_0", _CLASSIC, hard_sigmoid,
-        "dml_hard_sigmoid_apply(x, Alpha, Beta)", exactness=COMPOSITE, tolerance=_TOL_LINEAR,
+        "dml_hard_sigmoid_apply(x, Alpha, Beta)", exactness=COMPOSITE, tolerance=_TOL_HARD_SIGMOID,
         parameters=(_HARD_SIGMOID_ALPHA, _HARD_SIGMOID_BETA),
         notes=(_FLOAT64, "NaN gives NaN: dmlcli's min and max keep a NaN (D3D's min/max would return the other "
                "operand, 0 or 1, so DirectML hardware may differ).", _NAN_INF),
