@@ -267,13 +267,16 @@ class Tally:
     def add(self, result: np.ndarray, expected: np.ndarray, start: int) -> None:
         """Compare the elements [start, start + n) of the flattened tensors (both native, same dtype)."""
         c = self.comparison
-        kinds, ulps, absolute = classify(result, expected, c.rule, nan_equal=c.nan_equal,
-                                         d3d_flushes=c.d3d_flushes)
+        # Only the elements whose bits differ are classified: in a matching result that is few or none, and
+        # bit for bit costs little more than the comparison of the bits.
+        positions = np.flatnonzero(as_bits(result) != as_bits(expected))
         if c.dtype.kind == "f":
-            both_nan = np.isnan(result) & np.isnan(expected)
-            c.nans_compared += int(np.count_nonzero(both_nan))
-            if c.nan_equal and c.rule.kind == "exact":
-                c.loose_nans += int(np.count_nonzero(both_nan & (as_bits(result) != as_bits(expected))))
+            c.nans_compared += int(np.count_nonzero(np.isnan(result) & np.isnan(expected)))
+        got, want = result[positions], expected[positions]
+        kinds, ulps, absolute = classify(got, want, c.rule, nan_equal=c.nan_equal, d3d_flushes=c.d3d_flushes)
+        if c.nan_equal and c.rule.kind == "exact":
+            c.loose_nans += int(np.count_nonzero(kinds[IDENTICAL]))  # NaN pairs whose bits differ
+        c.kinds[IDENTICAL] += result.size - positions.size
         for kind in KINDS + SUB_COUNTS:
             c.kinds[kind] += int(np.count_nonzero(kinds[kind]))
         if ulps is not None:
@@ -288,9 +291,10 @@ class Tally:
             differ = differ | kinds[SUBNORMAL_OR_ZERO_SIGN]  # bit for bit means every bit
         count = int(np.count_nonzero(differ))
         if count and len(c.differences) < c.max_listed:
-            for position in np.flatnonzero(differ)[:c.max_listed - len(c.differences)]:
-                index = tuple(int(i) for i in np.unravel_index(start + int(position), c.shape)) if c.shape else ()
-                kind = next(k for k in (SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT) if kinds[k][position])
+            for at in np.flatnonzero(differ)[:c.max_listed - len(c.differences)]:
+                position = int(positions[at])
+                index = tuple(int(i) for i in np.unravel_index(start + position, c.shape)) if c.shape else ()
+                kind = next(k for k in (SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT) if kinds[k][at])
                 c.differences.append((index, result[position], expected[position], kind))
         c.mismatches += count
 
@@ -355,18 +359,19 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
     both_nan = nan_got & nan_want
     identical = bits_equal | (both_nan if (nan_equal or rule.kind != "exact") else False)
     one_nan = nan_got != nan_want
-    tiny = float(np.finfo(result.dtype).smallest_normal)
+    tiny = np.finfo(result.dtype).smallest_normal
     with np.errstate(all="ignore"):
-        wide = result.astype(np.float64), expected.astype(np.float64)
-        small = (np.abs(wide[0]) < tiny) & (np.abs(wide[1]) < tiny)  # zeros and subnormals (NaN: False)
-        flush = ~identical & small & ((wide[0] == 0) | (wide[1] == 0))
-    d3d = flush & ~((wide[0] == 0) & (wide[1] == 0)) & (np.signbit(result) == np.signbit(expected))
+        small = (np.abs(result) < tiny) & (np.abs(expected) < tiny)  # zeros and subnormals (NaN: False)
+        zero_got, zero_want = result == 0, expected == 0
+        flush = ~identical & small & (zero_got | zero_want)
+    d3d = flush & ~(zero_got & zero_want) & (np.signbit(result) == np.signbit(expected))
     d3d &= result.dtype == np.float32 and d3d_flushes  # Direct3D flushes FLOAT32 only, and only on values
     rest = ~identical & ~flush & ~one_nan
     if rule.kind == "exact":
         return {IDENTICAL: identical, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
                 OUT: rest, D3D_ACCEPTS: d3d, BY_FLOOR: none}, None, None
     with np.errstate(all="ignore"):
+        wide = result.astype(np.float64), expected.astype(np.float64)
         absolute = np.where(identical, 0.0, np.abs(wide[0] - wide[1]))
         absolute = np.where(np.isnan(absolute), np.inf, absolute)
         ulps = np.where(identical, 0.0, ulp_distance(result, expected).astype(np.float64))
