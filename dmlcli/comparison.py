@@ -30,7 +30,8 @@ MAX_LISTED = 5
 
 @dataclass(frozen=True)
 class Rule:
-    """How elements are matched: exactly (kind "exact"), or within `limit` ULP or absolute."""
+    """How elements are matched: exactly (kind "exact"), within `limit` ULP (or `floor` absolute, either
+    passing), within `limit` absolute, or NumPy's allclose."""
 
     kind: str  # "exact", "ulp", "atol" or "allclose" (|got - want| <= limit + rtol*|want|, a test case's)
     limit: float = 0.0
