@@ -187,6 +187,9 @@ def test_the_issues_gelu_passes_on_the_command_line(tmp_path):
     alone = invoke("run", "activation_gelu", tmp_path / "x.npy", "--check", tmp_path / "gpu.npy",
                    "--tolerance", "ulp:18")
     assert alone.exit_code == 1 and alone.stdout.startswith("FAILED: ") and "out of tolerance" in alone.stdout
+    both = invoke("run", "activation_gelu", tmp_path / "x.npy", "--check", tmp_path / "gpu.npy",
+                  "--tolerance", "ulp:18,atol:1e-7")
+    assert both.exit_code == 0 and both.stdout.startswith("PASSED: all 12 elements match within 18 ULP or 1e-07 absolute")
 
 
 # ---------------------------------------------------------------- --tolerance spellings
