@@ -1,9 +1,15 @@
 """--check: a result compared with an expected tensor, bit for bit or within the operator's tolerance.
 
 Exact operators and integer outputs are compared bit for bit. Float outputs of operators that are
-not exact are compared within the operator's tolerance (operators/schema.py: ULP of the output
-type, or an absolute difference); NaN matches NaN and equal infinities match. `--tolerance`
-overrides it: ulp:N, atol:X or exact.
+not exact are compared within the operator's tolerance (operators/schema.py): ULP of the output
+type OR an absolute floor (an element passes when either holds), or an absolute difference; NaN
+matches NaN and equal infinities match. `--tolerance` overrides it: ulp:N, atol:X, ulp:N,atol:X or
+exact.
+
+Every element falls in one of the kinds of `KINDS`: identical; within tolerance; differing only by a
+flushed subnormal or the sign of a zero (what Direct3D's rules allow a device; within any tolerance
+rule, never bit for bit); NaN against a number; out of tolerance. Only the last two fail a tolerance
+rule (bit for bit, every difference fails), and the verdict and the report count each kind.
 """
 
 from __future__ import annotations
@@ -24,37 +30,60 @@ MAX_LISTED = 5
 
 @dataclass(frozen=True)
 class Rule:
-    """How elements are matched: exactly (kind "exact"), or within `limit` ULP or absolute."""
+    """How elements are matched: exactly (kind "exact"), within `limit` ULP (or `floor` absolute, either
+    passing), within `limit` absolute, or NumPy's allclose."""
 
     kind: str  # "exact", "ulp", "atol" or "allclose" (|got - want| <= limit + rtol*|want|, a test case's)
     limit: float = 0.0
     source: str = ""
     rtol: float = 0.0
+    floor: float = 0.0  # "ulp" only: an element also passes where |got - want| <= floor (0: ULP alone)
+    floor_source: str = ""  # why the floor is what it is
 
     def describe(self) -> str:
         if self.kind == "exact":
             return "bit for bit"
         if self.kind == "allclose":
             return f"within {self.limit:g} + {self.rtol:g}*|expected|"
-        return f"within {self.limit:g} ULP" if self.kind == "ulp" else f"within {self.limit:g} absolute"
+        if self.kind == "ulp":
+            return f"within {self.limit:g} ULP" + (f" or {self.floor:.3g} absolute" if self.floor else "")
+        return f"within {self.limit:g} absolute"
 
 
 EXACT = Rule("exact")
 
+# The kinds of element an element-wise comparison tells apart (the report's "difference_kinds" keys).
+IDENTICAL = "identical"  # the same bits (or NaN against NaN where payloads are not compared)
+WITHIN = "within_tolerance"
+SUBNORMAL_OR_ZERO_SIGN = "subnormal_or_zero_sign"  # a zero against a subnormal, or +0 against -0
+NAN_VS_NUMBER = "nan_vs_number"
+OUT = "out_of_tolerance"
+KINDS = (IDENTICAL, WITHIN, SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT)
+D3D_ACCEPTS = "subnormal_or_zero_sign_d3d_accepts"  # of those, the ones --float-rules d3d gives
+BY_FLOOR = "within_tolerance_by_floor_alone"  # of the within ones, those past the ULP limit but within the floor
+SUB_COUNTS = (D3D_ACCEPTS, BY_FLOOR)
+
 
 def parse_tolerance(text: str) -> Rule:
-    """`ulp:N`, `atol:X` or `exact`, as --tolerance takes it."""
+    """`ulp:N`, `atol:X`, both (`ulp:N,atol:X`: either may hold) or `exact`, as --tolerance takes it."""
     key = str(text).strip().lower()
     if key == "exact":
         return EXACT
-    kind, _, number = key.partition(":")
-    try:
-        limit = float(number)
-    except ValueError:
-        limit = -1.0
-    if kind not in ("ulp", "atol") or not np.isfinite(limit) or limit < 0:
-        raise InputError(f"--tolerance {quoted(text)}: expected ulp:N (N >= 0), atol:X (X >= 0) or exact")
-    return Rule(kind, limit, "--tolerance")
+    limits: dict[str, float] = {}
+    for part in key.split(","):
+        kind, _, number = part.strip().partition(":")
+        try:
+            limit = float(number)
+        except ValueError:
+            limit = -1.0
+        if kind not in ("ulp", "atol") or not np.isfinite(limit) or limit < 0 or kind in limits:
+            raise InputError(f"--tolerance {quoted(text)}: expected ulp:N (N >= 0), atol:X (X >= 0), "
+                             "both as ulp:N,atol:X, or exact")
+        limits[kind] = limit
+    if "ulp" in limits:
+        return Rule("ulp", limits["ulp"], "--tolerance", floor=limits.get("atol", 0.0),
+                    floor_source="--tolerance" if "atol" in limits else "")
+    return Rule("atol", limits["atol"], "--tolerance")
 
 
 def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None, call=None) -> Rule:
@@ -75,11 +104,13 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
             tolerance = fused.tolerance
     if tolerance is None:
         return EXACT
-    limit = tolerance.for_dtype(np.dtype(dtype))
+    dtype = np.dtype(dtype)
+    limit = tolerance.for_dtype(dtype)
     scale = getattr(operator, "tolerance_scale", None)
     if scale is not None and call is not None:
         limit = limit * scale(call)
-    return Rule(tolerance.kind, limit, tolerance.source)
+    return Rule(tolerance.kind, limit, tolerance.source, floor=tolerance.floor_for(dtype),
+                floor_source=tolerance.floor_reason or "")
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -110,13 +141,18 @@ class Comparison:
     expected_dtype: np.dtype | None = None
     expected_shape: tuple[int, ...] | None = None
     mismatches: int = 0
+    # The largest errors: ULP over the elements that differ (flushes and those within by the floor alone left
+    # out: their ULP, of a value near 0, means nothing), absolute over all that differ but the flushes.
     max_ulp: float = 0.0
     max_abs: float = 0.0
-    differences: list = field(default_factory=list)  # (index, got, expected) for the first few
+    differences: list = field(default_factory=list)  # (index, got, expected, kind) for the first few
     max_listed: int = MAX_LISTED
     nan_equal: bool = False  # a NaN matches any NaN: the expected side is JSON, which holds no payloads
     loose_nans: int = 0  # NaN pairs that matched although their bits differ (nan_equal)
     nans_compared: int = 0
+    # Whether --float-rules d3d flushes this operator's FLOAT32 results (not for bit-pattern operators).
+    d3d_flushes: bool = True
+    kinds: dict = field(default_factory=lambda: dict.fromkeys(KINDS + SUB_COUNTS, 0))
 
     @property
     def elements(self) -> int:
@@ -143,26 +179,58 @@ class Comparison:
         return self.mismatches / max(self.elements, 1)
 
     def text(self) -> str:
-        """PASSED/FAILED with the count and share of mismatching elements and the first differences."""
+        """PASSED/FAILED with the count and share of mismatching elements, the kinds of difference and the
+        first differences."""
         if self.reason is not None:
             return f"FAILED: {self.reason}"
         summary = "" if self.rule.kind == "exact" else (f"; largest error {self.max_ulp:.0f} ULP, "
                                                          f"{self.max_abs:.3g} absolute")
+        breakdown = self._breakdown()
         if self.passed:
             how = "bit for bit" if self.rule.kind == "exact" else self.rule.describe()
             note = " (NaN payloads not compared: JSON cannot hold them)" if self.nan_equal and self.nans_compared else ""
-            return f"PASSED: all {self.elements} elements match {how}{summary}{note}"
+            return f"PASSED: all {self.elements} elements match {how}{summary}{note}" + breakdown
         what = "differ" if self.rule.kind == "exact" else f"are not {self.rule.describe()}"
-        lines = [f"FAILED: {self.mismatches} of {self.elements} elements {what} ({100.0 * self.share:.3g}%){summary}"]
-        for index, got, want in self.differences[:self.max_listed]:
+        lines = [f"FAILED: {self.mismatches} of {self.elements} elements {what} ({100.0 * self.share:.3g}%)"
+                 f"{summary}{breakdown}"]
+        for index, got, want, kind in self.differences[:self.max_listed]:
             position = "[" + ", ".join(str(i) for i in index) + "]"
+            tag = {NAN_VS_NUMBER: " (NaN against a number)",
+                   SUBNORMAL_OR_ZERO_SIGN: " (only a flushed subnormal or the sign of a zero)"}.get(kind, "")
             lines.append(f"  at {position}: got {format_value(got, self.dtype, 'table')} "
                          f"({format_value(got, self.dtype, 'hex')}), expected "
-                         f"{format_value(want, self.dtype, 'table')} ({format_value(want, self.dtype, 'hex')})")
+                         f"{format_value(want, self.dtype, 'table')} ({format_value(want, self.dtype, 'hex')}){tag}")
         shown = min(self.max_listed, len(self.differences))
         if self.max_listed and self.mismatches > shown:
             lines.append(f"  ... and {self.mismatches - shown} more")
         return "\n".join(lines)
+
+    def _breakdown(self) -> str:
+        """A second line counting the kinds, where a float comparison found more than identical elements.
+
+        Bit for bit, only where a difference is a flushed subnormal, a zero's sign or a NaN (the plain
+        "N differ" says the rest)."""
+        k = self.kinds
+        if self.dtype.kind != "f" or k[IDENTICAL] == self.elements:
+            return ""
+        if self.rule.kind == "exact" and not (k[SUBNORMAL_OR_ZERO_SIGN] or k[NAN_VS_NUMBER]):
+            return ""
+        parts = [f"{k[IDENTICAL]} identical"]
+        if self.rule.kind != "exact":
+            parts.append(f"{k[WITHIN]} within tolerance" +
+                         (f" ({k[BY_FLOOR]} by the absolute floor alone)" if k[BY_FLOOR] else ""))
+        if k[SUBNORMAL_OR_ZERO_SIGN]:
+            d3d = k[D3D_ACCEPTS]
+            gives = (f"--float-rules d3d gives {'them' if d3d == k[SUBNORMAL_OR_ZERO_SIGN] else f'{d3d} of them'}"
+                     if d3d else "--float-rules d3d gives none of them")
+            accepted = "" if self.rule.kind != "exact" else ", which bit for bit does not accept"
+            parts.append(f"{k[SUBNORMAL_OR_ZERO_SIGN]} only by a flushed subnormal or the sign of a zero "
+                         f"({gives}{accepted})")
+        if k[NAN_VS_NUMBER]:
+            parts.append(f"{k[NAN_VS_NUMBER]} NaN against a number")
+        if k[OUT]:
+            parts.append(f"{k[OUT]} {'differ otherwise' if self.rule.kind == 'exact' else 'out of tolerance'}")
+        return "\n  " + ", ".join(parts)
 
     def to_json(self) -> dict:
         """The comparison as the --report file holds it (values in JSON tensor spelling, bits for floats)."""
@@ -175,19 +243,23 @@ class Comparison:
             "mismatch_share": self.share if self.reason is None else None,
             "reason": self.reason,
             "tolerance": {"kind": self.rule.kind, "limit": self.rule.limit, "source": self.rule.source or None,
-                          "text": self.rule.describe()},
+                          "text": self.rule.describe(),
+                          "atol_floor": self.rule.floor if self.rule.kind == "ulp" else None,
+                          "floor_source": (self.rule.floor_source or None) if self.rule.kind == "ulp" else None},
             "nan_payloads_compared": (not self.nan_equal) if self.dtype.kind == "f" else None,
+            "difference_kinds": dict(self.kinds) if self.reason is None else None,
         }
         if self.rule.kind != "exact":
             report["max_ulp"] = self.max_ulp
             report["max_abs_error"] = self.max_abs if math.isfinite(self.max_abs) else "inf"
         first = []
-        for index, got, want in self.differences[:self.max_listed]:
+        for index, got, want, kind in self.differences[:self.max_listed]:
             entry = {"index": list(index), "expected": json.loads(format_json_value(want, self.dtype)),
                      "got": json.loads(format_json_value(got, self.dtype))}
             if self.dtype.kind == "f":
                 entry["expected_bits"] = format_value(want, self.dtype, "hex")
                 entry["got_bits"] = format_value(got, self.dtype, "hex")
+                entry["kind"] = kind
             first.append(entry)
         report["first_differences"] = first
         return report
@@ -202,34 +274,45 @@ class Tally:
     def add(self, result: np.ndarray, expected: np.ndarray, start: int) -> None:
         """Compare the elements [start, start + n) of the flattened tensors (both native, same dtype)."""
         c = self.comparison
-        if c.rule.kind == "exact":
-            differ = as_bits(result) != as_bits(expected)
-            if c.dtype.kind == "f":
-                both_nan = np.isnan(result) & np.isnan(expected)
-                c.nans_compared += int(np.count_nonzero(both_nan))
-                if c.nan_equal:
-                    c.loose_nans += int(np.count_nonzero(differ & both_nan))
-                    differ &= ~both_nan
-        else:
-            differ, ulps, absolute = _outside_tolerance(result, expected, c.rule)
+        # Only the elements whose bits differ are classified: in a matching result that is few or none, and
+        # bit for bit costs little more than the comparison of the bits.
+        positions = np.flatnonzero(as_bits(result) != as_bits(expected))
+        if c.dtype.kind == "f":
             c.nans_compared += int(np.count_nonzero(np.isnan(result) & np.isnan(expected)))
-            if ulps.size:
-                c.max_ulp = max(c.max_ulp, float(ulps.max()))
-                c.max_abs = max(c.max_abs, float(absolute.max()))
+        got, want = result[positions], expected[positions]
+        kinds, ulps, absolute = classify(got, want, c.rule, nan_equal=c.nan_equal, d3d_flushes=c.d3d_flushes)
+        if c.nan_equal and c.rule.kind == "exact":
+            c.loose_nans += int(np.count_nonzero(kinds[IDENTICAL]))  # NaN pairs whose bits differ
+        c.kinds[IDENTICAL] += result.size - positions.size
+        for kind in KINDS + SUB_COUNTS:
+            c.kinds[kind] += int(np.count_nonzero(kinds[kind]))
+        if ulps is not None:
+            measured = ~(kinds[IDENTICAL] | kinds[SUBNORMAL_OR_ZERO_SIGN])  # a flush is no error of the formula
+            if measured.any():
+                c.max_abs = max(c.max_abs, float(absolute[measured].max()))
+            measured &= ~kinds[BY_FLOOR]
+            if measured.any():
+                c.max_ulp = max(c.max_ulp, float(ulps[measured].max()))
+        differ = kinds[NAN_VS_NUMBER] | kinds[OUT]
+        if c.rule.kind == "exact":
+            differ = differ | kinds[SUBNORMAL_OR_ZERO_SIGN]  # bit for bit means every bit
         count = int(np.count_nonzero(differ))
         if count and len(c.differences) < c.max_listed:
-            for position in np.flatnonzero(differ)[:c.max_listed - len(c.differences)]:
-                index = tuple(int(i) for i in np.unravel_index(start + int(position), c.shape)) if c.shape else ()
-                c.differences.append((index, result[position], expected[position]))
+            for at in np.flatnonzero(differ)[:c.max_listed - len(c.differences)]:
+                position = int(positions[at])
+                index = tuple(int(i) for i in np.unravel_index(start + position, c.shape)) if c.shape else ()
+                kind = next(k for k in (SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT) if kinds[k][at])
+                c.differences.append((index, result[position], expected[position], kind))
         c.mismatches += count
 
 
 def compare_arrays(result: np.ndarray, expected: np.ndarray, rule: Rule = EXACT, *, nan_equal: bool = False,
-                   max_listed: int = MAX_LISTED) -> Comparison:
-    """Compare two whole arrays (see `Comparison`); `nan_equal` where the expected side came from JSON."""
+                   max_listed: int = MAX_LISTED, d3d_flushes: bool = True) -> Comparison:
+    """Compare two whole arrays (see `Comparison`); `nan_equal` where the expected side came from JSON,
+    `d3d_flushes` False for an operator on bit patterns (Direct3D's flushes do not apply to it)."""
     result, expected = to_native(np.asarray(result)), to_native(np.asarray(expected))
     comparison = Comparison(rule, result.dtype, tuple(result.shape), expected.dtype, tuple(expected.shape),
-                            max_listed=max_listed, nan_equal=nan_equal)
+                            max_listed=max_listed, nan_equal=nan_equal, d3d_flushes=d3d_flushes)
     if comparison.reason is None:
         Tally(comparison).add(result.reshape(-1), expected.reshape(-1), 0)
     return comparison
@@ -242,7 +325,7 @@ def compare(result: np.ndarray, expected: np.ndarray, rule: Rule = EXACT) -> tup
 
 
 def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_bytes: int,
-                      max_listed: int = MAX_LISTED) -> Comparison:
+                      max_listed: int = MAX_LISTED, d3d_flushes: bool = True) -> Comparison:
     """Compare two .npy files chunk by chunk, in constant memory (the headers first: dtype and shape)."""
     from pathlib import Path
 
@@ -252,7 +335,8 @@ def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_b
     shape, _, dtype, _ = read_npy_header(Path(result_path), where=result_where)
     expected_shape, _, expected_dtype, _ = read_npy_header(Path(expected_path), where=expected_where)
     comparison = Comparison(rule, np.dtype(dtype).newbyteorder("="), tuple(shape),
-                            np.dtype(expected_dtype).newbyteorder("="), tuple(expected_shape), max_listed=max_listed)
+                            np.dtype(expected_dtype).newbyteorder("="), tuple(expected_shape), max_listed=max_listed,
+                            d3d_flushes=d3d_flushes)
     if comparison.reason is not None:
         return comparison
     elements = max(1, chunk_bytes // comparison.dtype.itemsize)
@@ -264,20 +348,47 @@ def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_b
     return comparison
 
 
-def _outside_tolerance(result: np.ndarray, expected: np.ndarray, rule: Rule):
-    """(outside, ULP distances, absolute errors) elementwise; NaN matches NaN, never a number."""
-    both_nan = np.isnan(result) & np.isnan(expected)
+def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal: bool = False,
+             d3d_flushes: bool = True):
+    """({kind: mask} over `KINDS` and `SUB_COUNTS`, ULP distances, absolute errors) elementwise.
+
+    The two measures are None for the exact rule. NaN matches NaN under a tolerance (and bit for bit
+    where `nan_equal`), never a number however close its bits. A zero against a subnormal, or +0
+    against -0, is its own kind: under a tolerance it passes, and where the zero keeps the subnormal's
+    sign in a FLOAT32 result of an operator on values it is what --float-rules d3d gives (D3D_ACCEPTS).
+    """
+    bits_equal = as_bits(result) == as_bits(expected)
+    none = np.zeros(result.shape, bool)
+    if result.dtype.kind != "f":
+        return {IDENTICAL: bits_equal, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: none, NAN_VS_NUMBER: none,
+                OUT: ~bits_equal, D3D_ACCEPTS: none, BY_FLOOR: none}, None, None
+    nan_got, nan_want = np.isnan(result), np.isnan(expected)
+    both_nan = nan_got & nan_want
+    identical = bits_equal | (both_nan if (nan_equal or rule.kind != "exact") else False)
+    one_nan = nan_got != nan_want
+    tiny = np.finfo(result.dtype).smallest_normal
     with np.errstate(all="ignore"):
-        same = (result == expected) | both_nan
+        small = (np.abs(result) < tiny) & (np.abs(expected) < tiny)  # zeros and subnormals (NaN: False)
+        zero_got, zero_want = result == 0, expected == 0
+        flush = ~identical & small & (zero_got | zero_want)
+    d3d = flush & ~(zero_got & zero_want) & (np.signbit(result) == np.signbit(expected))
+    d3d &= result.dtype == np.float32 and d3d_flushes  # Direct3D flushes FLOAT32 only, and only on values
+    rest = ~identical & ~flush & ~one_nan
+    if rule.kind == "exact":
+        return {IDENTICAL: identical, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
+                OUT: rest, D3D_ACCEPTS: d3d, BY_FLOOR: none}, None, None
+    with np.errstate(all="ignore"):
         wide = result.astype(np.float64), expected.astype(np.float64)
-        absolute = np.where(same, 0.0, np.abs(wide[0] - wide[1]))
+        absolute = np.where(identical, 0.0, np.abs(wide[0] - wide[1]))
         absolute = np.where(np.isnan(absolute), np.inf, absolute)
-        ulps = np.where(same, 0.0, ulp_distance(result, expected).astype(np.float64))
-    measure = ulps if rule.kind == "ulp" else absolute
-    limit = rule.limit
-    if rule.kind == "allclose":  # NumPy's assert_allclose, which ONNX's node tests use
-        with np.errstate(all="ignore"):
-            limit = rule.limit + rule.rtol * np.abs(wide[1])
-    one_nan = np.isnan(result) != np.isnan(expected)  # a NaN never matches a number, however close its bits
-    outside = ~same & (one_nan | ~(measure <= limit))
-    return outside, ulps, absolute
+        ulps = np.where(identical, 0.0, ulp_distance(result, expected).astype(np.float64))
+        if rule.kind == "allclose":  # NumPy's assert_allclose, which ONNX's node tests use
+            inside = absolute <= rule.limit + rule.rtol * np.abs(wide[1])
+        elif rule.kind == "ulp":
+            inside = (ulps <= rule.limit) | (absolute <= rule.floor)
+        else:
+            inside = absolute <= rule.limit
+    within = rest & inside
+    by_floor = within & (ulps > rule.limit) if rule.kind == "ulp" else none
+    return {IDENTICAL: identical, WITHIN: within, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
+            OUT: rest & ~inside, D3D_ACCEPTS: d3d, BY_FLOOR: by_floor}, ulps, absolute

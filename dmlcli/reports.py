@@ -75,8 +75,13 @@ def operator_details(op: Operator) -> dict:
     """What `dmlcli describe` shows of one operator."""
     tolerance = None
     if op.tolerance is not None:
+        ulp = op.tolerance.kind == "ulp"
         tolerance = {"kind": op.tolerance.kind, "float32": op.tolerance.float32, "float16": op.tolerance.float16,
-                     "source": op.tolerance.source}
+                     "source": op.tolerance.source,
+                     # A "ulp" tolerance's absolute floors (an element passes within either) and their reason.
+                     "atol_floor": ({"float32": op.tolerance.floor_for("float32"),
+                                     "float16": op.tolerance.floor_for("float16")} if ulp else None),
+                     "floor_source": op.tolerance.floor_reason}
     return {
         **operator_record(op),
         "enum_value": op.enum_value,

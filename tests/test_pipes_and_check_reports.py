@@ -155,7 +155,14 @@ def test_report_is_written_on_a_failure_and_on_a_pass(tmp_path):
     document = json.loads(report.read_text())
     assert document["verdict"] == "PASSED" and document["mismatches"] == 0 and document["first_differences"] == []
     assert document["tolerance"] == {"kind": "ulp", "limit": 1.0, "source": document["tolerance"]["source"],
-                                     "text": "within 1 ULP"}
+                                     "text": "within 1 ULP or 1.18e-38 absolute",
+                                     "atol_floor": float(np.finfo(np.float32).smallest_normal),
+                                     "floor_source": document["tolerance"]["floor_source"]}
+    assert "smallest normal" in document["tolerance"]["floor_source"]
+    assert document["difference_kinds"] == {"identical": 2, "within_tolerance": 0, "subnormal_or_zero_sign": 0,
+                                            "nan_vs_number": 0, "out_of_tolerance": 0,
+                                            "subnormal_or_zero_sign_d3d_accepts": 0,
+                                            "within_tolerance_by_floor_alone": 0}
     assert document["max_ulp"] == 0 and document["max_abs_error"] == 0
 
 
@@ -166,7 +173,7 @@ def test_report_gives_floats_in_json_spelling_with_their_bits(tmp_path):
     assert result.exit_code == 1
     document = json.loads(report.read_text())
     assert document["first_differences"][0] == {"index": [0], "expected": 1.0, "got": "nan",
-                                                "expected_bits": "0x3c00", "got_bits": "0x7e00"}
+                                                "expected_bits": "0x3c00", "got_bits": "0x7e00", "kind": "nan_vs_number"}
     assert document["max_abs_error"] == "inf"
 
 

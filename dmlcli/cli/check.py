@@ -19,8 +19,8 @@ max_diffs_option = click.option(
     help="How many of the first differences --check shows (and --report lists) [default: 5]; 0 for none.")
 report_option = click.option(
     "--report", "report", metavar="REPORT.json", default=None, type=click.Path(dir_okay=False),
-    help="With --check: write a JSON report (verdict, counts, share, tolerance, first differences, operator, "
-         "level, backend, versions), also on a PASS.")
+    help="With --check: write a JSON report (verdict, counts, share, the kinds of difference, tolerance, first "
+         "differences, operator, level, backend, versions), also on a PASS.")
 
 
 def stdout_target(output: str | None, style: str | None) -> tuple[str | None, str | None]:

@@ -46,9 +46,11 @@ def _declared_dtype(text):
                    "or --check (which prints a verdict), except -o - --format npy|json (JSON by default).")
 @click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
-                   "and integer outputs, else within the operator's tolerance (see describe); exit 1 on a mismatch.")
+                   "and integer outputs, else within the operator's tolerance (see describe: ULP or an absolute "
+                   "floor); exit 1 for a NaN against a number or an element out of tolerance.")
 @click.option("--tolerance", metavar="RULE", default=None,
-              help="Override the tolerance of --check for float outputs: ulp:N, atol:X or exact.")
+              help="Override the tolerance of --check for float outputs: ulp:N, atol:X, ulp:N,atol:X (either may "
+                   "hold) or exact.")
 @max_diffs_option
 @report_option
 @backend_option
@@ -133,15 +135,17 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         listed = MAX_LISTED if max_diffs is None else max_diffs
         out_dtype = outcome.verdict.call.output.data_type.numpy_dtype
         rule = rule_for(req.operator, out_dtype, override, outcome.verdict.call.parameters, outcome.verdict.call)
+        flushes = not req.operator.native_encoding  # --float-rules d3d leaves bit-pattern operators alone
         if streamed_check:  # both files chunk by chunk, in constant memory, as the run itself streamed
             from ..streaming import chunk_bytes_from_environment
 
             comparison = compare_npy_files(output, expected, rule, chunk_bytes=chunk_bytes_from_environment(),
-                                           max_listed=listed)
+                                           max_listed=listed, d3d_flushes=flushes)
         else:
             array, form = expected_array[0]
             # JSON holds NaN only as "nan": against a JSON golden file any NaN matches any NaN.
-            comparison = compare_arrays(outcome.output, array, rule, nan_equal=form == "json", max_listed=listed)
+            comparison = compare_arrays(outcome.output, array, rule, nan_equal=form == "json", max_listed=listed,
+                                        d3d_flushes=flushes)
         click.echo(comparison.text(), err=is_stdout(output))  # where stdout carries the data, the verdict goes to stderr
         if report is not None:
             checking.write_report(report, comparison, outcome)

@@ -124,16 +124,64 @@ _TOL_SHRINK = Tolerance("ulp", 1, 2, "dmlcli's choice: one subtraction or additi
                                      "FLOAT16 2 as WebNN's later leakyRelu")
 _TOL_LINEAR = Tolerance("ulp", 2, 2, f"{_WEBNN}: linear and hardSigmoid 2 ULP")
 _TOL_SOFTSIGN = Tolerance("ulp", 3, 3, f"{_WEBNN}: softsign 3 ULP")
-_TOL_HARD_SWISH = Tolerance("ulp", 4, 4, f"{_WEBNN}: hardSwish 4 ULP")
-_TOL_18 = Tolerance("ulp", 18, 18, f"{_WEBNN}: elu, gelu and softplus 18 ULP")
-_TOL_ELU_LIKE = Tolerance("ulp", 18, 18, "dmlcli's choice: WebNN's elu figure (18 ULP), the same exp(x) - 1 "
-                                        "shape, scaled")
+_TOL_HARD_SIGMOID = Tolerance(
+    "ulp", 2, 2, f"{_WEBNN}: linear and hardSigmoid 2 ULP", floor_float32=2.0 ** -23, floor_float16=2.0 ** -10,
+    floor_source="near the root x = -Beta/Alpha = -2.5, Alpha*x + Beta cancels: the product rounded near 0.5 errs "
+                 "by up to half an ULP of 0.5 (2^-25 FLOAT32, 2^-12 FLOAT16) and in FLOAT16 Alpha's own rounding "
+                 "adds 2.5*|0.2 - half(0.2)| = 1.2e-4; an ULP of 1 (2^-23 FLOAT32, 2^-10 FLOAT16) covers both, "
+                 "at the default Alpha and Beta")
+
+# Absolute floors (schema.Tolerance): where a device computing the formula in the output type cancels or
+# underflows, its error is absolute and the ULP of the tiny true result measures nothing. Each floor is
+# derived from the formula at the defaults of its parameters (a larger Alpha scales it: give --tolerance).
+# ULP(1) is 2^-23 in FLOAT32, 2^-10 in FLOAT16 (half that just below 1).
+_ULP_OF_ONE = (2.0 ** -23, 2.0 ** -10)
+_EXP_MINUS_ONE = ("exp(x) - 1 near x = 0: a device's exp(x) rounded near 1 errs by up to an ULP of 1 (2^-23 FLOAT32, "
+                  "2^-10 FLOAT16), which the subtraction keeps in full while the true result goes to 0; times "
+                  "|Alpha| (1, the default)")
+_TOL_ELU = Tolerance("ulp", 18, 18, f"{_WEBNN}: elu 18 ULP", floor_float32=_ULP_OF_ONE[0],
+                     floor_float16=_ULP_OF_ONE[1], floor_source=_EXP_MINUS_ONE)
+_TOL_CELU = Tolerance("ulp", 18, 18, "dmlcli's choice: WebNN's elu figure (18 ULP), the same exp(x) - 1 shape, scaled",
+                      floor_float32=_ULP_OF_ONE[0], floor_float16=_ULP_OF_ONE[1],
+                      floor_source=_EXP_MINUS_ONE.replace("exp(x) - 1 near x = 0", "exp(x/Alpha) - 1 near x = 0"))
+_SELU_ALPHA_GAMMA = 1.6732 * 1.0507
+_TOL_SCALED_ELU = Tolerance(
+    "ulp", 18, 18, "dmlcli's choice: WebNN's elu figure (18 ULP), the same exp(x) - 1 shape, scaled",
+    floor_float32=2 * _SELU_ALPHA_GAMMA * _ULP_OF_ONE[0], floor_float16=2 * _SELU_ALPHA_GAMMA * _ULP_OF_ONE[1],
+    floor_source="Alpha*exp(x) - Alpha near x = 0: Alpha*exp(x) rounded near Alpha errs by up to an ULP of Alpha "
+                 "(an ULP of 1 for Alpha in [1, 2)) on top of exp's own error near 1, and the subtraction keeps "
+                 "both while the true result goes to 0; times Gamma: 2*Alpha*Gamma*ULP(1) at the default Alpha "
+                 "and Gamma (4.2e-7 FLOAT32, 3.4e-3 FLOAT16)")
+_LOG_ONE_PLUS = ("ln(1 + exp(t)) for t < 0: 1 + exp(t) rounded to the output type loses exp(t) below half an ULP of "
+                 "1, so a device gives 0 where the true result is up to that; an ULP of 1 (2^-23 FLOAT32, 2^-10 "
+                 "FLOAT16) covers it and the logarithm's own error (at Steepness, Alpha and Beta 1, the defaults)")
+_TOL_SOFTPLUS = Tolerance("ulp", 18, 18, f"{_WEBNN}: softplus 18 ULP", floor_float32=_ULP_OF_ONE[0],
+                          floor_float16=_ULP_OF_ONE[1], floor_source=_LOG_ONE_PLUS)
 _TOL_PSOFTPLUS = Tolerance("ulp", 18, 18, "dmlcli's choice: WebNN's softplus figure (18 ULP), the same "
-                                          "function, scaled")
+                                          "function, scaled", floor_float32=_ULP_OF_ONE[0],
+                           floor_float16=_ULP_OF_ONE[1], floor_source=_LOG_ONE_PLUS)
+_TOL_GELU = Tolerance(
+    "ulp", 18, 18, f"{_WEBNN}: gelu 18 ULP", floor_float32=3 * 2.0 ** -24, floor_float16=3 * 2.0 ** -11,
+    floor_source="1 + erf(x/sqrt(2)) for x < 0 cancels: a device's erf rounded near -1 errs by up to an ULP of 1 "
+                 "from below (2^-24 FLOAT32, 2^-11 FLOAT16), and 0.5*x scales that by up to 3 (for x < -6 the "
+                 "sum is 0 in either type): 3*2^-24 = 1.8e-7 FLOAT32, 3*2^-11 = 1.5e-3 FLOAT16")
 _TOL_SIGMOID = Tolerance("ulp", 34, 10, f"{_WEBNN}: sigmoid 34 ULP (FLOAT32); FLOAT16 10 from the later WPT "
                                         "(the first table's 3 was relaxed)")
+# Past x = -ln(max) exp(-x) overflows in the output type and x/(1 + inf) is -0: the true |x|*exp(x) is at most
+# ln(max)/max there (2.6e-37 FLOAT32, 1.7e-4 FLOAT16).
+_OVERFLOWING_SIGMOID = tuple(2 * float(np.log(np.finfo(t).max)) / float(np.finfo(t).max)
+                             for t in (np.float32, np.float16))
 _TOL_SWISH = Tolerance("ulp", 34, 10, "dmlcli's choice: WebNN's sigmoid figures (34 ULP FLOAT32, 10 FLOAT16): "
-                                      "x times a sigmoid adds one exact-input multiplication")
+                                      "x times a sigmoid adds one exact-input multiplication",
+                       floor_float32=_OVERFLOWING_SIGMOID[0], floor_float16=_OVERFLOWING_SIGMOID[1],
+                       floor_source="x*sigmoid(x) for x < -ln(max) (-88.7 FLOAT32, -11.1 FLOAT16): exp(-x) "
+                                    "overflows in the output type and x/(1 + inf) is -0, while the true "
+                                    "|x|*exp(x) is up to ln(max)/max; twice that (5.2e-37 FLOAT32, 3.4e-4 FLOAT16)")
+_TOL_HARD_SWISH = Tolerance(
+    "ulp", 4, 4, f"{_WEBNN}: hardSwish 4 ULP", floor_float32=3 * 2.0 ** -24, floor_float16=3 * 2.0 ** -11,
+    floor_source="near the root x = -Beta/Alpha = -3, Alpha*x + Beta cancels: the product rounded near 0.5 errs "
+                 "by up to an ULP of 0.5 (2^-24 FLOAT32; 2^-11 FLOAT16, Alpha rounded to FLOAT16 included), "
+                 "times |x| = 3 (at the default Alpha and Beta)")
 _TOL_TANH = Tolerance("atol", 1 / 1024, 1 / 512, f"{_WEBNN}: tanh absolute 1/1024 (FLOAT32), 1/512 (FLOAT16)")
 _TOL_SCALED_TANH = Tolerance("ulp", 16, 16, "dmlcli's choice: WebNN's later tanh figure (16 ULP, WPT/servo); "
                                             "Alpha scales the result, so no absolute bound fits every Alpha")
@@ -539,14 +587,14 @@ ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "ELU", 35, "Exponential linear unit: x where x >= 0, else Alpha*(exp(x) - 1).",
         "f(x) = x if x >= 0, else Alpha * (exp(x) - 1)", "1_0", _CLASSIC, elu, "dml_elu_apply(x, Alpha)",
-        exactness=APPROXIMATE, tolerance=_TOL_18, parameters=(_ELU_ALPHA,),
+        exactness=APPROXIMATE, tolerance=_TOL_ELU, parameters=(_ELU_ALPHA,),
         notes=(_FLOAT64, "exp(x) - 1 is evaluated as expm1(x): the same value, without cancellation near 0. "
                "ELU(-inf) = -Alpha; -0.0 stays -0.0 (x >= 0 holds).", _NAN_INF),
     ),
     _activation(
         "HARD_SIGMOID", 37, "Hard sigmoid: Alpha*x + Beta clamped to [0, 1].",
         "f(x) = max(0, min(Alpha * x + Beta, 1))", "1_0", _CLASSIC, hard_sigmoid,
-        "dml_hard_sigmoid_apply(x, Alpha, Beta)", exactness=COMPOSITE, tolerance=_TOL_LINEAR,
+        "dml_hard_sigmoid_apply(x, Alpha, Beta)", exactness=COMPOSITE, tolerance=_TOL_HARD_SIGMOID,
         parameters=(_HARD_SIGMOID_ALPHA, _HARD_SIGMOID_BETA),
         notes=(_FLOAT64, "NaN gives NaN: dmlcli's min and max keep a NaN (D3D's min/max would return the other "
                "operand, 0 or 1, so DirectML hardware may differ).", _NAN_INF),
@@ -603,7 +651,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "SCALED_ELU", 45, "Scaled ELU (SELU): Gamma*x where x > 0, else Gamma*(Alpha*exp(x) - Alpha).",
         "f(x) = Gamma * x if x > 0, else Gamma * (Alpha * exp(x) - Alpha)", "1_0", _CLASSIC, scaled_elu,
-        "dml_scaled_elu_apply(x, Alpha, Gamma)", exactness=APPROXIMATE, tolerance=_TOL_ELU_LIKE,
+        "dml_scaled_elu_apply(x, Alpha, Gamma)", exactness=APPROXIMATE, tolerance=_TOL_SCALED_ELU,
         parameters=(_SELU_ALPHA, _SELU_GAMMA),
         notes=("Defaults are the page's 'typical' 1.6732 and 1.0507 (SELU's constants to 5 digits; ONNX's Selu "
                "uses 1.67326319... and 1.05070102...: pass them for SELU exactly).", _FLOAT64,
@@ -624,7 +672,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "SOFTPLUS", 49, "Softplus: ln(1 + exp(Steepness*x)) / Steepness.",
         "f(x) = ln(1 + exp(Steepness * x)) / Steepness", "1_0", _CLASSIC, softplus,
-        "dml_softplus_apply(x, Steepness)", exactness=APPROXIMATE, tolerance=_TOL_18, parameters=(_STEEPNESS,),
+        "dml_softplus_apply(x, Steepness)", exactness=APPROXIMATE, tolerance=_TOL_SOFTPLUS, parameters=(_STEEPNESS,),
         notes=("Any Steepness is accepted, as DML_FEATURE_LEVEL_6_4 allows; the page's 'cannot be less than 1' "
                "held before 6_4 (reference D item 6), and dmlcli does not check it at older levels. Steepness "
                "0 divides by zero (inf).", _FLOAT64,
@@ -674,7 +722,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "CELU", 128, "Continuously differentiable ELU: max(0, x) + min(0, Alpha*(exp(x/Alpha) - 1)).",
         "f(x) = max(0, x) + min(0, Alpha * (exp(x / Alpha) - 1))", "3_0", _FROM_3_0, celu,
-        "dml_celu_apply(x, Alpha)", exactness=APPROXIMATE, tolerance=_TOL_ELU_LIKE, parameters=(_CELU_ALPHA,),
+        "dml_celu_apply(x, Alpha)", exactness=APPROXIMATE, tolerance=_TOL_CELU, parameters=(_CELU_ALPHA,),
         notes=(_FLOAT64, "exp(x/Alpha) - 1 is evaluated as expm1(x/Alpha). max and min keep a NaN. Alpha 0 "
                "divides by zero, and the formula's IEEE result is returned (NaN for x >= 0, 0 below).", _NAN_INF),
     ),
@@ -689,7 +737,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "GELU", 157, "Gaussian error linear unit: 0.5*x*(1 + erf(x/sqrt(2))).",
         "f(x) = 0.5 * x * (1 + erf(x / sqrt(2)))", "5_1", _FROM_5_1, gelu, "dml_gelu_apply(x)",
-        exactness=APPROXIMATE, tolerance=_TOL_18,
+        exactness=APPROXIMATE, tolerance=_TOL_GELU,
         notes=("The erf form only (ONNX's approximate='tanh' GELU is not this operator).", _FLOAT64,
                "Evaluated as 0.5*x*erfc(-x/sqrt(2)), the same value without cancellation for negative x. "
                "GELU(-inf) = -0.0, the limit (-inf * 0 in IEEE arithmetic would be NaN, which DirectML "

@@ -9,6 +9,7 @@ type tables, an entry checks itself when it is built, so that a typo in the tabl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -74,27 +75,66 @@ APPROXIMATE = "approximate"  # transcendental: no IEEE-defined result, checked a
 EXACTNESS_CLASSES = (EXACT, ONE_ROUNDING, COMPOSITE, APPROXIMATE)
 
 
+def smallest_normal(dtype) -> float:
+    """The output type's smallest normal value (FLOAT32 1.18e-38, FLOAT16 6.1e-05): the default absolute floor."""
+    import numpy as np
+
+    return float(np.finfo(np.dtype(str(dtype))).smallest_normal)
+
+
+PLAIN_UNDERFLOW = ("the output type's smallest normal value: a result that underflows there (a subnormal, or a zero "
+                   "from a device that flushes or loses the tail of an exponential) is no error the ULP can measure")
+
+
 @dataclass(frozen=True, eq=False)
 class Tolerance:
     """How far a float result may be from the reference and still match (`--check`, the conformance tests).
 
-    kind "ulp": at most that many units in the last place of the output type; "atol": an absolute
-    difference. Integer outputs are always compared exactly, whatever the operator's tolerance.
+    kind "ulp": at most that many units in the last place of the output type, OR an absolute difference
+    up to the floor (an element passes when either holds, as WebNN's and Polygraphy's checks do): near
+    an underflow or a root ULP measure nothing a device can promise, so a FLOAT32 GELU that rounds
+    to -0.0 where the float64 reference gives -4.98e-15 is within the floor, not 8e8 ULP out.
+    The floor is the output type's smallest normal value unless the entry gives its own, derived from
+    the formula (`floor_source` says how). kind "atol": an absolute difference, no floor needed.
+    Integer outputs are always compared exactly, whatever the operator's tolerance.
     """
 
     kind: str  # "ulp" or "atol"
     float32: float
     float16: float
     source: str  # where the figure comes from (WebNN's conformance table, or dmlcli's own choice and why)
+    # The absolute floors of a "ulp" tolerance; None: the output type's smallest normal (plain underflow).
+    floor_float32: float | None = None
+    floor_float16: float | None = None
+    floor_source: str = ""  # why the entry's floors are what they are, where it gives them
 
     def for_dtype(self, dtype) -> float:
         return self.float16 if str(dtype) == "float16" else self.float32
+
+    def floor_for(self, dtype) -> float:
+        """The absolute floor for a result in `dtype` (0 for an "atol" tolerance, which is absolute already)."""
+        if self.kind != "ulp":
+            return 0.0
+        given = self.floor_float16 if str(dtype) == "float16" else self.floor_float32
+        if given is not None and str(dtype) in ("float16", "float32"):
+            return float(given)
+        return smallest_normal(dtype)
+
+    @property
+    def floor_reason(self) -> str | None:
+        """Why the floor is what it is (None for an "atol" tolerance)."""
+        if self.kind != "ulp":
+            return None
+        return self.floor_source or PLAIN_UNDERFLOW
 
     def describe(self) -> str:
         unit = " ULP" if self.kind == "ulp" else " absolute"
         same = self.float32 == self.float16
         figures = (f"{self.float32:g}{unit}" if same else
                    f"{self.float32:g}{unit} (FLOAT32), {self.float16:g}{unit} (FLOAT16)")
+        if self.kind == "ulp":
+            figures += (f", or an absolute difference up to {self.floor_for('float32'):.3g} (FLOAT32), "
+                        f"{self.floor_for('float16'):.3g} (FLOAT16): {self.floor_reason}")
         return f"{figures}; {self.source}"
 
 
@@ -322,6 +362,8 @@ def check_entry(op: Operator) -> None:
         fail(f"is {op.exactness}, so its float results need a tolerance")
     if op.tolerance is not None and op.tolerance.kind not in ("ulp", "atol"):
         fail(f"tolerance kind {op.tolerance.kind!r} is not 'ulp' or 'atol'")
+    if op.tolerance is not None:
+        _check_floors(op.tolerance, fail)
     for name, like in op.optional_inputs:
         if name not in op.inputs or like not in tensors:
             fail(f"optional input {name} (typed like {like}) is not one of its tensors")
@@ -346,3 +388,15 @@ def _check_support_groups(op: Operator, fail) -> None:
         fail(f"support_groups cover {sorted(grouped)}, not each value of {op.support_by} once {sorted(values)}")
     if op.support is not op.support_groups[0][1]:
         fail("support must be the first support group's rows")
+
+
+def _check_floors(tolerance: Tolerance, fail) -> None:
+    """A floor is a finite number >= 0, only on a "ulp" tolerance, and an entry's own floor says why."""
+    given = [f for f in (tolerance.floor_float32, tolerance.floor_float16) if f is not None]
+    if given and tolerance.kind != "ulp":
+        fail("an absolute floor goes with a 'ulp' tolerance only (an 'atol' tolerance is absolute already)")
+    for floor in given:
+        if not (isinstance(floor, (int, float)) and math.isfinite(floor) and floor >= 0):
+            fail(f"absolute floor {floor!r} is not a finite number >= 0")
+    if given and not tolerance.floor_source.strip():
+        fail("gives its own absolute floor without floor_source saying where it comes from")

@@ -274,8 +274,8 @@ def _number(value, where: str, key: str) -> float:
 
 
 def _tolerance(value, where: str) -> Rule | None:
-    """{"exact": true}, {"rtol": R, "atol": A} (NumPy's allclose), {"ulp": N} or {"atol": A}; absent or null:
-    the operator's own rule."""
+    """{"exact": true}, {"rtol": R, "atol": A} (NumPy's allclose), {"ulp": N}, {"atol": A} or {"ulp": N, "atol": A}
+    (either may hold, as --tolerance ulp:N,atol:X); absent or null: the operator's own rule."""
     if value is None:
         return None
     if not isinstance(value, dict) or not value:
@@ -288,11 +288,14 @@ def _tolerance(value, where: str) -> Rule | None:
         return Rule("ulp", _number(value["ulp"], where, "ulp"), "the case's tolerance")
     if keys == {"atol"}:
         return Rule("atol", _number(value["atol"], where, "atol"), "the case's tolerance")
+    if keys == {"ulp", "atol"}:
+        return Rule("ulp", _number(value["ulp"], where, "ulp"), "the case's tolerance",
+                    floor=_number(value["atol"], where, "atol"), floor_source="the case's tolerance")
     if keys == {"rtol", "atol"} or keys == {"rtol"}:
         return Rule("allclose", _number(value.get("atol", 0), where, "atol"), "the case's tolerance",
                     rtol=_number(value["rtol"], where, "rtol"))
     raise CaseError(f"{where}: \"tolerance\" {sorted(keys)} is not one of {{\"exact\": true}}, "
-                    "{\"rtol\": R, \"atol\": A}, {\"ulp\": N}, {\"atol\": A}")
+                    "{\"rtol\": R, \"atol\": A}, {\"ulp\": N}, {\"atol\": A}, {\"ulp\": N, \"atol\": A}")
 
 
 def _level(value, where: str) -> str | None:
