@@ -27,7 +27,7 @@ def _cases(cp, rows: int, cols: int):
     """(label, operator, params, make inputs, CuPy's call on the same inputs)."""
     f32 = lambda: cp.random.random((rows, cols), dtype=cp.float32)  # noqa: E731
     half = lambda: cp.random.random((rows // 2, cols), dtype=cp.float32)  # noqa: E731
-    index = lambda: cp.random.randint(0, rows, size=(rows // 2, 1), dtype=cp.int32)  # noqa: E731
+    index = lambda: cp.random.randint(0, rows, size=(1, rows // 2), dtype=cp.int32)  # noqa: E731
     return [
         ("reduce sum, rows", "reduce", {"function": "sum", "axes": [1]}, lambda: [f32()],
          lambda x: cp.sum(x, axis=1, keepdims=True)),
@@ -49,7 +49,7 @@ def _cases(cp, rows: int, cols: int):
         ("padding, constant", "padding", {"start_padding": [1, 1], "end_padding": [1, 1]}, lambda: [f32()],
          lambda x: cp.pad(x, 1)),
         ("gather, rows", "gather", {"axis": 0, "index_dimensions": 1}, lambda: [f32(), index()],
-         lambda x, i: cp.take(x, i[:, 0], axis=0)),
+         lambda x, i: cp.take(x, i[0], axis=0)),
         ("cast float32 -> float16", "cast", {"output_dtype": "float16"}, lambda: [f32()],
          lambda x: x.astype(cp.float16)),
     ]
