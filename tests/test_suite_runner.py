@@ -457,7 +457,7 @@ def test_summary_on_a_terminal_is_a_rich_table(planted):
         def isatty(self):
             return True
 
-    from dmlcli.suite.summary import print_summary
+    from dmlcli.cli.suite_summary import print_summary
 
     stream = Terminal()
     print_summary(run_suite([planted], jobs=1), stream)
