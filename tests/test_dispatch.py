@@ -248,13 +248,16 @@ ELEMENT_WISE_MODELS = {
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
     "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
 }
-# Two shaped operators' models, worked out by hand: SLICE of the 5x5 ramp 1..25 from (1, 1), 3 rows, every
+# The shaped operators' models, worked out by hand: SLICE of the 5x5 ramp 1..25 from (1, 1), 3 rows, every
 # second column of 2; REDUCE SUM of each row of 1..9 as 3x3.
 SHAPED_MODELS = {
+    # JOIN of A[0:3] = 1, 2, 3, the first two of B (100, 115) and A[4:9] = 5..9; SPLIT of 1..6 into three pairs.
+    "dml_join.json": ["Resource 'Out': 1, 2, 3, 100, 115, 5, 6, 7, 8, 9"],
+    "dml_split.json": ["Resource 'Out1': 1, 2", "Resource 'Out2': 3, 4", "Resource 'Out3': 5, 6"],
     "dml_slice.json": ["Resource 'output': 7, 9, 12, 14, 17, 19"],
     "dml_reduce.json": ["Resource 'input': 1, 2, 3, 4, 5, 6, 7, 8, 9", "Resource 'output': 6, 15, 24"],
 }
-# The other sixteen, and the words their refusal must contain (exit 2, before anything runs).
+# The other fourteen, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
@@ -263,9 +266,7 @@ REFUSED_MODELS = {
     "dml_fill_value_sequence.json": "DML_OPERATOR_FILL_VALUE_SEQUENCE is a DirectML operator that dmlcli does not",
     "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
-    "dml_join.json": "DML_OPERATOR_JOIN takes an array of tensors (InputTensors), which dmlcli does not read",
     "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
-    "dml_split.json": "DML_OPERATOR_SPLIT takes an array of tensors (OutputTensors), which dmlcli does not read",
     "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
     "hlsl_add_fp16.json": "mixed-type list initialisers, which only HLSL constant buffers need",
     "hlsl_add_fp32.json": "mixed-type list initialisers, which only HLSL constant buffers need",
@@ -299,6 +300,36 @@ def test_shared_shaped_models_run(name, tmp_path, monkeypatch, shared_dir):
     result = dispatch(SHARED_MODELS / name, "--no-timing")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == SHAPED_MODELS[name]
+
+
+def _shared_model_variant(tmp_path, name, change):
+    model = json.loads((SHARED_MODELS / name).read_text())
+    change(model)
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    return path
+
+
+@pytest.mark.parametrize("change, code, message", [
+    (lambda m: m["dispatchables"]["split"]["desc"]["OutputTensors"][2].update(Sizes=[3]), 3,
+     "OutputSizes [2, 2, 3] add up to 7, but InputTensor's size along Axis 0 is 6"),
+    (lambda m: m["dispatchables"]["split"]["desc"].update(OutputCount=2), 2,
+     "OutputCount 2 does not match the 3 tensors of OutputTensors"),
+    (lambda m: m["commands"][0]["bindings"]["OutputTensors"].append("A"), 2,
+     "OutputTensors[3] is bound, but the desc has no such tensor (OutputTensors has 3)"),
+    (lambda m: m["commands"][0]["bindings"].update(OutputTensors=["Out1", "Out1", "Out3"]), 3,
+     "OutputTensors[0] and OutputTensors[1] overlap in buffer 'Out1'"),
+    (lambda m: m["commands"][0]["bindings"].update(OutputTensors=["Out1", "A", "Out3"]), 3,
+     "OutputTensors[1] overlaps InputTensor in buffer 'A'"),
+    (lambda m: m["dispatchables"]["split"]["desc"]["OutputTensors"][1].update(DataType="INT32"), 3,
+     "OutputTensors[1] is INT32 [2] in the desc, but this call writes FLOAT32 [2]"),
+])
+def test_split_models_refused_as_directml_would(change, code, message, tmp_path, monkeypatch, shared_dir):
+    path = _shared_model_variant(tmp_path, "dml_split.json", change)
+    monkeypatch.chdir(tmp_path)
+    result = dispatch(path)
+    assert result.exit_code == code, result.output
+    assert message in result.stderr and result.stdout == ""
 
 
 def test_a_count_field_must_match_its_array(tmp_path, monkeypatch):

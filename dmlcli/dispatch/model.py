@@ -497,9 +497,6 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
-    if operator.variadic is not None:
-        raise InputError(f"{where}: {operator.dml_name} takes an array of tensors ({operator.variadic}), which "
-                         f"dmlcli does not read from DxDispatch models yet; 'dmlcli run {operator.cli_name}' runs it")
     _check_keys(value, _DISPATCHABLE_KEYS + operator.tensors + tuple(p.field for p in operator.parameters),
                 where, "dispatchable")
     desc = value.get("Desc", value.get("desc"))
@@ -509,6 +506,9 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
     # An array field comes with its count field (SLICE's Offsets with DimensionCount), as DirectML reads them.
     expected = operator.tensors + tuple(dict.fromkeys(name for p in operator.parameters for name in p.desc_fields))
+    count_field = variadic_count_field(operator)
+    if count_field is not None and count_field not in expected:
+        expected += (count_field,)
     _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
     for parameter in operator.parameters:
         check_count = getattr(parameter, "check_desc_count", None)
@@ -525,6 +525,9 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         if tensor_field not in desc:
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")
+        if tensor_field == operator.variadic:
+            tensors.update(_tensor_array(tensor_field, desc, count_field, where=where))
+            continue
         tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
     # DESC fields as the model writes them; the engine reads them with each parameter's own kind.
     parameters = {}
@@ -541,6 +544,26 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     if "bindings" in value:
         init_bindings = parse_bindings(value["bindings"], operator, resources, where=f"{where}: bindings")
     return Dispatchable(name, operator, tensors, parameters, init_bindings)
+
+
+def variadic_count_field(operator: Operator) -> str | None:
+    """The DESC field that counts an operator's array of tensors: JOIN's InputCount, SPLIT's OutputCount."""
+    if operator.variadic is None:
+        return None
+    return ("InputCount" if operator.variadic in operator.inputs else "OutputCount")
+
+
+def _tensor_array(tensor_field: str, desc: dict, count_field: str, *, where: str) -> dict[str, TensorDesc]:
+    """An array of tensor descs (JOIN's InputTensors), each named as the engine names it: InputTensors[0], ..."""
+    items = desc[tensor_field]
+    if not isinstance(items, list) or not items:
+        raise InputError(f"{where}: {tensor_field} must be a non-empty array of tensor desc objects")
+    count = desc.get(count_field)
+    if count is not None and (not _is_integer(count) or count != len(items)):
+        raise InputError(f"{where}: desc: {count_field} {shown(count)} does not match the {len(items)} tensors of "
+                         f"{tensor_field}")
+    return {f"{tensor_field}[{index}]": parse_tensor_desc(tensor_field, item, where=f"{where}: {tensor_field}[{index}]")
+            for index, item in enumerate(items)}
 
 
 def _find_model_operator(type_name: str, where: str) -> Operator:
@@ -610,6 +633,12 @@ def parse_bindings(value, operator: Operator, resources: dict, *, where: str) ->
         if tensor_field not in operator.tensors:
             raise InputError(f"{where}: {operator.dml_name} has no tensor {shown(tensor_field)} to bind "
                              f"(its tensors: {', '.join(operator.tensors)})")
+        if tensor_field == operator.variadic:  # an array of tensors: one binding each, in order
+            sources = source if isinstance(source, list) else [source]
+            for index, item in enumerate(sources):
+                name = f"{tensor_field}[{index}]"
+                bindings[name] = _binding_source(item, resources, where=f"{where}: {name}")
+            continue
         if isinstance(source, list):
             if len(source) != 1:
                 raise InputError(f"{where}: bind point {shown(tensor_field)} requires 1 resource, but {len(source)} were bound")

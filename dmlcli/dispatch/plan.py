@@ -18,7 +18,7 @@ from .jsonc import shown
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
-from ..validation import Verdict
+from ..validation import Verdict, field_of
 
 # DML_BUFFER_BINDING.Offset "must be aligned to a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT or
 # the GuaranteedBaseOffsetAlignment supplied as part of the DML_BUFFER_TENSOR_DESC" (learn.microsoft.com,
@@ -70,30 +70,48 @@ def check_model(model: Model, feature_level=None) -> tuple[dict[str, CheckedDisp
 def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> CheckedDispatchable:
     op = dispatchable.operator
     prefix = f"dispatchable {shown(dispatchable.name)}"
-    inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes) for name in op.inputs
-              if name in dispatchable.tensors]  # an optional tensor the desc leaves out is not bound
-    output = dispatchable.tensors[op.output]
+    # In DESC order, an array of tensors (JOIN's InputTensors[0], ...) one by one; an optional tensor the desc
+    # leaves out is not there.
+    inputs = [(desc.data_type, desc.sizes) for name, desc in dispatchable.tensors.items() if field_of(name) in op.inputs]
+    outputs = [name for name in dispatchable.tensors if field_of(name) in op.outputs]
+    given: dict[str, object] = {}
+    for name in outputs:
+        sizes = dispatchable.tensors[name].sizes
+        if field_of(name) == op.variadic:
+            given.setdefault(op.variadic, []).append(sizes)  # SPLIT's outputs' Sizes: DirectML reads them here
+        else:
+            given[name] = sizes
     try:
-        req = request(op, feature_level=feature_level, output_dtype=output.data_type, output_shape=output.sizes,
-                      desc_fields=dispatchable.parameters)
+        req = request(op, feature_level=feature_level, output_dtype=dispatchable.tensors[outputs[0]].data_type,
+                      output_shapes=given, desc_fields=dispatchable.parameters)
         verdict = plan(req, inputs)
     except ValidationError as error:
         raise ValidationError(f"{prefix}: {error}") from None
     except InputError as error:
         raise InputError(f"{prefix}: {error}") from None
+    for name in outputs:  # each output's desc against the call: its DataType (its Sizes the rule has checked)
+        found, stated = verdict.call.tensors[name], dispatchable.tensors[name]
+        if found.data_type != stated.data_type or tuple(found.shape) != tuple(stated.sizes):
+            raise ValidationError(f"{prefix}: {name} is {stated.data_type.name} {list(stated.sizes)} in the desc, but "
+                                  f"this call writes {found.data_type.name} {list(found.shape)}")
     strides, totals = {}, {}
     for name, desc in dispatchable.tensors.items():
         strides[name] = desc.strides if desc.strides is not None else packed_strides(desc.sizes)
         totals[name] = _total_size(desc, f"{prefix}: {name}")
         _check_alignment_field(desc, f"{prefix}: {name}")
+    for name in outputs:
+        _check_output_desc(name, dispatchable.tensors[name], strides[name], prefix)
+    return CheckedDispatchable(dispatchable, verdict, strides, totals)
+
+
+def _check_output_desc(name: str, output: TensorDesc, strides, prefix: str) -> None:
     if output.owned_by_dml:
-        raise ValidationError(f"{prefix}: {op.output} is flagged OWNED_BY_DML, which DirectML allows on input tensors only")
-    if overlaps_itself(output.sizes, strides[op.output]):
+        raise ValidationError(f"{prefix}: {name} is flagged OWNED_BY_DML, which DirectML allows on input tensors only")
+    if overlaps_itself(output.sizes, strides):
         raise ValidationError(
-            f"{prefix}: {op.output} Strides {list(strides[op.output])} make several elements share one address; "
+            f"{prefix}: {name} Strides {list(strides)} make several elements share one address; "
             "dmlcli refuses output strides that overlap (zero strides broadcast inputs only), since the result "
             "would depend on the order of the writes")
-    return CheckedDispatchable(dispatchable, verdict, strides, totals)
 
 
 def _total_size(desc: TensorDesc, where: str) -> int:
@@ -124,6 +142,10 @@ def bind_dispatch(command: DispatchCommand, checked: CheckedDispatchable, model:
     dispatchable = checked.dispatchable
     prefix = f"command {command.index} (dispatch {shown(dispatchable.name)})"
     tensors = {}
+    for name in list(command.bindings) + list(dispatchable.init_bindings):
+        if name not in dispatchable.tensors:  # an array of tensors bound with more resources than it has
+            raise InputError(f"{prefix}: {name} is bound, but the desc has no such tensor ({field_of(name)} has "
+                             f"{sum(field_of(t) == field_of(name) for t in dispatchable.tensors)})")
     for name, desc in dispatchable.tensors.items():
         source, at_init = _binding_for(name, desc, command, dispatchable, prefix)
         tensors[name] = _bind(name, desc, source, at_init, checked, model, prefix)
@@ -200,12 +222,34 @@ def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
             and a.desc.sizes == b.desc.sizes and a.desc.data_type == b.desc.data_type)
 
 
+def _overlap(a: BoundTensor, b: BoundTensor) -> bool:
+    """Whether two bound tensors share a byte (exactly aliased views included)."""
+    if a.resource != b.resource:
+        return False
+    if _same_view(a, b):
+        return True
+    if not _spans_meet(a, b):
+        return False
+    return np.intersect1d(_touched_bytes(a), _touched_bytes(b), assume_unique=True).size > 0
+
+
 def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable, prefix: str) -> None:
-    """The output may alias inputs exactly, and only for operators whose pages permit in-place execution."""
+    """An output may alias inputs exactly, and only for operators whose pages permit in-place execution;
+    several outputs (SPLIT's) may not share bytes with each other."""
     op = dispatchable.operator
-    output = tensors[op.output]
+    outputs = [name for name in tensors if field_of(name) in op.outputs]
+    for index, name in enumerate(outputs):
+        for other in outputs[index + 1:]:
+            if _overlap(tensors[name], tensors[other]):
+                raise ValidationError(f"{prefix}: {name} and {other} overlap in buffer "
+                                      f"{shown(tensors[name].resource)}; each output needs bytes of its own")
+        _check_output_aliasing(name, tensors, op, prefix)
+
+
+def _check_output_aliasing(output_name: str, tensors: dict[str, BoundTensor], op, prefix: str) -> None:
+    output = tensors[output_name]
     written = None
-    for name in op.inputs:
+    for name in [t for t in tensors if field_of(t) in op.inputs]:
         tensor = tensors.get(name)
         if tensor is None or tensor.resource != output.resource or tensor.at_initialisation:
             continue
@@ -221,9 +265,9 @@ def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable,
             continue
         if not op.in_place:
             raise ValidationError(
-                f"{prefix}: {op.output} overlaps {name} in buffer {shown(output.resource)}; DirectML documents in-place "
+                f"{prefix}: {output_name} overlaps {name} in buffer {shown(output.resource)}; DirectML documents in-place "
                 f"execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
         if not _same_view(tensor, output):
             raise ValidationError(
-                f"{prefix}: {op.output} partly overlaps {name} in buffer {shown(output.resource)}; {op.name} may run "
+                f"{prefix}: {output_name} partly overlaps {name} in buffer {shown(output.resource)}; {op.name} may run "
                 "in place, but only with the output aliasing the input exactly (same offset, Sizes and Strides)")

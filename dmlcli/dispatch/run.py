@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from ..engine import HookTally, execute
+from ..validation import field_of
 from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
@@ -280,13 +281,14 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         # Strided views straight into the buffers (no copy): backends return a new array, so the inputs
         # are read in full before the output is written back, which is what makes in-place dispatches exact.
         inputs = [snapshots[name] if name in snapshots else _element_view(buffers, dispatch.tensors[name], name)
-                  for name in op.inputs if name in dispatch.tensors]
+                  for name in dispatch.tensors if field_of(name) in op.inputs]
         start = time.perf_counter()
-        result = execute(verdict, inputs, timed, tally=tally).output
-        target = _element_view(buffers, dispatch.tensors[op.output], op.output)
-        if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
-            result = np.array(result)
-        target[...] = result
+        results = execute(verdict, inputs, timed, tally=tally).all_outputs
+        for tensor, result in zip(verdict.call.outputs, results):  # SPLIT writes each of its outputs
+            target = _element_view(buffers, dispatch.tensors[tensor.name], tensor.name)
+            if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
+                result = np.array(result)
+            target[...] = result
         cpu_samples.add((time.perf_counter() - start) * 1000.0)
     for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: "):
         warnings.warn(message, DmlcliWarning, stacklevel=2)
