@@ -144,7 +144,8 @@ def describe(operator, output_format):
     constraints = []
     if op.same_data_type:
         constraints.append(f"{', '.join(op.same_data_type)} must have the same DataType.")
-    constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
+    if op.same_sizes:  # shaped operators state theirs through their shape rule
+        constraints.append(f"{', '.join(op.same_sizes)} must have the same DimensionCount and Sizes.")
     if op.output_type_is_choice and op.default_output_type is not None:
         constraints.append(f"The {op.output} data type is chosen with --output-dtype "
                            f"(default {op.default_output_type.name}).")

@@ -22,15 +22,14 @@ import math
 
 import numpy as np
 
-from ..data_types import ALL11, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT8, \
-    UINT16, UINT32, UINT64
+from ..data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10, UINT8, UINT16
 from ..errors import InputError
 from ..feature_levels import level
 from .conversions import blockwise, float_to_integer, integer_bounds
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
                          option_flag)
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
-from .shaped import RuleViolation, ShapeQuery, describe_sizes
+from .shaped import RuleViolation, ShapeQuery
 
 _DIMS_2_TO_4 = (2, 3, 4)
 
@@ -117,6 +116,7 @@ CAST = Operator(
     same_sizes=(), cpu_kernel=None, cuda_body="", default_output_type=FLOAT32,
     shape_rule=same_sizes_shape, array_kernel=cast_kernel, gpu_array_kernel=cast_gpu_kernel, exactness=EXACT,
     notes=(
+        "OutputTensor has InputTensor's Sizes (the page: same DimensionCount and Sizes). "
         "The output type is chosen with --output-dtype (default FLOAT32): any type of the level's row to any "
         "type of it, the same type included (a copy). The page says nothing of how values convert; dmlcli "
         "takes one rule per kind of pair, after what a DirectML developer wrote of DirectML's own scalar casts "
@@ -131,8 +131,10 @@ CAST = Operator(
         "UINT32 4294967295 to INT32 is -1.",
         "integer -> float and float -> narrower float (FLOAT64 -> FLOAT32 or FLOAT16, FLOAT32 -> FLOAT16): "
         "rounded once to nearest even; past the largest finite value, infinity (INT32 65520 -> FLOAT16 inf, "
-        "UINT64 2^64-1 -> FLOAT32 2^64); subnormals are kept, NaN stays NaN (its payload's top bits as the "
-        "hardware keeps them). float -> wider float is exact.",
+        "UINT64 2^64-1 -> FLOAT32 2^64); subnormals are kept. float -> wider float is exact. Between two float "
+        "types a NaN becomes the target's quiet NaN with the input's sign and no payload (FLOAT16 0x7E00, "
+        "FLOAT32 0x7FC00000, FLOAT64 0x7FF8000000000000, sign bit set for a negative NaN): hardware keeps "
+        "different payload bits, so dmlcli promises one pattern.",
         "Results are bit-identical on the CPU and the GPU (the GPU's kernel makes each conversion explicit "
         "in PTX: CuPy's own astype flushes FLOAT32 subnormals and leaves out-of-range casts undefined).",
     ),
