@@ -701,3 +701,16 @@ def test_dxdispatch_model_runs_the_generators_and_cast():
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["Resource 'Seq': 10, 8, 6, 4", "Resource 'Casted': 10, 8, 6, 4",
                                           "Resource 'Fill': 1, 1, 1, 1"]
+
+
+def test_save_case_and_dmlcli_test_with_no_inputs(tmp_path):
+    """--save-case records a generator's output_shape; `dmlcli test` runs the case with "inputs": []."""
+    case = tmp_path / "sequence.json"
+    result = invoke("run", "fill_value_sequence", "--output-shape", "2,2", "--output-dtype", "int16", "--value-start",
+                    "4", "--value-delta", "-3", "--save-case", case, "-q")
+    assert result.exit_code == 0, result.output
+    document = json.loads(case.read_text())
+    assert document["inputs"] == [] and document["params"]["output_shape"] == [2, 2]
+    assert document["expected"]["data"] == [[4, 1], [-2, -5]]
+    result = invoke("test", case, "-q")
+    assert result.exit_code == 0 and "1 passed, 0 failed" in result.output, result.output
