@@ -402,8 +402,8 @@ def _fill_where(xp, use_value, value, dtype: np.dtype, shape, others):
     all as bits."""
     bits = _bits_dtype(dtype)
     value_bits = bits.type(_as_bits(value, dtype))
-    if others is None:
-        plane = xp.where(use_value, value_bits, bits.type(0))
+    if others is None:  # an array of zeros, not a scalar 0: so that CuPy's where keeps the bits' dtype too
+        plane = xp.where(use_value, value_bits, xp.zeros(use_value.shape, bits))
         return xp.ascontiguousarray(xp.broadcast_to(plane, shape)).view(dtype)
     return xp.where(use_value, value_bits, others.view(bits)).view(dtype)
 
