@@ -206,7 +206,8 @@ def test_exitfirst_stops_after_the_first_failure_in_file_order(planted, jobs):
 @pytest.mark.parametrize("document, reason", [
     ("[1, 2]", "a case is a JSON object"),
     ({"op": "bit_not", "inputs": [u8([1])], "expected": u8([254]), "tolerence": {"exact": True}}, "unknown key 'tolerence'"),
-    ({"op": "bit_not", "inputs": [], "expected": u8([254])}, "\"inputs\" must be a non-empty list"),
+    ({"op": "bit_not", "inputs": {}, "expected": u8([254])}, "\"inputs\" must be a list"),
+    ({"op": "bit_not", "inputs": [], "expected": u8([254])}, "BIT_NOT takes 1 input tensor"),
     ({"op": "bit_not", "inputs": [u8([1])]}, "no \"expected\" tensor"),
     ({"op": "bit_not", "inputs": ["missing.npy"], "expected": u8([254])}, "no such file"),
     ({"op": "bit_not", "inputs": [u8([1])], "expected": u8([254]), "tolerance": {"rtol": -1}}, "finite number >= 0"),
