@@ -163,19 +163,35 @@ def test_npz_inputs_by_name_or_alone(tmp_path):
     assert checked.exit_code == 1  # [254, 253] against [1, 2]
 
 
-def test_validate_reads_only_the_npz_member_header(tmp_path):
-    # A member whose header is whole but whose data are cut: validate never reads them; run does.
-    header = np.lib.format.header_data_from_array_1_0(np.zeros((1000,), np.float32))
+def npy_header_bytes(shape, descr: str) -> bytes:
     import io
 
     buffer = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buffer, header)
-    with zipfile.ZipFile(tmp_path / "cut.npz", "w") as archive:
-        archive.writestr("x.npy", buffer.getvalue() + b"\0" * 10)
-    validated = invoke("validate", "bit_not", str(tmp_path / "cut.npz"))
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+def test_validate_reads_only_the_npz_member_header_and_the_zip_directory(tmp_path):
+    # A member whose data are corrupt (a flipped byte: its CRC-32 is wrong): validate never reads them; run does.
+    header = npy_header_bytes((1000,), "<f4")
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as archive:  # stored: the data lie in the file as they are
+        archive.writestr("x.npy", header + b"\1" * 4000)
+    raw = bytearray((tmp_path / "bad.npz").read_bytes())
+    raw[raw.index(b"\1" * 4000) + 2000] = 2
+    (tmp_path / "bad.npz").write_bytes(bytes(raw))
+    validated = invoke("validate", "bit_not", str(tmp_path / "bad.npz"))
     assert validated.exit_code == 0 and "FLOAT32 [1000]" in validated.stdout
-    line = one_error_line(invoke("run", "bit_not", str(tmp_path / "cut.npz")), 2)
-    assert "truncated" in line
+    for output in ([], ["-o", str(tmp_path / "out.npy")]):
+        line = one_error_line(invoke("run", "abs", str(tmp_path / "bad.npz"), *output), 2)
+        assert "'x': cannot be read (Bad CRC-32 for file 'x.npy')" in line
+    assert not (tmp_path / "out.npy").exists()
+    # A header promising more than the zip directory lists: refused by both, before any data are inflated.
+    with zipfile.ZipFile(tmp_path / "cut.npz", "w") as archive:
+        archive.writestr("x.npy", header + b"\0" * 10)
+    for command in ("validate", "run"):
+        line = one_error_line(invoke(command, "bit_not", str(tmp_path / "cut.npz")), 2)
+        assert ("array 'x': the header promises 1000 elements of float32 (4000 bytes) but the zip directory lists "
+                "only 10 bytes of data for the member (truncated?)") in line
 
 
 def test_json_with_a_utf8_byte_order_mark_reads_in_files_and_on_stdin(tmp_path):
