@@ -122,7 +122,10 @@ def memory_bound(inputs: Sequence[NpyInput], shape, out_dtype: np.dtype, chunk_b
         total += BUFFERS_PER_INPUT * part
         if source.member is not None:
             # zipfile's copies of one read (compressed, inflated, joined) and zlib's window; or the whole array.
-            total += _MemberReader.COPIES * part + (1 << 20) + held_bytes([source], shape, in_order=not tiled)
+            from .io.formats import MEMBER_READ_BYTES
+
+            total += (_MemberReader.COPIES * min(part, MEMBER_READ_BYTES) + (1 << 20)
+                      + held_bytes([source], shape, in_order=not tiled))
         elif tiled:
             total += max(_GatherReader.SPAN_FACTOR * part, 1 << 20)
     total += (BUFFERS_PER_INPUT + 1) * elements * max(out_dtype.itemsize, 8)
