@@ -101,16 +101,21 @@ def split_npz_source(source: str) -> tuple[str, str | None] | None:
 
 
 def _npz_member(archive: zipfile.ZipFile, path: str, name: str | None, where: str) -> str:
-    members = {m[:-4] if m.endswith(".npy") else m: m for m in archive.namelist()}
-    listed = ", ".join(members) or "none"
+    """The member `name` names, as NumPy's np.load finds it: the exact member name first, then `name.npy`.
+
+    Counted by member, not by name: an archive holding both `x` and `x.npy` holds two arrays.
+    """
+    members = archive.namelist()
+    listed = ", ".join(m[:-4] if m.endswith(".npy") else m for m in members) or "none"
     if name is None:
         if len(members) != 1:
             raise InputError(f"{where}: holds {len(members)} arrays ({listed}); pick one as "
                              f"{quoted(path + ':NAME')}")
-        return next(iter(members.values()))
-    if name not in members:
-        raise InputError(f"{where}: has no array named {quoted(name)} (it holds {listed})")
-    return members[name]
+        return members[0]
+    for member in (name, name + ".npy"):
+        if member in members:
+            return member
+    raise InputError(f"{where}: has no array named {quoted(name)} (it holds {listed})")
 
 
 def _open_npz(path: str, where: str) -> zipfile.ZipFile:
@@ -126,6 +131,10 @@ def _open_npz(path: str, where: str) -> zipfile.ZipFile:
         raise InputError(f"{where}: cannot be read ({error.strerror or _first_line(error)})") from None
     except zipfile.BadZipFile:
         raise InputError(f"{where}: is not a .npz file (not a zip archive)") from None
+    except (zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError, OverflowError) as error:
+        # A damaged zip directory: a version or a size zipfile cannot take, a name it cannot decode.
+        raise InputError(f"{where}: is not a .npz file that can be read (a damaged zip directory: "
+                         f"{_first_line(error)})") from None
 
 
 # Errors a zip member's stream raises while it is inflated: a bad CRC or header, a corrupt deflate stream,
@@ -134,7 +143,8 @@ def _member_errors() -> tuple[type[BaseException], ...]:
     import zipfile
     import zlib
 
-    return (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError)
+    return (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError, ValueError,
+            OverflowError)
 
 
 @dataclass(frozen=True)
@@ -182,6 +192,8 @@ def _member_stream(archive: zipfile.ZipFile, member: str, where: str):
         try:
             shape, fortran_order, dtype = read_npy_stream_header(handle, where=member_where)
             header_bytes = handle.tell()
+        except InputError:
+            raise
         except errors as error:
             raise InputError(f"{where}: cannot be read ({_first_line(error)})") from None
         found = NpzMember(str(archive.filename), member, member_where, shape, fortran_order, dtype, header_bytes)
@@ -221,6 +233,8 @@ def read_member_into(handle, buffer: memoryview, found: NpzMember) -> None:
             if not got:
                 raise InputError(f"{found.where}: the member ended early (its compressed data are cut short)")
             done += got
+    except InputError:
+        raise
     except _member_errors() as error:
         raise InputError(f"{found.where}: cannot be read ({_first_line(error)})") from None
 
