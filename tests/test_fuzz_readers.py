@@ -501,3 +501,48 @@ def test_random_input_files_through_run(tmp_path, file, target):
     if result.exit_code:
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmlcli: error: "), result.stderr
         assert sorted(p.name for p in folder.iterdir()) == [source.name]
+
+
+# ---------------------------------------------------------------- Zarr metadata (issue 22, item 4)
+
+METADATA_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 10), st.sampled_from([2**40, 2**64, -1]),
+                            st.text(max_size=6), st.sampled_from(["uint8", "<u2", "|O", "bool", "int4", "blosc", "C"]),
+                            st.lists(st.integers(-1, 5) | st.sampled_from([2**40]), max_size=3),
+                            st.just({"name": "bytes"}), st.just([{"name": "gzip", "configuration": {"level": 99}}]))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([2, 3]), st.dictionaries(st.text(min_size=1, max_size=12) | st.sampled_from(
+    ["shape", "chunks", "dtype", "data_type", "fill_value", "codecs", "chunk_grid", "compressor", "order",
+     "filters", "zarr_format", "node_type", "chunk_key_encoding", "dimension_separator"]), METADATA_VALUES, max_size=4),
+       st.sampled_from(["replace", "replace", "drop", "only"]), st.just(b"") | st.binary(max_size=20))
+def test_zarr_stores_with_random_metadata(tmp_path, zarr_format, changes, how, chunk):
+    """A local Zarr array whose metadata were edited at random, and a random first chunk: it opens and reads
+    (a corner of it), or is one clean DmlcliError; never a traceback, never memory the metadata claim."""
+    zarr = pytest.importorskip("zarr", reason="the [dask] extra (zarr) is not installed")
+    from dmlcli.io.zarr_store import ChunkReader, open_input
+
+    store = tmp_path / f"s{next(_counter)}.zarr"
+    zarr.create_array(store=str(store), shape=(4, 3), chunks=(2, 2), dtype="uint8", zarr_format=zarr_format)[...] = 7
+    document = store / ("zarr.json" if zarr_format == 3 else ".zarray")
+    metadata = json.loads(document.read_text())
+    if how == "only":
+        metadata = dict(changes)
+    elif how == "drop":
+        for key in changes:
+            metadata.pop(key, None)
+    else:
+        metadata.update(changes)
+    document.write_text(json.dumps(metadata))
+    chunks = sorted(p for p in store.rglob("*") if p.is_file() and not p.name.startswith((".z", "zarr.")))
+    chunk_file = chunks[0] if chunks else None
+    if chunk_file is not None and chunk:
+        chunk_file.write_bytes(chunk)
+
+    def read_a_corner():
+        array = open_input(str(store), label="fuzz")
+        reader = ChunkReader(array, "fuzz")
+        return np.asarray(reader[tuple(slice(0, min(2, size)) for size in reader.shape)])
+
+    event(f"{'read' if bounded(read_a_corner) is not None else 'refused'}")
