@@ -223,7 +223,8 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
 
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
               chunk_bytes: int | None = None, progress=None) -> Outcome:
-    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone."""
+    """Stream .npy `sources` (or .npz arrays) into the .npy `output` in constant memory, validated from the
+    headers alone."""
     from . import streaming
     from .io.atomic import check_output_path
     from .io.room import check_room_for_output

@@ -35,13 +35,16 @@ import stat
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Sequence
 
 import numpy as np
 
 from .data_types import DataType
 from .errors import InputError, quoted
 from .validation import Call
+
+if TYPE_CHECKING:
+    from .io.formats import NpzMember
 
 CHUNK_BYTES_VARIABLE = "DMLCLI_CHUNK_BYTES"
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -66,7 +69,7 @@ class NpyInput:
     dtype: np.dtype  # as stored: may be big-endian
     fortran_order: bool
     offset: int  # where the data start in the file (in a .npz member: in its uncompressed stream)
-    member: object | None = None  # io.formats.NpzMember where the input is a .npz array, else None
+    member: NpzMember | None = None  # where the input is a .npz array: its header and zip directory entry
 
     @property
     def stored_in_c_order(self) -> bool:

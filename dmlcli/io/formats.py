@@ -137,9 +137,9 @@ def _open_npz(path: str, where: str) -> zipfile.ZipFile:
                          f"{_first_line(error)})") from None
 
 
-# Errors a zip member's stream raises while it is inflated: a bad CRC or header, a corrupt deflate stream,
-# a read that fails. zlib.error is added where zlib is imported (always, with zipfile).
 def _member_errors() -> tuple[type[BaseException], ...]:
+    """What a zip member's stream raises while it is opened or inflated: a bad CRC or local header, a corrupt
+    deflate stream, an unsupported compression method or an encrypted member, a read that fails."""
     import zipfile
     import zlib
 
@@ -207,10 +207,11 @@ def _check_member_size(found: NpzMember, listed: int) -> None:
     # than its data (zipfile stops at the listed size).
     data = listed - found.header_bytes
     if data != found.data_bytes:
-        what = "only " if data < found.data_bytes else ""
+        short = data < found.data_bytes
         raise InputError(f"{found.where}: the header promises {found.count} elements of {found.dtype} "
-                         f"({found.data_bytes} bytes) but the zip directory lists {what}{max(data, 0)} bytes of "
-                         f"data for the member ({'truncated' if data < found.data_bytes else 'not a .npy member'}?)")
+                         f"({found.data_bytes} bytes) but the zip directory lists {'only ' if short else ''}"
+                         f"{max(data, 0)} bytes of data for the member "
+                         f"({'truncated?' if short else 'more than the header describes'})")
 
 
 @contextmanager
@@ -250,7 +251,7 @@ def finish_member(handle, found: NpzMember) -> None:
 
 
 # Bytes inflated per read: zipfile holds a few copies of each read (compressed, inflated, joined), so reads
-# stay small; per-read overhead is negligible at this size (zlib inflates about 1 MiB in a millisecond).
+# stay small; at this size the cost of a read call is negligible next to inflating its data.
 MEMBER_READ_BYTES = 1 << 20
 
 
