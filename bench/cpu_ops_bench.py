@@ -72,13 +72,15 @@ DOMAIN = {"log": (0.01, 10), "sqrt": (0, 10), "asin": (-1, 1), "acos": (-1, 1), 
           "modulus_floor": (0.5, 20), "modulus_truncate": (0.5, 20)}
 
 
-def median_time(function, repeats: int) -> float:
-    samples = []
+def median_times(ours, theirs, repeats: int) -> tuple[float, float]:
+    """Medians of `repeats` runs of each, alternating, so that the machine's load falls on both alike."""
+    samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for function, times in ((ours, samples[0]), (theirs, samples[1])):
+            start = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - start)
+    return statistics.median(samples[0]), statistics.median(samples[1])
 
 
 def main() -> None:
@@ -103,8 +105,8 @@ def main() -> None:
         inputs = [rng.uniform(low, high, count).astype(np.float32) for _ in op.inputs]
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            ours = median_time(lambda: dmlcli.run(name, *inputs, **options), args.repeats)
-            theirs = median_time(lambda: baseline(*inputs), args.repeats)
+            ours, theirs = median_times(lambda: dmlcli.run(name, *inputs, **options), lambda: baseline(*inputs),
+                                        args.repeats)
         ratios.append(ours / theirs)
         print(f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {ours / theirs:.2f} | |")
     if ratios:

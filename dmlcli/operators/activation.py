@@ -21,6 +21,7 @@ import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, TYPES_8, as_bits
 from ..feature_levels import level
+from .float_specials import has_nan, has_zero
 from .parameters import FloatParameter, FusedActivationParameter
 from .schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
                      Tolerance, rows)
@@ -179,9 +180,15 @@ def _hard_sigmoid64(v, alpha, beta):
 
 def relu(inputs, out_dtype, params):
     (x,) = inputs
-    keep = ~(x <= 0)  # positives and NaN
     if x.dtype.kind != "f":
-        return np.where(keep, x, _zero(x)).astype(out_dtype, copy=False)
+        return np.maximum(x, _zero(x)).astype(out_dtype, copy=False)  # integers compare exactly
+    if not has_nan(x):
+        # Without NaN a clip to [+0, +inf] is max(0, x) exactly, in one pass at memory speed, but for -0.0,
+        # which must give +0.0 (a tie np.clip may settle either way): a -0.0 in its output shows that.
+        clipped = np.clip(x, _zero(x), np.array(np.inf, x.dtype))
+        if not has_zero(clipped, negative=True):
+            return clipped.astype(out_dtype, copy=False)
+    keep = ~(x <= 0)  # positives and NaN
     # The kept elements' bits, else +0.0: an AND with an all-ones or all-zeros mask (NaN payloads and all).
     # Branch-free: np.where with a random mask runs about five times slower.
     bits = as_bits(x)

@@ -19,6 +19,7 @@ import numpy as np
 from ..data_types import (ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT32,
                           UINT64, as_bits)
 from ..feature_levels import level
+from .float_specials import has_nan, has_zero
 from .parameters import ScaleBiasParameter
 from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import (COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator, Tolerance,
@@ -214,9 +215,14 @@ def sign(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
         return np.sign(x).astype(out_dtype, copy=False)
+    signs = np.sign(x)
+    # np.sign is exact but for zeros (its zero is +0.0) and NaN (its own NaN): checked on its output, just
+    # written and still in cache, where either shows as +0.0 or NaN.
+    if not has_nan(signs) and not has_zero(signs, negative=False):
+        return signs.astype(out_dtype, copy=False)
     # +-1 by np.sign, whose zero is +0: copysign gives it x's sign. NaN is returned as it is, by its bits
     # (np.sign's own NaN may differ between NumPy's SIMD and scalar loops, so between chunks).
-    signs = np.copysign(np.sign(x), x)
+    signs = np.copysign(signs, x)
     nan = np.isnan(x)
     if nan.any():
         signs = np.where(nan, x, signs)
