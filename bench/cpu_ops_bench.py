@@ -83,12 +83,12 @@ def median_times(ours, theirs, repeats: int) -> tuple[float, float]:
     return statistics.median(samples[0]), statistics.median(samples[1])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=float, default=32, help="MiB per FLOAT32 input")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--ops", default="", help="comma-separated operators (default: every one with a baseline)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chosen = [name for name in BASELINES if not args.ops or name in args.ops.split(",")]
     count = int(args.mib * (1 << 20)) // 4
     rng = np.random.default_rng(0)
@@ -111,7 +111,8 @@ def main() -> None:
         print(f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {ours / theirs:.2f} | |")
     if ratios:
         print(f"\nmedian ratio {statistics.median(ratios):.2f}, worst {max(ratios):.2f} over {len(ratios)} operators")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
