@@ -192,23 +192,25 @@ def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: H
 
 def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = None,
         before_execute: Callable[[Verdict], None] | None = None,
-        read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None) -> Outcome:
+        read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+        output_format: str | None = None) -> Outcome:
     """Validate, check room for the output, execute and (with `output`, a path or '-') write the result.
 
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
+    `output_format` ("npy" or "json") names the output file's format whatever its extension.
     """
     from .io.room import check_room_for_output
 
     if output is not None:
         from .io.atomic import check_output_path
 
-        check_output_path(output)
+        check_output_path(output, output_format)
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
     verdict = plan_arrays(req, arrays)
     out = verdict.call.output
     # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
     check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True,
-                          input_bytes=sum(int(a.nbytes) for a in arrays))
+                          input_bytes=sum(int(a.nbytes) for a in arrays), output_format=output_format)
     if before_execute is not None:
         before_execute(verdict)
     if read_mapped is not None:
@@ -217,22 +219,26 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
     if output is not None:
         from .io.atomic import write_output
 
-        write_output(outcome.output, output)
+        write_output(outcome.output, output, output_format=output_format)
     return outcome
 
 
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
-              chunk_bytes: int | None = None, progress=None) -> Outcome:
-    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone."""
+              chunk_bytes: int | None = None, progress=None, output_format: str | None = None) -> Outcome:
+    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone
+    (`output_format`, if given, is "npy": a .npy file whatever its extension)."""
     from . import streaming
     from .io.atomic import check_output_path
     from .io.room import check_room_for_output
 
-    check_output_path(output)
+    if output_format not in (None, "npy"):
+        raise ValueError(f"run_files writes .npy files, not {output_format}")
+    check_output_path(output, output_format)
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
     verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
     out = verdict.call.output
-    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False,  # disk space, before work
+                          output_format=output_format)
     engine = choose_backend(backend, verdict.call.float_rules)
     # Each backend says what chunk size suits it: a GPU wants big transfers, the CPU small buffers.
     size = chunk_bytes or streaming.chunk_bytes_from_environment(
@@ -276,13 +282,15 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
 
 def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
                 backend="cpu", progress=None, stream: bool = True,
-                before_execute: Callable[[Verdict], None] | None = None, dask=None) -> Outcome:
+                before_execute: Callable[[Verdict], None] | None = None, dask=None,
+                output_format: str | None = None) -> Outcome:
     """A run from input arguments (.npy/.json files, '-', inline JSON, Zarr stores): on Dask where a Zarr
     store is involved or `dask` (DaskOptions) asks for it, streamed where it can be (.npy files in, a .npy
-    file out, `stream` allowed), else read whole."""
+    file out, `stream` allowed), else read whole. `output_format` ("npy" or "json", run's --format) names
+    the output file's format whatever its extension."""
     if _wants_dask(sources, output, dask):
         return run_dask(req, sources, output=output, dtype=dtype, backend=backend, progress=progress,
-                        options=dask, before_execute=before_execute)
+                        options=dask, before_execute=before_execute, output_format=output_format)
     if dask is not None and dask.chunks is not None:
         raise InputError("--chunks sets the chunk shape of a Zarr output (-o out.zarr) or of a run on Dask "
                          "(--scheduler, --workers); this run has neither")
@@ -290,11 +298,13 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
         from .io.atomic import check_output_path
         from .streaming import is_streamable
 
-        check_output_path(output)
-        if stream and is_streamable(sources, output):
-            return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress)
-    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
-               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
+        check_output_path(output, output_format)
+        if stream and is_streamable(sources, output, output_format):
+            return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress,
+                             output_format=output_format)
+    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output,
+               before_execute=before_execute, read_mapped=lambda arrays: _read_mapped_sources(arrays, sources),
+               output_format=output_format)
 
 
 def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str]) -> list[np.ndarray]:
@@ -332,7 +342,7 @@ def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
 
 def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
              backend="cpu", progress=None, options=None,
-             before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
+             before_execute: Callable[[Verdict], None] | None = None, output_format: str | None = None) -> Outcome:
     """A run on Dask: validated once from the inputs' metadata, then block by block on the chosen scheduler
     (distributed/); into a Zarr store chunk by chunk, or gathered for any other output."""
     from .distributed import runner
@@ -347,18 +357,19 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
     if to_store:
         check_output_store(output)
     elif output is not None:
-        check_output_path(output)
+        check_output_path(output, output_format)
     inputs = runner.open_inputs(sources, dtype=dtype, chunks=options.chunks)
     verdict = plan(req, [(from_numpy(np.dtype(x.array.dtype)), tuple(x.array.shape)) for x in inputs])
     out = verdict.call.output
     if not to_store:
-        check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
+        check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True,  # before any work
+                              output_format=output_format)
     if before_execute is not None:
         before_execute(verdict)
     name = choose_backend(backend).name if backend == "auto" else str(backend)
     result, counts = runner.run(verdict.call, inputs, output, options=options, backend=name, progress=progress)
     if output is not None and not to_store:
-        write_output(result, output)
+        write_output(result, output, output_format=output_format)
     tally = HookTally(verdict.call)
     tally.counts, tally.elements = list(counts), int(np.prod(out.shape, dtype=np.int64))
     return Outcome(result, verdict, name, tally.warnings())

@@ -68,15 +68,16 @@ class NpyInput:
         return not self.fortran_order or sum(1 for size in self.shape if size > 1) <= 1
 
 
-def is_streamable(sources: Sequence[str], output: str | None) -> bool:
-    """Whether a run goes through the streaming path: .npy files in, a .npy file out."""
+def is_streamable(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
+    """Whether a run goes through the streaming path: .npy files in, a .npy file out (by its extension or
+    `output_format`, run's --format; /dev/null takes .npy)."""
     def is_npy_file(name: str) -> bool:
         return name != "-" and Path(name).suffix.lower() == ".npy"
 
-    from .io.targets import is_stdout
+    from .io.targets import is_stdout, written_suffix
 
-    return (output is not None and not is_stdout(output) and is_npy_file(output) and bool(sources)
-            and all(map(is_npy_file, sources)))
+    return (output is not None and not is_stdout(output) and written_suffix(output, output_format) == ".npy"
+            and bool(sources) and all(map(is_npy_file, sources)))
 
 
 def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:

@@ -318,8 +318,9 @@ def test_click_usage_errors_are_one_line_too(workdir, args, message):
 
 OUTPUT_CASES = {
     "folder that does not exist": ("nowhere/out.npy", "output 'nowhere/out.npy': folder 'nowhere' does not exist"),
-    "unknown extension": ("out.txt", "output 'out.txt': unknown extension '.txt' (expected .npy or .json"),
-    "no extension": ("out", "unknown extension ''"),
+    "unknown extension": ("out.txt", "output 'out.txt': unknown extension '.txt'; name the format with --format npy "
+                                     "or --format json, or end the name in .npy or .json"),
+    "no extension": ("out", "output 'out': no extension; name the format with --format npy or --format json"),
     "a directory": ("adir.npy", "output 'adir.npy': is a directory"),
 }
 

@@ -73,16 +73,18 @@ def available_memory() -> int | None:
     return max(found, 0)
 
 
-def is_json_target(target: str | None) -> bool:
-    """Whether -o TARGET is written as JSON text: a .json file, or stdout as JSON (-, -.json)."""
+def is_json_target(target: str | None, output_format: str | None = None) -> bool:
+    """Whether -o TARGET is written as JSON text: a .json file (or any file with --format json), or stdout
+    as JSON (-, -.json)."""
     if target is None:
         return False
-    from .targets import STDOUT_TARGETS
+    from .targets import written_suffix
 
-    return (STDOUT_TARGETS.get(target) or Path(target).suffix.lower()) == ".json"
+    return written_suffix(target, output_format) == ".json"
 
 
-def in_memory_bytes(target: str | None, shape, dtype: np.dtype, *, input_bytes: int = 0) -> int:
+def in_memory_bytes(target: str | None, shape, dtype: np.dtype, *, input_bytes: int = 0,
+                    output_format: str | None = None) -> int:
     """The memory an in-memory run needs on top of the interpreter: its inputs read into memory
     (`input_bytes`), the output array, and for JSON output (`-o x.json`, `-o -`) the text.
 
@@ -91,12 +93,13 @@ def in_memory_bytes(target: str | None, shape, dtype: np.dtype, *, input_bytes: 
     checks the whole estimate against the peak resident memory of real runs.
     """
     count = math.prod(shape)
-    per_element = np.dtype(dtype).itemsize + (JSON_PEAK_BYTES_PER_ELEMENT if is_json_target(target) else 0)
+    per_element = np.dtype(dtype).itemsize + (JSON_PEAK_BYTES_PER_ELEMENT if is_json_target(target, output_format)
+                                              else 0)
     return RUN_CODE_BYTES + input_bytes + count * per_element
 
 
 def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memory: bool,
-                          input_bytes: int = 0) -> None:
+                          input_bytes: int = 0, output_format: str | None = None) -> None:
     """Refuse, before any work, an output that needs more disk than its folder has free, or more memory than
     there is (`in_memory`: the whole result is held in memory; False for the streaming path).
 
@@ -109,10 +112,10 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
     from .targets import STDOUT_TARGETS
 
     stdout_suffix = STDOUT_TARGETS.get(target) if target is not None else None
-    as_json = is_json_target(target)
+    as_json = is_json_target(target, output_format)
     described = f"{dtype} {list(shape)}"
     if in_memory:
-        needed = in_memory_bytes(target, shape, dtype, input_bytes=input_bytes)
+        needed = in_memory_bytes(target, shape, dtype, input_bytes=input_bytes, output_format=output_format)
         available = available_memory()
         if available is not None and needed > available:
             hint = ("write it as .npy instead (-o out.npy), which is exact and, from .npy inputs, streamed in "
