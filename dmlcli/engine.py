@@ -225,14 +225,14 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | None = N
 
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
               chunk_bytes: int | None = None, progress=None, output_format: str | None = None) -> Outcome:
-    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone
-    (`output_format`, if given, is "npy": a .npy file whatever its extension)."""
+    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone;
+    into JSON text instead where `output` is a .json file (or any file with `output_format` "json") or JSON
+    on stdout (-, -.json), as constant in memory."""
     from . import streaming
     from .io.atomic import check_output_path
     from .io.room import check_room_for_output
+    from .io.targets import written_suffix
 
-    if output_format not in (None, "npy"):
-        raise ValueError(f"run_files writes .npy files, not {output_format}")
     check_output_path(output, output_format)
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
     verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
@@ -244,7 +244,11 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     size = chunk_bytes or streaming.chunk_bytes_from_environment(
         getattr(engine, "preferred_chunk_bytes", streaming.DEFAULT_CHUNK_BYTES))
     tally = HookTally(verdict.call)
-    streaming.stream(verdict.call, inputs, Path(output), engine, chunk_bytes=size, progress=progress, tally=tally)
+    if written_suffix(output, output_format) == ".json":
+        streaming.stream_json(verdict.call, inputs, output, engine, chunk_bytes=size, progress=progress, tally=tally)
+    else:
+        streaming.stream(verdict.call, inputs, Path(output), engine, chunk_bytes=size, progress=progress,
+                         tally=tally)
     return Outcome(None, verdict, getattr(engine, "name", "custom"), tally.warnings())
 
 
@@ -296,10 +300,11 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
                          "(--scheduler, --workers); this run has neither")
     if output is not None:
         from .io.atomic import check_output_path
-        from .streaming import is_streamable
+        from .streaming import is_streamable, streams_as_json
 
         check_output_path(output, output_format)
-        if stream and is_streamable(sources, output, output_format):
+        if stream and (is_streamable(sources, output, output_format)
+                       or streams_as_json(sources, output, output_format)):
             return run_files(req, sources, output, dtype=dtype, backend=backend, progress=progress,
                              output_format=output_format)
     return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output,

@@ -48,12 +48,12 @@ def file_format(output: str | None, style: str | None) -> str | None:
     from ..io.targets import OUTPUT_FORMATS, is_stdout
     from ..errors import quoted
 
-    if is_stdout(output):
-        raise InputError(f"-o {output} already names how stdout is written; give -o - --format npy|json, or "
-                         "leave --format out")
     if style not in OUTPUT_FORMATS:
         raise InputError(f"--format {style} shows a result on stdout, but -o {quoted(output)} writes it; with -o, "
                          "--format takes npy or json (the output's format), or leave --format out")
+    if is_stdout(output):
+        raise InputError(f"--format {style}: -o {output} already names how stdout is written; give -o - --format "
+                         "npy|json, or leave --format out")
     from ..io.zarr_names import is_zarr_source
 
     if is_zarr_source(output):

@@ -60,9 +60,9 @@ def run(operator, inputs, output, dtype, style, expected, tolerance, max_diffs, 
 
     INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
     inline JSON literal.
-    With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
-    memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M on
-    the CPU, 64M on the GPU).
+    With .npy inputs and a .npy -o, or JSON output (-o x.json, -o -, --format json), and no --check,
+    the run streams in chunks in constant memory, with a progress bar on a terminal (chunk size:
+    DMLCLI_CHUNK_BYTES, default 1M on the CPU, 64M on the GPU).
 
     \b
     Examples:

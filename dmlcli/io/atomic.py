@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError, quoted
 from ..errors import first_line as _first_line
-from .json_tensor import to_json_text
+from .json_tensor import write_json_text
 from .npy import to_native
 from .targets import STDOUT_TARGETS, is_stdout, written_suffix
 
@@ -123,16 +123,15 @@ def write_output(array: np.ndarray, target: str, *, stdout=None, output_format: 
     path = Path(target)
     if written_suffix(target, output_format) == ".npy":
         write_atomically(path, lambda handle: np.save(handle, to_native(np.asarray(array)), allow_pickle=False))
-    else:
-        text = to_json_text(array)
-        write_atomically(path, lambda handle: handle.write(text.encode("utf-8")))
+    else:  # the text piece by piece: never the whole of it in memory
+        write_atomically(path, lambda handle: write_json_text(array, lambda text: handle.write(text.encode("utf-8"))))
 
 
 def write_stdout(array: np.ndarray, suffix: str, *, stdout=None) -> None:
     """`array` on stdout: JSON text, or (suffix ".npy") the bytes np.save writes, in pieces of 16 MiB."""
     stream = stdout or sys.stdout
     if suffix != ".npy":
-        stream.write(to_json_text(array))
+        write_json_text(array, stream.write)
         return
     from .npy import npy_header
 

@@ -11,9 +11,10 @@ import numpy as np
 from ..errors import InputError, quoted
 from .npy import npy_file_bytes
 
-# Peak Python memory of turning one element into JSON text (tracemalloc over 2^20 elements of uint8, float32,
-# float64: 64, 76 and 93 bytes), rounded up.
-JSON_PEAK_BYTES_PER_ELEMENT = 100
+# JSON text is written piece by piece (io/json_tensor.JsonTextWriter, 65536 elements at a time): what the
+# writer holds at once, the piece's strings and its text, whatever the tensor's size (measured: under 10 MiB
+# for float64), with room to spare.
+JSON_WRITER_BYTES = 16 << 20
 
 
 # What a run loads beyond `dmlcli --version` (the engine, the operator table, the writers): measured 1 to 2 MiB.
@@ -86,16 +87,14 @@ def is_json_target(target: str | None, output_format: str | None = None) -> bool
 def in_memory_bytes(target: str | None, shape, dtype: np.dtype, *, input_bytes: int = 0,
                     output_format: str | None = None) -> int:
     """The memory an in-memory run needs on top of the interpreter: its inputs read into memory
-    (`input_bytes`), the output array, and for JSON output (`-o x.json`, `-o -`) the text.
+    (`input_bytes`), the output array, and for JSON output (`-o x.json`, `-o -`) the text writer's pieces.
 
-    JSON text is built in memory from Python strings, one per element, before it is written:
-    JSON_PEAK_BYTES_PER_ELEMENT is the measured peak of that (an upper bound). tests/test_memory_bounds.py
-    checks the whole estimate against the peak resident memory of real runs.
+    JSON text is written piece by piece, never whole: JSON_WRITER_BYTES, a constant, bounds what it holds.
+    tests/test_memory_bounds.py checks the whole estimate against the peak resident memory of real runs.
     """
     count = math.prod(shape)
-    per_element = np.dtype(dtype).itemsize + (JSON_PEAK_BYTES_PER_ELEMENT if is_json_target(target, output_format)
-                                              else 0)
-    return RUN_CODE_BYTES + input_bytes + count * per_element
+    text = JSON_WRITER_BYTES if is_json_target(target, output_format) else 0
+    return RUN_CODE_BYTES + input_bytes + count * np.dtype(dtype).itemsize + text
 
 
 def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memory: bool,
@@ -118,12 +117,10 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
         needed = in_memory_bytes(target, shape, dtype, input_bytes=input_bytes, output_format=output_format)
         available = available_memory()
         if available is not None and needed > available:
-            hint = ("write it as .npy instead (-o out.npy), which is exact and, from .npy inputs, streamed in "
-                    "constant memory" if as_json else
-                    ".npy inputs written to a .npy output are streamed in constant memory")
+            hint = ".npy inputs written to a .npy or JSON output (or JSON on stdout) are streamed in constant memory"
             raise InputError(f"the output ({described}) needs about {_bytes_text(needed)} of memory"
-                             f"{' as JSON text' if as_json else ''}{' with its inputs' if input_bytes else ''} but only {_bytes_text(available)} is available; "
-                             f"nothing was run ({hint})")
+                             f"{' with its inputs' if input_bytes else ''} but only {_bytes_text(available)} is "
+                             f"available; nothing was run ({hint})")
     if target is None or stdout_suffix is not None:
         return
     from .atomic import WRITTEN_INTO, output_target
