@@ -64,14 +64,21 @@ def available_memory() -> int | None:
             found = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):
             return None
-    try:
-        limit = _read_text("/sys/fs/cgroup/memory.max").strip()
-        used = _read_text("/sys/fs/cgroup/memory.current").strip()
-        if limit.isdigit() and used.isdigit():
-            found = min(found, int(limit) - int(used))
-    except OSError:
-        pass
+    global _cgroup_limited
+    if _cgroup_limited:
+        try:
+            limit = _read_text("/sys/fs/cgroup/memory.max").strip()
+            used = _read_text("/sys/fs/cgroup/memory.current").strip()
+            if limit.isdigit() and used.isdigit():
+                found = min(found, int(limit) - int(used))
+        except FileNotFoundError:
+            _cgroup_limited = False  # no cgroup v2 memory controller here: a process's cgroup does not change
+        except OSError:
+            pass
     return max(found, 0)
+
+
+_cgroup_limited = True  # until /sys/fs/cgroup/memory.max is found missing
 
 
 def is_json_target(target: str | None, output_format: str | None = None) -> bool:
