@@ -2,8 +2,9 @@
 
 The exact kernels of MIN, MAX, CLIP, CLIP1, THRESHOLD, RELU and SIGN settle NaN and signed zeros element by
 element, which costs several passes. Where an array holds neither, NumPy's single call (np.fmax, np.clip,
-np.sign) already gives the exact result; these checks say when that is so, at the cost of one SIMD reduction
-(about a fifth of an element-wise pass), so the careful path runs only for arrays that need it.
+np.sign) already gives the exact result; these checks say when that is so, each at the cost of one SIMD
+reduction (a read-only pass, a fraction of an element-wise pass that writes), so the careful path runs only for
+arrays that need it.
 """
 
 from __future__ import annotations
