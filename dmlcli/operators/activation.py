@@ -284,7 +284,11 @@ def softsign(inputs, out_dtype, params):
     (x,) = inputs
     v = _as64(x)
     with np.errstate(all="ignore"):
-        return _out(np.where(np.isinf(v), np.copysign(1.0, v), v / (1.0 + np.abs(v))), out_dtype)
+        quotient = v / (1.0 + np.abs(v))
+        infinite = np.isinf(v)
+        if infinite.any():  # the limit, +-1, only where some element needs it (inf/inf is NaN)
+            quotient = np.where(infinite, np.copysign(1.0, v), quotient)
+        return _out(quotient, out_dtype)
 
 
 def elu(inputs, out_dtype, params):
