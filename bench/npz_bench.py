@@ -91,13 +91,13 @@ def bench(size_mib: int, kind: str, runs: int, folder: Path) -> dict:
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64,256", help="member sizes in MiB, comma-separated")
     parser.add_argument("--kinds", default="deflated,stored", help="deflated, stored or both")
     parser.add_argument("--runs", type=int, default=3, help="runs of each command; medians are reported")
     parser.add_argument("--folder", default=None, help="where the files go (default: a temporary folder)")
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     sizes = [int(s) for s in options.sizes.split(",")]
     kinds = options.kinds.split(",")
     print(f"dmlcli run bit_not x.npz -o out.npy against numpy.load + np.invert + np.save; medians of "
@@ -113,7 +113,8 @@ def main() -> None:
                 print(f"{size:>5} MiB {kind:>9} {r['npz_mib']:>5.1f} MiB | {ours:>9.2f} {our_peak / MiB:>8.0f} | "
                       f"{theirs:>8.2f} {their_peak / MiB:>8.0f} | {ours / theirs:>9.2f}x"
                       f"   ({time.perf_counter() - started:.0f} s)", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

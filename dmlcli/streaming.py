@@ -32,6 +32,7 @@ import math
 import mmap
 import os
 import stat
+import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,16 +78,17 @@ class NpyInput:
         return not self.fortran_order or sum(1 for size in self.shape if size > 1) <= 1
 
 
-def is_streamable(sources: Sequence[str], output: str | None) -> bool:
-    """Whether a run goes through the streaming path: .npy files or .npz arrays in, a .npy file out."""
+def is_streamable(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
+    """Whether a run goes through the streaming path: .npy files or .npz arrays in, a .npy file out (by its
+    extension or `output_format`, run's --format; /dev/null takes .npy)."""
     from .io.sources import is_npz_source
-    from .io.targets import is_stdout
+    from .io.targets import is_stdout, written_suffix
 
     def is_npy_file(name: str) -> bool:
         return name != "-" and Path(name).suffix.lower() == ".npy"
 
-    return (output is not None and not is_stdout(output) and is_npy_file(output) and bool(sources)
-            and all(is_npy_file(source) or is_npz_source(source) for source in sources))
+    return (output is not None and not is_stdout(output) and written_suffix(output, output_format) == ".npy"
+            and bool(sources) and all(is_npy_file(source) or is_npz_source(source) for source in sources))
 
 
 def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
@@ -102,6 +104,15 @@ def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
         raise InputError(f"{CHUNK_BYTES_VARIABLE}={quoted(shown)}: expected a whole number of bytes from 1 to 1G, "
                          "optionally followed by K, M or G (e.g. 4M)")
     return size
+
+
+def streams_as_json(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
+    """Whether a run streams into JSON text: .npy files in, a JSON file (by extension or `output_format`) or
+    JSON on stdout out; the text is written piece by piece as the chunks are computed."""
+    from .io.targets import written_suffix
+
+    return (output is not None and written_suffix(output, output_format) == ".json" and bool(sources)
+            and all(source != "-" and Path(source).suffix.lower() == ".npy" for source in sources))
 
 
 # What a streamed run loads beyond `dmlcli --version` (the engine, the operator table, the backend).
@@ -192,6 +203,26 @@ def stream(call: Call, inputs: list[NpyInput], output: Path, engine, *, chunk_by
         write_atomically(output, lambda handle: job.run(engine, handle, advance))
 
 
+def stream_json(call: Call, inputs: list[NpyInput], output: str, engine, *, chunk_bytes: int,
+                progress: ProgressFactory | None = None, tally=None) -> None:
+    """Stream a validated call from the .npy `inputs` into JSON text, chunk by chunk: into the file `output`
+    (atomically, as stream does) or, for a stdout target (-, -.json), onto stdout. Only one piece of text
+    is in memory at a time, so the run takes constant memory whatever the tensor's size."""
+    from .io.targets import is_stdout
+
+    job = _Job(call, inputs, chunk_bytes, tally)
+    factory = progress or _no_progress
+    with factory(job.total_bytes) as advance:
+        if is_stdout(output):
+            job.run_json(engine, sys.stdout.write, advance)
+            sys.stdout.flush()
+            return
+        from .io.atomic import write_atomically
+
+        write_atomically(Path(output), lambda handle: job.run_json(
+            engine, lambda text: handle.write(text.encode("utf-8")), advance))
+
+
 @contextlib.contextmanager
 def _no_progress(total_bytes: int):
     yield lambda done: None
@@ -244,6 +275,26 @@ class _Job:
         if source.member is not None:
             return _MemberReader if reads_in_order(source, self.shape, in_order) else _HeldReader
         return _GatherReader if self.tiled else _ContiguousReader
+
+    def run_json(self, engine, write: Callable[[str], None], advance: Callable[[int], None]) -> None:
+        """The output as JSON text through `write`: the chunks in C order (row boxes), each formatted as it
+        comes back from the backend."""
+        from .io.json_tensor import JsonTextWriter
+
+        text = JsonTextWriter(write, self.shape, self.out_dtype)
+        per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
+        with contextlib.ExitStack() as stack:
+            readers = [stack.enter_context(self._reader_type(x, True)(x, self.shape, self.chunk_elements))
+                       for x in self.inputs]
+            pending: deque[Box] = deque()
+            chunks = self._chunks(readers, pending, in_order=True)
+            for result in engine.execute_chunks(self.call.operator, chunks, self.out_dtype, self.call.parameters):
+                box = pending.popleft()
+                text.add(np.asarray(result))
+                advance(_box_size(box) * per_element)
+            if pending:
+                raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
+        text.close()
 
     def _chunks(self, readers, pending: deque, in_order: bool) -> Iterator[list[np.ndarray]]:
         for number, box in enumerate(self.boxes(in_order)):

@@ -208,13 +208,27 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
     return list(_shape_problems(call)) + list(_table_problems(call, feature_level)) + list(_type_problems(call))
 
 
+# The support-table search below depends only on the operator, its tensors' data types and dimension
+# counts and the inputs left out; every run of an operator on like tensors asks it again, so its answers
+# are kept (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+_LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
+_LOWEST_LEVELS_LIMIT = 4096
+
+
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
     if any(_shape_problems(call)) or any(_type_problems(call)):
         return None  # these rules hold at every level alike
-    for candidate in ALL_FEATURE_LEVELS:
-        if not any(_table_problems(call, candidate)):
-            return candidate
-    return None
+    key = (id(call.operator), call.absent,
+           tuple((name, tensor.data_type, len(tensor.shape)) for name, tensor in call.tensors.items()))
+    known = _LOWEST_LEVELS.get(key)
+    if known is not None and known[0] is call.operator:
+        return known[1]
+    lowest = next((candidate for candidate in ALL_FEATURE_LEVELS if not any(_table_problems(call, candidate))),
+                  None)
+    if len(_LOWEST_LEVELS) >= _LOWEST_LEVELS_LIMIT:
+        _LOWEST_LEVELS.clear()
+    _LOWEST_LEVELS[key] = (call.operator, lowest)
+    return lowest
 
 
 def check(call: Call, feature_level: FeatureLevel) -> Verdict:

@@ -12,6 +12,7 @@ import math
 import re
 import warnings
 from decimal import Decimal, InvalidOperation
+from typing import Callable
 
 import numpy as np
 
@@ -390,13 +391,112 @@ def lossy_nan_count(array: np.ndarray) -> int:
     return int(np.count_nonzero(nan & (bits != _CANONICAL_NAN_BITS[array.dtype.itemsize])))
 
 
-def to_json_text(array: np.ndarray) -> str:
-    """The JSON tensor format, values exact (shortest round-trip text for floats)."""
-    array = to_native(np.asarray(array))
-    lost = lossy_nan_count(array)
-    if lost:
-        warnings.warn(f"JSON keeps NaN only as \"nan\": {lost} NaN value(s) lose their sign or payload bits; "
-                      "write .npy to keep them", DmlcliWarning, stacklevel=2)
+# Elements formatted at a time: the text of one piece (at most a few MiB) is all a writer holds.
+JSON_PIECE_ELEMENTS = 1 << 16
+
+
+def _lossy_nan_warning(lost: int) -> None:
+    warnings.warn(f"JSON keeps NaN only as \"nan\": {lost} NaN value(s) lose their sign or payload bits; "
+                  "write .npy to keep them", DmlcliWarning, stacklevel=3)
+
+
+def _value_texts(values: np.ndarray) -> list[str]:
+    """format_json_value of each element of a 1-D native array, element by element as it does, but with the
+    NaN and infinity tests made once for the whole piece."""
+    if values.dtype.kind != "f":
+        return [str(value) for value in values.tolist()]  # Python ints: exact for 64-bit types too
+    texts = [str(value) for value in values]  # NumPy's shortest text that reads back in this dtype
+    for index in np.flatnonzero(~np.isfinite(values)).tolist():
+        value = values[index]
+        texts[index] = '"nan"' if np.isnan(value) else ('"inf"' if value > 0 else '"-inf"')
+    return texts
+
+
+class JsonTextWriter:
+    """The JSON tensor text of a tensor whose elements come in C order, piece by piece: the same text as
+    to_json_text, in memory bounded by one piece (JSON_PIECE_ELEMENTS elements) whatever the tensor's size.
+
+    `write` receives the text in pieces. Give the elements in order with add() (1-D arrays of any length),
+    then call close(), which writes the end and warns (DmlcliWarning) if NaNs lost their sign or payload.
+    """
+
+    def __init__(self, write: Callable[[str], None], shape, dtype):
+        self.write_text = write
+        self.shape = tuple(int(size) for size in shape)
+        self.dtype = np.dtype(dtype).newbyteorder("=")  # elements are written from native-order copies
+        self.count = math.prod(self.shape)
+        self.position = 0
+        self.lost_nans = 0
+        # The sizes of the blocks below each axis but the first: an element that starts such a block closes
+        # and opens that many brackets.
+        self.blocks = [math.prod(self.shape[axis:]) for axis in range(len(self.shape) - 1, 0, -1)]
+        self.row = self.shape[-1] if self.shape else 1
+        data_type = from_numpy(self.dtype)
+        sizes = ", ".join(str(size) for size in self.shape)
+        self.write_text(f'{{"dtype": "{data_type.numpy_name}", "shape": [{sizes}], "data": ')
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.asarray(values).reshape(-1)
+        for start in range(0, values.size, JSON_PIECE_ELEMENTS):
+            self._add_piece(to_native(values[start:start + JSON_PIECE_ELEMENTS]))
+
+    def _add_piece(self, values: np.ndarray) -> None:
+        if self.position + values.size > self.count:
+            raise ValueError(f"{self.position + values.size} elements given for a tensor of {self.count}")
+        self.lost_nans += lossy_nan_count(values)
+        texts = _value_texts(values)
+        if not self.shape:  # 0-D: the value alone
+            self.write_text(texts[0] if texts else "")
+            self.position += len(texts)
+            return
+        parts = []
+        done = 0
+        while done < len(texts):
+            parts.append(self._before(self.position))
+            take = min(len(texts) - done, self.row - self.position % self.row)
+            parts.append(", ".join(texts[done:done + take]))
+            done += take
+            self.position += take
+        self.write_text("".join(parts))
+
+    def _before(self, index: int) -> str:
+        """What comes before element `index`: the opening brackets, a separator, or the brackets that one row
+        closes and the next opens around it."""
+        if index == 0:
+            return "[" * len(self.shape)
+        if index % self.row:
+            return ", "
+        depth = sum(1 for block in self.blocks if index % block == 0)
+        return "]" * depth + ", " + "[" * depth
+
+    def close(self) -> None:
+        if self.position != self.count:
+            raise ValueError(f"{self.position} elements given for a tensor of {self.count}")
+        self.write_text("]" * len(self.shape) + "}\n")
+        if self.lost_nans:
+            _lossy_nan_warning(self.lost_nans)
+
+
+def write_json_text(array: np.ndarray, write: Callable[[str], None]) -> None:
+    """The JSON tensor text of `array` through `write`, piece by piece (see JsonTextWriter)."""
+    array = np.asarray(array)
+    if array.size == 0:  # a zero size: no elements to stream, and brackets JsonTextWriter does not lay out
+        write(_small_json_text(array))
+        return
+    writer = JsonTextWriter(write, array.shape, array.dtype)
+    if array.ndim == 0 or array.flags.c_contiguous:
+        flat = array.reshape(-1)  # a view
+        for start in range(0, flat.size, JSON_PIECE_ELEMENTS):
+            writer.add(flat[start:start + JSON_PIECE_ELEMENTS])
+    else:
+        for start in range(0, array.size, JSON_PIECE_ELEMENTS):
+            writer.add(array.flat[start:start + JSON_PIECE_ELEMENTS])  # a copy of that piece, in C order
+    writer.close()
+
+
+def _small_json_text(array: np.ndarray) -> str:
+    """The whole text at once, nesting by recursion: for tensors with a zero size (no elements)."""
+    array = to_native(array)
     dtype = array.dtype
 
     def nested(sub) -> str:
@@ -409,6 +509,13 @@ def to_json_text(array: np.ndarray) -> str:
     data_type = from_numpy(dtype)
     shape = ", ".join(str(s) for s in array.shape)
     return f'{{"dtype": "{data_type.numpy_name}", "shape": [{shape}], "data": {nested(array)}}}\n'
+
+
+def to_json_text(array: np.ndarray) -> str:
+    """The JSON tensor format, values exact (shortest round-trip text for floats)."""
+    pieces: list[str] = []
+    write_json_text(array, pieces.append)
+    return "".join(pieces)
 
 
 def parse_scalar(value, dtype: DataType, *, where: str):

@@ -1,0 +1,100 @@
+"""The one-call fast paths of MAX, MIN, CLIP, CLIP1, THRESHOLD, RELU and SIGN give the careful path's bits.
+
+Each of these kernels first tries NumPy's single call (np.fmax, np.clip, np.sign) and keeps its result where
+one reduction shows no NaN and no zero that the NaN and signed-zero rule could settle otherwise
+(dmlcli/operators/float_specials.py). The careful path, which settles every element by the rule, is the one
+the per-family tests prove against independent references; here every fast result is compared bit for bit
+with it (forced by making the NaN check always answer yes), on arrays with and without NaN, signed zeros,
+infinities and subnormals, and with zero, NaN and infinite bounds.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dmlcli
+from dmlcli.operators import activation, arithmetic, float_specials, selection
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FLOATS = ("float32", "float16")  # their float types (none takes FLOAT64)
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 5e-324, 2.0 ** -24, 65504.0, 1.0, -1.0]
+MODULES = (selection, activation, arithmetic)
+
+
+def _values(dtype: str, specials: bool):
+    ordinary = st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False).filter(lambda v: v != 0)
+    element = st.one_of(ordinary, st.sampled_from(SPECIALS)) if specials else ordinary
+    return st.lists(element, min_size=1, max_size=200).map(lambda xs: _as(xs, dtype))
+
+
+def _as(values, dtype: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        array = np.array(values, dtype=np.float64).astype(dtype)
+    if np.dtype(dtype).kind == "f" and not any(v == 0 or v != v for v in values):
+        # Rounding to float16 may make a small ordinary value zero: keep such arrays free of zeros.
+        array[array == 0] = 1
+    return array
+
+
+def _bits(array: np.ndarray) -> list[int]:
+    return array.view(f"uint{array.dtype.itemsize * 8}").tolist()
+
+
+def _careful(monkeypatch, function):
+    """function() with every fast path turned down (the NaN check always says yes)."""
+    with monkeypatch.context() as patch:
+        for module in MODULES:
+            patch.setattr(module, "has_nan", lambda values: True)
+        return function()
+
+
+CASES = {
+    "max": lambda xs, p: dmlcli.run("max", xs, xs[::-1].copy()),
+    "min": lambda xs, p: dmlcli.run("min", xs, xs[::-1].copy()),
+    "clip": lambda xs, p: dmlcli.run("clip", xs, min=p[0], max=p[1]),
+    "clip1": lambda xs, p: dmlcli.run("clip1", xs, min=p[0], max=p[1]),
+    "threshold": lambda xs, p: dmlcli.run("threshold", xs, min=p[0]),
+    "activation_relu": lambda xs, p: dmlcli.run("activation_relu", xs),
+    "sign": lambda xs, p: dmlcli.run("sign", xs),
+}
+BOUNDS = st.sampled_from([0.0, -0.0, 0.5, -0.5, 2.0, -3.0, np.inf, -np.inf, np.nan, 1e-45, 1e30])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_fast_path_matches_the_careful_path(monkeypatch, name, dtype, data):
+    xs = data.draw(_values(dtype, specials=data.draw(st.booleans())))
+    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
+    if name == "clip1":
+        with np.errstate(all="ignore"):
+            bounds = [np.array(b).astype(dtype).item() for b in bounds]
+    fast = CASES[name](xs, bounds)
+    careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
+    assert fast.dtype == careful.dtype and _bits(fast) == _bits(careful), (name, dtype, xs, bounds)
+
+
+def test_fast_paths_are_taken_for_ordinary_values(monkeypatch):
+    """Arrays without NaN or zeros take the one-call path: the careful path's np.copysign / np.where never run."""
+    xs = np.linspace(-3, 3, 1000, dtype=np.float32)
+    xs[xs == 0] = 0.25
+    calls = []
+    for name in ("copysign", "where"):
+        original = getattr(np, name)
+        monkeypatch.setattr(np, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    for name, case in CASES.items():
+        case(xs, (-0.5, 0.5))
+    assert calls == []
+
+
+def test_specials_checks():
+    values = np.array([1.0, -2.0, np.inf], np.float32)
+    assert not float_specials.has_nan(values) and not float_specials.has_zero(values, negative=False)
+    assert float_specials.has_nan(np.append(values, np.float32(-np.nan)))
+    assert float_specials.has_zero(np.append(values, np.float32(0.0)), negative=False)
+    assert not float_specials.has_zero(np.append(values, np.float32(0.0)), negative=True)
+    assert float_specials.has_zero(np.append(values, np.float32(-0.0)), negative=True)
+    assert not float_specials.has_zero(np.append(values, np.float32(-0.0)), negative=False)
+    assert not float_specials.has_nan(np.zeros(0, np.float16))
