@@ -533,6 +533,8 @@ CONVOLUTION_INTEGER = Operator(
         "DimensionCount.",
         "Output Sizes, per spatial dimension: (size + StartPadding + EndPadding - ((k - 1) x Dilation + 1)) / "
         "Stride + 1, rounded down (DirectMLX's formula; the page prints none).",
+        "Padded elements contribute 0 (the padding holds the zero point: it pads Input - InputZeroPoint with "
+        "0, as ONNX's ConvInteger does; the page is silent).",
         "Exact: the sums are computed in float64, which holds them exactly (|product| <= 65025, up to 2^37 "
         "products), and wrap to INT32 modulo 2^32 as an INT32 accumulator does; the same on both backends.",
     ),
