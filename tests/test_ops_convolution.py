@@ -531,3 +531,23 @@ def test_onnx_node_tests_pass(name):
         pytest.skip("../shared/onnx_operators is not here")
     run = run_suite([path], backend="cpu", jobs=1)
     assert [r.verdict for r in run.results] == ["passed"], [r.message for r in run.results]
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_small_column_budgets_tile_rows_and_batches_with_the_same_result(monkeypatch, direction):
+    # The column buffer is bounded by COLUMN_BUDGET_BYTES: with a tiny budget every tile is one row of one
+    # batch item, and the result must not change.
+    from dmlcli.operators import convolution
+
+    rng = np.random.default_rng(2)
+    x = rng.integers(-4, 5, (3, 4, 7, 5)).astype(np.float32)
+    w = rng.integers(-4, 5, (4, 2, 3, 2)).astype(np.float32)
+    keywords = dict(strides=[2, 1], start_padding=[1, 0], end_padding=[0, 1], group_count=2, direction=direction)
+    whole = dmlcli.run("convolution", x, w, **keywords)
+    monkeypatch.setattr(convolution, "COLUMN_BUDGET_BYTES", 64)
+    tiles = list(convolution._tiles(3, 7, 100))
+    assert len(tiles) == 21 and all(rows == 1 for _, _, rows in tiles)
+    assert np.array_equal(dmlcli.run("convolution", x, w, **keywords), whole)
+    reference = ref_backward if direction == "backward" else ref_forward
+    want = reference(x, w, strides=[2, 1], start=[1, 0], end=[0, 1], groups=2)
+    assert np.array_equal(whole, want.astype(np.float32))

@@ -10,10 +10,11 @@ their newest stored versions): fields, tensor constraints, support tables, the M
 CONVOLUTION_INTEGER 119, QUANTIZED_LINEAR_CONVOLUTION 120, counted from DML_OPERATOR_INVALID = 0 without the
 alias DML_OPERATOR_SCATTER).
 
-One kernel for both backends (`xp` is numpy or cupy), with no im2col: a loop over the filter's spatial offsets,
-each adding one batched matrix product (xp.matmul: BLAS on the CPU, cuBLAS on the GPU) of the filter's slice at
-that offset and the input's window shifted by it. The only temporaries are one shifted copy of the input and
-the accumulator (the output's size), whatever the filter's size.
+One kernel for both backends (`xp` is numpy or cupy): per tile of output rows, a column buffer (the input's
+window under each filter tap, copied by plain slicing, no sliding_window_view needed) and one batched matrix
+product (xp.matmul: BLAS on the CPU, cuBLAS on the GPU). Tiles are chosen so that no column buffer exceeds
+COLUMN_BUDGET_BYTES (32 MiB), whatever the input's and the filter's sizes; the transposed convolution likewise
+computes every tap's contribution for a tile of input rows with one GEMM and adds them into place.
 
 Numbers. FLOAT32 and FLOAT16 accumulate in FLOAT32 (FLOAT16 inputs are widened exactly), the bias is added in
 FLOAT32 and the sum is rounded once to the output type; checked within WebNN's conv2d tolerance, which grows
@@ -285,52 +286,107 @@ def quantized_linear_convolution_shape(query: ShapeQuery) -> dict:
 # ---------------------------------------------------------------- the kernel (xp is numpy or cupy)
 
 
-def _offsets(filter_sizes) -> itertools.product:
-    return itertools.product(*(range(taps) for taps in filter_sizes))
+# The largest column buffer (the input's windows for a tile of output rows, one copy per filter tap) a call
+# builds: big enough for BLAS's GEMMs to run at full speed, small enough to bound the memory of any call.
+COLUMN_BUDGET_BYTES = 32 << 20
 
 
-def _window(offset, dilations, strides, lengths) -> tuple[slice, ...]:
-    """The elements one filter tap meets: from offset x dilation, every stride, `lengths` of them."""
-    return tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(offset, dilations, strides, lengths))
+def _offsets(filter_sizes) -> list[tuple[int, ...]]:
+    return list(itertools.product(*(range(taps) for taps in filter_sizes)))
+
+
+def _window(offset, dilations, strides, lengths, first: int = 0) -> tuple[slice, ...]:
+    """The elements one filter tap meets for outputs first.. first + lengths[0] - 1 of the first spatial
+    dimension (all of the others): from (output x stride + offset x dilation), every stride."""
+    found = []
+    for dim, (o, d, s, n) in enumerate(zip(offset, dilations, strides, lengths)):
+        begin = o * d + (first * s if dim == 0 else 0)
+        found.append(slice(begin, begin + s * (n - 1) + 1, s))
+    return tuple(found)
+
+
+def _tiles(batch: int, rows: int, bytes_per_row: int):
+    """(batch slice, first row, row count) blocks whose column buffer stays within COLUMN_BUDGET_BYTES."""
+    per_item = bytes_per_row * rows
+    if per_item <= COLUMN_BUDGET_BYTES:
+        step = max(1, COLUMN_BUDGET_BYTES // max(per_item, 1))
+        for first in range(0, batch, step):
+            yield slice(first, min(batch, first + step)), 0, rows
+        return
+    step = max(1, COLUMN_BUDGET_BYTES // max(bytes_per_row, 1))
+    for item in range(batch):
+        for first in range(0, rows, step):
+            yield slice(item, item + 1), first, min(step, rows - first)
+
+
+def _grouped_matmul(xp, filters, columns):
+    """(g, m, k) @ (n, g, k, p) -> (n, g, m, p). NumPy's stacked matmul with a broadcast operand does not call
+    BLAS (40x slower than a loop of 2-D products, measured), so NumPy gets the loop; CuPy's batched cuBLAS call
+    takes the stack as it is."""
+    if xp is not np:
+        return xp.matmul(filters, columns)
+    count, groups = columns.shape[:2]
+    result = np.empty((count, groups, filters.shape[1], columns.shape[3]), dtype=np.result_type(filters, columns))
+    for item, group in itertools.product(range(count), range(groups)):
+        np.matmul(filters[group], columns[item, group], out=result[item, group])
+    return result
 
 
 def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
-    """Cross-correlation of x (N, C, *S) with w (M, C/g, *K), input padded by Start/EndPadding: (N, M, *lengths)."""
+    """Cross-correlation of x (N, C, *S) with w (M, C/g, *K), input padded by Start/EndPadding: (N, M, *lengths).
+
+    Per tile of output rows: the column buffer (the input's window under each filter tap, copied by plain
+    slicing) and one batched GEMM (g, M/g, C/g x taps) @ (n, g, C/g x taps, points) through xp.matmul."""
     batch, channels = x.shape[:2]
     outputs = w.shape[0]
     pad = [(0, 0), (0, 0)] + list(zip(geo["StartPadding"], geo["EndPadding"]))
     padded = xp.pad(x, pad) if any(p for pair in pad for p in pair) else x
     per_group_in, per_group_out = channels // groups, outputs // groups
-    filters = w.reshape((groups, per_group_out, per_group_in) + w.shape[2:])
-    points = math.prod(lengths)
-    total = None
-    for offset in _offsets(w.shape[2:]):
-        window = padded[(slice(None), slice(None)) + _window(offset, geo["Dilations"], geo["Strides"], lengths)]
-        window = window.reshape(batch, groups, per_group_in, points)
-        # (g, M/g, C/g) @ (N, g, C/g, P) -> (N, g, M/g, P): one GEMM per group and batch, no im2col.
-        term = xp.matmul(filters[(slice(None),) * 3 + offset], window)
-        total = term if total is None else total.__iadd__(term)
-    return total.reshape((batch, outputs) + tuple(lengths))
+    taps = _offsets(w.shape[2:])
+    filters = xp.ascontiguousarray(w.reshape(groups, per_group_out, per_group_in * len(taps)))
+    rest = tuple(lengths[1:])
+    result = xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
+    row_bytes = channels * len(taps) * math.prod(rest) * x.dtype.itemsize
+    for items, first, rows in _tiles(batch, lengths[0], row_bytes):
+        count = len(range(batch)[items])
+        columns = xp.empty((count, channels, len(taps), rows) + rest, dtype=x.dtype)
+        for index, offset in enumerate(taps):
+            window = _window(offset, geo["Dilations"], geo["Strides"], (rows,) + rest, first)
+            columns[:, :, index] = padded[(items, slice(None)) + window]
+        points = rows * math.prod(rest)
+        product = _grouped_matmul(xp, filters, columns.reshape(count, groups, per_group_in * len(taps), points))
+        result[items, :, first:first + rows] = product.reshape((count, outputs, rows) + rest)
+    return result
 
 
 def _backward(xp, x, w, groups: int, geo: dict, lengths) -> object:
-    """The forward cross-correlation's adjoint (transposed convolution): x (N, C, *S), w (C, M/g, *K)."""
+    """The forward cross-correlation's adjoint (transposed convolution): x (N, C, *S), w (C, M/g, *K).
+
+    Per tile of input rows: one batched GEMM (g, M/g x taps, C/g) @ (n, g, C/g, points) gives every tap's
+    contribution, which is added at input x stride + tap x dilation of the uncropped result."""
     batch, channels = x.shape[:2]
     per_group_in, per_group_out = channels // groups, w.shape[1]
-    sizes = x.shape[2:]
-    taps = w.shape[2:]
+    sizes = tuple(x.shape[2:])
     strides, dilations, start = geo["Strides"], geo["Dilations"], geo["StartPadding"]
+    taps = _offsets(w.shape[2:])
     # The uncropped result: every tap of every input element, at i x stride + k x dilation; at least as long
     # as the cropped output reaches (OutputPadding may reach past it: those elements stay 0).
     full = tuple(max((n - 1) * s + (k - 1) * d + 1, b + length)
-                 for n, s, k, d, b, length in zip(sizes, strides, taps, dilations, start, lengths))
-    filters = xp.moveaxis(w.reshape((groups, per_group_in, per_group_out) + taps), 1, 2)  # (g, M/g, C/g, *K)
-    inputs = x.reshape(batch, groups, per_group_in, math.prod(sizes))
+                 for n, s, k, d, b, length in zip(sizes, strides, w.shape[2:], dilations, start, lengths))
+    filters = w.reshape(groups, per_group_in, per_group_out, len(taps))
+    filters = xp.ascontiguousarray(xp.moveaxis(filters, 1, 3)).reshape(groups, per_group_out * len(taps),
+                                                                        per_group_in)
     result = xp.zeros((batch, groups, per_group_out) + full, dtype=x.dtype)
-    for offset in _offsets(taps):
-        term = xp.matmul(filters[(slice(None),) * 3 + offset], inputs)  # (N, g, M/g, P)
-        window = _window(offset, dilations, strides, sizes)
-        result[(slice(None),) * 3 + window] += term.reshape((batch, groups, per_group_out) + tuple(sizes))
+    rest = sizes[1:]
+    row_bytes = groups * per_group_out * len(taps) * math.prod(rest) * x.dtype.itemsize
+    for items, first, rows in _tiles(batch, sizes[0], row_bytes):
+        count = len(range(batch)[items])
+        block = xp.ascontiguousarray(x[items, :, first:first + rows])
+        product = _grouped_matmul(xp, filters, block.reshape(count, groups, per_group_in, rows * math.prod(rest)))
+        product = product.reshape((count, groups, per_group_out, len(taps), rows) + rest)
+        for index, offset in enumerate(taps):
+            window = _window(offset, dilations, strides, (rows,) + rest, first)
+            result[(items, slice(None), slice(None)) + window] += product[:, :, :, index]
     crop = tuple(slice(b, b + length) for b, length in zip(start, lengths))
     return result[(slice(None),) * 3 + crop].reshape((batch, groups * per_group_out) + tuple(lengths))
 
