@@ -551,3 +551,29 @@ def test_small_column_budgets_tile_rows_and_batches_with_the_same_result(monkeyp
     reference = ref_backward if direction == "backward" else ref_forward
     want = reference(x, w, strides=[2, 1], start=[1, 0], end=[0, 1], groups=2)
     assert np.array_equal(whole, want.astype(np.float32))
+
+
+class _NumpyUnderAnotherName:
+    """NumPy that is not `numpy` to the kernels: they take the branch they take on CuPy (one batched xp.matmul
+    instead of the loop of 2-D products), so that branch is checked here too, on any machine."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("op, arrays, options", [
+    ("convolution", [np.arange(2 * 4 * 6 * 5, dtype=np.float32).reshape(2, 4, 6, 5) % 5,
+                     np.arange(4 * 2 * 3 * 2, dtype=np.float32).reshape(4, 2, 3, 2) % 3 - 1],
+     {"group_count": 2, "strides": [2, 1], "start_padding": [1, 1]}),
+    ("convolution", [np.arange(1 * 4 * 3, dtype=np.float32).reshape(1, 4, 3) % 4,
+                     np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2) % 3 - 1],
+     {"direction": "backward", "strides": [2], "output_padding": [1]}),
+    ("convolution_integer", [np.arange(2 * 2 * 5 * 5).astype(np.uint8).reshape(2, 2, 5, 5),
+                             np.arange(3 * 2 * 2 * 2).astype(np.int8).reshape(3, 2, 2, 2) - 12], {}),
+])
+def test_the_gpu_branch_gives_the_cpu_result(op, arrays, options):
+    call = dmlcli.validate(op, *arrays, **options).call
+    full = call.complete(arrays)
+    (on_cpu,) = find_operator(op).array_kernel(np, full, call.outputs, call.parameters)
+    (other,) = find_operator(op).array_kernel(_NumpyUnderAnotherName(), full, call.outputs, call.parameters)
+    assert on_cpu.dtype == other.dtype and np.array_equal(on_cpu, other)
