@@ -373,7 +373,7 @@ def test_backward_is_the_adjoint_of_forward():
     assert float(np.sum(y.astype(np.float64) * g)) == float(np.sum(x.astype(np.float64) * back))
 
 
-def test_the_page_s_2d_example_by_hand_with_stride_padding_and_bias():
+def test_a_2d_example_by_hand_with_stride_padding_and_bias():
     x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
     w = np.array([[1, 0], [0, -1]], np.float32).reshape(1, 1, 2, 2)
     got = dmlcli.run("convolution", x, w, np.array([10], np.float32).reshape(1, 1, 1, 1), strides=[2, 2],

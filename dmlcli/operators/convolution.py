@@ -526,8 +526,8 @@ _GEOMETRY_NOTE = (
     "Output Sizes, per spatial dimension (DimensionCount = InputTensor's DimensionCount - 2; every array field has "
     "one value per spatial dimension): FORWARD: (size + StartPadding + EndPadding - ((k - 1) x Dilation + 1)) / "
     "Stride + 1, rounded down, + OutputPadding; BACKWARD: (size - 1) x Stride + (k - 1) x Dilation + 1 - "
-    "StartPadding - EndPadding + OutputPadding. The page does not print the formulas: these are DirectMLX's "
-    "(forward) and ONNX ConvTranspose's (backward), which DirectML implements.")
+    "StartPadding - EndPadding + OutputPadding. The page prints no formula: these are DirectMLX's (forward) and "
+    "ONNX ConvTranspose's (backward, the operator that ONNX Runtime's DirectML provider maps onto BACKWARD).")
 
 CONVOLUTION = Operator(
     name="CONVOLUTION", enum_value=53, family=FAMILY, prefix="",
