@@ -251,8 +251,6 @@ ELEMENT_WISE_MODELS = {
 # The shaped operators' models are in tests/test_dispatch_shaped.py. The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
-    "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
-    "dml_convolution_3d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
     "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",

@@ -25,6 +25,10 @@ SHAPED_MODELS = {
     "dml_split.json": ("SPLIT", ["Resource 'Out1': 1, 2", "Resource 'Out2': 3, 4", "Resource 'Out3': 5, 6"]),
     "dml_cumulative_product.json": ("CUMULATIVE_PRODUCT", ["Resource 'Out': 2, 8, 64, 192"]),
     "dml_fill_value_sequence.json": ("FILL_VALUE_SEQUENCE", ["Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2"]),
+    # CONVOLUTION, cross-correlation: 1..9 as 3x3 with a 2x2 filter of 0.5s: 0.5 x (1+2+4+5), (2+3+5+6), ...
+    "dml_convolution_2d.json": ("CONVOLUTION", ["Resource 'output': 6, 8, 12, 14"]),
+    # 3x3x3 ones with a 2x2x2 filter of 0.5s: 8 x 0.5 = 4 at each of the 2x2x2 outputs.
+    "dml_convolution_3d.json": ("CONVOLUTION", ["Resource 'output': 4, 4, 4, 4, 4, 4, 4, 4"]),
 }
 
 

@@ -21,6 +21,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("indexing", ("indexing",)),
     ("conversion", ("generation",)),
     ("generation", ("generation",)),
+    ("convolution", ("convolution",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -214,6 +215,9 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'FILL_VALUE_SEQUENCE': ('FILL_VALUE_SEQUENCE', 'generation'),
     'DIAGONAL_MATRIX': ('DIAGONAL_MATRIX', 'generation'),
     'DIAGONAL_MATRIX1': ('DIAGONAL_MATRIX1', 'generation'),
+    'CONVOLUTION': ('CONVOLUTION', 'convolution'),
+    'CONVOLUTION_INTEGER': ('CONVOLUTION_INTEGER', 'convolution'),
+    'QUANTIZED_LINEAR_CONVOLUTION': ('QUANTIZED_LINEAR_CONVOLUTION', 'convolution'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -297,6 +301,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'offset': ('DIAGONAL_MATRIX', 'generation'),
     'diagonal_fill_begin': ('DIAGONAL_MATRIX1', 'generation'),
     'diagonal_fill_end': ('DIAGONAL_MATRIX1', 'generation'),
+    'mode': ('CONVOLUTION', 'convolution'),
+    'direction': ('CONVOLUTION', 'convolution'),
+    'dilations': ('CONVOLUTION', 'convolution'),
+    'output_padding': ('CONVOLUTION', 'convolution'),
+    'group_count': ('CONVOLUTION', 'convolution'),
 }
 # ---- end of generated part ----
 

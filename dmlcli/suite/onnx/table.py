@@ -14,7 +14,7 @@ A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (Dire
 output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
 takes it as a parameter (fix it here when an operator's entry names a field differently).
 
-Operators of the next issue (GEMM, convolutions, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
+Operators of the next issue (GEMM, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
 issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
 """
 
@@ -123,6 +123,17 @@ def _next(onnx_op: str, directml: str) -> Entry:
 _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
                "strided tensor into a packed array before the call, so the operator would only copy a result "
                "computed outside it")
+
+_CONV_FIELDS = {"Strides": "strides (default 1)", "Dilations": "dilations (default 1)",
+                "StartPadding": "pads[:n], or auto_pad's (SAME_UPPER: the smaller half first; SAME_LOWER: the "
+                                "larger; VALID: 0)",
+                "EndPadding": "pads[n:], or auto_pad's", "GroupCount": "group (default 1)"}
+_CONV_OUTSIDE = ("auto_pad is ONNX-only: it is turned into StartPadding and EndPadding with ONNX's formula",
+                 "kernel_shape is ONNX-only: the filter's Sizes give it",
+                 "B (1-D, one value per output channel) becomes BiasTensor {1, M, 1, ...} (a reshape)")
+_NEGATIVE_PADS = Cannot(lambda c: any(p < 0 for p in a.conv_paddings(c)[0] + a.conv_paddings(c)[1]),
+                        "the paddings ONNX's attributes give are negative (a crop); DirectML's StartPadding and "
+                        "EndPadding are UINT")
 
 ENTRIES: tuple[Entry, ...] = (
     _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
@@ -247,9 +258,26 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
     # ---- the next issue's operators
-    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"), _next("Conv", "CONVOLUTION"),
-    _next("ConvTranspose", "CONVOLUTION"), _next("ConvInteger", "CONVOLUTION_INTEGER"),
-    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"), _next("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION"),
+    Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
+          adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
+    Entry("ConvTranspose", "CONVOLUTION",
+          fields={**_CONV_FIELDS, "OutputPadding": "output_padding; with output_shape (or auto_pad SAME_*), any "
+                                                   "negative end padding ONNX's formula gives, as a lengthening"},
+          fixed={"Mode": "CROSS_CORRELATION", "Direction": "BACKWARD"}, adapter=a.adapt_conv,
+          cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("output_shape is ONNX-only: the paddings it implies are computed with ONNX's "
+                                   "formula (total = stride x (in - 1) + output_padding + dilated kernel - "
+                                   "output_shape, split by auto_pad); DirectML then computes the same Sizes",)),
+    Entry("ConvInteger", "CONVOLUTION_INTEGER", fields={k: v for k, v in _CONV_FIELDS.items()},
+          adapter=a.adapt_conv_integer, cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("left-out zero points are given as one zero of the tensor's type (the same "
+                                   "result); w_zero_point per channel becomes {1, M, 1, 1}",)),
+    Entry("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION", fields=_CONV_FIELDS, adapter=a.adapt_qlinear_conv,
+          cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("scales and zero points become {1, 1, 1, 1} (per channel: {1, M, 1, 1}); a "
+                                   "left-out B is an INT32 zero bias {1, M, 1, 1} (the same result)",)),
+    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"),
+    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"),
     _next("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY"), _next("AveragePool", "AVERAGE_POOLING1"),
     _next("MaxPool", "MAX_POOLING2"), _next("LpPool", "LP_POOLING1"), _next("GlobalAveragePool", "AVERAGE_POOLING"),
     _next("GlobalMaxPool", "MAX_POOLING"), _next("MaxUnpool", "MAX_UNPOOLING"),
