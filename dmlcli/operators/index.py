@@ -21,6 +21,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("indexing", ("indexing",)),
     ("conversion", ("generation",)),
     ("generation", ("generation",)),
+    ("matrix multiplication", ("matmul",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -214,6 +215,10 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'FILL_VALUE_SEQUENCE': ('FILL_VALUE_SEQUENCE', 'generation'),
     'DIAGONAL_MATRIX': ('DIAGONAL_MATRIX', 'generation'),
     'DIAGONAL_MATRIX1': ('DIAGONAL_MATRIX1', 'generation'),
+    'GEMM': ('GEMM', 'matmul'),
+    'MATRIX_MULTIPLY_INTEGER': ('MATRIX_MULTIPLY_INTEGER', 'matmul'),
+    'MATRIX_MULTIPLY_INTEGER_TO_FLOAT': ('MATRIX_MULTIPLY_INTEGER_TO_FLOAT', 'matmul'),
+    'QUANTIZED_LINEAR_MATRIX_MULTIPLY': ('QUANTIZED_LINEAR_MATRIX_MULTIPLY', 'matmul'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -297,6 +302,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'offset': ('DIAGONAL_MATRIX', 'generation'),
     'diagonal_fill_begin': ('DIAGONAL_MATRIX1', 'generation'),
     'diagonal_fill_end': ('DIAGONAL_MATRIX1', 'generation'),
+    'trans_a': ('GEMM', 'matmul'),
+    'trans_b': ('GEMM', 'matmul'),
 }
 # ---- end of generated part ----
 
