@@ -124,6 +124,13 @@ _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_
                "strided tensor into a packed array before the call, so the operator would only copy a result "
                "computed outside it")
 
+_MATMUL_OPERANDS = ("NumPy's matmul operands as GEMM's: a 1-D A is a row [1, K], a 1-D B a column [K, 1] (the "
+                    "added axis removed from the result); leading 1s up to one rank; a broadcast batch is read at "
+                    "its full Sizes, as DirectML reads a desc with zero Strides")
+_PAST_RANK_4 = Cannot(lambda c: a.matmul_rank(c) > a.MAX_GEMM_RANK,
+                      "DirectML's matrix products take 2 to 4 dimensions ({BatchCount, ChannelCount, M, K}); ONNX's "
+                      "operands have more")
+
 ENTRIES: tuple[Entry, ...] = (
     _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
     _reduce("ReduceMin", "MIN"), _reduce("ReduceProd", "MULTIPLY"), _reduce("ReduceL1", "L1"),
@@ -246,11 +253,31 @@ ENTRIES: tuple[Entry, ...] = (
                                  "through " + _NO_STRIDES.format(what="zero")),
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
+    # ---- matrix multiplication
+    Entry("Gemm", "GEMM", fields={"ATensor": "A", "BTensor": "B", "CTensor": "C (leading 1s up to 2-D)",
+                                  "TransA": "transA", "TransB": "transB", "Alpha": "alpha", "Beta": "beta"},
+          adapter=a.adapt_gemm,
+          outside=("C gets leading size-1 axes up to 2-D; GEMM broadcasts its sizes of 1 to [M, N] (DirectML: a "
+                   "CTensor desc with zero Strides)",)),
+    Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
+          fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
+          outside=(_MATMUL_OPERANDS,), cannot=(_PAST_RANK_4,)),
+    Entry("MatMulInteger", "MATRIX_MULTIPLY_INTEGER",
+          fields={"ATensor": "A", "BTensor": "B", "AZeroPointTensor": "a_zero_point (0 when left out)",
+                  "BZeroPointTensor": "b_zero_point (0 when left out)"},
+          adapter=a.adapt_matmul_integer,
+          outside=(_MATMUL_OPERANDS, "a left-out zero point is given as a zero of its tensor's type"),
+          cannot=(_PAST_RANK_4,)),
+    Entry("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+          fields={"ATensor": "a", "AScaleTensor": "a_scale", "AZeroPointTensor": "a_zero_point", "BTensor": "b",
+                  "BScaleTensor": "b_scale", "BZeroPointTensor": "b_zero_point", "OutputScaleTensor": "y_scale",
+                  "OutputZeroPointTensor": "y_zero_point"},
+          adapter=a.adapt_qlinear_matmul,
+          outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}"), cannot=(_PAST_RANK_4,)),
     # ---- the next issue's operators
-    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"), _next("Conv", "CONVOLUTION"),
+    _next("Conv", "CONVOLUTION"),
     _next("ConvTranspose", "CONVOLUTION"), _next("ConvInteger", "CONVOLUTION_INTEGER"),
-    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"), _next("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION"),
-    _next("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY"), _next("AveragePool", "AVERAGE_POOLING1"),
+    _next("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION"), _next("AveragePool", "AVERAGE_POOLING1"),
     _next("MaxPool", "MAX_POOLING2"), _next("LpPool", "LP_POOLING1"), _next("GlobalAveragePool", "AVERAGE_POOLING"),
     _next("GlobalMaxPool", "MAX_POOLING"), _next("MaxUnpool", "MAX_UNPOOLING"),
     _next("BatchNormalization", "BATCH_NORMALIZATION"),
