@@ -25,6 +25,11 @@ SHAPED_MODELS = {
     "dml_split.json": ("SPLIT", ["Resource 'Out1': 1, 2", "Resource 'Out2': 3, 4", "Resource 'Out3': 5, 6"]),
     "dml_cumulative_product.json": ("CUMULATIVE_PRODUCT", ["Resource 'Out': 2, 8, 64, 192"]),
     "dml_fill_value_sequence.json": ("FILL_VALUE_SEQUENCE", ["Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2"]),
+    # GEMM: the outer product of A = [1, 2, 3] (3x1) and B = [4, 5, 6] (1x3), plus C = 2 everywhere.
+    "dml_gemm.json": ("GEMM", ["Resource 'output': 6, 7, 8, 10, 12, 14, 14, 17, 20"]),
+    # GEMM of two 32x32 matrices of ones, compiled as a one-node graph with B owned by DirectML (bound at
+    # initialisation) and ALLOW_HALF_PRECISION_COMPUTATION: every element is 32, with no CTensor.
+    "dml_gemm_graph.json": ("GEMM", ["Resource 'output': " + ", ".join(["32"] * 1024)]),
 }
 
 
