@@ -69,7 +69,8 @@ def test_entry(key):
 def test_gemm_shares_add1s_fused_activation_parameter():
     add1 = dmlcli.find_operator("add1")
     gemm = dmlcli.find_operator("gemm")
-    assert gemm.parameters[-1] is add1.parameters[0]
+    ours, theirs = gemm.parameters[-1], add1.parameters[0]
+    assert type(ours) is type(theirs) and ours.activations is theirs.activations and ours.options == theirs.options
 
 
 # ---------------------------------------------------------------- support tables, a second transcription

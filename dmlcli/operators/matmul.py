@@ -22,6 +22,7 @@ How the numbers are computed (issue 19):
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -92,6 +93,10 @@ TRANS_B = EnumParameter(field="TransB", help="none or transpose: BTensor is [..,
 ALPHA = FloatParameter(field="Alpha", help="the multiplier of A x B (default 1)", default_value=1.0)
 BETA = FloatParameter(field="Beta", help="the multiplier of CTensor (default 1; ignored without CTensor)",
                       default_value=1.0)
+# ADD1's parameter (the same fusable activations, options and kernels' arguments), with GEMM's words.
+GEMM_FUSED_ACTIVATION = dataclasses.replace(
+    FUSED_ACTIVATION, help="an activation applied to the GEMM's result (--fused-activation NAME), with its FLOAT "
+                           "fields as --fused-alpha, --fused-beta, ... (each the activation's own default when left out)")
 
 # ---------------------------------------------------------------- shape rules
 
@@ -370,7 +375,7 @@ GEMM = Operator(
     summary="general matrix multiplication: FusedActivation(Alpha * TransA(A) x TransB(B) + Beta * C)",
     formula="Output = FusedActivation(Alpha * TransA(A) x TransB(B) + Beta * C)   (C: 0 when left out)",
     introduced=level("1_0"), inputs=("ATensor", "BTensor", "CTensor"), support=_GEMM, same_data_type=GEMM_TENSORS,
-    same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(TRANS_A, TRANS_B, ALPHA, BETA, FUSED_ACTIVATION),
+    same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(TRANS_A, TRANS_B, ALPHA, BETA, GEMM_FUSED_ACTIVATION),
     optional_inputs=(("CTensor", "ATensor"),), optional_since=level("1_0"),
     shape_rule=gemm_shape, array_kernel=gemm_kernel, gpu_array_kernel=gemm_gpu_kernel,
     exactness=COMPOSITE,
