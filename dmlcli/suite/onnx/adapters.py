@@ -450,8 +450,6 @@ def _matmul_operands(a: np.ndarray, b: np.ndarray):
     """ONNX's MatMul operands (NumPy's matmul rules) as DirectML's: a 1-D A is a row [1, K], a 1-D B a column
     [K, 1]; both get the same rank (leading 1s) and the same batch Sizes (a broadcast batch: what a desc's zero
     Strides give DirectML). Returns the operands and ONNX's output Sizes."""
-    out_shape = np.matmul(np.empty(a.shape, np.int8), np.empty(b.shape, np.int8)).shape if a.size and b.size \
-        else None
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     b2 = b.reshape(-1, 1) if b.ndim == 1 else b
     rank = max(a2.ndim, b2.ndim, 2)
@@ -460,6 +458,8 @@ def _matmul_operands(a: np.ndarray, b: np.ndarray):
         batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     except ValueError:
         raise MappingError(f"ONNX's MatMul batch Sizes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    # NumPy's matmul drops the axis a 1-D operand gained.
+    out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
     return np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:]), out_shape
 
 
@@ -485,7 +485,7 @@ def adapt_matmul(call: OnnxCall, fixed) -> Prepared:
     return Prepared(dict(fixed), [a, b], finish=reshaped_to([out_shape]))
 
 
-def _vector(x: np.ndarray | None, like: np.ndarray | None = None) -> np.ndarray | None:
+def _vector(x: np.ndarray | None) -> np.ndarray | None:
     """A scalar or 1-D ONNX scale / zero point as a 1-D tensor (a 0-D one becomes {1}); None stays None."""
     if x is None:
         return None
