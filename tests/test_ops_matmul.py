@@ -450,6 +450,64 @@ def test_fused_activation_in_a_dxdispatch_desc(tmp_path):
     assert result.exit_code == 0 and "Resource 'Out': -2, 1, 3, -4" in result.output
 
 
+def _model(dispatchable: dict, resources: dict, bindings: dict, printed: str) -> dict:
+    return {"resources": {name: {"initialValuesDataType": t, "initialValues": v} for name, (t, v) in resources.items()},
+            "dispatchables": {"op": dispatchable},
+            "commands": [{"type": "dispatch", "dispatchable": "op", "bindings": bindings},
+                         {"type": "print", "resource": printed}]}
+
+
+def _dispatch(tmp_path, model: dict):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    return CliRunner().invoke(cli, ["dispatch", str(path), "--no-timing"])
+
+
+def test_a_desc_may_leave_out_one_zero_point_of_two(tmp_path):
+    desc = {"ATensor": {"DataType": "UINT8", "Sizes": [1, 1, 2, 2]}, "AZeroPointTensor": None,
+            "BTensor": {"DataType": "UINT8", "Sizes": [1, 1, 2, 2]},
+            "BZeroPointTensor": {"DataType": "UINT8", "Sizes": [1, 1, 1, 2]},
+            "OutputTensor": {"DataType": "INT32", "Sizes": [1, 1, 2, 2]}}
+    resources = {"A": ("UINT8", [1, 2, 3, 4]), "B": ("UINT8", [10, 20, 30, 40]), "BZP": ("UINT8", [10, 20]),
+                 "Out": ("INT32", {"valueCount": 4, "value": 0})}
+    bindings = {"ATensor": "A", "BTensor": "B", "BZeroPointTensor": "BZP", "OutputTensor": "Out"}
+    result = _dispatch(tmp_path, _model({"type": "DML_OPERATOR_MATRIX_MULTIPLY_INTEGER", "desc": desc}, resources,
+                                        bindings, "Out"))
+    assert result.exit_code == 0, result.output
+    # [[1, 2], [3, 4]] x ([[10, 20], [30, 40]] - [10, 20]) = [[1, 2], [3, 4]] x [[0, 0], [20, 20]]
+    assert "Resource 'Out': 40, 40, 80, 80" in result.output
+
+
+def test_a_desc_broadcasts_c_with_zero_strides_and_checks_k(tmp_path):
+    def desc(b_sizes):
+        return {"ATensor": {"DataType": "FLOAT32", "Sizes": [2, 2]}, "BTensor": {"DataType": "FLOAT32", "Sizes": b_sizes},
+                "CTensor": {"DataType": "FLOAT32", "Sizes": [2, 2], "Strides": [0, 1]},
+                "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2]},
+                "TransA": "DML_MATRIX_TRANSFORM_NONE", "TransB": "DML_MATRIX_TRANSFORM_NONE", "Alpha": 1.0, "Beta": 1.0}
+    resources = {"A": ("FLOAT32", [1, 2, 3, 4]), "B": ("FLOAT32", [1, 0, 0, 1]), "C": ("FLOAT32", [10, 20]),
+                 "Out": ("FLOAT32", {"valueCount": 4, "value": 0})}
+    bindings = {"ATensor": "A", "BTensor": "B", "CTensor": "C", "OutputTensor": "Out"}
+    result = _dispatch(tmp_path, _model({"type": "DML_OPERATOR_GEMM", "desc": desc([2, 2])}, resources, bindings, "Out"))
+    assert result.exit_code == 0, result.output
+    assert "Resource 'Out': 11, 22, 13, 24" in result.output  # C's row [10, 20] repeated by its zero stride
+    wrong = _dispatch(tmp_path, _model({"type": "DML_OPERATOR_GEMM", "desc": desc([1, 4])}, resources, bindings,
+                                       "Out"))
+    assert wrong.exit_code == 3 and "ATensor's K is 2" in wrong.output
+
+
+def test_named_inputs_must_come_in_desc_order():
+    from dmlcli import engine
+    from dmlcli.data_types import UINT8
+
+    req = engine.request("matrix_multiply_integer")
+    inputs = [(UINT8, (2, 2)), (UINT8, (2, 2)), (UINT8, (2,))]
+    verdict = engine.plan(req, inputs, ["ATensor", "BTensor", "BZeroPointTensor"])
+    assert verdict.call.absent == ("AZeroPointTensor",)
+    with pytest.raises(dmlcli.InputError, match="takes ATensor, AZeroPointTensor, BTensor, BZeroPointTensor in that "
+                                                "order"):
+        engine.plan(req, inputs, ["BTensor", "ATensor", "BZeroPointTensor"])
+
+
 # ---------------------------------------------------------------- the tolerance grows with K
 
 @pytest.mark.parametrize("params, c, limit", [

@@ -367,8 +367,9 @@ _BATCH_NOTE = ("ATensor and BTensor have the same DimensionCount and the same ba
                "ChannelCount}, as the page's example: BatchCount * ChannelCount independent products); a batch "
                "broadcast is a desc with zero Strides, which a DxDispatch model may give (dmlcli reads the strided "
                "tensor at its full Sizes).")
-_ALL_OR_REQUIRED = ("A call gives every input or only the required ones (the engine reads inputs by position); "
-                    "a DxDispatch desc may leave out any _Maybenull_ tensor only in that way too.")
+_ALL_OR_REQUIRED = ("A call through the API or the command line gives every input or only the required ones (they "
+                    "are read by position); a DxDispatch desc may leave out any of the _Maybenull_ tensors (null or "
+                    "absent), since it names them.")
 
 GEMM = Operator(
     name="GEMM", enum_value=54, family=FAMILY, prefix="",
