@@ -525,6 +525,20 @@ def test_gemm_tolerance_scales_with_k(params, c, limit):
     assert (rule.kind, rule.limit) == ("ulp", limit)
 
 
+def test_check_uses_the_scaled_tolerance(tmp_path):
+    a, b = np.full((1, 16), 0.1, F32), np.full((16, 1), 0.3, F32)  # K = 16: 32 ULP
+    result = dmlcli.run("gemm", a, b)[0, 0]
+    for steps, code in ((20, 0), (40, 1)):
+        expected = result
+        for _ in range(steps):
+            expected = np.nextafter(expected, F32(np.inf))
+        path = tmp_path / "expected.json"
+        path.write_text(json.dumps({"dtype": "float32", "shape": [1, 1], "data": [[float(expected)]]}))
+        outcome = CliRunner().invoke(cli, ["run", "gemm", json.dumps(a.tolist()), json.dumps(b.tolist()), "--dtype",
+                                           "float32", "--check", str(path)])
+        assert outcome.exit_code == code, outcome.output
+
+
 def test_mmitf_tolerance_and_the_exact_ones():
     inputs = [("int8", (2, 7)), ("float32", (1,)), ("int8", (7, 3)), ("float32", (1,))]
     verdict = plan("matrix_multiply_integer_to_float", inputs)
