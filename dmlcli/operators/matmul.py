@@ -390,7 +390,9 @@ GEMM = Operator(
         "are widened exactly to FLOAT32, computed there and rounded once to FLOAT16. Alpha and Beta * C are "
         "applied in FLOAT32 after the product. TF32 is never used: CuPy enables it only when the environment sets "
         "CUPY_TF32=1 (don't); DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION, which would allow "
-        "it, is read from a DxDispatch model and changes nothing (a --allow-tf32 switch is a follow-up).",
+        "it, is read from a DxDispatch model and changes nothing (a --allow-tf32 switch is a follow-up). On the GPU, "
+        "FLOAT16 inputs are widened before cuBLAS too, so that the accumulation is FP32 whatever CuPy's half "
+        "matmul would choose; it costs a copy of A and B.",
         "CPU and GPU agree within the tolerance, not bit for bit: BLAS and cuBLAS add the K products in different "
         "orders. The tolerance is in ULP of the result, with the output type's smallest normal as an absolute "
         "floor; a result that cancels (signed inputs) can be many ULP of itself off while within K eps * "
