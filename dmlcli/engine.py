@@ -139,11 +139,14 @@ def data_type_of(value) -> DataType:
 # ---------------------------------------------------------------- validate
 
 
-def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]]) -> Verdict:
-    """Validate the call for inputs of these data types and shapes (no data needed)."""
+def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
+         input_names: Sequence[str] | None = None) -> Verdict:
+    """Validate the call for inputs of these data types and shapes (no data needed). `input_names`: which
+    inputs they are, where the caller knows (a DxDispatch desc that leaves out some optional inputs)."""
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
                             output_shapes=req.output_shapes, broadcast=req.broadcast,
-                            feature_level=req.feature_level, parse_parameters=req.typed_parameters)
+                            feature_level=req.feature_level, parse_parameters=req.typed_parameters,
+                            input_names=input_names)
     return check(replace(call, float_rules=req.float_rules), req.feature_level)
 
 

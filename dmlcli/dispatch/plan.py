@@ -72,6 +72,9 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
     prefix = f"dispatchable {shown(dispatchable.name)}"
     # An optional tensor the desc leaves out is not bound; a tensor array's tensors come one by one.
     inputs = [(desc.data_type, desc.sizes) for name, desc in dispatchable.tensors.items() if field_of(name) in op.inputs]
+    # By name where the desc leaves out some _Maybenull_ inputs (a zero point but not the other).
+    input_names = [name for name in dispatchable.tensors if field_of(name) in op.inputs] \
+        if op.optional_inputs and op.variadic is None else None
     outputs = [name for name in dispatchable.tensors if field_of(name) in op.outputs]
     output = dispatchable.tensors[outputs[0]]
     chosen = dispatchable.tensors.get(op.choice_output or op.output, output)
@@ -85,7 +88,7 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
         req = request(op, feature_level=feature_level, output_dtype=chosen.data_type,
                       output_shape=output.sizes if op.is_elementwise else None,
                       output_shapes=None if op.is_elementwise else given_shapes, desc_fields=dispatchable.parameters)
-        verdict = plan(req, inputs)
+        verdict = plan(req, inputs, input_names)
         _check_output_types(verdict, dispatchable)
     except ValidationError as error:
         raise ValidationError(f"{prefix}: {error}") from None

@@ -22,6 +22,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("conversion", ("generation",)),
     ("generation", ("generation",)),
     ("convolution", ("convolution",)),
+    ("matrix multiplication", ("matmul",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -218,6 +219,10 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'CONVOLUTION': ('CONVOLUTION', 'convolution'),
     'CONVOLUTION_INTEGER': ('CONVOLUTION_INTEGER', 'convolution'),
     'QUANTIZED_LINEAR_CONVOLUTION': ('QUANTIZED_LINEAR_CONVOLUTION', 'convolution'),
+    'GEMM': ('GEMM', 'matmul'),
+    'MATRIX_MULTIPLY_INTEGER': ('MATRIX_MULTIPLY_INTEGER', 'matmul'),
+    'MATRIX_MULTIPLY_INTEGER_TO_FLOAT': ('MATRIX_MULTIPLY_INTEGER_TO_FLOAT', 'matmul'),
+    'QUANTIZED_LINEAR_MATRIX_MULTIPLY': ('QUANTIZED_LINEAR_MATRIX_MULTIPLY', 'matmul'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -306,6 +311,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'dilations': ('CONVOLUTION', 'convolution'),
     'output_padding': ('CONVOLUTION', 'convolution'),
     'group_count': ('CONVOLUTION', 'convolution'),
+    'trans_a': ('GEMM', 'matmul'),
+    'trans_b': ('GEMM', 'matmul'),
 }
 # ---- end of generated part ----
 

@@ -556,3 +556,75 @@ def adapt_qlinear_conv(call: OnnxCall, fixed) -> Prepared:
               _channel_tensor(w_zero, rank), _channel_tensor(bias, rank).reshape((1, channels) + (1,) * (rank - 2)),
               _channel_tensor(y_scale, rank), _channel_tensor(y_zero, rank)]
     return Prepared(_conv_values(call, fixed, with_output_padding=False), inputs)
+# ---------------------------------------------------------------- matrix multiplication
+
+MAX_GEMM_RANK = 4  # GEMM and the integer products take 2 to 4 dimensions
+
+
+def _matmul_operands(a: np.ndarray, b: np.ndarray):
+    """ONNX's MatMul operands (NumPy's matmul rules) as DirectML's: a 1-D A is a row [1, K], a 1-D B a column
+    [K, 1]; both get the same rank (leading 1s) and the same batch Sizes (a broadcast batch: what a desc's zero
+    Strides give DirectML). Returns the operands and ONNX's output Sizes."""
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    rank = max(a2.ndim, b2.ndim, 2)
+    a2, b2 = padded(a2, rank), padded(b2, rank)
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise MappingError(f"ONNX's MatMul batch Sizes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    # NumPy's matmul drops the axis a 1-D operand gained.
+    out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
+    return np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:]), out_shape
+
+
+def matmul_rank(call: OnnxCall) -> int:
+    """The rank of DirectML's call for ONNX's MatMul-like operators (at least 2)."""
+    a, b = call.input(0), call.input(1) if call.op != "QLinearMatMul" else call.input(3)
+    return max(2, *(x.ndim for x in (a, b) if x is not None))
+
+
+def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
+    """Gemm: A and B are 2-D; C (unidirectionally broadcastable) gets leading 1s up to 2-D, and GEMM broadcasts
+    its sizes of 1 as DirectML does with zero Strides."""
+    a, b, c = call.input(0), call.input(1), call.input(2)
+    values = {**fixed, "TransA": "TRANSPOSE" if call.attr("transA", 0) else "NONE",
+              "TransB": "TRANSPOSE" if call.attr("transB", 0) else "NONE",
+              "Alpha": float(call.attr("alpha", 1.0)), "Beta": float(call.attr("beta", 1.0))}
+    inputs = [a, b] if c is None else [a, b, padded(np.asarray(c), 2)]
+    return Prepared(values, inputs)
+
+
+def adapt_matmul(call: OnnxCall, fixed) -> Prepared:
+    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    return Prepared(dict(fixed), [a, b], finish=reshaped_to([out_shape]))
+
+
+def _vector(x: np.ndarray | None) -> np.ndarray | None:
+    """A scalar or 1-D ONNX scale / zero point as a 1-D tensor (a 0-D one becomes {1}); None stays None."""
+    if x is None:
+        return None
+    return np.asarray(x).reshape(-1)
+
+
+def _zero_point(x: np.ndarray | None, dtype) -> np.ndarray:
+    """ONNX's optional zero point; a left-out one is 0 (DirectML's meaning of a NULL zero point)."""
+    return np.zeros(1, dtype) if x is None else np.asarray(x).reshape(-1)
+
+
+def adapt_matmul_integer(call: OnnxCall, fixed) -> Prepared:
+    """MatMulInteger(A, B, a_zero_point, b_zero_point) -> (A, AZeroPoint, B, BZeroPoint): a per-row a_zero_point
+    is 1-D {M} (DirectML's { [1], [1], M, [1] }), a per-column b_zero_point {N}."""
+    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    inputs = [a, _zero_point(call.input(2), a.dtype), b, _zero_point(call.input(3), b.dtype)]
+    return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))
+
+
+def adapt_qlinear_matmul(call: OnnxCall, fixed) -> Prepared:
+    """QLinearMatMul's eight inputs are DirectML's, in the same order; scalars become 1-D {1}."""
+    a, b, out_shape = _matmul_operands(_data(call), call.input(3))
+    y_zero_point = call.input(7)
+    inputs = [a, _vector(call.input(1)), _zero_point(call.input(2), a.dtype), b, _vector(call.input(4)),
+              _zero_point(call.input(5), b.dtype), _vector(call.input(6)),
+              _zero_point(y_zero_point, np.uint8 if y_zero_point is None else y_zero_point.dtype)]
+    return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))

@@ -134,6 +134,12 @@ _CONV_OUTSIDE = ("auto_pad is ONNX-only: it is turned into StartPadding and EndP
 _NEGATIVE_PADS = Cannot(lambda c: any(p < 0 for p in a.conv_paddings(c)[0] + a.conv_paddings(c)[1]),
                         "the paddings ONNX's attributes give are negative (a crop); DirectML's StartPadding and "
                         "EndPadding are UINT")
+_MATMUL_OPERANDS = ("NumPy's matmul operands as GEMM's: a 1-D A is a row [1, K], a 1-D B a column [K, 1] (the "
+                    "added axis removed from the result); leading 1s up to one rank; a broadcast batch is read at "
+                    "its full Sizes, as DirectML reads a desc with zero Strides")
+_PAST_RANK_4 = Cannot(lambda c: a.matmul_rank(c) > a.MAX_GEMM_RANK,
+                      "DirectML's matrix products take 2 to 4 dimensions ({BatchCount, ChannelCount, M, K}); ONNX's "
+                      "operands have more")
 
 ENTRIES: tuple[Entry, ...] = (
     _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
@@ -257,6 +263,27 @@ ENTRIES: tuple[Entry, ...] = (
                                  "through " + _NO_STRIDES.format(what="zero")),
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
+    # ---- matrix multiplication
+    Entry("Gemm", "GEMM", fields={"ATensor": "A", "BTensor": "B", "CTensor": "C (leading 1s up to 2-D)",
+                                  "TransA": "transA", "TransB": "transB", "Alpha": "alpha", "Beta": "beta"},
+          adapter=a.adapt_gemm,
+          outside=("C gets leading size-1 axes up to 2-D; GEMM broadcasts its sizes of 1 to [M, N] (DirectML: a "
+                   "CTensor desc with zero Strides)",)),
+    Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
+          fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
+          outside=(_MATMUL_OPERANDS,), cannot=(_PAST_RANK_4,)),
+    Entry("MatMulInteger", "MATRIX_MULTIPLY_INTEGER",
+          fields={"ATensor": "A", "BTensor": "B", "AZeroPointTensor": "a_zero_point (0 when left out)",
+                  "BZeroPointTensor": "b_zero_point (0 when left out)"},
+          adapter=a.adapt_matmul_integer,
+          outside=(_MATMUL_OPERANDS, "a left-out zero point is given as a zero of its tensor's type"),
+          cannot=(_PAST_RANK_4,)),
+    Entry("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+          fields={"ATensor": "a", "AScaleTensor": "a_scale", "AZeroPointTensor": "a_zero_point", "BTensor": "b",
+                  "BScaleTensor": "b_scale", "BZeroPointTensor": "b_zero_point", "OutputScaleTensor": "y_scale",
+                  "OutputZeroPointTensor": "y_zero_point"},
+          adapter=a.adapt_qlinear_matmul,
+          outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}"), cannot=(_PAST_RANK_4,)),
     # ---- the next issue's operators
     Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
           adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
@@ -276,9 +303,7 @@ ENTRIES: tuple[Entry, ...] = (
           cannot=(_NEGATIVE_PADS,),
           outside=_CONV_OUTSIDE + ("scales and zero points become {1, 1, 1, 1} (per channel: {1, M, 1, 1}); a "
                                    "left-out B is an INT32 zero bias {1, M, 1, 1} (the same result)",)),
-    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"),
-    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"),
-    _next("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY"), _next("AveragePool", "AVERAGE_POOLING1"),
+    _next("AveragePool", "AVERAGE_POOLING1"),
     _next("MaxPool", "MAX_POOLING2"), _next("LpPool", "LP_POOLING1"), _next("GlobalAveragePool", "AVERAGE_POOLING"),
     _next("GlobalMaxPool", "MAX_POOLING"), _next("MaxUnpool", "MAX_UNPOOLING"),
     _next("BatchNormalization", "BATCH_NORMALIZATION"),
