@@ -30,8 +30,9 @@ from .memory import MemoryBudget
 
 INSTALL_IMAGES = "pip install 'dmlcli[images]'"
 IMAGE_SUFFIXES = (".jpg", ".png")  # DxDispatch's two: other extensions (.jpeg too) are raw bytes, as there
-# 2^27 pixels (an 11585 x 11585 image) at most, whatever memory says: a small file can declare 10^9 pixels.
-MAX_IMAGE_PIXELS = 1 << 27
+# 2^26 pixels (an 8192 x 8192 image) at most, whatever memory says: a small file can declare 10^9 pixels.
+# (Below Pillow's own decompression-bomb threshold, which is reported in the same words.)
+MAX_IMAGE_PIXELS = 1 << 26
 IMAGE_DATA_TYPES = ("FLOAT32", "FLOAT16")
 _WRITE_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 
@@ -80,7 +81,7 @@ def read_image(data: bytes, data_type: DataType, size: tuple[int, int, int], *, 
             source_width, source_height = image.size
             if source_width * source_height > MAX_IMAGE_PIXELS:
                 raise InputError(f"{where}: the image is {source_width} x {source_height} pixels, more than the "
-                                 f"{MAX_IMAGE_PIXELS} an image may have; nothing was decoded")
+                                 f"{MAX_IMAGE_PIXELS} pixels an image may have; nothing was decoded")
             # The decoded image (up to 4 bytes a pixel), its converted copy and the scaled one.
             budget.claim(0, f"decoding a {source_width} x {source_height} image", where,
                          peak=8 * source_width * source_height + 4 * width * height * (1 + 4))
@@ -90,6 +91,9 @@ def read_image(data: bytes, data_type: DataType, size: tuple[int, int, int], *, 
             pixels = np.asarray(image, dtype=np.uint8)  # H, W, C
     except InputError:
         raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise InputError(f"{where}: the image declares more than the {MAX_IMAGE_PIXELS} pixels an image may have; "
+                         "nothing was decoded") from None
     except Exception as error:  # Pillow's UnidentifiedImageError, OSError on truncated data, bomb warnings
         raise InputError(f"{where}: is not an image Pillow can read ({type(error).__name__})") from None
     # static_cast<float>(component) / 255.0f, in float; planar (CHW).

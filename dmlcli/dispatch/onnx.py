@@ -94,8 +94,8 @@ def parse_onnx_dispatchable(name: str, value: dict, *, rules: PathRules, budget:
     source = value.get("sourcePath")
     if not isinstance(source, str) or not source:
         raise InputError(f"{where}: an onnx dispatchable needs a \"sourcePath\" (the .onnx file)")
-    _, onnx = import_runtime()
     path = source_file(source, rules, where)
+    _, onnx = import_runtime()
     shown_source = f"sourcePath {shown_path(source)}"
     _check_model_file(path, onnx, rules, budget, f"{where}: {shown_source}", shown_source)
     level = _uint_field(value, "graphOptimizationLevel", 99, where)
