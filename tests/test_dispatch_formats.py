@@ -415,10 +415,13 @@ def identity_model(folder: Path, source: str, channels: int, height: int, width:
 PIXELS = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3) * 14 + 3  # H 2, W 3, RGB
 
 
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
 @pytest.mark.parametrize("data_type", ["FLOAT32", "FLOAT16"])
-def test_an_image_is_read_planar_and_scaled_to_0_1_and_written_back(data_type, folder):
+def test_an_image_is_read_planar_and_scaled_to_0_1_and_written_back(data_type, backend, folder):
+    if backend == "gpu" and not _gpu_usable():
+        pytest.skip("needs a usable GPU (CuPy and a device)")
     name = png_file(folder / "in.png", PIXELS)
-    result = dispatch(identity_model(folder, name, 3, 2, 3, data_type), "--no-timing")
+    result = dispatch(identity_model(folder, name, 3, 2, 3, data_type), "--no-timing", "--backend", backend)
     assert result.exit_code == 0, result.output
     # DxDispatch: float(component) / 255.0f, in NCHW order (all R, then all G, then all B).
     expected = (PIXELS.astype(np.float32) / np.float32(255)).transpose(2, 0, 1)[None]
