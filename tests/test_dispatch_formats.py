@@ -542,3 +542,31 @@ def test_random_bytes_as_an_image_are_refused_cleanly(data, tmp_path_factory):
     result = dispatch(identity_model(folder, "in.png", 3, 2, 3), "--output-dir", folder / "out")
     one_line_error(result, 2)
     assert not (folder / "out").exists()
+
+
+def test_an_onnx_model_whose_tensors_outgrow_memory_fails_cleanly(folder):
+    # ConstantOfShape [50000, 50000] of FLOAT: a 10 GB tensor from a 200-byte model. With 256 MiB available, ONNX
+    # Runtime's CPU arena (capped by dmlcli) refuses the allocation: exit 3, one line, nothing written. The
+    # process also runs under a 4 GiB address-space limit, so that a cap that failed cannot exhaust the machine.
+    import resource
+    import subprocess
+
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [50000, 50000])
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["big"],
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("ReduceSum", ["big"], ["y"], keepdims=0)]
+    name = onnx_file(folder / "bomb.onnx", nodes, [float_info("x", [1])], [float_info("y", [])], [shape])
+    model = write_model(folder, {"X": buffer("FLOAT32", [0]), "Y": buffer("FLOAT32", [0])},
+                        {"bomb": {"type": "onnx", "sourcePath": name}},
+                        [{"type": "dispatch", "dispatchable": "bomb", "bindings": {"x": "X", "y": "Y"}},
+                         {"type": "writeFile", "resource": "Y", "targetPath": "y.bin"}])
+    script = ("import sys, dmlcli.dispatch.memory as memory; memory.available_memory = lambda: 256 << 20; "
+              "from dmlcli.cli import main; sys.argv = ['dmlcli', 'dispatch', sys.argv[1]]; main()")
+    repo = Path(dmlcli.__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", script, str(model)], capture_output=True, text=True, cwd=folder,
+                            timeout=120, env={**os.environ, "PYTHONPATH": str(repo)},
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)))
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1 and "ONNX Runtime failed to run it" in result.stderr
+    assert "Available memory of" in result.stderr  # the arena's cap, not the address-space limit, refused it
+    assert not (folder / "y.bin").exists()

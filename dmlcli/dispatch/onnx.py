@@ -46,7 +46,8 @@ GRAPH_OPTIMIZATION_LEVELS = {0: "ORT_DISABLE_ALL", 1: "ORT_ENABLE_BASIC", 2: "OR
 DEFAULT_LOGGING_LEVEL = 4
 # Session config entries that name files ONNX Runtime would read or write (EP context models, saved or
 # external initialisers, profiles, custom-op libraries): a model may not set them, as it may not name paths.
-_FILE_CONFIG = re.compile(r"file|path|dir|context|save|librar|dump|profil|external", re.IGNORECASE)
+# The allocator entries are dmlcli's own (the memory cap below), which a model may not turn off.
+_FILE_CONFIG = re.compile(r"file|path|dir|context|save|librar|dump|profil|external|allocator", re.IGNORECASE)
 # ONNX Runtime's tensor type names -> NumPy types (bool is a byte, as DxDispatch maps it to UINT8).
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -211,10 +212,28 @@ def providers_for(backend_name: str, explicit: bool) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
-def open_session(dispatchable: OnnxDispatchable, providers: list[str]):
-    """An InferenceSession with the dispatchable's options, as OnnxDispatchable::Initialize makes it."""
+_CAPPED_ARENA: list[int] = []  # the cap of the process-wide CPU arena, once registered (ONNX Runtime allows one)
+
+
+def cap_cpu_memory(onnxruntime, limit: int | None) -> None:
+    """Register a CPU arena of at most `limit` bytes for every session of this process, so that a model whose
+    tensors outgrow the memory available fails its allocation (exit 3) instead of exhausting the machine."""
+    if _CAPPED_ARENA or limit is None:
+        return
+    info = onnxruntime.OrtMemoryInfo("Cpu", onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0,
+                                     onnxruntime.OrtMemType.DEFAULT)
+    onnxruntime.create_and_register_allocator(info, onnxruntime.OrtArenaCfg(max(limit, 1 << 20), -1, -1, -1))
+    _CAPPED_ARENA.append(limit)
+
+
+def open_session(dispatchable: OnnxDispatchable, providers: list[str], memory_limit: int | None = None):
+    """An InferenceSession with the dispatchable's options, as OnnxDispatchable::Initialize makes it; its CPU
+    tensors come from an arena capped at `memory_limit` bytes (the first cap registered in the process holds)."""
     onnxruntime, _ = import_runtime()
+    cap_cpu_memory(onnxruntime, memory_limit)
     options = onnxruntime.SessionOptions()
+    if _CAPPED_ARENA:
+        options.add_session_config_entry("session.use_env_allocators", "1")
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.enable_mem_pattern = False
     options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel,

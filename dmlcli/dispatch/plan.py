@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine import plan, request
 from .jsonc import shown
+from .memory import MemoryBudget
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
 from .onnx import OnnxDispatchable, PlannedOnnxDispatch, open_session, plan_onnx_dispatch
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
@@ -66,8 +67,15 @@ def check_model(model: Model, feature_level=None, *, onnx_providers: list[str] |
     """
     checked = {name: check_dispatchable(d, feature_level) for name, d in model.dispatchables.items()
                if not isinstance(d, OnnxDispatchable)}
-    sessions = {name: open_session(d, onnx_providers or ["CPUExecutionProvider"])
-                for name, d in model.dispatchables.items() if isinstance(d, OnnxDispatchable)}
+    onnx = {name: d for name, d in model.dispatchables.items() if isinstance(d, OnnxDispatchable)}
+    # ONNX Runtime's tensors may use what the model's buffers leave of the memory available (twice: the
+    # buffers, and the copies a run makes of them).
+    limit = None
+    if onnx:
+        available = MemoryBudget().available
+        buffers = sum(resource.size_in_bytes for resource in model.resources.values())
+        limit = None if available is None else max(available - 2 * buffers, 0)
+    sessions = {name: open_session(d, onnx_providers or ["CPUExecutionProvider"], limit) for name, d in onnx.items()}
     planned = []
     for command in model.commands:
         if not isinstance(command, DispatchCommand):
