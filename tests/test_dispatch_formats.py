@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import dmlcli
 from dmlcli.cli import cli
@@ -570,3 +570,59 @@ def test_an_onnx_model_whose_tensors_outgrow_memory_fails_cleanly(folder):
     assert result.stderr.count("\n") == 1 and "ONNX Runtime failed to run it" in result.stderr
     assert "Available memory of" in result.stderr  # the arena's cap, not the address-space limit, refused it
     assert not (folder / "y.bin").exists()
+
+
+@pytest.fixture(scope="module")
+def concat_folder(tmp_path_factory):
+    """onnx_dynamic_shapes.onnx's twin (concat of two [N, 2] FLOAT inputs along axis 0), beside the random models."""
+    folder = tmp_path_factory.mktemp("bindings")
+    onnx_file(folder / "concat.onnx", [helper.make_node("Concat", ["x0", "x1"], ["y"], axis=0)],
+              [float_info("x0", ["N", 2]), float_info("x1", ["N", 2])], [float_info("y", [None, 2])])
+    return folder
+
+
+SHAPES = (st.none() | st.sampled_from([[1, 2], [2, 2], [3, 2], [4, 2], [6, 2]]) | st.lists(st.integers(0, 4), max_size=3)
+          | st.sampled_from([[2**40, 2], [-1, 2], "2", [1.5]]))
+BOUND = st.sampled_from(["a", "b", "c", "d", "missing"])
+BINDING = BOUND | st.fixed_dictionaries({"name": BOUND}, optional={"shape": SHAPES, "elementOffset": st.just(0) | st.integers(0, 4)})
+
+
+@FUZZ
+@given(bindings=st.dictionaries(st.sampled_from(["x0", "x1", "y", "z"]), BINDING, max_size=4),
+       shown=st.lists(st.sampled_from(["a", "c", "d"]), max_size=3), iterations=st.integers(1, 3))
+def test_random_onnx_bindings_run_or_fail_cleanly(bindings, shown, iterations, concat_folder):
+    """Whatever the bindings: exit 0, 2 or 3, one line on failure, and where it runs, every bound output holds
+    NumPy's concatenation of the inputs as bound."""
+    resources = {"a": buffer("FLOAT32", list(range(1, 7))), "b": buffer("FLOAT32", list(range(7, 13))),
+                 "c": buffer("FLOAT32", {"valueCount": 12, "value": 0}), "d": {"initialValues": "deferred"}}
+    commands = [{"type": "dispatch", "dispatchable": "concat", "bindings": bindings}]
+    commands += [{"type": "print", "resource": name} for name in shown]
+    model = write_model(concat_folder, resources, {"concat": {"type": "onnx", "sourcePath": "concat.onnx"}}, commands)
+    result = dispatch(model, "--no-timing", "-i", iterations, "--output-dir", concat_folder / "out")
+    assert result.exit_code in (0, 2, 3), result.output
+    event(f"exit {result.exit_code}")
+    if result.exit_code:
+        one_line_error(result, result.exit_code)
+        return
+    values = {"a": np.arange(1, 7, dtype=np.float32), "b": np.arange(7, 13, dtype=np.float32)}
+
+    def bound(name):
+        source = bindings.get(name)
+        return source if isinstance(source, dict) else {"name": source} if source else None
+
+    def read(name):
+        source = bound(name)
+        if source is None:
+            return np.zeros((1, 2), np.float32)  # unbound: a fresh zeroed [1, 2]
+        shape = source.get("shape") or [1, 2]
+        return values[source["name"]][:math.prod(shape)].reshape(shape)
+
+    y = bound("y")
+    inputs = {bound(name)["name"] for name in ("x0", "x1") if bound(name) is not None}
+    if y is None or y["name"] not in shown or y["name"] in inputs:
+        return
+    expected = np.concatenate([read("x0"), read("x1")]).reshape(-1)
+    if y["name"] == "c":  # written from byte 0 over the 12 zeros
+        expected = np.concatenate([expected, np.zeros(12 - expected.size, np.float32)])
+    line = f"Resource '{y['name']}': " + ", ".join(f"{v:g}" for v in expected)
+    assert line in result.stdout.splitlines()

@@ -491,6 +491,7 @@ def _from_image(path: Path, declared, resample_size, *, budget: MemoryBudget, wh
     size = channels * height * width * (data_type.bits // 8)
     with RegularFile(path, where, shown_source) as handle:
         file_size = handle.size
+    budget.claim(0, f"reading the image file ({file_size} bytes)", where, peak=file_size)
 
     def make_from_image() -> bytes:
         with RegularFile(path, where, shown_source) as again:
