@@ -626,3 +626,28 @@ def test_random_onnx_bindings_run_or_fail_cleanly(bindings, shown, iterations, c
         expected = np.concatenate([expected, np.zeros(12 - expected.size, np.float32)])
     line = f"Resource '{y['name']}': " + ", ".join(f"{v:g}" for v in expected)
     assert line in result.stdout.splitlines()
+
+
+def test_a_deferred_output_written_as_an_image_takes_its_shape(folder):
+    # Sigmoid of [[-inf, 0], [inf, nan]] as a deferred [1, 1, 2, 2]: 0, 0.5, 1, nan -> bytes 0, 127, 255, 255.
+    name = onnx_file(folder / "sigmoid.onnx", [helper.make_node("Sigmoid", ["x"], ["y"])],
+                     [float_info("x", [1, 1, 2, 2])], [float_info("y", [1, 1, 2, 2])])
+    model = write_model(folder, {"X": buffer("FLOAT32", ["-inf", 0, "inf", "nan"]), "D": {"initialValues": "deferred"}},
+                        {"sigmoid": {"type": "onnx", "sourcePath": name}},
+                        [{"type": "dispatch", "dispatchable": "sigmoid", "bindings": {"x": "X", "y": "D"}},
+                         {"type": "writeFile", "resource": "D", "targetPath": "d.png"}])
+    result = dispatch(model, "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert np.asarray(Image.open(folder / "d.png")).tolist() == [[0, 127], [255, 255]]
+
+
+def test_a_jpeg_extension_is_raw_bytes_as_in_dxdispatch(folder):
+    # DxDispatch reads and writes images only for .jpg and .png; .jpeg is a raw file both ways.
+    (folder / "in.jpeg").write_bytes(bytes([1, 2, 3, 4]))
+    model = write_model(folder, {"A": {"initialValuesDataType": "UINT8", "initialValues": {"sourcePath": "in.jpeg"}}},
+                        {}, [{"type": "print", "resource": "A"},
+                             {"type": "writeFile", "resource": "A", "targetPath": "out.jpeg"}])
+    result = dispatch(model)
+    assert result.exit_code == 0, result.output
+    assert printed(result)[0] == "Resource 'A': 1, 2, 3, 4"
+    assert (folder / "out.jpeg").read_bytes() == bytes([1, 2, 3, 4])
