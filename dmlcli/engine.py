@@ -280,7 +280,8 @@ def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]
 
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
               chunk_bytes: int | None = None, progress=None) -> Outcome:
-    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone."""
+    """Stream .npy `sources` (or .npz arrays) into the .npy `output` in constant memory, validated from the
+    headers alone."""
     from . import streaming
     from .io.atomic import check_output_path
     from .io.room import check_room_for_output
@@ -290,6 +291,11 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
     out = verdict.call.output
     check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
+    held = streaming.held_bytes(inputs, out.shape, in_order=all(x.stored_in_c_order for x in inputs))
+    if held:  # .npz arrays the boxes cannot take in order are inflated whole: room for them, before any work
+        from .io.room import check_room_to_read
+
+        check_room_to_read(held, where="the .npz inputs that are broadcast or in Fortran order")
     engine = choose_backend(backend, verdict.call.float_rules)
     # Each backend says what chunk size suits it: a GPU wants big transfers, the CPU small buffers.
     size = chunk_bytes or streaming.chunk_bytes_from_environment(
@@ -382,17 +388,24 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
             streamed = run_shaped_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
             if streamed is not None:
                 return streamed
-    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
-               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
+    # header_only: .npz arrays are checked from their headers with the call and the room for it, and
+    # inflated only then (a small file claiming 2^32 elements is refused without inflating a byte).
+    return run(req, read_sources(sources, dtype, header_only=True, operator=req.operator), backend=backend,
+               output=output, before_execute=before_execute,
+               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources, dtype))
 
 
-def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str]) -> list[np.ndarray]:
+def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
+                         dtype: DataType | None = None) -> list[np.ndarray]:
     # .npy inputs are mapped while the call is checked (headers alone), then read before the run: a mapped
     # file that another program truncates during the run would end it by SIGBUS, a read says so in words.
+    # .npz arrays were read from their headers alone: inflated now.
     from .errors import quoted
     from .io.npy import read_mapped
+    from .io.sources import is_npz_source, read_tensor
 
-    return [read_mapped(array, where=f"input {i + 1} {quoted(source)}")
+    return [read_tensor(source, label=f"input {i + 1}", dtype=dtype) if is_npz_source(source)
+            else read_mapped(array, where=f"input {i + 1} {quoted(source)}")
             for i, (array, source) in enumerate(zip(arrays, sources))]
 
 

@@ -248,9 +248,7 @@ ELEMENT_WISE_MODELS = {
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
     "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
 }
-# The reduction family's two models: REDUCE SUM over the last axis of 1..9 as 3x3 (AxisCount given with Axes),
-# CUMULATIVE_PRODUCT of 2, 4, 8, 3.
-# The others, and the words their refusal must contain (exit 2, before anything runs).
+# The shaped operators' models are in tests/test_dispatch_shaped.py. The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",

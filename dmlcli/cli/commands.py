@@ -273,23 +273,18 @@ def info(output_format):
       dmlcli info
       dmlcli info --format json
     """
+    from ..reports import backends_report
+
+    report = backends_report()
     if output_format == "json":
-        from ..reports import backends_report
-
-        return echo_json(backends_report())
-    from ..backends import cpu, gpu
-    from ..errors import BackendUnavailableError
-
-    found = ["cpu"]
-    cpu_facts = cpu.create().describe()
+        return echo_json(report)
+    cpu, gpu = report["backends"]
+    found = [b["name"] for b in report["backends"] if b["available"]]
     click.echo(f"dmlcli {__version__}")
-    click.echo(f"CPU: NumPy {cpu_facts['numpy']}")
-    try:
-        facts = gpu.create().describe()
-    except BackendUnavailableError as why:
-        click.echo(f"GPU: not available ({str(why).removeprefix('GPU backend: ')})")
+    click.echo(f"CPU: NumPy {cpu['numpy']}")
+    if not gpu["available"]:
+        click.echo(f"GPU: not available ({gpu['reason']})")
     else:
-        found.append("gpu")
-        click.echo(f"GPU: {facts['device']}, {facts['device_memory_bytes'] / 2**30:.1f} GiB; CuPy {facts['cupy']}, "
-                   f"CUDA runtime {facts['cuda_runtime']}, driver supports CUDA {facts['cuda_driver']}")
+        click.echo(f"GPU: {gpu['device']}, {gpu['device_memory_bytes'] / 2**30:.1f} GiB; CuPy {gpu['cupy']}, "
+                   f"CUDA runtime {gpu['cuda_runtime']}, driver supports CUDA {gpu['cuda_driver']}")
     click.echo(f"backends found: {', '.join(found)} (--backend auto picks {found[-1]})")

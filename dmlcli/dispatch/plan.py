@@ -187,6 +187,10 @@ def bind_dispatch(command: DispatchCommand, checked: CheckedDispatchable, model:
     dispatchable = checked.dispatchable
     prefix = f"command {command.index} (dispatch {shown(dispatchable.name)})"
     tensors = {}
+    for name in list(command.bindings) + list(dispatchable.init_bindings):
+        if name not in dispatchable.tensors:  # an array of tensors bound with more resources than it has
+            raise InputError(f"{prefix}: {name} is bound, but the desc has no such tensor ({field_of(name)} has "
+                             f"{sum(field_of(t) == field_of(name) for t in dispatchable.tensors)})")
     for name, desc in dispatchable.tensors.items():
         source, at_init = _binding_for(name, desc, command, dispatchable, prefix)
         tensors[name] = _bind(name, desc, source, at_init, checked, model, prefix)
@@ -266,11 +270,29 @@ def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
             and a.desc.sizes == b.desc.sizes and a.desc.data_type == b.desc.data_type)
 
 
+def _overlap(a: BoundTensor, b: BoundTensor) -> bool:
+    """Whether two bound tensors share a byte (exactly aliased views included)."""
+    if a.resource != b.resource:
+        return False
+    if _same_view(a, b):
+        return True
+    if not _spans_meet(a, b):
+        return False
+    return np.intersect1d(_touched_bytes(a), _touched_bytes(b), assume_unique=True).size > 0
+
+
 def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable, prefix: str) -> None:
-    """The output may alias inputs exactly, and only for operators whose pages permit in-place execution."""
+    """An output may alias inputs exactly, and only for operators whose pages permit in-place execution;
+    several outputs (SPLIT's) may not share bytes with each other."""
     op = dispatchable.operator
-    for output_name in [name for name in tensors if field_of(name) in op.outputs]:
+    outputs = [name for name in tensors if field_of(name) in op.outputs]
+    for output_name in outputs:
         _check_output_aliasing(tensors, output_name, op, prefix)
+    for position, first in enumerate(outputs):
+        for second in outputs[position + 1:]:
+            if _overlap(tensors[first], tensors[second]):
+                raise ValidationError(f"{prefix}: {first} and {second} share bytes of buffer "
+                                      f"{shown(tensors[first].resource)}; each output needs its own memory")
 
 
 def _check_output_aliasing(tensors: dict[str, BoundTensor], output_name: str, op, prefix: str) -> None:

@@ -131,6 +131,15 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
                          f"but {quoted(folder)} has {_bytes_text(free)} free; nothing was run or written")
 
 
+def check_room_to_read(data_bytes: int, *, where: str) -> None:
+    """Refuse, before it is inflated, an input array (a .npz member) that needs more memory than there is."""
+    available = available_memory()
+    if available is not None and data_bytes > available:
+        raise InputError(f"{where}: needs {_bytes_text(data_bytes)} of memory to be read but only "
+                         f"{_bytes_text(available)} is available; nothing was read (.npz members written to a "
+                         ".npy output are streamed in constant memory)")
+
+
 def _bytes_text(count: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if count >= size:
