@@ -249,7 +249,8 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, outpu
     """Run a DxDispatch model (resources, dispatchables, commands) on Linux, CPU or GPU.
 
     Every dispatch is checked against DirectML's rules before anything runs; operators outside
-    dmlcli's set, HLSL or ONNX dispatchables and textures are refused (exit 2).
+    dmlcli's set, HLSL dispatchables and textures are refused (exit 2). ONNX dispatchables run
+    through ONNX Runtime (the [onnx] extra), images through Pillow (the [images] extra).
 
     \b
     Example:
