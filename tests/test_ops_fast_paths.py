@@ -48,6 +48,7 @@ def _careful(monkeypatch, function):
         for module in MODULES:
             patch.setattr(module, "has_nan", lambda values: True)
         patch.setattr(activation, "clip_keeps_nan_bits", lambda dtype: False)
+        patch.setattr(selection, "clip_keeps_nan_bits", lambda dtype: False)
         patch.setattr(arithmetic, "_all_plus_or_minus_one", lambda signs: False)
         return function()
 
@@ -102,6 +103,19 @@ def test_relu_without_trusting_np_clip_with_nan_matches_too(monkeypatch, dtype):
         expected = careful[: len(values)] if values is xs else _careful(
             monkeypatch, lambda: dmlcli.run("activation_relu", values))
         assert _bits(dmlcli.run("activation_relu", values)) == _bits(expected)
+
+
+@pytest.mark.parametrize("name", ["clip", "clip1", "threshold"])
+@SETTINGS
+@given(data=st.data())
+def test_clip_paths_without_trusting_np_clip_with_nan(monkeypatch, name, data):
+    """Where np.clip would not keep NaN bits, CLIP, CLIP1 and THRESHOLD look for NaN in the input first."""
+    xs = data.draw(_values("float32", specials=data.draw(st.booleans())))
+    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
+    careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
+    with monkeypatch.context() as patch:
+        patch.setattr(selection, "clip_keeps_nan_bits", lambda dtype: False)
+        assert _bits(CASES[name](xs, bounds)) == _bits(careful)
 
 
 def test_clip_keeps_nan_bits_on_this_numpy():
