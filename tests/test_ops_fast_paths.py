@@ -42,10 +42,14 @@ def _bits(array: np.ndarray) -> list[int]:
 
 
 def _careful(monkeypatch, function):
-    """function() with every fast path turned down (the NaN check always says yes)."""
+    """function() with every fast path turned down (the NaN check always says yes, np.clip is not trusted
+    with NaN bits, SIGN's dot-product check always says no)."""
     with monkeypatch.context() as patch:
         for module in MODULES:
             patch.setattr(module, "has_nan", lambda values: True)
+        patch.setattr(activation, "clip_keeps_nan_bits", lambda dtype: False)
+        patch.setattr(selection, "clip_keeps_nan_bits", lambda dtype: False)
+        patch.setattr(arithmetic, "_all_plus_or_minus_one", lambda signs: False)
         return function()
 
 
@@ -87,6 +91,46 @@ def test_fast_paths_are_taken_for_ordinary_values(monkeypatch):
     for name, case in CASES.items():
         case(xs, (-0.5, 0.5))
     assert calls == []
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_relu_without_trusting_np_clip_with_nan_matches_too(monkeypatch, dtype):
+    """Where np.clip would not keep NaN bits (clip_keeps_nan_bits False), RELU checks for NaN itself."""
+    xs = np.array([1.5, -2.0, 3.0, np.nan, -0.0, 0.0, -np.inf], dtype)
+    careful = _careful(monkeypatch, lambda: dmlcli.run("activation_relu", xs))
+    monkeypatch.setattr(activation, "clip_keeps_nan_bits", lambda dtype: False)
+    for values in (xs, xs[[0, 1, 2]], xs[[0, 1, 3]]):
+        expected = careful[: len(values)] if values is xs else _careful(
+            monkeypatch, lambda: dmlcli.run("activation_relu", values))
+        assert _bits(dmlcli.run("activation_relu", values)) == _bits(expected)
+
+
+@pytest.mark.parametrize("name", ["clip", "clip1", "threshold"])
+@SETTINGS
+@given(data=st.data())
+def test_clip_paths_without_trusting_np_clip_with_nan(monkeypatch, name, data):
+    """Where np.clip would not keep NaN bits, CLIP, CLIP1 and THRESHOLD look for NaN in the input first."""
+    xs = data.draw(_values("float32", specials=data.draw(st.booleans())))
+    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
+    careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
+    with monkeypatch.context() as patch:
+        patch.setattr(selection, "clip_keeps_nan_bits", lambda dtype: False)
+        assert _bits(CASES[name](xs, bounds)) == _bits(careful)
+
+
+def test_clip_keeps_nan_bits_on_this_numpy():
+    """The probe's answer here (NumPy's clip returns a NaN operand as it is); RELU's one-check path rests on it."""
+    assert float_specials.clip_keeps_nan_bits(np.dtype(np.float32))
+    assert float_specials.clip_keeps_nan_bits(np.dtype(np.float16))
+
+
+def test_sign_dot_check():
+    ones = np.sign(np.linspace(-3, 3, 1000, dtype=np.float32) + np.float32(0.001))
+    assert arithmetic._all_plus_or_minus_one(ones)
+    for special in (0.0, np.nan):
+        spoiled = ones.copy()
+        spoiled[500] = special
+        assert not arithmetic._all_plus_or_minus_one(spoiled)
 
 
 def test_specials_checks():

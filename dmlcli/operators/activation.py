@@ -21,7 +21,7 @@ import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, TYPES_8, as_bits
 from ..feature_levels import level
-from .float_specials import has_nan, has_zero
+from .float_specials import clip_keeps_nan_bits, has_nan, has_zero
 from .parameters import FloatParameter, FusedActivationParameter
 from .schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
                      Tolerance, rows)
@@ -235,9 +235,10 @@ def relu(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
         return np.maximum(x, _zero(x)).astype(out_dtype, copy=False)  # integers compare exactly
-    if not has_nan(x):
-        # Without NaN a clip to [+0, +inf] is max(0, x) exactly, in one pass at memory speed, but for -0.0,
-        # which must give +0.0 (a tie np.clip may settle either way): a -0.0 in its output shows that.
+    if clip_keeps_nan_bits(x.dtype) or not has_nan(x):
+        # A clip to [+0, +inf] is max(0, x) exactly, in one pass at memory speed, NaN kept bit for bit where
+        # np.clip returns it as it is (else without NaN), but for -0.0, which must give +0.0 (a tie np.clip may
+        # settle either way): a -0.0 in its output shows that.
         clipped = np.clip(x, _zero(x), np.array(np.inf, x.dtype))
         if not has_zero(clipped, negative=True):
             return clipped.astype(out_dtype, copy=False)

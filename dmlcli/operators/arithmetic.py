@@ -211,6 +211,18 @@ def negate(inputs, out_dtype, params):
         return np.negative(x).astype(out_dtype, copy=False)  # -INT_MIN wraps to INT_MIN
 
 
+def _all_plus_or_minus_one(signs: np.ndarray) -> bool:
+    """Whether every element of np.sign's output is +1 or -1 (none is a zero or NaN).
+
+    For FLOAT32 below 2^24 elements one BLAS dot product tells: the sum of the squares, 1, 0 or NaN each, is
+    the element count exactly (whole numbers below 2^24 add exactly in any order) only if all are +-1.
+    """
+    if signs.dtype == np.float32 and signs.ndim and signs.size < (1 << 24) and signs.flags.c_contiguous:
+        flat = signs.reshape(-1)
+        return bool(np.dot(flat, flat) == flat.size)
+    return not has_nan(signs) and not has_zero(signs, negative=False)
+
+
 def sign(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
@@ -218,7 +230,7 @@ def sign(inputs, out_dtype, params):
     signs = np.sign(x)
     # np.sign is exact but for zeros (its zero is +0.0) and NaN (its own NaN): both show in its output, as
     # +0.0 or NaN, so that is where they are looked for.
-    if not has_nan(signs) and not has_zero(signs, negative=False):
+    if _all_plus_or_minus_one(signs):
         return signs.astype(out_dtype, copy=False)
     # +-1 by np.sign, whose zero is +0: copysign gives it x's sign. NaN is returned as it is, by its bits
     # (np.sign's own NaN may differ between NumPy's SIMD and scalar loops, so between chunks).

@@ -9,6 +9,8 @@ arrays that need it.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..data_types import as_bits
@@ -34,3 +36,22 @@ def has_zero(values: np.ndarray, *, negative: bool) -> bool:
         signed = bits.view(f"int{values.dtype.itemsize * 8}")
         return int(np.minimum.reduce(signed, axis=None)) == int(np.iinfo(signed.dtype).min)
     return int(np.minimum.reduce(bits, axis=None)) == 0
+
+
+@functools.lru_cache(maxsize=None)
+def clip_keeps_nan_bits(dtype: np.dtype) -> bool:
+    """Whether np.clip returns a NaN element itself, sign and payload bits and all (signalling NaNs too), in
+    both its SIMD and its scalar loops. NumPy's clip does (a NaN operand wins and is returned as it is), but
+    does not promise it: this asks once per data type, on an array long enough for both loops."""
+    dtype = np.dtype(dtype)
+    width = dtype.itemsize * 8
+    quiet_bit = 1 << (np.finfo(dtype).nmant - 1)
+    exponent = ((1 << (width - 1 - np.finfo(dtype).nmant)) - 1) << np.finfo(dtype).nmant
+    sign = 1 << (width - 1)
+    patterns = [exponent | quiet_bit | 1, exponent | 1, sign | exponent | quiet_bit | 3, sign | exponent | 5]
+    probe = np.ones(67, dtype)
+    positions = [0, 9, 40, 66]  # the start, the middle of vectors, the scalar tail
+    as_bits(probe)[positions] = patterns
+    with np.errstate(all="ignore"):
+        clipped = np.clip(probe, np.zeros((), dtype), np.array(np.inf, dtype))
+    return as_bits(clipped)[positions].tolist() == patterns

@@ -25,7 +25,7 @@ from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT8, as_bits
 from ..feature_levels import level
 from .parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
                          ScaleBiasParameter)
-from .float_specials import has_nan, has_zero
+from .float_specials import clip_keeps_nan_bits, has_nan, has_zero
 from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
 
@@ -280,20 +280,26 @@ def min_(inputs, out_dtype, params):
     return _pick(a, b, False).astype(out_dtype, copy=False)
 
 
-def _clip_is_exact(g, bounds) -> bool:
-    """Whether np.clip(g, *bounds) gives the NaN and signed-zero rule's result: it returns an operand, so
-    only a NaN element or a zero bound meeting g's zero of the other sign (a tie it may settle either
-    way) could differ."""
-    if any(np.isnan(bound) for bound in bounds) or has_nan(g):
-        return False
-    return not any(bound == 0 and has_zero(g, negative=not np.signbit(bound)) for bound in bounds)
+def _fast_clip(g, low, high):
+    """np.clip(g, low, high) (float32 bounds, low < high) where it gives the NaN and signed-zero rule's
+    result, else None. np.clip returns an operand, so only a NaN element (the rule gives it a bound) or a
+    zero bound meeting g's zero of the other sign (a tie it may settle either way) could differ. Where
+    np.clip keeps NaN as it is, NaN is looked for in its output, just written; else in g first."""
+    if not low < high:  # NaN bounds and Min >= Max: the careful path
+        return None
+    if any(bound == 0 and has_zero(g, negative=not np.signbit(bound)) for bound in (low, high)):
+        return None
+    if clip_keeps_nan_bits(g.dtype):
+        clipped = np.clip(g, low, high)  # one pass at memory speed
+        return None if has_nan(clipped) else clipped
+    return None if has_nan(g) else np.clip(g, low, high)
 
 
 def _clamp_floats(g, low, high):
     """min(high, max(low, g)) in float32 by the NaN rule."""
-    low32, high32 = np.float32(low), np.float32(high)
-    if low32 < high32 and _clip_is_exact(g, (low32, high32)):
-        return np.clip(g, low32, high32)  # one pass at memory speed
+    clipped = _fast_clip(g, np.float32(low), np.float32(high))
+    if clipped is not None:
+        return clipped
     return _pick(_typed(high, np.float32), _pick(_typed(low, np.float32), g, True), False)
 
 
@@ -321,10 +327,11 @@ def threshold(inputs, out_dtype, params):
     g = _scaled(x, params)
     if x.dtype.kind == "f":
         low = np.float32(params["Min"])
-        if _clip_is_exact(g, (low,)):
-            # max(g, Min) as a clip with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
-            return _narrowed(np.clip(g, low, np.float32(np.inf)), out_dtype)
-        return _narrowed(_pick(g, _typed(low, np.float32), True), out_dtype)
+        # max(g, Min) as a clip with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
+        clipped = _fast_clip(g, low, np.float32(np.inf))
+        if clipped is None:
+            clipped = _pick(g, _typed(low, np.float32), True)
+        return _narrowed(clipped, out_dtype)
     low = _typed(_whole_bound(params["Min"], x.dtype, False), x.dtype)
     return np.maximum(g, low).astype(out_dtype, copy=False)
 
