@@ -1,0 +1,476 @@
+"""The pooling family: AVERAGE_POOLING(1), MAX_POOLING(1, 2), LP_POOLING(1) and MAX_UNPOOLING.
+
+Sources: DirectML's pages (MicrosoftDocs/sdk-api, ns-directml-dml_<name>_operator_desc.md, the versions with the
+newest support tables) for the fields, the output Sizes and the support tables; DirectML.h (microsoft/
+DirectX-Headers include/directx/DirectML.h) for the DML_OPERATOR_TYPE values and for AVERAGE_POOLING1 and
+LP_POOLING1, which no stored page describes: their DESCs (the plain operators' fields plus Dilations) sit under
+`#if DML_TARGET_VERSION >= 0x6200`, so they are taken as introduced at 6_2 with the plain operators' support
+table (4 to 5 dimensions, FLOAT32 and FLOAT16), dmlcli's reading where no page exists.
+
+Every operator here slides a window over the spatial dimensions (all but the first two: { N, C, H, W } or
+{ N, C, D, H, W }); the array fields Strides, WindowSize, StartPadding, EndPadding (and Dilations) share one
+count field, DimensionCount, which is the input's DimensionCount - 2.
+
+One kernel for both backends (`xp` is numpy or cupy): the input is padded once (only where a padding is
+given), then a loop over the window's offsets combines strided views of it (xp.add for sums, xp.fmax for
+maxima): no copy beyond the padded input and the accumulator, the same calls on NumPy and CuPy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
+from ..errors import InputError
+from .parameters import BoolParameter, IntArrayParameter, IntegerParameter
+from .schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
+from .shaped import RuleViolation, ShapeQuery, describe_sizes
+
+FAMILY = "pooling"
+IO = ("InputTensor", "OutputTensor")
+_TYPES_8 = (FLOAT32, FLOAT16, INT8, UINT8)
+_TYPES_ALL = (FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
+
+# ---------------------------------------------------------------- support tables (the pages, newest row first)
+
+
+def _io(level, types):
+    return (level, DIMS_4_TO_5, {"InputTensor": types, "OutputTensor": types})
+
+
+def _with_indices(level, types, index_types):
+    return (level, DIMS_4_TO_5, {"InputTensor": types, "OutputTensor": types, "OutputIndicesTensor": index_types})
+
+
+_AVERAGE_ROWS = rows(_io("1_0", FLOATS))
+_AVERAGE1_ROWS = rows(_io("6_2", FLOATS))
+_LP_ROWS = rows(_io("1_0", FLOATS))
+_LP1_ROWS = rows(_io("6_2", FLOATS))
+_MAX_ROWS = rows(_io("5_0", _TYPES_ALL), _io("3_0", _TYPES_8), _io("1_0", FLOATS))
+_MAX1_ROWS = rows(_with_indices("5_0", _TYPES_ALL, (UINT64, UINT32)), _with_indices("3_0", _TYPES_8, (UINT32,)),
+                  _with_indices("2_0", FLOATS, (UINT32,)))
+_MAX2_ROWS = rows(_with_indices("5_0", _TYPES_ALL, (UINT64, UINT32)), _with_indices("3_0", _TYPES_8, (UINT32,)),
+                  _with_indices("2_1", FLOATS, (UINT32,)))
+_UNPOOL_ROWS = rows(
+    ("5_0", DIMS_4, {"InputTensor": _TYPES_ALL, "IndicesTensor": (UINT64, UINT32), "OutputTensor": _TYPES_ALL}),
+    ("3_0", DIMS_4, {"InputTensor": FLOATS, "IndicesTensor": (UINT32,), "OutputTensor": FLOATS}),
+)
+
+# ---------------------------------------------------------------- parameters
+
+
+def _window_array(field: str, default_text: str, help: str) -> IntArrayParameter:
+    return IntArrayParameter(field=field, count_field="DimensionCount", default_text=default_text, help=help,
+                             max_length=3)
+
+
+STRIDES = _window_array("Strides", "1 in every spatial dimension",
+                        "the window's step in each spatial dimension ({H, W} or {D, H, W}; at least 1)")
+WINDOW_SIZE = _window_array("WindowSize", "none: required",
+                            "the window's size in each spatial dimension ({H, W} or {D, H, W}; at least 1)")
+START_PADDING = _window_array("StartPadding", "0 in every spatial dimension",
+                              "the padding elements before the input in each spatial dimension")
+END_PADDING = _window_array("EndPadding", "0 in every spatial dimension",
+                            "the padding elements after the input in each spatial dimension")
+DILATIONS = _window_array("Dilations", "1 in every spatial dimension",
+                          "the step between the elements a window reads in each spatial dimension (at least 1)")
+INCLUDE_PADDING = BoolParameter(
+    field="IncludePadding", help="true: padding elements count in the average's divisor (as zeros); false: they "
+                                 "do not")
+P = IntegerParameter(field="P", default_value=2, minimum=1,
+                     help="the norm's exponent: (sum of |x|^P over the window)^(1/P); 1 or 2 usually (at least 1)")
+
+_PLAIN = (STRIDES, WINDOW_SIZE, START_PADDING, END_PADDING)
+_DILATED = _PLAIN + (DILATIONS,)
+
+# ---------------------------------------------------------------- the window's geometry
+
+
+def _spatial_values(params, field: str, count: int, default: int) -> tuple[int, ...]:
+    values = params.get(field)
+    if values is None:
+        return (default,) * count
+    return tuple(values)
+
+
+def window_geometry(input_shape, params) -> dict:
+    """Strides, WindowSize, StartPadding, EndPadding and Dilations of a call, one value per spatial dimension,
+    checked against the input: RuleViolation for a call the pages' rules refuse."""
+    rank = len(input_shape)
+    spatial = rank - 2
+    window = params.get("WindowSize")
+    if window is None:
+        raise InputError("WindowSize is required: give one size per spatial dimension (--window-size 2,2 for a "
+                         "4-D input)")
+    for field in ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations"):
+        values = params.get(field)
+        if values is not None and len(values) != spatial:
+            raise RuleViolation(f"{field} has {len(values)} values but InputTensor has {spatial} spatial dimensions "
+                                f"(DimensionCount must be 2 for a 4-D input, 3 for a 5-D input; InputTensor Sizes "
+                                f"{describe_sizes(input_shape)})")
+    geometry = {
+        "Strides": _spatial_values(params, "Strides", spatial, 1),
+        "WindowSize": tuple(window),
+        "StartPadding": _spatial_values(params, "StartPadding", spatial, 0),
+        "EndPadding": _spatial_values(params, "EndPadding", spatial, 0),
+        "Dilations": _spatial_values(params, "Dilations", spatial, 1),
+    }
+    for field in ("Strides", "WindowSize", "Dilations"):
+        for dim, value in enumerate(geometry[field]):
+            if value < 1:
+                raise RuleViolation(f"{field}[{dim}] is {value}; it must be at least 1")
+    return geometry
+
+
+def _extent(window: int, dilation: int) -> int:
+    """How many padded elements a window spans: (WindowSize - 1) * Dilation + 1."""
+    return (window - 1) * dilation + 1
+
+
+def output_sizes(input_shape, geometry) -> tuple[int, ...]:
+    """The pages' formula: (PaddedSize - WindowSize) / Strides + 1, with the window's dilated extent."""
+    sizes = list(input_shape[:2])
+    for dim, size in enumerate(input_shape[2:]):
+        padded = size + geometry["StartPadding"][dim] + geometry["EndPadding"][dim]
+        extent = _extent(geometry["WindowSize"][dim], geometry["Dilations"][dim])
+        if extent > padded:
+            raise RuleViolation(f"the window spans {extent} elements in spatial dimension {dim} ((WindowSize[{dim}] "
+                                f"- 1) * Dilations[{dim}] + 1) but the padded input has {padded} (InputTensor's "
+                                f"{size} + StartPadding + EndPadding); the window must fit the padded input")
+        sizes.append((padded - extent) // geometry["Strides"][dim] + 1)
+    return tuple(sizes)
+
+
+def _taps(dim: int, size: int, out_size: int, geometry) -> np.ndarray:
+    """For one spatial dimension: the input coordinate each window element reads, shape (out_size, window),
+    negative or >= size where it reads padding."""
+    stride, window = geometry["Strides"][dim], geometry["WindowSize"][dim]
+    dilation, start = geometry["Dilations"][dim], geometry["StartPadding"][dim]
+    return (np.arange(out_size)[:, None] * stride + np.arange(window)[None, :] * dilation) - start
+
+
+def _check_windows_read_input(input_shape, out_shape, geometry) -> None:
+    """dmlcli's rule where the pages are silent: every window reads at least one input element (a window wholly
+    in padding has no maximum and no average without IncludePadding)."""
+    for dim, size in enumerate(input_shape[2:]):
+        taps = _taps(dim, size, out_shape[dim + 2], geometry)
+        inside = ((taps >= 0) & (taps < size)).any(axis=1)
+        if not inside.all():
+            first = int(np.argmin(inside))
+            raise RuleViolation(f"output position {first} of spatial dimension {dim} reads only padding (StartPadding "
+                                f"{geometry['StartPadding'][dim]}, EndPadding {geometry['EndPadding'][dim]}, "
+                                f"WindowSize {geometry['WindowSize'][dim]}); every window must read at least one "
+                                "input element")
+
+
+def pooling_shape(query: ShapeQuery) -> dict:
+    shape = query.shape("InputTensor")
+    geometry = window_geometry(shape, query.parameters)
+    out = output_sizes(shape, geometry)
+    _check_windows_read_input(shape, out, geometry)
+    return {"OutputTensor": out}
+
+
+def max_pooling_indices_shape(query: ShapeQuery) -> dict:
+    sizes = pooling_shape(query)["OutputTensor"]
+    return {"OutputTensor": sizes, "OutputIndicesTensor": sizes}
+
+
+# ---------------------------------------------------------------- how the tolerances grow
+
+
+def window_count(call) -> int:
+    """The elements one window reads: the product of WindowSize."""
+    return math.prod(window_geometry(call.tensors["InputTensor"].shape, call.parameters)["WindowSize"])
+
+
+def average_tolerance_scale(call) -> int:
+    """WebNN's averagePool2d figure (webnn/resources/utils.js getPoolingOperatorsPrecisionTolerance): N + 2 ULP
+    for a window of N elements."""
+    return window_count(call) + 2
+
+
+def lp_tolerance_scale(call) -> int:
+    """WebNN's l2Pool2d figure, N + 2 ULP, for P of 1 and 2; 2N + 4 for other P (dmlcli's choice: the power and
+    the root are two more roundings of a few ULP each, which WebNN, having only l2Pool2d, does not cover)."""
+    count = window_count(call)
+    return count + 2 if call.parameters["P"] in (1, 2) else 2 * count + 4
+
+
+# ---------------------------------------------------------------- kernels (xp is numpy or cupy)
+
+
+def _geometry_of(x_shape, params):
+    geometry = window_geometry(x_shape, params)
+    return geometry, output_sizes(x_shape, geometry)
+
+
+def _padded(xp, x, geometry, value):
+    """The input with its spatial padding filled with `value` (no copy where there is no padding)."""
+    pads = [(0, 0), (0, 0)] + list(zip(geometry["StartPadding"], geometry["EndPadding"]))
+    if not any(start or end for start, end in pads):
+        return x
+    return xp.pad(x, pads, mode="constant", constant_values=value)
+
+
+def _window_views(padded, geometry, out_shape):
+    """Each window element's strided view of the padded input, in row-major window order (the 'first encountered'
+    order of the pages' ties): views of shape out_shape."""
+    spatial = len(out_shape) - 2
+    for offsets in itertools.product(*(range(w) for w in geometry["WindowSize"])):
+        index = [slice(None), slice(None)]
+        for dim in range(spatial):
+            start = offsets[dim] * geometry["Dilations"][dim]
+            stop = start + geometry["Strides"][dim] * (out_shape[dim + 2] - 1) + 1
+            index.append(slice(start, stop, geometry["Strides"][dim]))
+        yield offsets, padded[tuple(index)]
+
+
+def _window_sum(xp, padded, geometry, out_shape, transform=None):
+    total = None
+    for _, view in _window_views(padded, geometry, out_shape):
+        term = view if transform is None else transform(view)
+        if total is None:
+            total = xp.array(term, dtype=xp.float32, copy=True)
+        else:
+            xp.add(total, term, out=total)
+    return total
+
+
+def _valid_counts(xp, x_shape, out_shape, geometry):
+    """How many input (not padding) elements each window reads: the product over spatial dimensions of each
+    dimension's count, broadcast to the output's spatial Sizes."""
+    spatial = len(out_shape) - 2
+    count = np.ones(out_shape[2:], dtype=np.float32)
+    for dim in range(spatial):
+        taps = _taps(dim, x_shape[dim + 2], out_shape[dim + 2], geometry)
+        per_dim = ((taps >= 0) & (taps < x_shape[dim + 2])).sum(axis=1).astype(np.float32)
+        shape = [1] * spatial
+        shape[dim] = out_shape[dim + 2]
+        count = count * per_dim.reshape(shape)
+    return xp.asarray(count)
+
+
+def average_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    (out,) = outputs
+    geometry, out_shape = _geometry_of(x.shape, params)
+    work = x.astype(xp.float32, copy=False)  # FLOAT16 widens exactly; the sum runs in FLOAT32
+    total = _window_sum(xp, _padded(xp, work, geometry, 0), geometry, out_shape)
+    if params["IncludePadding"]:
+        total /= xp.float32(math.prod(geometry["WindowSize"]))
+    else:
+        total /= _valid_counts(xp, x.shape, out_shape, geometry)
+    return (total.astype(out.data_type.numpy_dtype, copy=False),)
+
+
+def lp_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    (out,) = outputs
+    geometry, out_shape = _geometry_of(x.shape, params)
+    p = params["P"]
+    work = xp.abs(x.astype(xp.float32, copy=False))  # padding adds 0 to the sum, so it is padded with 0
+    padded = _padded(xp, work, geometry, 0)
+    if p == 1:
+        total = _window_sum(xp, padded, geometry, out_shape)
+    elif p == 2:
+        total = xp.sqrt(_window_sum(xp, padded, geometry, out_shape, transform=lambda v: v * v))
+    else:
+        total = _window_sum(xp, padded, geometry, out_shape, transform=lambda v: xp.power(v, xp.float32(p)))
+        total = xp.power(total, xp.float32(1.0 / p))
+    return (total.astype(out.data_type.numpy_dtype, copy=False),)
+
+
+def _lowest(dtype):
+    """The padding of a maximum: NaN for floats (xp.fmax skips it as it skips NaN), the type's minimum else."""
+    dtype = np.dtype(dtype)
+    return dtype.type(np.nan) if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def max_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    out = outputs[0]
+    geometry, out_shape = _geometry_of(x.shape, params)
+    padded = _padded(xp, x, geometry, _lowest(x.dtype))
+    combine = xp.fmax if x.dtype.kind == "f" else xp.maximum
+    best = None
+    for _, view in _window_views(padded, geometry, out_shape):
+        best = xp.array(view, copy=True) if best is None else combine(best, view, out=best)
+    results = (best.astype(out.data_type.numpy_dtype, copy=False),)
+    if len(outputs) == 1:
+        return results
+    return results + (_max_indices(xp, x, padded, geometry, out_shape, outputs[1]),)
+
+
+def _max_indices(xp, x, padded, geometry, out_shape, indices_info):
+    """The flat (row-major, whole-tensor) index of each window's maximum: the first encountered among equal
+    values, NaN skipped (a window of nothing but NaN gives its first input element), padding never."""
+    flat = xp.arange(x.size, dtype=xp.int64).reshape(x.shape)
+    flat = _padded(xp, flat, geometry, -1)
+    is_float = x.dtype.kind == "f"
+    best_value = best_index = None
+    for (_, values), (_, index) in zip(_window_views(padded, geometry, out_shape),
+                                       _window_views(flat, geometry, out_shape)):
+        if best_value is None:
+            best_value, best_index = xp.array(values, copy=True), xp.array(index, copy=True)
+            continue
+        take = (values > best_value) | ((best_index < 0) & (index >= 0))
+        if is_float:
+            take |= xp.isnan(best_value) & ~xp.isnan(values)
+        best_value = xp.where(take, values, best_value)
+        best_index = xp.where(take, index, best_index)
+    return best_index.astype(indices_info.data_type.numpy_dtype)
+
+
+# ---------------------------------------------------------------- MAX_UNPOOLING
+
+
+def unpooling_shape(query: ShapeQuery) -> dict:
+    shape = query.shape("InputTensor")
+    indices = query.shape("IndicesTensor")
+    if tuple(indices) != tuple(shape):
+        raise RuleViolation(f"IndicesTensor Sizes {describe_sizes(indices)} differ from InputTensor Sizes "
+                            f"{describe_sizes(shape)}; they must be the same")
+    given = query.given_outputs.get("OutputTensor")
+    if given is None:
+        raise InputError("MAX_UNPOOLING takes OutputTensor's Sizes from its tensor desc: give them with "
+                         "--output-shape (output_shape= in the API), e.g. the Sizes of the max-pooling's input")
+    given = tuple(given)
+    if len(given) != len(shape):
+        raise RuleViolation(f"OutputTensor has {len(given)} dimensions and InputTensor {len(shape)}; they must have "
+                            "the same DimensionCount")
+    if given[:2] != tuple(shape[:2]):
+        raise RuleViolation(f"OutputTensor Sizes {describe_sizes(given)} and InputTensor Sizes "
+                            f"{describe_sizes(shape)} differ in the batch or channel dimension; they must match "
+                            "(a pooling keeps the first two dimensions)")
+    return {"OutputTensor": given}
+
+
+def unpooling_kernel(xp, inputs, outputs, params):
+    x, indices = inputs
+    (out,) = outputs
+    size = math.prod(out.shape)
+    result = xp.zeros(size, dtype=out.data_type.numpy_dtype)
+    index = indices.reshape(-1).astype(xp.int64)
+    values = x.reshape(-1)
+    valid = (index >= 0) & (index < size) & (indices.reshape(-1) < size)  # UINT64 past 2^63 reads as negative
+    index, values = index[valid], values[valid]
+    if index.size:
+        # Several values for one index: the last in row-major order wins on both backends (CuPy's scatter
+        # of duplicates has no order), so only each index's last occurrence is written.
+        order = xp.argsort(index, kind="stable")
+        ordered = index[order]
+        last = xp.ones(ordered.shape, dtype=bool)
+        last[:-1] = ordered[1:] != ordered[:-1]
+        result[ordered[last]] = values[order[last]]
+    return (result.reshape(out.shape),)
+
+
+# ---------------------------------------------------------------- entries
+
+_SIZES_NOTE = ("InputTensor is { N, C, H, W } or { N, C, D, H, W }; Strides, WindowSize, StartPadding, EndPadding"
+               "{dilations} have one value per spatial dimension (DimensionCount = 2 or 3, the input's DimensionCount "
+               "- 2). OutputTensor's Sizes are { N, C, (PaddedSize - Extent) / Strides + 1, ... }, PaddedSize being "
+               "Sizes + StartPadding + EndPadding and Extent (WindowSize - 1) * Dilations + 1 (WindowSize without "
+               "Dilations; the MAX_POOLING2 page's formula leaves the dilation out, which would read past the "
+               "padded input).")
+_DEFAULTS_NOTE = ("The API and the command line may leave out Strides (1), StartPadding and EndPadding (0){dil}; "
+                  "WindowSize is required. A DxDispatch model gives every field, as DirectML needs them.")
+_ONLY_PADDING_NOTE = ("A window that reads nothing but padding is refused (exit 3; the pages are silent, and such a "
+                      "window has no maximum, and no average without IncludePadding).")
+_F16 = "FLOAT16 and FLOAT32 inputs are summed in FLOAT32 (window elements in row-major order) and rounded once."
+_MAX_NOTE = ("The maximum is a selection, exact: NaN is skipped, as ELEMENT_WISE_MAX returns the non-NaN operand "
+             "(dmlcli's rule for selections, the pages being silent), NaN only where every element read is NaN. "
+             "Padding takes no part (it is never the maximum).")
+_INDICES_NOTE = ("OutputIndicesTensor (the page's optional output) is always computed and returned with OutputTensor "
+                 "(dmlcli's choice: a call with two outputs; -o out.npz writes both, -o - prints both): the flat, "
+                 "row-major index into the whole InputTensor of each maximum, the first encountered (row-major within "
+                 "the window) among equal values, as the page says; a window of nothing but NaN gives its first "
+                 "input element. Its type is chosen with --output-dtype (UINT32 by default; UINT64 from 5_0).")
+
+
+def _dilated(text: str, dilations: bool) -> str:
+    return text.replace("{dilations}", " and Dilations" if dilations else "").replace(
+        "{dil}", ", Dilations (1)" if dilations else "")
+
+
+def _pool_entry(name, enum_value, summary, formula, support, parameters, kernel, notes, dilations, **extra):
+    return Operator(
+        name=name, enum_value=enum_value, family=FAMILY, prefix="", summary=summary, formula=formula,
+        introduced=support[-1].level, inputs=("InputTensor",), support=support, same_data_type=IO, same_sizes=(),
+        cpu_kernel=None, cuda_body="", parameters=parameters, array_kernel=kernel,
+        notes=(_dilated(_SIZES_NOTE, dilations), _dilated(_DEFAULTS_NOTE, dilations), _ONLY_PADDING_NOTE) + notes,
+        **{"shape_rule": pooling_shape, **extra})
+
+
+_AVERAGE_TOLERANCE = Tolerance(
+    "ulp", 1, 1, "WebNN's averagePool2d tolerance (web-platform-tests webnn/resources/utils.js, "
+                 "getPoolingOperatorsPrecisionTolerance): N + 2 ULP for a window of N elements")
+_LP_TOLERANCE = Tolerance(
+    "ulp", 1, 1, "WebNN's l2Pool2d tolerance (web-platform-tests webnn/resources/utils.js, "
+                 "getPoolingOperatorsPrecisionTolerance): N + 2 ULP for a window of N elements, for P of 1 and 2; "
+                 "2N + 4 for other P (dmlcli's choice: the power and the root round twice more)")
+_AVERAGE_FORMULA = ("OutputTensor[n, c, o] = sum(window elements) / (IncludePadding ? WindowSize product : the input "
+                    "elements in the window)")
+_INCLUDE_NOTE = ("IncludePadding true: padding counts as zeros and the divisor is the product of WindowSize; false: "
+                 "the divisor is the number of input elements the window reads.")
+_LP_FORMULA = "OutputTensor[n, c, o] = (sum(|x|^P for x in the window))^(1/P); padding adds 0"
+_LP_NOTE = ("P must be at least 1 (the page: usually 1 or 2). |x| is taken before the power, as ONNX's LpPool does, "
+            "so odd P give a norm; P = 1 sums |x|, P = 2 takes sqrt of the sum of squares, other P use pow.")
+_MAX_FORMULA = "OutputTensor[n, c, o] = max(window elements), padding ignored"
+
+AVERAGE_POOLING = _pool_entry(
+    "AVERAGE_POOLING", 56, "the average of each sliding window (4-D or 5-D input)", _AVERAGE_FORMULA, _AVERAGE_ROWS,
+    _PLAIN + (INCLUDE_PADDING,), average_kernel, (_INCLUDE_NOTE, _F16), dilations=False, exactness=APPROXIMATE,
+    tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale)
+AVERAGE_POOLING1 = _pool_entry(
+    "AVERAGE_POOLING1", 166, "the average of each sliding, dilated window (4-D or 5-D input)", _AVERAGE_FORMULA,
+    _AVERAGE1_ROWS, _DILATED + (INCLUDE_PADDING,), average_kernel,
+    (_INCLUDE_NOTE, _F16, "No stored page describes AVERAGE_POOLING1: its fields are DirectML.h's, its level 6_2 "
+                          "(DML_TARGET_VERSION 0x6200) and its support AVERAGE_POOLING's table, dmlcli's reading."),
+    dilations=True, exactness=APPROXIMATE, tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale)
+LP_POOLING = _pool_entry(
+    "LP_POOLING", 57, "the Lp norm of each sliding window (4-D or 5-D input)", _LP_FORMULA, _LP_ROWS, _PLAIN + (P,),
+    lp_kernel, (_LP_NOTE, _F16), dilations=False, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE,
+    tolerance_scale=lp_tolerance_scale)
+LP_POOLING1 = _pool_entry(
+    "LP_POOLING1", 165, "the Lp norm of each sliding, dilated window (4-D or 5-D input)", _LP_FORMULA, _LP1_ROWS,
+    _DILATED + (P,), lp_kernel,
+    (_LP_NOTE, _F16, "No stored page describes LP_POOLING1: its fields are DirectML.h's, its level 6_2 "
+                     "(DML_TARGET_VERSION 0x6200) and its support LP_POOLING's table, dmlcli's reading."),
+    dilations=True, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE, tolerance_scale=lp_tolerance_scale)
+MAX_POOLING = _pool_entry(
+    "MAX_POOLING", 58, "the maximum of each sliding window (4-D or 5-D input)", _MAX_FORMULA, _MAX_ROWS, _PLAIN,
+    max_kernel, (_MAX_NOTE,), dilations=False, exactness=EXACT, native_encoding=False)
+MAX_POOLING1 = _pool_entry(
+    "MAX_POOLING1", 91, "the maximum of each sliding window and its index in the input", _MAX_FORMULA, _MAX1_ROWS,
+    _PLAIN, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=False, exactness=EXACT,
+    extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32, shape_rule=max_pooling_indices_shape)
+MAX_POOLING2 = _pool_entry(
+    "MAX_POOLING2", 110, "the maximum of each sliding, dilated window and its index in the input", _MAX_FORMULA,
+    _MAX2_ROWS, _DILATED, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=True, exactness=EXACT,
+    extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32, shape_rule=max_pooling_indices_shape)
+
+MAX_UNPOOLING = Operator(
+    name="MAX_UNPOOLING", enum_value=92, family=FAMILY, prefix="",
+    summary="scatters each value to the flat index IndicesTensor gives it in a zero-filled output (undoes a max "
+            "pooling)",
+    formula="OutputTensor (flat) = 0; OutputTensor[IndicesTensor[i]] = InputTensor[i] for every i",
+    introduced=_UNPOOL_ROWS[-1].level, inputs=("InputTensor", "IndicesTensor"), support=_UNPOOL_ROWS,
+    same_data_type=IO, same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(), shape_rule=unpooling_shape,
+    array_kernel=unpooling_kernel, exactness=EXACT, native_encoding=True,
+    notes=("DirectML takes OutputTensor's Sizes from its tensor desc: a DxDispatch model gives them; in the API and "
+           "on the command line --output-shape (output_shape=) states them. They keep InputTensor's batch and "
+           "channel sizes (dmlcli's check; the page says only 'the same number of dimensions').",
+           "IndicesTensor has InputTensor's Sizes; its values are flat, row-major indices into the whole "
+           "OutputTensor (a max pooling's OutputIndicesTensor).",
+           "Where the page is silent: an index past the output's element count is skipped (as a scatter skips an "
+           "out-of-range index); several values for one index: the last in row-major order is written. Values "
+           "are copied bit for bit."),
+)
+
+OPERATORS = (AVERAGE_POOLING, AVERAGE_POOLING1, LP_POOLING, LP_POOLING1, MAX_POOLING, MAX_POOLING1, MAX_POOLING2,
+             MAX_UNPOOLING)
