@@ -126,6 +126,7 @@ def _next(onnx_op: str, directml: str) -> Entry:
 _POOL_FIELDS = {"WindowSize": "kernel_shape", "Strides": "strides (default 1)",
                 "StartPadding": "pads' first half, or auto_pad SAME_UPPER/SAME_LOWER's share",
                 "EndPadding": "pads' second half, or auto_pad's share, plus what ceil_mode=1 adds"}
+_GLOBAL_FIELDS = {"WindowSize": "the input's spatial Sizes", "Strides": "1", "StartPadding": "0", "EndPadding": "0"}
 _ONE_D = "a 1-D pool's { N, C, W } is DirectML's { N, C, 1, W } (window 1 along the added axis; reshapes)"
 _POOL_OUTSIDE = (
     "ONNX's auto_pad SAME_UPPER/SAME_LOWER becomes explicit padding: total = (ceil(n / s) - 1) * s + (k - 1) * d "
@@ -284,9 +285,9 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("LpPool", "LP_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)", "P": "p (default 2)"},
           adapter=a.adapt_pool, outside=_POOL_OUTSIDE, issue=19),
     Entry("GlobalAveragePool", "AVERAGE_POOLING",
-          fields={"WindowSize": "the input's spatial Sizes"}, fixed={"IncludePadding": False},
+          fields=_GLOBAL_FIELDS, fixed={"IncludePadding": False},
           adapter=a.adapt_pool, outside=(_ONE_D,), issue=19),
-    Entry("GlobalMaxPool", "MAX_POOLING", fields={"WindowSize": "the input's spatial Sizes"},
+    Entry("GlobalMaxPool", "MAX_POOLING", fields=_GLOBAL_FIELDS,
           adapter=a.adapt_pool, outside=(_ONE_D,), issue=19),
     Entry("MaxUnpool", "MAX_UNPOOLING", fields={"OutputTensor.Sizes": "output_shape, else (in - 1) * strides + "
                                                                       "kernel_shape - pads"},
