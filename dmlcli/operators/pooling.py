@@ -130,15 +130,16 @@ def _extent(window: int, dilation: int) -> int:
     return (window - 1) * dilation + 1
 
 
-def output_sizes(input_shape, geometry) -> tuple[int, ...]:
+def output_sizes(input_shape, geometry, dilated: bool = True) -> tuple[int, ...]:
     """The pages' formula: (PaddedSize - WindowSize) / Strides + 1, with the window's dilated extent."""
     sizes = list(input_shape[:2])
     for dim, size in enumerate(input_shape[2:]):
         padded = size + geometry["StartPadding"][dim] + geometry["EndPadding"][dim]
         extent = _extent(geometry["WindowSize"][dim], geometry["Dilations"][dim])
         if extent > padded:
-            raise RuleViolation(f"the window spans {extent} elements in spatial dimension {dim} ((WindowSize[{dim}] "
-                                f"- 1) * Dilations[{dim}] + 1) but the padded input has {padded} (InputTensor's "
+            how = f"(WindowSize[{dim}] - 1) * Dilations[{dim}] + 1" if dilated else f"WindowSize[{dim}]"
+            raise RuleViolation(f"the window spans {extent} elements in spatial dimension {dim} ({how}) but the "
+                                f"padded input has {padded} (InputTensor's "
                                 f"{size} + StartPadding + EndPadding); the window must fit the padded input")
         sizes.append((padded - extent) // geometry["Strides"][dim] + 1)
     return tuple(sizes)
@@ -169,7 +170,7 @@ def _check_windows_read_input(input_shape, out_shape, geometry) -> None:
 def pooling_shape(query: ShapeQuery) -> dict:
     shape = query.shape("InputTensor")
     geometry = window_geometry(shape, query.parameters)
-    out = output_sizes(shape, geometry)
+    out = output_sizes(shape, geometry, dilated="Dilations" in query.parameters)
     _check_windows_read_input(shape, out, geometry)
     return {"OutputTensor": out}
 

@@ -1,0 +1,564 @@
+"""Pooling: AVERAGE_POOLING(1), LP_POOLING(1), MAX_POOLING(1, 2) and MAX_UNPOOLING.
+
+Every expected value comes from an independent reference written here with plain Python loops over output
+coordinates and window elements (in float64), from the pages' rules, or from ONNX's node tests (their
+auto_pad, ceil_mode and count_include_pad mapped by hand below onto explicit paddings and IncludePadding),
+never from dmlcli's kernels. Maxima are selections: compared bit for bit. Averages and Lp norms are checked
+within WebNN's pool2d tolerance (N + 2 ULP for a window of N elements). The support tables are transcribed a
+second time below and checked against acceptance at every feature level.
+"""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dmlcli
+from dmlcli.api import plan
+from dmlcli.cli import cli
+from dmlcli.comparison import ulp_distance
+from dmlcli.data_types import parse_data_type
+from dmlcli.operators import find_operator
+
+from conftest import SHARED
+
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LEVELS = ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "5_1", "5_2", "6_0", "6_1", "6_2", "6_3", "6_4"]
+ALL = "float64 float32 float16 int64 int32 int16 int8 uint64 uint32 uint16 uint8".split()
+F = ["float32", "float16"]
+T4 = F + ["int8", "uint8"]
+T10 = ALL[1:]
+
+# ---------------------------------------------------------------- the support tables, transcribed again
+# operator: [(level, the input's and output's data types)], newest first; every row takes 4 to 5 dimensions
+# (MAX_UNPOOLING: 4 only)
+TABLES = {
+    "AVERAGE_POOLING": [("1_0", F)],
+    "AVERAGE_POOLING1": [("6_2", F)],
+    "LP_POOLING": [("1_0", F)],
+    "LP_POOLING1": [("6_2", F)],
+    "MAX_POOLING": [("5_0", T10), ("3_0", T4), ("1_0", F)],
+    "MAX_POOLING1": [("5_0", T10), ("3_0", T4), ("2_0", F)],
+    "MAX_POOLING2": [("5_0", T10), ("3_0", T4), ("2_1", F)],
+}
+INDEX_TYPES = {"MAX_POOLING1": [("5_0", ["uint64", "uint32"]), ("2_0", ["uint32"])],
+               "MAX_POOLING2": [("5_0", ["uint64", "uint32"]), ("2_1", ["uint32"])]}
+ENUMS = {"AVERAGE_POOLING": 56, "LP_POOLING": 57, "MAX_POOLING": 58, "MAX_POOLING1": 91, "MAX_UNPOOLING": 92,
+         "MAX_POOLING2": 110, "LP_POOLING1": 165, "AVERAGE_POOLING1": 166}
+
+
+def row_at(table, level):
+    found = [row for row in table if LEVELS.index(row[0]) <= LEVELS.index(level)]
+    return found[0] if found else None
+
+
+def expected_accepts(op, level, dtype, rank):
+    row = row_at(TABLES[op], level)
+    return row is not None and dtype in row[1] and rank in (4, 5)
+
+
+@pytest.mark.parametrize("op", sorted(TABLES))
+def test_validation_grid(op):
+    failures = []
+    for level in LEVELS:
+        for dtype in ALL:
+            for rank in (3, 4, 5):
+                shape = (1, 2) + (3,) * (rank - 2)
+                want = expected_accepts(op, level, dtype, rank)
+                try:
+                    verdict = plan(op, [(parse_data_type(dtype), shape)], feature_level=level,
+                                   window_size=[2] * (rank - 2))
+                    got = True
+                except dmlcli.ValidationError as error:
+                    got = False
+                    if "supported" not in str(error) and "not available" not in str(error) and rank != 3:
+                        failures.append(f"{op} {level} {dtype} {rank}: odd message {error}")
+                if got != want:
+                    failures.append(f"{op} {level} {dtype} rank {rank}: accepted={got}, expected {want}")
+                elif got:
+                    lowest = next(lv for lv in LEVELS if expected_accepts(op, lv, dtype, rank))
+                    if verdict.lowest_feature_level.short != lowest:
+                        failures.append(f"{op} {level} {dtype} {rank}: lowest {verdict.lowest_feature_level}")
+    assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.parametrize("op", sorted(INDEX_TYPES))
+def test_index_output_types_by_level(op):
+    f32 = parse_data_type("float32")
+    for level in LEVELS:
+        for index_type in ("uint32", "uint64", "int32", "int64"):
+            row = row_at(INDEX_TYPES[op], level)
+            want = row is not None and index_type in row[1]
+            try:
+                plan(op, [(f32, (1, 1, 3, 3))], feature_level=level, window_size=[2, 2], output_dtype=index_type)
+                got = True
+            except dmlcli.ValidationError:
+                got = False
+            assert got == want, (op, level, index_type)
+
+
+def test_max_unpooling_support_by_level():
+    f32, f64, i8 = (parse_data_type(t) for t in ("float32", "float64", "int8"))
+    u32, u64 = parse_data_type("uint32"), parse_data_type("uint64")
+    assert plan("max_unpooling", [(f32, (1, 1, 2, 2)), (u32, (1, 1, 2, 2))],
+                output_shape=(1, 1, 4, 4)).lowest_feature_level.short == "3_0"
+    assert plan("max_unpooling", [(f32, (1, 1, 2, 2)), (u64, (1, 1, 2, 2))],
+                output_shape=(1, 1, 4, 4)).lowest_feature_level.short == "5_0"
+    assert plan("max_unpooling", [(i8, (1, 1, 2, 2)), (u32, (1, 1, 2, 2))],
+                output_shape=(1, 1, 4, 4)).lowest_feature_level.short == "5_0"
+    with pytest.raises(dmlcli.ValidationError, match="not available at DML_FEATURE_LEVEL_2_1"):
+        plan("max_unpooling", [(f32, (1, 1, 2, 2)), (u32, (1, 1, 2, 2))], output_shape=(1, 1, 4, 4),
+             feature_level="2_1")
+    with pytest.raises(dmlcli.ValidationError, match="no feature level accepts"):
+        plan("max_unpooling", [(f64, (1, 1, 2, 2)), (u32, (1, 1, 2, 2))], output_shape=(1, 1, 4, 4))
+    with pytest.raises(dmlcli.ValidationError):  # 5-D: the page's table takes 4 dimensions only
+        plan("max_unpooling", [(f32, (1, 1, 2, 2, 2)), (u32, (1, 1, 2, 2, 2))], output_shape=(1, 1, 4, 4, 4))
+
+
+@pytest.mark.parametrize("op", sorted(ENUMS))
+def test_entry_names_enum_values_and_levels(op):
+    entry = find_operator(op)
+    assert entry.enum_value == ENUMS[op] and entry.family == "pooling"
+    if op in TABLES:
+        assert entry.introduced.short == TABLES[op][-1][0]
+    assert entry.exactness == ("exact" if "MAX" in op else "approximate")
+
+
+def test_array_fields_share_dimension_count():
+    for op in ("AVERAGE_POOLING1", "MAX_POOLING2", "LP_POOLING1"):
+        arrays = [p for p in find_operator(op).parameters if p.field in
+                  ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")]
+        assert len(arrays) == 5 and {p.count_field for p in arrays} == {"DimensionCount"}
+
+
+# ---------------------------------------------------------------- the rules (exit 3) and usage errors (exit 2)
+
+
+def arr(shape, dtype="float32"):
+    return np.arange(math.prod(shape)).astype(dtype).reshape(shape)
+
+
+X = arr((1, 1, 4, 4))
+RULES = [
+    ("max_pooling", [X], {"window_size": [5, 2]},
+     r"MAX_POOLING: the window spans 5 elements in spatial dimension 0 \(WindowSize\[0\]\) but the padded input has "
+     r"4 .*the window must fit the padded input"),
+    ("max_pooling2", [X], {"window_size": [2, 2], "dilations": [1, 4]},
+     r"the window spans 5 elements in spatial dimension 1 \(\(WindowSize\[1\] - 1\) \* Dilations\[1\] \+ 1\)"),
+    ("average_pooling", [X], {"window_size": [2]},
+     r"WindowSize has 1 values but InputTensor has 2 spatial dimensions \(DimensionCount must be 2 for a 4-D "
+     r"input, 3 for a 5-D input"),
+    ("lp_pooling", [X], {"window_size": [2, 2], "strides": [1, 1, 1]}, r"Strides has 3 values but InputTensor has 2"),
+    ("average_pooling", [X], {"window_size": [2, 2], "strides": [0, 1]}, r"Strides\[0\] is 0; it must be at least 1"),
+    ("average_pooling1", [X], {"window_size": [2, 0]}, r"WindowSize\[1\] is 0; it must be at least 1"),
+    ("max_pooling2", [X], {"window_size": [2, 2], "dilations": [0, 1]}, r"Dilations\[0\] is 0"),
+    ("average_pooling", [X], {"window_size": [2, 2], "end_padding": [0, 2]},
+     r"output position 4 of spatial dimension 1 reads only padding .*every window must read at least one input "
+     "element"),
+    ("max_unpooling", [arr((1, 1, 2, 2)), arr((1, 1, 2, 1), "uint32")], {"output_shape": (1, 1, 4, 4)},
+     r"IndicesTensor Sizes \[1, 1, 2, 1\] differ from InputTensor Sizes \[1, 1, 2, 2\]"),
+    ("max_unpooling", [arr((1, 1, 2, 2)), arr((1, 1, 2, 2), "uint32")], {"output_shape": (1, 2, 4, 4)},
+     r"OutputTensor Sizes \[1, 2, 4, 4\] and InputTensor Sizes \[1, 1, 2, 2\] differ in the batch or channel"),
+    ("max_unpooling", [arr((1, 1, 2, 2)), arr((1, 1, 2, 2), "uint32")], {"output_shape": (1, 1, 16)},
+     r"OutputTensor has 3 dimensions and InputTensor 4"),
+]
+
+
+@pytest.mark.parametrize("op, inputs, parameters, message", RULES)
+def test_rule_violations_name_field_value_and_what_is_allowed(op, inputs, parameters, message):
+    with pytest.raises(dmlcli.ValidationError, match=message):
+        dmlcli.run(op, *inputs, **parameters)
+
+
+def tensor_text(array):
+    return json.dumps({"dtype": str(array.dtype), "data": array.tolist()})
+
+
+def cli_args(op, inputs, parameters):
+    args = ["run", op, *(tensor_text(a) for a in inputs)]
+    for key, value in parameters.items():
+        args += [f"--{key.replace('_', '-')}", ",".join(str(v) for v in value)]
+    return args + ["-o", "-"]
+
+
+@pytest.mark.parametrize("op, inputs, parameters, message", RULES)
+def test_rule_violations_exit_3_on_the_command_line(op, inputs, parameters, message):
+    result = CliRunner().invoke(cli, cli_args(op, inputs, parameters))
+    assert result.exit_code == 3, result.output
+    assert result.output.startswith("dmlcli: error: ") and result.output.count("\n") == 1
+    assert "Traceback" not in result.output
+
+
+USAGE = [
+    ("max_pooling", [X], {}, r"WindowSize is required"),
+    ("lp_pooling", [X], {"window_size": [2, 2], "p": [0]}, r"P .*out of range"),
+    ("max_unpooling", [arr((1, 1, 2, 2)), arr((1, 1, 2, 2), "uint32")], {}, r"give them with --output-shape"),
+]
+
+
+@pytest.mark.parametrize("op, inputs, parameters, message", USAGE)
+def test_usage_errors_exit_2(op, inputs, parameters, message):
+    result = CliRunner().invoke(cli, cli_args(op, inputs, parameters))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+
+
+# ---------------------------------------------------------------- the references (plain loops, float64)
+
+
+def windows(shape, window, strides, start, end, dilations):
+    """Yield (output coordinate, [input coordinates the window reads, or None for padding]) in row-major window
+    order, with the output's spatial Sizes computed from the pages' formula (the dilated extent)."""
+    spatial = len(shape) - 2
+    out = [(shape[d + 2] + start[d] + end[d] - ((window[d] - 1) * dilations[d] + 1)) // strides[d] + 1
+           for d in range(spatial)]
+    for n, c in itertools.product(range(shape[0]), range(shape[1])):
+        for o in itertools.product(*(range(s) for s in out)):
+            taps = []
+            for k in itertools.product(*(range(w) for w in window)):
+                coords = [o[d] * strides[d] + k[d] * dilations[d] - start[d] for d in range(spatial)]
+                inside = all(0 <= coords[d] < shape[d + 2] for d in range(spatial))
+                taps.append((n, c, *coords) if inside else None)
+            yield (n, c, *o), taps
+    return out
+
+
+def out_shape(shape, window, strides, start, end, dilations):
+    return tuple(shape[:2]) + tuple((shape[d + 2] + start[d] + end[d] - ((window[d] - 1) * dilations[d] + 1))
+                                    // strides[d] + 1 for d in range(len(shape) - 2))
+
+
+def reference(kind, x, window, strides, start, end, dilations, include_padding=False, p=2):
+    shape = out_shape(x.shape, window, strides, start, end, dilations)
+    result = np.zeros(shape, np.float64)
+    indices = np.zeros(shape, np.int64)
+    for o, taps in windows(x.shape, window, strides, start, end, dilations):
+        read = [t for t in taps if t is not None]
+        values = [float(x[t]) for t in read]
+        if kind == "average":
+            result[o] = sum(values) / (len(taps) if include_padding else len(read))
+        elif kind == "lp":
+            result[o] = sum(abs(v) ** p for v in values) ** (1.0 / p)
+        else:
+            best = None
+            for t, v in zip(read, values):  # NaN skipped; the first of equal values wins
+                if best is None or (math.isnan(best[1]) and not math.isnan(v)) or v > best[1]:
+                    best = (t, v)
+            result[o] = best[1]
+            indices[o] = np.ravel_multi_index(best[0], x.shape)
+    return result, indices
+
+
+@st.composite
+def pooling_calls(draw, dilated=True):
+    spatial = draw(st.sampled_from([2, 3]))
+    sizes = [draw(st.integers(2, 6)) for _ in range(spatial)]
+    window = [draw(st.integers(1, 3)) for _ in range(spatial)]
+    dilations = [draw(st.integers(1, 2)) if dilated else 1 for _ in range(spatial)]
+    strides = [draw(st.integers(1, 3)) for _ in range(spatial)]
+    start, end = [], []
+    for d in range(spatial):
+        extent = (window[d] - 1) * dilations[d] + 1
+        start.append(draw(st.integers(0, extent - 1)))  # below the extent: every window reads an input element
+        end.append(draw(st.integers(0, extent - 1)))
+        if sizes[d] + start[d] + end[d] < extent:
+            sizes[d] = extent
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), *sizes)
+    return shape, dict(window_size=window, strides=strides, start_padding=start, end_padding=end,
+                       **({"dilations": dilations} if dilated else {}))
+
+
+def geometry_of(parameters):
+    spatial = len(parameters["window_size"])
+    return (parameters["window_size"], parameters["strides"], parameters["start_padding"],
+            parameters["end_padding"], parameters.get("dilations", [1] * spatial))
+
+
+def reads_only_input(shape, parameters):
+    for _, taps in windows(shape, *geometry_of(parameters)):
+        if all(t is None for t in taps):
+            return False
+    return True
+
+
+def assert_within_ulp(got, want, limit, floor=0.0):
+    want = want.astype(got.dtype)
+    ulps = ulp_distance(got, want)
+    close = (ulps <= limit) | (np.abs(got.astype(np.float64) - want.astype(np.float64)) <= floor)
+    assert close.all(), f"largest error {ulps.max()} ULP (limit {limit}) at {np.argwhere(~close)[:3].tolist()}"
+
+
+@SETTINGS
+@given(pooling_calls(), st.booleans(), st.sampled_from(["float32", "float16"]), st.sampled_from([0, 1]))
+def test_average_pooling_matches_the_reference(call, include_padding, dtype, seed):
+    shape, parameters = call
+    if not reads_only_input(shape, parameters):
+        return
+    x = np.random.default_rng(seed).uniform(0.5, 2.0, shape).astype(dtype)  # one sign: no cancellation
+    want, _ = reference("average", x, *geometry_of(parameters), include_padding=include_padding)
+    got = dmlcli.run("average_pooling1", x, include_padding=include_padding, **parameters)
+    assert got.dtype == x.dtype and got.shape == want.shape
+    assert_within_ulp(got, want, math.prod(parameters["window_size"]) + 2)
+
+
+@SETTINGS
+@given(pooling_calls(), st.sampled_from([1, 2, 3]), st.sampled_from(["float32", "float16"]))
+def test_lp_pooling_matches_the_reference(call, p, dtype):
+    shape, parameters = call
+    if not reads_only_input(shape, parameters):
+        return
+    x = np.random.default_rng(p).uniform(-2.0, 2.0, shape).astype(dtype)
+    want, _ = reference("lp", x, *geometry_of(parameters), p=p)
+    got = dmlcli.run("lp_pooling1", x, p=p, **parameters)
+    count = math.prod(parameters["window_size"])
+    assert_within_ulp(got, want, count + 2 if p in (1, 2) else 2 * count + 4)
+
+
+@SETTINGS
+@given(pooling_calls(), st.sampled_from(["float32", "float16", "int8", "uint8", "int64"]))
+def test_max_pooling2_matches_the_reference_values_and_indices(call, dtype):
+    shape, parameters = call
+    if not reads_only_input(shape, parameters):
+        return
+    rng = np.random.default_rng(len(shape))
+    x = rng.integers(-3, 4, shape).astype(dtype) if dtype != "uint8" else rng.integers(0, 4, shape).astype(dtype)
+    want, want_indices = reference("max", x, *geometry_of(parameters))  # small integers: many ties
+    values, indices = dmlcli.run("max_pooling2", x, output_dtype="uint64", **parameters)
+    assert values.dtype == x.dtype and indices.dtype == np.uint64
+    np.testing.assert_array_equal(values, want.astype(dtype))
+    np.testing.assert_array_equal(indices.astype(np.int64), want_indices)
+
+
+@SETTINGS
+@given(pooling_calls(dilated=False))
+def test_plain_operators_equal_their_dilated_forms_with_dilations_1(call):
+    shape, parameters = call
+    if not reads_only_input(shape, parameters):
+        return
+    x = np.random.default_rng(3).uniform(0.5, 2.0, shape).astype(np.float32)
+    assert np.array_equal(dmlcli.run("max_pooling", x, **parameters),
+                          dmlcli.run("max_pooling2", x, **parameters)[0])
+    assert np.array_equal(dmlcli.run("max_pooling1", x, **parameters)[1],
+                          dmlcli.run("max_pooling2", x, **parameters)[1])
+    assert np.array_equal(dmlcli.run("average_pooling", x, include_padding=True, **parameters),
+                          dmlcli.run("average_pooling1", x, include_padding=True, **parameters))
+    assert np.array_equal(dmlcli.run("lp_pooling", x, p=2, **parameters),
+                          dmlcli.run("lp_pooling1", x, p=2, **parameters))
+
+
+def test_include_padding_changes_only_the_divisor():
+    x = np.ones((1, 1, 2, 2), np.float32)
+    common = dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])
+    assert dmlcli.run("average_pooling", x, include_padding=False, **common).tolist() == [[[[1, 1], [1, 1]]]]
+    assert (dmlcli.run("average_pooling", x, include_padding=True, **common) == np.float32(4) / np.float32(9)).all()
+
+
+def test_float16_average_is_summed_in_float32_and_rounded_once():
+    # 2048 + 1 + 1 + 1: FLOAT16 adding one at a time would stay at 2048 (its spacing there is 2).
+    x = np.array([[[[2048, 1], [1, 1]]]], np.float16)
+    got = dmlcli.run("average_pooling", x, window_size=[2, 2])
+    assert got.dtype == np.float16 and float(got[0, 0, 0, 0]) == float(np.float16(2051 / 4))
+
+
+def test_mixed_signs_average_within_the_floor():
+    x = np.random.default_rng(5).standard_normal((1, 3, 9, 9)).astype(np.float32)
+    parameters = dict(window_size=[3, 3], start_padding=[2, 2], end_padding=[2, 2])
+    want, _ = reference("average", x, [3, 3], [1, 1], [2, 2], [2, 2], [1, 1])
+    got = dmlcli.run("average_pooling", x, **parameters)
+    assert_within_ulp(got, want, 11, floor=2.0 ** -20)
+
+
+def test_max_pooling_nan_and_ties():
+    nan = np.nan
+    x = np.array([[[[nan, 1.0, 1.0], [nan, nan, 0.5], [nan, nan, nan]]]], np.float32)
+    values, indices = dmlcli.run("max_pooling1", x, window_size=[2, 2])
+    # NaN skipped; the tie of 1.0 at flat 1 and 2 gives the first; a window of nothing but NaN gives NaN
+    # and its first element.
+    assert values[0, 0, 0, 0] == 1.0 and indices[0, 0, 0, 0] == 1
+    assert values[0, 0, 0, 1] == 1.0 and indices[0, 0, 0, 1] == 1
+    assert np.isnan(values[0, 0, 1, 0]) and indices[0, 0, 1, 0] == 3
+    assert values[0, 0, 1, 1] == 0.5 and indices[0, 0, 1, 1] == 5
+
+
+def test_max_pooling_padding_is_never_the_maximum():
+    x = np.full((1, 1, 2, 2), -100, np.int8)
+    values, indices = dmlcli.run("max_pooling2", x, window_size=[2, 2], start_padding=[1, 1], end_padding=[1, 1])
+    assert (values == -100).all() and indices.tolist() == [[[[0, 0, 1], [0, 0, 1], [2, 2, 3]]]]  # equal values: the first read
+    x = np.full((1, 1, 2, 2), -np.inf, np.float32)
+    values, _ = dmlcli.run("max_pooling1", x, window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])
+    assert (values == -np.inf).all()
+
+
+def test_max_pooling_indices_count_the_whole_tensor():
+    x = np.random.default_rng(1).permutation(2 * 3 * 4 * 4).astype(np.float32).reshape(2, 3, 4, 4)
+    values, indices = dmlcli.run("max_pooling1", x, window_size=[2, 2], strides=[2, 2])
+    assert np.array_equal(x.reshape(-1)[indices.astype(np.int64)], values)
+    assert indices.max() >= 3 * 16  # past the first channel: batch and channel are part of the flat index
+
+
+def test_max_unpooling_undoes_max_pooling_and_its_edge_rules():
+    x = np.random.default_rng(2).permutation(16).astype(np.float32).reshape(1, 1, 4, 4)
+    values, indices = dmlcli.run("max_pooling2", x, window_size=[2, 2], strides=[2, 2])
+    got = dmlcli.run("max_unpooling", values, indices, output_shape=(1, 1, 4, 4))
+    want = np.zeros(16, np.float32)
+    for v, i in zip(values.reshape(-1), indices.reshape(-1)):
+        want[i] = v
+    assert np.array_equal(got.reshape(-1), want)
+    # Several values for one index: the last in row-major order; an index past the output is skipped.
+    source = np.array([[[[1, 2], [3, 4]]]], np.int32)
+    index = np.array([[[[5, 5], [99, 0]]]], np.uint32)
+    got = dmlcli.run("max_unpooling", source, index, output_shape=(1, 1, 2, 3))
+    assert got.tolist() == [[[[4, 0, 0], [0, 0, 2]]]]
+
+
+# ---------------------------------------------------------------- ONNX node tests as extra vectors
+
+
+def onnx_case(name):
+    path = SHARED / "onnx_operators" / f"onnx__test_{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not found (the ONNX node tests live in ../shared)")
+    case = json.loads(path.read_text())
+    tensors = [np.asarray(t["data"], dtype=t["dtype"]).reshape(t["shape"]) for t in case["inputs"]]
+    expected = [np.asarray(t["data"], dtype=t["dtype"]).reshape(t["shape"]) for t in case["expected"]]
+    return case, tensors, expected
+
+
+def onnx_paddings(attributes, sizes):
+    """ONNX's auto_pad / pads / ceil_mode as DirectML's explicit (StartPadding, EndPadding), by hand."""
+    spatial = len(sizes)
+    kernel = attributes["kernel_shape"]
+    strides = attributes.get("strides", [1] * spatial)
+    dilations = attributes.get("dilations", [1] * spatial)
+    pads = attributes.get("pads", [0] * 2 * spatial)
+    start, end = list(pads[:spatial]), list(pads[spatial:])
+    mode = attributes.get("auto_pad", "NOTSET")
+    for d in range(spatial):
+        extent = (kernel[d] - 1) * dilations[d] + 1
+        if mode in ("SAME_UPPER", "SAME_LOWER"):
+            total = max((math.ceil(sizes[d] / strides[d]) - 1) * strides[d] + extent - sizes[d], 0)
+            start[d], end[d] = ((total // 2, total - total // 2) if mode == "SAME_UPPER"
+                                else (total - total // 2, total // 2))
+        if attributes.get("ceil_mode"):
+            padded = sizes[d] + start[d] + end[d]
+            count = math.ceil((padded - extent) / strides[d]) + 1
+            if (count - 1) * strides[d] >= sizes[d] + start[d]:
+                count -= 1
+            end[d] += max((count - 1) * strides[d] + extent - padded, 0)
+    return dict(window_size=kernel, strides=strides, start_padding=start, end_padding=end), dilations
+
+
+AVERAGE_CASES = ["averagepool_2d_default", "averagepool_2d_pads", "averagepool_2d_pads_count_include_pad",
+                 "averagepool_2d_precomputed_pads", "averagepool_2d_precomputed_same_upper",
+                 "averagepool_2d_precomputed_strides", "averagepool_2d_same_lower", "averagepool_2d_same_upper",
+                 "averagepool_3d_dilations_small", "averagepool_2d_ceil"]
+MAX_CASES = ["maxpool_2d_default", "maxpool_2d_dilations", "maxpool_2d_pads", "maxpool_2d_precomputed_pads",
+             "maxpool_2d_precomputed_same_upper", "maxpool_2d_precomputed_strides", "maxpool_2d_same_lower",
+             "maxpool_2d_same_upper", "maxpool_2d_strides", "maxpool_2d_uint8", "maxpool_3d_dilations_use_ref_impl",
+             "maxpool_2d_ceil_output_size_reduce_by_one", "maxpool_with_argmax_2d_precomputed_pads"]
+LP_CASES = ["lppool_2d_default", "lppool_2d_dilations", "lppool_2d_pads", "lppool_2d_same_lower",
+            "lppool_2d_same_upper"]
+
+
+@pytest.mark.parametrize("name", AVERAGE_CASES)
+def test_onnx_average_pool(name):
+    case, (x,), (expected,) = onnx_case(name)
+    parameters, dilations = onnx_paddings(case["attributes"], x.shape[2:])
+    include = bool(case["attributes"].get("count_include_pad", 0))
+    got = dmlcli.run("average_pooling1", x, dilations=dilations, include_padding=include, **parameters)
+    assert got.shape == expected.shape
+    assert_within_ulp(got, expected, math.prod(parameters["window_size"]) + 2, floor=2.0 ** -20)
+
+
+@pytest.mark.parametrize("name", MAX_CASES)
+def test_onnx_max_pool(name):
+    case, (x,), expected = onnx_case(name)
+    parameters, dilations = onnx_paddings(case["attributes"], x.shape[2:])
+    values, indices = dmlcli.run("max_pooling2", x, dilations=dilations, output_dtype="uint64", **parameters)
+    assert np.array_equal(values, expected[0])
+    if len(expected) > 1:  # storage_order 0: row-major indices into the whole tensor, as DirectML's
+        assert np.array_equal(indices.astype(np.int64), expected[1])
+
+
+@pytest.mark.parametrize("name", LP_CASES)
+def test_onnx_lp_pool(name):
+    case, (x,), (expected,) = onnx_case(name)
+    parameters, dilations = onnx_paddings(case["attributes"], x.shape[2:])
+    p = case["attributes"].get("p", 2)
+    got = dmlcli.run("lp_pooling1", x, dilations=dilations, p=p, **parameters)
+    count = math.prod(parameters["window_size"])
+    assert_within_ulp(got, expected, count + 2 if p in (1, 2) else 2 * count + 4)
+
+
+@pytest.mark.parametrize("name, op", [("globalaveragepool", "average_pooling"), ("globalmaxpool", "max_pooling"),
+                                      ("globalaveragepool_precomputed", "average_pooling"),
+                                      ("globalmaxpool_precomputed", "max_pooling")])
+def test_onnx_global_pools(name, op):
+    _, (x,), (expected,) = onnx_case(name)
+    got = dmlcli.run(op, x, window_size=list(x.shape[2:]))
+    assert_within_ulp(got, expected, math.prod(x.shape[2:]) + 2)
+
+
+def test_onnx_max_unpool():
+    case, (x, indices), (expected,) = onnx_case("maxunpool_export_without_output_shape")
+    got = dmlcli.run("max_unpooling", x, indices.astype(np.uint64), output_shape=expected.shape)
+    assert np.array_equal(got, expected)
+
+
+def test_onnx_storage_order_1_is_not_expressible():
+    case, _, _ = onnx_case("maxpool_with_argmax_2d_precomputed_strides")
+    assert case["attributes"]["storage_order"] == 1  # column-major indices: DirectML's are row-major
+
+
+POOL_FILES = sorted(p for p in SHARED.glob("onnx_operators/onnx__test_*pool*.json")) if SHARED.is_dir() else []
+
+
+@pytest.mark.parametrize("path", POOL_FILES, ids=[p.stem for p in POOL_FILES])
+def test_onnx_pool_cases_pass_through_the_table_or_skip_with_a_directml_reason(path):
+    result = dmlcli.run_case(str(path))
+    assert result.verdict in ("passed", "skipped"), result.message
+    if result.verdict == "skipped":
+        assert "not implemented in dmlcli" not in result.message and "DirectML" in result.message
+
+
+# ---------------------------------------------------------------- the command line, once per operator
+
+CLI_RUNS = [
+    (["average_pooling", "[[[[1,2],[3,4]]]]", "--window-size", "2,2"], [[[[2.5]]]]),
+    (["average_pooling1", "[[[[1,2],[3,4]]]]", "--window-size", "2,2", "--start-padding", "1,0",
+      "--include-padding", "true"], [[[[0.75], [2.5]]]]),
+    (["lp_pooling", "[[[[3,4],[0,0]]]]", "--window-size", "1,2", "--p", "2"], [[[[5.0], [0.0]]]]),
+    (["lp_pooling1", "[[[[1,2],[3,4]]]]", "--window-size", "2,1", "--dilations", "1,1", "--p", "1"],
+     [[[[4.0, 6.0]]]]),
+    (["max_pooling", "[[[[1,5],[3,4]]]]", "--window-size", "2,2"], [[[[5.0]]]]),
+]
+
+
+@pytest.mark.parametrize("args, expected", CLI_RUNS, ids=[a[0] for a, _ in CLI_RUNS])
+def test_cli_runs_each_operator(args, expected):
+    result = CliRunner().invoke(cli, ["run", *args, "--dtype", "float32", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["data"] == expected
+
+
+@pytest.mark.parametrize("op", ["max_pooling1", "max_pooling2"])
+def test_cli_max_pooling_with_indices_prints_both_outputs(op):
+    result = CliRunner().invoke(cli, ["run", op, "[[[[1,5],[3,4]]]]", "--dtype", "float32", "--window-size", "1,2",
+                                      "--output-dtype", "uint64", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed["OutputTensor"]["data"] == [[[[5.0], [4.0]]]]
+    assert printed["OutputIndicesTensor"] == {"dtype": "uint64", "shape": [1, 1, 2, 1], "data": [[[[1], [3]]]]}
+
+
+def test_cli_max_unpooling():
+    result = CliRunner().invoke(cli, ["run", "max_unpooling", '{"dtype": "float32", "data": [[[[7]]]]}',
+                                      '{"dtype": "uint32", "data": [[[[2]]]]}', "--output-shape", "1,1,2,2",
+                                      "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["data"] == [[[[0.0, 0.0], [7.0, 0.0]]]]
