@@ -300,30 +300,64 @@ def max_kernel(xp, inputs, outputs, params):
     best = None
     for _, view in _window_views(padded, geometry, out_shape):
         best = xp.array(view, copy=True) if best is None else combine(best, view, out=best)
-    results = (best.astype(out.data_type.numpy_dtype, copy=False),)
     if len(outputs) == 1:
-        return results
-    return results + (_max_indices(xp, x, padded, geometry, out_shape, outputs[1]),)
+        return (best.astype(out.data_type.numpy_dtype, copy=False),)
+    return best, _max_indices(xp, x, padded, best, geometry, out_shape, outputs[1])
 
 
-def _max_indices(xp, x, padded, geometry, out_shape, indices_info):
-    """The flat (row-major, whole-tensor) index of each window's maximum: the first encountered among equal
-    values, NaN skipped (a window of nothing but NaN gives its first input element), padding never."""
-    flat = xp.arange(x.size, dtype=xp.int64).reshape(x.shape)
-    flat = _padded(xp, flat, geometry, -1)
-    is_float = x.dtype.kind == "f"
-    best_value = best_index = None
-    for (_, values), (_, index) in zip(_window_views(padded, geometry, out_shape),
-                                       _window_views(flat, geometry, out_shape)):
-        if best_value is None:
-            best_value, best_index = xp.array(values, copy=True), xp.array(index, copy=True)
+def _tap_reads_input(xp, x_shape, out_shape, geometry, offsets):
+    """Where one window element reads the input (not padding): a boolean broadcast to the output's spatial
+    Sizes, or None where it reads the input everywhere."""
+    mask = None
+    spatial = len(out_shape) - 2
+    for dim in range(spatial):
+        coordinate = (np.arange(out_shape[dim + 2]) * geometry["Strides"][dim]
+                      + offsets[dim] * geometry["Dilations"][dim] - geometry["StartPadding"][dim])
+        inside = (coordinate >= 0) & (coordinate < x_shape[dim + 2])
+        if inside.all():
             continue
-        take = (values > best_value) | ((best_index < 0) & (index >= 0))
-        if is_float:
-            take |= xp.isnan(best_value) & ~xp.isnan(values)
-        best_value = xp.where(take, values, best_value)
-        best_index = xp.where(take, index, best_index)
-    return best_index.astype(indices_info.data_type.numpy_dtype)
+        shape = [1] * spatial
+        shape[dim] = out_shape[dim + 2]
+        inside = inside.reshape(shape)
+        mask = inside if mask is None else mask & inside
+    return None if mask is None else xp.asarray(mask)
+
+
+def _max_indices(xp, x, padded, best, geometry, out_shape, indices_info):
+    """The flat (row-major, whole-tensor) index of each window's maximum `best`: the first window element (in
+    row-major window order) that reads the input and equals it, as the page says of ties; a window of nothing
+    but NaN gives its first input element. The loop keeps which window element matched (a small integer) and
+    turns it into the index at the end: the window origin's flat index + that element's offset."""
+    spatial = len(out_shape) - 2
+    in_strides = [math.prod(x.shape[d + 3:]) for d in range(spatial)]
+    best_tap = xp.full(out_shape, -1, dtype=xp.int32)
+    offsets, reads_by_tap = [], []
+    for tap, (window_offsets, view) in enumerate(_window_views(padded, geometry, out_shape)):
+        offsets.append(sum((window_offsets[d] * geometry["Dilations"][d] - geometry["StartPadding"][d])
+                           * in_strides[d] for d in range(spatial)))
+        reads = _tap_reads_input(xp, x.shape, out_shape, geometry, window_offsets)
+        reads_by_tap.append(reads)
+        hit = view == best
+        hit &= best_tap < 0
+        if reads is not None:
+            hit &= reads  # padding equal to the maximum (an integer type's minimum) is not an element
+        xp.copyto(best_tap, xp.int32(tap), where=hit)
+    if x.dtype.kind == "f" and bool((best_tap < 0).any()):  # windows of nothing but NaN: their first element
+        for tap, reads in enumerate(reads_by_tap):
+            unset = best_tap < 0
+            if reads is not None:
+                unset &= reads
+            xp.copyto(best_tap, xp.int32(tap), where=unset)
+    # The flat index of each output's window origin (its first padded position, before the offsets).
+    origin = xp.arange(out_shape[0] * out_shape[1], dtype=xp.int64).reshape(tuple(out_shape[:2]) + (1,) * spatial)
+    origin = origin * math.prod(x.shape[2:])
+    for dim in range(spatial):
+        shape = [1] * (spatial + 2)
+        shape[dim + 2] = out_shape[dim + 2]
+        step = xp.arange(out_shape[dim + 2], dtype=xp.int64) * (geometry["Strides"][dim] * in_strides[dim])
+        origin = origin + step.reshape(shape)
+    index = origin + xp.asarray(np.asarray(offsets, np.int64))[best_tap]
+    return index.astype(indices_info.data_type.numpy_dtype)
 
 
 # ---------------------------------------------------------------- MAX_UNPOOLING
