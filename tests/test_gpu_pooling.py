@@ -119,3 +119,14 @@ def test_gpu_large_input(gpu_backend):
             c, g = cpu_outputs[0], gpu_outputs[0]
             assert np.array_equal(np.isnan(c), np.isnan(g))
             assert ulp_distance(c[~np.isnan(c)], g[~np.isnan(g)]).max() <= 2 * 2 + 2
+
+
+def test_gpu_roi_pooling_equals_the_cpu(gpu_backend):
+    x = data((2, 5, 17, 13), "float32", seed=9)
+    rng = np.random.default_rng(4)
+    corners = rng.uniform(-2, 20, (6, 4))
+    corners[:, 2:] = np.maximum(corners[:, 2:], corners[:, :2])
+    rois = np.concatenate([rng.integers(0, 3, (6, 1)), corners], axis=1).astype(np.float32).reshape(1, 1, 6, 5)
+    for pooled in ([2, 2], [3, 5]):
+        (c,), (g,) = both("roi_pooling", [x, rois], gpu_backend, pooled_size=pooled, spatial_scale=0.5)
+        assert np.array_equal(c, g, equal_nan=True)

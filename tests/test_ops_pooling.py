@@ -49,7 +49,7 @@ TABLES = {
 INDEX_TYPES = {"MAX_POOLING1": [("5_0", ["uint64", "uint32"]), ("2_0", ["uint32"])],
                "MAX_POOLING2": [("5_0", ["uint64", "uint32"]), ("2_1", ["uint32"])]}
 ENUMS = {"AVERAGE_POOLING": 56, "LP_POOLING": 57, "MAX_POOLING": 58, "MAX_POOLING1": 91, "MAX_UNPOOLING": 92,
-         "MAX_POOLING2": 110, "LP_POOLING1": 165, "AVERAGE_POOLING1": 166}
+         "MAX_POOLING2": 110, "LP_POOLING1": 165, "AVERAGE_POOLING1": 166, "ROI_POOLING": 59}
 
 
 def row_at(table, level):
@@ -126,7 +126,7 @@ def test_entry_names_enum_values_and_levels(op):
     assert entry.enum_value == ENUMS[op] and entry.family == "pooling"
     if op in TABLES:
         assert entry.introduced.short == TABLES[op][-1][0]
-    assert entry.exactness == ("exact" if "MAX" in op else "approximate")
+    assert entry.exactness == ("exact" if "MAX" in op or op == "ROI_POOLING" else "approximate")
 
 
 def test_array_fields_share_dimension_count():
@@ -562,3 +562,75 @@ def test_cli_max_unpooling():
                                       "-o", "-"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["data"] == [[[[0.0, 0.0], [7.0, 0.0]]]]
+
+
+# ---------------------------------------------------------------- ROI_POOLING
+
+
+def c_round(value):
+    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
+
+
+def roi_pooling_reference(x, rois, scale, pooled_h, pooled_w):
+    """The page's equations element by element (integer divisions, clamped); empty bins and bad batches 0."""
+    out = np.zeros((rois.shape[2], x.shape[1], pooled_h, pooled_w), x.dtype)
+    for r, (batch, *corners) in enumerate(rois[0, 0].astype(np.float64)):
+        if not 0 <= int(batch) < x.shape[0]:
+            continue
+        x1, y1, x2, y2 = (c_round(float(np.float32(v) * np.float32(scale))) for v in corners)
+        height, width = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        for c, i, j in itertools.product(range(x.shape[1]), range(pooled_h), range(pooled_w)):
+            ys = min(max(i * height // pooled_h + y1, 0), x.shape[2])
+            ye = min(max(((i + 1) * height + pooled_h - 1) // pooled_h + y1, 0), x.shape[2])
+            xs = min(max(j * width // pooled_w + x1, 0), x.shape[3])
+            xe = min(max(((j + 1) * width + pooled_w - 1) // pooled_w + x1, 0), x.shape[3])
+            values = [float(x[int(batch), c, yy, xx]) for yy in range(ys, ye) for xx in range(xs, xe)]
+            numbers = [v for v in values if not math.isnan(v)]
+            if values:
+                out[r, c, i, j] = max(numbers) if numbers else np.nan
+    return out
+
+
+@SETTINGS
+@given(st.integers(1, 3), st.integers(3, 9), st.integers(3, 9), st.integers(1, 4), st.integers(1, 4),
+       st.sampled_from([1.0, 0.5, 0.25]), st.sampled_from(["float32", "float16"]), st.integers(0, 3))
+def test_roi_pooling_matches_the_reference(batch, height, width, pooled_h, pooled_w, scale, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, 2, height, width)).astype(dtype)
+    x.reshape(-1)[::7] = np.nan
+    corners = rng.uniform(-2, 2 * max(height, width) / scale, (4, 4))
+    corners[:, 2:] = np.maximum(corners[:, 2:], corners[:, :2])  # x2 >= x1, y2 >= y1, as the page requires
+    batches = rng.integers(0, batch + 1, (4, 1))  # one past the last batch now and then: 0s
+    rois = np.concatenate([batches, corners], axis=1).astype(dtype).reshape(1, 1, 4, 5)
+    got = dmlcli.run("roi_pooling", x, rois, spatial_scale=scale, pooled_size=[pooled_h, pooled_w])
+    want = roi_pooling_reference(x, rois, scale, pooled_h, pooled_w)
+    assert got.dtype == x.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_roi_pooling_support_and_rules():
+    f32, f16, i32 = (parse_data_type(t) for t in ("float32", "float16", "int32"))
+    assert plan("roi_pooling", [(f16, (1, 2, 4, 4)), (f16, (1, 1, 3, 5))],
+                pooled_size=[2, 2]).lowest_feature_level.short == "1_0"
+    with pytest.raises(dmlcli.ValidationError, match="no feature level accepts"):
+        plan("roi_pooling", [(i32, (1, 2, 4, 4)), (i32, (1, 1, 3, 5))], pooled_size=[2, 2])
+    with pytest.raises(dmlcli.ValidationError, match="differ"):
+        plan("roi_pooling", [(f32, (1, 2, 4, 4)), (f16, (1, 1, 3, 5))], pooled_size=[2, 2])
+    with pytest.raises(dmlcli.ValidationError, match=r"ROITensor Sizes \[1, 1, 3, 4\] are not \{ 1, 1, NumROIs, 5 \}"):
+        plan("roi_pooling", [(f32, (1, 2, 4, 4)), (f32, (1, 1, 3, 4))], pooled_size=[2, 2])
+    with pytest.raises(dmlcli.ValidationError, match=r"PooledSize.Width is 0; it must be at least 1"):
+        plan("roi_pooling", [(f32, (1, 2, 4, 4)), (f32, (1, 1, 3, 5))], pooled_size=[2, 0])
+    result = CliRunner().invoke(cli, ["run", "roi_pooling", "[[[[1,2],[3,4]]]]", "[[[[0,0,0,1]]]]", "--dtype",
+                                      "float32", "--pooled-size", "1,1", "-o", "-"])
+    assert result.exit_code == 3 and result.output.startswith("dmlcli: error: ROI_POOLING: ROITensor Sizes")
+    result = CliRunner().invoke(cli, ["run", "roi_pooling", "[[[[1,2],[3,4]]]]", "[[[[0,0,0,1,1]]]]", "--dtype",
+                                      "float32", "-o", "-"])
+    assert result.exit_code == 2 and "PooledSize is required" in result.output
+
+
+def test_cli_roi_pooling_and_the_desc_size_object():
+    result = CliRunner().invoke(cli, ["run", "roi_pooling", "[[[[1,2],[3,4]]]]", "[[[[0,0,0,1,1]]]]", "--dtype",
+                                      "float32", "--pooled-size", "1,2", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["data"] == [[[[3.0, 4.0]]]]
+    pooled = find_operator("roi_pooling").parameters[1]
+    assert pooled.parse_desc({"Width": 3, "Height": 2}, {}) == (2, 3)

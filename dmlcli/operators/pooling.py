@@ -25,7 +25,7 @@ import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from ..errors import InputError
-from .parameters import BoolParameter, IntArrayParameter, IntegerParameter
+from .parameters import BoolParameter, FloatParameter, IntArrayParameter, IntegerParameter
 from .schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
 from .shaped import RuleViolation, ShapeQuery, describe_sizes
 
@@ -404,6 +404,99 @@ def unpooling_kernel(xp, inputs, outputs, params):
     return (result.reshape(out.shape),)
 
 
+# ---------------------------------------------------------------- ROI_POOLING
+
+
+class Size2DParameter(IntArrayParameter):
+    """A DML_SIZE_2D field (ROI_POOLING's PooledSize): `--pooled-size H,W` (the page's "(height, width)"); a
+    DxDispatch desc's {"Width": W, "Height": H} object (or [H, W]). The typed value is (height, width)."""
+
+    def parse_desc(self, value, data_types):
+        if isinstance(value, dict):
+            missing = {"Width", "Height"} - set(value)
+            if missing:
+                raise InputError(f"{self.field} must be an object with Width and Height (missing "
+                                 f"{', '.join(sorted(missing))})")
+            return self.parse_items([value["Height"], value["Width"]], self.field)
+        return super().parse_desc(value, data_types)
+
+
+POOLED_SIZE = Size2DParameter(
+    field="PooledSize", default_text="none: required", max_length=2,
+    help="the output's { Height, Width } per region, as H,W (OutputTensor's last two Sizes; each at least 1)")
+SPATIAL_SCALE = FloatParameter(
+    field="SpatialScale", default_value=1.0,
+    help="the factor from ROITensor's coordinates to InputTensor's (FLOAT)")
+
+_ROI_ROWS = rows(("1_0", DIMS_4, {"InputTensor": FLOATS, "ROITensor": FLOATS, "OutputTensor": FLOATS}))
+
+
+def roi_pooling_shape(query: ShapeQuery) -> dict:
+    shape, rois = query.shape("InputTensor"), query.shape("ROITensor")
+    if len(rois) != 4 or rois[0] != 1 or rois[1] != 1 or rois[3] != 5:
+        raise RuleViolation(f"ROITensor Sizes {describe_sizes(rois)} are not {{ 1, 1, NumROIs, 5 }} (each ROI is "
+                            "[BatchID, x1, y1, x2, y2])")
+    pooled = query.parameters["PooledSize"]
+    if pooled is None:
+        raise InputError("PooledSize is required: give the output's height and width per region (--pooled-size 2,2)")
+    if len(pooled) != 2:
+        raise RuleViolation(f"PooledSize has {len(pooled)} values; it is {{ Height, Width }} (2 values)")
+    for name, value in zip(("Height", "Width"), pooled):
+        if value < 1:
+            raise RuleViolation(f"PooledSize.{name} is {value}; it must be at least 1")
+    return {"OutputTensor": (rois[2], shape[1], pooled[0], pooled[1])}
+
+
+def _round_half_away(value: float) -> int:
+    """C's round(): halves away from zero."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
+def roi_bins(roi, spatial_scale: np.float32, pooled, input_hw):
+    """For one ROI [BatchID, x1, y1, x2, y2]: the batch and, per output row and column, the input's [start, end)
+    after the page's integer formulas and the clamp to the input."""
+    scale = np.float32(spatial_scale)
+    x1, y1, x2, y2 = (_round_half_away(float(np.float32(v) * scale)) for v in roi[1:5])
+    bins = []
+    for count, first, last, size in ((pooled[0], y1, y2, input_hw[0]), (pooled[1], x1, x2, input_hw[1])):
+        region = max(last - first + 1, 1)  # the page requires x2 >= x1; a smaller region counts as 1 (Caffe's rule)
+        edges = []
+        for index in range(count):
+            start = (index * region) // count + first
+            end = ((index + 1) * region + count - 1) // count + first
+            edges.append((min(max(start, 0), size), min(max(end, 0), size)))
+        bins.append(edges)
+    return bins
+
+
+def roi_pooling_kernel(xp, inputs, outputs, params):
+    x, rois = inputs
+    (out,) = outputs
+    pooled = params["PooledSize"]
+    host_rois = np.asarray(rois.get() if hasattr(rois, "get") else rois, dtype=np.float32).reshape(-1, 5)
+    result = xp.zeros(out.shape, dtype=x.dtype)
+    for index, roi in enumerate(host_rois):
+        batch = float(roi[0])
+        if not (math.isfinite(batch) and 0 <= int(batch) < x.shape[0]):
+            continue  # a BatchID outside the input: the region stays 0
+        rows_, columns = roi_bins(roi, params["SpatialScale"], pooled, x.shape[2:])
+        plane = x[int(batch)]
+        for row, (y0, y1) in enumerate(rows_):
+            for column, (x0, x1) in enumerate(columns):
+                if y1 <= y0 or x1 <= x0:
+                    continue  # an empty bin (clamped away): 0, as Caffe's ROI pooling writes
+                block = plane[:, y0:y1, x0:x1].reshape(plane.shape[0], -1)
+                result[index, :, row, column] = _nan_skipping_max(xp, block)
+    return (result,)
+
+
+def _nan_skipping_max(xp, block):
+    """The maximum of each row, NaN skipped (NaN only where a row is nothing but NaN)."""
+    nan = xp.isnan(block)
+    best = xp.max(xp.where(nan, xp.asarray(-xp.inf, block.dtype), block), axis=1)
+    return xp.where(xp.all(nan, axis=1), xp.asarray(xp.nan, block.dtype), best)
+
+
 # ---------------------------------------------------------------- entries
 
 _SIZES_NOTE = ("InputTensor is { N, C, H, W } or { N, C, D, H, W }; Strides, WindowSize, StartPadding, EndPadding"
@@ -512,5 +605,27 @@ MAX_UNPOOLING = Operator(
            "are copied bit for bit."),
 )
 
+ROI_POOLING = Operator(
+    name="ROI_POOLING", enum_value=59, family=FAMILY, prefix="",
+    summary="the maximum over each of PooledSize bins of each region of interest (Fast R-CNN's ROI pooling)",
+    formula="OutputTensor[r, c, i, j] = max(InputTensor[BatchID, c, y, x] over the bin (i, j) of ROI r, its "
+            "corners round(coordinate * SpatialScale))",
+    introduced=_ROI_ROWS[-1].level, inputs=("InputTensor", "ROITensor"), support=_ROI_ROWS,
+    same_data_type=("InputTensor", "ROITensor", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(SPATIAL_SCALE, POOLED_SIZE), shape_rule=roi_pooling_shape, array_kernel=roi_pooling_kernel,
+    exactness=EXACT,
+    notes=("ROITensor is { 1, 1, NumROIs, 5 }, each ROI [BatchID, x1, y1, x2, y2] with inclusive corners; the "
+           "output is { NumROIs, ChannelCount, PooledSize.Height, PooledSize.Width }. --pooled-size takes H,W; a "
+           "DxDispatch desc's DML_SIZE_2D {\"Width\", \"Height\"} object is read too.",
+           "The page's formulas, in integers: corners round(coordinate * SpatialScale) (halves away from zero, as "
+           "C's round; the product in FLOAT32), RegionHeight = y2 - y1 + 1, StartY = Y * RegionHeight / "
+           "PooledSize.Height + y1, EndY = ((Y + 1) * RegionHeight + PooledSize.Height - 1) / PooledSize.Height + "
+           "y1 (floor divisions), then clamped to the input, as the page says.",
+           "Where the page is silent (dmlcli's choices, after Caffe's ROI pooling): a region with x2 < x1 or y2 < y1 "
+           "counts as 1 element wide; a bin clamped to nothing gives 0; a BatchID (truncated toward zero) outside "
+           "[0, BatchCount) gives 0s for its region. The maximum skips NaN (NaN only where every element of the "
+           "bin is NaN), as the family's other maxima: an input value, exact."),
+)
+
 OPERATORS = (AVERAGE_POOLING, AVERAGE_POOLING1, LP_POOLING, LP_POOLING1, MAX_POOLING, MAX_POOLING1, MAX_POOLING2,
-             MAX_UNPOOLING)
+             MAX_UNPOOLING, ROI_POOLING)
