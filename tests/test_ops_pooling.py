@@ -634,3 +634,19 @@ def test_cli_roi_pooling_and_the_desc_size_object():
     assert json.loads(result.stdout)["data"] == [[[[3.0, 4.0]]]]
     pooled = find_operator("roi_pooling").parameters[1]
     assert pooled.parse_desc({"Width": 3, "Height": 2}, {}) == (2, 3)
+
+
+def test_desc_fields_as_a_dxdispatch_model_writes_them():
+    from dmlcli import engine
+
+    f32 = parse_data_type("float32")
+    ramp = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    desc = {"DimensionCount": 2, "Strides": [2, 2], "WindowSize": [2, 2], "StartPadding": [0, 0],
+            "EndPadding": [0, 0], "Dilations": [1, 1]}
+    verdict = engine.plan(engine.request("max_pooling2", desc_fields=desc), [(f32, (1, 1, 4, 4))])
+    outputs = engine.execute(verdict, [ramp], "cpu").all_outputs
+    assert outputs[0].tolist() == [[[[5, 7], [13, 15]]]] and outputs[1].tolist() == [[[[5, 7], [13, 15]]]]
+    desc = {"SpatialScale": 1.0, "PooledSize": {"Width": 1, "Height": 2}}
+    verdict = engine.plan(engine.request("roi_pooling", desc_fields=desc), [(f32, (1, 1, 4, 4)), (f32, (1, 1, 1, 5))])
+    rois = np.array([[[[0, 0, 0, 3, 3]]]], np.float32)
+    assert engine.execute(verdict, [ramp, rois], "cpu").output.tolist() == [[[[7.0], [15.0]]]]
