@@ -25,7 +25,7 @@ import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from ..errors import InputError
-from .parameters import BoolParameter, FloatParameter, IntArrayParameter, IntegerParameter
+from .parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
 from .schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
 from .shaped import RuleViolation, ShapeQuery, describe_sizes
 
@@ -497,6 +497,135 @@ def _nan_skipping_max(xp, block):
     return xp.where(xp.all(nan, axis=1), xp.asarray(xp.nan, block.dtype), best)
 
 
+# ---------------------------------------------------------------- ROI_ALIGN and ROI_ALIGN1
+
+ROI_REDUCTION = EnumParameter(
+    field="ReductionFunction", help="how the samples of one output element combine: average or max",
+    enum_prefix="DML_REDUCE_FUNCTION_", values=(("AVERAGE", 2), ("MAX", 7)), default_value="AVERAGE")
+INTERPOLATION = EnumParameter(
+    field="InterpolationMode", help="how a sample reads the input: nearest_neighbor or linear (bilinear)",
+    enum_prefix="DML_INTERPOLATION_MODE_", values=(("NEAREST_NEIGHBOR", 0), ("LINEAR", 1)), default_value="LINEAR")
+SPATIAL_SCALE_X = FloatParameter(field="SpatialScaleX", default_value=1.0,
+                                 help="the factor from ROITensor's x coordinates to InputTensor's columns")
+SPATIAL_SCALE_Y = FloatParameter(field="SpatialScaleY", default_value=1.0,
+                                 help="the factor from ROITensor's y coordinates to InputTensor's rows")
+INPUT_PIXEL_OFFSET = FloatParameter(field="InputPixelOffset", default_value=0.5,
+                                    help="the offset from (0, 0) to the input's first pixel centre (0.5 or 0)")
+OUTPUT_PIXEL_OFFSET = FloatParameter(field="OutputPixelOffset", default_value=-0.5,
+                                     help="the offset from the output's first pixel centre to (0, 0) (-0.5 or 0)")
+OUT_OF_BOUNDS = FloatParameter(field="OutOfBoundsInputValue", default_value=0.0,
+                               help="the value a sample outside the input reads")
+MINIMUM_SAMPLES = IntegerParameter(field="MinimumSamplesPerOutput", default_value=1, minimum=1,
+                                   help="the fewest samples per output element along each axis (at least 1)")
+MAXIMUM_SAMPLES = IntegerParameter(field="MaximumSamplesPerOutput", default_value=2**32 - 1, minimum=1,
+                                   help="the most samples per output element along each axis")
+ALIGN_TO_CORNERS = BoolParameter(
+    field="AlignRegionsToCorners", help="true: the samples stretch to the region's corners instead of being "
+                                        "spread evenly within it")
+
+_ROI_ALIGN_ROWS = rows(
+    ("5_0", {"InputTensor": (DIMS_4, FLOATS), "ROITensor": ((2, 3, 4), FLOATS),
+             "BatchIndicesTensor": ((1, 2, 3, 4), (UINT64, UINT32)), "OutputTensor": (DIMS_4, FLOATS)}),
+    ("3_0", {"InputTensor": (DIMS_4, FLOATS), "ROITensor": ((2, 3, 4), FLOATS),
+             "BatchIndicesTensor": ((1, 2, 3, 4), (UINT32,)), "OutputTensor": (DIMS_4, FLOATS)}),
+)
+_ROI_ALIGN1_ROWS = rows(
+    ("5_0", {"InputTensor": (DIMS_4, FLOATS), "ROITensor": ((2, 3, 4), FLOATS),
+             "BatchIndicesTensor": ((1, 2, 3, 4), (UINT64, UINT32)), "OutputTensor": (DIMS_4, FLOATS)}),
+    ("4_0", {"InputTensor": (DIMS_4, FLOATS), "ROITensor": ((2, 3, 4), FLOATS),
+             "BatchIndicesTensor": ((1, 2, 3, 4), (UINT32,)), "OutputTensor": (DIMS_4, FLOATS)}),
+)
+
+
+def roi_align_shape(query: ShapeQuery) -> dict:
+    shape, rois, batches = (query.shape(name) for name in ("InputTensor", "ROITensor", "BatchIndicesTensor"))
+    if rois[-1] != 4 or any(size != 1 for size in rois[:-2]):
+        raise RuleViolation(f"ROITensor Sizes {describe_sizes(rois)} are not {{ NumROIs, 4 }}, {{ 1, NumROIs, 4 }} "
+                            "or { 1, 1, NumROIs, 4 } (each ROI is [x1, y1, x2, y2])")
+    count = rois[-2]
+    if batches[-1] != count or any(size != 1 for size in batches[:-1]):
+        raise RuleViolation(f"BatchIndicesTensor Sizes {describe_sizes(batches)} are not {{ NumROIs }} (or with "
+                            f"leading 1s) for ROITensor's {count} regions")
+    minimum, maximum = query.parameters["MinimumSamplesPerOutput"], query.parameters["MaximumSamplesPerOutput"]
+    if minimum > maximum:
+        raise RuleViolation(f"MinimumSamplesPerOutput {minimum} is above MaximumSamplesPerOutput {maximum}")
+    given = query.given_outputs.get("OutputTensor")
+    if given is None:
+        raise InputError("ROI_ALIGN takes the output's height and width from OutputTensor's Sizes: give them with "
+                         "--output-shape (output_shape= in the API), { NumROIs, ChannelCount, OutputHeight, "
+                         "OutputWidth }")
+    given = tuple(given)
+    if len(given) != 4 or given[:2] != (count, shape[1]):
+        raise RuleViolation(f"OutputTensor Sizes {describe_sizes(given)} are not {{ NumROIs {count}, ChannelCount "
+                            f"{shape[1]}, OutputHeight, OutputWidth }}")
+    return {"OutputTensor": given}
+
+
+def _sample_axis(first, last, out_size, size, params, align):
+    """One axis of one region: each sample's input coordinate (out_size * samples of them, output-major), the
+    two neighbours and weight of each (ONNX's RoiAlign bilinear rule: a sample below -1 or past `size` is out
+    of bounds, the others clamped to [0, size - 1]), and the samples per output element."""
+    region = last - first
+    samples = int(min(max(math.ceil(abs(region) / out_size), params["MinimumSamplesPerOutput"]),
+                      params["MaximumSamplesPerOutput"]))
+    total = out_size * samples
+    index = np.arange(total, dtype=np.float64)
+    if align and total > 1:
+        position = index * (region / (total - 1)) + first - params["InputPixelOffset"]
+    else:
+        position = (index - params["OutputPixelOffset"]) * (region / total) + first - params["InputPixelOffset"]
+    position = position.astype(np.float32)
+    outside = (position < -1.0) | (position > size)
+    clamped = np.maximum(position, np.float32(0))
+    low = np.floor(clamped).astype(np.int64)
+    at_edge = low >= size - 1
+    low = np.minimum(low, size - 1)
+    high = np.where(at_edge, low, low + 1)
+    weight = np.where(at_edge, np.float32(0), clamped - low.astype(np.float32)).astype(np.float32)
+    nearest = np.minimum(np.floor(clamped + np.float32(0.5)).astype(np.int64), size - 1)
+    return samples, outside, low, high, weight, nearest
+
+
+def roi_align_kernel(xp, inputs, outputs, params):
+    x, rois, batches = inputs
+    (out,) = outputs
+    host_rois = np.asarray(rois.get() if hasattr(rois, "get") else rois, dtype=np.float32).reshape(-1, 4)
+    host_batches = np.asarray(batches.get() if hasattr(batches, "get") else batches).reshape(-1)
+    out_h, out_w = out.shape[2:]
+    result = xp.empty(out.shape, dtype=xp.float32)
+    align = bool(params.get("AlignRegionsToCorners", False))
+    linear = params["InterpolationMode"] == "LINEAR"
+    fill = xp.float32(params["OutOfBoundsInputValue"])
+    for r, (roi, batch) in enumerate(zip(host_rois, host_batches)):
+        sx, sy = np.float32(params["SpatialScaleX"]), np.float32(params["SpatialScaleY"])
+        x1, y1, x2, y2 = (float(v) for v in (roi[0] * sx, roi[1] * sy, roi[2] * sx, roi[3] * sy))
+        plane = x[int(batch)].astype(xp.float32, copy=False) if int(batch) < x.shape[0] else None
+        if plane is None:  # a batch index past the input: every sample is out of bounds
+            result[r] = fill
+            continue
+        samples_y, out_y, low_y, high_y, wy, near_y = _sample_axis(y1, y2, out_h, x.shape[2], params, align)
+        samples_x, out_x, low_x, high_x, wx, near_x = _sample_axis(x1, x2, out_w, x.shape[3], params, align)
+        if linear:
+            top, bottom = xp.take(plane, xp.asarray(low_y), axis=1), xp.take(plane, xp.asarray(high_y), axis=1)
+            lx, hx = xp.asarray(low_x), xp.asarray(high_x)
+            wy_, wx_ = xp.asarray(wy)[:, None], xp.asarray(wx)[None, :]
+            one = xp.float32(1)
+            values = ((one - wy_) * (one - wx_)) * xp.take(top, lx, axis=2)
+            values += ((one - wy_) * wx_) * xp.take(top, hx, axis=2)
+            values += (wy_ * (one - wx_)) * xp.take(bottom, lx, axis=2)
+            values += (wy_ * wx_) * xp.take(bottom, hx, axis=2)
+        else:
+            values = xp.take(xp.take(plane, xp.asarray(near_y), axis=1), xp.asarray(near_x), axis=2)
+        outside = xp.asarray(out_y[:, None] | out_x[None, :])
+        values = xp.where(outside, fill, values)
+        grouped = values.reshape(x.shape[1], out_h, samples_y, out_w, samples_x)
+        if params["ReductionFunction"] == "MAX":
+            result[r] = xp.max(grouped, axis=(2, 4))
+        else:
+            result[r] = xp.sum(grouped, axis=(2, 4), dtype=xp.float32) / xp.float32(samples_y * samples_x)
+    return (result.astype(out.data_type.numpy_dtype, copy=False),)
+
+
 # ---------------------------------------------------------------- entries
 
 _SIZES_NOTE = ("InputTensor is { N, C, H, W } or { N, C, D, H, W }; Strides, WindowSize, StartPadding, EndPadding"
@@ -627,5 +756,56 @@ ROI_POOLING = Operator(
            "bin is NaN), as the family's other maxima: an input value, exact."),
 )
 
+_ROI_ALIGN_NOTES = (
+    "ROITensor is { NumROIs, 4 } (or with leading 1s), each ROI [x1, y1, x2, y2]; BatchIndicesTensor { NumROIs } "
+    "(or with leading 1s). DirectML takes the output's { NumROIs, ChannelCount, OutputHeight, OutputWidth } from "
+    "its desc: --output-shape (output_shape=) states them.",
+    "dmlcli's reading of the page's pseudo-code (it has typos: the Y scale computed from X, a sample loop to <= "
+    "that would take one sample too many): along each axis, samples = clamp(ceil(|scaled region size| / output "
+    "size), MinimumSamplesPerOutput, MaximumSamplesPerOutput); sample s (0 to output size * samples - 1) sits at "
+    "(s - OutputPixelOffset) * region size / (output size * samples) + scaled x1 - InputPixelOffset (with "
+    "AlignRegionsToCorners, s * region size / (output size * samples - 1) + scaled x1 - InputPixelOffset: the "
+    "first and last samples on the corners). Inverted regions (x2 < x1) read mirrored, as the page says.",
+    "A sample reads as ONNX's RoiAlign reads (the page does not say): below -1 or past the input's size in either "
+    "dimension it reads OutOfBoundsInputValue; otherwise its coordinates are clamped to the input and LINEAR "
+    "blends the 4 neighbours (weights in FLOAT32, the order of ONNX's reference), NEAREST_NEIGHBOR takes the "
+    "element at floor(coordinate + 0.5). AVERAGE sums the samples in FLOAT32 and divides by their count; MAX "
+    "takes the largest interpolated value (the page's pseudo-code). NaN propagates. FLOAT16 is computed in "
+    "FLOAT32 and rounded once. A batch index past the input reads OutOfBoundsInputValue (the page: undefined).",
+)
+_ROI_ALIGN_TOLERANCE = Tolerance(
+    "ulp", 32, 32, "dmlcli's choice (WebNN has no ROI align): each sample is a blend of 4 values (about 7 "
+                   "roundings) and each output an average of samples; 32 ULP",
+    floor_float32=2.0 ** -20,
+    floor_source="dmlcli's choice, 2^-20 (9.5e-7) for FLOAT32, as AVERAGE_POOLING's: blends and averages of "
+                 "values of both signs near 0 carry rounding errors relative to the values blended")
+
+ROI_ALIGN = Operator(
+    name="ROI_ALIGN", enum_value=139, family=FAMILY, prefix="",
+    summary="resamples each region of interest to the output's height and width (Mask R-CNN's ROI align)",
+    formula="OutputTensor[r, c, i, j] = ReductionFunction(interpolate(InputTensor[BatchIndices[r], c], sample) for "
+            "the samples of (i, j) in ROI r)",
+    introduced=_ROI_ALIGN_ROWS[-1].level, inputs=("InputTensor", "ROITensor", "BatchIndicesTensor"),
+    support=_ROI_ALIGN_ROWS, same_data_type=("InputTensor", "ROITensor", "OutputTensor"), same_sizes=(),
+    cpu_kernel=None, cuda_body="",
+    parameters=(ROI_REDUCTION, INTERPOLATION, SPATIAL_SCALE_X, SPATIAL_SCALE_Y, OUT_OF_BOUNDS, MINIMUM_SAMPLES,
+                MAXIMUM_SAMPLES),
+    shape_rule=roi_align_shape, array_kernel=roi_align_kernel, exactness=APPROXIMATE, tolerance=_ROI_ALIGN_TOLERANCE,
+    notes=_ROI_ALIGN_NOTES + ("ROI_ALIGN is ROI_ALIGN1 with InputPixelOffset 0.5, OutputPixelOffset -0.5 and "
+                              "AlignRegionsToCorners false (ROI_ALIGN1's page says so).",),
+)
+ROI_ALIGN1 = Operator(
+    name="ROI_ALIGN1", enum_value=149, family=FAMILY, prefix="",
+    summary="resamples each region of interest to the output's height and width, with pixel offsets and corner "
+            "alignment",
+    formula=ROI_ALIGN.formula, introduced=_ROI_ALIGN1_ROWS[-1].level,
+    inputs=("InputTensor", "ROITensor", "BatchIndicesTensor"), support=_ROI_ALIGN1_ROWS,
+    same_data_type=("InputTensor", "ROITensor", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(ROI_REDUCTION, INTERPOLATION, SPATIAL_SCALE_X, SPATIAL_SCALE_Y, INPUT_PIXEL_OFFSET,
+                OUTPUT_PIXEL_OFFSET, OUT_OF_BOUNDS, MINIMUM_SAMPLES, MAXIMUM_SAMPLES, ALIGN_TO_CORNERS),
+    shape_rule=roi_align_shape, array_kernel=roi_align_kernel, exactness=APPROXIMATE, tolerance=_ROI_ALIGN_TOLERANCE,
+    notes=_ROI_ALIGN_NOTES,
+)
+
 OPERATORS = (AVERAGE_POOLING, AVERAGE_POOLING1, LP_POOLING, LP_POOLING1, MAX_POOLING, MAX_POOLING1, MAX_POOLING2,
-             MAX_UNPOOLING, ROI_POOLING)
+             MAX_UNPOOLING, ROI_POOLING, ROI_ALIGN, ROI_ALIGN1)

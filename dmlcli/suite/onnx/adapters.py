@@ -545,3 +545,31 @@ def adapt_max_unpool(call: OnnxCall, fixed) -> Prepared:
     # ONNX's int64 indices as DirectML's UINT64 IndicesTensor (5_0): the same bits for indices >= 0.
     values = {**fixed, "OutputTensor.Sizes": unpool_output_sizes(call)}
     return Prepared(values, [data, indices.astype(np.int64).view(np.uint64)])
+
+
+def roi_align_half_pixel(call: OnnxCall) -> bool:
+    return str(call.attr("coordinate_transformation_mode", "half_pixel")) == "half_pixel"
+
+
+def roi_align_small_region(call: OnnxCall) -> bool:
+    """output_half_pixel: ONNX widens a region narrower than 1 (after spatial_scale) to 1; DirectML does not."""
+    rois = np.asarray(call.input(1), dtype=np.float64).reshape(-1, 4) * float(call.attr("spatial_scale", 1.0))
+    return not roi_align_half_pixel(call) and bool(((rois[:, 2] - rois[:, 0] < 1) | (rois[:, 3] - rois[:, 1] < 1)).any())
+
+
+def adapt_roi_align(call: OnnxCall, fixed) -> Prepared:
+    data, rois, batches = call.input(0), call.input(1), call.input(2)
+    if rois is None or batches is None:
+        raise MappingError("ONNX's RoiAlign needs X, rois and batch_indices")
+    ratio = int(call.attr("sampling_ratio", 0))
+    scale = float(call.attr("spatial_scale", 1.0))
+    values = {**fixed, "SpatialScaleX": scale, "SpatialScaleY": scale,
+              "InputPixelOffset": 0.5 if roi_align_half_pixel(call) else 0.0,
+              "ReductionFunction": "MAX" if str(call.attr("mode", "avg")) == "max" else "AVERAGE",
+              # sampling_ratio 0: ONNX's adaptive ceil(region / output), DirectML's clamp between the bounds
+              "MinimumSamplesPerOutput": ratio if ratio > 0 else 1,
+              "MaximumSamplesPerOutput": ratio if ratio > 0 else 2**32 - 1,
+              "OutputTensor.Sizes": (rois.shape[0], data.shape[1], int(call.attr("output_height", 1)),
+                                     int(call.attr("output_width", 1)))}
+    # ONNX's int64 batch indices as DirectML's UINT64 BatchIndicesTensor (5_0): the same bits for indices >= 0.
+    return Prepared(values, [data, rois, batches.astype(np.int64).view(np.uint64)])

@@ -292,6 +292,27 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("MaxUnpool", "MAX_UNPOOLING", fields={"OutputTensor.Sizes": "output_shape, else (in - 1) * strides + "
                                                                       "kernel_shape - pads"},
           adapter=a.adapt_max_unpool, outside=(INT64_INDICES.replace("INT64", "UINT64 (5_0)"),), issue=19),
+    Entry("RoiAlign", "ROI_ALIGN1",
+          fields={"SpatialScaleX": "spatial_scale", "SpatialScaleY": "spatial_scale",
+                  "InputPixelOffset": "coordinate_transformation_mode: half_pixel 0.5, output_half_pixel 0",
+                  "ReductionFunction": "mode: avg AVERAGE, max MAX",
+                  "MinimumSamplesPerOutput": "sampling_ratio (0: 1)",
+                  "MaximumSamplesPerOutput": "sampling_ratio (0: UINT_MAX, ONNX's adaptive count)",
+                  "OutputTensor.Sizes": "{ num_rois, C, output_height, output_width }"},
+          fixed={"OutputPixelOffset": -0.5, "InterpolationMode": "LINEAR", "OutOfBoundsInputValue": 0.0,
+                 "AlignRegionsToCorners": False},
+          adapter=a.adapt_roi_align,
+          cannot=(Cannot(lambda c: str(c.attr("mode", "avg")) == "max",
+                         "ONNX's max mode takes the largest of each sample's four weighted bilinear terms (w * v), "
+                         "not the largest interpolated value that DirectML's ROI_ALIGN1 pseudo-code reduces"),
+                  Cannot(a.roi_align_small_region,
+                         "output_half_pixel widens a region narrower than 1 to 1 in ONNX; DirectML's ROI_ALIGN1 "
+                         "samples the region as it is")),
+          outside=("ONNX's int64 batch_indices are given as DirectML's UINT64 BatchIndicesTensor (5_0), the same "
+                   "bits",),
+          rounded_expected={name: "ONNX's expected values are written with 4 decimals"
+                            for name in ("test_roialign_aligned_false", "test_roialign_aligned_true")},
+          issue=19),
     # ---- the next issue's operators
     _next("Gemm", "GEMM"), _next("MatMul", "GEMM"), _next("Conv", "CONVOLUTION"),
     _next("ConvTranspose", "CONVOLUTION"), _next("ConvInteger", "CONVOLUTION_INTEGER"),
@@ -302,7 +323,7 @@ ENTRIES: tuple[Entry, ...] = (
     _next("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
     _next("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1"), _next("LRN", "LOCAL_RESPONSE_NORMALIZATION"),
     _next("LpNormalization", "LP_NORMALIZATION"), _next("Resize", "RESAMPLE2"), _next("Upsample", "RESAMPLE"),
-    _next("RNN", "RNN"), _next("GRU", "GRU"), _next("LSTM", "LSTM"), _next("RoiAlign", "ROI_ALIGN1"),
+    _next("RNN", "RNN"), _next("GRU", "GRU"), _next("LSTM", "LSTM"),
     _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
 )
 
