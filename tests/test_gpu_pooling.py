@@ -130,3 +130,16 @@ def test_gpu_roi_pooling_equals_the_cpu(gpu_backend):
     for pooled in ([2, 2], [3, 5]):
         (c,), (g,) = both("roi_pooling", [x, rois], gpu_backend, pooled_size=pooled, spatial_scale=0.5)
         assert np.array_equal(c, g, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", ["roi_align", "roi_align1"])
+def test_gpu_roi_align_within_the_tolerance(gpu_backend, op):
+    x = np.abs(np.nan_to_num(data((2, 4, 12, 10), "float32", seed=6))) + np.float32(0.25)
+    rng = np.random.default_rng(8)
+    rois = rng.uniform(-2, 13, (5, 4)).astype(np.float32)
+    batches = rng.integers(0, 2, 5).astype(np.uint32)
+    for function in ("average", "max"):
+        for mode in ("linear", "nearest_neighbor"):
+            (c,), (g,) = both(op, [x, rois, batches], gpu_backend, output_shape=(5, 4, 3, 2),
+                              reduction_function=function, interpolation_mode=mode, spatial_scale_x=0.8)
+            assert c.shape == g.shape and ulp_distance(c, g).max() <= 32, (op, function, mode)

@@ -650,3 +650,127 @@ def test_desc_fields_as_a_dxdispatch_model_writes_them():
     verdict = engine.plan(engine.request("roi_pooling", desc_fields=desc), [(f32, (1, 1, 4, 4)), (f32, (1, 1, 1, 5))])
     rois = np.array([[[[0, 0, 0, 3, 3]]]], np.float32)
     assert engine.execute(verdict, [ramp, rois], "cpu").output.tolist() == [[[[7.0], [15.0]]]]
+
+
+# ---------------------------------------------------------------- ROI_ALIGN and ROI_ALIGN1
+
+
+def roi_align_reference(x, rois, batches, out_h, out_w, *, function="AVERAGE", linear=True, scale=(1.0, 1.0),
+                        input_offset=0.5, output_offset=-0.5, fill=0.0, minimum=1, maximum=2**32 - 1, corners=False):
+    """Element by element, in float64 from FLOAT32 sample positions, as the entry's notes describe the reading."""
+    out = np.zeros((len(rois), x.shape[1], out_h, out_w))
+    for r, ((rx1, ry1, rx2, ry2), batch) in enumerate(zip(rois.astype(np.float32), batches)):
+        axes = []
+        for first, last, count, size, s in ((ry1, ry2, out_h, x.shape[2], scale[1]),
+                                            (rx1, rx2, out_w, x.shape[3], scale[0])):
+            first, last = float(np.float32(first) * np.float32(s)), float(np.float32(last) * np.float32(s))
+            region = last - first
+            samples = int(min(max(math.ceil(abs(region) / count), minimum), maximum))
+            total = count * samples
+            if corners and total > 1:
+                positions = [k * (region / (total - 1)) + first - input_offset for k in range(total)]
+            else:
+                positions = [(k - output_offset) * (region / total) + first - input_offset for k in range(total)]
+            axes.append((samples, [float(np.float32(p)) for p in positions], size))
+        (sy, ys, height), (sx, xs, width) = axes
+        for c, i, j in itertools.product(range(x.shape[1]), range(out_h), range(out_w)):
+            values = []
+            for y in ys[i * sy:(i + 1) * sy]:
+                for xx in xs[j * sx:(j + 1) * sx]:
+                    if y < -1 or y > height or xx < -1 or xx > width or batch >= x.shape[0]:
+                        values.append(fill)
+                        continue
+                    y, xx = max(y, 0.0), max(xx, 0.0)
+                    plane = x[int(batch), c].astype(np.float64)
+                    if not linear:
+                        values.append(plane[min(int(math.floor(y + 0.5)), height - 1),
+                                            min(int(math.floor(xx + 0.5)), width - 1)])
+                        continue
+                    yl, xl = min(int(y), height - 1), min(int(xx), width - 1)
+                    yh, xh = min(yl + 1, height - 1), min(xl + 1, width - 1)
+                    fy = 0.0 if yl >= height - 1 else y - yl
+                    fx = 0.0 if xl >= width - 1 else xx - xl
+                    values.append((1 - fy) * (1 - fx) * plane[yl, xl] + (1 - fy) * fx * plane[yl, xh]
+                                  + fy * (1 - fx) * plane[yh, xl] + fy * fx * plane[yh, xh])
+            out[r, c, i, j] = max(values) if function == "MAX" else sum(values) / len(values)
+    return out
+
+
+@SETTINGS
+@given(st.integers(1, 2), st.integers(2, 8), st.integers(2, 8), st.integers(1, 4), st.integers(1, 4),
+       st.sampled_from(["AVERAGE", "MAX"]), st.booleans(), st.booleans(), st.sampled_from([(0.5, -0.5), (0.0, 0.0)]),
+       st.sampled_from([(1, 2**32 - 1), (2, 2), (1, 3)]), st.sampled_from(["float32", "float16"]), st.integers(0, 3))
+def test_roi_align1_matches_the_reference(batch, height, width, out_h, out_w, function, linear, corners, offsets,
+                                          bounds, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 2.0, (batch, 2, height, width)).astype(dtype)
+    rois = rng.uniform(-2, max(height, width) + 2, (3, 4)).astype(dtype)  # inverted and outside regions too
+    batches = rng.integers(0, batch, 3).astype(np.uint32)
+    parameters = dict(reduction_function=function, interpolation_mode="linear" if linear else "nearest_neighbor",
+                      spatial_scale_x=0.75, spatial_scale_y=1.25, input_pixel_offset=offsets[0],
+                      output_pixel_offset=offsets[1], out_of_bounds_input_value=-1.5,
+                      minimum_samples_per_output=bounds[0], maximum_samples_per_output=bounds[1],
+                      align_regions_to_corners=corners)
+    got = dmlcli.run("roi_align1", x, rois, batches, output_shape=(3, 2, out_h, out_w), **parameters)
+    want = roi_align_reference(x, rois, batches, out_h, out_w, function=function, linear=linear, scale=(0.75, 1.25),
+                               input_offset=offsets[0], output_offset=offsets[1], fill=-1.5, minimum=bounds[0],
+                               maximum=bounds[1], corners=corners)
+    assert got.dtype == x.dtype and got.shape == want.shape
+    assert_within_ulp(got, want, 32, floor=2.0 ** -20 if dtype == "float32" else 0.0)
+
+
+def test_roi_align_is_roi_align1_with_centred_pixels():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    rois = rng.uniform(0, 6, (4, 4)).astype(np.float32)
+    batches = np.array([0, 1, 1, 0], np.uint32)
+    common = dict(output_shape=(4, 3, 2, 3), minimum_samples_per_output=2, maximum_samples_per_output=2)
+    assert np.array_equal(dmlcli.run("roi_align", x, rois, batches, **common),
+                          dmlcli.run("roi_align1", x, rois, batches, **common))
+
+
+def test_roi_align_support_and_rules():
+    f32, f16, u32, u64 = (parse_data_type(t) for t in ("float32", "float16", "uint32", "uint64"))
+    x, rois, batches = (f32, (1, 2, 4, 4)), (f32, (3, 4)), (u32, (3,))
+    assert plan("roi_align", [x, rois, batches], output_shape=(3, 2, 2, 2)).lowest_feature_level.short == "3_0"
+    assert plan("roi_align1", [x, rois, batches], output_shape=(3, 2, 2, 2)).lowest_feature_level.short == "4_0"
+    assert plan("roi_align1", [x, (f32, (1, 1, 3, 4)), (u64, (1, 1, 1, 3))],
+                output_shape=(3, 2, 2, 2)).lowest_feature_level.short == "5_0"
+    with pytest.raises(dmlcli.ValidationError, match="differ"):
+        plan("roi_align", [x, (f16, (3, 4)), batches], output_shape=(3, 2, 2, 2))
+    for inputs, shape, message in [
+        ([x, (f32, (3, 5)), batches], (3, 2, 2, 2), r"ROITensor Sizes \[3, 5\] are not \{ NumROIs, 4 \}"),
+        ([x, rois, (u32, (2,))], (3, 2, 2, 2), r"BatchIndicesTensor Sizes \[2\] are not \{ NumROIs \}"),
+        ([x, rois, batches], (3, 1, 2, 2), r"OutputTensor Sizes \[3, 1, 2, 2\] are not \{ NumROIs 3, ChannelCount 2"),
+    ]:
+        with pytest.raises(dmlcli.ValidationError, match=message):
+            plan("roi_align1", inputs, output_shape=shape)
+    with pytest.raises(dmlcli.ValidationError, match="MinimumSamplesPerOutput 3 is above MaximumSamplesPerOutput 2"):
+        plan("roi_align", [x, rois, batches], output_shape=(3, 2, 2, 2), minimum_samples_per_output=3,
+             maximum_samples_per_output=2)
+    with pytest.raises(dmlcli.InputError, match="--output-shape"):
+        plan("roi_align", [x, rois, batches])
+
+
+def test_cli_roi_align():
+    args = ["run", "roi_align1", '{"dtype": "float32", "data": [[[[1, 2], [3, 4]]]]}',
+            '{"dtype": "float32", "data": [[0, 0, 2, 2]]}', '{"dtype": "uint32", "data": [0]}',
+            "--output-shape", "1,1,1,1", "--minimum-samples-per-output", "2", "--maximum-samples-per-output", "2",
+            "-o", "-"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["data"] == [[[[2.5]]]]  # the four pixel centres, averaged
+    result = CliRunner().invoke(cli, args[:5] + ["--output-shape", "1,2,1,1", "-o", "-"])
+    assert result.exit_code == 3 and "OutputTensor Sizes [1, 2, 1, 1]" in result.output
+
+
+@pytest.mark.parametrize("name", ["roialign_aligned_false", "roialign_aligned_true"])
+def test_onnx_roi_align(name):
+    case, (x, rois, batches), (expected,) = onnx_case(name)
+    a = case["attributes"]
+    half_pixel = a.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    got = dmlcli.run("roi_align1", x, rois, batches.astype(np.uint64), output_shape=expected.shape,
+                     spatial_scale_x=a["spatial_scale"], spatial_scale_y=a["spatial_scale"],
+                     input_pixel_offset=0.5 if half_pixel else 0.0, output_pixel_offset=-0.5,
+                     minimum_samples_per_output=a["sampling_ratio"], maximum_samples_per_output=a["sampling_ratio"])
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-7)  # ONNX writes these with 4 decimals

@@ -570,10 +570,12 @@ def _sample_axis(first, last, out_size, size, params, align):
                       params["MaximumSamplesPerOutput"]))
     total = out_size * samples
     index = np.arange(total, dtype=np.float64)
+    # ROI_ALIGN has no offset fields: its pixels are centred, as ROI_ALIGN1's 0.5 and -0.5.
+    input_offset, output_offset = params.get("InputPixelOffset", 0.5), params.get("OutputPixelOffset", -0.5)
     if align and total > 1:
-        position = index * (region / (total - 1)) + first - params["InputPixelOffset"]
+        position = index * (region / (total - 1)) + first - input_offset
     else:
-        position = (index - params["OutputPixelOffset"]) * (region / total) + first - params["InputPixelOffset"]
+        position = (index - output_offset) * (region / total) + first - input_offset
     position = position.astype(np.float32)
     outside = (position < -1.0) | (position > size)
     clamped = np.maximum(position, np.float32(0))
@@ -765,7 +767,8 @@ _ROI_ALIGN_NOTES = (
     "size), MinimumSamplesPerOutput, MaximumSamplesPerOutput); sample s (0 to output size * samples - 1) sits at "
     "(s - OutputPixelOffset) * region size / (output size * samples) + scaled x1 - InputPixelOffset (with "
     "AlignRegionsToCorners, s * region size / (output size * samples - 1) + scaled x1 - InputPixelOffset: the "
-    "first and last samples on the corners). Inverted regions (x2 < x1) read mirrored, as the page says.",
+    "first and last samples on the corners), computed in double precision and rounded once to FLOAT32 (the "
+    "scaled corners in FLOAT32). Inverted regions (x2 < x1) read mirrored, as the page says.",
     "A sample reads as ONNX's RoiAlign reads (the page does not say): below -1 or past the input's size in either "
     "dimension it reads OutOfBoundsInputValue; otherwise its coordinates are clamped to the input and LINEAR "
     "blends the 4 neighbours (weights in FLOAT32, the order of ONNX's reference), NEAREST_NEIGHBOR takes the "

@@ -554,7 +554,8 @@ def roi_align_half_pixel(call: OnnxCall) -> bool:
 def roi_align_small_region(call: OnnxCall) -> bool:
     """output_half_pixel: ONNX widens a region narrower than 1 (after spatial_scale) to 1; DirectML does not."""
     rois = np.asarray(call.input(1), dtype=np.float64).reshape(-1, 4) * float(call.attr("spatial_scale", 1.0))
-    return not roi_align_half_pixel(call) and bool(((rois[:, 2] - rois[:, 0] < 1) | (rois[:, 3] - rois[:, 1] < 1)).any())
+    narrow = (rois[:, 2] - rois[:, 0] < 1) | (rois[:, 3] - rois[:, 1] < 1)
+    return not roi_align_half_pixel(call) and bool(narrow.any())
 
 
 def adapt_roi_align(call: OnnxCall, fixed) -> Prepared:
