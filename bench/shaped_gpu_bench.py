@@ -6,7 +6,8 @@ call validated once beforehand) and CuPy's own call for the same thing, each tim
 same GPU's device-to-device copy bandwidth (cudaMemcpy of the input's bytes: 2 x bytes per second), measured in
 the same run. Issue 23's goals: >= 0.7 of the copy for reductions and data movement, and never slower
 than CuPy (dmlcli / CuPy time <= 1); issue 19's: pooling at >= 0.6 of the copy (its CuPy baselines:
-reshape + max / mean for windows that tile the input, a loop over window offsets otherwise). Each result is checked against CuPy's before it is timed.
+reshape + max / mean for windows that tile the input, a loop over window offsets otherwise). Each result is
+checked against CuPy's before it is timed.
 
     PYTHONPATH=. python3 bench/shaped_gpu_bench.py                 # 1 GiB inputs, 10 repeats
     PYTHONPATH=. python3 bench/shaped_gpu_bench.py --gib 0.01 --repeats 2
