@@ -1,4 +1,5 @@
-"""The pooling family: AVERAGE_POOLING(1), MAX_POOLING(1, 2), LP_POOLING(1) and MAX_UNPOOLING.
+"""The pooling family: AVERAGE_POOLING(1), MAX_POOLING(1, 2), LP_POOLING(1), MAX_UNPOOLING, ROI_POOLING and
+ROI_ALIGN(1).
 
 Sources: DirectML's pages (MicrosoftDocs/sdk-api, ns-directml-dml_<name>_operator_desc.md, the versions with the
 newest support tables) for the fields, the output Sizes and the support tables; DirectML.h (microsoft/
@@ -13,7 +14,9 @@ count field, DimensionCount, which is the input's DimensionCount - 2.
 
 One kernel for both backends (`xp` is numpy or cupy): the input is padded once (only where a padding is
 given), then a loop over the window's offsets combines strided views of it (xp.add for sums, xp.fmax for
-maxima): no copy beyond the padded input and the accumulator, the same calls on NumPy and CuPy.
+maxima): no copy beyond the padded input and the accumulator, the same calls on NumPy and CuPy. The ROI
+operators loop over the regions on the host (their ROI and batch tensors are read there) and gather each
+region's samples with xp.take.
 """
 
 from __future__ import annotations
