@@ -774,3 +774,14 @@ def test_onnx_roi_align(name):
                      input_pixel_offset=0.5 if half_pixel else 0.0, output_pixel_offset=-0.5,
                      minimum_samples_per_output=a["sampling_ratio"], maximum_samples_per_output=a["sampling_ratio"])
     np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-7)  # ONNX writes these with 4 decimals
+
+
+def test_roi_operators_with_nan_or_infinite_corners():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    rois = np.array([[[[0, np.nan, 0, 3, 3], [0, 0, 0, np.inf, 3], [0, 0, 0, 1, 1]]]], np.float32)
+    got = dmlcli.run("roi_pooling", x, rois, pooled_size=[1, 1])
+    assert got.reshape(-1).tolist() == [0.0, 0.0, 5.0]
+    boxes = np.array([[np.nan, 0, 2, 2], [0, 0, np.inf, 2], [0, 0, 2, 2]], np.float32)
+    got = dmlcli.run("roi_align1", x, boxes, np.zeros(3, np.uint32), output_shape=(3, 1, 1, 1),
+                     out_of_bounds_input_value=-7.0, minimum_samples_per_output=1, maximum_samples_per_output=1)
+    assert got.reshape(-1).tolist()[:2] == [-7.0, -7.0] and got.reshape(-1)[2] == np.float32(x[0, 0, 0:2, 0:2].mean())

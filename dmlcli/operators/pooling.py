@@ -482,6 +482,9 @@ def roi_pooling_kernel(xp, inputs, outputs, params):
         batch = float(roi[0])
         if not (math.isfinite(batch) and 0 <= int(batch) < x.shape[0]):
             continue  # a BatchID outside the input: the region stays 0
+        with np.errstate(over="ignore"):
+            if not np.isfinite(roi[1:5].astype(np.float32) * np.float32(params["SpatialScale"])).all():
+                continue  # a NaN or infinite corner (after the scale): the region stays 0
         rows_, columns = roi_bins(roi, params["SpatialScale"], pooled, x.shape[2:])
         plane = x[int(batch)]
         for row, (y0, y1) in enumerate(rows_):
@@ -569,8 +572,8 @@ def _sample_axis(first, last, out_size, size, params, align):
     two neighbours and weight of each (ONNX's RoiAlign bilinear rule: a sample below -1 or past `size` is out
     of bounds, the others clamped to [0, size - 1]), and the samples per output element."""
     region = last - first
-    samples = int(min(max(math.ceil(abs(region) / out_size), params["MinimumSamplesPerOutput"]),
-                      params["MaximumSamplesPerOutput"]))
+    wanted = math.ceil(abs(region) / out_size) if math.isfinite(region) else 0  # NaN/inf corners: the fewest
+    samples = int(min(max(wanted, params["MinimumSamplesPerOutput"]), params["MaximumSamplesPerOutput"]))
     total = out_size * samples
     index = np.arange(total, dtype=np.float64)
     # ROI_ALIGN has no offset fields: its pixels are centred, as ROI_ALIGN1's 0.5 and -0.5.
@@ -579,8 +582,10 @@ def _sample_axis(first, last, out_size, size, params, align):
         position = index * (region / (total - 1)) + first - input_offset
     else:
         position = (index - output_offset) * (region / total) + first - input_offset
-    position = position.astype(np.float32)
-    outside = (position < -1.0) | (position > size)
+    with np.errstate(all="ignore"):
+        position = position.astype(np.float32)
+    outside = ~((position >= -1.0) & (position <= size))  # NaN (from NaN or infinite corners) is outside too
+    position = np.where(outside, np.float32(0), position)
     clamped = np.maximum(position, np.float32(0))
     low = np.floor(clamped).astype(np.int64)
     at_edge = low >= size - 1
@@ -757,7 +762,8 @@ ROI_POOLING = Operator(
            "y1 (floor divisions), then clamped to the input, as the page says.",
            "Where the page is silent (dmlcli's choices, after Caffe's ROI pooling): a region with x2 < x1 or y2 < y1 "
            "counts as 1 element wide; a bin clamped to nothing gives 0; a BatchID (truncated toward zero) outside "
-           "[0, BatchCount) gives 0s for its region. The maximum skips NaN (NaN only where every element of the "
+           "[0, BatchCount) gives 0s for its region, and so does a NaN or infinite corner. The maximum skips NaN "
+           "(NaN only where every element of the "
            "bin is NaN), as the family's other maxima: an input value, exact."),
 )
 
@@ -777,7 +783,8 @@ _ROI_ALIGN_NOTES = (
     "blends the 4 neighbours (weights in FLOAT32, the order of ONNX's reference), NEAREST_NEIGHBOR takes the "
     "element at floor(coordinate + 0.5). AVERAGE sums the samples in FLOAT32 and divides by their count; MAX "
     "takes the largest interpolated value (the page's pseudo-code). NaN propagates. FLOAT16 is computed in "
-    "FLOAT32 and rounded once. A batch index past the input reads OutOfBoundsInputValue (the page: undefined).",
+    "FLOAT32 and rounded once. A batch index past the input reads OutOfBoundsInputValue (the page: undefined), "
+    "and so does a sample whose position is NaN (a NaN or infinite corner).",
 )
 _ROI_ALIGN_TOLERANCE = Tolerance(
     "ulp", 32, 32, "dmlcli's choice (WebNN has no ROI align): each sample is a blend of 4 values (about 7 "
