@@ -785,3 +785,14 @@ def test_roi_operators_with_nan_or_infinite_corners():
     got = dmlcli.run("roi_align1", x, boxes, np.zeros(3, np.uint32), output_shape=(3, 1, 1, 1),
                      out_of_bounds_input_value=-7.0, minimum_samples_per_output=1, maximum_samples_per_output=1)
     assert got.reshape(-1).tolist()[:2] == [-7.0, -7.0] and got.reshape(-1)[2] == np.float32(x[0, 0, 0:2, 0:2].mean())
+
+
+def test_roi_align_refuses_a_sample_grid_too_big_to_hold():
+    x = np.ones((1, 1, 4, 4), np.float32)
+    boxes = np.array([[0, 0, 1e9, 1e9]], np.float32)
+    result = CliRunner().invoke(cli, ["run", "roi_align", tensor_text(x), tensor_text(boxes),
+                                      tensor_text(np.zeros(1, np.uint32)), "--output-shape", "1,1,1,1", "-o", "-"])
+    assert result.exit_code == 2 and "lower MaximumSamplesPerOutput" in result.output, result.output
+    got = dmlcli.run("roi_align", x, boxes, np.zeros(1, np.uint32), output_shape=(1, 1, 1, 1),
+                     maximum_samples_per_output=4)
+    assert got.tolist() == [[[[0.0]]]]  # every sample past the input reads OutOfBoundsInputValue 0

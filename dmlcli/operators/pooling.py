@@ -596,6 +596,27 @@ def _sample_axis(first, last, out_size, size, params, align):
     return samples, outside, low, high, weight, nearest
 
 
+# The most bytes one region's samples may take (every sample of every channel, a few FLOAT32 arrays of them).
+SAMPLE_GRID_BYTES = 2**30
+
+
+def _check_sample_grid(region_index, y_axis, x_axis, channels, params) -> None:
+    """Refuse, before allocating it, a region whose samples would not fit SAMPLE_GRID_BYTES (a huge region with
+    the adaptive count: DirectML loops over them, dmlcli holds them at once)."""
+    counts = []
+    for first, last, out_size in (y_axis, x_axis):
+        region = last - first
+        wanted = math.ceil(abs(region) / out_size) if math.isfinite(region) else 0
+        counts.append(out_size * min(max(wanted, params["MinimumSamplesPerOutput"]),
+                                     params["MaximumSamplesPerOutput"]))
+    needed = 4 * 4 * channels * counts[0] * counts[1]
+    if needed > SAMPLE_GRID_BYTES:
+        raise InputError(f"ROI {region_index} takes {counts[0]} x {counts[1]} samples per channel "
+                         f"({needed / 2**30:.1f} GiB of work for its {channels} channels, above dmlcli's "
+                         f"{SAMPLE_GRID_BYTES // 2**30} GiB per region); lower MaximumSamplesPerOutput "
+                         "(--maximum-samples-per-output) or the region's size")
+
+
 def roi_align_kernel(xp, inputs, outputs, params):
     x, rois, batches = inputs
     (out,) = outputs
@@ -613,6 +634,7 @@ def roi_align_kernel(xp, inputs, outputs, params):
         if plane is None:  # a batch index past the input: every sample is out of bounds
             result[r] = fill
             continue
+        _check_sample_grid(r, (y1, y2, out_h), (x1, x2, out_w), x.shape[1], params)
         samples_y, out_y, low_y, high_y, wy, near_y = _sample_axis(y1, y2, out_h, x.shape[2], params, align)
         samples_x, out_x, low_x, high_x, wx, near_x = _sample_axis(x1, x2, out_w, x.shape[3], params, align)
         if linear:
@@ -784,7 +806,9 @@ _ROI_ALIGN_NOTES = (
     "element at floor(coordinate + 0.5). AVERAGE sums the samples in FLOAT32 and divides by their count; MAX "
     "takes the largest interpolated value (the page's pseudo-code). NaN propagates. FLOAT16 is computed in "
     "FLOAT32 and rounded once. A batch index past the input reads OutOfBoundsInputValue (the page: undefined), "
-    "and so does a sample whose position is NaN (a NaN or infinite corner).",
+    "and so does a sample whose position is NaN (a NaN or infinite corner). A region whose samples would take "
+    "more than 1 GiB at once (a huge region with the adaptive count) is refused (exit 2): lower "
+    "MaximumSamplesPerOutput.",
 )
 _ROI_ALIGN_TOLERANCE = Tolerance(
     "ulp", 32, 32, "dmlcli's choice (WebNN has no ROI align): each sample is a blend of 4 values (about 7 "
