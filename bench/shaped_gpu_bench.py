@@ -4,8 +4,10 @@ For each case, an input of --gib GiB already on the GPU: dmlcli's kernel (GpuBac
 call validated once beforehand) and CuPy's own call for the same thing, each timed with CUDA events (medians of
 --repeats runs after a warm-up). Throughput counts bytes read + bytes written; it is shown as a fraction of the
 same GPU's device-to-device copy bandwidth (cudaMemcpy of the input's bytes: 2 x bytes per second), measured in
-the same run. Issue 23's goals: >= 0.7 of the copy for reductions and data movement, and never slower than
-CuPy (dmlcli / CuPy time <= 1). Each result is checked against CuPy's before it is timed.
+the same run. Issue 23's goals: >= 0.7 of the copy for reductions and data movement, and never slower
+than CuPy (dmlcli / CuPy time <= 1); issue 19's: pooling at >= 0.6 of the copy (its CuPy baselines:
+reshape + max / mean for windows that tile the input, a loop over window offsets otherwise). Each result is
+checked against CuPy's before it is timed.
 
     PYTHONPATH=. python3 bench/shaped_gpu_bench.py                 # 1 GiB inputs, 10 repeats
     PYTHONPATH=. python3 bench/shaped_gpu_bench.py --gib 0.01 --repeats 2
@@ -28,6 +30,7 @@ def _cases(cp, rows: int, cols: int):
     f32 = lambda: cp.random.random((rows, cols), dtype=cp.float32)  # noqa: E731
     half = lambda: cp.random.random((rows // 2, cols), dtype=cp.float32)  # noqa: E731
     index = lambda: cp.random.randint(0, rows, size=(1, rows // 2), dtype=cp.int32)  # noqa: E731
+    nchw = lambda: cp.random.random((max(1, rows * cols // (16 * 256 * 256)), 16, 256, 256), dtype=cp.float32)  # noqa
     return [
         ("reduce sum, rows", "reduce", {"function": "sum", "axes": [1]}, lambda: [f32()],
          lambda x: cp.sum(x, axis=1, keepdims=True)),
@@ -52,7 +55,27 @@ def _cases(cp, rows: int, cols: int):
          lambda x, i: cp.take(x, i[0], axis=0)),
         ("cast float32 -> float16", "cast", {"output_dtype": "float16"}, lambda: [f32()],
          lambda x: x.astype(cp.float16)),
+        # Pooling (issue 19's goal: >= 0.6 of the copy): { B, 16, 256, 256 } holding the same elements.
+        ("max_pooling 2x2 stride 2", "max_pooling", {"window_size": [2, 2], "strides": [2, 2]}, lambda: [nchw()],
+         lambda x: x.reshape(x.shape[0], 16, 128, 2, 128, 2).max(axis=(3, 5))),
+        ("average_pooling 2x2 stride 2", "average_pooling", {"window_size": [2, 2], "strides": [2, 2]},
+         lambda: [nchw()], lambda x: x.reshape(x.shape[0], 16, 128, 2, 128, 2).mean(axis=(3, 5))),
+        ("max_pooling 3x3 stride 1 pad 1", "max_pooling",
+         {"window_size": [3, 3], "start_padding": [1, 1], "end_padding": [1, 1]}, lambda: [nchw()],
+         lambda x: _offset_max(cp, x, 3)),
     ]
+
+
+def _offset_max(cp, x, k):
+    """CuPy has no pooling call: the maximum over k x k windows (stride 1, padding k // 2) by window offsets."""
+    pad = k // 2
+    padded = cp.pad(x, [(0, 0), (0, 0), (pad, pad), (pad, pad)], constant_values=-cp.inf)
+    best = None
+    for i in range(k):
+        for j in range(k):
+            view = padded[:, :, i:i + x.shape[2], j:j + x.shape[3]]
+            best = view.copy() if best is None else cp.maximum(best, view, out=best)
+    return best
 
 
 def _time(cp, function, repeats: int) -> float:

@@ -628,3 +628,136 @@ def adapt_qlinear_matmul(call: OnnxCall, fixed) -> Prepared:
               _zero_point(call.input(5), b.dtype), _vector(call.input(6)),
               _zero_point(y_zero_point, np.uint8 if y_zero_point is None else y_zero_point.dtype)]
     return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))
+# ---------------------------------------------------------------- pooling
+
+
+@dataclass(frozen=True)
+class PoolWindows:
+    """ONNX's pooling attributes as DirectML's explicit fields, one value per spatial dimension."""
+
+    window: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+    ceil_extra: tuple[int, ...]  # EndPadding added so that DirectML's floor gives ONNX's ceil_mode count
+
+
+def pool_windows(call: OnnxCall) -> PoolWindows:
+    """auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET with pads) and ceil_mode as explicit Start/EndPadding."""
+    sizes = _data(call).shape[2:]
+    spatial = len(sizes)
+    if call.op.startswith("Global"):
+        return PoolWindows(tuple(sizes), (1,) * spatial, (1,) * spatial, (0,) * spatial, (0,) * spatial, (0,) * spatial)
+    window = tuple(int(k) for k in call.attr("kernel_shape"))
+    strides = tuple(int(s) for s in call.attr("strides", [1] * spatial))
+    dilations = tuple(int(d) for d in call.attr("dilations", [1] * spatial))
+    pads = [int(p) for p in call.attr("pads", [0] * (2 * spatial))]
+    start, end = pads[:spatial], pads[spatial:]
+    auto_pad = str(call.attr("auto_pad", "NOTSET")).upper()
+    extents = [(k - 1) * d + 1 for k, d in zip(window, dilations)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        for i, (n, s, e) in enumerate(zip(sizes, strides, extents)):
+            total = max((-(-n // s) - 1) * s + e - n, 0)
+            small = total // 2
+            start[i], end[i] = (small, total - small) if auto_pad == "SAME_UPPER" else (total - small, small)
+    elif auto_pad == "VALID":
+        start, end = [0] * spatial, [0] * spatial
+    extra = [0] * spatial
+    if call.attr("ceil_mode", 0):
+        for i, (n, s, e) in enumerate(zip(sizes, strides, extents)):
+            padded = n + start[i] + end[i]
+            count = -(-(padded - e) // s) + 1
+            if (count - 1) * s >= n + start[i]:  # ONNX drops a last window that would start in the end padding
+                count -= 1
+            extra[i] = max((count - 1) * s + e - padded, 0)
+    return PoolWindows(window, strides, dilations, tuple(start), tuple(end), tuple(extra))
+
+
+def _as_4d(data: np.ndarray) -> np.ndarray:
+    """A 1-D pooling's { N, C, W } as DirectML's { N, C, 1, W } (a size-1 H axis)."""
+    return data.reshape(data.shape[:2] + (1,) + data.shape[2:]) if data.ndim == 3 else data
+
+
+def adapt_pool(call: OnnxCall, fixed) -> Prepared:
+    """AveragePool, MaxPool, LpPool and their Global forms: explicit paddings; a 1-D pool gets a size-1 H axis
+    (window 1) and its output loses it again."""
+    data = _data(call)
+    one_d = data.ndim == 3
+    w = pool_windows(call)
+    end = tuple(e + x for e, x in zip(w.end, w.ceil_extra))
+
+    def lift(values, unit):
+        return ((unit,) + tuple(values)) if one_d else tuple(values)
+
+    values = {**fixed, "WindowSize": lift(w.window, 1), "Strides": lift(w.strides, 1),
+              "StartPadding": lift(w.start, 0), "EndPadding": lift(end, 0)}
+    if call.op in ("AveragePool", "MaxPool", "LpPool"):
+        values["Dilations"] = lift(w.dilations, 1)
+    if call.op == "AveragePool":
+        values["IncludePadding"] = bool(call.attr("count_include_pad", 0))
+    if call.op == "LpPool":
+        values["P"] = int(call.attr("p", 2))
+
+    def finish(outputs):
+        shaped = [o.reshape(o.shape[:2] + o.shape[3:]) if one_d else o for o in outputs]
+        if call.op != "MaxPool":
+            return (shaped[0],)
+        if call.outputs < 2:
+            return (shaped[0],)  # MAX_POOLING2 always writes OutputIndicesTensor; ONNX asked for Y only
+        # ONNX's int64 indices: DirectML's UINT64 (5_0), the same bits for indices below 2^63.
+        return shaped[0], shaped[1].view(np.int64)
+
+    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if call.op == "MaxPool" else None, finish=finish)
+
+
+def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
+    """MaxUnpool's output Sizes: the output_shape input, else ONNX's default (in - 1) * stride + kernel - pads."""
+    given = call.input(2)
+    if given is not None:
+        return tuple(int(v) for v in given.reshape(-1))
+    data = _data(call)
+    spatial = data.ndim - 2
+    window = [int(k) for k in call.attr("kernel_shape")]
+    strides = [int(s) for s in call.attr("strides", [1] * spatial)]
+    pads = [int(p) for p in call.attr("pads", [0] * (2 * spatial))]
+    return data.shape[:2] + tuple((n - 1) * s + k - pads[i] - pads[i + spatial]
+                                  for i, (n, s, k) in enumerate(zip(data.shape[2:], strides, window)))
+
+
+def adapt_max_unpool(call: OnnxCall, fixed) -> Prepared:
+    data, indices = call.input(0), call.input(1)
+    if indices is None:
+        raise MappingError("ONNX's MaxUnpool needs its indices input I")
+    # ONNX's int64 indices as DirectML's UINT64 IndicesTensor (5_0): the same bits for indices >= 0.
+    values = {**fixed, "OutputTensor.Sizes": unpool_output_sizes(call)}
+    return Prepared(values, [data, indices.astype(np.int64).view(np.uint64)])
+
+
+def roi_align_half_pixel(call: OnnxCall) -> bool:
+    return str(call.attr("coordinate_transformation_mode", "half_pixel")) == "half_pixel"
+
+
+def roi_align_small_region(call: OnnxCall) -> bool:
+    """output_half_pixel: ONNX widens a region narrower than 1 (after spatial_scale) to 1; DirectML does not."""
+    rois = np.asarray(call.input(1), dtype=np.float64).reshape(-1, 4) * float(call.attr("spatial_scale", 1.0))
+    narrow = (rois[:, 2] - rois[:, 0] < 1) | (rois[:, 3] - rois[:, 1] < 1)
+    return not roi_align_half_pixel(call) and bool(narrow.any())
+
+
+def adapt_roi_align(call: OnnxCall, fixed) -> Prepared:
+    data, rois, batches = call.input(0), call.input(1), call.input(2)
+    if rois is None or batches is None:
+        raise MappingError("ONNX's RoiAlign needs X, rois and batch_indices")
+    ratio = int(call.attr("sampling_ratio", 0))
+    scale = float(call.attr("spatial_scale", 1.0))
+    values = {**fixed, "SpatialScaleX": scale, "SpatialScaleY": scale,
+              "InputPixelOffset": 0.5 if roi_align_half_pixel(call) else 0.0,
+              "ReductionFunction": "MAX" if str(call.attr("mode", "avg")) == "max" else "AVERAGE",
+              # sampling_ratio 0: ONNX's adaptive ceil(region / output), DirectML's clamp between the bounds
+              "MinimumSamplesPerOutput": ratio if ratio > 0 else 1,
+              "MaximumSamplesPerOutput": ratio if ratio > 0 else 2**32 - 1,
+              "OutputTensor.Sizes": (rois.shape[0], data.shape[1], int(call.attr("output_height", 1)),
+                                     int(call.attr("output_width", 1)))}
+    # ONNX's int64 batch indices as DirectML's UINT64 BatchIndicesTensor (5_0): the same bits for indices >= 0.
+    return Prepared(values, [data, rois, batches.astype(np.int64).view(np.uint64)])
