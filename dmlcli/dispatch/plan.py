@@ -72,6 +72,10 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
     prefix = f"dispatchable {shown(dispatchable.name)}"
     # An optional tensor the desc leaves out is not bound; a tensor array's tensors come one by one.
     inputs = [(desc.data_type, desc.sizes) for name, desc in dispatchable.tensors.items() if field_of(name) in op.inputs]
+    if any(name not in dispatchable.tensors for name, _ in op.optional_inputs):
+        # Several optional inputs, some left out: each one's place is held by None (validation.build_call).
+        inputs = [(dispatchable.tensors[name].data_type, dispatchable.tensors[name].sizes)
+                  if name in dispatchable.tensors else None for name in op.inputs]
     outputs = [name for name in dispatchable.tensors if field_of(name) in op.outputs]
     output = dispatchable.tensors[outputs[0]]
     chosen = dispatchable.tensors.get(op.choice_output or op.output, output)

@@ -21,6 +21,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("indexing", ("indexing",)),
     ("conversion", ("generation",)),
     ("generation", ("generation",)),
+    ("recurrent", ("recurrent",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -214,6 +215,9 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'FILL_VALUE_SEQUENCE': ('FILL_VALUE_SEQUENCE', 'generation'),
     'DIAGONAL_MATRIX': ('DIAGONAL_MATRIX', 'generation'),
     'DIAGONAL_MATRIX1': ('DIAGONAL_MATRIX1', 'generation'),
+    'RNN': ('RNN', 'recurrent'),
+    'LSTM': ('LSTM', 'recurrent'),
+    'GRU': ('GRU', 'recurrent'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -297,6 +301,12 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'offset': ('DIAGONAL_MATRIX', 'generation'),
     'diagonal_fill_begin': ('DIAGONAL_MATRIX1', 'generation'),
     'diagonal_fill_end': ('DIAGONAL_MATRIX1', 'generation'),
+    'activations': ('RNN', 'recurrent'),
+    'direction': ('RNN', 'recurrent'),
+    'clip_threshold': ('LSTM', 'recurrent'),
+    'use_clip_threshold': ('LSTM', 'recurrent'),
+    'couple_input_forget': ('LSTM', 'recurrent'),
+    'linear_before_reset': ('GRU', 'recurrent'),
 }
 # ---- end of generated part ----
 
