@@ -404,7 +404,7 @@ def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
     expected = str(len(operator.inputs))
     if operator.optional_inputs:
         expected = f"{len(operator.required_inputs)} or {len(operator.inputs)}"
-        if _optional_inputs_trail(operator):
+        if _optional_inputs_trail(operator) and len(operator.inputs) - len(operator.required_inputs) > 1:
             expected = f"{len(operator.required_inputs)} to {len(operator.inputs)}"
     raise InputError(f"{operator.name} takes {expected} {noun} ({', '.join(operator.inputs)}); got {count}")
 
