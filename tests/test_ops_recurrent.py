@@ -493,3 +493,35 @@ def test_activations_in_the_api_and_as_desc_objects_agree():
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="ActivationDescs"):
         _run("rnn", case, direction="bidirectional", activations=["tanh", "none"])
+
+
+def test_none_on_the_command_line_leaves_out_an_input_in_the_middle():
+    case = _case("rnn", np.random.default_rng(22), lengths=[1, 3])
+    result = _cli("rnn", [case["x"], case["w"], case["r"], None, None, case["lengths"]])
+    assert result.exit_code == 0, result.output
+    expected = dmlcli.run("rnn", case["x"], case["w"], case["r"], None, None, case["lengths"])
+    written = json.loads(result.output)
+    np.testing.assert_array_equal(np.array(written["OutputSequenceTensor"]["data"], np.float32), expected[0])
+    for out, ref in zip(expected, _reference_for("rnn", {**case, "b": None, "h0": None})):
+        _close(out, ref)
+
+
+def test_dispatch_binds_only_the_optional_tensors_its_desc_has(tmp_path, monkeypatch):
+    def lengths_only(desc, model):
+        # SequenceLengthsTensor without BiasTensor and HiddenInitTensor before it: batch entry 0 runs no step.
+        desc["SequenceLengthsTensor"] = {"DataType": "UINT32", "Sizes": [1, 1, 1, 8]}
+        model["resources"]["lengths"] = {"initialValuesDataType": "UINT32",
+                                         "initialValues": [0, 1, 1, 1, 1, 1, 1, 1]}
+        model["commands"][0]["bindings"]["SequenceLengthsTensor"] = "lengths"
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["dispatch", str(_rnn_model(tmp_path, lengths_only)), "--no-timing"])
+    assert result.exit_code == 0, result.output
+    values = [float(v) for v in result.output.split("Resource 'output': ")[1].split(", ")]
+    from test_dispatch_shaped import _rnn_model_by_hand
+
+    by_hand = _rnn_model_by_hand()
+    for d in range(2):
+        start = d * 40
+        assert values[start:start + 5] == [0.0] * 5  # length 0: the initial state, zeros
+        assert values[start + 5:start + 40] == by_hand[start + 5:start + 40]
