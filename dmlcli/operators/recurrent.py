@@ -205,11 +205,16 @@ _FORMULAS = {
 }
 
 
-def apply_activation(xp, entry, v):
-    """One activation of ActivationDescs on a FLOAT32 array: FLOAT32 in, FLOAT32 out."""
+def prepared_activation(entry):
+    """(formula, FLOAT32 fields) of one ActivationDescs entry, looked up once per call, not once per step."""
     activation, fields = entry
-    typed = {name: _f32(value) for name, value in fields.items()}
-    return _FORMULAS[activation.name](xp, v, typed).astype(np.float32, copy=False)
+    return _FORMULAS[activation.name], {name: _f32(value) for name, value in fields.items()}
+
+
+def apply_activation(xp, prepared, v):
+    """One prepared activation on a FLOAT32 array: FLOAT32 in, FLOAT32 out."""
+    formula, typed = prepared
+    return formula(xp, v, typed).astype(np.float32, copy=False)
 
 
 # ---------------------------------------------------------------- the kernels
@@ -246,7 +251,7 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
         # A length past seq_length counts as seq_length (the lengths are data: no rule can refuse them).
         valid_steps = None if lengths is None else xp.minimum(
             xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
-        activations = resolved_activations(kind, parameter, params)
+        activations = [prepared_activation(entry) for entry in resolved_activations(kind, parameter, params)]
         sequence = xp.zeros((steps, d_count, batch, hidden), np.float32)
         singles, cells = [], []
         for d in range(d_count):
