@@ -525,3 +525,26 @@ def test_dispatch_binds_only_the_optional_tensors_its_desc_has(tmp_path, monkeyp
         start = d * 40
         assert values[start:start + 5] == [0.0] * 5  # length 0: the initial state, zeros
         assert values[start + 5:start + 40] == by_hand[start + 5:start + 40]
+
+
+# ---------------------------------------------------------------- shapes and lengths drawn by hypothesis
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(["rnn", "gru", "lstm"]), direction=st.sampled_from(["forward", "backward", "bidirectional"]),
+       steps=st.integers(1, 4), batch=st.integers(1, 3), width=st.integers(1, 3), hidden=st.integers(1, 3),
+       with_lengths=st.booleans(), seed=st.integers(0, 2**16))
+def test_kernel_matches_the_reference_for_drawn_shapes(kind, direction, steps, batch, width, hidden, with_lengths,
+                                                       seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, steps + 2, size=batch).tolist() if with_lengths else None
+    case = _case(kind, rng, steps=steps, batch=batch, width=width, hidden=hidden, direction=direction,
+                 lengths=lengths, bias=bool(seed % 2), h0=bool(seed % 3))
+    got = _run(kind, case, direction=direction)
+    expected = _reference_for(kind, case, direction=direction)
+    assert [out.shape for out in got] == [ref.shape for ref in expected]
+    for out, ref in zip(got, expected):
+        _close(out, ref)
