@@ -548,3 +548,12 @@ def test_kernel_matches_the_reference_for_drawn_shapes(kind, direction, steps, b
     assert [out.shape for out in got] == [ref.shape for ref in expected]
     for out, ref in zip(got, expected):
         _close(out, ref)
+
+
+@pytest.mark.parametrize("kind", ["rnn", "gru", "lstm"])
+def test_describe_names_the_activations_and_their_defaults(kind):
+    result = CliRunner().invoke(cli, ["describe", kind])
+    assert result.exit_code == 0, result.output
+    defaults = {"rnn": "tanh", "gru": "sigmoid, tanh", "lstm": "sigmoid, tanh, tanh"}[kind]
+    assert f"default {defaults} (for each direction)" in result.output
+    assert "DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL = 2" in result.output

@@ -369,8 +369,9 @@ _NOTES_COMMON = (
 def _entry(name: str, enum_value: int, summary: str, formula: str, inputs, outputs, parameters, notes) -> Operator:
     kind = name
     activations = parameters[0]
-    optional = tuple((tensor, "InputTensor" if tensor != "SequenceLengthsTensor" else "InputTensor")
-                     for tensor in inputs[3:])
+    # Every input after the first three is _Maybenull_; a shaped kernel receives None for one left out (the
+    # "like" tensor matters only to element-wise operators, which get zeros of its type).
+    optional = tuple((tensor, "InputTensor") for tensor in inputs[3:])
     return Operator(
         name=name, enum_value=enum_value, family="recurrent", prefix="", summary=summary, formula=formula,
         introduced=level("1_0"), inputs=inputs, output=outputs[0], extra_outputs=outputs[1:],

@@ -14,7 +14,7 @@ A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (Dire
 output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
 takes it as a parameter (fix it here when an operator's entry names a field differently).
 
-Operators of the next issue (GEMM, convolutions, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
+Operators of the next issue (GEMM, convolutions, pools, normalizations, RESAMPLE, ...) are listed with
 issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
 """
 
