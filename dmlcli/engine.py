@@ -150,7 +150,9 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
     return check(replace(call, float_rules=req.float_rules), req.feature_level)
 
 
-def as_input_array(value, position: int) -> np.ndarray:
+def as_input_array(value, position: int) -> np.ndarray | None:
+    if value is None:
+        return None  # an optional input left out in the middle of the list (validation checks it may be)
     array = np.asarray(value)
     try:
         from_numpy(array.dtype)
@@ -159,8 +161,8 @@ def as_input_array(value, position: int) -> np.ndarray:
     return array
 
 
-def plan_arrays(req: Request, arrays: Sequence[np.ndarray]) -> Verdict:
-    return plan(req, [(from_numpy(a.dtype), a.shape) for a in arrays])
+def plan_arrays(req: Request, arrays: Sequence[np.ndarray | None]) -> Verdict:
+    return plan(req, [None if a is None else (from_numpy(a.dtype), a.shape) for a in arrays])
 
 
 # ---------------------------------------------------------------- hooks
@@ -245,10 +247,10 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
     # A shaped operator's other outputs and its kernel's scratch (about twice its largest input, as
     # float64 work) are counted with them.
-    input_bytes = sum(int(a.nbytes) for a in arrays)
+    input_bytes = sum(int(a.nbytes) for a in arrays if a is not None)
     if not req.operator.is_elementwise:
         input_bytes += sum(tensor_bytes(t) for t in verdict.call.outputs[1:]) + 2 * max(
-            [int(a.size) * 8 for a in arrays] + [0])
+            [int(a.size) * 8 for a in arrays if a is not None] + [0])
     check_room_for_output(targets[0] if len(targets) == 1 else None, out.shape, out.data_type.numpy_dtype,
                           in_memory=True, input_bytes=input_bytes, output_format=output_format)
     if before_execute is not None:
@@ -359,6 +361,9 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     arrays: list = []
     pending = []
     for position, (source, label) in enumerate(zip(sources, labels)):
+        if _leaves_out(operator, source):
+            arrays.append(None)  # validation checks that this input may be left out
+            continue
         try:
             arrays.append(read_tensor_and_format(source, label=label, dtype=dtype, header_only=header_only)[0])
         except BareListWithoutType as bare:
@@ -373,6 +378,11 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     if pending:
         type_bare_lists(arrays, pending, labels)
     return arrays
+
+
+def _leaves_out(operator: Operator | None, source: str) -> bool:
+    """`none` in place of an input: an optional input left out (RNN's BiasTensor before its HiddenInitTensor)."""
+    return operator is not None and bool(operator.optional_inputs) and str(source).strip().lower() == "none"
 
 
 def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
@@ -422,7 +432,8 @@ def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
     from .io.npy import read_mapped
     from .io.sources import is_npz_source, read_tensor
 
-    return [read_tensor(source, label=f"input {i + 1}", dtype=dtype) if is_npz_source(source)
+    return [None if array is None
+            else read_tensor(source, label=f"input {i + 1}", dtype=dtype) if is_npz_source(source)
             else read_mapped(array, where=f"input {i + 1} {quoted(source)}")
             for i, (array, source) in enumerate(zip(arrays, sources))]
 

@@ -52,7 +52,7 @@ class Call:
         operator, None for a shaped one (its kernel knows what the missing tensor means)."""
         if not self.absent:
             return list(arrays)
-        given = iter(arrays)
+        given = iter([array for array in arrays if array is not None])  # None: a left-out input's place
         rank = len(self.output.shape)
         like = dict(self.operator.optional_inputs)
         if not self.operator.is_elementwise:
@@ -317,6 +317,14 @@ def build_call(
     a call gives every input or only the required ones, in DESC order.
     """
     names = _named_inputs(operator, input_names) if input_names is not None else _given_inputs(operator, len(inputs))
+    if input_names is None:
+        # None stands for an optional input left out in the middle of the list (RNN's BiasTensor before its
+        # HiddenInitTensor); a required input cannot be left out.
+        for name, given in zip(names, inputs):
+            if given is None and name not in dict(operator.optional_inputs):
+                raise InputError(f"{operator.name}: {name} is required and cannot be left out (none)")
+        names, inputs = zip(*[(n, g) for n, g in zip(names, inputs) if g is not None]) if any(
+            g is not None for g in inputs) else ((), ())
     shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(names, inputs)}
     if broadcast and operator.is_elementwise:
         common = broadcast_shape(operator, shapes)
@@ -419,6 +427,8 @@ def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
         return operator.inputs
     if operator.optional_inputs and count == len(operator.required_inputs):
         return operator.required_inputs
+    if _optional_inputs_trail(operator) and len(operator.required_inputs) < count < len(operator.inputs):
+        return operator.inputs[:count]  # the trailing optional inputs after the last one given are left out
     noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
     if not operator.inputs:
         raise InputError(f"{operator.name} takes no input tensors (its output's Sizes come from --output-shape); "
@@ -426,4 +436,14 @@ def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
     expected = str(len(operator.inputs))
     if operator.optional_inputs:
         expected = f"{len(operator.required_inputs)} or {len(operator.inputs)}"
+        if _optional_inputs_trail(operator) and len(operator.inputs) - len(operator.required_inputs) > 1:
+            expected = f"{len(operator.required_inputs)} to {len(operator.inputs)}"
     raise InputError(f"{operator.name} takes {expected} {noun} ({', '.join(operator.inputs)}); got {count}")
+
+
+def _optional_inputs_trail(operator: Operator) -> bool:
+    """Whether every optional input comes after every required one (RNN, GRU, LSTM): a call may then give
+    any number of inputs from the required ones up, the others being left out (None in the API, `none` on
+    the command line, leaves out one in the middle)."""
+    required = len(operator.required_inputs)
+    return bool(operator.optional_inputs) and operator.inputs[:required] == operator.required_inputs

@@ -18,6 +18,21 @@ from dmlcli.errors import InputError
 # SPLIT of 1..6 into three pairs.
 # CUMULATIVE_PRODUCT of 2, 4, 8, 3: 2, 2*4, 2*4*8, 2*4*8*3.
 # FILL_VALUE_SEQUENCE from 3.2 by 1.5 in FLOAT32, printed as C++'s %g (6 digits).
+def _rnn_model_by_hand() -> list[float]:
+    """dml_rnn.json: a BIDIRECTIONAL RNN over one step (seq_length 1), batch 8, input_size 4, hidden_size 5, no
+    bias and no HiddenInitTensor (zeros), so each direction's H = ELU(X_b . W_dh) and RecurrenceTensor (0.3)
+    meets only zeros. X_b = 4b+1 .. 4b+4; W[d, h, k] = 1 + 0.4*(20d + 4h + k). Every sum is positive, so ELU
+    (Alpha 0.5 forward, 3.5 backward) gives it unchanged. OutputSingleTensor {1, 2, 8, 5} in row-major order,
+    printed as C++'s %g does (the float32 result, six significant digits)."""
+    values = []
+    for d in range(2):
+        for b in range(8):
+            for h in range(5):
+                total = sum((4 * b + 1 + k) * (1 + 0.4 * (20 * d + 4 * h + k)) for k in range(4))
+                values.append(float(f"{total:.6g}"))
+    return values
+
+
 SHAPED_MODELS = {
     "dml_reduce.json": ("REDUCE", ["Resource 'input': 1, 2, 3, 4, 5, 6, 7, 8, 9", "Resource 'output': 6, 15, 24"]),
     "dml_join.json": ("JOIN", ["Resource 'Out': 1, 2, 3, 100, 115, 5, 6, 7, 8, 9"]),
@@ -34,6 +49,8 @@ SHAPED_MODELS = {
     # GEMM of two 32x32 matrices of ones, compiled as a one-node graph with B owned by DirectML (bound at
     # initialisation) and ALLOW_HALF_PRECISION_COMPUTATION: every element is 32, with no CTensor.
     "dml_gemm_graph.json": ("GEMM", ["Resource 'output': " + ", ".join(["32"] * 1024)]),
+    "dml_rnn.json": ("RNN", ["Resource 'output': " + ", ".join(
+        f"{value:g}" for value in _rnn_model_by_hand())]),
 }
 
 

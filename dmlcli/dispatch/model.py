@@ -585,6 +585,8 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     for tensor_field in operator.tensors:
         if tensor_field in optional and desc.get(tensor_field) is None:
             continue  # a _Maybenull_ tensor (a zero point) left out: the engine supplies zeros
+        if tensor_field in operator.optional_outputs and desc.get(tensor_field) is None:
+            continue  # a _Maybenull_ output (RNN's OutputSequenceTensor) left out: not written
         if tensor_field not in desc:
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")
@@ -592,6 +594,9 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
             tensors.update(_tensor_array(operator, desc, where))
             continue
         tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
+    if operator.optional_outputs and not any(name in tensors for name in operator.outputs):
+        raise InputError(f"{where}: desc has none of {', '.join(operator.outputs)}; a {operator.dml_name} desc "
+                         "needs at least one output tensor")
     for parameter in operator.parameters:
         check_count = getattr(parameter, "check_desc_count", None)
         if check_count is not None:

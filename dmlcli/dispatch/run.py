@@ -341,6 +341,8 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         start = time.perf_counter()
         outcome = execute(verdict, inputs, timed, tally=tally)
         for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
+            if tensor.name not in dispatch.tensors:
+                continue  # an optional output the desc leaves out (RNN's OutputSequenceTensor)
             target = _element_view(buffers, dispatch.tensors[tensor.name], tensor.name)
             if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
                 result = np.array(result)

@@ -24,6 +24,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("generation", ("generation",)),
     ("convolution", ("convolution",)),
     ("matrix multiplication", ("matmul",)),
+    ("recurrent", ("recurrent",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -235,6 +236,9 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'MATRIX_MULTIPLY_INTEGER': ('MATRIX_MULTIPLY_INTEGER', 'matmul'),
     'MATRIX_MULTIPLY_INTEGER_TO_FLOAT': ('MATRIX_MULTIPLY_INTEGER_TO_FLOAT', 'matmul'),
     'QUANTIZED_LINEAR_MATRIX_MULTIPLY': ('QUANTIZED_LINEAR_MATRIX_MULTIPLY', 'matmul'),
+    'RNN': ('RNN', 'recurrent'),
+    'LSTM': ('LSTM', 'recurrent'),
+    'GRU': ('GRU', 'recurrent'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -340,6 +344,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'group_count': ('CONVOLUTION', 'convolution'),
     'trans_a': ('GEMM', 'matmul'),
     'trans_b': ('GEMM', 'matmul'),
+    'activations': ('RNN', 'recurrent'),
+    'clip_threshold': ('LSTM', 'recurrent'),
+    'use_clip_threshold': ('LSTM', 'recurrent'),
+    'couple_input_forget': ('LSTM', 'recurrent'),
+    'linear_before_reset': ('GRU', 'recurrent'),
 }
 # ---- end of generated part ----
 

@@ -53,6 +53,7 @@ class OnnxCall:
     inputs: tuple[np.ndarray | None, ...]
     attributes: Mapping[str, object] = field(default_factory=dict)
     outputs: int = 1
+    output_names: tuple[str, ...] = ()  # "" for an optional output the case does not check (RNN's Y)
 
     def input(self, position: int) -> np.ndarray | None:
         return self.inputs[position] if position < len(self.inputs) else None
@@ -67,7 +68,7 @@ def onnx_call(case) -> OnnxCall:
     given = iter(case.inputs)
     inputs = tuple(None if not name else next(given) for name in names)
     outputs = len(case.output_names) or len(case.all_expected)
-    return OnnxCall(case.onnx_op, inputs, dict(case.attributes), outputs)
+    return OnnxCall(case.onnx_op, inputs, dict(case.attributes), outputs, tuple(case.output_names))
 
 
 # ---------------------------------------------------------------- helpers
@@ -761,3 +762,95 @@ def adapt_roi_align(call: OnnxCall, fixed) -> Prepared:
                                      int(call.attr("output_width", 1)))}
     # ONNX's int64 batch indices as DirectML's UINT64 BatchIndicesTensor (5_0): the same bits for indices >= 0.
     return Prepared(values, [data, rois, batches.astype(np.int64).view(np.uint64)])
+# ---------------------------------------------------------------- RNN, GRU, LSTM
+
+RECURRENT_DIRECTIONS = {"forward": "FORWARD", "reverse": "BACKWARD", "bidirectional": "BIDIRECTIONAL"}
+# ONNX's activation names -> DirectML's activation and the FLOAT fields ONNX's activation_alpha and
+# activation_beta fill, in order, with ONNX's defaults where the lists run out.
+ONNX_ACTIVATIONS = {
+    "relu": ("relu", ()), "tanh": ("tanh", ()), "sigmoid": ("sigmoid", ()), "softsign": ("softsign", ()),
+    "softplus": ("softplus", ()), "affine": ("linear", (("alpha", 1.0), ("beta", 0.0))),
+    "leakyrelu": ("leaky_relu", (("alpha", 0.01),)), "thresholdedrelu": ("thresholded_relu", (("alpha", 1.0),)),
+    "scaledtanh": ("scaled_tanh", (("alpha", 1.0), ("beta", 1.0))),
+    "hardsigmoid": ("hard_sigmoid", (("alpha", 0.2), ("beta", 0.5))), "elu": ("elu", (("alpha", 1.0),)),
+}
+_RECURRENT_DEFAULTS = {"RNN": ("Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def recurrent_activations(call: OnnxCall) -> list[str] | None:
+    """ONNX's activations with their alphas and betas as --activations items (None: ONNX's defaults, which are
+    dmlcli's). An ONNX activation DirectML has no counterpart for is a MappingError."""
+    names = call.attr("activations")
+    if not names:
+        return None
+    alphas = list(call.attr("activation_alpha", []) or [])
+    betas = list(call.attr("activation_beta", []) or [])
+    found = []
+    for name in names:
+        key = _text(name).lower()
+        if key not in ONNX_ACTIVATIONS:
+            raise MappingError(f"ONNX's activation {_text(name)!r} is not one ONNX defines for {call.op}")
+        directml, fields = ONNX_ACTIVATIONS[key]
+        given = []
+        for field_name, default in fields:
+            source = alphas if field_name == "alpha" else betas
+            given.append(f"{field_name}={exact_text(float(source.pop(0)) if source else default)}")
+        found.append(directml + (f"({', '.join(given)})" if given else ""))
+    return found
+
+
+def adapt_recurrent(call: OnnxCall, fixed) -> Prepared:
+    """ONNX's X, W, R, B, sequence_lens, initial_h (initial_c, P) -> DirectML's 4-D tensors: leading size-1 axes
+    (reshapes), X permuted to time-major where layout=1, sequence_lens as UINT32 (the same non-negative
+    values); Y, Y_h (Y_c) from OutputSequenceTensor, OutputSingleTensor (OutputCellSingleTensor)."""
+    lstm = call.op == "LSTM"
+    x = _data(call)
+    batch_major = int(call.attr("layout", 0)) == 1
+    if batch_major:
+        x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
+    w, r = call.input(1), call.input(2)
+    if w is None or r is None:
+        raise MappingError(f"ONNX's {call.op} needs W and R")
+    lengths = call.input(4)
+    if lengths is not None:
+        if np.any(lengths < 0):
+            raise MappingError("ONNX's sequence_lens holds a negative length")
+        lengths = lengths.astype(np.uint32).reshape(1, 1, 1, -1)
+    optional = [None if call.input(3) is None else call.input(3).reshape(1, 1, *call.input(3).shape),
+                None if call.input(5) is None else call.input(5)[None]]
+    if lstm:
+        optional += [None if call.input(6) is None else call.input(6)[None], lengths,
+                     None if call.input(7) is None else call.input(7).reshape(1, 1, *call.input(7).shape)]
+    else:
+        optional.append(lengths)
+    while optional and optional[-1] is None:
+        optional.pop()  # trailing optional inputs left out; one in the middle stays None
+    inputs = [x[None], w[None], r[None], *optional]
+    values = dict(fixed)
+    values["Direction"] = RECURRENT_DIRECTIONS[_text(call.attr("direction", "forward")).lower()]
+    activations = recurrent_activations(call)
+    if activations is not None:
+        values["ActivationDescs"] = activations
+    if call.op == "GRU":
+        values["LinearBeforeReset"] = bool(call.attr("linear_before_reset", 0))
+    if lstm:
+        if call.attr("clip") is not None:
+            values.update(UseClipThreshold=True, ClipThreshold=exact_text(float(call.attr("clip"))))
+        values["CoupleInputForget"] = bool(call.attr("input_forget", 0))
+    names = call.output_names or ("Y", "Y_h", "Y_c")[:call.outputs]
+
+    def finish(outputs):
+        sequence, single = outputs[0], outputs[1][0]
+        if batch_major:  # ONNX's layout=1: Y [batch, seq, D, H], Y_h and Y_c [batch, D, H]
+            sequence, single = np.transpose(sequence, (2, 0, 1, 3)), np.swapaxes(single, 0, 1)
+        onnx = [sequence, single]
+        if lstm:
+            cell = outputs[2][0]
+            onnx.append(np.swapaxes(cell, 0, 1) if batch_major else cell)
+        return tuple(array for array, name in zip(onnx, names) if name)
+
+    return Prepared(values, inputs, finish=finish)

@@ -14,7 +14,7 @@ A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (Dire
 output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
 takes it as a parameter (fix it here when an operator's entry names a field differently).
 
-Operators of the next issue (GEMM, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
+ Operators of the next issue (normalizations, RESAMPLE, ...) are listed with
 issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
 """
 
@@ -143,6 +143,32 @@ _COLUMN_MAJOR = Cannot(
     lambda c: c.outputs > 1 and bool(c.attr("storage_order", 0)),
     "storage_order=1 asks for column-major indices; DirectML's OutputIndicesTensor counts the input as a "
     "contiguous row-major array")
+_RECURRENT_FIELDS = {
+    "InputTensor": "X, with a leading size-1 axis", "WeightTensor": "W", "RecurrenceTensor": "R",
+    "BiasTensor": "B", "HiddenInitTensor": "initial_h", "SequenceLengthsTensor": "sequence_lens (as UINT32)",
+    "Direction": "direction: forward FORWARD, reverse BACKWARD, bidirectional BIDIRECTIONAL",
+    "ActivationDescs": "activations with activation_alpha and activation_beta (default: ONNX's, which are dmlcli's)",
+}
+_RECURRENT_OWN = {
+    "RNN": {},
+    "GRU": {"LinearBeforeReset": "linear_before_reset"},
+    "LSTM": {"CellMemInitTensor": "initial_c", "PeepholeTensor": "P", "UseClipThreshold": "clip given",
+             "ClipThreshold": "clip", "CoupleInputForget": "input_forget"},
+}
+
+
+def _recurrent(onnx_op: str) -> Entry:
+    cannot = () if onnx_op == "LSTM" else (
+        Cannot(lambda c: c.attr("clip") is not None,
+               f"ONNX's clip ({{clip}}) bounds the activations' inputs; DirectML's {onnx_op} has no clip threshold "
+               "(only LSTM has ClipThreshold)"),)
+    return Entry(onnx_op, onnx_op, fields={**_RECURRENT_FIELDS, **_RECURRENT_OWN[onnx_op]},
+                 keywords={"ActivationDescs": "activations"}, adapter=a.adapt_recurrent, cannot=cannot,
+                 outside=(PADDED_RANK, "layout=1 (batch-major X, Y, Y_h): X's first two axes are swapped before the "
+                          "call and the outputs' after it (DirectML would read them through Strides)",
+                          "ONNX's outputs Y, Y_h (Y_c) are OutputSequenceTensor, OutputSingleTensor "
+                          "(OutputCellSingleTensor) without its leading size-1 axis; the gate orders are the same"),
+                 issue=19)
 
 
 _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
@@ -376,7 +402,7 @@ ENTRIES: tuple[Entry, ...] = (
     _next("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
     _next("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1"), _next("LRN", "LOCAL_RESPONSE_NORMALIZATION"),
     _next("LpNormalization", "LP_NORMALIZATION"), _next("Resize", "RESAMPLE2"), _next("Upsample", "RESAMPLE"),
-    _next("RNN", "RNN"), _next("GRU", "GRU"), _next("LSTM", "LSTM"),
+    _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
     _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
 )
 
