@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dmlcli  # noqa: E402
 from dmlcli.api import plan  # noqa: E402
-from dmlcli.comparison import rule_for, ulp_distance  # noqa: E402
+from dmlcli.checking.comparison import rule_for, ulp_distance  # noqa: E402
 from dmlcli.data_types import from_numpy  # noqa: E402
 
 

@@ -93,7 +93,7 @@ def streams_with_check(inputs, output: str | None, expected: str | None, output_
     The result is then compared with the expected file chunk by chunk, never loading either whole: so the
     output must be a file that can be read back, not a device or FIFO (-o /dev/null).
     """
-    from ..streaming import is_streamable
+    from ..engine.streaming import is_streamable
 
     if not (expected is not None and expected != "-" and Path(expected).suffix.lower() == ".npy"
             and is_streamable(list(inputs), output, output_format) and _regular_or_new(output)):

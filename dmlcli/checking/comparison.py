@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .data_types import as_bits
-from .errors import InputError, quoted
-from .io.npy import to_native
-from .scalars import format_value
+from ..data_types import as_bits
+from ..errors import InputError, quoted
+from ..io.npy import to_native
+from ..scalars import format_value
 
 MAX_LISTED = 5
 
@@ -234,7 +234,7 @@ class Comparison:
 
     def to_json(self) -> dict:
         """The comparison as the --report file holds it (values in JSON tensor spelling, bits for floats)."""
-        from .io.json_tensor import format_json_value
+        from ..io.json_tensor import format_json_value
 
         report = {
             "verdict": "PASSED" if self.passed else "FAILED",
@@ -329,7 +329,7 @@ def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_b
     """Compare two .npy files chunk by chunk, in constant memory (the headers first: dtype and shape)."""
     from pathlib import Path
 
-    from .io.npy import iter_npy_chunks, read_npy_header
+    from ..io.npy import iter_npy_chunks, read_npy_header
 
     result_where, expected_where = f"result {result_path}", f"expected '{expected_path}'"
     shape, _, dtype, _ = read_npy_header(Path(result_path), where=result_where)

@@ -12,11 +12,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .data_types import MAX_ELEMENTS, DataType
-from .errors import InputError, ValidationError
-from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
-from .operators import Operator
-from .operators.shaped import RuleViolation, ShapeQuery
+from ..data_types import MAX_ELEMENTS, DataType
+from ..errors import InputError, ValidationError
+from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
+from ..operators import Operator
+from ..operators.shaped import RuleViolation, ShapeQuery
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time

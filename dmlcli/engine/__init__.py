@@ -17,13 +17,13 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .data_types import DataType, from_numpy, parse_data_type
-from .errors import InputError, quoted
-from .feature_levels import FeatureLevel, parse_feature_level
-from . import operators as table
-from .operators import Operator, find_operator
-from .operators.parameters import Parameter, option_flag
-from .validation import Call, Verdict, build_call, check
+from ..data_types import DataType, from_numpy, parse_data_type
+from ..errors import InputError, quoted
+from ..feature_levels import FeatureLevel, parse_feature_level
+from .. import operators as table
+from ..operators import Operator, find_operator
+from ..operators.parameters import Parameter, option_flag
+from ..calls.validation import Call, Verdict, build_call, check
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class Request:
@@ -70,7 +70,7 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
             **options) -> Request:
     """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
-    from .backends.float_rules import parse_float_rules
+    from ..backends.float_rules import parse_float_rules
 
     operator = find_operator(op)
     _check_options(operator, options)
@@ -197,10 +197,10 @@ class HookTally:
 
 def choose_backend(backend, float_rules: str = "ieee"):
     """A backend object for a name ("cpu", "gpu", "auto"), or the object itself, under `float_rules`."""
-    from .backends.float_rules import with_float_rules
+    from ..backends.float_rules import with_float_rules
 
     if isinstance(backend, str):
-        from .backends import get_backend
+        from ..backends import get_backend
 
         backend = get_backend(backend)
     return with_float_rules(backend, float_rules)
@@ -231,11 +231,11 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
     `output_format` ("npy" or "json") names the output file's format whatever its extension.
     """
-    from .io.room import check_room_for_output
+    from ..io.room import check_room_for_output
 
     targets = output_targets(output)
     if targets:
-        from .io.outputs import check_targets
+        from ..io.outputs import check_targets
 
         check_targets(targets, None, output_format)
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
@@ -277,11 +277,11 @@ def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]
                   output_format: str | None = None) -> None:
     """The outcome's outputs written to their targets: one as ever, several one per target or as one .npz."""
     if len(names) == 1 and len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
-        from .io.atomic import write_output
+        from ..io.atomic import write_output
 
         write_output(outcome.output, str(targets[0]), output_format=output_format)
         return
-    from .io.outputs import write_outputs
+    from ..io.outputs import write_outputs
 
     write_outputs(outcome.all_outputs, names, [str(t) for t in targets])
 
@@ -292,9 +292,9 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     headers alone; into JSON text instead where `output` is a .json file (or any file with `output_format`
     "json") or JSON on stdout (-, -.json), as constant in memory."""
     from . import streaming
-    from .io.atomic import check_output_path
-    from .io.room import check_room_for_output
-    from .io.targets import written_suffix
+    from ..io.atomic import check_output_path
+    from ..io.room import check_room_for_output
+    from ..io.targets import written_suffix
 
     check_output_path(output, output_format)
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
@@ -304,7 +304,7 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
                           output_format=output_format)
     held = streaming.held_bytes(inputs, out.shape, in_order=all(x.stored_in_c_order for x in inputs))
     if held:  # .npz arrays the boxes cannot take in order are inflated whole: room for them, before any work
-        from .io.room import check_room_to_read
+        from ..io.room import check_room_to_read
 
         check_room_to_read(held, where="the .npz inputs that are broadcast or in Fortran order")
     engine = choose_backend(backend, verdict.call.float_rules)
@@ -326,7 +326,7 @@ def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype
     pieces (REDUCE over leading or trailing axes, JOIN along axis 0: see streaming_shaped.py); None where it
     cannot, and the run goes on in memory."""
     from . import streaming
-    from .io.room import available_memory, check_room_for_output
+    from ..io.room import available_memory, check_room_for_output
     from .streaming_shaped import memory_bound, stream_shaped, streamable_layout
 
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
@@ -352,9 +352,9 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     `header_only` (validate): a .npz array's data are not read (.npy files are mapped anyway).
     `operator` names the tensor a bare scalar stands for, in the words of the 0-D rule.
     """
-    from .errors import ValidationError
-    from .io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
-    from .io.sources import check_stdin_read_once, read_tensor_and_format
+    from ..errors import ValidationError
+    from ..io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
+    from ..io.sources import check_stdin_read_once, read_tensor_and_format
 
     check_stdin_read_once(sources)
     labels = [f"input {i + 1}" for i in range(len(sources))]
@@ -403,7 +403,7 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
                          "(--scheduler, --workers); this run has neither")
     targets = output_targets(output)
     if len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
-        from .io.atomic import check_output_path
+        from ..io.atomic import check_output_path
         from .streaming import is_streamable, streams_as_json
 
         target = targets[0]
@@ -428,9 +428,9 @@ def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
     # .npy inputs are mapped while the call is checked (headers alone), then read before the run: a mapped
     # file that another program truncates during the run would end it by SIGBUS, a read says so in words.
     # .npz arrays were read from their headers alone: inflated now.
-    from .errors import quoted
-    from .io.npy import read_mapped
-    from .io.sources import is_npz_source, read_tensor
+    from ..errors import quoted
+    from ..io.npy import read_mapped
+    from ..io.sources import is_npz_source, read_tensor
 
     return [None if array is None
             else read_tensor(source, label=f"input {i + 1}", dtype=dtype) if is_npz_source(source)
@@ -440,10 +440,10 @@ def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
 
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
     """Validate a call from input arguments (.npy inputs are mapped, not read; Zarr stores' metadata only)."""
-    from .io.zarr_names import is_zarr_source
+    from ..io.zarr_names import is_zarr_source
 
     if any(is_zarr_source(source) for source in sources):
-        from .io.zarr_store import open_input
+        from ..io.zarr_store import open_input
 
         arrays = [open_input(source, label=f"input {i + 1}", dtype=dtype) if is_zarr_source(source)
                   else read_sources([source], dtype, header_only=True, operator=req.operator)[0] for i, source in enumerate(sources)]
@@ -455,7 +455,7 @@ def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -
 
 
 def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
-    from .io.zarr_names import is_zarr_source
+    from ..io.zarr_names import is_zarr_source
 
     return ((options is not None and options.requested) or any(is_zarr_source(s) for s in sources)
             or any(target != "-" and is_zarr_source(target) for target in output_targets(output)))
@@ -466,11 +466,11 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
              before_execute: Callable[[Verdict], None] | None = None, output_format: str | None = None) -> Outcome:
     """A run on Dask: validated once from the inputs' metadata, then block by block on the chosen scheduler
     (distributed/); into a Zarr store chunk by chunk, or gathered for any other output."""
-    from .distributed import runner
-    from .distributed.settings import DaskOptions, require_dask
-    from .io.atomic import check_output_path, write_output
-    from .io.room import check_room_for_output
-    from .io.zarr_store import check_output_store
+    from ..distributed import runner
+    from ..distributed.settings import DaskOptions, require_dask
+    from ..io.atomic import check_output_path, write_output
+    from ..io.room import check_room_for_output
+    from ..io.zarr_store import check_output_store
 
     require_dask()
     options = options or DaskOptions()
