@@ -21,6 +21,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("indexing", ("indexing",)),
     ("conversion", ("generation",)),
     ("generation", ("generation",)),
+    ("normalization", ("normalization",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -214,6 +215,11 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'FILL_VALUE_SEQUENCE': ('FILL_VALUE_SEQUENCE', 'generation'),
     'DIAGONAL_MATRIX': ('DIAGONAL_MATRIX', 'generation'),
     'DIAGONAL_MATRIX1': ('DIAGONAL_MATRIX1', 'generation'),
+    'BATCH_NORMALIZATION': ('BATCH_NORMALIZATION', 'normalization'),
+    'MEAN_VARIANCE_NORMALIZATION': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
+    'MEAN_VARIANCE_NORMALIZATION1': ('MEAN_VARIANCE_NORMALIZATION1', 'normalization'),
+    'LOCAL_RESPONSE_NORMALIZATION': ('LOCAL_RESPONSE_NORMALIZATION', 'normalization'),
+    'LP_NORMALIZATION': ('LP_NORMALIZATION', 'normalization'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -297,6 +303,12 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'offset': ('DIAGONAL_MATRIX', 'generation'),
     'diagonal_fill_begin': ('DIAGONAL_MATRIX1', 'generation'),
     'diagonal_fill_end': ('DIAGONAL_MATRIX1', 'generation'),
+    'spatial': ('BATCH_NORMALIZATION', 'normalization'),
+    'epsilon': ('BATCH_NORMALIZATION', 'normalization'),
+    'cross_channel': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
+    'normalize_variance': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
+    'local_size': ('LOCAL_RESPONSE_NORMALIZATION', 'normalization'),
+    'p': ('LP_NORMALIZATION', 'normalization'),
 }
 # ---- end of generated part ----
 
