@@ -256,7 +256,6 @@ REFUSED_MODELS = {
     "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
     "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
-    "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
     "hlsl_add_fp16.json": "mixed-type list initialisers, which only HLSL constant buffers need",
     "hlsl_add_fp32.json": "mixed-type list initialisers, which only HLSL constant buffers need",
     "image_io.json": "image files are not supported by dmlcli",

@@ -22,6 +22,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("conversion", ("generation",)),
     ("generation", ("generation",)),
     ("normalization", ("normalization",)),
+    ("resampling", ("resampling",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -220,6 +221,10 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'MEAN_VARIANCE_NORMALIZATION1': ('MEAN_VARIANCE_NORMALIZATION1', 'normalization'),
     'LOCAL_RESPONSE_NORMALIZATION': ('LOCAL_RESPONSE_NORMALIZATION', 'normalization'),
     'LP_NORMALIZATION': ('LP_NORMALIZATION', 'normalization'),
+    'UPSAMPLE_2D': ('UPSAMPLE_2D', 'resampling'),
+    'RESAMPLE': ('RESAMPLE', 'resampling'),
+    'RESAMPLE1': ('RESAMPLE1', 'resampling'),
+    'VALUE_SCALE_2D': ('VALUE_SCALE_2D', 'resampling'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -309,6 +314,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'normalize_variance': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
     'local_size': ('LOCAL_RESPONSE_NORMALIZATION', 'normalization'),
     'p': ('LP_NORMALIZATION', 'normalization'),
+    'scale_size': ('UPSAMPLE_2D', 'resampling'),
+    'interpolation_mode': ('UPSAMPLE_2D', 'resampling'),
+    'scales': ('RESAMPLE', 'resampling'),
+    'input_pixel_offsets': ('RESAMPLE1', 'resampling'),
+    'output_pixel_offsets': ('RESAMPLE1', 'resampling'),
 }
 # ---- end of generated part ----
 
