@@ -222,8 +222,13 @@ def test_resample1_against_the_reference(data):
     got = dmlcli.run("resample1", x, **params)
     assert got.shape == out_shape
     expected = ref_resample(x, out_shape, [np.float32(s) for s in scales], offsets_in, offsets_out, mode == "linear")
-    if dtype in ("uint8", "int8"):
-        expected = np.rint(expected)
+    if dtype in ("uint8", "int8") and mode == "linear":
+        # The FLOAT32 interpolation rounded to nearest even: exact, except that a value within FLOAT32 rounding of
+        # a half may land on either side of it.
+        near_half = np.abs(np.abs(expected - np.floor(expected)) - 0.5) < 1e-5
+        difference = np.abs(got.astype(np.float64) - np.rint(expected))
+        assert np.all(np.where(near_half, difference <= 1, difference == 0)), (got, expected)
+        return
     assert_close(got, expected, verdict.call.operator, verdict.call, f"{mode} {dtype} {shape} {scales}")
 
 
