@@ -218,7 +218,8 @@ def _f32(xp, x):
 
 
 def _finish(xp, y, out, fused):
-    return (apply_fused_activation(xp, xp.ascontiguousarray(y.astype(out.data_type.numpy_dtype)), fused),)
+    # FLOAT32 results are already the output (no copy); FLOAT16 ones are rounded once here.
+    return (apply_fused_activation(xp, xp.ascontiguousarray(y.astype(out.data_type.numpy_dtype, copy=False)), fused),)
 
 
 def batch_normalization_kernel(xp, inputs, outputs, params):

@@ -255,7 +255,7 @@ def _to_output(xp, work, dtype):
     """FLOAT32 results rounded once to the output type; INT8/UINT8 rounded to nearest even and saturated."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return xp.ascontiguousarray(work.astype(dtype))
+        return xp.ascontiguousarray(work.astype(dtype, copy=False))
     info = np.iinfo(dtype)
     return xp.ascontiguousarray(xp.clip(xp.rint(work), info.min, info.max).astype(dtype))
 
@@ -302,8 +302,9 @@ def value_scale_kernel(xp, inputs, outputs, params):
     bias = params["Bias"] if params["Bias"] is not None else (0.0,) * channels
     bias_array = xp.asarray(np.asarray(bias, np.float32).reshape((1, channels) + (1,) * (x.ndim - 2)))
     # Two FLOAT32 roundings (Scale * x, then + Bias), never fused, as DirectML's FLOAT fields are applied.
-    scaled = x.astype(xp.float32) * xp.float32(params["Scale"])
-    return (xp.ascontiguousarray((scaled + bias_array).astype(out.data_type.numpy_dtype)),)
+    scaled = x.astype(xp.float32, copy=False) * xp.float32(params["Scale"])
+    scaled += bias_array  # in place: the sum is the second rounding either way
+    return (xp.ascontiguousarray(scaled.astype(out.data_type.numpy_dtype, copy=False)),)
 
 
 # ---------------------------------------------------------------- entries
