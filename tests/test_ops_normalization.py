@@ -491,3 +491,17 @@ def test_onnx_vector(path):
 def test_onnx_skips_are_only_training_mode(shared_dir):
     skipped = [p.stem for p in ONNX_CASES if isinstance(map_onnx(json.loads(p.read_text())), str)]
     assert skipped == ["onnx__test_batchnorm_epsilon_training_mode", "onnx__test_batchnorm_example_training_mode"]
+
+
+# ---------------------------------------------------------------- Dask: the axes a row or region spans stay whole
+
+@pytest.mark.parametrize("op, params", [("lp_normalization", {"axis": 1, "p": 1}),
+                                        ("local_response_normalization", {"cross_channel": True, "local_size": 3}),
+                                        ("local_response_normalization", {"cross_channel": False, "local_size": 2})])
+def test_on_dask_gives_the_in_memory_bits(op, params):
+    da = pytest.importorskip("dask.array", reason="the [dask] extra (dask[array]) is not installed")
+    import dmlcli.dask
+
+    x = np.random.default_rng(9).standard_normal((3, 5, 6, 7)).astype(np.float32)
+    got = dmlcli.dask.run(op, da.from_array(x, chunks=(2, 2, 3, 3)), **params).compute()
+    assert np.array_equal(got, dmlcli.run(op, x, **params))

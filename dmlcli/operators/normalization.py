@@ -190,6 +190,15 @@ def lp_tolerance_scale(call) -> int:
     return 2 * call.tensors["InputTensor"].shape[call.parameters["Axis"]] + 2
 
 
+def lrn_axes(call) -> tuple[int, ...]:
+    """The axes a local region spans: what a Dask block must hold whole."""
+    return (1,) if call.parameters["CrossChannel"] else (2, 3)
+
+
+def lp_axes(call) -> tuple[int, ...]:
+    return (call.parameters["Axis"],)
+
+
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
 
 @functools.lru_cache(maxsize=1)
@@ -397,7 +406,7 @@ LOCAL_RESPONSE_NORMALIZATION = Operator(
     tolerance=Tolerance("ulp", 1, 1, "dmlcli's choice (WebNN has no local response normalization), after WebNN's "
                                      "l2Pool2d (N + 2) and pow figures: 2N + 18 ULP for a region of N elements "
                                      "(LocalSize channels, or LocalSize x LocalSize)"),
-    tolerance_scale=lrn_tolerance_scale,
+    tolerance_scale=lrn_tolerance_scale, dask_layout="whole_axes", dask_axes=lrn_axes,
     notes=("The local region (page silent on where it lies): along an axis, from i - floor((LocalSize - 1) / 2) to "
            "i + ceil((LocalSize - 1) / 2), as ONNX's LRN; the part outside the tensor counts as 0. CrossChannel "
            "TRUE: along the channels (dimension 1); FALSE: a LocalSize x LocalSize window of Height and Width. "
@@ -417,7 +426,7 @@ LP_NORMALIZATION = Operator(
     tolerance=Tolerance("ulp", 1, 1, "dmlcli's choice after WebNN's reduceL2 tolerance (2N + 1 ULP for N "
                                      "elements; WebNN has no Lp normalization) plus the division: 2N + 2 ULP, N "
                                      "the size of Axis"),
-    tolerance_scale=lp_tolerance_scale,
+    tolerance_scale=lp_tolerance_scale, dask_layout="whole_axes", dask_axes=lp_axes,
     notes=("P must be 1 or 2 (the page); Axis below the DimensionCount.",
            "How Epsilon enters is page silent: dmlcli divides by max(norm, Epsilon), which is ONNX's "
            "LpNormalization (x / norm) wherever the norm exceeds Epsilon, and finite where the norm is 0 "
