@@ -379,3 +379,40 @@ def test_onnx_skips_are_only_what_directml_cannot_express(shared_dir):
     allowed = {"cubic": 10, "antialias=1": 2, "tf_crop_and_resize": 1, "nearest_mode ceil": 1, "exact tie": 7}
     assert {word: sum(word in why for why in skipped.values()) for word in allowed} == allowed
     assert len(skipped) == sum(allowed.values()) and len(reasons) - len(skipped) == 13
+
+
+def _dispatch(tmp_path, dispatchable: dict, values: list, out_count: int) -> object:
+    model = {"resources": {"in": {"initialValuesDataType": "FLOAT32", "initialValues": values},
+                           "out": {"initialValuesDataType": "FLOAT32",
+                                   "initialValues": {"valueCount": out_count, "value": 0}}},
+             "dispatchables": {"d": dispatchable},
+             "commands": [{"type": "dispatch", "dispatchable": "d", "bindings": {"InputTensor": "in",
+                                                                                "OutputTensor": "out"}},
+                          {"type": "print", "resource": "out"}]}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    return CliRunner().invoke(cli, ["dispatch", str(path), "--no-timing"])
+
+
+def test_dxdispatch_value_scale_2d_and_its_channel_count(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tensor = {"DataType": "FLOAT32", "Sizes": [1, 3, 1, 1]}
+    desc = {"InputTensor": tensor, "OutputTensor": tensor, "Scale": 2.0, "ChannelCount": 3, "Bias": [1, 2, 3]}
+    result = _dispatch(tmp_path, {"type": "DML_OPERATOR_VALUE_SCALE_2D", "desc": desc}, [1, 1, 1], 3)
+    assert result.exit_code == 0, result.output
+    assert "Resource 'out': 3, 4, 5" in result.output
+    desc["ChannelCount"] = 1
+    result = _dispatch(tmp_path, {"type": "DML_OPERATOR_VALUE_SCALE_2D", "desc": desc}, [1, 1, 1], 3)
+    assert result.exit_code == 2 and "ChannelCount 1 does not match the 3 values of Bias" in result.output
+
+
+def test_dxdispatch_upsample_2d_scale_size_must_be_a_size_2d(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    desc = {"InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 2]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 4]},
+            "ScaleSize": {"Width": 2, "Height": 2}, "InterpolationMode": "DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR"}
+    result = _dispatch(tmp_path, {"type": "DML_OPERATOR_UPSAMPLE_2D", "desc": desc}, [1, 2], 8)
+    assert result.exit_code == 0 and "Resource 'out': 1, 1, 2, 2, 1, 1, 2, 2" in result.output
+    desc["ScaleSize"] = [2, 2]
+    result = _dispatch(tmp_path, {"type": "DML_OPERATOR_UPSAMPLE_2D", "desc": desc}, [1, 2], 8)
+    assert result.exit_code == 2 and "ScaleSize must be a JSON object with Width and Height" in result.output
