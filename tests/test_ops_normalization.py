@@ -505,3 +505,19 @@ def test_on_dask_gives_the_in_memory_bits(op, params):
     x = np.random.default_rng(9).standard_normal((3, 5, 6, 7)).astype(np.float32)
     got = dmlcli.dask.run(op, da.from_array(x, chunks=(2, 2, 3, 3)), **params).compute()
     assert np.array_equal(got, dmlcli.run(op, x, **params))
+
+
+# ---------------------------------------------------------------- the ONNX table's adapters, through `dmlcli test`
+
+def test_dmlcli_test_runs_the_onnx_normalization_and_resize_cases(shared_dir, tmp_path):
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["test", str(shared_dir / "onnx_operators"), "-k",
+                                      "norm or Resize or Upsample or LRN", "--report", str(report), "-q"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(report.read_text())
+    assert document["totals"]["failed"] == 0 and document["totals"]["error"] == 0
+    assert document["totals"]["passed"] == 23 and document["totals"]["skipped"] == 37
+    reasons = {entry["message"] for entry in document["results"] if entry["verdict"] == "skipped"}
+    assert len(reasons) == 7
+    assert not any("not implemented in dmlcli yet" in reason for reason in reasons), reasons
+    assert all("DirectML" in reason for reason in reasons), reasons
