@@ -292,6 +292,10 @@ def upsample_kernel(xp, inputs, outputs, params):
     height, width = params["ScaleSize"]
     scales = (1.0,) * (x.ndim - 2) + (float(height), float(width))
     linear = params["InterpolationMode"] == "LINEAR"
+    if not linear:
+        # Whole-number scales at pixel centres: output o reads floor((o + 0.5) / s - 0.5 + 0.5) = o // s (never a
+        # tie), so each element is repeated s times: the rule's exact result, without FLOAT32 coordinates.
+        return (xp.ascontiguousarray(xp.repeat(xp.repeat(x, height, axis=-2), width, axis=-1)),)
     return (resample_values(xp, x, out.shape, scales, (0.5,) * x.ndim, (-0.5,) * x.ndim, linear,
                             out.data_type.numpy_dtype),)
 
