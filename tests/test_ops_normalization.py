@@ -521,3 +521,16 @@ def test_dmlcli_test_runs_the_onnx_normalization_and_resize_cases(shared_dir, tm
     assert len(reasons) == 7
     assert not any("not implemented in dmlcli yet" in reason for reason in reasons), reasons
     assert all("DirectML" in reason for reason in reasons), reasons
+
+
+def test_a_fused_activation_keeps_the_normalisations_grown_tolerance():
+    x = np.zeros((1, 1, 2, 50), np.float32)
+    plain = dmlcli.validate("mean_variance_normalization1", x, axes=[3]).call
+    fused = dmlcli.validate("mean_variance_normalization1", x, axes=[3], fused_activation="sigmoid").call
+    rule = rule_for(plain.operator, np.float32, call=plain)
+    with_sigmoid = rule_for(fused.operator, np.float32, call=fused, parameters=fused.parameters)
+    assert rule.limit == 3 * 50 + 840 and rule.floor == 2.0 ** -20
+    assert with_sigmoid.limit == rule.limit and with_sigmoid.floor == rule.floor  # sigmoid's 34 ULP is tighter
+    # ADD1 keeps the activation's own figure (ELU's 18 ULP is looser than ADD's 1).
+    add1 = dmlcli.validate("add1", np.float32([1]), np.float32([2]), fused_activation="elu").call
+    assert rule_for(add1.operator, np.float32, call=add1, parameters=add1.parameters).limit == 18

@@ -317,8 +317,8 @@ _ARITHMETIC = ("FLOAT16 and FLOAT32 are computed in FLOAT32 (FLOAT16 widened exa
                "output type. NaN propagates.")
 _FUSED = ("FusedActivation (--fused-activation NAME, with --fused-alpha, ...; fusable: "
           + ", ".join(n.lower() for n in FUSABLE_NAMES) + ") runs on the result rounded to the output type, "
-          "exactly as the activation operator would; with one, the activation's tolerance applies (as for "
-          "ELEMENT_WISE_ADD1). In a DxDispatch model: \"FusedActivation\": {\"Type\": \"ACTIVATION_RELU\"} or null.")
+          "exactly as the activation operator would; with one, the looser of the operator's tolerance for the "
+          "call and the activation's applies, figure by figure (ULP count and absolute floor). In a DxDispatch model: \"FusedActivation\": {\"Type\": \"ACTIVATION_RELU\"} or null.")
 _BROADCAST = ("Every dimension of {tensors} is 1 (broadcast) or the input's; the DimensionCount is the input's.")
 _MVN_FLOOR = ("the outputs are normalised to about unit size, and x - mean carries the mean's absolute error: a "
               "result near 0 (x near its mean) is many ULP of itself off while its absolute error stays near the "
