@@ -99,12 +99,12 @@ def timed(function: Callable) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--cases", default="")
-    arguments = parser.parse_args()
+    arguments = parser.parse_args(argv)
     table = cases(arguments.mib, np.random.default_rng(0))
     chosen = [name for name in table if not arguments.cases or name in arguments.cases.split(",")]
     print(f"{'case':<20} {'dmlcli ms':>10} {'kernel ms':>10} {'numpy ms':>10} {'ratio':>7} {'kernel ratio':>13}"

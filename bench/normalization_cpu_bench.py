@@ -84,15 +84,16 @@ def cases(mib: float):
     }
 
 
-def main() -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=float, default=8.0)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--ops", default="")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chosen = cases(args.mib)
     names = [name for name in chosen if not args.ops or name in args.ops.split(",")]
     print(f"{'operator':<30} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7}  (goal <= {GOAL})")
+    ratios = []
     for name in names:
         ours, theirs = chosen[name]
         ours(), theirs()  # warm-up: imports, first allocations
@@ -101,8 +102,12 @@ def main() -> None:
             mine.append(timed(ours))
             numpy_times.append(timed(theirs))
         a, b = statistics.median(mine), statistics.median(numpy_times)
+        ratios.append((a / b, name))
         print(f"{name:<30} {a * 1e3:>10.2f} {b * 1e3:>10.2f} {a / b:>7.2f}")
+    worst, which = max(ratios)
+    print(f"worst ratio: {worst:.2f} ({which})")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

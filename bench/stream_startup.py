@@ -6,7 +6,7 @@ the `import numpy` of the same interpreter. Two installs are measured: the edita
 development venv (the interpreter running this script) and a regular one (`pip install .` into
 bench/out/regular-venv, made on the first run; --rebuild makes it again).
 
-    .venv/bin/python bench/stream_startup.py [--runs 21] [--rebuild]
+    .venv/bin/python bench/stream_startup.py [--runs 21] [--rebuild] [--installs editable,regular]
 """
 
 from __future__ import annotations
@@ -57,12 +57,20 @@ def wall_time(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21, help="runs of each command (medians are compared)")
     parser.add_argument("--rebuild", action="store_true", help="make the regular-install venv again")
-    args = parser.parse_args()
-    installs = {"editable": sys.executable, "regular": regular_install(args.rebuild)}
+    parser.add_argument("--installs", default="editable,regular",
+                        help="which installs to time: editable (this interpreter), regular (made with pip) [both]")
+    args = parser.parse_args(argv)
+    chosen = set(args.installs.split(","))
+    if not chosen or not chosen <= {"editable", "regular"}:
+        parser.error(f"--installs: expected editable, regular or both, got {args.installs!r}")
+    installs = {label: python for label, python in (("editable", sys.executable), ("regular", None))
+                if label in chosen}
+    if "regular" in installs:
+        installs["regular"] = regular_install(args.rebuild)
     commands: dict[str, list[str]] = {}
     for label, python in installs.items():
         commands.update(commands_for(python, label))
@@ -79,7 +87,8 @@ def main() -> None:
             if name.startswith(label + ":"):
                 median = statistics.median(samples)
                 print(f"{name:40} {median:9.3f} {median / baseline:6.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

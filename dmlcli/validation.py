@@ -208,13 +208,27 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
     return list(_shape_problems(call)) + list(_table_problems(call, feature_level)) + list(_type_problems(call))
 
 
+# The support-table search below depends only on the operator, its tensors' data types and dimension
+# counts and the inputs left out; every run of an operator on like tensors asks it again, so its answers
+# are kept (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+_LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
+_LOWEST_LEVELS_LIMIT = 4096
+
+
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
     if any(_shape_problems(call)) or any(_type_problems(call)):
         return None  # these rules hold at every level alike
-    for candidate in ALL_FEATURE_LEVELS:
-        if not any(_table_problems(call, candidate)):
-            return candidate
-    return None
+    key = (id(call.operator), call.absent,
+           tuple((name, tensor.data_type, len(tensor.shape)) for name, tensor in call.tensors.items()))
+    known = _LOWEST_LEVELS.get(key)
+    if known is not None and known[0] is call.operator:
+        return known[1]
+    lowest = next((candidate for candidate in ALL_FEATURE_LEVELS if not any(_table_problems(call, candidate))),
+                  None)
+    if len(_LOWEST_LEVELS) >= _LOWEST_LEVELS_LIMIT:
+        _LOWEST_LEVELS.clear()
+    _LOWEST_LEVELS[key] = (call.operator, lowest)
+    return lowest
 
 
 def check(call: Call, feature_level: FeatureLevel) -> Verdict:
@@ -290,6 +304,7 @@ def build_call(
     broadcast: bool = False,
     feature_level: FeatureLevel | None = None,
     parse_parameters=None,
+    input_names: Sequence[str] | None = None,
 ) -> Call:
     """Assemble the call DirectML would see from the inputs' data types and shapes, with its parameters.
 
@@ -298,8 +313,10 @@ def build_call(
     same-Sizes rule then checks it like any tensor. A shaped operator's outputs have the Sizes its shape
     rule computes; Sizes given for them (`output_shapes` by name, or `output_shape` for the first) must
     agree. `parse_parameters(data types by tensor name)` gives the typed parameters (none without it).
+    `input_names` names the inputs where the caller knows them (any optional inputs left out); by default
+    a call gives every input or only the required ones, in DESC order.
     """
-    names = _given_inputs(operator, len(inputs))
+    names = _named_inputs(operator, input_names) if input_names is not None else _given_inputs(operator, len(inputs))
     shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(names, inputs)}
     if broadcast and operator.is_elementwise:
         common = broadcast_shape(operator, shapes)
@@ -367,6 +384,20 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
                                       f"the Sizes its rule gives for these inputs and parameters, "
                                       f"{describe_shape(expanded[tensor_name])}")
     return expanded
+
+
+def _named_inputs(operator: Operator, names: Sequence[str]) -> tuple[str, ...]:
+    """Inputs named by the caller: each an input of the operator, in DESC order, every required one there."""
+    names = tuple(names)
+    order = [field_of(name) for name in names]
+    optional = {name for name, _ in operator.optional_inputs}
+    missing = [name for name in operator.inputs if name not in order and name not in optional]
+    unknown = [name for name in order if name not in operator.inputs]
+    in_desc_order = order == [name for name in operator.inputs if name in order]
+    if unknown or missing or not in_desc_order:
+        raise InputError(f"{operator.name} takes {', '.join(operator.inputs)} in that order (those of "
+                         f"{', '.join(sorted(optional)) or 'none'} optional); got {', '.join(names) or 'none'}")
+    return names
 
 
 def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:

@@ -29,6 +29,15 @@ SHAPED_MODELS = {
     # [0, 1], i.e. 0, 0.25, 0.75, 1 (the columns likewise), so row 1 is 1.5 + {0, 0.25, 0.75, 1}.
     "dml_upsample_2d.json": ("UPSAMPLE_2D", ["Resource 'output': 1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, "
                                              "3.25, 3.5, 3, 3.25, 3.75, 4"]),
+    # CONVOLUTION, cross-correlation: 1..9 as 3x3 with a 2x2 filter of 0.5s: 0.5 x (1+2+4+5), (2+3+5+6), ...
+    "dml_convolution_2d.json": ("CONVOLUTION", ["Resource 'output': 6, 8, 12, 14"]),
+    # 3x3x3 ones with a 2x2x2 filter of 0.5s: 8 x 0.5 = 4 at each of the 2x2x2 outputs.
+    "dml_convolution_3d.json": ("CONVOLUTION", ["Resource 'output': 4, 4, 4, 4, 4, 4, 4, 4"]),
+    # GEMM: the outer product of A = [1, 2, 3] (3x1) and B = [4, 5, 6] (1x3), plus C = 2 everywhere.
+    "dml_gemm.json": ("GEMM", ["Resource 'output': 6, 7, 8, 10, 12, 14, 14, 17, 20"]),
+    # GEMM of two 32x32 matrices of ones, compiled as a one-node graph with B owned by DirectML (bound at
+    # initialisation) and ALLOW_HALF_PRECISION_COMPUTATION: every element is 32, with no CTensor.
+    "dml_gemm_graph.json": ("GEMM", ["Resource 'output': " + ", ".join(["32"] * 1024)]),
 }
 
 

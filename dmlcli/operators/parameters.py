@@ -170,7 +170,7 @@ class FloatParameter(Parameter):
         return "FLOAT"
 
     def parse(self, given, data_types) -> np.float32:
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         value = _given(given, self.options[0])
         if value is None:
@@ -247,7 +247,7 @@ class TypedScalarParameter(Parameter):
         return dtype.type(info.min if self.default_limit == "lowest" else info.max)
 
     def parse(self, given, data_types):
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         data_type = data_types[self.tensor]
         value = _given(given, self.options[0])
@@ -297,7 +297,7 @@ class ScaleBiasParameter(Parameter):
         return "FLOAT"
 
     def parse(self, given, data_types):
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         scale, bias = _given(given, "scale"), _given(given, "bias")
         if scale is None and bias is None:
@@ -494,7 +494,7 @@ class FloatArrayParameter(Parameter):
         return self.parse_items(value, f"{self.field} ({option_flag(self.options[0])})")
 
     def parse_items(self, value, where: str) -> tuple[np.float32, ...]:
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         if isinstance(value, str):
             text = value.strip().strip("[]()")
@@ -606,7 +606,7 @@ class FusedActivationParameter(Parameter):
                          f"(expected none or one of {allowed})")
 
     def _typed(self, activation, values: Mapping[str, object], spelled) -> dict:
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         typed = {}
         for parameter in activation.parameters:
@@ -781,7 +781,7 @@ class ScalarUnionParameter(TypedScalarParameter):
         if not isinstance(value, dict):
             return super().parse_desc(value, data_types)
         from ..data_types import parse_data_type
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         data_type = data_types[self.tensor]
         where = f"{self.field} (DML_SCALAR_UNION read as {data_type.name})"

@@ -600,3 +600,192 @@ def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape
         raise MappingError(f"the mapped output Sizes {plan.output_shape} are not ONNX's {tuple(expected_shape)}")
     return ({"interpolation_mode": plan.mode, "scales": list(plan.scales), "input_pixel_offsets": list(plan.input_offsets),
              "output_pixel_offsets": list(plan.output_offsets), "output_shape": plan.output_shape}, _data(call))
+
+
+# ---------------------------------------------------------------- convolutions
+
+
+def _spatial_attr(call: OnnxCall, name: str, count: int, fill: int) -> list[int]:
+    values = call.attr(name)
+    if values is None:
+        return [fill] * count
+    values = [int(v) for v in values]
+    if len(values) != count:
+        raise MappingError(f"ONNX's {name} has {len(values)} values for {count} spatial dimensions")
+    return values
+
+
+def _onnx_pads(call: OnnxCall, count: int) -> tuple[list[int], list[int]]:
+    pads = call.attr("pads")
+    if pads is None:
+        return [0] * count, [0] * count
+    pads = [int(v) for v in pads]
+    if len(pads) != 2 * count:
+        raise MappingError(f"ONNX's pads has {len(pads)} values for {count} spatial dimensions (2 per dimension)")
+    return pads[:count], pads[count:]
+
+
+def _auto_pad(call: OnnxCall) -> str:
+    return str(call.attr("auto_pad", "NOTSET"))
+
+
+def conv_paddings(call: OnnxCall) -> tuple[list[int], list[int], list[int]]:
+    """Start, end and output padding of an ONNX Conv or ConvTranspose, auto_pad and output_shape resolved as
+    ONNX's operator schema defines them (possibly negative: the table's conditions look for those)."""
+    x, w = _data(call), call.input(1)
+    count = x.ndim - 2
+    strides = _spatial_attr(call, "strides", count, 1)
+    dilations = _spatial_attr(call, "dilations", count, 1)
+    windows = [(k - 1) * d + 1 for k, d in zip(w.shape[2:], dilations)]
+    auto_pad = _auto_pad(call)
+    if call.op == "ConvTranspose":
+        extra = _spatial_attr(call, "output_padding", count, 0)
+        shape = call.attr("output_shape")
+        if shape is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            shape = [n * s for n, s in zip(x.shape[2:], strides)]
+        if shape is None:
+            start, end = ([0] * count, [0] * count) if auto_pad == "VALID" else _onnx_pads(call, count)
+            return start, end, extra
+        shape = [int(v) for v in shape][-count:]
+        total = [s * (n - 1) + e + k - o for s, n, e, k, o in zip(strides, x.shape[2:], extra, windows, shape)]
+        if auto_pad == "SAME_UPPER":
+            start, end = [t // 2 for t in total], [t - t // 2 for t in total]
+        else:
+            start, end = [t - t // 2 for t in total], [t // 2 for t in total]
+        # A negative end padding lengthens the output past what the taps reach: DirectML's OutputPadding.
+        extra = [e + max(0, -b) for e, b in zip(extra, end)]
+        end = [max(0, b) for b in end]
+        return start, end, extra
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        start, end = [], []
+        for n, s, k in zip(x.shape[2:], strides, windows):
+            total = max(0, (-(-n // s) - 1) * s + k - n)
+            low = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            start.append(low)
+            end.append(total - low)
+        return start, end, [0] * count
+    if auto_pad == "VALID":
+        return [0] * count, [0] * count, [0] * count
+    start, end = _onnx_pads(call, count)
+    return start, end, [0] * count
+
+
+def _conv_values(call: OnnxCall, fixed, with_output_padding: bool) -> dict:
+    x = _data(call)
+    count = x.ndim - 2
+    start, end, extra = conv_paddings(call)
+    values = {**fixed, "Strides": tuple(_spatial_attr(call, "strides", count, 1)),
+              "Dilations": tuple(_spatial_attr(call, "dilations", count, 1)),
+              "StartPadding": tuple(start), "EndPadding": tuple(end), "GroupCount": int(call.attr("group", 1))}
+    if with_output_padding:
+        values["OutputPadding"] = tuple(extra)
+    return values
+
+
+def _channel_tensor(values: np.ndarray, rank: int) -> np.ndarray:
+    """An ONNX 0-D/1-element or per-channel 1-D tensor as DirectML's {1, C, 1, ...} (or all 1s) of `rank`."""
+    flat = np.asarray(values).reshape(-1)
+    shape = (1,) * rank if flat.size == 1 else (1, flat.size) + (1,) * (rank - 2)
+    return flat.reshape(shape)
+
+
+def adapt_conv(call: OnnxCall, fixed) -> Prepared:
+    """Conv and ConvTranspose -> CONVOLUTION (FORWARD or BACKWARD, cross-correlation); B as {1, M, 1, ...}."""
+    x, w, bias = _data(call), call.input(1), call.input(2)
+    values = _conv_values(call, fixed, with_output_padding=True)
+    inputs = [x, w] + ([_channel_tensor(bias, x.ndim)] if bias is not None else [])
+    return Prepared(values, inputs)
+
+
+def adapt_conv_integer(call: OnnxCall, fixed) -> Prepared:
+    """ConvInteger -> CONVOLUTION_INTEGER; left-out zero points are given as zeros of the tensor's type."""
+    x, w = _data(call), call.input(1)
+    rank = x.ndim
+    x_zero = call.input(2) if call.input(2) is not None else np.zeros(1, x.dtype)
+    w_zero = call.input(3) if call.input(3) is not None else np.zeros(1, w.dtype)
+    inputs = [x, _channel_tensor(x_zero, rank), w, _channel_tensor(w_zero, rank)]
+    return Prepared(_conv_values(call, fixed, with_output_padding=False), inputs)
+
+
+def adapt_qlinear_conv(call: OnnxCall, fixed) -> Prepared:
+    """QLinearConv -> QUANTIZED_LINEAR_CONVOLUTION, in DirectML's order; a left-out B is an INT32 zero bias."""
+    x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias = (call.input(i) for i in range(9))
+    rank = x.ndim
+    channels = w.shape[0]
+    bias = np.zeros(channels, np.int32) if bias is None else bias
+    inputs = [x, _channel_tensor(x_scale, rank), _channel_tensor(x_zero, rank), w, _channel_tensor(w_scale, rank),
+              _channel_tensor(w_zero, rank), _channel_tensor(bias, rank).reshape((1, channels) + (1,) * (rank - 2)),
+              _channel_tensor(y_scale, rank), _channel_tensor(y_zero, rank)]
+    return Prepared(_conv_values(call, fixed, with_output_padding=False), inputs)
+# ---------------------------------------------------------------- matrix multiplication
+
+MAX_GEMM_RANK = 4  # GEMM and the integer products take 2 to 4 dimensions
+
+
+def _matmul_operands(a: np.ndarray, b: np.ndarray):
+    """ONNX's MatMul operands (NumPy's matmul rules) as DirectML's: a 1-D A is a row [1, K], a 1-D B a column
+    [K, 1]; both get the same rank (leading 1s) and the same batch Sizes (a broadcast batch: what a desc's zero
+    Strides give DirectML). Returns the operands and ONNX's output Sizes."""
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    rank = max(a2.ndim, b2.ndim, 2)
+    a2, b2 = padded(a2, rank), padded(b2, rank)
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise MappingError(f"ONNX's MatMul batch Sizes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    # NumPy's matmul drops the axis a 1-D operand gained.
+    out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
+    return np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:]), out_shape
+
+
+def matmul_rank(call: OnnxCall) -> int:
+    """The rank of DirectML's call for ONNX's MatMul-like operators (at least 2)."""
+    a, b = call.input(0), call.input(1) if call.op != "QLinearMatMul" else call.input(3)
+    return max(2, *(x.ndim for x in (a, b) if x is not None))
+
+
+def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
+    """Gemm: A and B are 2-D; C (unidirectionally broadcastable) gets leading 1s up to 2-D, and GEMM broadcasts
+    its sizes of 1 as DirectML does with zero Strides."""
+    a, b, c = call.input(0), call.input(1), call.input(2)
+    values = {**fixed, "TransA": "TRANSPOSE" if call.attr("transA", 0) else "NONE",
+              "TransB": "TRANSPOSE" if call.attr("transB", 0) else "NONE",
+              "Alpha": float(call.attr("alpha", 1.0)), "Beta": float(call.attr("beta", 1.0))}
+    inputs = [a, b] if c is None else [a, b, padded(np.asarray(c), 2)]
+    return Prepared(values, inputs)
+
+
+def adapt_matmul(call: OnnxCall, fixed) -> Prepared:
+    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    return Prepared(dict(fixed), [a, b], finish=reshaped_to([out_shape]))
+
+
+def _vector(x: np.ndarray | None) -> np.ndarray | None:
+    """A scalar or 1-D ONNX scale / zero point as a 1-D tensor (a 0-D one becomes {1}); None stays None."""
+    if x is None:
+        return None
+    return np.asarray(x).reshape(-1)
+
+
+def _zero_point(x: np.ndarray | None, dtype) -> np.ndarray:
+    """ONNX's optional zero point; a left-out one is 0 (DirectML's meaning of a NULL zero point)."""
+    return np.zeros(1, dtype) if x is None else np.asarray(x).reshape(-1)
+
+
+def adapt_matmul_integer(call: OnnxCall, fixed) -> Prepared:
+    """MatMulInteger(A, B, a_zero_point, b_zero_point) -> (A, AZeroPoint, B, BZeroPoint): a per-row a_zero_point
+    is 1-D {M} (DirectML's { [1], [1], M, [1] }), a per-column b_zero_point {N}."""
+    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    inputs = [a, _zero_point(call.input(2), a.dtype), b, _zero_point(call.input(3), b.dtype)]
+    return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))
+
+
+def adapt_qlinear_matmul(call: OnnxCall, fixed) -> Prepared:
+    """QLinearMatMul's eight inputs are DirectML's, in the same order; scalars become 1-D {1}."""
+    a, b, out_shape = _matmul_operands(_data(call), call.input(3))
+    y_zero_point = call.input(7)
+    inputs = [a, _vector(call.input(1)), _zero_point(call.input(2), a.dtype), b, _vector(call.input(4)),
+              _zero_point(call.input(5), b.dtype), _vector(call.input(6)),
+              _zero_point(y_zero_point, np.uint8 if y_zero_point is None else y_zero_point.dtype)]
+    return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))

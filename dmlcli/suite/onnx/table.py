@@ -14,7 +14,7 @@ A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (Dire
 output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
 takes it as a parameter (fix it here when an operator's entry names a field differently).
 
-Operators of the next issue (GEMM, convolutions, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
+Operators of the next issue (GEMM, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
 issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
 """
 
@@ -159,6 +159,22 @@ def _resize(onnx_op: str) -> Entry:
                    "nearest neighbour picks the higher, and this case has such an exact tie"),
         ))
 
+_CONV_FIELDS = {"Strides": "strides (default 1)", "Dilations": "dilations (default 1)",
+                "StartPadding": "pads[:n], or auto_pad's (SAME_UPPER: the smaller half first; SAME_LOWER: the "
+                                "larger; VALID: 0)",
+                "EndPadding": "pads[n:], or auto_pad's", "GroupCount": "group (default 1)"}
+_CONV_OUTSIDE = ("auto_pad is ONNX-only: it is turned into StartPadding and EndPadding with ONNX's formula",
+                 "kernel_shape is ONNX-only: the filter's Sizes give it",
+                 "B (1-D, one value per output channel) becomes BiasTensor {1, M, 1, ...} (a reshape)")
+_NEGATIVE_PADS = Cannot(lambda c: any(p < 0 for p in a.conv_paddings(c)[0] + a.conv_paddings(c)[1]),
+                        "the paddings ONNX's attributes give are negative (a crop); DirectML's StartPadding and "
+                        "EndPadding are UINT")
+_MATMUL_OPERANDS = ("NumPy's matmul operands as GEMM's: a 1-D A is a row [1, K], a 1-D B a column [K, 1] (the "
+                    "added axis removed from the result); leading 1s up to one rank; a broadcast batch is read at "
+                    "its full Sizes, as DirectML reads a desc with zero Strides")
+_PAST_RANK_4 = Cannot(lambda c: a.matmul_rank(c) > a.MAX_GEMM_RANK,
+                      "DirectML's matrix products take 2 to 4 dimensions ({BatchCount, ChannelCount, M, K}); ONNX's "
+                      "operands have more")
 
 ENTRIES: tuple[Entry, ...] = (
     _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
@@ -317,11 +333,47 @@ ENTRIES: tuple[Entry, ...] = (
           outside=(NEGATIVE_AXIS, "Epsilon keeps its default 1e-5: ONNX divides by the norm itself, the same "
                                   "wherever the norm exceeds 1e-5")),
     _resize("Resize"), _resize("Upsample"),
+    # ---- matrix multiplication
+    Entry("Gemm", "GEMM", fields={"ATensor": "A", "BTensor": "B", "CTensor": "C (leading 1s up to 2-D)",
+                                  "TransA": "transA", "TransB": "transB", "Alpha": "alpha", "Beta": "beta"},
+          adapter=a.adapt_gemm,
+          outside=("C gets leading size-1 axes up to 2-D; GEMM broadcasts its sizes of 1 to [M, N] (DirectML: a "
+                   "CTensor desc with zero Strides)",)),
+    Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
+          fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
+          outside=(_MATMUL_OPERANDS,), cannot=(_PAST_RANK_4,)),
+    Entry("MatMulInteger", "MATRIX_MULTIPLY_INTEGER",
+          fields={"ATensor": "A", "BTensor": "B", "AZeroPointTensor": "a_zero_point (0 when left out)",
+                  "BZeroPointTensor": "b_zero_point (0 when left out)"},
+          adapter=a.adapt_matmul_integer,
+          outside=(_MATMUL_OPERANDS, "a left-out zero point is given as a zero of its tensor's type"),
+          cannot=(_PAST_RANK_4,)),
+    Entry("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+          fields={"ATensor": "a", "AScaleTensor": "a_scale", "AZeroPointTensor": "a_zero_point", "BTensor": "b",
+                  "BScaleTensor": "b_scale", "BZeroPointTensor": "b_zero_point", "OutputScaleTensor": "y_scale",
+                  "OutputZeroPointTensor": "y_zero_point"},
+          adapter=a.adapt_qlinear_matmul,
+          outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}"), cannot=(_PAST_RANK_4,)),
     # ---- the next issue's operators
-    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"), _next("Conv", "CONVOLUTION"),
-    _next("ConvTranspose", "CONVOLUTION"), _next("ConvInteger", "CONVOLUTION_INTEGER"),
-    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"), _next("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION"),
-    _next("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY"), _next("AveragePool", "AVERAGE_POOLING1"),
+    Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
+          adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
+    Entry("ConvTranspose", "CONVOLUTION",
+          fields={**_CONV_FIELDS, "OutputPadding": "output_padding; with output_shape (or auto_pad SAME_*), any "
+                                                   "negative end padding ONNX's formula gives, as a lengthening"},
+          fixed={"Mode": "CROSS_CORRELATION", "Direction": "BACKWARD"}, adapter=a.adapt_conv,
+          cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("output_shape is ONNX-only: the paddings it implies are computed with ONNX's "
+                                   "formula (total = stride x (in - 1) + output_padding + dilated kernel - "
+                                   "output_shape, split by auto_pad); DirectML then computes the same Sizes",)),
+    Entry("ConvInteger", "CONVOLUTION_INTEGER", fields={k: v for k, v in _CONV_FIELDS.items()},
+          adapter=a.adapt_conv_integer, cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("left-out zero points are given as one zero of the tensor's type (the same "
+                                   "result); w_zero_point per channel becomes {1, M, 1, 1}",)),
+    Entry("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION", fields=_CONV_FIELDS, adapter=a.adapt_qlinear_conv,
+          cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("scales and zero points become {1, 1, 1, 1} (per channel: {1, M, 1, 1}); a "
+                                   "left-out B is an INT32 zero bias {1, M, 1, 1} (the same result)",)),
+    _next("AveragePool", "AVERAGE_POOLING1"),
     _next("MaxPool", "MAX_POOLING2"), _next("LpPool", "LP_POOLING1"), _next("GlobalAveragePool", "AVERAGE_POOLING"),
     _next("GlobalMaxPool", "MAX_POOLING"), _next("MaxUnpool", "MAX_UNPOOLING"),
     _next("RNN", "RNN"), _next("GRU", "GRU"), _next("LSTM", "LSTM"), _next("RoiAlign", "ROI_ALIGN1"),
