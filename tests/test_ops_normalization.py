@@ -534,3 +534,14 @@ def test_a_fused_activation_keeps_the_normalisations_grown_tolerance():
     # ADD1 keeps the activation's own figure (ELU's 18 ULP is looser than ADD's 1).
     add1 = dmlcli.validate("add1", np.float32([1]), np.float32([2]), fused_activation="elu").call
     assert rule_for(add1.operator, np.float32, call=add1, parameters=add1.parameters).limit == 18
+
+
+def test_the_lowest_level_is_searched_again_where_parameters_decide_it():
+    # Like tensors, another Spatial: the level rule decides (validation's cache must not answer from the first).
+    x, per_channel = ("float32", (1, 3, 2, 2)), ("float32", (1, 3, 1, 1))
+    for spatial, lowest in ((False, "4_0"), (True, "1_0"), (False, "4_0")):
+        assert plan("batch_normalization", [x] + [per_channel] * 4,
+                    spatial=spatial).lowest_feature_level.short == lowest
+    # REDUCE's rows by Function: SUM takes INT32 from 2_1 at 4 dimensions; MULTIPLY too; L1 only from 5_0.
+    assert plan("reduce", [("int32", (1, 1, 2, 3))], function="sum").lowest_feature_level.short == "2_1"
+    assert plan("reduce", [("int32", (1, 1, 2, 3))], function="l1").lowest_feature_level.short == "5_0"
