@@ -46,6 +46,7 @@ TINY = {
     "matmul_cpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "worst ratio"),
     "matmul_gpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "GEMM on"),
     "movement_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "worst ratio"),
+    "normalization_cpu_bench": (lambda tmp: ["--mib", "0.25", "--repeats", "1"], "worst ratio"),
     "npz_bench": (lambda tmp: ["--sizes", "1", "--kinds", "deflated", "--runs", "1", "--folder", str(tmp)], "ratio"),
     "pooling_cpu_bench": (lambda tmp: ["--mib", "0.05", "--repeats", "1"], "ratio: dmlcli"),
     "recurrent_cpu_bench": (lambda tmp: ["--repeats", "1"], "lstm"),

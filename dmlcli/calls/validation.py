@@ -209,8 +209,10 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
 
 
 # The support-table search below depends only on the operator, its tensors' data types and dimension
-# counts and the inputs left out; every run of an operator on like tensors asks it again, so its answers
-# are kept (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+# counts and the inputs left out -- except for an operator whose rows or level rule read the call's
+# parameters or Sizes (REDUCE's rows by Function, PADDING's SYMMETRIC, BATCH_NORMALIZATION's Spatial), which
+# is searched every time; every run of an operator on like tensors asks it again, so its answers are kept
+# (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
 _LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
 _LOWEST_LEVELS_LIMIT = 4096
 
@@ -218,6 +220,9 @@ _LOWEST_LEVELS_LIMIT = 4096
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
     if any(_shape_problems(call)) or any(_type_problems(call)):
         return None  # these rules hold at every level alike
+    if call.operator.level_rule is not None or call.operator.support_by is not None:
+        return next((candidate for candidate in ALL_FEATURE_LEVELS if not any(_table_problems(call, candidate))),
+                    None)
     key = (id(call.operator), call.absent,
            tuple((name, tensor.data_type, len(tensor.shape)) for name, tensor in call.tensors.items()))
     known = _LOWEST_LEVELS.get(key)
