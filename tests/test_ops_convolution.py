@@ -23,6 +23,7 @@ from dmlcli.api import plan
 from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.operators import find_operator
+from shaped_cli import cli_args, json_input  # noqa: F401 - tests/ is on the path
 
 from conftest import SHARED
 
@@ -180,18 +181,6 @@ RULES = [
 def test_rule_violations_name_field_value_and_what_is_allowed(op, inputs, parameters, message):
     with pytest.raises(dmlcli.ValidationError, match=f"^{op.upper()}: {message}"):
         dmlcli.validate(op, *inputs, **parameters)
-
-
-def json_input(array: np.ndarray) -> str:
-    return json.dumps({"dtype": array.dtype.name, "shape": list(array.shape), "data": array.tolist()})
-
-
-def cli_args(op, inputs, parameters, *extra):
-    args = ["run", op, *[json_input(x) for x in inputs]]
-    for key, value in parameters.items():
-        text = ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
-        args += ["--" + key.replace("_", "-"), text]
-    return args + list(extra)
 
 
 @pytest.mark.parametrize("op, inputs, parameters, message", RULES)

@@ -24,6 +24,7 @@ from dmlcli.cli import cli
 from dmlcli.checking.comparison import ulp_distance
 from dmlcli.data_types import parse_data_type
 from dmlcli.operators import find_operator
+import shaped_cli  # noqa: E402 - tests/ is on the path
 
 from conftest import SHARED
 
@@ -180,10 +181,7 @@ def tensor_text(array):
 
 
 def cli_args(op, inputs, parameters):
-    args = ["run", op, *(tensor_text(a) for a in inputs)]
-    for key, value in parameters.items():
-        args += [f"--{key.replace('_', '-')}", ",".join(str(v) for v in value)]
-    return args + ["-o", "-"]
+    return shaped_cli.cli_args(op, inputs, parameters, "-o", "-")
 
 
 @pytest.mark.parametrize("op, inputs, parameters, message", RULES)
