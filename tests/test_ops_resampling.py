@@ -353,7 +353,7 @@ def test_the_onnx_cases_are_there(shared_dir):
 
 def map_onnx(case) -> tuple[dict, np.ndarray] | str:
     """RESAMPLE1's parameters for an ONNX Resize/Upsample case, or why DirectML cannot express it."""
-    from dmlcli.suite.onnx.adapters import resize_mapping
+    from dmlcli.suite.onnx.mapping import resize_mapping
 
     return resize_mapping(case["onnx_op"], case["attributes"], case["input_names"],
                           [tensor_from_object(t, where=case["case_name"]) for t in case["inputs"]],

@@ -114,11 +114,13 @@ def reshaped_to(shapes: Sequence[tuple[int, ...] | None]):
     return finish
 
 
-def _data(call: OnnxCall) -> np.ndarray:
+def data_input(call: OnnxCall) -> np.ndarray:
     data = call.input(0)
     if data is None:
         raise MappingError(f"ONNX's {call.op} needs its first input")
     return data
+
+
 
 
 # ---------------------------------------------------------------- reductions
@@ -146,7 +148,7 @@ def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdims) -
 
 
 def adapt_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axes = reduce_axes(call, data.ndim)
     values = dict(fixed)
     if axes is not None:
@@ -155,7 +157,7 @@ def adapt_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
 
 
 def adapt_arg_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
     values = {**fixed, "Axes": (axis,),
               "AxisDirection": "DECREASING" if call.attr("select_last_index", 0) else "INCREASING"}
@@ -165,7 +167,7 @@ def adapt_arg_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
 
 def adapt_axis_activation(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
     """Softmax, LogSoftmax, Hardmax (opset 13: one axis, default -1) -> the *1 activations' Axes."""
-    data = _data(call)
+    data = data_input(call)
     return Prepared({**fixed, "Axes": (normalised_axis(call.attr("axis", -1), data.ndim),)}, [data])
 
 
@@ -191,7 +193,7 @@ def split_sizes(call: OnnxCall, length: int) -> list[int]:
 
 
 def adapt_split(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
     sizes = split_sizes(call, data.shape[axis])
     shapes = [data.shape[:axis] + (size,) + data.shape[axis + 1:] for size in sizes]
@@ -201,7 +203,7 @@ def adapt_split(call: OnnxCall, fixed) -> Prepared:
 def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
     """(axis, first element read, count, step) per sliced axis: ONNX clamps starts and ends as Python's
     slice(...).indices does."""
-    data = _data(call)
+    data = data_input(call)
     starts = [int(v) for v in call.input(1).reshape(-1)]
     ends = [int(v) for v in call.input(2).reshape(-1)]
     axes_given = call.input(3)
@@ -220,7 +222,7 @@ def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
 
 def adapt_slice(call: OnnxCall, fixed) -> Prepared:
     """starts/ends/axes/steps -> SLICE1's window, which spans the first to the last element read."""
-    data = _data(call)
+    data = data_input(call)
     rank = data.ndim
     offsets, sizes, strides = [0] * rank, list(data.shape), [1] * rank
     for axis, first, count, step in slice_ranges(call):
@@ -237,7 +239,7 @@ PAD_MODES = {"constant": "CONSTANT", "edge": "EDGE", "reflect": "REFLECTION", "w
 
 
 def adapt_pad(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     rank = data.ndim
     pads = [int(v) for v in call.input(1).reshape(-1)]
     axes_given = call.input(3)
@@ -257,19 +259,19 @@ def adapt_pad(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_tile(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     repeats = tuple(int(v) for v in call.input(1).reshape(-1))
     return Prepared({**fixed, "Repeats": repeats}, [data])
 
 
 def gather_shape(call: OnnxCall) -> tuple[int, ...]:
-    data, indices = _data(call), call.input(1)
+    data, indices = data_input(call), call.input(1)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
     return data.shape[:axis] + indices.shape + data.shape[axis + 1:]
 
 
 def gather_nd_shape(call: OnnxCall) -> tuple[int, ...]:
-    data, indices = _data(call), call.input(1)
+    data, indices = data_input(call), call.input(1)
     return indices.shape[:-1] + data.shape[int(call.attr("batch_dims", 0)) + indices.shape[-1]:]
 
 
@@ -281,7 +283,7 @@ def common_rank(call: OnnxCall, output_shape: tuple[int, ...]) -> int:
 def adapt_gather(call: OnnxCall, fixed) -> Prepared:
     """GATHER takes one DimensionCount for all three tensors: input and indices get leading 1s up to the
     output's rank, IndexDimensions says how many of the indices' dimensions count, Axis moves with the 1s."""
-    data, indices = _data(call), call.input(1)
+    data, indices = data_input(call), call.input(1)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
     onnx_shape = gather_shape(call)
     rank = common_rank(call, onnx_shape)
@@ -290,12 +292,12 @@ def adapt_gather(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_gather_elements(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", 0), data.ndim)}, [data, call.input(1)])
 
 
 def adapt_gather_nd(call: OnnxCall, fixed) -> Prepared:
-    data, indices = _data(call), call.input(1)
+    data, indices = data_input(call), call.input(1)
     batch = int(call.attr("batch_dims", 0))
     onnx_shape = gather_nd_shape(call)
     rank = common_rank(call, onnx_shape)
@@ -305,13 +307,13 @@ def adapt_gather_nd(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_scatter_elements(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axis = normalised_axis(call.attr("axis", 0), data.ndim)
     return Prepared({**fixed, "Axis": axis}, [data, call.input(1), call.input(2)])
 
 
 def adapt_scatter_nd(call: OnnxCall, fixed) -> Prepared:
-    data, indices, updates = _data(call), call.input(1), call.input(2)
+    data, indices, updates = data_input(call), call.input(1), call.input(2)
     rank = max(data.ndim, indices.ndim, updates.ndim)
     values = {**fixed, "InputDimensionCount": data.ndim, "IndicesDimensionCount": indices.ndim}
     return Prepared(values, [padded(data, rank), padded(indices, rank), padded(updates, rank)],
@@ -328,7 +330,7 @@ def one_hot_depth(call: OnnxCall) -> int:
 def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
     """ONNX inserts the one-hot axis; ONE_HOT's IndicesTensor has the output's rank with size 1 there, and
     its ValuesTensor the output's rank too ([off, on] along the last axis)."""
-    indices, depth_tensor, pair = _data(call), call.input(1), call.input(2)
+    indices, pair = data_input(call), call.input(2)  # the depth (input 1) comes through one_hot_depth
     rank = indices.ndim + 1
     axis = normalised_axis(call.attr("axis", -1), rank)
     depth = one_hot_depth(call)
@@ -338,7 +340,7 @@ def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axis = normalised_axis(call.attr("axis", -1), data.ndim)
     k = int(scalar_of(call.input(1), "k"))
     values = {**fixed, "Axis": axis, "K": k,
@@ -359,11 +361,11 @@ def adapt_depth_space(call: OnnxCall, fixed) -> Prepared:
     if mode not in DEPTH_SPACE_ORDERS:
         raise MappingError(f"ONNX's mode {mode!r} is not DCR or CRD")
     values = {**fixed, "BlockSize": int(call.attr("blocksize")), "Order": DEPTH_SPACE_ORDERS[mode]}
-    return Prepared(values, [_data(call)])
+    return Prepared(values, [data_input(call)])
 
 
 def adapt_cumulative(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     exclusive_field = "HasExclusiveProduct" if call.op == "CumProd" else "HasExclusiveSum"
     values = {**fixed, "Axis": normalised_axis(scalar_of(call.input(1), "axis"), data.ndim),
               "AxisDirection": "DECREASING" if call.attr("reverse", 0) else "INCREASING",
@@ -375,7 +377,7 @@ def adapt_reverse_sequence(call: OnnxCall, fixed) -> Prepared:
     """ONNX's 1-D sequence_lens (one per batch entry) -> REVERSE_SUBSEQUENCES' SequenceLengthsTensor, of the
     input's rank with size 1 on the time axis, each length repeated over the other axes; int64 lengths
     (never negative in a valid case) as UINT64, the same values."""
-    data, lengths = _data(call), call.input(1)
+    data, lengths = data_input(call), call.input(1)
     time_axis = normalised_axis(call.attr("time_axis", 0), data.ndim, "time_axis")
     batch_axis = normalised_axis(call.attr("batch_axis", 1), data.ndim, "batch_axis")
     if np.any(lengths < 0):
@@ -388,7 +390,7 @@ def adapt_reverse_sequence(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_nonzero(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     rank = data.ndim
 
     def finish(outputs):
@@ -403,7 +405,7 @@ def adapt_nonzero(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_eye_like(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     code = call.attr("dtype")
     dtype = TENSOR_PROTO_TYPES.get(int(code)) if code is not None else data.dtype.name
     if dtype is None:
@@ -421,7 +423,7 @@ def trilu_bounds(call: OnnxCall) -> tuple[int, int]:
 def adapt_trilu(call: OnnxCall, fixed) -> Prepared:
     """DIAGONAL_MATRIX1 with InputTensor writes Value (0) where column - row is in [Begin, End): triu (upper=1)
     zeroes column - row < k, tril zeroes column - row > k."""
-    data = _data(call)
+    data = data_input(call)
     begin, end = trilu_bounds(call)
     values = {**fixed, "DiagonalFillBegin": begin, "DiagonalFillEnd": end, "Value": "0"}
     return Prepared(values, [data])
@@ -451,20 +453,20 @@ def per_channel(tensor: np.ndarray, rank: int) -> np.ndarray:
 
 
 def adapt_batch_normalization(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     scale, bias, mean, variance = (per_channel(call.input(i), data.ndim) for i in (1, 2, 3, 4))
     return Prepared({**fixed, "Epsilon": call.attr("epsilon", 1e-5)}, [data, mean, variance, scale, bias])
 
 
 def adapt_instance_normalization(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     scale, bias = (per_channel(call.input(i), data.ndim) for i in (1, 2))
     return Prepared({**fixed, "Axes": tuple(range(2, data.ndim)), "Epsilon": call.attr("epsilon", 1e-5)},
                     [data, scale, bias])
 
 
 def adapt_layer_normalization(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axis = normalised_axis(call.attr("axis", -1), data.ndim)
     scale = call.input(1)
     bias = call.input(2) if call.input(2) is not None else np.zeros_like(scale)
@@ -474,7 +476,7 @@ def adapt_layer_normalization(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_mean_variance_normalization(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     axes = tuple(sorted(normalised_axis(axis, data.ndim, "axes") for axis in call.attr("axes", (0, 2, 3))))
     return Prepared({**fixed, "Axes": axes}, [data])
 
@@ -482,11 +484,11 @@ def adapt_mean_variance_normalization(call: OnnxCall, fixed) -> Prepared:
 def adapt_lrn(call: OnnxCall, fixed) -> Prepared:
     values = {**fixed, "LocalSize": int(call.attr("size")), "Alpha": call.attr("alpha", 1e-4),
               "Beta": call.attr("beta", 0.75), "Bias": call.attr("bias", 1.0)}
-    return Prepared(values, [_data(call)])
+    return Prepared(values, [data_input(call)])
 
 
 def adapt_lp_normalization(call: OnnxCall, fixed) -> Prepared:
-    data = _data(call)
+    data = data_input(call)
     return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", -1), data.ndim), "P": int(call.attr("p", 2))},
                     [data])
 
@@ -536,7 +538,7 @@ def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[li
 def resize_plan(call: OnnxCall) -> ResizeMapping:
     """The pixel offsets that make RESAMPLE1's x = (o - OutputPixelOffset) / Scale - InputPixelOffset ONNX's
     coordinate_transformation_mode, and floor(x + 0.5) (DirectML's nearest) ONNX's nearest_mode."""
-    data = _data(call)
+    data = data_input(call)
     shape = data.shape
     scales, sizes = _resize_sizes_and_scales(call, shape)
     transform = "asymmetric" if call.op == "Upsample" else str(call.attr("coordinate_transformation_mode", "half_pixel"))
@@ -570,7 +572,7 @@ def resize_has_exact_tie(call: OnnxCall) -> bool:
     if str(call.attr("nearest_mode", "round_prefer_floor")) != "round_prefer_floor":
         return False
     plan = resize_plan(call)
-    for n, out, scale, in_offset, out_offset in zip(_data(call).shape, plan.output_shape, plan.scales,
+    for n, out, scale, in_offset, out_offset in zip(data_input(call).shape, plan.output_shape, plan.scales,
                                                     plan.input_offsets, plan.output_offsets):
         o = np.arange(out, dtype=np.float32)
         x = (o - np.float32(out_offset)) / np.float32(scale) - np.float32(in_offset)
@@ -584,23 +586,7 @@ def adapt_resize(call: OnnxCall, fixed) -> Prepared:
     plan = resize_plan(call)
     values = {**fixed, "InterpolationMode": plan.mode, "Scales": plan.scales, "InputPixelOffsets": plan.input_offsets,
               "OutputPixelOffsets": plan.output_offsets, "OutputTensor.Sizes": plan.output_shape}
-    return Prepared(values, [_data(call)])
-
-
-def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape):
-    """For tests: RESAMPLE1's API keywords and the data for a case, or the reason DirectML cannot compute it."""
-    given = iter(inputs)
-    call = OnnxCall(onnx_op, tuple(None if not name else next(given) for name in input_names), dict(attributes))
-    from .table import TABLE
-
-    for condition in TABLE[onnx_op].cannot:
-        if condition.when(call):
-            return condition.describe(call)
-    plan = resize_plan(call)
-    if plan.output_shape != tuple(expected_shape):
-        raise MappingError(f"the mapped output Sizes {plan.output_shape} are not ONNX's {tuple(expected_shape)}")
-    return ({"interpolation_mode": plan.mode, "scales": list(plan.scales), "input_pixel_offsets": list(plan.input_offsets),
-             "output_pixel_offsets": list(plan.output_offsets), "output_shape": plan.output_shape}, _data(call))
+    return Prepared(values, [data_input(call)])
 
 
 # ---------------------------------------------------------------- convolutions
@@ -633,7 +619,7 @@ def _auto_pad(call: OnnxCall) -> str:
 def conv_paddings(call: OnnxCall) -> tuple[list[int], list[int], list[int]]:
     """Start, end and output padding of an ONNX Conv or ConvTranspose, auto_pad and output_shape resolved as
     ONNX's operator schema defines them (possibly negative: the table's conditions look for those)."""
-    x, w = _data(call), call.input(1)
+    x, w = data_input(call), call.input(1)
     count = x.ndim - 2
     strides = _spatial_attr(call, "strides", count, 1)
     dilations = _spatial_attr(call, "dilations", count, 1)
@@ -672,7 +658,7 @@ def conv_paddings(call: OnnxCall) -> tuple[list[int], list[int], list[int]]:
 
 
 def _conv_values(call: OnnxCall, fixed, with_output_padding: bool) -> dict:
-    x = _data(call)
+    x = data_input(call)
     count = x.ndim - 2
     start, end, extra = conv_paddings(call)
     values = {**fixed, "Strides": tuple(_spatial_attr(call, "strides", count, 1)),
@@ -692,7 +678,7 @@ def _channel_tensor(values: np.ndarray, rank: int) -> np.ndarray:
 
 def adapt_conv(call: OnnxCall, fixed) -> Prepared:
     """Conv and ConvTranspose -> CONVOLUTION (FORWARD or BACKWARD, cross-correlation); B as {1, M, 1, ...}."""
-    x, w, bias = _data(call), call.input(1), call.input(2)
+    x, w, bias = data_input(call), call.input(1), call.input(2)
     values = _conv_values(call, fixed, with_output_padding=True)
     inputs = [x, w] + ([_channel_tensor(bias, x.ndim)] if bias is not None else [])
     return Prepared(values, inputs)
@@ -700,7 +686,7 @@ def adapt_conv(call: OnnxCall, fixed) -> Prepared:
 
 def adapt_conv_integer(call: OnnxCall, fixed) -> Prepared:
     """ConvInteger -> CONVOLUTION_INTEGER; left-out zero points are given as zeros of the tensor's type."""
-    x, w = _data(call), call.input(1)
+    x, w = data_input(call), call.input(1)
     rank = x.ndim
     x_zero = call.input(2) if call.input(2) is not None else np.zeros(1, x.dtype)
     w_zero = call.input(3) if call.input(3) is not None else np.zeros(1, w.dtype)
@@ -758,7 +744,7 @@ def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
 
 
 def adapt_matmul(call: OnnxCall, fixed) -> Prepared:
-    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    a, b, out_shape = _matmul_operands(data_input(call), call.input(1))
     return Prepared(dict(fixed), [a, b], finish=reshaped_to([out_shape]))
 
 
@@ -777,14 +763,14 @@ def _zero_point(x: np.ndarray | None, dtype) -> np.ndarray:
 def adapt_matmul_integer(call: OnnxCall, fixed) -> Prepared:
     """MatMulInteger(A, B, a_zero_point, b_zero_point) -> (A, AZeroPoint, B, BZeroPoint): a per-row a_zero_point
     is 1-D {M} (DirectML's { [1], [1], M, [1] }), a per-column b_zero_point {N}."""
-    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    a, b, out_shape = _matmul_operands(data_input(call), call.input(1))
     inputs = [a, _zero_point(call.input(2), a.dtype), b, _zero_point(call.input(3), b.dtype)]
     return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))
 
 
 def adapt_qlinear_matmul(call: OnnxCall, fixed) -> Prepared:
     """QLinearMatMul's eight inputs are DirectML's, in the same order; scalars become 1-D {1}."""
-    a, b, out_shape = _matmul_operands(_data(call), call.input(3))
+    a, b, out_shape = _matmul_operands(data_input(call), call.input(3))
     y_zero_point = call.input(7)
     inputs = [a, _vector(call.input(1)), _zero_point(call.input(2), a.dtype), b, _vector(call.input(4)),
               _zero_point(call.input(5), b.dtype), _vector(call.input(6)),
@@ -807,7 +793,7 @@ class PoolWindows:
 
 def pool_windows(call: OnnxCall) -> PoolWindows:
     """auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET with pads) and ceil_mode as explicit Start/EndPadding."""
-    sizes = _data(call).shape[2:]
+    sizes = data_input(call).shape[2:]
     spatial = len(sizes)
     if call.op.startswith("Global"):
         return PoolWindows(tuple(sizes), (1,) * spatial, (1,) * spatial, (0,) * spatial, (0,) * spatial, (0,) * spatial)
@@ -844,7 +830,7 @@ def _as_4d(data: np.ndarray) -> np.ndarray:
 def adapt_pool(call: OnnxCall, fixed) -> Prepared:
     """AveragePool, MaxPool, LpPool and their Global forms: explicit paddings; a 1-D pool gets a size-1 H axis
     (window 1) and its output loses it again."""
-    data = _data(call)
+    data = data_input(call)
     one_d = data.ndim == 3
     w = pool_windows(call)
     end = tuple(e + x for e, x in zip(w.end, w.ceil_extra))
@@ -878,7 +864,7 @@ def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
     given = call.input(2)
     if given is not None:
         return tuple(int(v) for v in given.reshape(-1))
-    data = _data(call)
+    data = data_input(call)
     spatial = data.ndim - 2
     window = [int(k) for k in call.attr("kernel_shape")]
     strides = [int(s) for s in call.attr("strides", [1] * spatial)]
@@ -969,7 +955,7 @@ def adapt_recurrent(call: OnnxCall, fixed) -> Prepared:
     (reshapes), X permuted to time-major where layout=1, sequence_lens as UINT32 (the same non-negative
     values); Y, Y_h (Y_c) from OutputSequenceTensor, OutputSingleTensor (OutputCellSingleTensor)."""
     lstm = call.op == "LSTM"
-    x = _data(call)
+    x = data_input(call)
     batch_major = int(call.attr("layout", 0)) == 1
     if batch_major:
         x = np.ascontiguousarray(np.swapaxes(x, 0, 1))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..case import Case
-from .adapters import MappingError, Prepared, onnx_call
+from .adapters import MappingError, OnnxCall, Prepared, data_input, onnx_call, resize_plan
 from .table import NEXT_ISSUE, TABLE, Entry
 
 SIZES = ".Sizes"
@@ -161,3 +161,17 @@ def _unsupported(operator, prepared: Prepared, case: Case) -> str | None:
         if not any(array.ndim in row.tensors[name].dims for row in rows):
             return (f"no feature level of DirectML's {operator.name} takes {array.ndim} dimensions for {name}")
     return None
+
+
+def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape):
+    """For tests: RESAMPLE1's API keywords and the data for a case, or the reason DirectML cannot compute it."""
+    given = iter(inputs)
+    call = OnnxCall(onnx_op, tuple(None if not name else next(given) for name in input_names), dict(attributes))
+    for condition in TABLE[onnx_op].cannot:
+        if condition.when(call):
+            return condition.describe(call)
+    plan = resize_plan(call)
+    if plan.output_shape != tuple(expected_shape):
+        raise MappingError(f"the mapped output Sizes {plan.output_shape} are not ONNX's {tuple(expected_shape)}")
+    return ({"interpolation_mode": plan.mode, "scales": list(plan.scales), "input_pixel_offsets": list(plan.input_offsets),
+             "output_pixel_offsets": list(plan.output_offsets), "output_shape": plan.output_shape}, data_input(call))
