@@ -208,7 +208,7 @@ def report_warnings(messages, quiet: bool) -> None:
 @click.option("--debug", is_flag=True, envvar="DMLCLI_DEBUG", help="Show Python tracebacks (for bug reports).")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """Run DirectML's element-wise operators bit for bit, with DirectML's validation rules.
+    """Run DirectML's operators on NumPy or CuPy, with DirectML's validation rules and results.
 
     \b
     Example:
