@@ -11,8 +11,8 @@ Results come back as an `Outcome` with their warnings: callers decide how to sho
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -263,7 +263,8 @@ def tensor_bytes(tensor) -> int:
 def output_targets(output: str | Sequence[str] | None) -> list[str]:
     if output is None:
         return []
-    return [output] if isinstance(output, (str, Path)) else [str(target) for target in output]
+    # os.PathLike stands for pathlib.Path (which a run to stdout does not import).
+    return [output] if isinstance(output, (str, os.PathLike)) else [str(target) for target in output]
 
 
 def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]) -> None:
@@ -281,6 +282,8 @@ def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
               chunk_bytes: int | None = None, progress=None) -> Outcome:
     """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone."""
+    from pathlib import Path
+
     from . import streaming
     from .io.atomic import check_output_path
     from .io.room import check_room_for_output
@@ -304,6 +307,8 @@ def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype
     """A shaped operator from .npy files into a .npy file in constant memory, where its call can be cut into
     pieces (REDUCE over leading or trailing axes, JOIN along axis 0: see streaming_shaped.py); None where it
     cannot, and the run goes on in memory."""
+    from pathlib import Path
+
     from . import streaming
     from .io.room import available_memory, check_room_for_output
     from .streaming_shaped import memory_bound, stream_shaped, streamable_layout
@@ -373,10 +378,10 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
     targets = output_targets(output)
     if len(targets) == 1 and not targets[0].lower().endswith(".npz"):
         from .io.atomic import check_output_path
-        from .streaming import is_streamable
 
         check_output_path(targets[0])
-        if stream and is_streamable(sources, targets[0]):
+        # Only a .npy target can stream (the test is cheap; streaming.py is imported only for one).
+        if stream and ".npy" in targets[0].lower() and _streamable(sources, targets[0]):
             if req.operator.is_elementwise:
                 return run_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
             streamed = run_shaped_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
@@ -384,6 +389,12 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
                 return streamed
     return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
                read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
+
+
+def _streamable(sources: Sequence[str], target: str) -> bool:
+    from .streaming import is_streamable
+
+    return is_streamable(sources, target)
 
 
 def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str]) -> list[np.ndarray]:

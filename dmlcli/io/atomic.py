@@ -6,8 +6,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +22,8 @@ def check_output_path(target: str) -> None:
     """Refuse an output the run could not write, before any work is done."""
     if is_stdout(target):
         return
+    from pathlib import Path  # only for a file: a run to stdout goes without pathlib
+
     path = Path(target)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
         raise InputError(f"output {quoted(target)}: unknown extension {path.suffix!r} (expected .npy or .json, or - for JSON on stdout)")
@@ -52,6 +52,8 @@ def output_target(path: Path, shown: str | None = None) -> tuple[Path, str]:
     A dangling or looping link, a directory and a block device are refused: a link names the file
     to replace (dmlcli creates none through a link), and a disk is never written raw.
     """
+    from pathlib import Path
+
     shown = str(path) if shown is None else shown
     written = path
     if path.is_symlink():
@@ -102,6 +104,8 @@ def write_output(array: np.ndarray, target: str, *, stdout=None) -> None:
     if is_stdout(target):
         write_stdout(array, STDOUT_TARGETS[target], stdout=stdout)
         return
+    from pathlib import Path
+
     check_output_path(target)
     path = Path(target)
     if path.suffix.lower() == ".npy":
@@ -145,6 +149,8 @@ def write_atomically(path: Path, write) -> None:
     if kind == WRITTEN_INTO:
         _write_into(path, write, shown)
         return
+    import tempfile  # only where a file is written: a run to stdout goes without it (and without shutil)
+
     folder = path.parent
     remove_stale_temporaries(path)
     temporary = None

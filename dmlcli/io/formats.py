@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 
@@ -51,8 +50,10 @@ def available_memory() -> int | None:
         except (ValueError, OSError, AttributeError):
             return None
     try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = Path("/sys/fs/cgroup/memory.current").read_text().strip()
+        with open("/sys/fs/cgroup/memory.max") as handle:
+            limit = handle.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as handle:
+            used = handle.read().strip()
         if limit.isdigit() and used.isdigit():
             found = min(found, int(limit) - int(used))
     except OSError:
@@ -64,9 +65,9 @@ def is_json_target(target: str | None) -> bool:
     """Whether -o TARGET is written as JSON text: a .json file, or stdout as JSON (-, -.json)."""
     if target is None:
         return False
-    from .targets import STDOUT_TARGETS
+    from .targets import STDOUT_TARGETS, suffix
 
-    return (STDOUT_TARGETS.get(target) or Path(target).suffix.lower()) == ".json"
+    return (STDOUT_TARGETS.get(target) or suffix(target).lower()) == ".json"
 
 
 def in_memory_bytes(target: str | None, shape, dtype: np.dtype, *, input_bytes: int = 0) -> int:
@@ -110,6 +111,8 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
                              f"nothing was run ({hint})")
     if target is None or stdout_suffix is not None:
         return
+    from pathlib import Path
+
     from .atomic import WRITTEN_INTO, output_target
 
     written, kind = output_target(Path(target))
