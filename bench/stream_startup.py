@@ -35,7 +35,8 @@ BASELINE = "python -c 'import numpy'"
 
 
 def commands_for(python: str) -> dict[str, list[str]]:
-    dmlcli = [python, "-m", "dmlcli", "run", "bit_xor"]
+    # The console script pip writes (bin/dmlcli), as a user types `dmlcli run ...`.
+    dmlcli = [str(Path(python).parent / "dmlcli"), "run", "bit_xor"]
     return {
         BASELINE: [python, "-c", "import numpy"],
         "run ... -o - (the goal's)": dmlcli + ["[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-"],
@@ -64,17 +65,19 @@ def regular_install(rebuild: bool) -> str:
 
 
 # As installed for a user: bytecode is cached (__pycache__, git-ignored). With PYTHONDONTWRITEBYTECODE
-# set, as in some sandboxes, every run would compile dmlcli's modules from source (~70 ms). PYTHONPATH is
-# dropped so that each interpreter runs its own install.
+# set, as in some sandboxes, every run would compile dmlcli's modules from source (~70 ms). The regular install
+# runs without PYTHONPATH; the editable one with this checkout first on it (the development venv's own editable
+# install may point at another checkout).
 ENVIRONMENT = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")},
                "COLUMNS": "80"}
+ENVIRONMENTS = {"regular": ENVIRONMENT, "editable": {**ENVIRONMENT, "PYTHONPATH": str(REPO)}}
 
 
-def timed(command: list[str]) -> tuple[float, float]:
+def timed(command: list[str], environment: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, the child's user + sys CPU seconds) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.PIPE, env=ENVIRONMENT)
+    subprocess.run(command, check=True, stdout=subprocess.PIPE, env=environment)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -93,11 +96,11 @@ def main() -> None:
                 for name, command in commands_for(python).items()}
     walls: dict = {key: [] for key in commands}
     cpus: dict = {key: [] for key in commands}
-    for command in commands.values():
-        timed(command)  # warm the page cache and .pyc files
+    for (label, _), command in commands.items():
+        timed(command, ENVIRONMENTS[label])  # warm the page cache and .pyc files
     for _ in range(args.runs):
         for key, command in commands.items():  # alternate, so that machine noise hits all alike
-            wall, cpu = timed(command)
+            wall, cpu = timed(command, ENVIRONMENTS[key[0]])
             walls[key].append(wall)
             cpus[key].append(cpu)
     print(f"medians of {args.runs} alternating runs; ratios against {BASELINE} of the same install "
