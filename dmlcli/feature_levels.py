@@ -44,7 +44,8 @@ ALL_FEATURE_LEVELS = tuple(
 NEWEST = ALL_FEATURE_LEVELS[-1]
 _BY_VALUE = {level.value: level for level in ALL_FEATURE_LEVELS}
 _BY_NUMBERS = {(level.major, level.minor): level for level in ALL_FEATURE_LEVELS}
-_SPELLING = re.compile(r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$", re.IGNORECASE)
+# Compiled on first use (re caches it), not at import: a run at the default level never reads a spelling.
+_SPELLING = r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$"
 
 
 def level(short: str) -> FeatureLevel:
@@ -66,7 +67,7 @@ def parse_feature_level(text) -> FeatureLevel:
         except ValueError:
             found = None
     else:
-        match = _SPELLING.match(spelled)
+        match = re.match(_SPELLING, spelled, re.IGNORECASE)
         if match:
             found = _BY_NUMBERS.get((int(match.group(1)), int(match.group(2))))
     if found is None:

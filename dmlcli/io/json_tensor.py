@@ -41,13 +41,14 @@ _CANONICAL_NAN_BITS = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
 # Integer literals in hex, binary or octal, as strings ("0x10", "-0x80", "0b1010", "0o17"): the output's
 # --format hex|bits shows bit patterns, and a tensor should be writable the same way. Prefix and hex digits
 # in either case; an optional sign; no underscores or spaces. Integer types only.
-_INTEGER_LITERAL = re.compile(r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)")
-_LOOKS_LIKE_LITERAL = re.compile(r"[+-]?0[xXbBoO]")
+# Patterns are compiled on first use (re caches them), not at import: most tensors hold neither.
+_INTEGER_LITERAL = r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)"
+_LOOKS_LIKE_LITERAL = r"[+-]?0[xXbBoO]"
 
 
 def integer_literal(text: str) -> int | None:
     """The value of a hex/binary/octal literal such as "0x1F" or "-0b101", exactly; None for other text."""
-    if _INTEGER_LITERAL.fullmatch(text) is None:
+    if re.fullmatch(_INTEGER_LITERAL, text) is None:
         return None
     return int(text, 0)
 
@@ -142,7 +143,7 @@ class _UnreadableJson(Exception):
 # exponent is more negative still, since every dmlcli type reads both alike (a float as the zero they
 # round to, an integer type refuses both as fractional).
 _TINIEST = Decimal(f"1E{-(10**18 - 1)}")
-_NUMBER = re.compile(r"(-?)(\d+)(?:\.(\d*))?[eE]([+-]?\d+)")
+_NUMBER = r"(-?)(\d+)(?:\.(\d*))?[eE]([+-]?\d+)"
 
 
 def _parse_decimal(text: str) -> Decimal:
@@ -150,7 +151,7 @@ def _parse_decimal(text: str) -> Decimal:
         return Decimal(text)
     except InvalidOperation:  # an exponent beyond what Decimal holds (about 10**18 digits)
         pass
-    match = _NUMBER.fullmatch(text)
+    match = re.fullmatch(_NUMBER, text)
     if match is not None:
         sign, whole, fraction, exponent = match.groups()
         if not (whole + (fraction or "")).strip("0"):
@@ -287,7 +288,7 @@ def _integer_converter(np_dtype: np.dtype):
             literal = integer_literal(value)
             if literal is not None:
                 shown_literal, value = _shorten(json_spelling(value)), literal
-            elif _LOOKS_LIKE_LITERAL.match(value):
+            elif re.match(_LOOKS_LIKE_LITERAL, value):
                 raise _BadValue(f"= {_shorten(json_spelling(value))} is not an integer, as {np_dtype} needs "
                                 '(hex, binary and octal are written "0x1f", "0b101", "0o17", optionally signed)')
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):

@@ -15,7 +15,17 @@ import numpy as np
 
 from ..data_types import FLOAT32, DataType
 from ..errors import InputError, cut, quoted
-from .parameters import CUDA_VALUE_TYPES, UINT32_RANGE, CudaArgument, Parameter, _given, option_flag, snake_case
+from .parameters import CUDA_VALUE_TYPES, UINT32_RANGE, Parameter, _given, option_flag, snake_case
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
+class CudaArgument:
+    """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value."""
+
+    c_type: str
+    name: str
+    value: object  # a NumPy scalar of the matching width
+
 
 @dataclass(frozen=True, eq=False)
 class EnumParameter(Parameter):

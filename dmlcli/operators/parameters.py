@@ -37,15 +37,6 @@ def option_flag(option: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class CudaArgument:
-    """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value."""
-
-    c_type: str
-    name: str
-    value: object  # a NumPy scalar of the matching width
-
-
-@dataclass(frozen=True, eq=False)
 class Parameter:
     """Base of every parameter kind. Subclasses say how values are read and passed to kernels."""
 
@@ -112,9 +103,11 @@ def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:
     return {option: parameter for parameter in parameters for option in parameter.options}
 
 
-# The kinds themselves (EnumParameter, FloatParameter, ...) live in parameter_kinds.py, loaded on first use: an
-# operator without parameters runs without creating their classes. `from .parameters import EnumParameter` works.
+# The kinds themselves (EnumParameter, FloatParameter, ...) and CudaArgument live in parameter_kinds.py, loaded
+# on first use: an operator without parameters runs without creating their classes. `from .parameters import
+# EnumParameter` works as before.
 _KINDS = (
+    'CudaArgument',
     'EnumParameter',
     'FloatParameter',
     'IntegerParameter',
