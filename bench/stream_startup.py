@@ -13,7 +13,10 @@ regular one (bench/out/regular-venv: made on the first run with its dependencies
 this checkout into it on every run (and byte-compiled, as pip does), so that the figures are of the code as it is;
 --rebuild makes the venv again).
 
-    .venv/bin/python bench/stream_startup.py [--runs 21] [--rebuild] [--regular-only]
+    .venv/bin/python bench/stream_startup.py [--runs 21] [--rebuild] [--regular-only] [--other LABEL=VENV ...]
+
+--other measures another venv's install in the same loop (e.g. one made by this script in an older checkout:
+--other before=../old/bench/out/regular-venv), for a before/after comparison on the same machine at the same time.
 """
 
 from __future__ import annotations
@@ -88,10 +91,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21, help="runs of each command (medians are compared)")
     parser.add_argument("--rebuild", action="store_true", help="make the regular-install venv again")
     parser.add_argument("--regular-only", action="store_true", help="leave the editable install out")
+    parser.add_argument("--other", action="append", default=[], metavar="LABEL=VENV",
+                        help="also measure the install in VENV (run as it is, without PYTHONPATH)")
     args = parser.parse_args()
     installs = {"regular": regular_install(args.rebuild)}
     if not args.regular_only:
         installs["editable"] = sys.executable
+    for other in args.other:
+        label, _, venv = other.partition("=")
+        installs[label] = str(Path(venv).resolve() / "bin" / "python")
+        ENVIRONMENTS.setdefault(label, ENVIRONMENT)
     commands = {(label, name): command for label, python in installs.items()
                 for name, command in commands_for(python).items()}
     walls: dict = {key: [] for key in commands}
