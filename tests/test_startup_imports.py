@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Loaded by none of the runs below: the suite, dispatch, streaming and Dask machinery, the other commands, the
 # writers of files and archives, the terminal renderer and the stdlib modules only they need.
 NEVER = {
-    "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "dask", "zarr",
+    "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "dask", "zarr",
     "dmlcli.streaming", "dmlcli.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite", "dmlcli.distributed",
     "dmlcli.comparison", "dmlcli.rendering", "dmlcli.reports", "dmlcli.api",
     "dmlcli.cli.catalog", "dmlcli.cli.suite", "dmlcli.cli.inspect",
@@ -179,3 +179,18 @@ def test_a_small_call_reuses_a_recent_reading_of_memory_and_a_large_one_reads_ag
     monkeypatch.setattr(room, "available_memory", reader)
     room._available_for(1)
     assert len(readings) == 3  # too old: read again
+
+
+def test_short_options_reach_click_in_their_long_spelling_only_where_they_are_options():
+    from dmlcli.cli.commands import run
+    from dmlcli.cli.options import _long_spellings
+
+    def respelled(*args):
+        return _long_spellings(list(args), run.params)
+
+    assert respelled("bit_xor", "[1]", "-o", "-", "-q", "-f", "4_1") == [
+        "bit_xor", "[1]", "--output", "-", "--quiet", "--feature-level", "4_1"]
+    assert respelled("bit_xor", "--dtype", "-o", "-o", "x.npy") == ["bit_xor", "--dtype", "-o", "--output", "x.npy"]
+    assert respelled("bit_xor", "[1]", "-o") == ["bit_xor", "[1]", "-o"]  # click's message names -o as typed
+    assert respelled("bit_xor", "--", "-o", "x") == ["bit_xor", "--", "-o", "x"]
+    assert respelled("bit_xor", "-qo", "-", "-o=x.npy") == ["bit_xor", "-qo", "-", "-o=x.npy"]
