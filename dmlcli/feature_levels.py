@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import total_ordering
 
 from .errors import InputError, quoted
 
 _PREFIX = "DML_FEATURE_LEVEL_"
 
 
-@total_ordering
 @dataclass(frozen=True)
 class FeatureLevel:
     major: int
@@ -29,8 +27,19 @@ class FeatureLevel:
     def name(self) -> str:
         return _PREFIX + self.short
 
+    # All four written out (functools.total_ordering derived <= and >= from < and the generated ==, which a
+    # validation calls dozens of times: issue 23). `value` orders levels exactly as (major, minor) does.
     def __lt__(self, other: "FeatureLevel") -> bool:
         return self.value < other.value
+
+    def __le__(self, other: "FeatureLevel") -> bool:
+        return self.value <= other.value
+
+    def __gt__(self, other: "FeatureLevel") -> bool:
+        return self.value > other.value
+
+    def __ge__(self, other: "FeatureLevel") -> bool:
+        return self.value >= other.value
 
     def __str__(self) -> str:
         return self.name

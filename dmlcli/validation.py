@@ -81,11 +81,21 @@ def field_of(tensor_name: str) -> str:
     return tensor_name.split("[", 1)[0]
 
 
-@dataclass(frozen=True, eq=False)
 class Problem:
-    message: str
-    # 'table' problems may go away at another feature level; 'rule' problems never do.
-    kind: str
+    """One broken rule. `kind`: 'table' problems may go away at another feature level; 'rule' problems never do.
+
+    A plain class with slots rather than a dataclass: it is internal to validation, and creating a dataclass
+    costs every start-up a few tenths of a millisecond (issue 21).
+    """
+
+    __slots__ = ("message", "kind")
+
+    def __init__(self, message: str, kind: str) -> None:
+        self.message = message
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"Problem(message={self.message!r}, kind={self.kind!r})"
 
 
 _NOT_YET = object()

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Loaded by none of the runs below: the suite, dispatch, streaming and Dask machinery, the other commands, the
 # writers of files and archives, the terminal renderer and the stdlib modules only they need.
 NEVER = {
-    "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "dask", "zarr",
+    "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "signal", "dask", "zarr",
     "dmlcli.streaming", "dmlcli.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite", "dmlcli.distributed",
     "dmlcli.comparison", "dmlcli.rendering", "dmlcli.reports", "dmlcli.api",
     "dmlcli.cli.catalog", "dmlcli.cli.suite", "dmlcli.cli.inspect",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
+import _signal  # signal.py's C module: see signals.py
 import sys
 import warnings
 
@@ -125,7 +125,7 @@ class DmlcliGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+            previous_handler = _signal.signal(_signal.SIGTERM, _raise_terminated)
             installed = True
         except ValueError:  # not the main thread: leave signals alone
             installed = False
@@ -166,7 +166,7 @@ class DmlcliGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
         finally:
             if installed:
-                signal.signal(signal.SIGTERM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+                _signal.signal(_signal.SIGTERM, previous_handler if previous_handler is not None else _signal.SIG_DFL)
 
 
 def _traceback_if_debug(ctx: click.Context) -> None:
