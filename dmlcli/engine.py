@@ -19,7 +19,12 @@ import numpy as np
 
 from .data_types import DataType, from_numpy, parse_data_type
 from .errors import InputError, quoted
+# Imported here, not in the functions that use them: every run needs them, and an import statement in a function
+# costs each call a few microseconds (issue 23).
+from .backends import get_backend
+from .backends.float_rules import parse_float_rules, with_float_rules
 from .feature_levels import FeatureLevel, parse_feature_level
+from .io.room import check_room_for_output
 from .io.targets import is_stdout
 from . import operators as table
 from .operators import Operator, find_operator
@@ -71,8 +76,6 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
             **options) -> Request:
     """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
-    from .backends.float_rules import parse_float_rules
-
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
@@ -193,11 +196,7 @@ class HookTally:
 
 def choose_backend(backend, float_rules: str = "ieee"):
     """A backend object for a name ("cpu", "gpu", "auto"), or the object itself, under `float_rules`."""
-    from .backends.float_rules import with_float_rules
-
     if isinstance(backend, str):
-        from .backends import get_backend
-
         backend = get_backend(backend)
     return with_float_rules(backend, float_rules)
 
@@ -225,8 +224,6 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
 
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
     """
-    from .io.room import check_room_for_output
-
     targets = output_targets(output)
     # One target on stdout fits any outputs (one, or several as one JSON object): outputs.py is not needed.
     checked = bool(targets) and not (len(targets) == 1 and is_stdout(targets[0]))
