@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 import warnings
 
@@ -33,11 +34,11 @@ def per_call(function, calls: int, batches: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, default=25)
     parser.add_argument("--calls", type=int, default=200)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     a8, b8 = np.array([0, 128, 42, 255], np.uint8), np.array([255, 255, 1, 1], np.uint8)
     af, bf = np.array([0.5, 1.5, -2.0, 3.25], np.float32), np.array([1.0, 2.0, 3.0, 4.0], np.float32)
     cases = {
@@ -56,7 +57,8 @@ def main() -> None:
             wall, cpu = per_call(call, args.calls, args.batches)
             print(f"{name:22} {kernel_wall:11.1f} {wall:11.1f} {wall - kernel_wall:9.1f} {kernel_cpu:10.1f} "
                   f"{cpu:10.1f} {cpu - kernel_cpu:9.1f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

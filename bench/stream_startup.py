@@ -13,7 +13,8 @@ regular one (bench/out/regular-venv: made on the first run with its dependencies
 this checkout into it on every run (and byte-compiled, as pip does), so that the figures are of the code as it is;
 --rebuild makes the venv again).
 
-    .venv/bin/python bench/stream_startup.py [--runs 21] [--rebuild] [--regular-only] [--other LABEL=VENV ...]
+    .venv/bin/python bench/stream_startup.py [--runs 21] [--rebuild] [--installs editable,regular]
+                                             [--other LABEL=VENV ...]
 
 --other measures another venv's install in the same loop (e.g. one made by this script in an older checkout:
 --other before=../old/bench/out/regular-venv), for a before/after comparison on the same machine at the same time.
@@ -42,9 +43,9 @@ def commands_for(python: str) -> dict[str, list[str]]:
     dmlcli = [str(Path(python).parent / "dmlcli"), "run", "bit_xor"]
     return {
         BASELINE: [python, "-c", "import numpy"],
-        "run ... -o - (the goal's)": dmlcli + ["[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-"],
-        "run ... (table, piped)": dmlcli + ["[[0,128],[42,255]]", "[[255,255],[1,1]]", "--dtype", "uint8"],
-        "run ... --format json": dmlcli + ["[0,128]", "[255,1]", "--dtype", "uint8", "--format", "json"],
+        "dmlcli run -o - (the goal's)": dmlcli + ["[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-"],
+        "dmlcli run (table)": dmlcli + ["[[0,128],[42,255]]", "[[255,255],[1,1]]", "--dtype", "uint8"],
+        "dmlcli run --format json": dmlcli + ["[0,128]", "[255,1]", "--dtype", "uint8", "--format", "json"],
     }
 
 
@@ -86,16 +87,22 @@ def timed(command: list[str], environment: dict[str, str]) -> tuple[float, float
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21, help="runs of each command (medians are compared)")
     parser.add_argument("--rebuild", action="store_true", help="make the regular-install venv again")
-    parser.add_argument("--regular-only", action="store_true", help="leave the editable install out")
+    parser.add_argument("--installs", default="editable,regular",
+                        help="which installs to time: editable (this interpreter), regular (made with pip) [both]")
     parser.add_argument("--other", action="append", default=[], metavar="LABEL=VENV",
                         help="also measure the install in VENV (run as it is, without PYTHONPATH)")
-    args = parser.parse_args()
-    installs = {"regular": regular_install(args.rebuild)}
-    if not args.regular_only:
+    args = parser.parse_args(argv)
+    chosen = set(args.installs.split(","))
+    if not chosen or not chosen <= {"editable", "regular"}:
+        parser.error(f"--installs: expected editable, regular or both, got {args.installs!r}")
+    installs = {}
+    if "regular" in chosen:
+        installs["regular"] = regular_install(args.rebuild)
+    if "editable" in chosen:
         installs["editable"] = sys.executable
     for other in args.other:
         label, _, venv = other.partition("=")
@@ -122,7 +129,8 @@ def main() -> None:
             if install == label:
                 wall, cpu = statistics.median(walls[(label, name)]), statistics.median(cpus[(label, name)])
                 print(f"{label + ': ' + name:44} {wall:7.3f} {wall / base_wall:6.2f} {cpu:7.3f} {cpu / base_cpu:6.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
