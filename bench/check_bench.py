@@ -36,11 +36,11 @@ def _median_seconds(function, repeats: int, baseline) -> tuple[float, float]:
     return statistics.median(ours), statistics.median(theirs)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--millions", type=float, default=4.0)
     parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     size = int(args.millions * 1_000_000)
     result = rng.standard_normal(size).astype(np.float32)
@@ -57,7 +57,8 @@ def main() -> None:
             ours, theirs = _median_seconds(lambda: compare_arrays(result, expected, rule), args.repeats,
                                            lambda: np.array_equal(*bits))
             print(f"{label:24} {rule_text:8} {ours * 1e3:10.1f} {theirs * 1e3:9.1f} {ours / theirs:7.1f}x")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

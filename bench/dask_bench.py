@@ -169,7 +169,7 @@ def gpu_available() -> bool:
         return False
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gib", type=float, default=4.0, help="size of the Zarr pair, both inputs together")
     parser.add_argument("--workers", default="1,2,4,8")
@@ -180,7 +180,9 @@ def main() -> None:
     parser.add_argument("--gpu", choices=["auto", "no"], default="auto")
     parser.add_argument("--dir", default=None, help="where the inputs go (default: a temporary folder)")
     parser.add_argument("--json", default=None, help="write the figures here too")
-    args = parser.parse_args()
+    parser.add_argument("--ceiling-mib", type=float, default=256, help="each process's buffers for the memory ceiling")
+    parser.add_argument("--ceiling-repeats", type=int, default=8, help="passes of each ceiling process")
+    args = parser.parse_args(argv)
 
     import distributed
 
@@ -227,9 +229,9 @@ def main() -> None:
     record("stream", 1, timed(lambda: dmlcli.run_files(args.op, [a_npy, b_npy], out_npy), args.runs))
     os.unlink(out_npy)
     kinds = ["cpu"] + (["gpu"] if args.gpu == "auto" and gpu_available() else [])
-    ceilings = {n: ceiling(n, ufunc, dtype) for n in counts}
+    ceilings = {n: ceiling(n, ufunc, dtype, int(args.ceiling_mib * (1 << 20)), args.ceiling_repeats) for n in counts}
     chunk_bytes = chunk_rows * ROW
-    pipelines = {n: pipeline_ceiling(n, ufunc, dtype, chunk_bytes) for n in counts}
+    pipelines = {n: pipeline_ceiling(n, ufunc, dtype, chunk_bytes, args.ceiling_repeats) for n in counts}
     storage = {n: storage_ceiling(n, a_npy, b_npy, folder) for n in counts}
     for n in counts:
         print(f"  ceiling x{n:<2} memory {ceilings[n]:7.1f} GB/s   pipeline (codec + kernel, in memory) "
@@ -280,6 +282,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if args.dir is None:
         shutil.rmtree(folder, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":

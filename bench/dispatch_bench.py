@@ -14,14 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from dmlcli.api import run
-from dmlcli.dispatch import load_model, run_model
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dmlcli.api import run  # noqa: E402
+from dmlcli.dispatch import load_model, run_model  # noqa: E402
 
 
 def build_model(folder: Path, rows: int, cols: int) -> Path:
@@ -46,13 +49,13 @@ def build_model(folder: Path, rows: int, cols: int) -> Path:
     return path
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--cols", type=int, default=1024)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--backend", default="cpu")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as folder:
         path = build_model(Path(folder), args.rows, args.cols)
@@ -82,7 +85,8 @@ def main() -> None:
           + (f", {timing.gpu_median_ms:.4f} ms median (GPU kernel)" if timing.gpu_median_ms is not None else ""))
     print(f"baseline dmlcli.api.run (NumPy in):  {baseline_ms:9.2f} ms median")
     print(f"ratio dispatch / baseline:           {dispatch_ms / baseline_ms:9.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -76,11 +76,11 @@ def cast_input(source: str, target: str, count: int, rng) -> np.ndarray:
     return rng.integers(max(info.min, -(2**40)), min(info.max, 2**40), count, dtype=source)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=9)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(1)
     ratios = []
     print(f"CAST, {args.mib} MiB inputs, medians of {args.repeats}")

@@ -54,12 +54,20 @@ print(f"OK {op.cli_name}: {len(_signatures_at_newest(op))} signatures")
 '''
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", default="")
     parser.add_argument("--elements", type=int, default=4099)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    from dmlcli.backends import gpu
+    from dmlcli.errors import BackendUnavailableError
+
+    try:
+        gpu.create()
+    except BackendUnavailableError as why:
+        print(f"skipped: {why}")
+        return 0
     from dmlcli.operators import OPERATORS
 
     names = [op.cli_name for op in OPERATORS if not args.ops or op.cli_name in args.ops.split(",")]
@@ -75,7 +83,8 @@ def main() -> None:
         reason = lines[-1] if lines[-1] else f"crashed (exit {done.returncode}): {done.stderr.strip()[-300:]}"
         print(reason[:700], flush=True)
     print(f"{len(names) - failed} of {len(names)} operators match")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

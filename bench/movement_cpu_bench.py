@@ -125,12 +125,12 @@ def check_same(name, ours, theirs) -> None:
     raise SystemExit(f"{name}: dmlcli and the NumPy baseline disagree")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--ops", default="")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chosen = [name for name in args.ops.split(",") if name]
     print(f"data movement on the CPU, FLOAT32 inputs of {args.mib} MiB, medians of {args.repeats} runs; "
           f"numpy {np.__version__}")
@@ -154,7 +154,8 @@ def main() -> None:
     fixed = median_time(lambda: dmlcli.run("slice", tiny, offsets=[1, 1]), 51)
     print(f"worst ratio {worst:.2f} (goal {GOAL}); dmlcli's fixed cost per call (validation at every level, the "
           f"memory check), timed on a 4x4 SLICE: {fixed * 1e3:.2f} ms")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -219,7 +219,7 @@ def plot(rows: list[dict], target: Path) -> None:
     print(f"plot: {target}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", default=",".join(NUMPY_EXPRESSIONS), help="comma-separated operators [all 18]")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES_MIB)), help="input sizes in MiB")
@@ -230,7 +230,7 @@ def main() -> None:
     parser.add_argument("--report", default=None, metavar="A.json[,B.json]",
                         help="run nothing: print the tables and plot from --json files (a later file's rows "
                              "replace an earlier's for the same operator and size)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.report:
         merged: dict[tuple[str, int], dict] = {}
         for name in args.report.split(","):
@@ -240,7 +240,7 @@ def main() -> None:
         print_table(rows)
         print_summary(rows)
         plot(rows, Path(args.plot))
-        return
+        return 0
     operators = [name.strip().lower() for name in args.ops.split(",") if name.strip()]
     unknown = [name for name in operators if name not in NUMPY_EXPRESSIONS]
     if unknown:
@@ -266,7 +266,8 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     plot(rows, Path(args.plot))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

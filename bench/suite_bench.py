@@ -127,7 +127,7 @@ def jobs_two_against_one(runs: int, cases: int, elements: int) -> None:
     print(f"  speed-up: {one / two:.2f}x (goal: at least 1.6x)")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--every", type=int, default=4, help="time every N-th case as its own process")
@@ -135,12 +135,13 @@ def main() -> None:
     parser.add_argument("--elements", type=int, default=256 * 1024)
     parser.add_argument("--skip-conformance", action="store_true")
     parser.add_argument("--skip-jobs", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.skip_conformance:
         one_process_against_many(args.runs, args.every)
     if not args.skip_jobs:
         jobs_two_against_one(args.runs, args.cases, args.elements)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

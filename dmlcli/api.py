@@ -62,7 +62,9 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
 def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_level=None, broadcast=False,
               output_dtype=None, backend="cpu", chunk_bytes: int | None = None, progress=None,
               float_rules=None, **parameters) -> Verdict:
-    """Run an operator from .npy files into a .npy file in constant memory (read, compute, write chunk by chunk).
+    """Run an operator from .npy files (or .npz arrays, `x.npz:name`) into a .npy file (JSON text for a .json
+    `output`) in constant memory
+    (read, compute, write chunk by chunk).
 
     The call is validated from the files' headers alone; the output is written atomically, so it may
     name one of the inputs. `dtype`, when given, must agree with the files. `progress(total_bytes)`

@@ -23,7 +23,7 @@ import numpy as np
 from .data_types import as_bits
 from .errors import InputError, quoted
 from .io.npy import to_native
-from .rendering import format_value
+from .scalars import format_value
 
 MAX_LISTED = 5
 

@@ -143,15 +143,20 @@ def data_type_of(value) -> DataType:
 # ---------------------------------------------------------------- validate
 
 
-def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]]) -> Verdict:
-    """Validate the call for inputs of these data types and shapes (no data needed)."""
+def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
+         input_names: Sequence[str] | None = None) -> Verdict:
+    """Validate the call for inputs of these data types and shapes (no data needed). `input_names`: which
+    inputs they are, where the caller knows (a DxDispatch desc that leaves out some optional inputs)."""
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
                             output_shapes=req.output_shapes, broadcast=req.broadcast,
-                            feature_level=req.feature_level, parse_parameters=req.typed_parameters)
+                            feature_level=req.feature_level, parse_parameters=req.typed_parameters,
+                            input_names=input_names)
     return check(replace(call, float_rules=req.float_rules), req.feature_level)
 
 
-def as_input_array(value, position: int) -> np.ndarray:
+def as_input_array(value, position: int) -> np.ndarray | None:
+    if value is None:
+        return None  # an optional input left out in the middle of the list (validation checks it may be)
     array = np.asarray(value)
     try:
         from_numpy(array.dtype)
@@ -160,8 +165,8 @@ def as_input_array(value, position: int) -> np.ndarray:
     return array
 
 
-def plan_arrays(req: Request, arrays: Sequence[np.ndarray]) -> Verdict:
-    return plan(req, [(from_numpy(a.dtype), a.shape) for a in arrays])
+def plan_arrays(req: Request, arrays: Sequence[np.ndarray | None]) -> Verdict:
+    return plan(req, [None if a is None else (from_numpy(a.dtype), a.shape) for a in arrays])
 
 
 # ---------------------------------------------------------------- hooks
@@ -218,11 +223,13 @@ def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: H
 
 def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence[str] | None = None,
         before_execute: Callable[[Verdict], None] | None = None,
-        read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None) -> Outcome:
+        read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+        output_format: str | None = None) -> Outcome:
     """Validate, check room for the output, execute and (with `output`, a path or '-', or one per output
     tensor, or an .npz for all) write the result.
 
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
+    `output_format` ("npy" or "json") names the output file's format whatever its extension.
     """
     targets = output_targets(output)
     # One target on stdout fits any outputs (one, or several as one JSON object): outputs.py is not needed.
@@ -230,29 +237,29 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     if checked:
         from .io.outputs import check_targets
 
-        check_targets(targets, None)
+        check_targets(targets, None, output_format)
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
     verdict = plan_arrays(req, arrays)
     out = verdict.call.output
     names = [tensor.name for tensor in verdict.call.outputs]
     if checked:
-        check_targets(targets, names)
+        check_targets(targets, names, output_format)
     # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
     # A shaped operator's other outputs and its kernel's scratch (about twice its largest input, as
     # float64 work) are counted with them.
-    input_bytes = sum(int(a.nbytes) for a in arrays)
+    input_bytes = sum(int(a.nbytes) for a in arrays if a is not None)
     if not req.operator.is_elementwise:
         input_bytes += sum(tensor_bytes(t) for t in verdict.call.outputs[1:]) + 2 * max(
-            [int(a.size) * 8 for a in arrays] + [0])
+            [int(a.size) * 8 for a in arrays if a is not None] + [0])
     check_room_for_output(targets[0] if len(targets) == 1 else None, out.shape, out.data_type.numpy_dtype,
-                          in_memory=True, input_bytes=input_bytes)
+                          in_memory=True, input_bytes=input_bytes, output_format=output_format)
     if before_execute is not None:
         before_execute(verdict)
     if read_mapped is not None:
         arrays = read_mapped(arrays)
     outcome = replace(execute(verdict, arrays, backend), inputs=tuple(arrays))
     if targets:
-        write_results(outcome, names, targets)
+        write_results(outcome, names, targets, output_format)
     return outcome
 
 
@@ -267,12 +274,13 @@ def output_targets(output: str | Sequence[str] | None) -> list[str]:
     return [output] if isinstance(output, (str, os.PathLike)) else [str(target) for target in output]
 
 
-def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]) -> None:
+def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str],
+                  output_format: str | None = None) -> None:
     """The outcome's outputs written to their targets: one as ever, several one per target or as one .npz."""
-    if len(names) == 1 and len(targets) == 1 and not targets[0].lower().endswith(".npz"):
+    if len(names) == 1 and len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
         from .io.atomic import write_output
 
-        write_output(outcome.output, str(targets[0]))
+        write_output(outcome.output, str(targets[0]), output_format=output_format)
         return
     from .io.outputs import write_outputs
 
@@ -280,25 +288,38 @@ def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]
 
 
 def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataType | None = None, backend="cpu",
-              chunk_bytes: int | None = None, progress=None) -> Outcome:
-    """Stream .npy `sources` into the .npy `output` in constant memory, validated from the headers alone."""
+              chunk_bytes: int | None = None, progress=None, output_format: str | None = None) -> Outcome:
+    """Stream .npy `sources` (or .npz arrays) into the .npy `output` in constant memory, validated from the
+    headers alone; into JSON text instead where `output` is a .json file (or any file with `output_format`
+    "json") or JSON on stdout (-, -.json), as constant in memory."""
     from pathlib import Path
 
     from . import streaming
     from .io.atomic import check_output_path
     from .io.room import check_room_for_output
+    from .io.targets import written_suffix
 
-    check_output_path(output)
+    check_output_path(output, output_format)
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
     verdict = plan(req, [(from_numpy(x.dtype), x.shape) for x in inputs])
     out = verdict.call.output
-    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
+    check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False,  # disk space, before work
+                          output_format=output_format)
+    held = streaming.held_bytes(inputs, out.shape, in_order=all(x.stored_in_c_order for x in inputs))
+    if held:  # .npz arrays the boxes cannot take in order are inflated whole: room for them, before any work
+        from .io.room import check_room_to_read
+
+        check_room_to_read(held, where="the .npz inputs that are broadcast or in Fortran order")
     engine = choose_backend(backend, verdict.call.float_rules)
     # Each backend says what chunk size suits it: a GPU wants big transfers, the CPU small buffers.
     size = chunk_bytes or streaming.chunk_bytes_from_environment(
         getattr(engine, "preferred_chunk_bytes", streaming.DEFAULT_CHUNK_BYTES))
     tally = HookTally(verdict.call)
-    streaming.stream(verdict.call, inputs, Path(output), engine, chunk_bytes=size, progress=progress, tally=tally)
+    if written_suffix(output, output_format) == ".json":
+        streaming.stream_json(verdict.call, inputs, output, engine, chunk_bytes=size, progress=progress, tally=tally)
+    else:
+        streaming.stream(verdict.call, inputs, Path(output), engine, chunk_bytes=size, progress=progress,
+                         tally=tally)
     return Outcome(None, verdict, getattr(engine, "name", "custom"), tally.warnings())
 
 
@@ -345,6 +366,9 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     arrays: list = []
     pending = []
     for position, (source, label) in enumerate(zip(sources, labels)):
+        if _leaves_out(operator, source):
+            arrays.append(None)  # validation checks that this input may be left out
+            continue
         try:
             arrays.append(read_tensor_and_format(source, label=label, dtype=dtype, header_only=header_only)[0])
         except BareListWithoutType as bare:
@@ -361,49 +385,70 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     return arrays
 
 
+def _leaves_out(operator: Operator | None, source: str) -> bool:
+    """`none` in place of an input: an optional input left out (RNN's BiasTensor before its HiddenInitTensor)."""
+    return operator is not None and bool(operator.optional_inputs) and str(source).strip().lower() == "none"
+
+
 def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
                 backend="cpu", progress=None, stream: bool = True,
-                before_execute: Callable[[Verdict], None] | None = None, dask=None) -> Outcome:
+                before_execute: Callable[[Verdict], None] | None = None, dask=None,
+                output_format: str | None = None) -> Outcome:
     """A run from input arguments (.npy/.json files, '-', inline JSON, Zarr stores): on Dask where a Zarr
     store is involved or `dask` (DaskOptions) asks for it, streamed where it can be (.npy files in, a .npy
-    file out, `stream` allowed), else read whole."""
+    file out, `stream` allowed), else read whole. `output_format` ("npy" or "json", run's --format) names
+    the output file's format whatever its extension."""
     if isinstance(output, (list, tuple)) and len(output) == 1:
         output = output[0]  # one -o, as the command line gives it
     if _wants_dask(sources, output, dask):
         return run_dask(req, sources, output=output, dtype=dtype, backend=backend, progress=progress,
-                        options=dask, before_execute=before_execute)
+                        options=dask, before_execute=before_execute, output_format=output_format)
     if dask is not None and dask.chunks is not None:
         raise InputError("--chunks sets the chunk shape of a Zarr output (-o out.zarr) or of a run on Dask "
                          "(--scheduler, --workers); this run has neither")
     targets = output_targets(output)
-    if len(targets) == 1 and not targets[0].lower().endswith(".npz"):
+    if len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
         from .io.atomic import check_output_path
 
-        check_output_path(targets[0])
-        # Only a .npy target can stream (the test is cheap; streaming.py is imported only for one).
-        if stream and ".npy" in targets[0].lower() and _streamable(sources, targets[0]):
-            if req.operator.is_elementwise:
-                return run_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
-            streamed = run_shaped_files(req, sources, targets[0], dtype=dtype, backend=backend, progress=progress)
-            if streamed is not None:
-                return streamed
-    return run(req, read_sources(sources, dtype, operator=req.operator), backend=backend, output=output, before_execute=before_execute,
-               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources))
+        target = targets[0]
+        check_output_path(target, output_format)
+        # Only .npy files and .npz arrays stream (a cheap test first: streaming.py is imported only for them).
+        if stream and _may_stream(sources):
+            from .streaming import is_streamable, streams_as_json
+
+            if req.operator.is_elementwise and (is_streamable(sources, target, output_format)
+                                                or streams_as_json(sources, target, output_format)):
+                return run_files(req, sources, target, dtype=dtype, backend=backend, progress=progress,
+                                 output_format=output_format)
+            if not req.operator.is_elementwise and is_streamable(sources, target, output_format):
+                streamed = run_shaped_files(req, sources, target, dtype=dtype, backend=backend, progress=progress)
+                if streamed is not None:
+                    return streamed
+    # header_only: .npz arrays are checked from their headers with the call and the room for it, and
+    # inflated only then (a small file claiming 2^32 elements is refused without inflating a byte).
+    return run(req, read_sources(sources, dtype, header_only=True, operator=req.operator), backend=backend,
+               output=output, before_execute=before_execute,
+               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources, dtype), output_format=output_format)
 
 
-def _streamable(sources: Sequence[str], target: str) -> bool:
-    from .streaming import is_streamable
+def _may_stream(sources: Sequence[str]) -> bool:
+    """False where no source can be a .npy file or an .npz array (what is_streamable and streams_as_json need
+    of every source): inline tensors, JSON files, stdin."""
+    return bool(sources) and all(".np" in str(source).lower() for source in sources)
 
-    return is_streamable(sources, target)
 
-
-def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str]) -> list[np.ndarray]:
+def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
+                         dtype: DataType | None = None) -> list[np.ndarray]:
     # .npy inputs are mapped while the call is checked (headers alone), then read before the run: a mapped
     # file that another program truncates during the run would end it by SIGBUS, a read says so in words.
+    # .npz arrays were read from their headers alone: inflated now.
     from .errors import quoted
     from .io.npy import read_mapped
+    from .io.sources import is_npz_source, read_tensor
 
-    return [read_mapped(array, where=f"input {i + 1} {quoted(source)}")
+    return [None if array is None
+            else read_tensor(source, label=f"input {i + 1}", dtype=dtype) if is_npz_source(source)
+            else read_mapped(array, where=f"input {i + 1} {quoted(source)}")
             for i, (array, source) in enumerate(zip(arrays, sources))]
 
 
@@ -432,7 +477,7 @@ def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
 
 def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
              backend="cpu", progress=None, options=None,
-             before_execute: Callable[[Verdict], None] | None = None) -> Outcome:
+             before_execute: Callable[[Verdict], None] | None = None, output_format: str | None = None) -> Outcome:
     """A run on Dask: validated once from the inputs' metadata, then block by block on the chosen scheduler
     (distributed/); into a Zarr store chunk by chunk, or gathered for any other output."""
     from .distributed import runner
@@ -447,18 +492,19 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
     if to_store:
         check_output_store(output)
     elif output is not None:
-        check_output_path(output)
+        check_output_path(output, output_format)
     inputs = runner.open_inputs(sources, dtype=dtype, chunks=options.chunks)
     verdict = plan(req, [(from_numpy(np.dtype(x.array.dtype)), tuple(x.array.shape)) for x in inputs])
     out = verdict.call.output
     if not to_store:
-        check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True)  # before any work
+        check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=True,  # before any work
+                              output_format=output_format)
     if before_execute is not None:
         before_execute(verdict)
     name = choose_backend(backend).name if backend == "auto" else str(backend)
     result, counts = runner.run(verdict.call, inputs, output, options=options, backend=name, progress=progress)
     if output is not None and not to_store:
-        write_output(result, output)
+        write_output(result, output, output_format=output_format)
     tally = HookTally(verdict.call)
     tally.counts, tally.elements = list(counts), int(np.prod(out.shape, dtype=np.int64))
     return Outcome(result, verdict, name, tally.warnings())

@@ -7,24 +7,11 @@ import os
 
 import numpy as np
 
+from .scalars import format_value  # noqa: F401 - tables show values as --check reports them
+
 FORMATS = ("table", "bits", "hex", "json")
 SUMMARY_THRESHOLD = 1000  # as NumPy's print options: above this many elements, show the edges
 EDGE_ITEMS = 3
-
-
-def format_value(value, dtype: np.dtype, style: str) -> str:
-    """One element as text: its value ("table"), bit pattern ("bits") or hex encoding ("hex")."""
-    if style in ("bits", "hex"):
-        width = dtype.itemsize * 8
-        # In native byte order first: a big-endian file's bytes seen as a native integer would be swapped.
-        pattern = int(np.asarray(value, dtype=dtype.newbyteorder("=")).reshape(1).view(f"uint{width}")[0])
-        if style == "hex":
-            return f"0x{pattern:0{width // 4}x}"
-        binary = f"{pattern:0{width}b}"
-        return "0b" + "_".join(binary[i:i + 8] for i in range(0, width, 8))
-    if dtype.kind == "f":
-        return str(value)  # NumPy's shortest round-trip text: nan, inf, -0.0, 1e-45 ...
-    return str(int(value))
 
 
 def _edge_indices(length: int, summarise: bool) -> list[int | None]:

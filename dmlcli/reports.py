@@ -123,17 +123,9 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
 
 def backends_report() -> dict:
     """The backends found, as `dmlcli info` lists them, with versions; the GPU's reason where it is unusable."""
+    from .backends import survey
     from .version import __version__
-    from .backends import cpu, gpu
-    from .errors import BackendUnavailableError
 
-    backends = [{"name": "cpu", "available": True, **{k: v for k, v in cpu.create().describe().items()
-                                                      if k != "backend"}}]
-    try:
-        facts = gpu.create().describe()
-    except BackendUnavailableError as why:
-        backends.append({"name": "gpu", "available": False, "reason": str(why).removeprefix("GPU backend: ")})
-    else:
-        backends.append({"name": "gpu", "available": True, **{k: v for k, v in facts.items() if k != "backend"}})
+    backends = survey()
     usable = [b["name"] for b in backends if b["available"]]
     return {"dmlcli": __version__, "backends": backends, "auto": usable[-1]}

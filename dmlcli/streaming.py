@@ -1,4 +1,4 @@
-"""Constant-memory runs from .npy files to a .npy file: read, compute and write chunk by chunk.
+"""Constant-memory runs from .npy files (and .npz arrays) to a .npy file: read, compute and write chunk by chunk.
 
 The call is validated from the .npy headers alone. The output is then produced one "box" (a
 rectangular block of the output's index space) at a time: each input's part of the box is read
@@ -14,6 +14,11 @@ Two ways to cut the output into boxes:
   memory-mapped, and the mapped pages are dropped (MADV_DONTNEED) after each tile so that they
   do not pile up in the process's resident memory.
 
+A .npz array (a zip member) can only be read from its start to its end, inflating as it goes: it is
+read chunk by chunk where the boxes take it in that order (row boxes, the member in C order and of
+the output's shape); otherwise (broadcast, Fortran order, tiles) it is inflated into memory first,
+after a check that there is room (`held_bytes`).
+
 The chunk size (bytes of the widest tensor per box) is DMLCLI_CHUNK_BYTES, default the backend's
 preferred_chunk_bytes (1 MiB on the CPU, 64 MiB on the GPU).
 """
@@ -27,16 +32,20 @@ import math
 import mmap
 import os
 import stat
+import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Sequence
 
 import numpy as np
 
 from .data_types import DataType
 from .errors import InputError, quoted
 from .validation import Call
+
+if TYPE_CHECKING:
+    from .io.formats import NpzMember
 
 CHUNK_BYTES_VARIABLE = "DMLCLI_CHUNK_BYTES"
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -60,7 +69,8 @@ class NpyInput:
     shape: tuple[int, ...]
     dtype: np.dtype  # as stored: may be big-endian
     fortran_order: bool
-    offset: int  # where the data start in the file
+    offset: int  # where the data start in the file (in a .npz member: in its uncompressed stream)
+    member: NpzMember | None = None  # where the input is a .npz array: its header and zip directory entry
 
     @property
     def stored_in_c_order(self) -> bool:
@@ -68,15 +78,17 @@ class NpyInput:
         return not self.fortran_order or sum(1 for size in self.shape if size > 1) <= 1
 
 
-def is_streamable(sources: Sequence[str], output: str | None) -> bool:
-    """Whether a run goes through the streaming path: .npy files in, a .npy file out."""
+def is_streamable(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
+    """Whether a run goes through the streaming path: .npy files or .npz arrays in, a .npy file out (by its
+    extension or `output_format`, run's --format; /dev/null takes .npy)."""
+    from .io.sources import is_npz_source
+    from .io.targets import is_stdout, written_suffix
+
     def is_npy_file(name: str) -> bool:
         return name != "-" and Path(name).suffix.lower() == ".npy"
 
-    from .io.targets import is_stdout
-
-    return (output is not None and not is_stdout(output) and is_npy_file(output) and bool(sources)
-            and all(map(is_npy_file, sources)))
+    return (output is not None and not is_stdout(output) and written_suffix(output, output_format) == ".npy"
+            and bool(sources) and all(is_npy_file(source) or is_npz_source(source) for source in sources))
 
 
 def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
@@ -92,6 +104,15 @@ def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
         raise InputError(f"{CHUNK_BYTES_VARIABLE}={quoted(shown)}: expected a whole number of bytes from 1 to 1G, "
                          "optionally followed by K, M or G (e.g. 4M)")
     return size
+
+
+def streams_as_json(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
+    """Whether a run streams into JSON text: .npy files in, a JSON file (by extension or `output_format`) or
+    JSON on stdout out; the text is written piece by piece as the chunks are computed."""
+    from .io.targets import written_suffix
+
+    return (output is not None and written_suffix(output, output_format) == ".json" and bool(sources)
+            and all(source != "-" and Path(source).suffix.lower() == ".npy" for source in sources))
 
 
 # What a streamed run loads beyond `dmlcli --version` (the engine, the operator table, the backend).
@@ -113,7 +134,13 @@ def memory_bound(inputs: Sequence[NpyInput], shape, out_dtype: np.dtype, chunk_b
     for source in inputs:
         part = elements * source.dtype.itemsize
         total += BUFFERS_PER_INPUT * part
-        if tiled:
+        if source.member is not None:
+            # zipfile's copies of one read (compressed, inflated, joined) and zlib's window; or the whole array.
+            from .io.formats import MEMBER_READ_BYTES
+
+            total += (_MemberReader.COPIES * min(part, MEMBER_READ_BYTES) + (1 << 20)
+                      + held_bytes([source], shape, in_order=not tiled))
+        elif tiled:
             total += max(_GatherReader.SPAN_FACTOR * part, 1 << 20)
     total += (BUFFERS_PER_INPUT + 1) * elements * max(out_dtype.itemsize, 8)
     if tiled and shape:
@@ -124,13 +151,34 @@ def memory_bound(inputs: Sequence[NpyInput], shape, out_dtype: np.dtype, chunk_b
     return total
 
 
-def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
-    """Read and check one input's .npy header; `dtype` (from --dtype) must agree with it."""
-    from .io.npy import check_declared_dtype, read_npy_header
-    from .io.sources import check_input_file
+def reads_in_order(source: NpyInput, out_shape, in_order: bool) -> bool:
+    """Whether row boxes (`in_order`) take the input from its first byte to its last, each once."""
+    padded = (1,) * (len(out_shape) - len(source.shape)) + tuple(source.shape)
+    return in_order and source.stored_in_c_order and padded == tuple(out_shape)
 
-    path = Path(source)
+
+def held_bytes(inputs: Sequence[NpyInput], out_shape, *, in_order: bool) -> int:
+    """Memory for the .npz arrays that cannot be read in order, so are inflated whole before the run."""
+    return sum(x.member.data_bytes for x in inputs
+               if x.member is not None and not reads_in_order(x, out_shape, in_order))
+
+
+def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
+    """Read and check one input's .npy header (or .npz array's); `dtype` (from --dtype) must agree with it."""
+    from .io.npy import check_declared_dtype, read_npy_header
+    from .io.sources import check_input_file, npz_source
+
     where = f"{label} {quoted(source)}"
+    npz = npz_source(source)
+    if npz is not None:
+        from .io.formats import inspect_npz
+
+        check_input_file(Path(npz[0]), where=where)
+        found = inspect_npz(npz[0], npz[1], where=where)  # header and zip directory; nothing inflated
+        check_declared_dtype(found.dtype, dtype, where=where)
+        return NpyInput(Path(npz[0]), label, tuple(int(s) for s in found.shape), np.dtype(found.dtype),
+                        found.fortran_order, found.header_bytes, found)
+    path = Path(source)
     check_input_file(path, where=where)
     if not path.is_file():
         raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
@@ -153,6 +201,26 @@ def stream(call: Call, inputs: list[NpyInput], output: Path, engine, *, chunk_by
     factory = progress or _no_progress
     with factory(job.total_bytes) as advance:
         write_atomically(output, lambda handle: job.run(engine, handle, advance))
+
+
+def stream_json(call: Call, inputs: list[NpyInput], output: str, engine, *, chunk_bytes: int,
+                progress: ProgressFactory | None = None, tally=None) -> None:
+    """Stream a validated call from the .npy `inputs` into JSON text, chunk by chunk: into the file `output`
+    (atomically, as stream does) or, for a stdout target (-, -.json), onto stdout. Only one piece of text
+    is in memory at a time, so the run takes constant memory whatever the tensor's size."""
+    from .io.targets import is_stdout
+
+    job = _Job(call, inputs, chunk_bytes, tally)
+    factory = progress or _no_progress
+    with factory(job.total_bytes) as advance:
+        if is_stdout(output):
+            job.run_json(engine, sys.stdout.write, advance)
+            sys.stdout.flush()
+            return
+        from .io.atomic import write_atomically
+
+        write_atomically(Path(output), lambda handle: job.run_json(
+            engine, lambda text: handle.write(text.encode("utf-8")), advance))
 
 
 @contextlib.contextmanager
@@ -188,8 +256,8 @@ class _Job:
         # A device, FIFO or socket cannot be mapped: it is written in order, whatever the inputs' layout.
         in_order = not self.tiled or not _is_regular_file(handle)
         with contextlib.ExitStack() as stack:
-            reader_type = _GatherReader if self.tiled else _ContiguousReader
-            readers = [stack.enter_context(reader_type(x, self.shape, self.chunk_elements)) for x in self.inputs]
+            readers = [stack.enter_context(self._reader_type(x, in_order)(x, self.shape, self.chunk_elements))
+                       for x in self.inputs]
             writer = (_SequentialWriter(handle, self.out_dtype) if in_order
                       else _MappedWriter(handle, len(header), self.shape, self.out_dtype))
             stack.enter_context(writer)
@@ -202,6 +270,31 @@ class _Job:
                 advance(_box_size(box) * per_element)
             if pending:
                 raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
+
+    def _reader_type(self, source: NpyInput, in_order: bool) -> type[_Reader]:
+        if source.member is not None:
+            return _MemberReader if reads_in_order(source, self.shape, in_order) else _HeldReader
+        return _GatherReader if self.tiled else _ContiguousReader
+
+    def run_json(self, engine, write: Callable[[str], None], advance: Callable[[int], None]) -> None:
+        """The output as JSON text through `write`: the chunks in C order (row boxes), each formatted as it
+        comes back from the backend."""
+        from .io.json_tensor import JsonTextWriter
+
+        text = JsonTextWriter(write, self.shape, self.out_dtype)
+        per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
+        with contextlib.ExitStack() as stack:
+            readers = [stack.enter_context(self._reader_type(x, True)(x, self.shape, self.chunk_elements))
+                       for x in self.inputs]
+            pending: deque[Box] = deque()
+            chunks = self._chunks(readers, pending, in_order=True)
+            for result in engine.execute_chunks(self.call.operator, chunks, self.out_dtype, self.call.parameters):
+                box = pending.popleft()
+                text.add(np.asarray(result))
+                advance(_box_size(box) * per_element)
+            if pending:
+                raise RuntimeError(f"the backend returned {len(pending)} fewer chunks than it was given")
+        text.close()
 
     def _chunks(self, readers, pending: deque, in_order: bool) -> Iterator[list[np.ndarray]]:
         for number, box in enumerate(self.boxes(in_order)):
@@ -433,6 +526,72 @@ class _GatherReader(_Reader):
 
     def close(self) -> None:
         self.reader.close()
+
+
+class _MemberReader(_Reader):
+    """A .npz array read from its start to its end, chunk by chunk, inflating as it goes (zip members
+    cannot be read at an offset without inflating all that comes before it). Row boxes over an input of
+    the output's shape ask for consecutive ranges; anything else is a bug, said so."""
+
+    # zipfile holds about this many copies of one read while it inflates and joins it.
+    COPIES = 4
+
+    def __init__(self, source: NpyInput, out_shape, chunk_elements):
+        from .io.formats import open_npz_member
+
+        super().__init__(source, out_shape, chunk_elements)
+        self.opened = open_npz_member(source.member)
+        self.handle = self.opened.__enter__()
+        self.next_element = 0
+
+    def read(self, box: Box, slot: int) -> np.ndarray:
+        from .io.formats import finish_member, read_member_into
+
+        start = int(np.ravel_multi_index(tuple(s.start for s in box), self.shape))
+        if start != self.next_element:
+            raise RuntimeError(f"{self.source.label}: a .npz array was asked for element {start} after "
+                               f"{self.next_element}; it can only be read in order")
+        count = _box_size(box)
+        raw = self.buffers[slot][:count * self.source.dtype.itemsize]
+        read_member_into(self.handle, memoryview(raw), self.source.member)
+        self.next_element += count
+        if self.next_element == math.prod(self.shape):
+            finish_member(self.handle, self.source.member)  # its CRC-32 checked before the last chunk is used
+        values = raw.view(self.source.dtype)
+        if self.swapped:
+            values = values.byteswap(inplace=True).view(self.native)
+        return values.reshape(_box_shape(box))
+
+    def close(self) -> None:
+        self.opened.__exit__(None, None, None)
+
+
+class _HeldReader(_Reader):
+    """A .npz array that the boxes do not take in order (broadcast, Fortran order, tiles): inflated whole
+    into memory first (engine.run_files checked the room), then cut into boxes like a file."""
+
+    def __init__(self, source: NpyInput, out_shape, chunk_elements):
+        from .io.formats import finish_member, open_npz_member, read_member_into
+
+        super().__init__(source, out_shape, chunk_elements)
+        member = source.member
+        flat = np.empty(member.count, source.dtype)
+        with open_npz_member(member) as handle:
+            read_member_into(handle, memoryview(flat.view(np.uint8).reshape(-1)), member)
+            finish_member(handle, member)
+        array = flat.reshape(source.shape, order="F" if source.fortran_order else "C")
+        self.array = array[(np.newaxis,) * (len(self.shape) - len(source.shape))]  # the output's rank
+
+    def read(self, box: Box, slot: int) -> np.ndarray:
+        part = self.input_box(box)
+        part_shape = _box_shape(part)
+        flat = self.buffers[slot][:math.prod(part_shape) * self.native.itemsize].view(self.native)
+        destination = flat.reshape(part_shape)
+        blocked_copy(destination, self.array[part])  # converts the byte order too
+        return np.broadcast_to(destination, _box_shape(box))
+
+    def close(self) -> None:
+        del self.array
 
 
 def _packed_byte_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:

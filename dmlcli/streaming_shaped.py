@@ -9,7 +9,7 @@ A shaped operator runs in memory unless its call can be cut into independent or 
   the best value and its first index) before the last step (AVERAGE divides, L2 takes the root, LOG_SUM the
   log). FLOAT16 partials are kept in FLOAT32 and rounded once, as the in-memory kernel rounds once.
 Every piece runs through the backend's execute_shaped with the operator's own kernel, so the GPU computes on
-the GPU. Inputs must be stored in C order (a Fortran-order .npy runs in memory).
+the GPU. Inputs must be .npy files stored in C order (a Fortran-order .npy or a .npz array runs in memory).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ _PARTIAL = {"SUM": "SUM", "AVERAGE": "SUM", "L1": "L1", "L2": "SUM_SQUARE", "SUM
 def streamable_layout(call: Call, inputs) -> str | None:
     """How this call streams: "join", "trailing" or "leading"; None where it runs in memory."""
     op = call.operator
-    if not all(source.stored_in_c_order for source in inputs):
+    # Plain .npy files in C order: pieces are read by offset (a .npz member, read in order only, runs in memory).
+    if not all(source.stored_in_c_order and source.member is None for source in inputs):
         return None
     if op.name == "JOIN" and op.prefix == "" and call.parameters.get("Axis") == 0:
         return "join"

@@ -51,7 +51,7 @@ class Call:
         operator, None for a shaped one (its kernel knows what the missing tensor means)."""
         if not self.absent:
             return list(arrays)
-        given = iter(arrays)
+        given = iter([array for array in arrays if array is not None])  # None: a left-out input's place
         rank = len(self.output.shape)
         like = dict(self.operator.optional_inputs)
         if not self.operator.is_elementwise:
@@ -245,13 +245,27 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
     return list(_shape_problems(call)) + list(_table_problems(call, feature_level)) + list(_type_problems(call))
 
 
+# The support-table search below depends only on the operator, its tensors' data types and dimension
+# counts and the inputs left out; every run of an operator on like tensors asks it again, so its answers
+# are kept (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+_LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
+_LOWEST_LEVELS_LIMIT = 4096
+
+
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
     if any(_shape_problems(call)) or any(_type_problems(call)):
         return None  # these rules hold at every level alike
-    for candidate in ALL_FEATURE_LEVELS:
-        if not any(_table_problems(call, candidate)):
-            return candidate
-    return None
+    key = (id(call.operator), call.absent,
+           tuple((name, tensor.data_type, len(tensor.shape)) for name, tensor in call.tensors.items()))
+    known = _LOWEST_LEVELS.get(key)
+    if known is not None and known[0] is call.operator:
+        return known[1]
+    lowest = next((candidate for candidate in ALL_FEATURE_LEVELS if not any(_table_problems(call, candidate))),
+                  None)
+    if len(_LOWEST_LEVELS) >= _LOWEST_LEVELS_LIMIT:
+        _LOWEST_LEVELS.clear()
+    _LOWEST_LEVELS[key] = (call.operator, lowest)
+    return lowest
 
 
 def check(call: Call, feature_level: FeatureLevel) -> Verdict:
@@ -327,6 +341,7 @@ def build_call(
     broadcast: bool = False,
     feature_level: FeatureLevel | None = None,
     parse_parameters=None,
+    input_names: Sequence[str] | None = None,
 ) -> Call:
     """Assemble the call DirectML would see from the inputs' data types and shapes, with its parameters.
 
@@ -335,8 +350,18 @@ def build_call(
     same-Sizes rule then checks it like any tensor. A shaped operator's outputs have the Sizes its shape
     rule computes; Sizes given for them (`output_shapes` by name, or `output_shape` for the first) must
     agree. `parse_parameters(data types by tensor name)` gives the typed parameters (none without it).
+    `input_names` names the inputs where the caller knows them (any optional inputs left out); by default
+    a call gives every input or only the required ones, in DESC order.
     """
-    names = _given_inputs(operator, len(inputs))
+    names = _named_inputs(operator, input_names) if input_names is not None else _given_inputs(operator, len(inputs))
+    if input_names is None:
+        # None stands for an optional input left out in the middle of the list (RNN's BiasTensor before its
+        # HiddenInitTensor); a required input cannot be left out.
+        for name, given in zip(names, inputs):
+            if given is None and name not in dict(operator.optional_inputs):
+                raise InputError(f"{operator.name}: {name} is required and cannot be left out (none)")
+        names, inputs = zip(*[(n, g) for n, g in zip(names, inputs) if g is not None]) if any(
+            g is not None for g in inputs) else ((), ())
     shapes = {name: tuple(int(s) for s in shape) for name, (_, shape) in zip(names, inputs)}
     if broadcast and operator.is_elementwise:
         common = broadcast_shape(operator, shapes)
@@ -408,6 +433,20 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
     return expanded
 
 
+def _named_inputs(operator: Operator, names: Sequence[str]) -> tuple[str, ...]:
+    """Inputs named by the caller: each an input of the operator, in DESC order, every required one there."""
+    names = tuple(names)
+    order = [field_of(name) for name in names]
+    optional = {name for name, _ in operator.optional_inputs}
+    missing = [name for name in operator.inputs if name not in order and name not in optional]
+    unknown = [name for name in order if name not in operator.inputs]
+    in_desc_order = order == [name for name in operator.inputs if name in order]
+    if unknown or missing or not in_desc_order:
+        raise InputError(f"{operator.name} takes {', '.join(operator.inputs)} in that order (those of "
+                         f"{', '.join(sorted(optional)) or 'none'} optional); got {', '.join(names) or 'none'}")
+    return names
+
+
 def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
     """The inputs a call of `count` tensors gives: all of them, or only the required ones (a variadic
     input takes what the others leave, one or more, as InputTensors[0], InputTensors[1], ...)."""
@@ -427,6 +466,8 @@ def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
         return operator.inputs
     if operator.optional_inputs and count == len(operator.required_inputs):
         return operator.required_inputs
+    if _optional_inputs_trail(operator) and len(operator.required_inputs) < count < len(operator.inputs):
+        return operator.inputs[:count]  # the trailing optional inputs after the last one given are left out
     noun = "input tensor" if len(operator.inputs) == 1 else "input tensors"
     if not operator.inputs:
         raise InputError(f"{operator.name} takes no input tensors (its output's Sizes come from --output-shape); "
@@ -434,4 +475,14 @@ def _given_inputs(operator: Operator, count: int) -> tuple[str, ...]:
     expected = str(len(operator.inputs))
     if operator.optional_inputs:
         expected = f"{len(operator.required_inputs)} or {len(operator.inputs)}"
+        if _optional_inputs_trail(operator) and len(operator.inputs) - len(operator.required_inputs) > 1:
+            expected = f"{len(operator.required_inputs)} to {len(operator.inputs)}"
     raise InputError(f"{operator.name} takes {expected} {noun} ({', '.join(operator.inputs)}); got {count}")
+
+
+def _optional_inputs_trail(operator: Operator) -> bool:
+    """Whether every optional input comes after every required one (RNN, GRU, LSTM): a call may then give
+    any number of inputs from the required ones up, the others being left out (None in the API, `none` on
+    the command line, leaves out one in the middle)."""
+    required = len(operator.required_inputs)
+    return bool(operator.optional_inputs) and operator.inputs[:required] == operator.required_inputs

@@ -11,6 +11,9 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parents[1]
+# Tests run `python -m dmlcli` in temporary folders: a relative PYTHONPATH (`PYTHONPATH=.`) would make those
+# processes import whatever dmlcli is installed instead of this checkout's, so its root goes first, absolute.
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
 # The reference data (DirectML pages, peer test vectors, DxDispatch models) lives beside the clone as
 # ../shared; DMLCLI_SHARED points elsewhere. Without it the tests that read it skip, saying why.
 SHARED = Path(os.environ.get("DMLCLI_SHARED") or REPO.parent / "shared")

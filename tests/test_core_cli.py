@@ -323,7 +323,7 @@ def test_the_output_type_follows_the_level_when_it_was_not_chosen():
 
 
 @pytest.mark.parametrize("extra, words", [
-    (["-o", "out.npy"], "with -o the output file decides its format by its extension"),
+    (["-o", "out.npy"], "with -o, --format takes npy or json (the output's format)"),
     (["--check", "[[255,127],[37,15]]"], "with --check the result is compared, not shown"),
 ])
 def test_format_with_an_output_file_or_check_is_refused(tmp_path, monkeypatch, extra, words):

@@ -529,6 +529,90 @@ def test_an_unreachable_scheduler_is_exit_4_naming_the_address_and_the_timeout(t
     assert not (tmp_path / "o.zarr").exists() and leftovers(tmp_path) == []
 
 
+def one_line(result, code: int) -> str:
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dmlcli: error: ") and "Traceback" not in result.output
+    return lines[0]
+
+
+U8 = '{"dtype": "uint8", "data": [1, 2]}'
+
+
+def test_an_unreachable_store_is_exit_4_naming_the_address(tmp_path, monkeypatch):
+    """Issue 22, item 3: a refused connection was "malformed Zarr metadata", exit 2. Loopback only."""
+    monkeypatch.chdir(tmp_path)
+    url = f"ftp://127.0.0.1:{_free_port()}"
+    for arguments, role in ((["run", "bit_not", f"{url}/x.zarr"], "input 1"),
+                            (["validate", "bit_not", f"{url}/x.zarr"], "input 1"),
+                            (["run", "bit_not", U8, "-o", f"{url}/y.zarr"], "output")):
+        line = one_line(CliRunner().invoke(cli, arguments), 4)
+        assert f"{role} 'ftp://127.0.0.1:" in line
+        assert f"cannot reach the store at {url} (ConnectionRefusedError: [Errno 111] Connection refused)" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_fsspec_back_end_names_the_package_to_install(monkeypatch, tmp_path):
+    from fsspec.registry import known_implementations  # (fsspec.registry, the attribute, is another mapping)
+
+    monkeypatch.chdir(tmp_path)
+    # A protocol fsspec knows whose package is not installed (as s3:// without s3fs, http:// without aiohttp).
+    monkeypatch.setitem(known_implementations, "dmlcliabsent",
+                        {"class": "dmlcli_absent_backend.FileSystem", "err": "Install dmlcli_absent_backend"})
+    for arguments, role in ((["run", "bit_not", "dmlcliabsent://host/x.zarr"], "input 1"),
+                            (["run", "bit_not", U8, "-o", "dmlcliabsent://host/y.zarr"], "output")):
+        line = one_line(CliRunner().invoke(cli, arguments), 4)
+        assert line.startswith(f"dmlcli: error: {role} 'dmlcliabsent://host/")
+        assert ("dmlcliabsent:// stores need fsspec's back end for dmlcliabsent, whose package is missing (Install "
+                "dmlcli_absent_backend); install it with pip install dmlcli_absent_backend") in line
+    unknown = one_line(CliRunner().invoke(cli, ["run", "bit_not", "nosuchscheme://host/x.zarr"]), 4)
+    assert "fsspec has no back end for nosuchscheme://" in unknown
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(__import__("importlib.util").util.find_spec("aiohttp") is not None, reason="aiohttp is installed")
+def test_http_without_aiohttp_says_to_install_it():
+    line = one_line(CliRunner().invoke(cli, ["run", "bit_not", "http://127.0.0.1:1/x.zarr"]), 4)
+    assert "install it with pip install aiohttp" in line
+
+
+def test_network_failures_are_told_from_bad_stores():
+    """store_failure: connection failures anywhere in the chain are exit 4; a missing or corrupt store is not."""
+    import errno as errnos
+
+    from dmlcli.errors import BackendUnavailableError
+    from dmlcli.io.remote import address, store_failure
+
+    class ClientConnectorError(Exception):  # aiohttp's, by name: the client libraries are not imported
+        pass
+
+    wrapped = RuntimeError("while reading the chunk")
+    wrapped.__cause__ = ConnectionResetError(errnos.ECONNRESET, "Connection reset by peer")
+    for error in (ConnectionRefusedError(errnos.ECONNREFUSED, "refused"), OSError(errnos.EHOSTUNREACH, "No route"),
+                  TimeoutError("timed out"), socket.gaierror(-2, "Name or service not known"),
+                  ClientConnectorError("Cannot connect to host 127.0.0.1:1"), wrapped):
+        failure = store_failure(error, "s3://u:pw@127.0.0.1:9/x.zarr", "input 1")
+        assert isinstance(failure, BackendUnavailableError), error
+        assert "cannot reach the store at s3://127.0.0.1:9" in str(failure) and "pw" not in str(failure)
+    for error in (FileNotFoundError(errnos.ENOENT, "no such"), KeyError("zarr.json"), ValueError("bad metadata")):
+        assert store_failure(error, "memory://x.zarr", "input 1") is None
+    assert address("ftp://127.0.0.1:1/a/b.zarr") == "ftp://127.0.0.1:1"
+
+
+def test_a_store_lost_mid_run_is_exit_4():
+    from dmlcli.errors import BackendUnavailableError
+    from dmlcli.io.zarr_store import ChunkReader
+
+    class Unreachable:
+        shape, dtype = (4,), np.dtype(np.uint8)
+
+        def __getitem__(self, region):
+            raise ConnectionResetError(104, "Connection reset by peer")
+
+    with pytest.raises(BackendUnavailableError, match="cannot reach the store at ftp://127.0.0.1:1 "):
+        ChunkReader(Unreachable(), "input 1 'x'", "ftp://127.0.0.1:1/x.zarr")[0:2]
+
+
 def test_a_worker_killed_mid_run_still_gives_the_whole_result_or_a_clean_failure(tmp_path):
     """A scheduler and two workers as `dask scheduler` / `dask worker` processes on the loopback address."""
     scheduler_file = tmp_path / "scheduler.json"

@@ -248,23 +248,15 @@ ELEMENT_WISE_MODELS = {
     "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
     "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
 }
-# The reduction family's two models: REDUCE SUM over the last axis of 1..9 as 3x3 (AxisCount given with Axes),
-# CUMULATIVE_PRODUCT of 2, 4, 8, 3.
-# The others, and the words their refusal must contain (exit 2, before anything runs).
+# The shaped operators' models are in tests/test_dispatch_shaped.py. The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
-    "dml_convolution_2d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
-    "dml_convolution_3d.json": "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement",
-    "dml_gemm.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
-    "dml_gemm_graph.json": "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement",
-    "dml_rnn.json": "DML_OPERATOR_RNN is a DirectML operator that dmlcli does not implement",
     "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
-    "hlsl_add_fp16.json": "mixed-type list initialisers, which only HLSL constant buffers need",
-    "hlsl_add_fp32.json": "mixed-type list initialisers, which only HLSL constant buffers need",
-    "image_io.json": "image files are not supported by dmlcli",
-    "onnx_dynamic_shapes.json": "'deferred' (deferred buffers) is not supported",
-    "onnx_gemm.json": "'onnx' dispatchables (ONNX models)",
+    "hlsl_add_fp16.json": "need DirectX's shader compiler (dxc)",
+    "hlsl_add_fp32.json": "need DirectX's shader compiler (dxc)",
 }
+# The ONNX and image models: tests/test_dispatch_formats.py (they need the [onnx] and [images] extras).
+FORMAT_MODEL_NAMES = ["image_io.json", "onnx_dynamic_shapes.json", "onnx_gemm.json"]
 
 
 def test_the_shared_models_are_all_there(shared_dir):
@@ -273,7 +265,8 @@ def test_the_shared_models_are_all_there(shared_dir):
     assert found == sorted(ALL_SHARED_MODELS + ["_schema.json"])
     from test_dispatch_shaped import SHAPED_MODELS
 
-    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS) + list(SHAPED_MODELS)) == sorted(ALL_SHARED_MODELS)
+    assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS) + list(SHAPED_MODELS)
+                  + FORMAT_MODEL_NAMES) == sorted(ALL_SHARED_MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENT_WISE_MODELS))
@@ -389,16 +382,17 @@ XOR_AB = {"type": "dispatch", "dispatchable": "op", "bindings": {"ATensor": "A",
 
 
 @pytest.mark.parametrize("resources,dispatchables,commands,message", [
-    (AB, {"op": {"type": "hlsl", "sourcePath": "x.hlsl", "compilerArgs": []}}, [], "'hlsl' dispatchables"),
-    (AB, {"op": {"type": "onnx", "sourcePath": "x.onnx"}}, [], "'onnx' dispatchables"),
+    (AB, {"op": {"type": "hlsl", "sourcePath": "x.hlsl", "compilerArgs": []}}, [], "need DirectX's shader compiler"),
+    (AB, {"op": {"type": "onnx", "sourcePath": "x.onnx"}}, [], "sourcePath 'x.onnx': no such file"),
     ({**AB, "T": {"type": "texture2d", "initialValues": [1]}}, {}, [], "no textures"),
     (AB, {}, [{"type": "present"}], "command type 'present' is not supported"),
-    (AB, {}, [{"type": "writeFile", "resource": "A", "targetPath": "a.png"}], "image files are not supported"),
-    ({"A": {"initialValuesDataType": "UINT8", "initialValues": "deferred"}}, {}, [], "deferred"),
+    (AB, {}, [{"type": "writeFile", "resource": "A", "targetPath": "a.png"}], "as FLOAT32 or FLOAT16, not UINT8"),
+    ({"A": {"initialValuesDataType": "UINT8", "initialValues": "deferred"}}, {}, [],
+     "resource 'A' is deferred and the dispatch just before this command did not give it contents"),
     ({"A": {"initialValuesDataType": "UNKNOWN", "initialValues": [{"type": "UINT32", "value": 1}]}}, {}, [],
      "UNKNOWN is not supported"),
-    (AB, {"op": {"type": "DML_OPERATOR_GEMM", "desc": {}}}, [XOR_AB],
-     "DML_OPERATOR_GEMM is a DirectML operator that dmlcli does not implement"),
+    (AB, {"op": {"type": "DML_OPERATOR_ADAM_OPTIMIZER", "desc": {}}}, [XOR_AB],
+     "DML_OPERATOR_ADAM_OPTIMIZER is a DirectML operator that dmlcli does not implement"),
     (AB, {"op": binary("BIT_XOR", "UINT8", [4])}, [{**XOR_AB, "bindings": {"ATensor": "A", "OutputTensor": "Out"}}],
      "nothing bound for required tensor 'BTensor'"),
     (AB, {"op": binary("BIT_XOR", "UINT8", [4])}, [{**XOR_AB, "bindings": {**XOR_AB["bindings"], "BTensor": "Z"}}],

@@ -18,6 +18,21 @@ from dmlcli.errors import InputError
 # SPLIT of 1..6 into three pairs.
 # CUMULATIVE_PRODUCT of 2, 4, 8, 3: 2, 2*4, 2*4*8, 2*4*8*3.
 # FILL_VALUE_SEQUENCE from 3.2 by 1.5 in FLOAT32, printed as C++'s %g (6 digits).
+def _rnn_model_by_hand() -> list[float]:
+    """dml_rnn.json: a BIDIRECTIONAL RNN over one step (seq_length 1), batch 8, input_size 4, hidden_size 5, no
+    bias and no HiddenInitTensor (zeros), so each direction's H = ELU(X_b . W_dh) and RecurrenceTensor (0.3)
+    meets only zeros. X_b = 4b+1 .. 4b+4; W[d, h, k] = 1 + 0.4*(20d + 4h + k). Every sum is positive, so ELU
+    (Alpha 0.5 forward, 3.5 backward) gives it unchanged. OutputSingleTensor {1, 2, 8, 5} in row-major order,
+    printed as C++'s %g does (the float32 result, six significant digits)."""
+    values = []
+    for d in range(2):
+        for b in range(8):
+            for h in range(5):
+                total = sum((4 * b + 1 + k) * (1 + 0.4 * (20 * d + 4 * h + k)) for k in range(4))
+                values.append(float(f"{total:.6g}"))
+    return values
+
+
 SHAPED_MODELS = {
     "dml_reduce.json": ("REDUCE", ["Resource 'input': 1, 2, 3, 4, 5, 6, 7, 8, 9", "Resource 'output': 6, 15, 24"]),
     "dml_join.json": ("JOIN", ["Resource 'Out': 1, 2, 3, 100, 115, 5, 6, 7, 8, 9"]),
@@ -25,6 +40,17 @@ SHAPED_MODELS = {
     "dml_split.json": ("SPLIT", ["Resource 'Out1': 1, 2", "Resource 'Out2': 3, 4", "Resource 'Out3': 5, 6"]),
     "dml_cumulative_product.json": ("CUMULATIVE_PRODUCT", ["Resource 'Out': 2, 8, 64, 192"]),
     "dml_fill_value_sequence.json": ("FILL_VALUE_SEQUENCE", ["Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2"]),
+    # CONVOLUTION, cross-correlation: 1..9 as 3x3 with a 2x2 filter of 0.5s: 0.5 x (1+2+4+5), (2+3+5+6), ...
+    "dml_convolution_2d.json": ("CONVOLUTION", ["Resource 'output': 6, 8, 12, 14"]),
+    # 3x3x3 ones with a 2x2x2 filter of 0.5s: 8 x 0.5 = 4 at each of the 2x2x2 outputs.
+    "dml_convolution_3d.json": ("CONVOLUTION", ["Resource 'output': 4, 4, 4, 4, 4, 4, 4, 4"]),
+    # GEMM: the outer product of A = [1, 2, 3] (3x1) and B = [4, 5, 6] (1x3), plus C = 2 everywhere.
+    "dml_gemm.json": ("GEMM", ["Resource 'output': 6, 7, 8, 10, 12, 14, 14, 17, 20"]),
+    # GEMM of two 32x32 matrices of ones, compiled as a one-node graph with B owned by DirectML (bound at
+    # initialisation) and ALLOW_HALF_PRECISION_COMPUTATION: every element is 32, with no CTensor.
+    "dml_gemm_graph.json": ("GEMM", ["Resource 'output': " + ", ".join(["32"] * 1024)]),
+    "dml_rnn.json": ("RNN", ["Resource 'output': " + ", ".join(
+        f"{value:g}" for value in _rnn_model_by_hand())]),
 }
 
 

@@ -98,9 +98,22 @@ def test_output_dir_receives_the_files_and_folders_are_created_only_inside_it(la
     assert result.exit_code == 0, result.output
     assert np.load(layout / "elsewhere" / "deep" / "er" / "a.npy").tolist() == [1, 2, 3, 4]
     assert files_under(layout / "out") == set()
-    missing = invoke("dispatch", model, "--output-dir", layout / "nowhere")
-    assert missing.exit_code == 2 and "does not exist" in missing.stderr
-    assert not (layout / "nowhere").exists()
+    # A missing output folder is created, with the file's own folders, as DxDispatch's create_directories does.
+    missing = invoke("dispatch", model, "--output-dir", layout / "nowhere" / "yet")
+    assert missing.exit_code == 0, missing.output
+    assert np.load(layout / "nowhere" / "yet" / "deep" / "er" / "a.npy").tolist() == [1, 2, 3, 4]
+
+
+def test_a_missing_output_dir_is_not_created_when_the_model_fails(layout):
+    model = write_model(layout / "models", {"A": buffer("UINT8", [1, 2, 3, 4])},
+                        [{"type": "print", "resource": "A"},
+                         {"type": "writeFile", "resource": "A", "targetPath": "a.bin"},
+                         {"type": "dispatch", "dispatchable": "none", "bindings": {}}])
+    result = invoke("dispatch", model, "--output-dir", layout / "nowhere")
+    assert result.exit_code == 2 and not (layout / "nowhere").exists()
+    (layout / "afile").write_bytes(b"x")
+    under_a_file = invoke("dispatch", model, "--output-dir", layout / "afile" / "sub")
+    assert under_a_file.exit_code == 2 and "is a file" in under_a_file.stderr
 
 
 def test_the_shared_file_model_runs_with_an_output_dir(layout, shared_dir):

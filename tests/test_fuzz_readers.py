@@ -361,3 +361,201 @@ def test_random_models(model_root, monkeypatch, resource_map, command_list, disp
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmlcli: error: "), result.stderr
         assert len(result.stderr) < 1000, result.stderr
     assert tree(model_root) == before
+
+
+# ---------------------------------------------------------------- .npz (issue 22, item 4)
+
+# Memory a refusal or a read of these small files may take: a header's claim (2^31 or 2^63 elements)
+# must be refused from the header and the zip directory, never allocated or inflated.
+SMALL_FILE_PEAK_BYTES = 8 << 20
+MEMBER_NAMES = ["x.npy", "y.npy", "x", "dir/z.npy", "notes.txt"]
+
+
+NPY_ARRAYS = st.sampled_from([t.numpy_dtype for t in ALL11]).flatmap(
+    lambda dtype: hnp.arrays(st.sampled_from([dtype, dtype.newbyteorder(">")]),
+                             hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)))
+
+
+def npy_of(array: np.ndarray) -> bytes:
+    """The bytes np.save writes (np.savez's members), C or Fortran order."""
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def zip_bytes(members: dict[str, bytes], compression: int) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+@st.composite
+def npz_files(draw):
+    """Zip archives of .npy members, valid-looking or not, then maybe one byte changed or the file cut short."""
+    import zipfile
+
+    member = npy_files() | st.binary(max_size=40) | NPY_ARRAYS.map(npy_of)
+    members = draw(st.dictionaries(st.sampled_from(MEMBER_NAMES), member, max_size=3))
+    raw = bytearray(zip_bytes(members, draw(st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]))))
+    mutation = draw(st.sampled_from(["none", "none", "flip", "cut"]))
+    if mutation == "flip" and raw:
+        raw[draw(st.integers(0, len(raw) - 1))] ^= draw(st.integers(1, 255))
+    elif mutation == "cut":
+        raw = raw[:draw(st.integers(0, len(raw)))]
+    return bytes(raw)
+
+
+def bounded(read):
+    """read_or_refuse, within SMALL_FILE_PEAK_BYTES of traced memory (NumPy's allocations are traced too)
+    and a second of time."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        array = read_or_refuse(read)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < SMALL_FILE_PEAK_BYTES, peak
+    assert time.perf_counter() - started < 1.0
+    return array
+
+
+def numpy_npz_member(path: Path, name: str) -> np.ndarray:
+    """The member as np.load's NpzFile reads it: `name` looked up as it does, read by format.read_array.
+
+    (np.load itself first sniffs the file's first bytes, and takes a zip whose first local header is
+    damaged for a pickle; zipfile, which reads the directory at the end, reads its other members.)
+    """
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        lookup = dict(zip([n.removesuffix(".npy") for n in names], names))
+        lookup.update(zip(names, names))
+        with archive.open(lookup[name] if name else names[0]) as handle:
+            return np.lib.format.read_array(handle, allow_pickle=False)
+
+
+@FUZZ
+@given(npz_files(), st.sampled_from(["", ":x", ":y", ":dir/z"]))
+def test_npz_archives_read_or_refuse_in_bounded_memory(scratch, content, name):
+    """Whole reads (read_npz) and the streaming path's header checks (open_input) alike."""
+    from dmlcli import streaming
+
+    path = fresh_file(scratch, ".npz", content)
+    array = bounded(lambda: read_tensor(f"{path}{name}", label="fuzz"))
+    event("read" if array is not None else "refused")
+    if array is not None:
+        assert same_bits(array, numpy_npz_member(path, name[1:]))  # NumPy agrees, bit for bit
+    opened = bounded(lambda: (streaming.open_input(f"{path}{name}", label="fuzz"), np.empty(0))[1])
+    if array is not None:
+        assert opened is not None  # what reads whole also opens for streaming
+
+
+def test_npz_fuzz_strategy_reaches_valid_and_corrupt_archives(scratch):
+    """The strategy above is not all refusals: valid members read, and a flipped byte can be caught by CRC."""
+    path = fresh_file(scratch, ".npz", b"")
+    np.savez_compressed(path, x=np.arange(5, dtype=np.int16))
+    assert same_bits(read_tensor(f"{path}:x", label="fuzz"), np.arange(5, dtype=np.int16))
+
+
+# ---------------------------------------------------------------- stdin (issue 22, item 4)
+
+
+class _Stdin:
+    """sys.stdin as the command line sees it: text, with the bytes under .buffer."""
+
+    def __init__(self, raw: bytes):
+        import io
+
+        self.buffer = io.BytesIO(raw)
+
+
+@FUZZ
+@given(st.one_of(st.binary(max_size=200), npy_files(), st.binary(max_size=100).map(lambda tail: NPY_MAGIC + tail),
+                 st.binary(max_size=60).map(lambda tail: b"\xef\xbb\xbf" + tail)))
+def test_random_bytes_on_stdin(raw):
+    from dmlcli.io.sources import read_tensor_and_format
+
+    bounded(lambda: read_tensor_and_format("-", label="fuzz", stdin=_Stdin(raw), dtype=parse_data_type("uint8"))[0])
+
+
+# ---------------------------------------------------------------- the command line (issue 22, item 4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.one_of(npz_files().map(lambda raw: (".npz", raw)), npy_files().map(lambda raw: (".npy", raw)),
+                 st.binary(max_size=100).map(lambda raw: (".json", raw))),
+       st.sampled_from(["out.npy", "out.json", None]))
+def test_random_input_files_through_run(tmp_path, file, target):
+    """`run` on any input file: exit 0, 2 or 3; on failure one line on stderr and nothing written."""
+    from click.testing import CliRunner
+
+    from dmlcli.cli import cli
+
+    folder = tmp_path / f"run{next(_counter)}"
+    folder.mkdir()
+    source = fresh_file(folder, file[0], file[1])
+    output = ["-o", str(folder / target)] if target else []
+    result = CliRunner().invoke(cli, ["run", "bit_not", str(source), *output])
+    event(f"exit {result.exit_code}")
+    assert result.exit_code in (0, 2, 3), result.output
+    if result.exit_code:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmlcli: error: "), result.stderr
+        assert sorted(p.name for p in folder.iterdir()) == [source.name]
+
+
+# ---------------------------------------------------------------- Zarr metadata (issue 22, item 4)
+
+METADATA_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 10), st.sampled_from([2**40, 2**64, -1]),
+                            st.text(max_size=6), st.sampled_from(["uint8", "<u2", "|O", "bool", "int4", "blosc", "C"]),
+                            st.lists(st.integers(-1, 5) | st.sampled_from([2**40]), max_size=3),
+                            st.just({"name": "bytes"}), st.just([{"name": "gzip", "configuration": {"level": 99}}]))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([2, 3]), st.dictionaries(st.text(min_size=1, max_size=12) | st.sampled_from(
+    ["shape", "chunks", "dtype", "data_type", "fill_value", "codecs", "chunk_grid", "compressor", "order",
+     "filters", "zarr_format", "node_type", "chunk_key_encoding", "dimension_separator"]), METADATA_VALUES, max_size=4),
+       st.sampled_from(["replace", "replace", "drop", "only"]), st.just(b"") | st.binary(max_size=20))
+def test_zarr_stores_with_random_metadata(tmp_path, zarr_format, changes, how, chunk):
+    """A local Zarr array whose metadata were edited at random, and a random first chunk: it opens and reads
+    (a corner of it), or is one clean DmlcliError; never a traceback, never memory the metadata claim."""
+    zarr = pytest.importorskip("zarr", reason="the [dask] extra (zarr) is not installed")
+    from dmlcli.io.zarr_store import ChunkReader, open_input
+
+    store = tmp_path / f"s{next(_counter)}.zarr"
+    zarr.create_array(store=str(store), shape=(4, 3), chunks=(2, 2), dtype="uint8", zarr_format=zarr_format)[...] = 7
+    document = store / ("zarr.json" if zarr_format == 3 else ".zarray")
+    metadata = json.loads(document.read_text())
+    if how == "only":
+        metadata = dict(changes)
+    elif how == "drop":
+        for key in changes:
+            metadata.pop(key, None)
+    else:
+        metadata.update(changes)
+    document.write_text(json.dumps(metadata))
+    chunks = sorted(p for p in store.rglob("*") if p.is_file() and not p.name.startswith((".z", "zarr.")))
+    chunk_file = chunks[0] if chunks else None
+    if chunk_file is not None and chunk:
+        chunk_file.write_bytes(chunk)
+
+    def read_a_corner():
+        array = open_input(str(store), label="fuzz")
+        reader = ChunkReader(array, "fuzz")
+        return np.asarray(reader[tuple(slice(0, min(2, size)) for size in reader.shape)])
+
+    event(f"{'read' if bounded(read_a_corner) is not None else 'refused'}")

@@ -318,8 +318,9 @@ def test_click_usage_errors_are_one_line_too(workdir, args, message):
 
 OUTPUT_CASES = {
     "folder that does not exist": ("nowhere/out.npy", "output 'nowhere/out.npy': folder 'nowhere' does not exist"),
-    "unknown extension": ("out.txt", "output 'out.txt': unknown extension '.txt' (expected .npy or .json"),
-    "no extension": ("out", "unknown extension ''"),
+    "unknown extension": ("out.txt", "output 'out.txt': unknown extension '.txt'; name the format with --format npy "
+                                     "or --format json, or end the name in .npy or .json"),
+    "no extension": ("out", "output 'out': no extension; name the format with --format npy or --format json"),
     "a directory": ("adir.npy", "output 'adir.npy': is a directory"),
 }
 
@@ -388,19 +389,24 @@ def test_output_needing_more_memory_than_there_is(workdir, monkeypatch):
     monkeypatch.setattr(room, "available_memory", lambda: 4096)
     np.save(workdir / "a.npy", np.zeros(10_000, np.uint8))
     before = snapshot(workdir)
-    result = invoke("run", "bit_not", "a.npy", "-o", "out.json")
-    # JSON text peaks at about 100 bytes an element in memory (io/room.py), so the estimate is an upper bound.
-    assert_clean_failure(result, 2, "the output (uint8 [10000]) needs about 9.0 MiB of memory as JSON text with its inputs but "
+    # A bare list beside the .npy input: the run is held in memory (its inputs, its output, the JSON writer's
+    # 16 MiB of pieces and 8 MiB of code: io/room.py), so it is refused up front.
+    result = invoke("run", "bit_xor", "a.npy", "[7]", "--broadcast", "-o", "out.json")
+    assert_clean_failure(result, 2, "the output (uint8 [10000]) needs about 24.0 MiB of memory with its inputs but "
                                     "only 4.0 KiB")
-    assert "write it as .npy instead (-o out.npy)" in result.stderr
+    assert ".npy inputs written to a .npy or JSON output (or JSON on stdout) are streamed" in result.stderr
     # The same on stdout (issue 12, bug 6: a big JSON result is refused up front, never half printed).
-    shown = invoke("run", "bit_not", "a.npy", "--format", "json")
-    assert_clean_failure(shown, 2, "needs about 9.0 MiB of memory as JSON text with its inputs")
+    shown = invoke("run", "bit_xor", "a.npy", "[7]", "--broadcast", "--format", "json")
+    assert_clean_failure(shown, 2, "needs about 24.0 MiB of memory with its inputs")
     assert shown.stdout == ""
     assert snapshot(workdir) == before
-    # The same run to a .npy file streams, so memory is no obstacle.
+    # From .npy inputs alone the run streams, into .npy or JSON text alike, so memory is no obstacle.
     assert invoke("run", "bit_not", "a.npy", "-o", "out.npy").exit_code == 0
     assert np.array_equal(np.load(workdir / "out.npy"), np.full(10_000, 255, np.uint8))
+    assert invoke("run", "bit_not", "a.npy", "-o", "out.json").exit_code == 0
+    assert json.loads((workdir / "out.json").read_text())["data"] == [255] * 10_000
+    streamed = invoke("run", "bit_not", "a.npy", "--format", "json")
+    assert streamed.exit_code == 0 and json.loads(streamed.stdout)["data"] == [255] * 10_000
 
 
 def test_sparse_npy_claiming_more_than_memory_is_refused_before_allocating(workdir):
@@ -413,7 +419,8 @@ def test_sparse_npy_claiming_more_than_memory_is_refused_before_allocating(workd
     write_npy_header(path, "<u8", (count,))
     os.truncate(path, path.stat().st_size + count * 8)
     before = snapshot(workdir)
-    result = invoke("run", "bit_not", "huge.npy", "-o", "out.json")
+    # Beside a bare list the run is held in memory (from .npy inputs alone, JSON output streams).
+    result = invoke("run", "bit_xor", "huge.npy", "[1]", "--broadcast", "-o", "out.json")
     assert_clean_failure(result, 2, "needs about")
     assert "of memory" in result.stderr
     result = invoke("run", "bit_not", "huge.npy")  # shown on stdout: also held in memory

@@ -163,19 +163,79 @@ def test_npz_inputs_by_name_or_alone(tmp_path):
     assert checked.exit_code == 1  # [254, 253] against [1, 2]
 
 
-def test_validate_reads_only_the_npz_member_header(tmp_path):
-    # A member whose header is whole but whose data are cut: validate never reads them; run does.
-    header = np.lib.format.header_data_from_array_1_0(np.zeros((1000,), np.float32))
+def npy_header_bytes(shape, descr: str) -> bytes:
     import io
 
     buffer = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buffer, header)
-    with zipfile.ZipFile(tmp_path / "cut.npz", "w") as archive:
-        archive.writestr("x.npy", buffer.getvalue() + b"\0" * 10)
-    validated = invoke("validate", "bit_not", str(tmp_path / "cut.npz"))
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+def test_validate_reads_only_the_npz_member_header_and_the_zip_directory(tmp_path):
+    # A member whose data are corrupt (a flipped byte: its CRC-32 is wrong): validate never reads them; run does.
+    header = npy_header_bytes((1000,), "<f4")
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as archive:  # stored: the data lie in the file as they are
+        archive.writestr("x.npy", header + b"\1" * 4000)
+    raw = bytearray((tmp_path / "bad.npz").read_bytes())
+    raw[raw.index(b"\1" * 4000) + 2000] = 2
+    (tmp_path / "bad.npz").write_bytes(bytes(raw))
+    validated = invoke("validate", "bit_not", str(tmp_path / "bad.npz"))
     assert validated.exit_code == 0 and "FLOAT32 [1000]" in validated.stdout
-    line = one_error_line(invoke("run", "bit_not", str(tmp_path / "cut.npz")), 2)
-    assert "truncated" in line
+    for output in ([], ["-o", str(tmp_path / "out.npy")]):
+        line = one_error_line(invoke("run", "abs", str(tmp_path / "bad.npz"), *output), 2)
+        assert "'x': cannot be read (Bad CRC-32 for file 'x.npy')" in line
+    assert not (tmp_path / "out.npy").exists()
+    # A header promising more than the zip directory lists: refused by both, before any data are inflated.
+    with zipfile.ZipFile(tmp_path / "cut.npz", "w") as archive:
+        archive.writestr("x.npy", header + b"\0" * 10)
+    for command in ("validate", "run"):
+        line = one_error_line(invoke(command, "bit_not", str(tmp_path / "cut.npz")), 2)
+        assert ("array 'x': the header promises 1000 elements of float32 (4000 bytes) but the zip directory lists "
+                "only 10 bytes of data for the member (truncated?)") in line
+
+
+def test_a_npz_array_is_validated_and_room_checked_before_anything_is_inflated(tmp_path, monkeypatch):
+    """Issue 22, item 1: the call is checked from the member's header, and the memory for it, before its data
+    are inflated, in memory (a table, JSON) and streamed (a .npy output) alike."""
+    from dmlcli.io import formats, room
+
+    def never(*args, **kwargs):
+        raise AssertionError("a .npz member was inflated before the call was checked")
+
+    monkeypatch.setattr(formats, "read_member_into", never)
+    np.savez_compressed(tmp_path / "u8.npz", np.ones(1000, np.uint8))  # ABS takes signed and float types
+    for output in ([], ["-o", str(tmp_path / "out.json")], ["-o", str(tmp_path / "out.npy")]):
+        assert "ABS: InputTensor data type UINT8" in one_error_line(invoke("run", "abs", str(tmp_path / "u8.npz"),
+                                                                           *output), 3)
+    # 2^32 elements whose zip directory agrees (faked here: such a file is gigabytes): DirectML's limit, exit 3.
+    monkeypatch.setattr(formats, "_check_member_size", lambda found, listed: None)
+    with zipfile.ZipFile(tmp_path / "huge.npz", "w") as archive:
+        archive.writestr("x.npy", npy_header_bytes((2**32,), "|u1"))
+    for output in ([], ["-o", str(tmp_path / "out.npy")]):
+        line = one_error_line(invoke("run", "bit_not", str(tmp_path / "huge.npz"), *output), 3)
+        assert "holds at most 4294967295 (2^32-1)" in line
+    np.savez_compressed(tmp_path / "u.npz", np.ones(1000, np.uint8))
+    monkeypatch.setattr(room, "available_memory", lambda: 500)
+    line = one_error_line(invoke("run", "bit_not", str(tmp_path / "u.npz")), 2)
+    assert "of memory" in line and "nothing was run" in line
+    assert not any(tmp_path.glob("out.*"))
+
+
+def test_npz_arrays_stream_in_order_or_held_whole(tmp_path, monkeypatch):
+    """A .npz array with a .npy output: read chunk by chunk where the boxes take it in order, else held
+    whole (broadcast, Fortran order, big-endian too); the results are NumPy's, chunk size aside."""
+    monkeypatch.setenv("DMLCLI_CHUNK_BYTES", "4K")
+    a = (np.arange(300 * 100) % 251).astype(np.uint8).reshape(300, 100)
+    np.savez_compressed(tmp_path / "c.npz", a=a, row=a[:1], f=np.asfortranarray(a), big=a.astype(">u2"))
+    out = tmp_path / "out.npy"
+    cases = {("c.npz:a",): ~a, ("c.npz:big",): ~a.astype(np.uint16), ("c.npz:f",): ~a,
+             ("c.npz:a", "c.npz:row"): a ^ a[:1], ("c.npz:f", "c.npz:a"): a ^ a, ("c.npz:row", "c.npz:a"): a[:1] ^ a}
+    for sources, expected in cases.items():
+        operator = "bit_not" if len(sources) == 1 else "bit_xor"
+        result = invoke("run", operator, *[str(tmp_path / s) for s in sources], "--broadcast", "-o", str(out))
+        assert result.exit_code == 0, result.output
+        np.testing.assert_array_equal(np.load(out), expected)
+        assert np.load(out).dtype.isnative
 
 
 def test_json_with_a_utf8_byte_order_mark_reads_in_files_and_on_stdin(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from numpy.lib import format as npy_format
 
 from dmlcli.io import room
@@ -41,7 +42,7 @@ def baseline(tmp_path_factory) -> int:
 
 
 BIG = 1 << 24  # 16 Mi uint8 elements for binary outputs
-TEXT = 1 << 20  # 1 Mi elements for JSON text
+TEXT = 1 << 23  # 8 Mi elements for JSON text (before issue 21 it took about 100 bytes an element: 800 MiB)
 
 
 def in_memory_case(target, count: int, extra=()):
@@ -52,8 +53,11 @@ def in_memory_case(target, count: int, extra=()):
 CASES = {
     "table on stdout": in_memory_case(None, BIG),
     "--format hex on stdout": in_memory_case(None, BIG, ["--format", "hex"]),
-    "JSON file": in_memory_case("out.json", TEXT),
-    "-o - (JSON on stdout)": in_memory_case("-", TEXT),
+    # Beside a bare list the run is held in memory; from .npy inputs alone JSON output streams (below).
+    "JSON file": {"count": TEXT, "args": ["run", "bit_xor", "a.npy", "[7]", "--broadcast", "-o", "out.json"],
+                  "target": "out.json", "extra_inputs": 1},
+    "-o - (JSON on stdout)": {"count": TEXT, "args": ["run", "bit_xor", "a.npy", "[7]", "--broadcast", "-o", "-"],
+                              "target": "-", "extra_inputs": 1},
     "in-memory .npy": {"count": BIG, "args": ["run", "bit_xor", "a.npy", '{"dtype": "uint8", "data": [7]}', "--broadcast",
                                                 "-o", "out.npy"],
                        "target": "out.npy", "extra_inputs": 1},
@@ -88,20 +92,98 @@ def test_streaming_bound_is_an_upper_bound(tmp_path, baseline, fortran):
     assert bound < 96 << 20  # constant memory: well below the files' size
 
 
-def test_json_of_two_gibi_elements_is_refused_up_front(tmp_path):
-    count = 2147483648
-    available = room.available_memory()
-    if available is None or available >= count * room.JSON_PEAK_BYTES_PER_ELEMENT:
-        pytest.skip("this machine could hold the JSON text")
-    path = tmp_path / "huge.npy"
-    with open(path, "wb") as handle:
-        npy_format.write_array_header_1_0(handle, {"descr": "|u1", "fortran_order": False, "shape": (count,)})
-    os.truncate(path, path.stat().st_size + count)  # sparse: no disk used
+@pytest.mark.parametrize("dtype, count", [("uint8", TEXT), ("float32", 1 << 21)])
+@pytest.mark.parametrize("target", ["out.json", "-"])
+def test_json_from_npy_streams_in_constant_memory(tmp_path, baseline, dtype, count, target):
+    """Issue 21: .npy inputs into JSON text (a file or stdout) are streamed, the text written piece by piece:
+    the growth is the streaming bound plus the JSON writer's pieces, whatever the size (it was ~100 bytes an
+    element: 800 MiB for these 8 Mi elements)."""
+    from dmlcli import streaming
+
+    values = np.arange(count) % 251 if dtype == "uint8" else np.linspace(-1e3, 1e3, count)
+    np.save(tmp_path / "a.npy", values.astype(dtype))
+    growth = peak_bytes(["run", "bit_not" if dtype == "uint8" else "negate", "a.npy", "-o", target], tmp_path) - baseline
+    inputs = [streaming.open_input(str(tmp_path / "a.npy"), label="a.npy")]
+    bound = streaming.memory_bound(inputs, (count,), np.dtype(dtype), streaming.DEFAULT_CHUNK_BYTES)
+    print(f"JSON streamed ({dtype}, {count} elements, {target}): peak growth {growth / 2**20:.1f} MiB, "
+          f"bound {(bound + room.JSON_WRITER_BYTES) / 2**20:.1f} MiB")
+    assert growth <= bound + room.JSON_WRITER_BYTES
+    assert growth < 64 << 20  # constant: far below the 800 MiB the whole text took
+
+
+def write_zeros_npz(path: Path, shape, descr: str = "|u1", data_bytes: int | None = None) -> None:
+    """A deflated .npz whose member's header says `shape` and whose data are `data_bytes` zeros (default: as
+    many as the header promises), written a MiB at a time: megabytes of zeros compress to almost nothing."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(header, {"descr": descr, "fortran_order": False, "shape": tuple(shape)})
+    if data_bytes is None:
+        data_bytes = int(np.prod(shape, dtype=object)) * np.dtype(descr).itemsize
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("x.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            for start in range(0, data_bytes, 1 << 20):
+                member.write(bytes(min(1 << 20, data_bytes - start)))
+
+
+def test_streaming_a_npz_member_is_constant_memory(tmp_path, baseline):
+    """Issue 22, item 1: a .npz member with a .npy output is inflated chunk by chunk, never whole."""
+    from dmlcli import streaming
+
+    size = 256 << 20
+    write_zeros_npz(tmp_path / "a.npz", (size // 4096, 4096))
+    assert (tmp_path / "a.npz").stat().st_size < 2 << 20
+    growth = peak_bytes(["run", "bit_not", "a.npz", "-o", "out.npy"], tmp_path) - baseline
+    inputs = [streaming.open_input(str(tmp_path / "a.npz"), label="a.npz")]
+    bound = streaming.memory_bound(inputs, (size // 4096, 4096), np.uint8, streaming.DEFAULT_CHUNK_BYTES)
+    print(f"streamed .npz member: peak growth {growth / 2**20:.1f} MiB, bound {bound / 2**20:.1f} MiB, member 256 MiB")
+    assert bound >= growth
+    assert bound < 96 << 20  # constant memory: far below the member's size
+    out = np.load(tmp_path / "out.npy", mmap_mode="r")
+    assert out.shape == (size // 4096, 4096) and out[0, 0] == 255 and out[-1, -1] == 255
+
+
+def test_npz_member_read_whole_stays_within_the_in_memory_estimate(tmp_path, baseline):
+    """The in-memory path inflates a member straight into its array: no second copy of it."""
+    write_zeros_npz(tmp_path / "a.npz", (BIG,))
+    growth = peak_bytes(["run", "bit_not", "a.npz"], tmp_path) - baseline  # a table on stdout: held in memory
+    estimate = room.in_memory_bytes(None, (BIG,), np.uint8, input_bytes=BIG)
+    print(f"in-memory .npz member: peak growth {growth / 2**20:.1f} MiB, estimate {estimate / 2**20:.1f} MiB")
+    assert estimate >= growth
+
+
+MEASURE_REFUSED = """
+import resource, subprocess, sys
+done = subprocess.run([sys.executable, "-m", "dmlcli", *sys.argv[1:]], stdout=subprocess.DEVNULL)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
+
+def test_a_npz_member_claiming_2_to_the_32_elements_is_refused_without_inflating(tmp_path, baseline):
+    """Issue 22, item 1: a small .npz whose member's header declares 2^32 uint8 elements took 4.1 GB and 27 s
+    before `run` refused it. Now the header is checked against the zip directory before a byte is inflated."""
+    import time
+
+    from dmlcli import streaming
+    from dmlcli.errors import InputError
+    from dmlcli.io.sources import read_tensor
+
+    write_zeros_npz(tmp_path / "hostile.npz", (2**32,), data_bytes=64 << 20)
+    for read in (lambda: streaming.open_input(str(tmp_path / "hostile.npz"), label="input 1"),
+                 lambda: read_tensor(str(tmp_path / "hostile.npz"), label="input 1")):
+        started = time.perf_counter()
+        with pytest.raises(InputError, match="the header promises 4294967296 elements of uint8"):
+            read()
+        assert time.perf_counter() - started < 0.25  # only the header is inflated
     env = dict(os.environ, NO_COLOR="1")
     env.pop("DMLCLI_DEBUG", None)
-    for target in ("out.json", "-"):
-        done = subprocess.run([sys.executable, "-m", "dmlcli", "run", "bit_not", "huge.npy", "-o", target],
+    for output in (["-o", "out.npy"], [], ["-o", "out.json"]):
+        done = subprocess.run([sys.executable, "-c", MEASURE_REFUSED, "run", "bit_not", "hostile.npz", *output],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2, done.stderr
-        assert "the output (uint8 [2147483648]) needs about" in done.stderr and "as JSON text" in done.stderr
-        assert done.stdout == "" and not (tmp_path / "out.json").exists()
+        code, peak = map(int, done.stdout.split())
+        assert code == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "zip directory lists only 67108864 bytes of data for the member (truncated?)" in done.stderr
+        assert peak - baseline < 32 << 20  # nothing inflated: not even the 64 MiB the member really holds
+        assert not (tmp_path / "out.npy").exists() and not (tmp_path / "out.json").exists()

@@ -690,3 +690,27 @@ def test_cli_validate_and_ops():
         result = invoke("describe", name.lower())
         assert result.exit_code == 0, result.output
         assert "--output-shape" in result.output or name == "CAST"
+
+
+def test_dxdispatch_model_runs_the_generators_and_cast():
+    """A DxDispatch model: FILL_VALUE_SEQUENCE with the page's UINT8 example (ValueDelta as the union's Int8 -2),
+    CAST of its result to FLOAT32, FILL_VALUE_CONSTANT of FLOAT16 1.0 given as the union's UInt16 bits."""
+    from conftest import REPO
+
+    result = invoke("dispatch", REPO / "tests" / "data" / "generation_model.json", "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["Resource 'Seq': 10, 8, 6, 4", "Resource 'Casted': 10, 8, 6, 4",
+                                          "Resource 'Fill': 1, 1, 1, 1"]
+
+
+def test_save_case_and_dmlcli_test_with_no_inputs(tmp_path):
+    """--save-case records a generator's output_shape; `dmlcli test` runs the case with "inputs": []."""
+    case = tmp_path / "sequence.json"
+    result = invoke("run", "fill_value_sequence", "--output-shape", "2,2", "--output-dtype", "int16", "--value-start",
+                    "4", "--value-delta", "-3", "--save-case", case, "-q")
+    assert result.exit_code == 0, result.output
+    document = json.loads(case.read_text())
+    assert document["inputs"] == [] and document["params"]["output_shape"] == [2, 2]
+    assert document["expected"]["data"] == [[4, 1], [-2, -5]]
+    result = invoke("test", case, "-q")
+    assert result.exit_code == 0 and "1 passed, 0 failed" in result.output, result.output

@@ -876,3 +876,27 @@ def test_the_gpu_branch_of_the_scatters_gives_the_cpu_result(seed):
         bits_equal(other, on_cpu)
         bits_equal(on_cpu, (ref_scatter_elements(x, arrays[1], arrays[2], 0) if op == "scatter_elements"
                             else ref_scatter_nd(x, arrays[1], arrays[2])))
+
+
+def test_direct3d_float_rules_keep_moved_bits_and_flush_where_values_are_compared():
+    x = np.uint32([1, 0x7FC00001, 0x80000000]).view(np.float32)  # a subnormal, a NaN with payload, -0
+    moved = run("gather", x, np.uint32([0, 1, 2]), float_rules="d3d")
+    bits_equal(moved, x)  # data movement: the bits, under either rule
+    count, _ = run("nonzero_coordinates", x, float_rules="d3d")
+    assert int(count[0]) == 1  # Direct3D flushes the subnormal before the comparison with zero: only NaN counts
+    count, _ = run("nonzero_coordinates", x)
+    assert int(count[0]) == 2
+
+
+def test_npy_files_in_and_out(tmp_path):
+    np.save(tmp_path / "a.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.save(tmp_path / "i.npy", np.int64([[2, -1]]))
+    result = cli_run("gather", str(tmp_path / "a.npy"), str(tmp_path / "i.npy"), "--index-dimensions", "1",
+                     "-o", str(tmp_path / "out.npy"))
+    assert result.exit_code == 0, result.output
+    assert np.load(tmp_path / "out.npy").tolist() == [[8, 9, 10, 11], [8, 9, 10, 11]]
+    result = cli_run("top_k", str(tmp_path / "a.npy"), "--axis", "1", "--k", "2", "-o", str(tmp_path / "v.npy"),
+                     "-o", str(tmp_path / "ix.npy"))
+    assert result.exit_code == 0, result.output
+    assert np.load(tmp_path / "v.npy").tolist() == [[3, 2], [7, 6], [11, 10]]
+    assert np.load(tmp_path / "ix.npy").tolist() == [[3, 2]] * 3

@@ -937,6 +937,16 @@ def test_cli_runs_split_and_reverse_subsequences(tmp_path):
     assert json.loads(result.stdout)["data"] == [[2, 1, 3], [6, 5, 4]]
 
 
+def test_cli_padding_values_typed_and_float():
+    # PADDING1's value is read exactly in the output's type; PADDING's is a FLOAT, truncated for integers.
+    result = CliRunner().invoke(cli, ["run", "padding1", "[1,2]", "--dtype", "int64", "--padding-value",
+                                      str(2**62 + 1), "--start-padding", "1", "-o", "-"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["data"] == [2**62 + 1, 1, 2]
+    result = CliRunner().invoke(cli, ["run", "padding", "[1,2]", "--dtype", "int32", "--padding-value", "-10.6",
+                                      "--end-padding", "1", "-o", "-"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["data"] == [1, 2, -10]
+
+
 def test_cli_table_shows_every_output_of_split():
     result = CliRunner().invoke(cli, ["run", "split", "[1,2,3]", "--dtype", "uint8", "--output-sizes", "1,2"])
     assert result.exit_code == 0, result.output

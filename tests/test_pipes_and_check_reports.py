@@ -79,10 +79,12 @@ def test_stdin_can_be_read_only_once():
     assert validated.exit_code == 2 and "stdin can be read only once" in validated.stderr
 
 
-@pytest.mark.parametrize("extra", [["-o", "out.npy", "--format", "npy"], ["-o", "out.json", "--format", "json"],
+# -o FILE --format npy|json name the file's format (issue 21c: tests/test_output_format.py); the rest stay refused.
+@pytest.mark.parametrize("extra", [["-o", "out.npy", "--format", "hex"], ["-o", "out.json", "--format", "table"],
                                    ["-o", "-", "--format", "hex"], ["-o", "-", "--format", "table"],
+                                   ["-o", "-.json", "--format", "npy"],
                                    ["--format", "npy"], ["--check", "[254]", "--format", "npy"]])
-def test_format_with_an_output_stays_refused_except_npy_or_json_on_stdout(tmp_path, monkeypatch, extra):
+def test_format_with_an_output_stays_refused_except_npy_or_json(tmp_path, monkeypatch, extra):
     monkeypatch.chdir(tmp_path)
     result = invoke("run", "bit_not", "[1]", "--dtype", "uint8", *extra)
     assert result.exit_code == 2 and result.stderr.startswith("dmlcli: error: --format")

@@ -206,7 +206,8 @@ def test_exitfirst_stops_after_the_first_failure_in_file_order(planted, jobs):
 @pytest.mark.parametrize("document, reason", [
     ("[1, 2]", "a case is a JSON object"),
     ({"op": "bit_not", "inputs": [u8([1])], "expected": u8([254]), "tolerence": {"exact": True}}, "unknown key 'tolerence'"),
-    ({"op": "bit_not", "inputs": [], "expected": u8([254])}, "\"inputs\" must be a non-empty list"),
+    ({"op": "bit_not", "inputs": {}, "expected": u8([254])}, "\"inputs\" must be a list"),
+    ({"op": "bit_not", "inputs": [], "expected": u8([254])}, "BIT_NOT takes 1 input tensor"),
     ({"op": "bit_not", "inputs": [u8([1])]}, "no \"expected\" tensor"),
     ({"op": "bit_not", "inputs": ["missing.npy"], "expected": u8([254])}, "no such file"),
     ({"op": "bit_not", "inputs": [u8([1])], "expected": u8([254]), "tolerance": {"rtol": -1}}, "finite number >= 0"),
@@ -318,6 +319,37 @@ def test_k_precedence_is_not_then_and_then_or():
     assert parse("a or b and not c") == Either(Word("a"), Both(Word("b"), Not(Word("c"))))
     assert parse("not a and b") == Both(Not(Word("a")), Word("b"))
     assert evaluate(parse("BIT_AND"), ["onnx__test_bitwise_bit_and"])  # case-insensitive substrings
+
+
+@pytest.mark.parametrize("text, column", [("(" * 5000 + "a" + ")" * 5000, 101), ("not " * 5000 + "a", 401),
+                                          ("a and " + "(not " * 3000 + "b", 7 + 5 * 50)])
+def test_deeply_nested_k_is_a_usage_error_naming_the_column(planted, text, column):
+    """Issue 22, item 2: 5000 nested parentheses ended in 'internal error: RecursionError' (exit 5)."""
+    result = invoke("test", planted, "-k", text)
+    assert result.exit_code == 2, result.stderr
+    line = result.stderr.strip()
+    assert "\n" not in line and line.startswith("dmlcli: error: -k '")
+    assert f"nested more than 100 deep at column {column}" in line
+    assert len(line) < 300  # the expression's echo is cut
+
+
+def test_k_chains_of_any_length_parse_and_evaluate():
+    """and/or chains are left-deep trees as long as the chain: walked in loops, never recursion."""
+    chain = parse(" or ".join(f"w{i}" for i in range(20000)))
+    assert evaluate(chain, ["w19999"]) and not evaluate(chain, ["x"])
+    assert evaluate(parse(" and ".join(["a"] * 20000) + " or b"), ["b"])
+    assert evaluate(parse("(" * 100 + "a" + ")" * 100), ["a"])  # the limit itself is allowed
+
+
+@given(st.text(alphabet="() anotdrb", max_size=400))
+def test_k_parser_refuses_or_evaluates_any_mix_of_operators(text):
+    """Fuzz (issue 22, item 4): any expression parses and evaluates, or is one InputError line."""
+    try:
+        tree = parse(text)
+    except InputError as error:
+        assert str(error).startswith("-k ") and "\n" not in str(error)
+        return
+    assert evaluate(tree, ["a", "b"]) in (True, False)
 
 
 @given(st.text(max_size=30))
@@ -457,7 +489,7 @@ def test_summary_on_a_terminal_is_a_rich_table(planted):
         def isatty(self):
             return True
 
-    from dmlcli.suite.summary import print_summary
+    from dmlcli.cli.suite_summary import print_summary
 
     stream = Terminal()
     print_summary(run_suite([planted], jobs=1), stream)

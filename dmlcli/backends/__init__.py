@@ -55,3 +55,19 @@ def _auto_backend():
     except (BackendUnavailableError, ImportError) as why:
         warnings.warn(f"--backend auto: no usable GPU ({why}); running on the CPU", DmlcliWarning, stacklevel=3)
         return importlib.import_module(_MODULES["cpu"]).create()
+
+
+def survey() -> list[dict]:
+    """Every backend with what it says of itself (describe()), or why it cannot run: what `dmlcli info` and its
+    JSON report show. [{"name", "available", and "reason" or the backend's facts}], the CPU first."""
+    from ..errors import BackendUnavailableError
+
+    found = []
+    for name in ("cpu", "gpu"):
+        try:
+            facts = get_backend(name).describe()
+        except BackendUnavailableError as why:
+            found.append({"name": name, "available": False, "reason": str(why).removeprefix("GPU backend: ")})
+        else:
+            found.append({"name": name, "available": True, **{k: v for k, v in facts.items() if k != "backend"}})
+    return found

@@ -36,6 +36,31 @@ def stdout_target(output: str | None, style: str | None) -> tuple[str | None, st
     return output, style
 
 
+def file_format(output: str | None, style: str | None) -> str | None:
+    """The format --format names for an -o file ("npy" or "json"), or None where it names none.
+
+    -o PATH --format npy|json writes that format whatever PATH's extension; --format table|bits|hex show
+    a result on a terminal and are refused with -o, as is --format with a Zarr store (always Zarr).
+    """
+    if output is None or style is None:
+        return None
+    from ..io.targets import OUTPUT_FORMATS, is_stdout
+    from ..errors import quoted
+
+    if style not in OUTPUT_FORMATS:
+        raise InputError(f"--format {style} shows a result on stdout, but -o {quoted(output)} writes it; with -o, "
+                         "--format takes npy or json (the output's format), or leave --format out")
+    if is_stdout(output):
+        raise InputError(f"--format {style}: -o {output} already names how stdout is written; give -o - --format "
+                         "npy|json, or leave --format out")
+    from ..io.zarr_names import is_zarr_source
+
+    if is_zarr_source(output):
+        raise InputError(f"--format {style}: -o {quoted(output)} is a Zarr store, written as Zarr; leave --format "
+                         "out")
+    return style
+
+
 def check_binary_stdout(output: str | None) -> None:
     """Refuse .npy bytes for a terminal: they are for a pipe or a file."""
     import sys
@@ -63,10 +88,11 @@ def check_report_options(expected: str | None, report: str | None) -> None:
     check_output_path(report)
 
 
-def streams_with_check(inputs, output: str | None, expected: str | None) -> bool:
+def streams_with_check(inputs, output: str | None, expected: str | None, output_format: str | None = None) -> bool:
     """Whether a checked run can stream: .npy inputs into a .npy file, against an expected .npy file.
 
-    The result is then compared with the expected file chunk by chunk, never loading either whole.
+    The result is then compared with the expected file chunk by chunk, never loading either whole: so the
+    output must be a file that can be read back, not a device or FIFO (-o /dev/null).
     """
     if expected is None or expected == "-":  # the usual run: nothing more is imported
         return False
@@ -74,10 +100,23 @@ def streams_with_check(inputs, output: str | None, expected: str | None) -> bool
 
     from ..streaming import is_streamable
 
-    if not (Path(expected).suffix.lower() == ".npy" and is_streamable(list(inputs), output)):
+    if not (Path(expected).suffix.lower() == ".npy" and is_streamable(list(inputs), output, output_format)
+            and _regular_or_new(output)):
         return False
     # `-o e.npy --check e.npy` would compare the new file with itself; the in-memory path maps the old one first.
     return not _same_file(output, expected)
+
+
+def _regular_or_new(path: str) -> bool:
+    import stat
+    from pathlib import Path
+
+    try:
+        return stat.S_ISREG(Path(path).stat().st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def _same_file(first: str, second: str) -> bool:

@@ -38,12 +38,14 @@ def _declared_dtype(text):
 # No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
 @click.option("-o", "--output", "outputs", metavar="OUTPUT", multiple=True, shell_complete=complete_path,
-              help="Write the result to a .npy or .json file (by extension), or - for JSON on stdout. An operator "
-                   "with several outputs (SPLIT, TOP_K) takes one -o per output, or one .npz for all.")
+              help="Write the result to a .npy or .json file (by extension, or as --format npy|json says), or - for "
+                   "JSON on stdout. An operator with several outputs (SPLIT, TOP_K) takes one -o per output, or one "
+                   ".npz for all.")
 @call_options
 @click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json", "npy"]), default=None,
-              help="How to show the result on stdout [default: table]; not with -o (the extension decides) "
-                   "or --check (which prints a verdict), except -o - --format npy|json (JSON by default).")
+              help="How to show the result on stdout [default: table]; with -o, npy or json name the output's "
+                   "format whatever its extension (-o /dev/null takes any); not with --check (which prints a "
+                   "verdict).")
 @click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
                    "and integer outputs, else within the operator's tolerance (see describe: ULP or an absolute "
@@ -65,9 +67,9 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
 
     INPUT is a .npy file, a .json file, a .npz file (file.npz:name), - (stdin: .npy or JSON) or an
     inline JSON literal. OPERATOR's own options: dmlcli run OPERATOR --help.
-    With .npy inputs and a .npy -o (and no --check), the run streams in chunks in constant
-    memory, with a progress bar on a terminal (chunk size: DMLCLI_CHUNK_BYTES, default 1M on
-    the CPU, 64M on the GPU).
+    With .npy inputs and a .npy -o, or JSON output (-o x.json, -o -, --format json), and no --check,
+    the run streams in chunks in constant memory, with a progress bar on a terminal (chunk size:
+    DMLCLI_CHUNK_BYTES, default 1M on the CPU, 64M on the GPU).
 
     \b
     Examples:
@@ -88,15 +90,17 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
                                (scheduler, workers, chunks), arguments)
     output = outputs[0] if outputs else None
     output, style = checking.stdout_target(output, style)
+    output_format = checking.file_format(output, style)
+    if output_format is not None:
+        style = None
     check_stdin_read_once([*inputs, expected])
     checking.check_report_options(expected, report)
     checking.check_binary_stdout(output)
-    if style is not None and (output is not None or expected is not None):
+    if style is not None and expected is not None:
         from ..errors import InputError
 
-        raise InputError(f"--format {style} shows a result on stdout, but with "
-                         f"{'-o the output file decides its format by its extension' if output is not None else '--check the result is compared, not shown'}"
-                         "; leave --format out")
+        raise InputError(f"--format {style} shows a result on stdout, but with --check the result is compared, "
+                         "not shown; leave --format out")
     style = style or "table"
     req = _request(operator, arguments)
     override = None
@@ -106,7 +110,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         override = parse_tolerance(tolerance)
     expected_array = []
     # --save-case needs the inputs and the result in memory, so a checked run with it does not stream.
-    streamed_check = save_case is None and checking.streams_with_check(inputs, output, expected)
+    streamed_check = save_case is None and checking.streams_with_check(inputs, output, expected, output_format)
     if streamed_check:
         checking.check_expected_header(expected)
 
@@ -120,7 +124,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
                               stream=(expected is None or streamed_check) and save_case is None,
                               before_execute=read_expected if expected else None,
-                              dask=dask_settings(scheduler, workers, chunks))
+                              dask=dask_settings(scheduler, workers, chunks), output_format=output_format)
         report_warnings(outcome.warnings, quiet)
         if save_case is not None:
             from ..suite.save import save_case as write_case
@@ -245,7 +249,8 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, outpu
     """Run a DxDispatch model (resources, dispatchables, commands) on Linux, CPU or GPU.
 
     Every dispatch is checked against DirectML's rules before anything runs; operators outside
-    dmlcli's set, HLSL or ONNX dispatchables and textures are refused (exit 2).
+    dmlcli's set, HLSL dispatchables and textures are refused (exit 2). ONNX dispatchables run
+    through ONNX Runtime (the [onnx] extra), images through Pillow (the [images] extra).
 
     \b
     Example:
@@ -272,23 +277,18 @@ def info(output_format):
       dmlcli info
       dmlcli info --format json
     """
+    from ..reports import backends_report
+
+    report = backends_report()
     if output_format == "json":
-        from ..reports import backends_report
-
-        return echo_json(backends_report())
-    from ..backends import cpu, gpu
-    from ..errors import BackendUnavailableError
-
-    found = ["cpu"]
-    cpu_facts = cpu.create().describe()
+        return echo_json(report)
+    cpu, gpu = report["backends"]
+    found = [b["name"] for b in report["backends"] if b["available"]]
     click.echo(f"dmlcli {__version__}")
-    click.echo(f"CPU: NumPy {cpu_facts['numpy']}")
-    try:
-        facts = gpu.create().describe()
-    except BackendUnavailableError as why:
-        click.echo(f"GPU: not available ({str(why).removeprefix('GPU backend: ')})")
+    click.echo(f"CPU: NumPy {cpu['numpy']}")
+    if not gpu["available"]:
+        click.echo(f"GPU: not available ({gpu['reason']})")
     else:
-        found.append("gpu")
-        click.echo(f"GPU: {facts['device']}, {facts['device_memory_bytes'] / 2**30:.1f} GiB; CuPy {facts['cupy']}, "
-                   f"CUDA runtime {facts['cuda_runtime']}, driver supports CUDA {facts['cuda_driver']}")
+        click.echo(f"GPU: {gpu['device']}, {gpu['device_memory_bytes'] / 2**30:.1f} GiB; CuPy {gpu['cupy']}, "
+                   f"CUDA runtime {gpu['cuda_runtime']}, driver supports CUDA {gpu['cuda_driver']}")
     click.echo(f"backends found: {', '.join(found)} (--backend auto picks {found[-1]})")

@@ -73,7 +73,7 @@ def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_
       dmlcli test suite/ --report results.json -q
     """
     from ..suite.runner import run_suite
-    from ..suite.summary import print_summary
+    from .suite_summary import print_summary
 
     for option, target, suffix in (("--junit-xml", junit_xml, ".xml"), ("--report", report, ".json")):
         if target is not None:

@@ -10,7 +10,8 @@ runs the ones whose operators are in its table, anywhere, on NumPy or CuPy:
 
 The work is split by concern: jsonc (comments and trailing commas), model (the
 format, resources and initialisers), plan (DirectML's rules, checked before anything runs),
-run (execution) and printing (DxDispatch's text output); strided views are dmlcli.io.strided.
+run (execution) and printing (DxDispatch's text output); onnx (ONNX dispatchables through ONNX
+Runtime, deferred resources) and images (.jpg / .png through Pillow); strided views are dmlcli.io.strided.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Callable
 from .jsonc import shown
 from .memory import out_of_memory
 from .model import Model, read_model
+from .onnx import OnnxDispatchable, providers_for
 from .plan import PlannedDispatch, check_model
 from .run import DispatchTiming, ModelRun, run_commands
 from ..engine import choose_backend
@@ -62,8 +64,12 @@ def run_model(model: Model, *, backend="cpu", feature_level=None, iterations: in
         raise InputError(f"warmup must be a non-negative integer, got {shown(warmup)}")
     feature_level = parse_feature_level(feature_level)  # refused even when the model has no dispatch
     try:
-        planned = check(model, feature_level=feature_level)
-        return run_commands(model, planned, choose_backend(backend), iterations=iterations, warmup=warmup, emit=emit,
+        engine = choose_backend(backend)
+        providers = None
+        if any(isinstance(d, OnnxDispatchable) for d in model.dispatchables.values()):
+            providers = providers_for(getattr(engine, "name", "cpu"), explicit=backend == "gpu")
+        _, planned = check_model(model, feature_level, onnx_providers=providers)
+        return run_commands(model, planned, engine, iterations=iterations, warmup=warmup, emit=emit,
                             timing=timing)
     except MemoryError:
         raise out_of_memory(f"model {shown(str(model.path))}") from None

@@ -83,17 +83,28 @@ def _kind_of(mode: int) -> str:
 
 
 def check_output_dir(output_dir) -> Path:
-    """The output folder, which must exist: it is the user's choice, so dmlcli does not create it."""
+    """The output folder. One that does not exist yet is created when the first file is written into it (so
+    a model that fails writes no folder either), as DxDispatch's writeFile creates the folders of its targets
+    (std::filesystem::create_directories); what exists of its path must be folders."""
     folder = Path(output_dir) if output_dir is not None else Path.cwd()
     shown = quoted(cut(str(folder)))
-    try:
-        mode = os.stat(folder).st_mode
-    except FileNotFoundError:
-        raise InputError(f"output folder {shown}: does not exist (create it first)") from None
-    except (OSError, ValueError) as error:
-        raise InputError(f"output folder {shown}: cannot be used ({_reason(error)})") from None
+    existing = folder
+    while True:
+        try:
+            mode = os.stat(existing).st_mode
+        except FileNotFoundError:
+            if existing.parent == existing:
+                raise InputError(f"output folder {shown}: cannot be used (no part of its path exists)") from None
+            existing = existing.parent
+            continue
+        except NotADirectoryError:
+            raise InputError(f"output folder {shown}: a part of its path is a file, not a folder") from None
+        except (OSError, ValueError) as error:
+            raise InputError(f"output folder {shown}: cannot be used ({_reason(error)})") from None
+        break
     if not stat.S_ISDIR(mode):
-        raise InputError(f"output folder {shown}: is not a folder")
+        what = "is not a folder" if existing == folder else f"cannot be created: {quoted(cut(str(existing)))} is a file"
+        raise InputError(f"output folder {shown}: {what}")
     return folder
 
 

@@ -25,7 +25,7 @@ def shown(value) -> str:
     (true, null, [1, 2]), never Python's repr; cut to a readable length."""
     if isinstance(value, str):
         return quoted(cut(value))
-    from ..io.json_tensor import json_spelling
+    from ..scalars import json_spelling
 
     return cut(json_spelling(value))
 

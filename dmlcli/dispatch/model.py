@@ -3,8 +3,9 @@
 The reference is DxDispatch itself (microsoft/DirectML, DxDispatch/doc/Guide.md and
 DxDispatch/src/model/JsonParsers.cpp); comments below name the behaviour followed. Parsing
 checks the model's structure and refuses, naming the item, whatever dmlcli cannot run (other
-operators, HLSL / ONNX / serialized-graph dispatchables, textures, image files, deferred or
-list-initialised buffers) so that nothing runs before the whole model is known to be runnable.
+operators, HLSL / serialized-graph dispatchables, textures, mixed-type list-initialised buffers)
+so that nothing runs before the whole model is known to be runnable. ONNX dispatchables are
+dispatch/onnx.py, image files dispatch/images.py.
 DirectML's own rules (data types, dimension counts, buffer sizes, alignment) are checked later,
 per dispatch, by dispatch_plan.
 """
@@ -23,17 +24,21 @@ from ..data_types import ALL_DATA_TYPES, DataType, from_numpy
 from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, RegularFile, check_output_dir,
                     shown_path, source_file, write_target)
 from .jsonc import load_model_json, shown
+from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
 from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
+from .onnx import OnnxDispatchable, parse_onnx_dispatchable
 from ..io.strided import check_strides, little_endian
 from ..errors import InputError
 from ..operators import Operator, find_operator, table_summary
 
 _DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
 _UNSUPPORTED_DISPATCHABLES = {
-    "hlsl": "HLSL compute shaders",
-    "onnx": "ONNX models",
     "dmlserializedgraph": "serialized DirectML graphs",
 }
+# HLSL is the one kind dmlcli cannot run at all: it needs DirectX's shader compiler and a Direct3D device.
+HLSL_REFUSAL = ("HLSL dispatchables are compute shaders that need DirectX's shader compiler (dxc) and a Direct3D 12 "
+                "device, which dmlcli does not have; dmlcli runs DirectML operators and ONNX models")
+_COMPILE_TYPES = ("DmlCompileOp", "DmlCompileGraph")
 _RESOURCE_KEYS = ("initialValuesDataType", "initialValues", "sizeInBytes", "initialValuesOffsetInBytes",
                   "resampleSize", "resampleMode", "type")
 _TENSOR_KEYS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
@@ -43,7 +48,6 @@ _TENSOR_KEYS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", 
 _DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "bindings", "dmlCompileType", "executionFlags")
 # Binding keys DxDispatch uses only for HLSL / ONNX bindings (Guide.md, "Advanced Binding").
 _BINDING_KEYS_IGNORED_FOR_DML = ("format", "elementCount", "elementStride", "counter", "counterOffsetBytes", "shape")
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 UINT32_MAX = 0xFFFFFFFF
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 
@@ -60,6 +64,7 @@ class BufferResource:
     initial_values: bytes
     size_in_bytes: int
     initial_offset: int = 0  # initialValuesOffsetInBytes
+    deferred: bool = False  # "initialValues": "deferred": no buffer; an ONNX output gives it contents, shape and type
 
     @property
     def initial_element_count(self) -> int:
@@ -91,6 +96,7 @@ class BindingSource:
     resource: str
     element_offset: int = 0
     element_size_in_bytes: int | None = None  # None: the resource's initialValuesDataType size
+    shape: tuple[int, ...] | None = None  # ONNX bindings only: the tensor's shape (overrides the model's)
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,7 @@ class WriteFileCommand:
 class Model:
     path: Path
     resources: dict[str, BufferResource] = field(default_factory=dict)
-    dispatchables: dict[str, Dispatchable] = field(default_factory=dict)
+    dispatchables: dict[str, Dispatchable | OnnxDispatchable] = field(default_factory=dict)
     commands: list = field(default_factory=list)
 
 
@@ -177,17 +183,28 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
         raise InputError(f"{prefix}: the root must be a JSON object with resources, dispatchables and commands")
     model = Model(path=path)
     resources = _member(document, "resources", dict, prefix)
+    dispatchables = _member(document, "dispatchables", dict, prefix)
+    _refuse_hlsl(dispatchables, prefix)  # first: an HLSL model's resources (mixed-type lists) would fail before it
     for name, value in resources.items():
         model.resources[name] = parse_resource(name, value, model_dir=rules.model_dir, rules=rules, budget=budget,
                                                where=f"{prefix}: resource {shown(name)}")
-    dispatchables = _member(document, "dispatchables", dict, prefix)
     for name, value in dispatchables.items():
-        model.dispatchables[name] = parse_dispatchable(
-            name, value, model.resources, where=f"{prefix}: dispatchable {shown(name)}")
+        where = f"{prefix}: dispatchable {shown(name)}"
+        if isinstance(value, dict) and isinstance(value.get("type"), str) and value["type"].lower() == "onnx":
+            model.dispatchables[name] = parse_onnx_dispatchable(name, value, rules=rules, budget=budget, where=where)
+            continue
+        model.dispatchables[name] = parse_dispatchable(name, value, model.resources, where=where)
     commands = _member(document, "commands", list, prefix)
     for index, value in enumerate(commands):
         model.commands.append(parse_command(index, value, model, rules=rules, where=f"{prefix}: command {index}"))
     return model
+
+
+def _refuse_hlsl(dispatchables: dict, where: str) -> None:
+    for name, value in dispatchables.items():
+        kind = value.get("type", value.get("Type")) if isinstance(value, dict) else None
+        if isinstance(kind, str) and kind.lower() == "hlsl":
+            raise InputError(f"{where}: dispatchable {shown(name)}: {HLSL_REFUSAL}")
 
 
 def _member(document: dict, key: str, kind: type, where: str):
@@ -343,7 +360,11 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
         declared = parse_data_type_name(value["initialValuesDataType"], f"{where}: initialValuesDataType")
     if "initialValues" not in value:
         raise InputError(f"{where}: has no initialValues")
-    initialiser = _initial_values(value["initialValues"], declared, rules=rules, where=f"{where}: initialValues")
+    if isinstance(value["initialValues"], str):
+        return _deferred(name, value, declared, where)
+    _check_resample_fields(value, where)
+    initialiser = _initial_values(value["initialValues"], declared, rules=rules, where=f"{where}: initialValues",
+                                  resample_size=value.get("resampleSize"), budget=budget)
     if initialiser.size_in_bytes == 0:
         raise InputError(f"{where}: initialValues must not be empty")
     initial_bytes = initialiser.size_in_bytes
@@ -368,14 +389,38 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
     return BufferResource(name, initialiser.data_type, initial, size, offset)
 
 
-def _initial_values(initial, declared: DataType | None, *, rules: PathRules, where: str) -> _Initialiser:
+def _deferred(name: str, value: dict, declared: DataType | None, where: str) -> BufferResource:
+    """"initialValues": "deferred" (ParseModelBufferDesc): no buffer until an ONNX output is bound to it."""
+    if value["initialValues"] != "deferred":
+        raise InputError(f"{where}: initialValues {shown(value['initialValues'])} is not \"deferred\", the one "
+                         "string DxDispatch accepts there")
+    extra = [key for key in ("sizeInBytes", "initialValuesOffsetInBytes", "resampleSize", "resampleMode") if key in value]
+    if extra:
+        raise InputError(f"{where}: a deferred resource takes its size from the ONNX output it receives; "
+                         f"{extra[0]} does not apply")
+    data_type = declared or parse_data_type_name("UINT8", where)
+    return BufferResource(name, data_type, b"", 0, 0, deferred=True)
+
+
+def _check_resample_fields(value: dict, where: str) -> None:
+    """resampleSize and resampleMode apply to image files only; resampleMode must be "scale" (JsonParsers.cpp)."""
+    initial = value["initialValues"]
+    is_image = isinstance(initial, dict) and image_suffix(initial.get("sourcePath", "")) is not None
+    for key in ("resampleSize", "resampleMode"):
+        if key in value and not is_image:
+            raise InputError(f"{where}: {key} applies only to an image file (.jpg, .png) in initialValues' sourcePath")
+    mode = value.get("resampleMode", "scale")
+    if mode != "scale":
+        raise InputError(f"{where}: resampleMode must be \"scale\" for image files, found {shown(mode)}")
+
+
+def _initial_values(initial, declared: DataType | None, *, rules: PathRules, where: str, resample_size=None,
+                    budget: MemoryBudget | None = None) -> _Initialiser:
     if isinstance(initial, list):
         if declared is None:
             raise InputError(f"{where}: an array of values needs initialValuesDataType")
         return _Initialiser(declared, len(initial) * (declared.bits // 8),
                             lambda: _as_buffer_bytes(element_values(initial, declared, where)))
-    if isinstance(initial, str):
-        raise InputError(f"{where}: {shown(initial)} (deferred buffers) is not supported by dmlcli; give the values")
     if not isinstance(initial, dict):
         raise InputError(f"{where}: must be an array of numbers or an object (constant, sequence or sourcePath)")
     if "value" in initial:
@@ -383,7 +428,8 @@ def _initial_values(initial, declared: DataType | None, *, rules: PathRules, whe
     if "valueStart" in initial:
         return _sequence(initial, declared, where)
     if "sourcePath" in initial:
-        return _from_file(initial, declared, rules=rules, where=where)
+        return _from_file(initial, declared, rules=rules, where=where, resample_size=resample_size,
+                          budget=budget or MemoryBudget())
     raise InputError(f"{where}: unknown initialiser (expected \"value\", \"valueStart\" or \"sourcePath\")")
 
 
@@ -436,7 +482,29 @@ def _sequence(initial: dict, declared, where: str) -> _Initialiser:
     return _Initialiser(data_type, count * (data_type.bits // 8), make)
 
 
-def _from_file(initial: dict, declared, *, rules: PathRules, where: str) -> _Initialiser:
+def _from_image(path: Path, declared, resample_size, *, budget: MemoryBudget, where: str,
+                shown_source: str) -> _Initialiser:
+    """A .jpg or .png, read as DxDispatch reads it (dispatch/images.py): NCHW, FLOAT32 or FLOAT16, 0 to 1."""
+    data_type = _need_type(declared, "image file", where)
+    check_image_type(data_type, f"{where}: initialValuesDataType")
+    channels, height, width = parse_resample_size(resample_size, f"{where}: resampleSize")
+    size = channels * height * width * (data_type.bits // 8)
+    with RegularFile(path, where, shown_source) as handle:
+        file_size = handle.size
+    budget.claim(0, f"reading the image file ({file_size} bytes)", where, peak=file_size)
+
+    def make_from_image() -> bytes:
+        with RegularFile(path, where, shown_source) as again:
+            if again.size != file_size:
+                raise InputError(f"{where}: {shown_source} changed size while being read")
+            data = again.read_all()
+        return read_image(data, data_type, (channels, height, width), budget=budget, where=f"{where}: {shown_source}")
+
+    return _Initialiser(data_type, size, make_from_image)
+
+
+def _from_file(initial: dict, declared, *, rules: PathRules, where: str, resample_size=None,
+               budget: MemoryBudget | None = None) -> _Initialiser:
     """{ "sourcePath": "x.npy" } or raw .dat/.bin bytes (GenerateInitialValuesFromFile).
 
     The path is tried relative to the model's folder first, then to the current folder; either way
@@ -451,9 +519,10 @@ def _from_file(initial: dict, declared, *, rules: PathRules, where: str) -> _Ini
     shown_source = f"sourcePath {shown_path(source)}"
     shown_where = f"{where}: {shown_source}"
     suffix = Path(source).suffix.lower()
-    if suffix in _IMAGE_SUFFIXES:
-        raise InputError(f"{shown_where}: image files are not supported by dmlcli (use .npy)")
     path = source_file(source, rules, where)
+    if image_suffix(source):
+        return _from_image(path, declared, resample_size, budget=budget or MemoryBudget(), where=where,
+                           shown_source=shown_source)
     if suffix == ".npy":
         with RegularFile(path, where, shown_source) as handle:
             shape, _, dtype, _ = read_npy_header(handle.reopenable_path, where=shown_where)
@@ -497,6 +566,10 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
                          f"{table_summary()}")
     operator = _find_model_operator(type_name, where)
+    compile_type = value.get("dmlCompileType", "DmlCompileOp")
+    if compile_type not in _COMPILE_TYPES:
+        # A one-node graph (DmlCompileGraph) computes what the operator does, so both run the operator.
+        raise InputError(f"{where}: dmlCompileType must be DmlCompileOp or DmlCompileGraph, found {shown(compile_type)}")
     # An array field comes with its count field (SLICE's Offsets with DimensionCount), as DirectML reads them.
     expected = operator.tensors + _count_fields(operator) + tuple(
         dict.fromkeys(field for p in operator.parameters for field in p.desc_fields))
@@ -512,6 +585,8 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     for tensor_field in operator.tensors:
         if tensor_field in optional and desc.get(tensor_field) is None:
             continue  # a _Maybenull_ tensor (a zero point) left out: the engine supplies zeros
+        if tensor_field in operator.optional_outputs and desc.get(tensor_field) is None:
+            continue  # a _Maybenull_ output (RNN's OutputSequenceTensor) left out: not written
         if tensor_field not in desc:
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")
@@ -519,6 +594,9 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
             tensors.update(_tensor_array(operator, desc, where))
             continue
         tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
+    if operator.optional_outputs and not any(name in tensors for name in operator.outputs):
+        raise InputError(f"{where}: desc has none of {', '.join(operator.outputs)}; a {operator.dml_name} desc "
+                         "needs at least one output tensor")
     for parameter in operator.parameters:
         check_count = getattr(parameter, "check_desc_count", None)
         if check_count is not None:
@@ -707,8 +785,32 @@ def _dispatch_command(index: int, value: dict, model: Model, *, where: str) -> D
     if not isinstance(value.get("bindings"), dict):
         raise InputError(f"{where}: expected an object field named 'bindings'")
     dispatchable = model.dispatchables[name]
-    bindings = parse_bindings(value["bindings"], dispatchable.operator, model.resources, where=f"{where}: bindings")
+    if isinstance(dispatchable, OnnxDispatchable):
+        bindings = parse_onnx_bindings(value["bindings"], model.resources, where=f"{where}: bindings")
+    else:
+        bindings = parse_bindings(value["bindings"], dispatchable.operator, model.resources, where=f"{where}: bindings")
     return DispatchCommand(index, name, bindings)
+
+
+def parse_onnx_bindings(value: dict, resources: dict, *, where: str) -> dict[str, BindingSource]:
+    """ONNX bindings by the model's tensor names: one resource each, optionally with a "shape" (int64s)."""
+    bindings = {}
+    for tensor_name, source in value.items():
+        here = f"{where}: {tensor_name}"
+        if isinstance(source, list):
+            if len(source) != 1:
+                raise InputError(f"{here}: ONNX dispatchables' tensors must map to a single binding source, "
+                                 f"found {len(source)}")
+            source = source[0]
+        binding = _binding_source(source, resources, where=here)
+        shape = source.get("shape") if isinstance(source, dict) else None
+        if shape is not None:
+            if not isinstance(shape, list):
+                raise InputError(f"{here}: shape must be a list of non-negative integers")
+            shape = tuple(parse_uint(d, f"{here}: shape", maximum=2**63 - 1) for d in shape)
+            binding = BindingSource(binding.resource, binding.element_offset, binding.element_size_in_bytes, shape)
+        bindings[tensor_name] = binding
+    return bindings
 
 
 def _write_file_command(index: int, value: dict, model: Model, *, rules: PathRules, where: str) -> WriteFileCommand:
@@ -717,13 +819,13 @@ def _write_file_command(index: int, value: dict, model: Model, *, rules: PathRul
     target = value.get("targetPath")
     if not isinstance(target, str) or not target:
         raise InputError(f"{where}: needs a \"targetPath\"")
-    if Path(target.replace("\0", "")).suffix.lower() in _IMAGE_SUFFIXES:
-        raise InputError(f"{where}: targetPath {shown_path(target)}: image files are not supported by dmlcli "
-                         "(use .npy, .dat or .bin)")
     path, resolved = write_target(target, rules, where)
     dimensions = value.get("dimensions")
     if dimensions is not None:
         if not isinstance(dimensions, list) or not dimensions:
             raise InputError(f"{where}: dimensions must be a non-empty list of unsigned integers")
         dimensions = tuple(parse_uint(d, f"{where}: dimensions") for d in dimensions)
+    buffer = model.resources[resource]
+    if image_suffix(target) and not buffer.deferred:  # a deferred one is checked once its shape is known
+        check_image_write(dimensions, buffer.data_type, buffer.size_in_bytes, where)
     return WriteFileCommand(index, resource, path, dimensions, resolved)

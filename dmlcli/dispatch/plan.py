@@ -15,7 +15,9 @@ import numpy as np
 
 from ..engine import plan, request
 from .jsonc import shown
+from .memory import MemoryBudget
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
+from .onnx import OnnxDispatchable, PlannedOnnxDispatch, open_session, plan_onnx_dispatch
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
 from ..validation import Verdict, field_of
@@ -56,12 +58,52 @@ class PlannedDispatch:
         return self.checked.dispatchable.name
 
 
-def check_model(model: Model, feature_level=None) -> tuple[dict[str, CheckedDispatchable], list[PlannedDispatch]]:
-    """Validate every dispatchable and every dispatch command; raise on the first broken rule."""
-    checked = {name: check_dispatchable(d, feature_level) for name, d in model.dispatchables.items()}
-    planned = [bind_dispatch(command, checked[command.dispatchable], model)
-               for command in model.commands if isinstance(command, DispatchCommand)]
+def check_model(model: Model, feature_level=None, *, onnx_providers: list[str] | None = None,
+                ) -> tuple[dict[str, CheckedDispatchable], list[PlannedDispatch | PlannedOnnxDispatch]]:
+    """Validate every dispatchable and every dispatch command; raise on the first broken rule.
+
+    ONNX dispatchables are opened as ONNX Runtime sessions on `onnx_providers` (default: the CPU's), one
+    per dispatchable, and each dispatch's bindings are checked against the model's inputs and outputs.
+    """
+    checked = {name: check_dispatchable(d, feature_level) for name, d in model.dispatchables.items()
+               if not isinstance(d, OnnxDispatchable)}
+    onnx = {name: d for name, d in model.dispatchables.items() if isinstance(d, OnnxDispatchable)}
+    # ONNX Runtime's tensors may use what the model's buffers leave of the memory available (twice: the
+    # buffers, and the copies a run makes of them).
+    limit = None
+    if onnx:
+        available = MemoryBudget().available
+        buffers = sum(resource.size_in_bytes for resource in model.resources.values())
+        limit = None if available is None else max(available - 2 * buffers, 0)
+    sessions = {name: open_session(d, onnx_providers or ["CPUExecutionProvider"], limit) for name, d in onnx.items()}
+    planned = []
+    for command in model.commands:
+        if not isinstance(command, DispatchCommand):
+            continue
+        if command.dispatchable in sessions:
+            planned.append(plan_onnx_dispatch(command, model.dispatchables[command.dispatchable],
+                                              sessions[command.dispatchable], model.resources))
+        else:
+            planned.append(bind_dispatch(command, checked[command.dispatchable], model))
+    check_deferred_uses(model, planned)
     return checked, planned
+
+
+def check_deferred_uses(model: Model, planned: list) -> None:
+    """A deferred resource is readable (print, writeFile) only after the dispatch that gave it its contents, and
+    until the next dispatch: DxDispatch's Executor clears its deferred bindings at every dispatch command."""
+    by_command = {id(p.command): p for p in planned}
+    resolved: set[str] = set()
+    for command in model.commands:
+        if isinstance(command, DispatchCommand):
+            dispatch = by_command[id(command)]
+            resolved = {t.resource for t in getattr(dispatch, "tensors", ()) if getattr(t, "deferred", False)}
+            continue
+        resource = model.resources[command.resource]
+        if resource.deferred and command.resource not in resolved:
+            raise InputError(f"command {command.index}: resource {shown(command.resource)} is deferred and the "
+                             "dispatch just before this command did not give it contents (a deferred resource holds "
+                             "an ONNX output until the next dispatch, as in DxDispatch)")
 
 
 # ---------------------------------------------------------------- dispatchables
@@ -72,6 +114,9 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
     prefix = f"dispatchable {shown(dispatchable.name)}"
     # An optional tensor the desc leaves out is not bound; a tensor array's tensors come one by one.
     inputs = [(desc.data_type, desc.sizes) for name, desc in dispatchable.tensors.items() if field_of(name) in op.inputs]
+    # By name where the desc leaves out some _Maybenull_ inputs (a zero point but not the other).
+    input_names = [name for name in dispatchable.tensors if field_of(name) in op.inputs] \
+        if op.optional_inputs and op.variadic is None else None
     outputs = [name for name in dispatchable.tensors if field_of(name) in op.outputs]
     output = dispatchable.tensors[outputs[0]]
     chosen = dispatchable.tensors.get(op.choice_output or op.output, output)
@@ -85,7 +130,7 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
         req = request(op, feature_level=feature_level, output_dtype=chosen.data_type,
                       output_shape=output.sizes if op.is_elementwise else None,
                       output_shapes=None if op.is_elementwise else given_shapes, desc_fields=dispatchable.parameters)
-        verdict = plan(req, inputs)
+        verdict = plan(req, inputs, input_names)
         _check_output_types(verdict, dispatchable)
     except ValidationError as error:
         raise ValidationError(f"{prefix}: {error}") from None
@@ -145,6 +190,10 @@ def bind_dispatch(command: DispatchCommand, checked: CheckedDispatchable, model:
     dispatchable = checked.dispatchable
     prefix = f"command {command.index} (dispatch {shown(dispatchable.name)})"
     tensors = {}
+    for name in list(command.bindings) + list(dispatchable.init_bindings):
+        if name not in dispatchable.tensors:  # an array of tensors bound with more resources than it has
+            raise InputError(f"{prefix}: {name} is bound, but the desc has no such tensor ({field_of(name)} has "
+                             f"{sum(field_of(t) == field_of(name) for t in dispatchable.tensors)})")
     for name, desc in dispatchable.tensors.items():
         source, at_init = _binding_for(name, desc, command, dispatchable, prefix)
         tensors[name] = _bind(name, desc, source, at_init, checked, model, prefix)
@@ -180,6 +229,9 @@ def _bind(name: str, desc: TensorDesc, source: BindingSource, at_init: bool, che
           model: Model, prefix: str) -> BoundTensor:
     resource = model.resources[source.resource]
     where = f"{prefix}: {name} bound to {shown(source.resource)}"
+    if resource.deferred:
+        raise InputError(f"{where}: the resource is deferred; a deferred resource receives an ONNX dispatchable's "
+                         "output, and DirectML operators need a buffer")
     # The offset counts elements of the binding's element size, which defaults to the size of the
     # resource's initialValuesDataType, not the tensor's (Executor.cpp ResolveBindings, DmlDispatchable.cpp).
     element_size = source.element_size_in_bytes or resource.data_type.bits // 8
@@ -221,11 +273,29 @@ def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
             and a.desc.sizes == b.desc.sizes and a.desc.data_type == b.desc.data_type)
 
 
+def _overlap(a: BoundTensor, b: BoundTensor) -> bool:
+    """Whether two bound tensors share a byte (exactly aliased views included)."""
+    if a.resource != b.resource:
+        return False
+    if _same_view(a, b):
+        return True
+    if not _spans_meet(a, b):
+        return False
+    return np.intersect1d(_touched_bytes(a), _touched_bytes(b), assume_unique=True).size > 0
+
+
 def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable, prefix: str) -> None:
-    """The output may alias inputs exactly, and only for operators whose pages permit in-place execution."""
+    """An output may alias inputs exactly, and only for operators whose pages permit in-place execution;
+    several outputs (SPLIT's) may not share bytes with each other."""
     op = dispatchable.operator
-    for output_name in [name for name in tensors if field_of(name) in op.outputs]:
+    outputs = [name for name in tensors if field_of(name) in op.outputs]
+    for output_name in outputs:
         _check_output_aliasing(tensors, output_name, op, prefix)
+    for position, first in enumerate(outputs):
+        for second in outputs[position + 1:]:
+            if _overlap(tensors[first], tensors[second]):
+                raise ValidationError(f"{prefix}: {first} and {second} share bytes of buffer "
+                                      f"{shown(tensors[first].resource)}; each output needs its own memory")
 
 
 def _check_output_aliasing(tensors: dict[str, BoundTensor], output_name: str, op, prefix: str) -> None:

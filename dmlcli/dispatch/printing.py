@@ -40,15 +40,24 @@ def format_value(value) -> str:
 
 
 def format_resource(resource: BufferResource, contents: bytearray, *, verbose: bool = False) -> str:
-    values = resource_values(resource, contents)
+    return _format(resource.name, resource_values(resource, contents), verbose)
+
+
+def format_values(name: str, data_type, contents: bytes, count: int, *, verbose: bool = False) -> str:
+    """A deferred resource's print: `count` elements of the type its ONNX output gave it (Executor.cpp)."""
+    values = np.frombuffer(contents, dtype=little_endian(data_type.numpy_dtype), count=count)
+    return _format(name, values, verbose)
+
+
+def _format(name: str, values: np.ndarray, verbose: bool) -> str:
     if not verbose:
-        return f"Resource '{resource.name}': " + ", ".join(format_value(v) for v in values)
+        return f"Resource '{name}': " + ", ".join(format_value(v) for v in values)
     # fmt's "[{:{}}] ... (0x{:{}X})": the index right-aligned to the width of the element count, and the
     # element's bytes as hex right-aligned (space-filled, as fmt pads numbers) to two digits per byte.
     index_width = int(math.floor(math.log10(len(values)))) + 1 if len(values) else 1
     hex_width = values.dtype.itemsize * 2
     bits = values.view(f"<u{values.dtype.itemsize}")
-    lines = [f"Resource '{resource.name}':"]
+    lines = [f"Resource '{name}':"]
     for index, (value, pattern) in enumerate(zip(values, bits)):
         lines.append(f"[{index:>{index_width}}] {format_value(value)} (0x{int(pattern):>{hex_width}X})")
     return "\n".join(lines)

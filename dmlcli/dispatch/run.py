@@ -11,6 +11,7 @@ Timing keeps constant memory whatever the iteration count (SampleReservoir).
 
 from __future__ import annotations
 
+import math
 import random
 import time
 import warnings
@@ -26,7 +27,9 @@ from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
 from .plan import BoundTensor, PlannedDispatch
-from .printing import format_resource, format_timing
+from .images import check_image_write, encode_image, image_suffix
+from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
+from .printing import format_resource, format_timing, format_values
 from ..io.strided import little_endian, strided_view
 from ..errors import DmlcliWarning, InputError
 
@@ -127,9 +130,11 @@ def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, itera
     check_room_to_run(model, planned)
     buffers = {name: resource.initial_contents() for name, resource in model.resources.items()}
     run = ModelRun(buffers)
-    snapshots = {id(p): _initialisation_inputs(p, buffers) for p in planned}
+    snapshots = {id(p): _initialisation_inputs(p, buffers) for p in planned if isinstance(p, PlannedDispatch)}
     by_command = {id(p.command): p for p in planned}
     staged: list[tuple[WriteFileCommand, bytes]] = []
+    layouts: dict[int, tuple] = {}  # id(command) -> (DataType, shape) of a deferred resource's staged bytes
+    deferred: dict[str, tuple] = {}  # deferred resource -> (DataType, shape, bytes), until the next dispatch
 
     def say(line: str) -> None:
         run.lines.append(line)
@@ -138,20 +143,54 @@ def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, itera
     for command in model.commands:
         if isinstance(command, DispatchCommand):
             dispatch = by_command[id(command)]
-            result = _run_dispatch(dispatch, buffers, snapshots[id(dispatch)], backend, iterations, warmup)
+            deferred.clear()  # Executor.cpp: m_deferredBinding.clear() at every dispatch command
+            if isinstance(dispatch, PlannedOnnxDispatch):
+                result = _run_onnx(dispatch, buffers, deferred, iterations, warmup)
+            else:
+                result = _run_dispatch(dispatch, buffers, snapshots[id(dispatch)], backend, iterations, warmup)
             run.timings.append(result)
             if timing:
                 say(format_timing(result.name, iterations, result.cpu_median_ms, result.gpu_median_ms,
-                                  _gpu_note(backend)))
+                                  None if isinstance(dispatch, PlannedOnnxDispatch) else _gpu_note(backend)))
         elif isinstance(command, PrintCommand):
-            say(format_resource(model.resources[command.resource], buffers[command.resource], verbose=command.verbose))
+            if command.resource in deferred:
+                data_type, shape, contents = deferred[command.resource]
+                say(format_values(command.resource, data_type, contents, math.prod(shape), verbose=command.verbose))
+            else:
+                say(format_resource(model.resources[command.resource], buffers[command.resource],
+                                    verbose=command.verbose))
         elif isinstance(command, WriteFileCommand):
-            staged.append((command, stage_resource(command, model, buffers)))
+            if command.resource in deferred:
+                data_type, shape, contents = deferred[command.resource]
+                layouts[id(command)] = (data_type, shape)
+                staged.append((command, _stage_deferred(command, data_type, shape, contents)))
+            else:
+                staged.append((command, stage_resource(command, model, buffers)))
     check_staged_writes(staged)
     for command, contents in staged:
-        write_staged(command, model, contents)
+        write_staged(command, model, contents, layout=layouts.get(id(command)))
         say(f"Resource '{command.resource}' written to '{command.target_path}'")
     return run
+
+
+def _run_onnx(dispatch: PlannedOnnxDispatch, buffers, deferred: dict, iterations: int, warmup: int) -> DispatchTiming:
+    """The session run `iterations` times on the buffers (an output bound over an input compounds, as in DxDispatch)."""
+    samples = SampleReservoir(warmup)
+    for _ in range(iterations):
+        start = time.perf_counter()
+        run_onnx_dispatch(dispatch, buffers, deferred)
+        samples.add((time.perf_counter() - start) * 1000.0)
+    return DispatchTiming.from_reservoirs(dispatch.name, samples, None)
+
+
+def _stage_deferred(command: WriteFileCommand, data_type, shape: tuple[int, ...], contents: bytes) -> bytes:
+    """A deferred resource's bytes for writeFile: Executor.cpp takes its dimensions and type from the output."""
+    suffix = image_suffix(command.target_path)
+    if suffix is None:
+        return contents
+    where = _write_where(command)
+    check_image_write(shape, data_type, len(contents), where)
+    return encode_image(contents, data_type, shape, suffix)
 
 
 def check_staged_writes(staged: list[tuple[WriteFileCommand, bytes]]) -> None:
@@ -196,9 +235,13 @@ def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: Memo
     sizes = {name: resource.size_in_bytes for name, resource in model.resources.items()}
     writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
     prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
-    owned = sum(t.desc.data_type.bits // 8 * _element_count(t) for p in planned for t in p.tensors.values()
+    operators = [p for p in planned if isinstance(p, PlannedDispatch)]
+    owned = sum(t.desc.data_type.bits // 8 * _element_count(t) for p in operators for t in p.tensors.values()
                 if t.at_initialisation)
-    dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in planned]
+    dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in operators]
+    # An ONNX dispatch's inputs and outputs as arrays, twice (the feeds and ONNX Runtime's results); the
+    # session's own intermediates are ONNX Runtime's to allocate and are not counted here.
+    dispatches += [2 * p.bound_bytes for p in planned if isinstance(p, PlannedOnnxDispatch)]
     budget.check_total({
         "buffers": sum(sizes.values()),
         "OWNED_BY_DML copies": owned,
@@ -298,6 +341,8 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         start = time.perf_counter()
         outcome = execute(verdict, inputs, timed, tally=tally)
         for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
+            if tensor.name not in dispatch.tensors:
+                continue  # an optional output the desc leaves out (RNN's OutputSequenceTensor)
             target = _element_view(buffers, dispatch.tensors[tensor.name], tensor.name)
             if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
                 result = np.array(result)
@@ -320,6 +365,9 @@ def stage_resource(command: WriteFileCommand, model: Model, buffers) -> bytes:
     """
     resource = model.resources[command.resource]
     contents = buffers[command.resource]
+    suffix = image_suffix(command.target_path)
+    if suffix is not None:  # checked against the buffer when the model was read
+        return encode_image(bytes(contents), resource.data_type, command.dimensions, suffix)
     if Path(command.target_path).suffix.lower() != ".npy":
         return bytes(contents)
     itemsize = resource.data_type.bits // 8
@@ -342,8 +390,9 @@ def _write_where(command: WriteFileCommand) -> str:
     return f"command {command.index} (writeFile {shown(str(command.target_path))})"
 
 
-def write_staged(command: WriteFileCommand, model: Model, contents: bytes) -> None:
-    """Write staged bytes as .npy (elements of the resource's initialValuesDataType) or raw bytes, atomically.
+def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layout: tuple | None = None) -> None:
+    """Write staged bytes as .npy (elements of the resource's initialValuesDataType) or raw bytes, atomically;
+    an image's staged bytes are its encoded file. `layout`: a deferred resource's (DataType, shape).
 
     Missing folders are created, as DxDispatch creates them: the target was checked, when the model
     was read, to lie inside the output folder (unless paths outside were allowed), so they are too.
@@ -357,8 +406,12 @@ def write_staged(command: WriteFileCommand, model: Model, contents: bytes) -> No
     if path.suffix.lower() != ".npy":
         write_atomically(path, lambda handle: handle.write(contents))
         return
-    dtype = little_endian(resource.data_type.numpy_dtype)
-    shape = command.dimensions or (resource.size_in_bytes // dtype.itemsize,)
+    if layout is not None:
+        data_type, shape = layout
+        dtype = little_endian(data_type.numpy_dtype)
+    else:
+        dtype = little_endian(resource.data_type.numpy_dtype)
+        shape = command.dimensions or (resource.size_in_bytes // dtype.itemsize,)
     array = np.frombuffer(contents, dtype=dtype).reshape(shape)
     write_atomically(path, lambda handle: np.save(handle, array.astype(array.dtype.newbyteorder("=")),
                                                   allow_pickle=False))

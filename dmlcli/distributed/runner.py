@@ -45,7 +45,8 @@ def open_inputs(sources: Sequence[str], *, dtype: DataType | None, chunks=None) 
             array = zarr_store.open_input(source, label=label, dtype=dtype)
             # Read by the store's own chunks (by shard where sharded): one task reads one object.
             stored = tuple(getattr(array, "shards", None) or array.chunks)
-            reader = zarr_store.ChunkReader(array, f"{label} {quoted(source)}")
+            reader = zarr_store.ChunkReader(array, f"{label} {quoted(source)}",
+                                            source if zarr_store.is_url(source) else None)
             # name=False: a random key instead of a hash of the reader (hashing a .npy input would read it all).
             lazy = da.from_array(reader, chunks=stored, asarray=False, fancy=False,
                                  meta=np.empty((0,) * reader.ndim, reader.dtype), name=False)

@@ -11,22 +11,24 @@ import numpy as np
 
 from ..errors import InputError, quoted
 from ..errors import first_line as _first_line
-from .json_tensor import to_json_text
+from .json_tensor import write_json_text
 from .npy import to_native
-from .targets import STDOUT_TARGETS, is_stdout
-
-OUTPUT_SUFFIXES = (".npy", ".json")
+from .targets import STDOUT_TARGETS, is_stdout, written_suffix
 
 
-def check_output_path(target: str) -> None:
-    """Refuse an output the run could not write, before any work is done."""
+def check_output_path(target: str, output_format: str | None = None) -> None:
+    """Refuse an output the run could not write, before any work is done.
+
+    `output_format` ("npy" or "json", run's --format) names the format whatever the extension; without it
+    the extension decides, and a path with neither .npy nor .json is refused, except /dev/null.
+    """
     if is_stdout(target):
         return
     from pathlib import Path  # only for a file: a run to stdout goes without pathlib
 
     path = Path(target)
-    if path.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise InputError(f"output {quoted(target)}: unknown extension {path.suffix!r} (expected .npy or .json, or - for JSON on stdout)")
+    if written_suffix(target, output_format) is None:
+        raise InputError(_unknown_format_message(target, path))
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"output {quoted(target)}: folder {quoted(folder)} does not exist")
@@ -38,6 +40,20 @@ def check_output_path(target: str) -> None:
         return
     if not os.access(written.parent, os.W_OK):
         raise InputError(f"output {quoted(target)}: folder {quoted(written.parent)} is not writable")
+
+
+def _unknown_format_message(target: str, path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a character device"
+        return (f"output {quoted(target)}: is {kind}, whose name does not say how to write the result: give "
+                "--format npy or --format json")
+    extension = f"unknown extension {path.suffix!r}" if path.suffix else "no extension"
+    return (f"output {quoted(target)}: {extension}; name the format with --format npy or --format json, or end "
+            "the name in .npy or .json (- for JSON on stdout)")
 
 
 # What output_target finds at the output's path.
@@ -99,27 +115,27 @@ def _name_limit(folder: Path) -> int:
         return 255
 
 
-def write_output(array: np.ndarray, target: str, *, stdout=None) -> None:
-    """Write `array` to `target` (.npy or .json by extension; '-' for JSON on stdout), atomically."""
+def write_output(array: np.ndarray, target: str, *, stdout=None, output_format: str | None = None) -> None:
+    """Write `array` to `target` (.npy or .json by extension or `output_format`; '-' for JSON on stdout),
+    atomically."""
     if is_stdout(target):
         write_stdout(array, STDOUT_TARGETS[target], stdout=stdout)
         return
     from pathlib import Path
 
-    check_output_path(target)
+    check_output_path(target, output_format)
     path = Path(target)
-    if path.suffix.lower() == ".npy":
+    if written_suffix(target, output_format) == ".npy":
         write_atomically(path, lambda handle: np.save(handle, to_native(np.asarray(array)), allow_pickle=False))
-    else:
-        text = to_json_text(array)
-        write_atomically(path, lambda handle: handle.write(text.encode("utf-8")))
+    else:  # the text piece by piece: never the whole of it in memory
+        write_atomically(path, lambda handle: write_json_text(array, lambda text: handle.write(text.encode("utf-8"))))
 
 
 def write_stdout(array: np.ndarray, suffix: str, *, stdout=None) -> None:
     """`array` on stdout: JSON text, or (suffix ".npy") the bytes np.save writes, in pieces of 16 MiB."""
     stream = stdout or sys.stdout
     if suffix != ".npy":
-        stream.write(to_json_text(array))
+        write_json_text(array, stream.write)
         return
     from .npy import npy_header
 

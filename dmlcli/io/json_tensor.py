@@ -9,52 +9,26 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import warnings
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
+from typing import Callable
 
 import numpy as np
 
 from ..data_types import DataType, as_bits, from_numpy, parse_data_type
 from ..errors import DmlcliWarning, InputError, ValidationError, first_line as _first_line
 from .npy import to_native
+from ..scalars import (BadValue, JsonConstant, UnreadableJson, float_converter, integer_converter, parse_decimal,
+                       parse_integer, shorten, json_spelling)
 
 MAX_JSON_DEPTH = 64
-
-
-# Integers longer than this are kept as Decimal: Python refuses int() of very long digit strings,
-# and no integer type dmlcli holds has more than 20 digits anyway.
-_MAX_INT_DIGITS = 1000
 
 
 _JSON_KEYS = ("dtype", "shape", "data", "strides")
 
 
-_SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
-                   "-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
-
-
 # The canonical quiet NaN of each float width: JSON's "nan" reads back as this pattern.
 _CANONICAL_NAN_BITS = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
-
-
-# Integer literals in hex, binary or octal, as strings ("0x10", "-0x80", "0b1010", "0o17"): the output's
-# --format hex|bits shows bit patterns, and a tensor should be writable the same way. Prefix and hex digits
-# in either case; an optional sign; no underscores or spaces. Integer types only.
-# Patterns are compiled on first use (re caches them), not at import: most tensors hold neither.
-_INTEGER_LITERAL = r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)"
-_LOOKS_LIKE_LITERAL = r"[+-]?0[xXbBoO]"
-
-
-def integer_literal(text: str) -> int | None:
-    """The value of a hex/binary/octal literal such as "0x1F" or "-0b101", exactly; None for other text."""
-    if re.fullmatch(_INTEGER_LITERAL, text) is None:
-        return None
-    return int(text, 0)
-
-
-class _Constant(str):
-    """A JSON NaN / Infinity / -Infinity token, kept apart from strings written in quotes."""
 
 
 def parse_json_tensor(text: str, *, where: str, dtype: DataType | None = None, inline: bool = False,
@@ -92,8 +66,8 @@ class BareScalar(ValidationError):
 def _refuse_bare_scalar(document, where: str) -> None:
     # Refused here, where the text is known, so that the message can show the fix: [5] for 5.
     if isinstance(document, (int, float, Decimal, str)) and not isinstance(document, bool):
-        shown = str(document) if isinstance(document, _Constant) else json_spelling(document)
-        raise BareScalar(_shorten(shown), where)
+        shown = str(document) if isinstance(document, JsonConstant) else json_spelling(document)
+        raise BareScalar(shorten(shown), where)
 
 
 def type_bare_lists(arrays: list, pending: list[tuple[int, BareListWithoutType]], labels: list[str]) -> None:
@@ -124,69 +98,24 @@ def _load_json(text: str, *, where: str, inline: bool):
     if not text.strip():
         raise InputError(f"{where}: is empty, expected a JSON tensor")
     try:
-        return json.loads(text, parse_float=_parse_decimal, parse_int=_parse_integer, parse_constant=_Constant,
+        return json.loads(text, parse_float=parse_decimal, parse_int=parse_integer, parse_constant=JsonConstant,
                           object_pairs_hook=_object_without_duplicates)
     except json.JSONDecodeError as error:
         hint = " (not an existing file either)" if inline else ""
         raise InputError(f"{where}: malformed JSON at line {error.lineno} column {error.colno}: {error.msg}{hint}") from None
-    except _UnreadableJson as error:
+    except UnreadableJson as error:
         raise InputError(f"{where}: {error}") from None
     except RecursionError:
         raise InputError(f"{where}: JSON nested too deeply") from None
-
-
-class _UnreadableJson(Exception):
-    """Well-formed JSON that dmlcli still cannot take: a number beyond any range, a repeated key."""
-
-
-# The smallest positive Decimal (the least exponent Decimal holds): it stands in for a number whose
-# exponent is more negative still, since every dmlcli type reads both alike (a float as the zero they
-# round to, an integer type refuses both as fractional).
-_TINIEST = Decimal(f"1E{-(10**18 - 1)}")
-_NUMBER = r"(-?)(\d+)(?:\.(\d*))?[eE]([+-]?\d+)"
-
-
-def _parse_decimal(text: str) -> Decimal:
-    try:
-        return Decimal(text)
-    except InvalidOperation:  # an exponent beyond what Decimal holds (about 10**18 digits)
-        pass
-    match = re.fullmatch(_NUMBER, text)
-    if match is not None:
-        sign, whole, fraction, exponent = match.groups()
-        if not (whole + (fraction or "")).strip("0"):
-            return Decimal(f"{sign}0")  # zero, whatever the exponent
-        if exponent.startswith("-"):
-            return -_TINIEST if sign else _TINIEST
-    raise _UnreadableJson(f"number {_shorten(text)} is too large to read") from None
-
-
-def _parse_integer(text: str):
-    # Python refuses int() of very long digit strings; Decimal reads them, and range checks refuse them later.
-    # "-0" stays a Decimal so that a float tensor keeps its sign bit (int("-0") is plain 0).
-    if len(text) > _MAX_INT_DIGITS or text == "-0":
-        return _parse_decimal(text)
-    return int(text)
 
 
 def _object_without_duplicates(pairs) -> dict:
     document = {}
     for key, value in pairs:
         if key in document:
-            raise _UnreadableJson(f"key {_shorten(key)!r} appears twice in one object")
+            raise UnreadableJson(f"key {shorten(key)!r} appears twice in one object")
         document[key] = value
     return document
-
-
-def json_spelling(value) -> str:
-    """A JSON value as the user wrote it: true, false, null, "text" (not Python's True, None, 'text')."""
-    if isinstance(value, (bool, type(None), str, list, dict)):
-        return json.dumps(value, default=str)
-    return str(value)
-
-
-def _shorten(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = None, extra_keys=()) -> np.ndarray:
@@ -234,21 +163,17 @@ def tensor_from_data(data, dtype: DataType, *, where: str, shape=None) -> np.nda
             pass  # nested lists cannot show the sizes after a zero ([[], []] for [2, 0, 4]): "shape" gives them
         else:
             raise InputError(f"{where}: \"shape\" {list(shape)} does not match the data, whose shape is {list(nested_shape)}")
-    convert = _float_converter(np_dtype) if dtype.is_float else _integer_converter(np_dtype)
+    convert = float_converter(np_dtype) if dtype.is_float else integer_converter(np_dtype)
     values = []
     for value in flat:
         try:
             values.append(convert(value))
-        except _BadValue as bad:
+        except BadValue as bad:
             raise InputError(f"{where}: {_element_path(len(values), nested_shape)} {bad}") from None
     try:
         return np.array(values, dtype=np_dtype).reshape(shape)
     except ValueError as error:  # e.g. a size beyond NumPy's limit next to a zero
         raise InputError(f"{where}: \"shape\" {list(shape)} cannot be used ({_first_line(error)})") from None
-
-
-class _BadValue(Exception):
-    """A JSON value that the tensor's dtype cannot hold exactly; the caller adds where it is."""
 
 
 def _flatten(data, where: str):
@@ -279,96 +204,6 @@ def _element_path(flat_index: int, shape) -> str:
     return "data" + "".join(f"[{int(i)}]" for i in index)
 
 
-def _integer_converter(np_dtype: np.dtype):
-    info = np.iinfo(np_dtype)
-
-    def convert(value) -> int:
-        shown_literal = None
-        if isinstance(value, str) and not isinstance(value, _Constant):
-            literal = integer_literal(value)
-            if literal is not None:
-                shown_literal, value = _shorten(json_spelling(value)), literal
-            elif re.match(_LOOKS_LIKE_LITERAL, value):
-                raise _BadValue(f"= {_shorten(json_spelling(value))} is not an integer, as {np_dtype} needs "
-                                '(hex, binary and octal are written "0x1f", "0b101", "0o17", optionally signed)')
-        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            shown = str(value) if isinstance(value, _Constant) else json_spelling(value)
-            raise _BadValue(f"= {shown} is not an integer, as {np_dtype} needs")
-        if isinstance(value, float):
-            value = Decimal(value) if math.isfinite(value) else Decimal("NaN")
-        if isinstance(value, Decimal):
-            if not value.is_finite() or value != value.to_integral_value():
-                raise _BadValue(f"= {_shorten(str(value))} is not an integer, as {np_dtype} needs")
-        # Compared before int(): int(Decimal("1e999999999")) would build a billion-digit number.
-        if not info.min <= value <= info.max:
-            shown = shown_literal or _shorten(str(value))
-            raise _BadValue(f"= {shown} is out of range for {np_dtype} ({info.min} to {info.max})")
-        return int(value)
-
-    return convert
-
-
-def _float_converter(np_dtype: np.dtype):
-    scalar = np_dtype.type
-
-    def convert(value):
-        if isinstance(value, str):
-            special = _SPECIAL_FLOATS.get(value.strip().lower())
-            if special is None and integer_literal(value) is not None:
-                raise _BadValue(f"= {_shorten(json_spelling(value))} is a hex, binary or octal integer literal, "
-                                f"which only integer types take; {np_dtype} needs a decimal number")
-            if special is None:
-                raise _BadValue(f"= {_shorten(json_spelling(value))} is not a number "
-                                '(non-finite values are written "inf", "-inf" or "nan")')
-            return scalar(special)
-        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            raise _BadValue(f"= {_shorten(json_spelling(value))} is not a number")
-        if isinstance(value, float) and not math.isfinite(value):
-            return scalar(value)
-        return round_decimal(Decimal(value), np_dtype)
-
-    return convert
-
-
-def round_decimal(exact: Decimal, np_dtype: np.dtype):
-    """The `np_dtype` value nearest to the decimal `exact`, ties to even, with no double rounding.
-
-    Python rounds the decimal correctly to float64; a second rounding to float32 or float16 can
-    only go wrong when the float64 lies exactly half-way between two neighbours, and then the
-    exact decimal decides.
-    """
-    scalar = np_dtype.type
-    as_double = float(exact)
-    if math.isinf(as_double):
-        raise _BadValue(f"= {_shorten(str(exact))} is out of range for {np_dtype}")
-    with np.errstate(over="ignore"):
-        nearest = scalar(as_double)
-    if math.isinf(float(nearest)):
-        return _largest_or_overflow(exact, as_double, np_dtype)
-    if np_dtype == np.float64 or float(nearest) == as_double or Decimal(as_double) == exact:
-        return nearest
-    toward = scalar(math.inf if as_double > float(nearest) else -math.inf)
-    with np.errstate(over="ignore"):  # the neighbour of the largest finite value is infinity
-        neighbour = np.nextafter(nearest, toward)
-    halfway = (float(nearest) + float(neighbour)) / 2
-    if as_double != halfway:
-        return nearest
-    if (exact > Decimal(halfway)) == (float(neighbour) > float(nearest)):
-        return neighbour
-    return nearest
-
-
-def _largest_or_overflow(exact: Decimal, as_double: float, np_dtype: np.dtype):
-    """A float64 that rounds to infinity in `np_dtype`: only the half-way value itself can still
-    stand for a decimal just below it, which rounds to the largest finite value."""
-    largest = np_dtype.type(np.finfo(np_dtype).max)
-    spacing = float(largest) - float(np.nextafter(largest, np_dtype.type(0)))
-    threshold = float(largest) + spacing / 2
-    if abs(as_double) == threshold and abs(exact) < Decimal(threshold):
-        return largest if exact > 0 else -largest
-    raise _BadValue(f"= {_shorten(str(exact))} is out of range for {np_dtype} (write \"inf\" for infinity)")
-
-
 def format_json_value(value, np_dtype: np.dtype) -> str:
     if np_dtype.kind == "f":
         if np.isnan(value):
@@ -391,13 +226,112 @@ def lossy_nan_count(array: np.ndarray) -> int:
     return int(np.count_nonzero(nan & (bits != _CANONICAL_NAN_BITS[array.dtype.itemsize])))
 
 
-def to_json_text(array: np.ndarray) -> str:
-    """The JSON tensor format, values exact (shortest round-trip text for floats)."""
-    array = to_native(np.asarray(array))
-    lost = lossy_nan_count(array)
-    if lost:
-        warnings.warn(f"JSON keeps NaN only as \"nan\": {lost} NaN value(s) lose their sign or payload bits; "
-                      "write .npy to keep them", DmlcliWarning, stacklevel=2)
+# Elements formatted at a time: the text of one piece (at most a few MiB) is all a writer holds.
+JSON_PIECE_ELEMENTS = 1 << 16
+
+
+def _lossy_nan_warning(lost: int) -> None:
+    warnings.warn(f"JSON keeps NaN only as \"nan\": {lost} NaN value(s) lose their sign or payload bits; "
+                  "write .npy to keep them", DmlcliWarning, stacklevel=3)
+
+
+def _value_texts(values: np.ndarray) -> list[str]:
+    """format_json_value of each element of a 1-D native array, element by element as it does, but with the
+    NaN and infinity tests made once for the whole piece."""
+    if values.dtype.kind != "f":
+        return [str(value) for value in values.tolist()]  # Python ints: exact for 64-bit types too
+    texts = [str(value) for value in values]  # NumPy's shortest text that reads back in this dtype
+    for index in np.flatnonzero(~np.isfinite(values)).tolist():
+        value = values[index]
+        texts[index] = '"nan"' if np.isnan(value) else ('"inf"' if value > 0 else '"-inf"')
+    return texts
+
+
+class JsonTextWriter:
+    """The JSON tensor text of a tensor whose elements come in C order, piece by piece: the same text as
+    to_json_text, in memory bounded by one piece (JSON_PIECE_ELEMENTS elements) whatever the tensor's size.
+
+    `write` receives the text in pieces. Give the elements in order with add() (1-D arrays of any length),
+    then call close(), which writes the end and warns (DmlcliWarning) if NaNs lost their sign or payload.
+    """
+
+    def __init__(self, write: Callable[[str], None], shape, dtype):
+        self.write_text = write
+        self.shape = tuple(int(size) for size in shape)
+        self.dtype = np.dtype(dtype).newbyteorder("=")  # elements are written from native-order copies
+        self.count = math.prod(self.shape)
+        self.position = 0
+        self.lost_nans = 0
+        # The sizes of the blocks below each axis but the first: an element that starts such a block closes
+        # and opens that many brackets.
+        self.blocks = [math.prod(self.shape[axis:]) for axis in range(len(self.shape) - 1, 0, -1)]
+        self.row = self.shape[-1] if self.shape else 1
+        data_type = from_numpy(self.dtype)
+        sizes = ", ".join(str(size) for size in self.shape)
+        self.write_text(f'{{"dtype": "{data_type.numpy_name}", "shape": [{sizes}], "data": ')
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.asarray(values).reshape(-1)
+        for start in range(0, values.size, JSON_PIECE_ELEMENTS):
+            self._add_piece(to_native(values[start:start + JSON_PIECE_ELEMENTS]))
+
+    def _add_piece(self, values: np.ndarray) -> None:
+        if self.position + values.size > self.count:
+            raise ValueError(f"{self.position + values.size} elements given for a tensor of {self.count}")
+        self.lost_nans += lossy_nan_count(values)
+        texts = _value_texts(values)
+        if not self.shape:  # 0-D: the value alone
+            self.write_text(texts[0] if texts else "")
+            self.position += len(texts)
+            return
+        parts = []
+        done = 0
+        while done < len(texts):
+            parts.append(self._before(self.position))
+            take = min(len(texts) - done, self.row - self.position % self.row)
+            parts.append(", ".join(texts[done:done + take]))
+            done += take
+            self.position += take
+        self.write_text("".join(parts))
+
+    def _before(self, index: int) -> str:
+        """What comes before element `index`: the opening brackets, a separator, or the brackets that one row
+        closes and the next opens around it."""
+        if index == 0:
+            return "[" * len(self.shape)
+        if index % self.row:
+            return ", "
+        depth = sum(1 for block in self.blocks if index % block == 0)
+        return "]" * depth + ", " + "[" * depth
+
+    def close(self) -> None:
+        if self.position != self.count:
+            raise ValueError(f"{self.position} elements given for a tensor of {self.count}")
+        self.write_text("]" * len(self.shape) + "}\n")
+        if self.lost_nans:
+            _lossy_nan_warning(self.lost_nans)
+
+
+def write_json_text(array: np.ndarray, write: Callable[[str], None]) -> None:
+    """The JSON tensor text of `array` through `write`, piece by piece (see JsonTextWriter)."""
+    array = np.asarray(array)
+    if array.size == 0:  # a zero size: no elements to stream, and brackets JsonTextWriter does not lay out
+        write(_small_json_text(array))
+        return
+    writer = JsonTextWriter(write, array.shape, array.dtype)
+    if array.ndim == 0 or array.flags.c_contiguous:
+        flat = array.reshape(-1)  # a view
+        for start in range(0, flat.size, JSON_PIECE_ELEMENTS):
+            writer.add(flat[start:start + JSON_PIECE_ELEMENTS])
+    else:
+        for start in range(0, array.size, JSON_PIECE_ELEMENTS):
+            writer.add(array.flat[start:start + JSON_PIECE_ELEMENTS])  # a copy of that piece, in C order
+    writer.close()
+
+
+def _small_json_text(array: np.ndarray) -> str:
+    """The whole text at once, nesting by recursion: for tensors with a zero size (no elements)."""
+    array = to_native(array)
     dtype = array.dtype
 
     def nested(sub) -> str:
@@ -412,37 +346,10 @@ def to_json_text(array: np.ndarray) -> str:
     return f'{{"dtype": "{data_type.numpy_name}", "shape": [{shape}], "data": {nested(array)}}}\n'
 
 
-def parse_scalar(value, dtype: DataType, *, where: str):
-    """One value as a scalar of `dtype`, read exactly as a JSON tensor's data are read.
-
-    `value` is a number, a NumPy scalar, or text as typed on a command line ("0.5", "-3", "inf",
-    "1e-3"); integers of any size are compared with the type's range before conversion, and
-    decimals are rounded once, correctly, to float16 or float32.
-    """
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, str):
-        value = _scalar_text(value, where)
-    np_dtype = dtype.numpy_dtype
-    convert = _float_converter(np_dtype) if np_dtype.kind == "f" else _integer_converter(np_dtype)
-    try:
-        return np_dtype.type(convert(value))
-    except _BadValue as error:
-        raise InputError(f"{where} {error}") from None
+def to_json_text(array: np.ndarray) -> str:
+    """The JSON tensor format, values exact (shortest round-trip text for floats)."""
+    pieces: list[str] = []
+    write_json_text(array, pieces.append)
+    return "".join(pieces)
 
 
-def _scalar_text(text: str, where: str):
-    stripped = text.strip()
-    if stripped.lower() in _SPECIAL_FLOATS or integer_literal(stripped) is not None:
-        return stripped
-    try:
-        if stripped.lstrip("+-").isdigit():
-            return _parse_integer(stripped.lstrip("+"))
-        number = Decimal(stripped)
-    except (InvalidOperation, ValueError):
-        raise InputError(f"{where} = {_shorten(text)!r} is not a number") from None
-    except _UnreadableJson as error:
-        raise InputError(f"{where}: {error}") from None
-    if not number.is_finite():
-        raise InputError(f"{where} = {_shorten(text)!r} is not a number (write inf, -inf or nan)")
-    return number

@@ -26,16 +26,17 @@ def is_archive(target: str) -> bool:
     return suffix(target).lower() == ".npz"
 
 
-def check_targets(targets: Sequence[str], names: Sequence[str] | None) -> None:
-    """Refuse, before any work, targets that do not fit the outputs (`names`; None: not yet known)."""
+def check_targets(targets: Sequence[str], names: Sequence[str] | None, output_format: str | None = None) -> None:
+    """Refuse, before any work, targets that do not fit the outputs (`names`; None: not yet known);
+    `output_format` (--format npy|json) names a single target's format whatever its extension."""
     from .atomic import check_output_path
     from .targets import is_stdout
 
     for target in targets:
-        if is_archive(target):
+        if is_archive(target) and output_format is None:
             _check_archive_path(target)
         elif not is_stdout(target):
-            check_output_path(target)
+            check_output_path(target, output_format)
     if names is None:
         return
     if len(targets) == 1 and (is_archive(targets[0]) or (len(names) > 1 and is_stdout(targets[0]))):

@@ -42,7 +42,7 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
             _check_declared_dtype(array, dtype, where)
             return array, "npy"
         return parse_json_tensor(decode_text(raw, where=where), where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
-    npz = _npz_source(source)
+    npz = npz_source(source)
     if npz is not None:
         return _read_npz(npz, source, label=label, dtype=dtype, header_only=header_only), "npz"
     from .targets import suffix
@@ -76,16 +76,22 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
 
 
-def _npz_source(source: str) -> tuple[str, str | None] | None:
+def npz_source(source: str) -> tuple[str, str | None] | None:
     """(path, array name or None) where `source` names a .npz file (`a.npz`, `a.npz:name`)."""
     if ".npz" not in source.lower():  # what split_npz_source needs: other inputs go without formats.py
         return None
     from .formats import split_npz_source
 
+    if source == "-":
+        return None
     split = split_npz_source(source)
     if split is None or (split[1] is not None and not _exists(split[0])):
         return None  # "x.npz:y" that names no file may still be inline JSON or a file with a colon
     return split
+
+
+def is_npz_source(source: str) -> bool:
+    return npz_source(source) is not None
 
 
 def _read_npz(npz: tuple[str, str | None], source: str, *, label: str, dtype: DataType | None,

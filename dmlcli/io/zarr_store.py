@@ -26,6 +26,7 @@ import numpy as np
 from ..data_types import DataType, from_numpy
 from ..errors import BackendUnavailableError, InputError, first_line, quoted
 from .atomic import sync_folder
+from .remote import store_failure
 from .zarr_names import is_url, is_zarr_source  # noqa: F401 - part of this module's interface
 
 # shutil and secrets are imported where a store is written: shutil alone pulls in bz2 and lzma.
@@ -54,11 +55,15 @@ def open_input(source: str, *, label: str, dtype: DataType | None = None):
         raise InputError(f"{where}: no such Zarr store")
     try:
         array = zarr.open_array(store=source, mode="r")
-    except (FileNotFoundError, KeyError):
-        raise InputError(f"{where}: is not a Zarr array (no zarr.json or .zarray metadata found)") from None
-    except ImportError as error:  # an fsspec URL whose protocol's package is missing (s3fs, gcsfs, ...)
-        raise BackendUnavailableError(f"{where}: {first_line(error)}") from None
-    except Exception as error:  # noqa: BLE001 - zarr raises many kinds on malformed metadata
+    except Exception as error:  # noqa: BLE001 - zarr and fsspec's back ends raise many kinds
+        # Unreachable, or its fsspec back end missing: the environment's fault (exit 4), not the store's.
+        failure = store_failure(error, source, where) if is_url(source) else None
+        if failure is not None:
+            raise failure from None
+        if isinstance(error, (FileNotFoundError, KeyError)):
+            raise InputError(f"{where}: is not a Zarr array (no zarr.json or .zarray metadata found)") from None
+        if isinstance(error, ImportError):
+            raise BackendUnavailableError(f"{where}: {first_line(error)}") from None
         raise InputError(f"{where}: malformed Zarr metadata ({first_line(error)})") from None
     try:
         data_type = from_numpy(np.dtype(array.dtype))
@@ -79,9 +84,10 @@ class ChunkReader:
     Picklable (the zarr array pickles with its store and metadata), so workers read the chunks themselves.
     """
 
-    def __init__(self, array, where: str):
+    def __init__(self, array, where: str, url: str | None = None):
         self.array = array
         self.where = where
+        self.url = url  # the store's URL where it is remote: its failures may be the network's
         self.shape = tuple(array.shape)
         self.dtype = np.dtype(array.dtype)
         self.ndim = len(self.shape)
@@ -90,6 +96,9 @@ class ChunkReader:
         try:
             return self.array[region]
         except Exception as error:  # noqa: BLE001 - codecs and stores raise many kinds
+            failure = store_failure(error, self.url, self.where) if self.url else None
+            if failure is not None:  # the store went away during the run
+                raise failure from None
             raise InputError(f"{self.where}: a chunk in {_region_text(region)} cannot be read or decoded "
                              f"({type(error).__name__}: {first_line(error)})") from None
 
@@ -162,7 +171,11 @@ def output_store(target: str, *, shape, chunks, dtype: np.dtype, zarr_format: in
         yield store
         store.commit()
     except BaseException as error:
-        store.discard()
+        with contextlib.suppress(Exception):  # an unreachable store cannot be cleaned either; the failure says why
+            store.discard()
+        failure = store_failure(error, target, f"output {quoted(target)}") if is_url(target) else None
+        if failure is not None:
+            raise failure from None
         if isinstance(error, OSError) and not isinstance(error, ConnectionError):
             raise InputError(f"output {quoted(target)}: write failed ({error.strerror or first_line(error)}); "
                              "the target was left as it was and the partial store removed") from None
@@ -197,9 +210,11 @@ def _start_url(zarr, target: str, settings: dict) -> OutputStore:
     try:
         _remove_url(target)  # an old array here stops reading as complete before its chunks are replaced
         store = FsspecStore.from_url(target, read_only=False)
-    except ImportError as error:  # the URL's protocol needs a package (s3fs, gcsfs, ...)
-        raise BackendUnavailableError(f"output {quoted(target)}: {first_line(error)}") from None
     except Exception as error:  # noqa: BLE001 - object stores raise their own kinds
+        # Unreachable, or the URL's protocol needs a package (aiohttp, s3fs, gcsfs, ...): exit 4.
+        failure = store_failure(error, target, f"output {quoted(target)}")
+        if failure is not None:
+            raise failure from None
         raise InputError(f"output {quoted(target)}: cannot open the store ({first_line(error)})") from None
     array = zarr.Array(AsyncArray(metadata=scratch.metadata, store_path=StorePath(store)))
     metadata = {key: value.to_bytes() for key, value in documents.items()}

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, TYPES_8, as_bits
 from ..feature_levels import level
+from .float_specials import clip_keeps_nan_bits, has_nan, has_zero
 from .parameters import FloatParameter, FusedActivationParameter
 from .schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
                      Tolerance, rows)
@@ -221,15 +222,27 @@ def _softplus64(t):
 
 def _hard_sigmoid64(v, alpha, beta):
     t = np.float64(alpha) * v + np.float64(beta)
-    m = np.where(t > 1.0, 1.0, t)  # min(t, 1), NaN kept
-    return np.where(m < 0.0, 0.0, m)  # max(0, m), NaN kept
+    # np.minimum / np.maximum return a NaN operand itself (NaN kept), in one pass each, where np.where with a
+    # mask that changes element by element is several times slower. Only max(0, -0.0) is a tie they may settle
+    # either way (it must stay -0.0): where the minimum holds a -0.0, np.where decides.
+    m = np.minimum(t, 1.0)  # min(t, 1), NaN kept
+    if has_zero(m, negative=True):
+        return np.where(m < 0.0, 0.0, m)  # max(0, m), NaN kept, -0.0 kept
+    return np.maximum(m, 0.0)
 
 
 def relu(inputs, out_dtype, params):
     (x,) = inputs
-    keep = ~(x <= 0)  # positives and NaN
     if x.dtype.kind != "f":
-        return np.where(keep, x, _zero(x)).astype(out_dtype, copy=False)
+        return np.maximum(x, _zero(x)).astype(out_dtype, copy=False)  # integers compare exactly
+    if clip_keeps_nan_bits(x.dtype) or not has_nan(x):
+        # A clip to [+0, +inf] is max(0, x) exactly, in one pass at memory speed, NaN kept bit for bit where
+        # np.clip returns it as it is (else without NaN), but for -0.0, which must give +0.0 (a tie np.clip may
+        # settle either way): a -0.0 in its output shows that.
+        clipped = np.clip(x, _zero(x), np.array(np.inf, x.dtype))
+        if not has_zero(clipped, negative=True):
+            return clipped.astype(out_dtype, copy=False)
+    keep = ~(x <= 0)  # positives and NaN
     # The kept elements' bits, else +0.0: an AND with an all-ones or all-zeros mask (NaN payloads and all).
     # Branch-free: np.where with a random mask runs about five times slower.
     bits = as_bits(x)
@@ -320,7 +333,11 @@ def softsign(inputs, out_dtype, params):
     (x,) = inputs
     v = _as64(x)
     with np.errstate(all="ignore"):
-        return _out(np.where(np.isinf(v), np.copysign(1.0, v), v / (1.0 + np.abs(v))), out_dtype)
+        quotient = v / (1.0 + np.abs(v))
+        infinite = np.isinf(v)
+        if infinite.any():  # the limit, +-1, only where some element needs it (inf/inf is NaN)
+            quotient = np.where(infinite, np.copysign(1.0, v), quotient)
+        return _out(quotient, out_dtype)
 
 
 def elu(inputs, out_dtype, params):

@@ -19,6 +19,7 @@ import numpy as np
 from ..data_types import (ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT32,
                           UINT64, as_bits)
 from ..feature_levels import level
+from .float_specials import has_nan, has_zero
 from .parameters import ScaleBiasParameter
 from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import (COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator, Tolerance,
@@ -210,13 +211,30 @@ def negate(inputs, out_dtype, params):
         return np.negative(x).astype(out_dtype, copy=False)  # -INT_MIN wraps to INT_MIN
 
 
+def _all_plus_or_minus_one(signs: np.ndarray) -> bool:
+    """Whether every element of np.sign's output is +1 or -1 (none is a zero or NaN).
+
+    For FLOAT32 below 2^24 elements one BLAS dot product tells: the sum of the squares, 1, 0 or NaN each, is
+    the element count exactly (whole numbers below 2^24 add exactly in any order) only if all are +-1.
+    """
+    if signs.dtype == np.float32 and signs.ndim and signs.size < (1 << 24) and signs.flags.c_contiguous:
+        flat = signs.reshape(-1)
+        return bool(np.dot(flat, flat) == flat.size)
+    return not has_nan(signs) and not has_zero(signs, negative=False)
+
+
 def sign(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
         return np.sign(x).astype(out_dtype, copy=False)
+    signs = np.sign(x)
+    # np.sign is exact but for zeros (its zero is +0.0) and NaN (its own NaN): both show in its output, as
+    # +0.0 or NaN, so that is where they are looked for.
+    if _all_plus_or_minus_one(signs):
+        return signs.astype(out_dtype, copy=False)
     # +-1 by np.sign, whose zero is +0: copysign gives it x's sign. NaN is returned as it is, by its bits
     # (np.sign's own NaN may differ between NumPy's SIMD and scalar loops, so between chunks).
-    signs = np.copysign(np.sign(x), x)
+    signs = np.copysign(signs, x)
     nan = np.isnan(x)
     if nan.any():
         signs = np.where(nan, x, signs)
@@ -300,8 +318,14 @@ def modulus_floor(inputs, out_dtype, params):
         if a.dtype.kind == "f":
             x, y = _wide(a), _wide(b)
             r = np.fmod(x, y)
-            r = np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
-            return np.where(r == 0, np.copysign(0.0, y), r).astype(out_dtype, copy=False)
+            # Each fix-up only where some element needs it: np.where over a whole tensor costs several passes.
+            wrong_side = (r != 0) & ((r < 0) != (y < 0))
+            if wrong_side.any():
+                r = np.where(wrong_side, r + y, r)
+            zero = r == 0
+            if zero.any():
+                r = np.where(zero, np.copysign(0.0, y), r)
+            return r.astype(out_dtype, copy=False)
         _, r, zero, divisor = _integer_division(a, b)
         r = np.where((r != 0) & ((r < 0) != (divisor < 0)), r + divisor, r)  # opposite signs: no overflow
     return np.where(zero, _all_bits_set(a.dtype), r).astype(out_dtype, copy=False)

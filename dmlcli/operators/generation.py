@@ -22,15 +22,14 @@ import math
 
 import numpy as np
 
-from ..data_types import ALL11, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT8, \
-    UINT16, UINT32, UINT64
+from ..data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10, UINT8, UINT16
 from ..errors import InputError
 from ..feature_levels import level
 from .conversions import blockwise, float_to_integer, integer_bounds
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
                          option_flag)
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
-from .shaped import RuleViolation, ShapeQuery, describe_sizes
+from .shaped import RuleViolation, ShapeQuery
 
 _DIMS_2_TO_4 = (2, 3, 4)
 
@@ -105,8 +104,7 @@ def cast_gpu_kernel(cp, inputs, outputs, params):
     target = np.dtype(out.data_type.numpy_dtype)
     result = cp.empty(x.shape, target)
     if x.size:
-        kernel = _cuda_cast_kernel(cp, x.dtype, target)
-        kernel(x.view(_bits_dtype(x.dtype)), result.view(_bits_dtype(target)))
+        _launch(cp, cast_source(x.dtype, target), x.view(_bits_dtype(x.dtype)), result.view(_bits_dtype(target)))
     return (result,)
 
 
@@ -118,6 +116,7 @@ CAST = Operator(
     same_sizes=(), cpu_kernel=None, cuda_body="", default_output_type=FLOAT32,
     shape_rule=same_sizes_shape, array_kernel=cast_kernel, gpu_array_kernel=cast_gpu_kernel, exactness=EXACT,
     notes=(
+        "OutputTensor has InputTensor's Sizes (the page: same DimensionCount and Sizes). "
         "The output type is chosen with --output-dtype (default FLOAT32): any type of the level's row to any "
         "type of it, the same type included (a copy). The page says nothing of how values convert; dmlcli "
         "takes one rule per kind of pair, after what a DirectML developer wrote of DirectML's own scalar casts "
@@ -132,8 +131,10 @@ CAST = Operator(
         "UINT32 4294967295 to INT32 is -1.",
         "integer -> float and float -> narrower float (FLOAT64 -> FLOAT32 or FLOAT16, FLOAT32 -> FLOAT16): "
         "rounded once to nearest even; past the largest finite value, infinity (INT32 65520 -> FLOAT16 inf, "
-        "UINT64 2^64-1 -> FLOAT32 2^64); subnormals are kept, NaN stays NaN (its payload's top bits as the "
-        "hardware keeps them). float -> wider float is exact.",
+        "UINT64 2^64-1 -> FLOAT32 2^64); subnormals are kept. float -> wider float is exact. Between two float "
+        "types a NaN becomes the target's quiet NaN with the input's sign and no payload (FLOAT16 0x7E00, "
+        "FLOAT32 0x7FC00000, FLOAT64 0x7FF8000000000000, sign bit set for a negative NaN): hardware keeps "
+        "different payload bits, so dmlcli promises one pattern.",
         "Results are bit-identical on the CPU and the GPU (the GPU's kernel makes each conversion explicit "
         "in PTX: CuPy's own astype flushes FLOAT32 subnormals and leaves out-of-range casts undefined).",
     ),
@@ -329,7 +330,7 @@ def fill_sequence_gpu_kernel(cp, inputs, outputs, params):
         start, delta = np.float32(params["ValueStart"]), np.float32(params["ValueDelta"])
     else:  # the bits of start and delta, as unsigned 64-bit numbers: the kernel wraps modulo 2^64
         start, delta = (np.uint64(int(params[name]) % 2**64) for name in ("ValueStart", "ValueDelta"))
-    _cuda_sequence_kernel(cp, dtype)(start, delta, result.view(_bits_dtype(dtype)))
+    _launch(cp, sequence_source(dtype), start, delta, result.view(_bits_dtype(dtype)))
     return (result,)
 
 
@@ -401,8 +402,8 @@ def _fill_where(xp, use_value, value, dtype: np.dtype, shape, others):
     all as bits."""
     bits = _bits_dtype(dtype)
     value_bits = bits.type(_as_bits(value, dtype))
-    if others is None:
-        plane = xp.where(use_value, value_bits, bits.type(0))
+    if others is None:  # an array of zeros, not a scalar 0: so that CuPy's where keeps the bits' dtype too
+        plane = xp.where(use_value, value_bits, xp.zeros(use_value.shape, bits))
         return xp.ascontiguousarray(xp.broadcast_to(plane, shape)).view(dtype)
     return xp.where(use_value, value_bits, others.view(bits)).view(dtype)
 
@@ -554,15 +555,20 @@ def _prelude() -> str:
     return DEVICE_PRELUDE + _CUDA_HELPERS
 
 
-def _cuda_cast_kernel(cp, source: np.dtype, target: np.dtype):
-    key = ("cast", source.name, target.name)
-    if key not in _KERNELS:
-        from ..backends.gpu_kernels import COMPILE_OPTIONS
+def _kernel_source(parameters: str, output_bits: str, body: str) -> str:
+    """One CUDA kernel, dml_kernel(parameters..., output bits* ys, n): `body` sets `y` for element `i`."""
+    return (_prelude() + f'\nextern "C" __global__ void dml_kernel({parameters}{output_bits}* ys, long long n) {{\n'
+            "    const long long stride = (long long)gridDim.x * blockDim.x;\n"
+            "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {\n"
+            f"        {output_bits} &y = ys[i];\n        {body}\n    }}\n}}\n")
 
-        _KERNELS[key] = cp.ElementwiseKernel(
-            f"{_bits_dtype(source).name} x", f"{_bits_dtype(target).name} y", _cast_operation(source, target),
-            f"dml_cast_{source.name}_{target.name}", preamble=_prelude(), options=COMPILE_OPTIONS)
-    return _KERNELS[key]
+
+def cast_source(source: np.dtype, target: np.dtype) -> str:
+    """CAST's kernel for one pair: the input's bits in (xs), the output's bits out."""
+    source, target = np.dtype(source), np.dtype(target)
+    bits_in = _C_BITS[source.itemsize * 8]
+    return _kernel_source(f"const {bits_in}* xs, ", _C_BITS[target.itemsize * 8],
+                          f"const {bits_in} x = xs[i]; {_cast_operation(source, target)}")
 
 
 def _cast_operation(source: np.dtype, target: np.dtype) -> str:
@@ -580,23 +586,31 @@ def _cast_operation(source: np.dtype, target: np.dtype) -> str:
     return operation + f"y = {_store_source(source, target)};"
 
 
-def _cuda_sequence_kernel(cp, dtype: np.dtype):
-    key = ("sequence", dtype.name)
-    if key not in _KERNELS:
-        from ..backends.gpu_kernels import COMPILE_OPTIONS
+def sequence_source(dtype: np.dtype) -> str:
+    """FILL_VALUE_SEQUENCE's kernel for one type: (start, delta) as float or as the bits of 64-bit integers."""
+    dtype = np.dtype(dtype)
+    bits = _C_BITS[dtype.itemsize * 8]
+    if dtype.kind == "f":
+        # fl(start + fl(fl(i) * delta)) in PTX (round to nearest even, no flush to zero, no contraction); a NaN
+        # (told by its bits, whatever the compiler makes of r != r) is the positive quiet NaN.
+        body = ("const float r = dml_add(start, dml_mul((float)(unsigned long long)i, delta)); "
+                f"y = (__float_as_uint(r) & 0x7fffffffu) > 0x7f800000u ? ({bits}){quiet_nan_bits(dtype, False)}u "
+                f": ({bits}){'__float_as_uint(r)' if dtype.name == 'float32' else 'dml_float_to_half(r)'};")
+        return _kernel_source("const float start, const float delta, ", bits, body)
+    body = f"y = ({bits})(start + (unsigned long long)i * delta);"  # modulo 2^64, then 2^width
+    return _kernel_source("const unsigned long long start, const unsigned long long delta, ", bits, body)
 
-        if dtype.kind == "f":
-            # fl(start + fl(fl(i) * delta)) in PTX (round to nearest even, no flush to zero, no contraction).
-            rounded = "dml_add(start, dml_mul((float)(unsigned long long)i, delta))"
-            store = "__float_as_uint(r)" if dtype.name == "float32" else "dml_float_to_half(r)"
-            nan = f"{quiet_nan_bits(dtype, negative=False)}u"
-            body = f"const float r = {rounded}; y = (r != r) ? {nan} : {store};"
-            params = "float32 start, float32 delta"
-        else:
-            bits = _C_BITS[dtype.itemsize * 8]
-            body = f"y = ({bits})(start + (unsigned long long)i * delta);"  # modulo 2^64, then 2^width
-            params = "uint64 start, uint64 delta"
-        _KERNELS[key] = cp.ElementwiseKernel(params, f"{_bits_dtype(dtype).name} y", body,
-                                             f"dml_fill_sequence_{dtype.name}", preamble=_prelude(),
-                                             options=COMPILE_OPTIONS)
-    return _KERNELS[key]
+
+_THREADS = 256
+
+
+def _launch(cp, source: str, *arguments) -> None:
+    """Compile `source` once (CuPy caches it on disk too) and run dml_kernel over the last argument's elements."""
+    from ..backends.gpu_kernels import COMPILE_OPTIONS
+
+    kernel = _KERNELS.get(source)
+    if kernel is None:
+        kernel = _KERNELS[source] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+    count = arguments[-1].size
+    blocks = max(1, min((count + _THREADS - 1) // _THREADS, 65535))  # grid-stride past that
+    kernel((blocks,), (_THREADS,), (*arguments, np.int64(count)))

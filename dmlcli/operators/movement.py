@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -43,7 +42,6 @@ class OptionalIntegerParameter(IntegerParameter):
     """A UINT that may be left out (typed value None): what that means is `default_text`'s, and the shape rule's."""
 
     default_text: str = ""
-    required_in_desc = True
 
     @property
     def default(self):
@@ -61,6 +59,8 @@ class OptionalIntegerParameter(IntegerParameter):
 
 @dataclass(frozen=True, eq=False)
 class _NotInDescInteger(OptionalIntegerParameter):
+    """An optional UINT a DxDispatch desc may leave out (SPLIT's OutputCount: the OutputTensors array says it)."""
+
     required_in_desc = False
 
 

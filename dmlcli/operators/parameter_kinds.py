@@ -91,7 +91,7 @@ class FloatParameter(Parameter):
         return "FLOAT"
 
     def parse(self, given, data_types) -> np.float32:
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         value = _given(given, self.options[0])
         if value is None:
@@ -168,7 +168,7 @@ class TypedScalarParameter(Parameter):
         return dtype.type(info.min if self.default_limit == "lowest" else info.max)
 
     def parse(self, given, data_types):
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         data_type = data_types[self.tensor]
         value = _given(given, self.options[0])
@@ -218,7 +218,7 @@ class ScaleBiasParameter(Parameter):
         return "FLOAT"
 
     def parse(self, given, data_types):
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         scale, bias = _given(given, "scale"), _given(given, "bias")
         if scale is None and bias is None:
@@ -443,7 +443,7 @@ class FusedActivationParameter(Parameter):
                          f"(expected none or one of {allowed})")
 
     def _typed(self, activation, values: Mapping[str, object], spelled) -> dict:
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         typed = {}
         for parameter in activation.parameters:
@@ -618,7 +618,7 @@ class ScalarUnionParameter(TypedScalarParameter):
         if not isinstance(value, dict):
             return super().parse_desc(value, data_types)
         from ..data_types import parse_data_type
-        from ..io.json_tensor import parse_scalar
+        from ..scalars import parse_scalar
 
         data_type = data_types[self.tensor]
         where = f"{self.field} (DML_SCALAR_UNION read as {data_type.name})"
@@ -642,3 +642,146 @@ class ScalarUnionParameter(TypedScalarParameter):
         dtype = data_type.numpy_dtype
         raw = raw.ljust(8, b"\0")[:dtype.itemsize]
         return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype)[0]
+
+
+# ---------------------------------------------------------------- activation arrays (RNN, GRU, LSTM)
+
+
+def _split_outside_parentheses(text: str) -> list[str]:
+    """`elu(alpha=0.5),tanh` -> ['elu(alpha=0.5)', 'tanh']: commas inside parentheses separate fields."""
+    items, depth, current = [], 0, ""
+    for character in text:
+        if character == "(":
+            depth += 1
+        elif character == ")":
+            depth -= 1
+        if character == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += character
+    items.append(current)
+    return [item.strip() for item in items]
+
+
+@dataclass(frozen=True, eq=False)
+class ActivationsParameter(FusedActivationParameter):
+    """`ActivationDescCount` + `_Field_size_(ActivationDescCount) const DML_OPERATOR_DESC* ActivationDescs`.
+
+    The typed value is a tuple of (activation entry, {FLOAT field: numpy.float32}), one per activation in
+    the order DirectML reads them, or None where the call leaves the field out (the operator's own default,
+    which depends on Direction: the shape rule resolves it, `defaults` per direction). Activations are found
+    and their FLOAT fields parsed as FusedActivationParameter does. On the command line `--activations
+    sigmoid,tanh` or with fields `--activations "elu(alpha=0.5),elu(alpha=3.5)"`; in the API a sequence of
+    such names (or one comma-separated string); in a DxDispatch desc the array of {"Type": "ACTIVATION_ELU",
+    "Alpha": 0.5} (or {"Type": ..., "Desc": {...}}) objects, ActivationDescCount equal to its length.
+    """
+
+    defaults: tuple[str, ...] = ()  # the activations of one direction when the field is left out
+
+    required_in_desc = True
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return ("activations",)
+
+    @property
+    def desc_fields(self) -> tuple[str, ...]:
+        return (self.field, "ActivationDescCount")
+
+    def choices(self, option: str) -> tuple[str, ...] | None:
+        return None
+
+    def metavar(self, option: str) -> str:
+        return "ACTIVATIONS"
+
+    def find(self, text):
+        """The activation named `text` (tanh, ACTIVATION_TANH, DML_OPERATOR_ACTIVATION_TANH or 51); None for none."""
+        try:
+            return super().find(text)
+        except InputError:
+            allowed = ", ".join(activation.name.lower() for activation in self.activations)
+            raise InputError(f"{self.field}: {quoted(cut(str(text), 60))} is not an activation this operator takes "
+                             f"(expected one of {allowed})") from None
+
+    def _one(self, text, where: str):
+        text = str(text).strip()
+        match = re.fullmatch(r"([^()]+?)\s*(?:\((.*)\))?", text, re.S)
+        if match is None or not match.group(1).strip():
+            raise InputError(f"{where}: {quoted(cut(text, 60))} is not an activation such as tanh or elu(alpha=0.5)")
+        activation = self.find(match.group(1))
+        if activation is None:
+            raise InputError(f"{where}: an activation is needed for each place (none is not one)")
+        own = {parameter.field.lower(): parameter.field for parameter in activation.parameters}
+        values = {}
+        for item in _split_outside_parentheses(match.group(2) or ""):
+            if not item:
+                continue
+            key, equals, value = item.partition("=")
+            field_name = own.get(key.strip().lower().replace("_", ""))
+            if not equals or field_name is None:
+                takes = ", ".join(parameter.field.lower() for parameter in activation.parameters) or "no fields"
+                raise InputError(f"{where}: {activation.name.lower()} has no field {quoted(cut(key.strip(), 30))} "
+                                 f"(write name=value; it takes {takes})")
+            values[field_name] = value.strip()
+        return (activation, self._typed(activation, values, lambda f: f"{where} {f.lower()}"))
+
+    def parse(self, given, data_types):
+        value = _given(given, "activations")
+        if value is None:
+            return None
+        where = f"{self.field} (--activations)"
+        items = _split_outside_parentheses(value) if isinstance(value, str) else list(value)
+        if not items or items == [""]:
+            raise InputError(f"{where} is empty; give one activation per place, such as tanh or sigmoid,tanh")
+        found = []
+        for item in items:
+            if isinstance(item, dict):
+                found.append(self._from_desc(item, where))
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+                activation = self.find(item[0])
+                if activation is None:
+                    raise InputError(f"{where}: an activation is needed for each place (none is not one)")
+                found.append((activation, self._typed(activation, item[1], lambda f: f"{where} {f}")))
+            else:
+                found.append(self._one(item, where))
+        return tuple(found)
+
+    def _from_desc(self, value, where: str):
+        single = FusedActivationParameter(field=where, help="", activations=self.activations)
+        parsed = single.parse_desc(value, {})
+        if parsed is None:
+            raise InputError(f"{where}: each entry must be an activation desc, not null")
+        return parsed
+
+    def parse_desc(self, value, data_types):
+        if not isinstance(value, list) or not value:
+            raise InputError(f"{self.field} must be a non-empty JSON array of activation descs such as "
+                             '{"Type": "ACTIVATION_TANH"}')
+        return tuple(self._from_desc(item, f"{self.field}[{index}]") for index, item in enumerate(value))
+
+    def check_desc_count(self, desc: Mapping[str, object]) -> None:
+        """ActivationDescCount must equal the length of ActivationDescs, as DirectML reads that many descs."""
+        if "ActivationDescCount" not in desc or not isinstance(desc.get(self.field), list):
+            return
+        count = desc["ActivationDescCount"]
+        if isinstance(count, bool) or not isinstance(count, int) or count != len(desc[self.field]):
+            raise InputError(f"ActivationDescCount {count} does not match the {len(desc[self.field])} descs of "
+                             f"{self.field}")
+
+    def describe(self, value) -> str:
+        if value is None:
+            return self.describe_default()
+        return ", ".join(FusedActivationParameter.describe(self, item) for item in value)
+
+    def describe_default(self) -> str:
+        return ", ".join(name.lower() for name in self.defaults) + " (for each direction)"
+
+    def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
+        return ()  # shaped operators' kernels take their parameters whole (array_kernel)
+
+    def check_declaration(self, tensors) -> None:
+        super().check_declaration(tensors)
+        names = {activation.name for activation in self.activations}
+        if not self.defaults or any(name not in names for name in self.defaults):
+            raise ValueError(f"{self.field}: defaults {self.defaults} must be activations it accepts")

@@ -122,6 +122,8 @@ _KINDS = (
     '_SCALAR_UNION_MEMBERS',
     '_SCALAR_UNION_SPELLING',
     'ScalarUnionParameter',
+    '_split_outside_parentheses',
+    'ActivationsParameter',
 )
 
 

@@ -179,6 +179,10 @@ class Operator:
     # lets them be left out.
     optional_inputs: tuple[tuple[str, str], ...] = ()
     optional_since: FeatureLevel | None = None
+    # Outputs a DxDispatch desc may leave out (RNN's OutputSequenceTensor, OutputSingleTensor: _Maybenull_).
+    # The API and the command line compute and return every output; a dispatch writes those its desc has
+    # (at least one).
+    optional_outputs: tuple[str, ...] = ()
     # ---- shaped operators (everything beyond element-wise; see shaped.py) ----
     # The output-shape rule: (ShapeQuery) -> {output name: Sizes} (a list of Sizes for a variadic output).
     # It raises RuleViolation for a call the operator's rules refuse (exit 3). None: element-wise, where the
@@ -367,6 +371,9 @@ def check_entry(op: Operator) -> None:
     for name, like in op.optional_inputs:
         if name not in op.inputs or like not in tensors:
             fail(f"optional input {name} (typed like {like}) is not one of its tensors")
+    for name in op.optional_outputs:
+        if name not in op.outputs:
+            fail(f"optional output {name} is not one of its outputs {op.outputs}")
     if op.optional_inputs and op.optional_since is None:
         fail("has optional inputs but no optional_since level")
 

@@ -25,6 +25,7 @@ from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT8, as_bits
 from ..feature_levels import level
 from .parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
                          ScaleBiasParameter)
+from .float_specials import clip_keeps_nan_bits, has_nan, has_zero
 from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
 
@@ -209,6 +210,10 @@ def _pick(a, b, larger: bool):
     a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     with np.errstate(all="ignore"):
         chosen = np.fmax(a, b) if larger else np.fmin(a, b)
+        # fmax/fmin return an operand (or a NaN): without NaN in the result they are exact except where
+        # they chose -0.0 over +0.0 (max) or +0.0 over -0.0 (min), so a result free of that zero is final.
+        if not has_nan(chosen) and not has_zero(chosen, negative=larger):
+            return chosen
         # NaN operands are settled here, not by fmax/fmin: NumPy's SIMD loops return a quiet NaN for a
         # signalling one (IEEE 754-2008 maxNum), its scalar loops the other operand, so the result would
         # depend on the chunking. The other operand wins; where both are NaN, the first (as on the GPU).
@@ -275,8 +280,26 @@ def min_(inputs, out_dtype, params):
     return _pick(a, b, False).astype(out_dtype, copy=False)
 
 
+def _fast_clip(g, low, high):
+    """np.clip(g, low, high) (float32 bounds, low < high) where it gives the NaN and signed-zero rule's
+    result, else None. np.clip returns an operand, so only a NaN element (the rule gives it a bound) or a
+    zero bound meeting g's zero of the other sign (a tie it may settle either way) could differ. Where
+    np.clip keeps NaN as it is, NaN is looked for in its output, just written; else in g first."""
+    if not low < high:  # NaN bounds and Min >= Max: the careful path
+        return None
+    if any(bound == 0 and has_zero(g, negative=not np.signbit(bound)) for bound in (low, high)):
+        return None
+    if clip_keeps_nan_bits(g.dtype):
+        clipped = np.clip(g, low, high)  # one pass at memory speed
+        return None if has_nan(clipped) else clipped
+    return None if has_nan(g) else np.clip(g, low, high)
+
+
 def _clamp_floats(g, low, high):
     """min(high, max(low, g)) in float32 by the NaN rule."""
+    clipped = _fast_clip(g, np.float32(low), np.float32(high))
+    if clipped is not None:
+        return clipped
     return _pick(_typed(high, np.float32), _pick(_typed(low, np.float32), g, True), False)
 
 
@@ -303,7 +326,12 @@ def threshold(inputs, out_dtype, params):
     (x,) = inputs
     g = _scaled(x, params)
     if x.dtype.kind == "f":
-        return _narrowed(_pick(g, _typed(params["Min"], np.float32), True), out_dtype)
+        low = np.float32(params["Min"])
+        # max(g, Min) as a clip with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
+        clipped = _fast_clip(g, low, np.float32(np.inf))
+        if clipped is None:
+            clipped = _pick(g, _typed(low, np.float32), True)
+        return _narrowed(clipped, out_dtype)
     low = _typed(_whole_bound(params["Min"], x.dtype, False), x.dtype)
     return np.maximum(g, low).astype(out_dtype, copy=False)
 

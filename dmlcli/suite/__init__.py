@@ -2,7 +2,8 @@
 
 case.py reads and checks case files; select.py is -k; runner.py runs cases through the engine (in
 worker processes); parity.py compares backends; junit.py and report.py write JUnit XML and JSON;
-summary.py shows the results on a terminal or in a pipe; save.py writes a run as a case (--save-case).
+save.py writes a run as a case (--save-case). The screen's summary of a run is the command line's
+(cli/suite_summary.py).
 """
 
 from .case import Case, CaseError, discover, load_case

@@ -191,6 +191,7 @@ class Invocation:
     broadcast: bool = False
     finish: Callable = tuple  # DirectML's outputs -> what the expected tensors hold (ONNX's outputs)
     label: str = ""  # what results are grouped by
+    tolerance: object = None  # a Rule the ONNX table gives a case (expected values printed rounded), else None
 
 
 def invocation(case: Case) -> Invocation | str:
@@ -205,7 +206,7 @@ def invocation(case: Case) -> Invocation | str:
             return planned.reason
         return Invocation(planned.operator, planned.keywords, tuple(planned.inputs), case.all_expected,
                           planned.output_dtype, planned.output_shapes or None, planned.broadcast, planned.finish,
-                          case.onnx_op)
+                          case.onnx_op, planned.tolerance)
     operator = find_operator(case.op)
     params = dict(case.params)
     output_dtype = params.pop("output_dtype", None)
@@ -283,7 +284,8 @@ def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load
     except Exception as error:  # noqa: BLE001 - an adapter's bug is this case's error
         return CaseResult(**base, verdict=ERROR, message=f"internal error turning {operator.name}'s outputs into the "
                           f"case's: {type(error).__name__}: {error}", time=load + ran), None
-    report, same = _compared_all(operator, outputs, call.expected, case.tolerance, outcome.verdict.call)
+    report, same = _compared_all(operator, outputs, call.expected, case.tolerance or call.tolerance,
+                                  outcome.verdict.call)
     compared = time.perf_counter() - started
     message = "" if same else report.splitlines()[0].removeprefix("FAILED: ")
     result = CaseResult(**base, verdict=PASSED if same else FAILED, message=message, differences=report,

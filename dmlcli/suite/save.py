@@ -52,6 +52,8 @@ def save_case(target: str, outcome, req) -> None:
     params = {key: value for key, value in req.options.items() if value is not None}
     if req.output_type is not None:
         params["output_dtype"] = req.output_type.numpy_name
+    if req.output_shape is not None:  # the generators' Sizes (they have no input to take them from)
+        params["output_shape"] = list(req.output_shape)
     document = {
         "source": "dmlcli run",
         "dmlcli_version": __version__,

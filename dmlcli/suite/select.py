@@ -8,6 +8,9 @@
 A WORD matches when it is a substring of any of the case's names, ignoring case (as pytest's -k
 does); the names are the case id, each folder and the file name in it, the operator, the case_name
 and an ONNX case's onnx_op (ReduceSum, Split, ...).
+
+Parentheses and `not` may nest MAX_NESTING deep: deeper is a usage error naming the column, not a
+RecursionError. Chains of `and`/`or` (left-deep trees of any length) are parsed and evaluated in loops.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Union
 
-from ..errors import InputError, quoted
+from ..errors import InputError, cut, quoted
 
 # pytest's identifier characters: words, and the : + - . [ ] \ / of test ids.
 _TOKEN = re.compile(r"[()]|[\w:+\-.\[\]\\/]+")
 _KEYWORDS = ("and", "or", "not")
+# Far beyond any expression a person writes, far below Python's recursion limit (1000 frames).
+MAX_NESTING = 100
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def _tokens(text: str) -> list[tuple[str, int]]:
 
 
 def _error(text: str, what: str) -> InputError:
-    return InputError(f"-k {quoted(text)}: {what} (expected words joined by and, or, not and parentheses)")
+    return InputError(f"-k {quoted(cut(text))}: {what} (expected words joined by and, or, not and parentheses)")
 
 
 class _Parser:
@@ -72,6 +77,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokens(text)
         self.at = 0
+        self.depth = 0  # parentheses and 'not's open around the current token
 
     def peek(self) -> str | None:
         return self.tokens[self.at][0] if self.at < len(self.tokens) else None
@@ -108,20 +114,27 @@ class _Parser:
 
     def negation(self) -> Node:
         token = self.peek()
-        if token == "not":
+        if token in ("not", "("):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise _error(self.text, f"parentheses and 'not' nested more than {MAX_NESTING} deep at column "
+                                        f"{self.column()}")
             self.take()
-            return Not(self.negation())
-        if token == "(":
-            self.take()
-            node = self.either()
-            if self.peek() != ")":
-                raise _error(self.text, f"missing ')' at column {self.column()}")
-            self.take()
+            node = Not(self.negation()) if token == "not" else self.group()
+            self.depth -= 1
             return node
         if token is None or token == ")" or token in _KEYWORDS:
             what = "end of expression" if token is None else repr(token)
             raise _error(self.text, f"expected a word at column {self.column()}, found {what}")
         return Word(self.take())
+
+    def group(self) -> Node:
+        """The inside of '(' ... ')', the '(' taken."""
+        node = self.either()
+        if self.peek() != ")":
+            raise _error(self.text, f"missing ')' at column {self.column()}")
+        self.take()
+        return node
 
 
 def parse(text: str) -> Node:
@@ -140,9 +153,16 @@ def _evaluate(node: Node, names: list[str]) -> bool:
         return any(needle in name for name in names)
     if isinstance(node, Not):
         return not _evaluate(node.operand, names)
-    if isinstance(node, Both):
-        return _evaluate(node.left, names) and _evaluate(node.right, names)
-    return _evaluate(node.left, names) or _evaluate(node.right, names)
+    # `a or b or c ...` is a left-deep tree as long as the chain: walked down its left spine in a loop,
+    # so that only parentheses and 'not' (at most MAX_NESTING) cost stack frames.
+    kind = type(node)
+    operands = []
+    while isinstance(node, kind):
+        operands.append(node.right)
+        node = node.left
+    operands.append(node)
+    values = (_evaluate(operand, names) for operand in reversed(operands))
+    return all(values) if kind is Both else any(values)
 
 
 def matcher(text: str | None) -> Callable[[Iterable[str]], bool]:

@@ -53,6 +53,7 @@ class OnnxCall:
     inputs: tuple[np.ndarray | None, ...]
     attributes: Mapping[str, object] = field(default_factory=dict)
     outputs: int = 1
+    output_names: tuple[str, ...] = ()  # "" for an optional output the case does not check (RNN's Y)
 
     def input(self, position: int) -> np.ndarray | None:
         return self.inputs[position] if position < len(self.inputs) else None
@@ -67,7 +68,7 @@ def onnx_call(case) -> OnnxCall:
     given = iter(case.inputs)
     inputs = tuple(None if not name else next(given) for name in names)
     outputs = len(case.output_names) or len(case.all_expected)
-    return OnnxCall(case.onnx_op, inputs, dict(case.attributes), outputs)
+    return OnnxCall(case.onnx_op, inputs, dict(case.attributes), outputs, tuple(case.output_names))
 
 
 # ---------------------------------------------------------------- helpers
@@ -439,3 +440,417 @@ def adapt_range(call: OnnxCall, fixed) -> Prepared:
 def adapt_where(call: OnnxCall, fixed) -> Prepared:
     condition, a, b = call.inputs[:3]
     return Prepared(dict(fixed), [condition.astype(np.uint8), a, b], broadcast=True)
+
+
+# ---------------------------------------------------------------- convolutions
+
+
+def _spatial_attr(call: OnnxCall, name: str, count: int, fill: int) -> list[int]:
+    values = call.attr(name)
+    if values is None:
+        return [fill] * count
+    values = [int(v) for v in values]
+    if len(values) != count:
+        raise MappingError(f"ONNX's {name} has {len(values)} values for {count} spatial dimensions")
+    return values
+
+
+def _onnx_pads(call: OnnxCall, count: int) -> tuple[list[int], list[int]]:
+    pads = call.attr("pads")
+    if pads is None:
+        return [0] * count, [0] * count
+    pads = [int(v) for v in pads]
+    if len(pads) != 2 * count:
+        raise MappingError(f"ONNX's pads has {len(pads)} values for {count} spatial dimensions (2 per dimension)")
+    return pads[:count], pads[count:]
+
+
+def _auto_pad(call: OnnxCall) -> str:
+    return str(call.attr("auto_pad", "NOTSET"))
+
+
+def conv_paddings(call: OnnxCall) -> tuple[list[int], list[int], list[int]]:
+    """Start, end and output padding of an ONNX Conv or ConvTranspose, auto_pad and output_shape resolved as
+    ONNX's operator schema defines them (possibly negative: the table's conditions look for those)."""
+    x, w = _data(call), call.input(1)
+    count = x.ndim - 2
+    strides = _spatial_attr(call, "strides", count, 1)
+    dilations = _spatial_attr(call, "dilations", count, 1)
+    windows = [(k - 1) * d + 1 for k, d in zip(w.shape[2:], dilations)]
+    auto_pad = _auto_pad(call)
+    if call.op == "ConvTranspose":
+        extra = _spatial_attr(call, "output_padding", count, 0)
+        shape = call.attr("output_shape")
+        if shape is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            shape = [n * s for n, s in zip(x.shape[2:], strides)]
+        if shape is None:
+            start, end = ([0] * count, [0] * count) if auto_pad == "VALID" else _onnx_pads(call, count)
+            return start, end, extra
+        shape = [int(v) for v in shape][-count:]
+        total = [s * (n - 1) + e + k - o for s, n, e, k, o in zip(strides, x.shape[2:], extra, windows, shape)]
+        if auto_pad == "SAME_UPPER":
+            start, end = [t // 2 for t in total], [t - t // 2 for t in total]
+        else:
+            start, end = [t - t // 2 for t in total], [t // 2 for t in total]
+        # A negative end padding lengthens the output past what the taps reach: DirectML's OutputPadding.
+        extra = [e + max(0, -b) for e, b in zip(extra, end)]
+        end = [max(0, b) for b in end]
+        return start, end, extra
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        start, end = [], []
+        for n, s, k in zip(x.shape[2:], strides, windows):
+            total = max(0, (-(-n // s) - 1) * s + k - n)
+            low = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            start.append(low)
+            end.append(total - low)
+        return start, end, [0] * count
+    if auto_pad == "VALID":
+        return [0] * count, [0] * count, [0] * count
+    start, end = _onnx_pads(call, count)
+    return start, end, [0] * count
+
+
+def _conv_values(call: OnnxCall, fixed, with_output_padding: bool) -> dict:
+    x = _data(call)
+    count = x.ndim - 2
+    start, end, extra = conv_paddings(call)
+    values = {**fixed, "Strides": tuple(_spatial_attr(call, "strides", count, 1)),
+              "Dilations": tuple(_spatial_attr(call, "dilations", count, 1)),
+              "StartPadding": tuple(start), "EndPadding": tuple(end), "GroupCount": int(call.attr("group", 1))}
+    if with_output_padding:
+        values["OutputPadding"] = tuple(extra)
+    return values
+
+
+def _channel_tensor(values: np.ndarray, rank: int) -> np.ndarray:
+    """An ONNX 0-D/1-element or per-channel 1-D tensor as DirectML's {1, C, 1, ...} (or all 1s) of `rank`."""
+    flat = np.asarray(values).reshape(-1)
+    shape = (1,) * rank if flat.size == 1 else (1, flat.size) + (1,) * (rank - 2)
+    return flat.reshape(shape)
+
+
+def adapt_conv(call: OnnxCall, fixed) -> Prepared:
+    """Conv and ConvTranspose -> CONVOLUTION (FORWARD or BACKWARD, cross-correlation); B as {1, M, 1, ...}."""
+    x, w, bias = _data(call), call.input(1), call.input(2)
+    values = _conv_values(call, fixed, with_output_padding=True)
+    inputs = [x, w] + ([_channel_tensor(bias, x.ndim)] if bias is not None else [])
+    return Prepared(values, inputs)
+
+
+def adapt_conv_integer(call: OnnxCall, fixed) -> Prepared:
+    """ConvInteger -> CONVOLUTION_INTEGER; left-out zero points are given as zeros of the tensor's type."""
+    x, w = _data(call), call.input(1)
+    rank = x.ndim
+    x_zero = call.input(2) if call.input(2) is not None else np.zeros(1, x.dtype)
+    w_zero = call.input(3) if call.input(3) is not None else np.zeros(1, w.dtype)
+    inputs = [x, _channel_tensor(x_zero, rank), w, _channel_tensor(w_zero, rank)]
+    return Prepared(_conv_values(call, fixed, with_output_padding=False), inputs)
+
+
+def adapt_qlinear_conv(call: OnnxCall, fixed) -> Prepared:
+    """QLinearConv -> QUANTIZED_LINEAR_CONVOLUTION, in DirectML's order; a left-out B is an INT32 zero bias."""
+    x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias = (call.input(i) for i in range(9))
+    rank = x.ndim
+    channels = w.shape[0]
+    bias = np.zeros(channels, np.int32) if bias is None else bias
+    inputs = [x, _channel_tensor(x_scale, rank), _channel_tensor(x_zero, rank), w, _channel_tensor(w_scale, rank),
+              _channel_tensor(w_zero, rank), _channel_tensor(bias, rank).reshape((1, channels) + (1,) * (rank - 2)),
+              _channel_tensor(y_scale, rank), _channel_tensor(y_zero, rank)]
+    return Prepared(_conv_values(call, fixed, with_output_padding=False), inputs)
+# ---------------------------------------------------------------- matrix multiplication
+
+MAX_GEMM_RANK = 4  # GEMM and the integer products take 2 to 4 dimensions
+
+
+def _matmul_operands(a: np.ndarray, b: np.ndarray):
+    """ONNX's MatMul operands (NumPy's matmul rules) as DirectML's: a 1-D A is a row [1, K], a 1-D B a column
+    [K, 1]; both get the same rank (leading 1s) and the same batch Sizes (a broadcast batch: what a desc's zero
+    Strides give DirectML). Returns the operands and ONNX's output Sizes."""
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    rank = max(a2.ndim, b2.ndim, 2)
+    a2, b2 = padded(a2, rank), padded(b2, rank)
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise MappingError(f"ONNX's MatMul batch Sizes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    # NumPy's matmul drops the axis a 1-D operand gained.
+    out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
+    return np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:]), out_shape
+
+
+def matmul_rank(call: OnnxCall) -> int:
+    """The rank of DirectML's call for ONNX's MatMul-like operators (at least 2)."""
+    a, b = call.input(0), call.input(1) if call.op != "QLinearMatMul" else call.input(3)
+    return max(2, *(x.ndim for x in (a, b) if x is not None))
+
+
+def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
+    """Gemm: A and B are 2-D; C (unidirectionally broadcastable) gets leading 1s up to 2-D, and GEMM broadcasts
+    its sizes of 1 as DirectML does with zero Strides."""
+    a, b, c = call.input(0), call.input(1), call.input(2)
+    values = {**fixed, "TransA": "TRANSPOSE" if call.attr("transA", 0) else "NONE",
+              "TransB": "TRANSPOSE" if call.attr("transB", 0) else "NONE",
+              "Alpha": float(call.attr("alpha", 1.0)), "Beta": float(call.attr("beta", 1.0))}
+    inputs = [a, b] if c is None else [a, b, padded(np.asarray(c), 2)]
+    return Prepared(values, inputs)
+
+
+def adapt_matmul(call: OnnxCall, fixed) -> Prepared:
+    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    return Prepared(dict(fixed), [a, b], finish=reshaped_to([out_shape]))
+
+
+def _vector(x: np.ndarray | None) -> np.ndarray | None:
+    """A scalar or 1-D ONNX scale / zero point as a 1-D tensor (a 0-D one becomes {1}); None stays None."""
+    if x is None:
+        return None
+    return np.asarray(x).reshape(-1)
+
+
+def _zero_point(x: np.ndarray | None, dtype) -> np.ndarray:
+    """ONNX's optional zero point; a left-out one is 0 (DirectML's meaning of a NULL zero point)."""
+    return np.zeros(1, dtype) if x is None else np.asarray(x).reshape(-1)
+
+
+def adapt_matmul_integer(call: OnnxCall, fixed) -> Prepared:
+    """MatMulInteger(A, B, a_zero_point, b_zero_point) -> (A, AZeroPoint, B, BZeroPoint): a per-row a_zero_point
+    is 1-D {M} (DirectML's { [1], [1], M, [1] }), a per-column b_zero_point {N}."""
+    a, b, out_shape = _matmul_operands(_data(call), call.input(1))
+    inputs = [a, _zero_point(call.input(2), a.dtype), b, _zero_point(call.input(3), b.dtype)]
+    return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))
+
+
+def adapt_qlinear_matmul(call: OnnxCall, fixed) -> Prepared:
+    """QLinearMatMul's eight inputs are DirectML's, in the same order; scalars become 1-D {1}."""
+    a, b, out_shape = _matmul_operands(_data(call), call.input(3))
+    y_zero_point = call.input(7)
+    inputs = [a, _vector(call.input(1)), _zero_point(call.input(2), a.dtype), b, _vector(call.input(4)),
+              _zero_point(call.input(5), b.dtype), _vector(call.input(6)),
+              _zero_point(y_zero_point, np.uint8 if y_zero_point is None else y_zero_point.dtype)]
+    return Prepared(dict(fixed), inputs, finish=reshaped_to([out_shape]))
+# ---------------------------------------------------------------- pooling
+
+
+@dataclass(frozen=True)
+class PoolWindows:
+    """ONNX's pooling attributes as DirectML's explicit fields, one value per spatial dimension."""
+
+    window: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+    ceil_extra: tuple[int, ...]  # EndPadding added so that DirectML's floor gives ONNX's ceil_mode count
+
+
+def pool_windows(call: OnnxCall) -> PoolWindows:
+    """auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET with pads) and ceil_mode as explicit Start/EndPadding."""
+    sizes = _data(call).shape[2:]
+    spatial = len(sizes)
+    if call.op.startswith("Global"):
+        return PoolWindows(tuple(sizes), (1,) * spatial, (1,) * spatial, (0,) * spatial, (0,) * spatial, (0,) * spatial)
+    window = tuple(int(k) for k in call.attr("kernel_shape"))
+    strides = tuple(int(s) for s in call.attr("strides", [1] * spatial))
+    dilations = tuple(int(d) for d in call.attr("dilations", [1] * spatial))
+    pads = [int(p) for p in call.attr("pads", [0] * (2 * spatial))]
+    start, end = pads[:spatial], pads[spatial:]
+    auto_pad = str(call.attr("auto_pad", "NOTSET")).upper()
+    extents = [(k - 1) * d + 1 for k, d in zip(window, dilations)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        for i, (n, s, e) in enumerate(zip(sizes, strides, extents)):
+            total = max((-(-n // s) - 1) * s + e - n, 0)
+            small = total // 2
+            start[i], end[i] = (small, total - small) if auto_pad == "SAME_UPPER" else (total - small, small)
+    elif auto_pad == "VALID":
+        start, end = [0] * spatial, [0] * spatial
+    extra = [0] * spatial
+    if call.attr("ceil_mode", 0):
+        for i, (n, s, e) in enumerate(zip(sizes, strides, extents)):
+            padded = n + start[i] + end[i]
+            count = -(-(padded - e) // s) + 1
+            if (count - 1) * s >= n + start[i]:  # ONNX drops a last window that would start in the end padding
+                count -= 1
+            extra[i] = max((count - 1) * s + e - padded, 0)
+    return PoolWindows(window, strides, dilations, tuple(start), tuple(end), tuple(extra))
+
+
+def _as_4d(data: np.ndarray) -> np.ndarray:
+    """A 1-D pooling's { N, C, W } as DirectML's { N, C, 1, W } (a size-1 H axis)."""
+    return data.reshape(data.shape[:2] + (1,) + data.shape[2:]) if data.ndim == 3 else data
+
+
+def adapt_pool(call: OnnxCall, fixed) -> Prepared:
+    """AveragePool, MaxPool, LpPool and their Global forms: explicit paddings; a 1-D pool gets a size-1 H axis
+    (window 1) and its output loses it again."""
+    data = _data(call)
+    one_d = data.ndim == 3
+    w = pool_windows(call)
+    end = tuple(e + x for e, x in zip(w.end, w.ceil_extra))
+
+    def lift(values, unit):
+        return ((unit,) + tuple(values)) if one_d else tuple(values)
+
+    values = {**fixed, "WindowSize": lift(w.window, 1), "Strides": lift(w.strides, 1),
+              "StartPadding": lift(w.start, 0), "EndPadding": lift(end, 0)}
+    if call.op in ("AveragePool", "MaxPool", "LpPool"):
+        values["Dilations"] = lift(w.dilations, 1)
+    if call.op == "AveragePool":
+        values["IncludePadding"] = bool(call.attr("count_include_pad", 0))
+    if call.op == "LpPool":
+        values["P"] = int(call.attr("p", 2))
+
+    def finish(outputs):
+        shaped = [o.reshape(o.shape[:2] + o.shape[3:]) if one_d else o for o in outputs]
+        if call.op != "MaxPool":
+            return (shaped[0],)
+        if call.outputs < 2:
+            return (shaped[0],)  # MAX_POOLING2 always writes OutputIndicesTensor; ONNX asked for Y only
+        # ONNX's int64 indices: DirectML's UINT64 (5_0), the same bits for indices below 2^63.
+        return shaped[0], shaped[1].view(np.int64)
+
+    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if call.op == "MaxPool" else None, finish=finish)
+
+
+def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
+    """MaxUnpool's output Sizes: the output_shape input, else ONNX's default (in - 1) * stride + kernel - pads."""
+    given = call.input(2)
+    if given is not None:
+        return tuple(int(v) for v in given.reshape(-1))
+    data = _data(call)
+    spatial = data.ndim - 2
+    window = [int(k) for k in call.attr("kernel_shape")]
+    strides = [int(s) for s in call.attr("strides", [1] * spatial)]
+    pads = [int(p) for p in call.attr("pads", [0] * (2 * spatial))]
+    return data.shape[:2] + tuple((n - 1) * s + k - pads[i] - pads[i + spatial]
+                                  for i, (n, s, k) in enumerate(zip(data.shape[2:], strides, window)))
+
+
+def adapt_max_unpool(call: OnnxCall, fixed) -> Prepared:
+    data, indices = call.input(0), call.input(1)
+    if indices is None:
+        raise MappingError("ONNX's MaxUnpool needs its indices input I")
+    # ONNX's int64 indices as DirectML's UINT64 IndicesTensor (5_0): the same bits for indices >= 0.
+    values = {**fixed, "OutputTensor.Sizes": unpool_output_sizes(call)}
+    return Prepared(values, [data, indices.astype(np.int64).view(np.uint64)])
+
+
+def roi_align_half_pixel(call: OnnxCall) -> bool:
+    return str(call.attr("coordinate_transformation_mode", "half_pixel")) == "half_pixel"
+
+
+def roi_align_small_region(call: OnnxCall) -> bool:
+    """output_half_pixel: ONNX widens a region narrower than 1 (after spatial_scale) to 1; DirectML does not."""
+    rois = np.asarray(call.input(1), dtype=np.float64).reshape(-1, 4) * float(call.attr("spatial_scale", 1.0))
+    narrow = (rois[:, 2] - rois[:, 0] < 1) | (rois[:, 3] - rois[:, 1] < 1)
+    return not roi_align_half_pixel(call) and bool(narrow.any())
+
+
+def adapt_roi_align(call: OnnxCall, fixed) -> Prepared:
+    data, rois, batches = call.input(0), call.input(1), call.input(2)
+    if rois is None or batches is None:
+        raise MappingError("ONNX's RoiAlign needs X, rois and batch_indices")
+    ratio = int(call.attr("sampling_ratio", 0))
+    scale = float(call.attr("spatial_scale", 1.0))
+    values = {**fixed, "SpatialScaleX": scale, "SpatialScaleY": scale,
+              "InputPixelOffset": 0.5 if roi_align_half_pixel(call) else 0.0,
+              "ReductionFunction": "MAX" if str(call.attr("mode", "avg")) == "max" else "AVERAGE",
+              # sampling_ratio 0: ONNX's adaptive ceil(region / output), DirectML's clamp between the bounds
+              "MinimumSamplesPerOutput": ratio if ratio > 0 else 1,
+              "MaximumSamplesPerOutput": ratio if ratio > 0 else 2**32 - 1,
+              "OutputTensor.Sizes": (rois.shape[0], data.shape[1], int(call.attr("output_height", 1)),
+                                     int(call.attr("output_width", 1)))}
+    # ONNX's int64 batch indices as DirectML's UINT64 BatchIndicesTensor (5_0): the same bits for indices >= 0.
+    return Prepared(values, [data, rois, batches.astype(np.int64).view(np.uint64)])
+# ---------------------------------------------------------------- RNN, GRU, LSTM
+
+RECURRENT_DIRECTIONS = {"forward": "FORWARD", "reverse": "BACKWARD", "bidirectional": "BIDIRECTIONAL"}
+# ONNX's activation names -> DirectML's activation and the FLOAT fields ONNX's activation_alpha and
+# activation_beta fill, in order, with ONNX's defaults where the lists run out.
+ONNX_ACTIVATIONS = {
+    "relu": ("relu", ()), "tanh": ("tanh", ()), "sigmoid": ("sigmoid", ()), "softsign": ("softsign", ()),
+    "softplus": ("softplus", ()), "affine": ("linear", (("alpha", 1.0), ("beta", 0.0))),
+    "leakyrelu": ("leaky_relu", (("alpha", 0.01),)), "thresholdedrelu": ("thresholded_relu", (("alpha", 1.0),)),
+    "scaledtanh": ("scaled_tanh", (("alpha", 1.0), ("beta", 1.0))),
+    "hardsigmoid": ("hard_sigmoid", (("alpha", 0.2), ("beta", 0.5))), "elu": ("elu", (("alpha", 1.0),)),
+}
+_RECURRENT_DEFAULTS = {"RNN": ("Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def recurrent_activations(call: OnnxCall) -> list[str] | None:
+    """ONNX's activations with their alphas and betas as --activations items (None: ONNX's defaults, which are
+    dmlcli's). An ONNX activation DirectML has no counterpart for is a MappingError."""
+    names = call.attr("activations")
+    if not names:
+        return None
+    alphas = list(call.attr("activation_alpha", []) or [])
+    betas = list(call.attr("activation_beta", []) or [])
+    found = []
+    for name in names:
+        key = _text(name).lower()
+        if key not in ONNX_ACTIVATIONS:
+            raise MappingError(f"ONNX's activation {_text(name)!r} is not one ONNX defines for {call.op}")
+        directml, fields = ONNX_ACTIVATIONS[key]
+        given = []
+        for field_name, default in fields:
+            source = alphas if field_name == "alpha" else betas
+            given.append(f"{field_name}={exact_text(float(source.pop(0)) if source else default)}")
+        found.append(directml + (f"({', '.join(given)})" if given else ""))
+    return found
+
+
+def adapt_recurrent(call: OnnxCall, fixed) -> Prepared:
+    """ONNX's X, W, R, B, sequence_lens, initial_h (initial_c, P) -> DirectML's 4-D tensors: leading size-1 axes
+    (reshapes), X permuted to time-major where layout=1, sequence_lens as UINT32 (the same non-negative
+    values); Y, Y_h (Y_c) from OutputSequenceTensor, OutputSingleTensor (OutputCellSingleTensor)."""
+    lstm = call.op == "LSTM"
+    x = _data(call)
+    batch_major = int(call.attr("layout", 0)) == 1
+    if batch_major:
+        x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
+    w, r = call.input(1), call.input(2)
+    if w is None or r is None:
+        raise MappingError(f"ONNX's {call.op} needs W and R")
+    lengths = call.input(4)
+    if lengths is not None:
+        if np.any(lengths < 0):
+            raise MappingError("ONNX's sequence_lens holds a negative length")
+        lengths = lengths.astype(np.uint32).reshape(1, 1, 1, -1)
+    optional = [None if call.input(3) is None else call.input(3).reshape(1, 1, *call.input(3).shape),
+                None if call.input(5) is None else call.input(5)[None]]
+    if lstm:
+        optional += [None if call.input(6) is None else call.input(6)[None], lengths,
+                     None if call.input(7) is None else call.input(7).reshape(1, 1, *call.input(7).shape)]
+    else:
+        optional.append(lengths)
+    while optional and optional[-1] is None:
+        optional.pop()  # trailing optional inputs left out; one in the middle stays None
+    inputs = [x[None], w[None], r[None], *optional]
+    values = dict(fixed)
+    values["Direction"] = RECURRENT_DIRECTIONS[_text(call.attr("direction", "forward")).lower()]
+    activations = recurrent_activations(call)
+    if activations is not None:
+        values["ActivationDescs"] = activations
+    if call.op == "GRU":
+        values["LinearBeforeReset"] = bool(call.attr("linear_before_reset", 0))
+    if lstm:
+        if call.attr("clip") is not None:
+            values.update(UseClipThreshold=True, ClipThreshold=exact_text(float(call.attr("clip"))))
+        values["CoupleInputForget"] = bool(call.attr("input_forget", 0))
+    names = call.output_names or ("Y", "Y_h", "Y_c")[:call.outputs]
+
+    def finish(outputs):
+        sequence, single = outputs[0], outputs[1][0]
+        if batch_major:  # ONNX's layout=1: Y [batch, seq, D, H], Y_h and Y_c [batch, D, H]
+            sequence, single = np.transpose(sequence, (2, 0, 1, 3)), np.swapaxes(single, 0, 1)
+        onnx = [sequence, single]
+        if lstm:
+            cell = outputs[2][0]
+            onnx.append(np.swapaxes(cell, 0, 1) if batch_major else cell)
+        return tuple(array for array, name in zip(onnx, names) if name)
+
+    return Prepared(values, inputs, finish=finish)

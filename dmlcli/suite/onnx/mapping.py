@@ -19,6 +19,9 @@ from .adapters import MappingError, Prepared, onnx_call
 from .table import NEXT_ISSUE, TABLE, Entry
 
 SIZES = ".Sizes"
+# ONNX's backend tests compare with np.testing.assert_allclose(rtol=1e-3, atol=1e-7) (onnx/backend/test/runner):
+# the rule for a case whose expected values the ONNX test writes rounded (the table's rounded_expected).
+ROUNDED_RTOL, ROUNDED_ATOL = 1e-3, 1e-7
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class Planned:
     operator: object  # dmlcli's Operator entry
     keywords: dict  # API keywords (snake_case of the DESC fields, or the table's `keywords`)
@@ -35,6 +38,7 @@ class Planned:
     output_shapes: dict = field(default_factory=dict)  # an output's Sizes by tensor name, where stated
     broadcast: bool = False
     finish: Callable[[Sequence[np.ndarray]], tuple] = tuple
+    tolerance: object = None  # a comparison Rule for a case whose expected values ONNX prints rounded
 
 
 class TableError(Exception):
@@ -96,7 +100,13 @@ def plan(case: Case) -> Planned | Skipped:
     if unsupported is not None:
         return Skipped(unsupported)
     try:
-        return _planned(entry, operator, prepared)
+        planned = _planned(entry, operator, prepared)
+        rounded = entry.rounded_expected.get(case.document.get("case_name", ""))
+        if rounded is not None:
+            from ...comparison import Rule
+
+            planned.tolerance = Rule("allclose", ROUNDED_ATOL, f"the ONNX table: {rounded}", rtol=ROUNDED_RTOL)
+        return planned
     except TableError as error:
         raise InputError(str(error)) from None
 
@@ -129,7 +139,7 @@ def _unsupported(operator, prepared: Prepared, case: Case) -> str | None:
     from ...data_types import from_numpy
 
     for label, array in [*(("input", a) for a in prepared.inputs), *(("expected output", e) for e in case.all_expected)]:
-        if 0 in array.shape:
+        if array is not None and 0 in array.shape:
             return (f"ONNX's {label} has Sizes {list(array.shape)}; DirectML rejects a size of zero in any "
                     "dimension")
     typed = {}
@@ -137,6 +147,8 @@ def _unsupported(operator, prepared: Prepared, case: Case) -> str | None:
         typed[operator.support_by] = str(prepared.values[operator.support_by]).upper()
     rows = operator.rows_for(typed or None)
     for name, array in zip(_input_fields(operator, len(prepared.inputs)), prepared.inputs):
+        if array is None:
+            continue  # an optional input left out in the middle
         try:
             data_type = from_numpy(array.dtype)
         except InputError:

@@ -14,7 +14,7 @@ A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (Dire
 output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
 takes it as a parameter (fix it here when an operator's entry names a field differently).
 
-Operators of the next issue (GEMM, convolutions, pools, normalizations, RESAMPLE, RNNs, ...) are listed with
+ Operators of the next issue (normalizations, RESAMPLE, ...) are listed with
 issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
 """
 
@@ -60,6 +60,9 @@ class Entry:
     cannot: tuple[Cannot, ...] = ()  # the conditions under which DirectML cannot compute a case
     reason: str = ""  # directml None: why DirectML cannot compute the operator at all
     issue: int = 23
+    # ONNX case names whose expected values the ONNX test writes rounded (so no ULP rule can hold), each with
+    # what is rounded: compared as ONNX's backend tests compare (mapping.ROUNDED_RTOL, ROUNDED_ATOL).
+    rounded_expected: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -120,9 +123,74 @@ def _next(onnx_op: str, directml: str) -> Entry:
     return Entry(onnx_op, directml, issue=NEXT_ISSUE)
 
 
+_POOL_FIELDS = {"WindowSize": "kernel_shape", "Strides": "strides (default 1)",
+                "StartPadding": "pads' first half, or auto_pad SAME_UPPER/SAME_LOWER's share",
+                "EndPadding": "pads' second half, or auto_pad's share, plus what ceil_mode=1 adds"}
+_GLOBAL_FIELDS = {"WindowSize": "the input's spatial Sizes", "Strides": "1", "StartPadding": "0", "EndPadding": "0"}
+_ONE_D = "a 1-D pool's { N, C, W } is DirectML's { N, C, 1, W } (window 1 along the added axis; reshapes)"
+_POOL_OUTSIDE = (
+    "ONNX's auto_pad SAME_UPPER/SAME_LOWER becomes explicit padding: total = (ceil(n / s) - 1) * s + (k - 1) * d "
+    "+ 1 - n, the odd element at the end (SAME_UPPER) or the start (SAME_LOWER); VALID: none",
+    "ceil_mode=1: DirectML's output count is a floor, so EndPadding grows until the floor gives ONNX's ceil "
+    "count (a last window that would start in the end padding dropped, as ONNX drops it); that padding is never "
+    "a maximum, adds 0 to an Lp sum and is left out of an average's divisor with IncludePadding false",
+    _ONE_D)
+_AVERAGE_CEIL = Cannot(
+    lambda c: bool(c.attr("count_include_pad", 0)) and any(a.pool_windows(c).ceil_extra),
+    "ceil_mode=1 with count_include_pad=1 needs padding past the end that ONNX leaves out of the divisor while "
+    "counting the explicit pads; DirectML's AVERAGE_POOLING1 has one IncludePadding for all padding")
+_COLUMN_MAJOR = Cannot(
+    lambda c: c.outputs > 1 and bool(c.attr("storage_order", 0)),
+    "storage_order=1 asks for column-major indices; DirectML's OutputIndicesTensor counts the input as a "
+    "contiguous row-major array")
+_RECURRENT_FIELDS = {
+    "InputTensor": "X, with a leading size-1 axis", "WeightTensor": "W", "RecurrenceTensor": "R",
+    "BiasTensor": "B", "HiddenInitTensor": "initial_h", "SequenceLengthsTensor": "sequence_lens (as UINT32)",
+    "Direction": "direction: forward FORWARD, reverse BACKWARD, bidirectional BIDIRECTIONAL",
+    "ActivationDescs": "activations with activation_alpha and activation_beta (default: ONNX's, which are dmlcli's)",
+}
+_RECURRENT_OWN = {
+    "RNN": {},
+    "GRU": {"LinearBeforeReset": "linear_before_reset"},
+    "LSTM": {"CellMemInitTensor": "initial_c", "PeepholeTensor": "P", "UseClipThreshold": "clip given",
+             "ClipThreshold": "clip", "CoupleInputForget": "input_forget"},
+}
+
+
+def _recurrent(onnx_op: str) -> Entry:
+    cannot = () if onnx_op == "LSTM" else (
+        Cannot(lambda c: c.attr("clip") is not None,
+               f"ONNX's clip ({{clip}}) bounds the activations' inputs; DirectML's {onnx_op} has no clip threshold "
+               "(only LSTM has ClipThreshold)"),)
+    return Entry(onnx_op, onnx_op, fields={**_RECURRENT_FIELDS, **_RECURRENT_OWN[onnx_op]},
+                 keywords={"ActivationDescs": "activations"}, adapter=a.adapt_recurrent, cannot=cannot,
+                 outside=(PADDED_RANK, "layout=1 (batch-major X, Y, Y_h): X's first two axes are swapped before the "
+                          "call and the outputs' after it (DirectML would read them through Strides)",
+                          "ONNX's outputs Y, Y_h (Y_c) are OutputSequenceTensor, OutputSingleTensor "
+                          "(OutputCellSingleTensor) without its leading size-1 axis; the gate orders are the same"),
+                 issue=19)
+
+
 _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
                "strided tensor into a packed array before the call, so the operator would only copy a result "
                "computed outside it")
+
+_CONV_FIELDS = {"Strides": "strides (default 1)", "Dilations": "dilations (default 1)",
+                "StartPadding": "pads[:n], or auto_pad's (SAME_UPPER: the smaller half first; SAME_LOWER: the "
+                                "larger; VALID: 0)",
+                "EndPadding": "pads[n:], or auto_pad's", "GroupCount": "group (default 1)"}
+_CONV_OUTSIDE = ("auto_pad is ONNX-only: it is turned into StartPadding and EndPadding with ONNX's formula",
+                 "kernel_shape is ONNX-only: the filter's Sizes give it",
+                 "B (1-D, one value per output channel) becomes BiasTensor {1, M, 1, ...} (a reshape)")
+_NEGATIVE_PADS = Cannot(lambda c: any(p < 0 for p in a.conv_paddings(c)[0] + a.conv_paddings(c)[1]),
+                        "the paddings ONNX's attributes give are negative (a crop); DirectML's StartPadding and "
+                        "EndPadding are UINT")
+_MATMUL_OPERANDS = ("NumPy's matmul operands as GEMM's: a 1-D A is a row [1, K], a 1-D B a column [K, 1] (the "
+                    "added axis removed from the result); leading 1s up to one rank; a broadcast batch is read at "
+                    "its full Sizes, as DirectML reads a desc with zero Strides")
+_PAST_RANK_4 = Cannot(lambda c: a.matmul_rank(c) > a.MAX_GEMM_RANK,
+                      "DirectML's matrix products take 2 to 4 dimensions ({BatchCount, ChannelCount, M, K}); ONNX's "
+                      "operands have more")
 
 ENTRIES: tuple[Entry, ...] = (
     _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
@@ -246,19 +314,95 @@ ENTRIES: tuple[Entry, ...] = (
                                  "through " + _NO_STRIDES.format(what="zero")),
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
+    # ---- matrix multiplication
+    Entry("Gemm", "GEMM", fields={"ATensor": "A", "BTensor": "B", "CTensor": "C (leading 1s up to 2-D)",
+                                  "TransA": "transA", "TransB": "transB", "Alpha": "alpha", "Beta": "beta"},
+          adapter=a.adapt_gemm,
+          outside=("C gets leading size-1 axes up to 2-D; GEMM broadcasts its sizes of 1 to [M, N] (DirectML: a "
+                   "CTensor desc with zero Strides)",)),
+    Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
+          fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
+          outside=(_MATMUL_OPERANDS,), cannot=(_PAST_RANK_4,)),
+    Entry("MatMulInteger", "MATRIX_MULTIPLY_INTEGER",
+          fields={"ATensor": "A", "BTensor": "B", "AZeroPointTensor": "a_zero_point (0 when left out)",
+                  "BZeroPointTensor": "b_zero_point (0 when left out)"},
+          adapter=a.adapt_matmul_integer,
+          outside=(_MATMUL_OPERANDS, "a left-out zero point is given as a zero of its tensor's type"),
+          cannot=(_PAST_RANK_4,)),
+    Entry("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+          fields={"ATensor": "a", "AScaleTensor": "a_scale", "AZeroPointTensor": "a_zero_point", "BTensor": "b",
+                  "BScaleTensor": "b_scale", "BZeroPointTensor": "b_zero_point", "OutputScaleTensor": "y_scale",
+                  "OutputZeroPointTensor": "y_zero_point"},
+          adapter=a.adapt_qlinear_matmul,
+          outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}"), cannot=(_PAST_RANK_4,)),
     # ---- the next issue's operators
-    _next("Gemm", "GEMM"), _next("MatMul", "GEMM"), _next("Conv", "CONVOLUTION"),
-    _next("ConvTranspose", "CONVOLUTION"), _next("ConvInteger", "CONVOLUTION_INTEGER"),
-    _next("MatMulInteger", "MATRIX_MULTIPLY_INTEGER"), _next("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION"),
-    _next("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY"), _next("AveragePool", "AVERAGE_POOLING1"),
-    _next("MaxPool", "MAX_POOLING2"), _next("LpPool", "LP_POOLING1"), _next("GlobalAveragePool", "AVERAGE_POOLING"),
-    _next("GlobalMaxPool", "MAX_POOLING"), _next("MaxUnpool", "MAX_UNPOOLING"),
+    Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
+          adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
+    Entry("ConvTranspose", "CONVOLUTION",
+          fields={**_CONV_FIELDS, "OutputPadding": "output_padding; with output_shape (or auto_pad SAME_*), any "
+                                                   "negative end padding ONNX's formula gives, as a lengthening"},
+          fixed={"Mode": "CROSS_CORRELATION", "Direction": "BACKWARD"}, adapter=a.adapt_conv,
+          cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("output_shape is ONNX-only: the paddings it implies are computed with ONNX's "
+                                   "formula (total = stride x (in - 1) + output_padding + dilated kernel - "
+                                   "output_shape, split by auto_pad); DirectML then computes the same Sizes",)),
+    Entry("ConvInteger", "CONVOLUTION_INTEGER", fields={k: v for k, v in _CONV_FIELDS.items()},
+          adapter=a.adapt_conv_integer, cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("left-out zero points are given as one zero of the tensor's type (the same "
+                                   "result); w_zero_point per channel becomes {1, M, 1, 1}",)),
+    Entry("QLinearConv", "QUANTIZED_LINEAR_CONVOLUTION", fields=_CONV_FIELDS, adapter=a.adapt_qlinear_conv,
+          cannot=(_NEGATIVE_PADS,),
+          outside=_CONV_OUTSIDE + ("scales and zero points become {1, 1, 1, 1} (per channel: {1, M, 1, 1}); a "
+                                   "left-out B is an INT32 zero bias {1, M, 1, 1} (the same result)",)),
+    # ---- pooling (issue 19)
+    Entry("AveragePool", "AVERAGE_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)",
+                                                                   "IncludePadding": "count_include_pad"},
+          adapter=a.adapt_pool, cannot=(_AVERAGE_CEIL,), outside=_POOL_OUTSIDE, issue=19,
+          rounded_expected={"test_averagepool_2d_ceil_last_window_starts_on_pad":
+                            "ONNX's expected values are written with 4 decimals (0.1511 for 1.3595 / 9)"}),
+    Entry("MaxPool", "MAX_POOLING2", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)"},
+          adapter=a.adapt_pool, cannot=(_COLUMN_MAJOR,),
+          outside=_POOL_OUTSIDE + ("MAX_POOLING2 always writes OutputIndicesTensor (UINT64, 5_0): ONNX's Indices "
+                                   "read as int64 (the same bits), or dropped where ONNX asks for Y only",),
+          issue=19),
+    Entry("LpPool", "LP_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)", "P": "p (default 2)"},
+          adapter=a.adapt_pool, outside=_POOL_OUTSIDE, issue=19),
+    Entry("GlobalAveragePool", "AVERAGE_POOLING",
+          fields=_GLOBAL_FIELDS, fixed={"IncludePadding": False},
+          adapter=a.adapt_pool, outside=(_ONE_D,), issue=19),
+    Entry("GlobalMaxPool", "MAX_POOLING", fields=_GLOBAL_FIELDS,
+          adapter=a.adapt_pool, outside=(_ONE_D,), issue=19),
+    Entry("MaxUnpool", "MAX_UNPOOLING", fields={"OutputTensor.Sizes": "output_shape, else (in - 1) * strides + "
+                                                                      "kernel_shape - pads"},
+          adapter=a.adapt_max_unpool, outside=(INT64_INDICES.replace("INT64", "UINT64 (5_0)"),), issue=19),
+    Entry("RoiAlign", "ROI_ALIGN1",
+          fields={"SpatialScaleX": "spatial_scale", "SpatialScaleY": "spatial_scale",
+                  "InputPixelOffset": "coordinate_transformation_mode: half_pixel 0.5, output_half_pixel 0",
+                  "ReductionFunction": "mode: avg AVERAGE, max MAX",
+                  "MinimumSamplesPerOutput": "sampling_ratio (0: 1)",
+                  "MaximumSamplesPerOutput": "sampling_ratio (0: UINT_MAX, ONNX's adaptive count)",
+                  "OutputTensor.Sizes": "{ num_rois, C, output_height, output_width }"},
+          fixed={"OutputPixelOffset": -0.5, "InterpolationMode": "LINEAR", "OutOfBoundsInputValue": 0.0,
+                 "AlignRegionsToCorners": False},
+          adapter=a.adapt_roi_align,
+          cannot=(Cannot(lambda c: str(c.attr("mode", "avg")) == "max",
+                         "ONNX's max mode takes the largest of each sample's four weighted bilinear terms (w * v), "
+                         "not the largest interpolated value that DirectML's ROI_ALIGN1 pseudo-code reduces"),
+                  Cannot(a.roi_align_small_region,
+                         "output_half_pixel widens a region narrower than 1 to 1 in ONNX; DirectML's ROI_ALIGN1 "
+                         "samples the region as it is")),
+          outside=("ONNX's int64 batch_indices are given as DirectML's UINT64 BatchIndicesTensor (5_0), the same "
+                   "bits",),
+          rounded_expected={name: "ONNX's expected values are written with 4 decimals"
+                            for name in ("test_roialign_aligned_false", "test_roialign_aligned_true")},
+          issue=19),
+    # ---- the next issue's operators
     _next("BatchNormalization", "BATCH_NORMALIZATION"),
     _next("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
     _next("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
     _next("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1"), _next("LRN", "LOCAL_RESPONSE_NORMALIZATION"),
     _next("LpNormalization", "LP_NORMALIZATION"), _next("Resize", "RESAMPLE2"), _next("Upsample", "RESAMPLE"),
-    _next("RNN", "RNN"), _next("GRU", "GRU"), _next("LSTM", "LSTM"), _next("RoiAlign", "ROI_ALIGN1"),
+    _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
     _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from .runner import ERROR, FAILED, PASSED, SKIPPED, VERDICTS, SuiteRun
+from ..suite.runner import ERROR, FAILED, PASSED, SKIPPED, VERDICTS, SuiteRun
 
 _LABEL = {PASSED: "PASSED", FAILED: "FAILED", ERROR: "ERROR", SKIPPED: "SKIPPED"}
 

@@ -1,0 +1,132 @@
+"""The matrix multiplication family on the GPU: the CPU's result against the GPU's.
+
+GEMM runs through CuPy's matmul (cuBLAS sgemm, TF32 off: CuPy uses TF32 only with CUPY_TF32=1); it agrees with
+the CPU's BLAS within GEMM's tolerance (2K ULP + Alpha/Beta terms) on inputs that do not cancel, and within the
+dot-product bound K eps sum |a||b| on signed ones; it is not bit-identical (the summation orders differ). The
+integer operators (MATRIX_MULTIPLY_INTEGER, QUANTIZED_LINEAR_MATRIX_MULTIPLY, MATRIX_MULTIPLY_INTEGER_TO_FLOAT
+with 8- and 16-bit inputs) are bit-identical. A fused activation runs on the GPU as the activation's own kernel.
+Skipped without CuPy or a CUDA device.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.comparison import rule_for, ulp_distance
+from dmlcli.errors import BackendUnavailableError
+
+F32, F16 = np.float32, np.float16
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    pytest.importorskip("cupy")
+    from dmlcli.backends import gpu as module
+
+    try:
+        module.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+    return "gpu"
+
+
+def both(name, *arrays, **params):
+    return dmlcli.run(name, *arrays, backend="cpu", **params), dmlcli.run(name, *arrays, backend="gpu", **params)
+
+
+def _call(name, arrays, **params):
+    from dmlcli.api import plan
+
+    return plan(name, [(dmlcli.data_types.from_numpy(x.dtype), x.shape) for x in arrays], **params).call
+
+
+def test_tf32_is_not_enabled(gpu):
+    assert os.environ.get("CUPY_TF32", "0") == "0"
+
+
+GEMM_SHAPES = [  # (A, B, C or None, parameters)
+    ((64, 256), (256, 48), None, {}),
+    ((256, 64), (48, 256), (64, 48), {"trans_a": "transpose", "trans_b": "transpose", "alpha": 0.5, "beta": 2.0}),
+    ((2, 3, 33, 129), (2, 3, 129, 17), (1, 3, 1, 17), {"alpha": -1.0}),
+    ((1, 1, 512, 1024), (1, 1, 1024, 512), None, {}),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("a_shape, b_shape, c_shape, params", GEMM_SHAPES, ids=[str(s[0]) for s in GEMM_SHAPES])
+def test_gemm_cpu_and_gpu_agree_within_the_rule(gpu, dtype, a_shape, b_shape, c_shape, params):
+    rng = np.random.default_rng(11)
+    arrays = [rng.uniform(0, 1, s).astype(dtype) for s in (a_shape, b_shape, c_shape) if s is not None]
+    if params.get("alpha", 1.0) < 0:
+        params = {**params, "alpha": 1.0}  # positive data and factors: nothing cancels, ULP measure the error
+    cpu, gpu_result = both("gemm", *arrays, **params)
+    call = _call("gemm", arrays, **params)
+    rule = rule_for(call.operator, cpu.dtype, call=call)
+    assert gpu_result.dtype == cpu.dtype and gpu_result.shape == cpu.shape
+    assert ulp_distance(cpu, gpu_result).max() <= rule.limit
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_gemm_signed_inputs_agree_within_the_dot_product_bound(gpu, dtype):
+    rng = np.random.default_rng(12)
+    a, b = rng.uniform(-1, 1, (2, 70, 300)).astype(dtype), rng.uniform(-1, 1, (2, 300, 40)).astype(dtype)
+    cpu, gpu_result = both("gemm", a, b)
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    eps = np.finfo(F32).eps
+    bound = 2 * 303 * eps * magnitude + (np.finfo(F16).eps * np.abs(cpu.astype(np.float64)) if dtype == F16 else 0)
+    assert np.all(np.abs(cpu.astype(np.float64) - gpu_result.astype(np.float64)) <= bound + 1e-30)
+
+
+@pytest.mark.parametrize("activation, fields", [("elu", {"fused_alpha": 0.5}), ("sigmoid", {}), ("relu", {}),
+                                                ("gelu", {})])
+def test_gemm_fused_activation_on_the_gpu(gpu, activation, fields):
+    rng = np.random.default_rng(13)
+    a, b = rng.uniform(0, 1, (20, 64)).astype(F32), rng.uniform(-1, 0.5, (64, 30)).astype(F32)
+    cpu, gpu_result = both("gemm", a, b, fused_activation=activation, **fields)
+    plain = dmlcli.run("gemm", a, b, backend="gpu")
+    own = dmlcli.run(f"activation_{activation}", plain, backend="gpu",
+                     **{k.removeprefix("fused_"): v for k, v in fields.items()})
+    assert np.array_equal(gpu_result, own)  # the activation's own GPU kernel on the GPU's product
+    # Within the product's rule (2K) + the activation's, as the rule for a fused call gives it.
+    assert np.allclose(cpu, gpu_result, rtol=2 * 64 * np.finfo(F32).eps * 4, atol=1e-6)
+
+
+def _ints(rng, dtype, shape):
+    info = np.iinfo(dtype)
+    return rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("a_type, b_type", [(np.int8, np.int8), (np.uint8, np.int8), (np.uint8, np.uint8)])
+@pytest.mark.parametrize("shape", [((5, 7), (7, 3)), ((2, 3, 40, 300), (2, 3, 300, 20))])
+def test_matrix_multiply_integer_is_bit_identical(gpu, a_type, b_type, shape):
+    rng = np.random.default_rng(14)
+    a, b = _ints(rng, a_type, shape[0]), _ints(rng, b_type, shape[1])
+    azp, bzp = _ints(rng, a_type, (shape[0][-2],)), _ints(rng, b_type, (shape[1][-1],))
+    cpu, gpu_result = both("matrix_multiply_integer", a, azp, b, bzp)
+    assert cpu.dtype == gpu_result.dtype == np.int32 and np.array_equal(cpu, gpu_result)
+
+
+@pytest.mark.parametrize("out_type", [np.int8, np.uint8])
+def test_quantized_linear_matrix_multiply_is_bit_identical(gpu, out_type):
+    rng = np.random.default_rng(15)
+    a, b = _ints(rng, np.uint8, (2, 50, 64)), _ints(rng, np.int8, (2, 64, 30))
+    inputs = [a, rng.uniform(0.001, 0.05, (50,)).astype(F32), _ints(rng, np.uint8, (50,)), b,
+              rng.uniform(0.001, 0.05, (30,)).astype(F32), _ints(rng, np.int8, (30,)),
+              rng.uniform(0.01, 0.5, (1,)).astype(F32), _ints(rng, out_type, (1,))]
+    cpu, gpu_result = both("quantized_linear_matrix_multiply", *inputs)
+    assert np.array_equal(cpu, gpu_result)
+
+
+@pytest.mark.parametrize("int_type, out_type", [(np.int8, F32), (np.int8, F16), (np.uint16, F32)])
+def test_matrix_multiply_integer_to_float_is_bit_identical(gpu, int_type, out_type):
+    rng = np.random.default_rng(16)
+    a, b = _ints(rng, int_type, (3, 40, 100)), _ints(rng, int_type, (3, 100, 20))
+    inputs = [a, rng.uniform(0.001, 0.01, (40,)).astype(out_type), _ints(rng, int_type, (1,)), b,
+              rng.uniform(0.001, 0.01, (1,)).astype(out_type), _ints(rng, int_type, (20,)),
+              rng.uniform(-1, 1, (3, 40, 20)).astype(out_type)]
+    cpu, gpu_result = both("matrix_multiply_integer_to_float", *inputs)
+    assert np.array_equal(cpu, gpu_result)

@@ -1,0 +1,145 @@
+"""Pooling on the GPU: the same xp kernels on CuPy as on NumPy.
+
+Maxima, their indices and MAX_UNPOOLING are selections and copies: equal to the CPU's results (values equal,
+NaN where the CPU has NaN; indices and unpooled bits identical). Averages and Lp norms add the window's
+elements in the same order with the same FLOAT32 operations, so they are checked within the operator's own
+tolerance (N + 2 ULP; 2N + 4 for LP with P other than 1 and 2, whose pow may differ on CUDA).
+Skipped without CuPy or a usable GPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.comparison import ulp_distance
+from dmlcli.errors import BackendUnavailableError
+
+cupy = pytest.importorskip("cupy")
+
+SHAPES = [(1, 3, 7, 9), (2, 4, 5, 6, 7), (4, 16, 33, 31)]
+GEOMETRIES = [
+    dict(window_size=[2, 2], strides=[2, 2]),
+    dict(window_size=[3, 3], strides=[1, 2], start_padding=[1, 1], end_padding=[1, 2]),
+    dict(window_size=[2, 3], strides=[2, 1], start_padding=[0, 2], end_padding=[1, 0], dilations=[2, 1]),
+]
+
+
+@pytest.fixture(scope="module")
+def gpu_backend():
+    from dmlcli.backends import gpu
+
+    try:
+        return gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+def spatial(geometry, rank):
+    """The geometry for a rank-4 or rank-5 input (a 5-D input repeats the first spatial value)."""
+    if rank == 4:
+        return dict(geometry)
+    return {key: [value[0], *value] for key, value in geometry.items()}
+
+
+def data(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        x = rng.standard_normal(shape).astype(dtype)
+        x.reshape(-1)[::17] = np.nan  # NaN skipped by the maxima, propagated by the sums
+        x.reshape(-1)[::13] = 0.5  # ties
+        return x
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+
+
+def both(op, inputs, gpu_backend, **parameters):
+    on_cpu = dmlcli.run(op, *inputs, backend="cpu", **parameters)
+    on_gpu = dmlcli.run(op, *inputs, backend=gpu_backend, **parameters)
+    return ((on_cpu,) if not isinstance(on_cpu, tuple) else on_cpu,
+            (on_gpu,) if not isinstance(on_gpu, tuple) else on_gpu)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint8", "int64"])
+@pytest.mark.parametrize("op", ["max_pooling", "max_pooling1", "max_pooling2"])
+def test_gpu_maxima_and_indices_equal_the_cpu_results(gpu_backend, op, dtype, shape):
+    x = data(shape, dtype, seed=len(shape))
+    for geometry in GEOMETRIES:
+        parameters = spatial(geometry, len(shape))
+        if op != "max_pooling2":
+            parameters.pop("dilations", None)
+        cpu_outputs, gpu_outputs = both(op, [x], gpu_backend, **parameters)
+        assert len(cpu_outputs) == len(gpu_outputs)
+        assert np.array_equal(cpu_outputs[0], gpu_outputs[0], equal_nan=np.dtype(dtype).kind == "f"), parameters
+        for c, g in zip(cpu_outputs[1:], gpu_outputs[1:]):
+            assert c.dtype == g.dtype and np.array_equal(c, g), parameters
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("op, extra", [("average_pooling1", {"include_padding": False}),
+                                       ("average_pooling1", {"include_padding": True}),
+                                       ("lp_pooling1", {"p": 1}), ("lp_pooling1", {"p": 2}),
+                                       ("lp_pooling1", {"p": 3})])
+def test_gpu_sums_within_the_tolerance(gpu_backend, op, extra, dtype, shape):
+    x = np.abs(np.nan_to_num(data(shape, dtype, seed=7))) + np.asarray(0.25, dtype)  # one sign: no cancellation
+    for geometry in GEOMETRIES:
+        parameters = spatial(geometry, len(shape))
+        (c,), (g,) = both(op, [x], gpu_backend, **parameters, **extra)
+        count = math.prod(parameters["window_size"])
+        limit = 2 * count + 4 if extra.get("p") == 3 else count + 2
+        assert c.dtype == g.dtype and c.shape == g.shape
+        assert ulp_distance(c, g).max() <= limit, (op, extra, parameters)
+
+
+def test_gpu_max_unpooling_equals_the_cpu(gpu_backend):
+    x = data((2, 3, 8, 8), "float32", seed=3)
+    values, indices = dmlcli.run("max_pooling2", x, window_size=[2, 2], strides=[2, 2], output_dtype="uint64")
+    duplicated = indices.copy()
+    duplicated.reshape(-1)[::5] = duplicated.reshape(-1)[0]  # several values for one index: the last wins
+    duplicated.reshape(-1)[3] = 10**9  # past the output: skipped
+    for index in (indices, duplicated, indices.astype(np.uint32)):
+        (c,), (g,) = both("max_unpooling", [values, index], gpu_backend, output_shape=x.shape)
+        assert np.array_equal(c.view(np.uint32), g.view(np.uint32))
+
+
+def test_gpu_large_input(gpu_backend):
+    x = data((8, 64, 64, 64), "float32", seed=5)
+    for op, parameters in [("max_pooling1", dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])),
+                           ("average_pooling", dict(window_size=[2, 2], strides=[2, 2]))]:
+        cpu_outputs, gpu_outputs = both(op, [x], gpu_backend, **parameters)
+        if op == "max_pooling1":
+            assert np.array_equal(cpu_outputs[0], gpu_outputs[0], equal_nan=True)
+            assert np.array_equal(cpu_outputs[1], gpu_outputs[1])
+        else:
+            c, g = cpu_outputs[0], gpu_outputs[0]
+            assert np.array_equal(np.isnan(c), np.isnan(g))
+            assert ulp_distance(c[~np.isnan(c)], g[~np.isnan(g)]).max() <= 2 * 2 + 2
+
+
+def test_gpu_roi_pooling_equals_the_cpu(gpu_backend):
+    x = data((2, 5, 17, 13), "float32", seed=9)
+    rng = np.random.default_rng(4)
+    corners = rng.uniform(-2, 20, (6, 4))
+    corners[:, 2:] = np.maximum(corners[:, 2:], corners[:, :2])
+    rois = np.concatenate([rng.integers(0, 3, (6, 1)), corners], axis=1).astype(np.float32).reshape(1, 1, 6, 5)
+    for pooled in ([2, 2], [3, 5]):
+        (c,), (g,) = both("roi_pooling", [x, rois], gpu_backend, pooled_size=pooled, spatial_scale=0.5)
+        assert np.array_equal(c, g, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", ["roi_align", "roi_align1"])
+def test_gpu_roi_align_within_the_tolerance(gpu_backend, op):
+    x = np.abs(np.nan_to_num(data((2, 4, 12, 10), "float32", seed=6))) + np.float32(0.25)
+    rng = np.random.default_rng(8)
+    rois = rng.uniform(-2, 13, (5, 4)).astype(np.float32)
+    batches = rng.integers(0, 2, 5).astype(np.uint32)
+    for function in ("average", "max"):
+        for mode in ("linear", "nearest_neighbor"):
+            (c,), (g,) = both(op, [x, rois, batches], gpu_backend, output_shape=(5, 4, 3, 2),
+                              reduction_function=function, interpolation_mode=mode, spatial_scale_x=0.8)
+            assert c.shape == g.shape and ulp_distance(c, g).max() <= 32, (op, function, mode)
