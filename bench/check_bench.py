@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dmlcli.comparison import compare_arrays, parse_tolerance  # noqa: E402
+from dmlcli.checking.comparison import compare_arrays, parse_tolerance  # noqa: E402
 
 
 def _median_seconds(function, repeats: int, baseline) -> tuple[float, float]:

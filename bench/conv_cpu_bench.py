@@ -62,10 +62,10 @@ def peak_bytes(function) -> int:
     return peak
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'case':28} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>6} {'dmlcli peak MiB':>16} "
           f"{'numpy peak MiB':>15}  (goal: ratio <= {GOAL})")

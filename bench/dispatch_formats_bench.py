@@ -121,13 +121,13 @@ def session_run(onnx_name: str, feeds: dict):
     return lambda: session.run(None, feeds)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--image-size", type=int, default=512)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "out"
@@ -157,7 +157,8 @@ def main() -> None:
                 alone = median_ms(dispatch_only, args.iterations)
                 line += f", session.run alone {alone:.4f} ms, ratio {per_dispatch / alone:.2f}"
             print(line)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

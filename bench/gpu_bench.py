@@ -148,7 +148,7 @@ def random_device_tensor(cp, dtype, count: int, name: str):
 
 def check_sample(cp, backend, reference, operator, device_inputs, device_out, params) -> None:
     """Bit for bit for exact and one-rounding operators, within the operator's tolerance otherwise."""
-    from dmlcli.comparison import compare, rule_for
+    from dmlcli.checking.comparison import compare, rule_for
 
     sample = slice(0, min(device_out.size, 1 << 20))
     host_inputs = [cp.asnumpy(x[sample]) for x in device_inputs]

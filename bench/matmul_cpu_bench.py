@@ -62,12 +62,12 @@ def timed(call: Callable) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024, help="M = K = N of the square products")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     table = cases(args.size, np.random.default_rng(0))
     chosen = [name for name in args.cases.split(",") if name] or list(table)
     print(f"matmul family, CPU, {args.size}x{args.size}, medians of {args.repeats} runs (goal <= {GOAL}x)")

@@ -88,11 +88,11 @@ def offset_loop(x, k, s, pad, reduce):
     return (total / np.float32(k * k)).astype(x.dtype)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=float, default=16)
     parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     side = 56
     channels = max(1, int(args.mib * 2**20 / 4 / (side * side) / 4))
     rng = np.random.default_rng(0)
@@ -140,7 +140,8 @@ def main() -> None:
     print(f"max_pooling1 3x3 (values and indices) {both_time * 1e3:.2f} ms, {both_time / values_time:.2f}x "
           f"max_pooling's values alone ({values_time * 1e3:.2f} ms)")
     print("ratio: dmlcli / the fastest NumPy baseline (goal <= 1.3); /copy: dmlcli / one copy of the input")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -72,10 +72,10 @@ def alternating_medians(functions, repeats: int) -> list[float]:
     return [statistics.median(s) for s in samples]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'operator':8} {'seq x batch x input x hidden':>28} {'numpy ms':>9} {'run ms':>8} {'kernel ms':>9} "
           f"{'run/numpy':>9} {'kernel/numpy':>12}")
@@ -97,7 +97,8 @@ def main() -> None:
             mark = "" if kernel_ms / numpy_ms <= GOAL else f"  (over the {GOAL}x goal)"
             print(f"{kind:8} {f'{steps} x {batch} x {width} x {hidden}':>28} {numpy_ms:9.2f} {run_ms:8.2f} "
                   f"{kernel_ms:9.2f} {run_ms / numpy_ms:9.2f} {kernel_ms / numpy_ms:12.2f}{mark}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import engine
 from .errors import DmlcliWarning
-from .validation import Verdict
+from .calls.validation import Verdict
 
 
 def _warn(messages) -> None:

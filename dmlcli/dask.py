@@ -17,7 +17,7 @@ from typing import Sequence
 
 from . import engine
 from .errors import DmlcliWarning, InputError
-from .validation import Verdict
+from .calls.validation import Verdict
 
 
 def lazy(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,

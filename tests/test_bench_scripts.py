@@ -32,17 +32,25 @@ def _dask_installed() -> bool:
 TINY = {
     "api_overhead": (lambda tmp: ["--batches", "1", "--calls", "2"], "µs per call"),
     "check_bench": (lambda tmp: ["--millions", "0.001", "--repeats", "1"], "all differ by 1-2 ULP"),
+    "conv_cpu_bench": (lambda tmp: ["--repeats", "1"], "worst ratio"),
     "cpu_ops_bench": (lambda tmp: ["--mib", "0.01", "--repeats", "1"], "median ratio"),
     "dask_bench": (lambda tmp: ["--gib", "0.0005", "--workers", "1", "--runs", "1", "--gpu", "no", "--chunk-mib",
                                 "0.0625", "--ceiling-mib", "1", "--ceiling-repeats", "1", "--dir", str(tmp / "d"),
                                 "--json", str(tmp / "dask.json")], "| cpu | 1 |"),
+    "dispatch_formats_bench": (lambda tmp: ["--repeats", "1", "--iterations", "1", "--image-size", "16"],
+                               "per dispatch"),
     "dispatch_bench": (lambda tmp: ["--rows", "4", "--cols", "8", "--iterations", "2"], "ratio dispatch / baseline"),
     "ftz_probe": (lambda tmp: ["--elements", "64"], "bit-exact with NumPy"),
     "generation_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "geometric mean"),
     "gpu_cast_probe": (lambda tmp: [], "type pairs where CuPy's astype differs"),
     "indexing_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "worst ratio"),
+    "matmul_cpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "worst ratio"),
+    "matmul_gpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "GEMM on"),
     "movement_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "worst ratio"),
+    "normalization_cpu_bench": (lambda tmp: ["--mib", "0.25", "--repeats", "1"], "worst ratio"),
     "npz_bench": (lambda tmp: ["--sizes", "1", "--kinds", "deflated", "--runs", "1", "--folder", str(tmp)], "ratio"),
+    "pooling_cpu_bench": (lambda tmp: ["--mib", "0.05", "--repeats", "1"], "ratio: dmlcli"),
+    "recurrent_cpu_bench": (lambda tmp: ["--repeats", "1"], "lstm"),
     "shaped_cpu_bench": (lambda tmp: ["--mib", "0.1", "--repeats", "1"], "worst ratio"),
     "shaped_gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1"], "dmlcli / CuPy time"),
     "gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1", "--e2e-repeats", "1", "--chunk-mib", "1",
@@ -57,7 +65,7 @@ TINY = {
                     "speed-up"),
 }
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
-               "shaped_gpu_bench"}
+               "matmul_gpu_bench", "shaped_gpu_bench"}
 
 
 def test_every_bench_script_has_a_tiny_run():

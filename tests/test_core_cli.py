@@ -245,7 +245,7 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize("terminal", [False, True])
 def test_tables_look_the_same_on_a_terminal_and_in_a_pipe(terminal, monkeypatch):
-    from dmlcli.rendering import show
+    from dmlcli.display.rendering import show
 
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("NO_COLOR")  # set by conftest; the test of NO_COLOR itself is below
@@ -335,7 +335,7 @@ def test_format_with_an_output_file_or_check_is_refused(tmp_path, monkeypatch, e
 
 def test_no_color_removes_every_style_on_a_terminal(monkeypatch):
     """NO_COLOR: no colour, and no bold, dim or italic either (issue 12, bug 9)."""
-    from dmlcli.rendering import make_console
+    from dmlcli.display.rendering import make_console
 
     stream = io.StringIO()
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich then takes the StringIO for a terminal

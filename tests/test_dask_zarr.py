@@ -418,7 +418,7 @@ def _stderr_of_run(arguments, tmp_path, *, terminal: bool) -> str:
     store shows it."""
     import pty
 
-    code = ("import sys, dmlcli.progress as progress; progress.MIN_BYTES_FOR_PROGRESS = 0; "
+    code = ("import sys, dmlcli.display.progress as progress; progress.MIN_BYTES_FOR_PROGRESS = 0; "
             "from dmlcli.cli import main; main(sys.argv[1:])")
     if not terminal:
         return subprocess.run([sys.executable, "-c", code, *arguments], cwd=REPO, env=_environment(),

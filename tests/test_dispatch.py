@@ -251,7 +251,6 @@ ELEMENT_WISE_MODELS = {
 # The shaped operators' models are in tests/test_dispatch_shaped.py. The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
     "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
-    "dml_upsample_2d.json": "DML_OPERATOR_UPSAMPLE_2D is a DirectML operator that dmlcli does not implement",
     "hlsl_add_fp16.json": "need DirectX's shader compiler (dxc)",
     "hlsl_add_fp32.json": "need DirectX's shader compiler (dxc)",
 }

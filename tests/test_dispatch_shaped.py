@@ -40,6 +40,10 @@ SHAPED_MODELS = {
     "dml_split.json": ("SPLIT", ["Resource 'Out1': 1, 2", "Resource 'Out2': 3, 4", "Resource 'Out3': 5, 6"]),
     "dml_cumulative_product.json": ("CUMULATIVE_PRODUCT", ["Resource 'Out': 2, 8, 64, 192"]),
     "dml_fill_value_sequence.json": ("FILL_VALUE_SEQUENCE", ["Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2"]),
+    # 1..4 as a 2x2, bilinear at pixel centres: output row r reads input row (r + 0.5) / 2 - 0.5 clamped to
+    # [0, 1], i.e. 0, 0.25, 0.75, 1 (the columns likewise), so row 1 is 1.5 + {0, 0.25, 0.75, 1}.
+    "dml_upsample_2d.json": ("UPSAMPLE_2D", ["Resource 'output': 1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, "
+                                             "3.25, 3.5, 3, 3.25, 3.75, 4"]),
     # CONVOLUTION, cross-correlation: 1..9 as 3x3 with a 2x2 filter of 0.5s: 0.5 x (1+2+4+5), (2+3+5+6), ...
     "dml_convolution_2d.json": ("CONVOLUTION", ["Resource 'output': 6, 8, 12, 14"]),
     # 3x3x3 ones with a 2x2x2 filter of 0.5s: 8 x 0.5 = 4 at each of the 2x2x2 outputs.

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import dmlcli
 from dmlcli.cli import cli
-from dmlcli.comparison import compare, parse_tolerance, rule_for, ulp_distance
+from dmlcli.checking.comparison import compare, parse_tolerance, rule_for, ulp_distance
 
 SUBNORMAL = np.float32(1e-40)
 PAYLOAD_NAN = np.array([0x7FC00123], np.uint32).view(np.float32)[0]

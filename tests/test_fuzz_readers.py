@@ -450,7 +450,7 @@ def numpy_npz_member(path: Path, name: str) -> np.ndarray:
 @given(npz_files(), st.sampled_from(["", ":x", ":y", ":dir/z"]))
 def test_npz_archives_read_or_refuse_in_bounded_memory(scratch, content, name):
     """Whole reads (read_npz) and the streaming path's header checks (open_input) alike."""
-    from dmlcli import streaming
+    from dmlcli.engine import streaming
 
     path = fresh_file(scratch, ".npz", content)
     array = bounded(lambda: read_tensor(f"{path}{name}", label="fuzz"))

@@ -159,7 +159,7 @@ def _assert_parity(operator, got, expected, params, context, inputs=()):
     do Direct3D's rules. So there a NaN matches any NaN; every other element, and every bit of the
     bitwise operators' results, must be equal.
     """
-    from dmlcli.comparison import EXACT, compare, rule_for
+    from dmlcli.checking.comparison import EXACT, compare, rule_for
     from dmlcli.operators.schema import APPROXIMATE, COMPOSITE
 
     rule = EXACT

@@ -103,7 +103,7 @@ def test_nothing_goes_through_the_host_between_steps(gpu_backend, monkeypatch):
     # The kernel runs on device arrays from start to end: copying to the host would call cupy.asnumpy (or
     # ndarray.get, which asnumpy uses); both are made to fail while it runs.
     from dmlcli.operators import find_operator
-    from dmlcli.validation import TensorInfo
+    from dmlcli.calls.validation import TensorInfo
     from dmlcli.data_types import FLOAT32
 
     op = find_operator("convolution")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import dmlcli
-from dmlcli.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.errors import BackendUnavailableError
 
 F32, F16 = np.float32, np.float16

@@ -113,18 +113,4 @@ def test_gpu_large_inputs(gpu_backend):
             assert c.shape == g.shape and np.array_equal(bits(c), bits(g)), op
 
 
-def test_dxdispatch_models_of_data_movement_on_the_gpu(gpu_backend, tmp_path, monkeypatch):
-    # DxDispatch's JOIN, SPLIT and SLICE models through `dispatch --backend gpu`: the same printed values as on
-    # the CPU (a shaped operator's CPU time is reported; its GPU time is not measured).
-    from click.testing import CliRunner
-
-    from dmlcli.cli import cli
-    from test_dispatch import SHAPED_MODELS, SHARED_MODELS, printed  # noqa: I001 (tests/ is on the path)
-
-    if not SHARED_MODELS.is_dir():
-        pytest.skip(f"{SHARED_MODELS} not found")
-    monkeypatch.chdir(tmp_path)
-    for name in ("dml_join.json", "dml_split.json", "dml_slice.json"):
-        result = CliRunner().invoke(cli, ["dispatch", str(SHARED_MODELS / name), "--backend", "gpu"])
-        assert result.exit_code == 0, result.output
-        assert printed(result) == SHAPED_MODELS[name]
+# DxDispatch's JOIN, SPLIT and SLICE models on the GPU: tests/test_dispatch_shaped.py runs every shaped model there.

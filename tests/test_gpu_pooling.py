@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dmlcli
-from dmlcli.comparison import ulp_distance
+from dmlcli.checking.comparison import ulp_distance
 from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dmlcli
-from dmlcli.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")

@@ -370,7 +370,7 @@ def test_a_disk_that_fills_under_the_mapped_writer_is_exit_2(work):
 
 
 def test_reserve_falls_back_to_writing_zeros(tmp_path, monkeypatch):
-    from dmlcli import streaming
+    from dmlcli.engine import streaming
 
     def unsupported(*args):
         raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))

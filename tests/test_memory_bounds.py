@@ -78,7 +78,7 @@ def test_in_memory_estimate_is_an_upper_bound(tmp_path, baseline, case):
 
 @pytest.mark.parametrize("fortran", [False, True], ids=["C order", "Fortran order"])
 def test_streaming_bound_is_an_upper_bound(tmp_path, baseline, fortran):
-    from dmlcli import streaming
+    from dmlcli.engine import streaming
 
     a = (np.arange(1 << 26) % 251).astype(np.uint8).reshape(8192, 8192)  # 64 MiB
     np.save(tmp_path / "a.npy", np.asfortranarray(a) if fortran else a)
@@ -98,7 +98,7 @@ def test_json_from_npy_streams_in_constant_memory(tmp_path, baseline, dtype, cou
     """Issue 21: .npy inputs into JSON text (a file or stdout) are streamed, the text written piece by piece:
     the growth is the streaming bound plus the JSON writer's pieces, whatever the size (it was ~100 bytes an
     element: 800 MiB for these 8 Mi elements)."""
-    from dmlcli import streaming
+    from dmlcli.engine import streaming
 
     values = np.arange(count) % 251 if dtype == "uint8" else np.linspace(-1e3, 1e3, count)
     np.save(tmp_path / "a.npy", values.astype(dtype))
@@ -130,7 +130,7 @@ def write_zeros_npz(path: Path, shape, descr: str = "|u1", data_bytes: int | Non
 
 def test_streaming_a_npz_member_is_constant_memory(tmp_path, baseline):
     """Issue 22, item 1: a .npz member with a .npy output is inflated chunk by chunk, never whole."""
-    from dmlcli import streaming
+    from dmlcli.engine import streaming
 
     size = 256 << 20
     write_zeros_npz(tmp_path / "a.npz", (size // 4096, 4096))
@@ -166,7 +166,7 @@ def test_a_npz_member_claiming_2_to_the_32_elements_is_refused_without_inflating
     before `run` refused it. Now the header is checked against the zip directory before a byte is inflated."""
     import time
 
-    from dmlcli import streaming
+    from dmlcli.engine import streaming
     from dmlcli.errors import InputError
     from dmlcli.io.sources import read_tensor
 

@@ -536,7 +536,7 @@ def test_max_and_min_skip_nan_alike_on_a_backend_without_fmax_reduce():
     import types
 
     from dmlcli.operators import find_operator
-    from dmlcli.validation import TensorInfo
+    from dmlcli.calls.validation import TensorInfo
     from dmlcli.data_types import FLOAT32, INT32
 
     kernel = find_operator("reduce").array_kernel
@@ -562,7 +562,7 @@ def test_log_sum_on_the_gpu_is_within_reduces_tolerance():
     """The H100's LOG_SUM of 4 elements (a sum near 1.085, so a result near 0.08): 14 ULP of the result,
     1.2e-7 absolute, from a sum within 1 ULP -- REDUCE's tolerance for the call must accept it."""
     from dmlcli import engine
-    from dmlcli.comparison import compare, rule_for
+    from dmlcli.checking.comparison import compare, rule_for
     from dmlcli.operators import find_operator
 
     reduce = find_operator("reduce")

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import dmlcli
 from dmlcli.api import plan as api_plan
 from dmlcli.cli import cli
-from dmlcli.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.data_types import parse_data_type
 from dmlcli.operators import matmul as module
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import dmlcli
 from dmlcli.api import plan
 from dmlcli.cli import cli
-from dmlcli.comparison import ulp_distance
+from dmlcli.checking.comparison import ulp_distance
 from dmlcli.data_types import parse_data_type
 from dmlcli.operators import find_operator
 

@@ -370,7 +370,7 @@ def test_activation_fields_reach_the_kernel():
 
 
 def test_tolerance_grows_with_steps_and_the_dot_products():
-    from dmlcli.comparison import rule_for
+    from dmlcli.checking.comparison import rule_for
 
     case = _case("lstm", np.random.default_rng(17), steps=5, width=3, hidden=4)
     verdict = dmlcli.validate("lstm", case["x"], case["w"], case["r"])

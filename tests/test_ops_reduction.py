@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import dmlcli
 from dmlcli.api import plan as api_plan
 from dmlcli.cli import cli
-from dmlcli.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
 from dmlcli.operators import reduction as module

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from dmlcli.cli import cli
-from dmlcli.comparison import Rule, compare_arrays, compare_npy_files
-from dmlcli.streaming import CHUNK_BYTES_VARIABLE
+from dmlcli.checking.comparison import Rule, compare_arrays, compare_npy_files
+from dmlcli.engine.streaming import CHUNK_BYTES_VARIABLE
 
 from conftest import REPO
 

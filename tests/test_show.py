@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from dmlcli.cli import cli
-from dmlcli.inspection import count_values
+from dmlcli.checking.inspection import count_values
 
 from conftest import REPO
 from test_terminal import check_whole

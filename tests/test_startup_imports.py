@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 # writers of files and archives, the terminal renderer and the stdlib modules only they need.
 NEVER = {
     "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "signal", "dask", "zarr",
-    "dmlcli.streaming", "dmlcli.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite", "dmlcli.distributed",
-    "dmlcli.comparison", "dmlcli.rendering", "dmlcli.reports", "dmlcli.api",
+    "dmlcli.engine.streaming", "dmlcli.engine.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite",
+    "dmlcli.distributed", "dmlcli.checking", "dmlcli.display.rendering", "dmlcli.cli.reports", "dmlcli.api",
     "dmlcli.cli.catalog", "dmlcli.cli.suite", "dmlcli.cli.inspect",
     "dmlcli.io.outputs", "dmlcli.io.formats", "dmlcli.io.zarr_store", "dmlcli.io.strided",
     "dmlcli.backends.gpu", "dmlcli.backends.gpu_kernels",
@@ -87,7 +87,7 @@ def test_the_table_on_a_pipe_and_json_on_stdout_load_no_more():
         loaded, stdout = modules_after(*arguments)
         assert stdout.strip()
         assert families_loaded(loaded) == {"bitwise"}
-        forbidden = (NEVER - {"dmlcli.rendering"}) & top_level_and_packages(loaded)
+        forbidden = (NEVER - {"dmlcli.display.rendering"}) & top_level_and_packages(loaded)
         assert not forbidden, (arguments, sorted(forbidden))
 
 
@@ -147,7 +147,8 @@ def test_suffix_is_what_pathlib_says():
 def test_a_verdict_finds_its_lowest_level_when_asked_and_stays_frozen():
     import dataclasses
 
-    from dmlcli import validate, validation
+    from dmlcli import validate
+    from dmlcli.calls import validation
 
     verdict = validate("bit_shift_left", np.array([1], np.uint8), np.array([1], np.uint8))
     assert verdict._lowest is validation._NOT_YET  # a run never pays for it

@@ -20,8 +20,8 @@ from dmlcli.cli import cli
 from dmlcli.errors import DmlcliWarning, InputError
 from dmlcli.feature_levels import ALL_FEATURE_LEVELS
 from dmlcli.operators import ELEMENTWISE_OPERATORS as OPERATORS
-from dmlcli.progress import progress_bar_factory, wants_progress_bar
-from dmlcli.streaming import (CHUNK_BYTES_VARIABLE, chunk_bytes_from_environment, is_streamable, row_boxes,
+from dmlcli.display.progress import progress_bar_factory, wants_progress_bar
+from dmlcli.engine.streaming import (CHUNK_BYTES_VARIABLE, chunk_bytes_from_environment, is_streamable, row_boxes,
                               tile_boxes)
 
 NEWEST = ALL_FEATURE_LEVELS[-1]

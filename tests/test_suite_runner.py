@@ -509,7 +509,7 @@ def test_a_real_process_in_a_pipe(planted, tmp_path):
 
 
 def test_a_case_tolerance_is_numpys_allclose():
-    from dmlcli.comparison import Rule, compare
+    from dmlcli.checking.comparison import Rule, compare
 
     rule = Rule("allclose", 1e-7, "case", rtol=1e-3)
     assert compare(np.float32([3.0, np.nan]), np.float32([3.0029, np.nan]), rule)[1]  # 0.0029 <= 1e-7 + 0.0030029

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from dmlcli.rendering import show
+from dmlcli.display.rendering import show
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16", "float32", "float64"]

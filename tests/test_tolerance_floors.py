@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import dmlcli
 from dmlcli import operators as table
 from dmlcli.cli import cli
-from dmlcli.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
+from dmlcli.checking.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
                                Rule, compare_arrays, parse_tolerance, rule_for)
 from dmlcli.operators.schema import APPROXIMATE, COMPOSITE, Tolerance, smallest_normal
 

@@ -41,7 +41,12 @@ class CpuBackend:
         """A shaped operator's array_kernel on NumPy: every output, as its own C-ordered array."""
         arrays = [None if x is None else to_native(np.asarray(x)) for x in inputs]
         with np.errstate(all="ignore"):
-            results = operator.array_kernel(np, arrays, outputs, parameters)
+            results = list(operator.array_kernel(np, arrays, outputs, parameters))
+            fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
+            if fused is not None:  # the activation's own kernel, on the result rounded to the output type
+                activation, fields = fused
+                first = np.asarray(results[0])
+                results[0] = activation.cpu_kernel([first], first.dtype, fields)
         return tuple(_own_result(result, info, arrays) for result, info in zip(results, outputs))
 
     def describe(self) -> dict:

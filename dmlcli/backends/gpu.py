@@ -194,7 +194,12 @@ class GpuBackend:
         cp = self._cp
         arrays = [None if x is None else cp.ascontiguousarray(cp.asarray(x)) for x in inputs]
         kernel = operator.gpu_array_kernel or operator.array_kernel
-        results = kernel(cp, arrays, outputs, parameters)
+        results = list(kernel(cp, arrays, outputs, parameters))
+        fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
+        if fused is not None:  # the activation's own CUDA kernel, on the device result rounded to the output type
+            activation, fields = fused
+            first = cp.asarray(results[0])
+            results[0] = self.execute_device(activation, [first], first.shape, first.dtype, fields)
         found = []
         for result, info in zip(results, outputs):
             result = cp.asarray(result)

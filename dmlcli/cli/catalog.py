@@ -81,13 +81,13 @@ def ops(words, family, output_format):
     """
     if output_format == "json":
         from .. import operators as table_of
-        from ..reports import operator_record
+        from .reports import operator_record
 
         return echo_json({"operators": [operator_record(op) for name, members in table_of.FAMILIES
                                         for op in sorted(members, key=lambda o: o.cli_name)
                                         if (family is None or family == name) and _matches(op, words)]})
     from .. import operators as table_of
-    from ..rendering import make_console, show_records
+    from ..display.rendering import make_console, show_records
 
     console = make_console(sys.stdout)
     shown = 0
@@ -120,11 +120,11 @@ def describe(operator, output_format):
     from ..feature_levels import ALL_FEATURE_LEVELS
     from ..operators import find_operator
     from ..operators.parameters import EnumParameter, option_flag
-    from ..rendering import make_console, show_records
+    from ..display.rendering import make_console, show_records
 
     op = find_operator(operator)
     if output_format == "json":
-        from ..reports import operator_details
+        from .reports import operator_details
 
         return echo_json(operator_details(op))
     console = make_console(sys.stdout)

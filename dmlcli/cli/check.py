@@ -98,7 +98,7 @@ def streams_with_check(inputs, output: str | None, expected: str | None, output_
         return False
     from pathlib import Path
 
-    from ..streaming import is_streamable
+    from ..engine.streaming import is_streamable
 
     if not (Path(expected).suffix.lower() == ".npy" and is_streamable(list(inputs), output, output_format)
             and _regular_or_new(output)):

@@ -81,7 +81,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
       dmlcli run fill_value_sequence --output-shape 2,3 --output-dtype int32 --value-start 5 --value-delta -1
     """
     from ..engine import run_sources
-    from ..progress import progress_bar_factory
+    from ..display.progress import progress_bar_factory
     from . import check as checking
     from ..io.sources import check_stdin_read_once
 
@@ -105,7 +105,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
     req = _request(operator, arguments)
     override = None
     if tolerance is not None:
-        from ..comparison import parse_tolerance
+        from ..checking.comparison import parse_tolerance
 
         override = parse_tolerance(tolerance)
     expected_array = []
@@ -133,7 +133,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         if style == "json":
             return
     if expected_array or streamed_check:
-        from ..comparison import MAX_LISTED, compare_arrays, compare_npy_files, rule_for
+        from ..checking.comparison import MAX_LISTED, compare_arrays, compare_npy_files, rule_for
         from ..io.targets import is_stdout
 
         listed = MAX_LISTED if max_diffs is None else max_diffs
@@ -141,7 +141,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         rule = rule_for(req.operator, out_dtype, override, outcome.verdict.call.parameters, outcome.verdict.call)
         flushes = not req.operator.native_encoding  # --float-rules d3d leaves bit-pattern operators alone
         if streamed_check:  # both files chunk by chunk, in constant memory, as the run itself streamed
-            from ..streaming import chunk_bytes_from_environment
+            from ..engine.streaming import chunk_bytes_from_environment
 
             comparison = compare_npy_files(output, expected, rule, chunk_bytes=chunk_bytes_from_environment(),
                                            max_listed=listed, d3d_flushes=flushes)
@@ -185,7 +185,7 @@ def _checked_case_path(value):
 
 def _show(outcome, style):
     """The result as a table (each output with its name in the caption, where there are several)."""
-    from ..rendering import show
+    from ..display.rendering import show
 
     call = outcome.verdict.call
     tensors = call.outputs
@@ -277,7 +277,7 @@ def info(output_format):
       dmlcli info
       dmlcli info --format json
     """
-    from ..reports import backends_report
+    from .reports import backends_report
 
     report = backends_report()
     if output_format == "json":

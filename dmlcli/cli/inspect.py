@@ -35,7 +35,7 @@ def show(source, style, dtype):
       dmlcli show out.npy --format json | jq .shape
     """
     from ..data_types import from_numpy, parse_data_type
-    from ..inspection import count_values
+    from ..checking.inspection import count_values
     from ..io.sources import read_tensor
 
     array = read_tensor(source, label="tensor", dtype=parse_data_type(dtype) if dtype else None)
@@ -49,7 +49,7 @@ def show(source, style, dtype):
             write_output(array, "-")
         click.echo(counts.describe(), err=True)  # stdout carries the JSON tensor and nothing else
         return
-    from ..rendering import show as show_tensor
+    from ..display.rendering import show as show_tensor
 
     name = "stdin" if source == "-" else source
     caption = f"{name} · {from_numpy(array.dtype).name} · shape {list(array.shape)}"

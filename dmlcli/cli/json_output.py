@@ -21,7 +21,7 @@ def validate_as_json(req, inputs, dtype) -> None:
     the error goes on as without --format (its line on stderr, exit code 3)."""
     from ..engine import plan_sources
     from ..errors import ValidationError
-    from ..reports import validation_report
+    from .reports import validation_report
 
     try:
         verdict = plan_sources(req, inputs, dtype)

@@ -22,7 +22,7 @@ def _progress(quiet: bool):
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from ..rendering import make_console
+        from ..display.rendering import make_console
 
         with Progress(TextColumn("dmlcli test"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=make_console(sys.stderr), transient=True) as progress:

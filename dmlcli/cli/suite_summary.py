@@ -79,7 +79,7 @@ def _table(run: SuiteRun, stream: TextIO, terminal: bool) -> None:
     if terminal:
         from rich.table import Table
 
-        from ..rendering import make_console
+        from ..display.rendering import make_console
 
         table = Table(title=f"dmlcli test · {', '.join(run.backends)}")
         table.add_column(headers[0])

@@ -20,7 +20,7 @@ from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDe
 from .onnx import OnnxDispatchable, PlannedOnnxDispatch, open_session, plan_onnx_dispatch
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
-from ..validation import Verdict, field_of
+from ..calls.validation import Verdict, field_of
 
 # DML_BUFFER_BINDING.Offset "must be aligned to a multiple of DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT or
 # the GuaranteedBaseOffsetAlignment supplied as part of the DML_BUFFER_TENSOR_DESC" (learn.microsoft.com,

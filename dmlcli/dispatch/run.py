@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ..engine import HookTally, execute
-from ..validation import field_of
+from ..calls.validation import field_of
 from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand

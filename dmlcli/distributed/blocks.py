@@ -14,7 +14,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import InputError
-from ..validation import Call
+from ..calls.validation import Call
 
 # One backend per (name, float rules) per worker process: the GPU backend compiles each kernel once
 # and keeps its pipeline buffers, so it must outlive a block.
@@ -75,7 +75,7 @@ def run_shaped_block(block, *, call: Call, backend: str):
     """A shaped operator on one block that holds whole the axes its kernel works along: the call re-planned for
     the block's Sizes (its parameters as validated), NumPy in and out, or CuPy in and out on the GPU."""
     from ..data_types import from_numpy
-    from ..validation import build_call
+    from ..calls.validation import build_call
 
     operator = call.operator
     piece = build_call(operator, [(from_numpy(np.dtype(block.dtype)), tuple(block.shape))],

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..validation import Call
+from ..calls.validation import Call
 from . import blocks
 from .settings import require_dask
 

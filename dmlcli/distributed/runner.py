@@ -16,7 +16,7 @@ import numpy as np
 from ..data_types import DataType
 from ..errors import quoted
 from ..io import zarr_store
-from ..validation import Call
+from ..calls.validation import Call
 from . import graph
 from .execution import ProgressFactory, scheduler
 from .settings import DaskOptions, require_dask

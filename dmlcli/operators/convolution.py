@@ -26,7 +26,6 @@ bit-identical on both backends.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 
@@ -425,30 +424,9 @@ def _float_result(xp, inputs, outputs, params):
 
 
 def convolution_kernel(xp, inputs, outputs, params):
-    result = _float_result(xp, inputs, outputs, params)
-    fused = params.get("FusedActivation")
-    if fused is not None:
-        activation, fields = fused
-        result = activation.cpu_kernel([result], result.dtype, fields)
-    return (xp.ascontiguousarray(result),)
-
-
-@functools.lru_cache(maxsize=1)
-def _gpu_backend():
-    from ..backends import gpu
-
-    return gpu.create()
-
-
-def convolution_gpu_kernel(xp, inputs, outputs, params):
-    """The same convolution on CuPy; a fused activation runs as that activation's own CUDA kernel on the device
-    result (the CPU kernel's activation is NumPy's), so nothing goes through the host."""
-    result = _float_result(xp, inputs, outputs, params)
-    fused = params.get("FusedActivation")
-    if fused is not None:
-        activation, fields = fused
-        result = _gpu_backend().execute_device(activation, [result], result.shape, result.dtype, fields)
-    return (xp.ascontiguousarray(result),)
+    """The convolution on NumPy or CuPy; a fused activation runs after it, in the backend (Operator.fused_activation),
+    as that activation's own kernel on the result rounded to the output type."""
+    return (xp.ascontiguousarray(_float_result(xp, inputs, outputs, params)),)
 
 
 def _zero_point(tensor, rank: int):
@@ -540,7 +518,7 @@ CONVOLUTION = Operator(
     parameters=(MODE, DIRECTION, STRIDES, DILATIONS, START_PADDING, END_PADDING, OUTPUT_PADDING, GROUP_COUNT,
                 FUSED_ACTIVATION),
     optional_inputs=(("BiasTensor", "InputTensor"),), optional_since=_CONV_ROWS[-1].level,
-    shape_rule=convolution_shape, array_kernel=convolution_kernel, gpu_array_kernel=convolution_gpu_kernel,
+    shape_rule=convolution_shape, array_kernel=convolution_kernel, fused_activation="FusedActivation",
     exactness=APPROXIMATE, tolerance=Tolerance("ulp", 2, 2, _WEBNN_CONV),
     tolerance_scale=convolution_tolerance_scale,
     notes=(

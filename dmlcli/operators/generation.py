@@ -550,7 +550,7 @@ def _store_source(source: np.dtype, target: np.dtype) -> str:
 
 
 def _prelude() -> str:
-    from ..backends.gpu_kernels import DEVICE_PRELUDE
+    from .cuda_prelude import DEVICE_PRELUDE
 
     return DEVICE_PRELUDE + _CUDA_HELPERS
 
@@ -606,7 +606,7 @@ _THREADS = 256
 
 def _launch(cp, source: str, *arguments) -> None:
     """Compile `source` once (CuPy caches it on disk too) and run dml_kernel over the last argument's elements."""
-    from ..backends.gpu_kernels import COMPILE_OPTIONS
+    from .cuda_prelude import COMPILE_OPTIONS
 
     kernel = _KERNELS.get(source)
     if kernel is None:

@@ -25,6 +25,8 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("convolution", ("convolution",)),
     ("matrix multiplication", ("matmul",)),
     ("recurrent", ("recurrent",)),
+    ("normalization", ("normalization",)),
+    ("resampling", ("resampling",)),
 )
 
 # ---- generated: python -m dmlcli.operators.index ----
@@ -239,6 +241,15 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'RNN': ('RNN', 'recurrent'),
     'LSTM': ('LSTM', 'recurrent'),
     'GRU': ('GRU', 'recurrent'),
+    'BATCH_NORMALIZATION': ('BATCH_NORMALIZATION', 'normalization'),
+    'MEAN_VARIANCE_NORMALIZATION': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
+    'MEAN_VARIANCE_NORMALIZATION1': ('MEAN_VARIANCE_NORMALIZATION1', 'normalization'),
+    'LOCAL_RESPONSE_NORMALIZATION': ('LOCAL_RESPONSE_NORMALIZATION', 'normalization'),
+    'LP_NORMALIZATION': ('LP_NORMALIZATION', 'normalization'),
+    'UPSAMPLE_2D': ('UPSAMPLE_2D', 'resampling'),
+    'RESAMPLE': ('RESAMPLE', 'resampling'),
+    'RESAMPLE1': ('RESAMPLE1', 'resampling'),
+    'VALUE_SCALE_2D': ('VALUE_SCALE_2D', 'resampling'),
     'ELU': ('ACTIVATION_ELU', 'activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'activation'),
@@ -349,6 +360,15 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'use_clip_threshold': ('LSTM', 'recurrent'),
     'couple_input_forget': ('LSTM', 'recurrent'),
     'linear_before_reset': ('GRU', 'recurrent'),
+    'spatial': ('BATCH_NORMALIZATION', 'normalization'),
+    'epsilon': ('BATCH_NORMALIZATION', 'normalization'),
+    'cross_channel': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
+    'normalize_variance': ('MEAN_VARIANCE_NORMALIZATION', 'normalization'),
+    'local_size': ('LOCAL_RESPONSE_NORMALIZATION', 'normalization'),
+    'scale_size': ('UPSAMPLE_2D', 'resampling'),
+    'scales': ('RESAMPLE', 'resampling'),
+    'input_pixel_offsets': ('RESAMPLE1', 'resampling'),
+    'output_pixel_offsets': ('RESAMPLE1', 'resampling'),
 }
 # ---- end of generated part ----
 

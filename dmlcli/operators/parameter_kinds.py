@@ -377,6 +377,81 @@ class IntArrayParameter(Parameter):
             raise ValueError(f"{self.field}: default {self.default_value} is outside {self.minimum}..{self.maximum}")
 
 
+@dataclass(frozen=True, eq=False)
+class FloatArrayParameter(Parameter):
+    """A FLOAT array field with its count field, such as RESAMPLE's Scales (with ScaleCount).
+
+    The same interface as IntArrayParameter: the typed value is a tuple of numpy.float32 (each value read
+    exactly and rounded once to float32, as DirectML receives it), or None where the field is left out and
+    `default_text` says what that means (the shape rule resolves it). On the command line `--scales 2,2.5`;
+    in the API any sequence of numbers; in a DxDispatch model a JSON array, with the count field equal to its
+    length. Ranges that depend on the tensors (one value per dimension, a scale above 0) are the shape rule's.
+    """
+
+    count_field: str | None = None  # the DESC field that holds the array's length, e.g. "ScaleCount"
+    default_value: tuple[float, ...] | None = None
+    default_text: str = ""
+    max_length: int = 8
+
+    @property
+    def default(self):
+        return None if self.default_value is None else tuple(np.float32(v) for v in self.default_value)
+
+    @property
+    def desc_fields(self) -> tuple[str, ...]:
+        return (self.field,) + ((self.count_field,) if self.count_field else ())
+
+    def metavar(self, option: str) -> str:
+        return "FLOATS"
+
+    def parse(self, given, data_types):
+        value = _given(given, self.options[0])
+        if value is None:
+            return self.default
+        return self.parse_items(value, f"{self.field} ({option_flag(self.options[0])})")
+
+    def parse_items(self, value, where: str) -> tuple[np.float32, ...]:
+        from ..scalars import parse_scalar
+
+        if isinstance(value, str):
+            text = value.strip().strip("[]()")
+            items: list = [item.strip() for item in text.split(",")] if text.strip() else []
+        elif isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+            items = list(value)
+        elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            items = [value]
+        else:
+            raise InputError(f"{where} must be a list of numbers such as 0.5,2 (found {quoted(cut(str(value), 40))})")
+        if len(items) > self.max_length:
+            raise InputError(f"{where} has {len(items)} values; at most {self.max_length} (one per dimension)")
+        numbers = []
+        for item in items:
+            if isinstance(item, (bool, np.bool_)) or item is None or (isinstance(item, str) and not item):
+                raise InputError(f"{where}: {quoted(cut(str(item), 40))} is not a number")
+            numbers.append(parse_scalar(item, FLOAT32, where=where))
+        return tuple(numbers)
+
+    def parse_desc(self, value, data_types):
+        if value is None:
+            return self.default
+        if not isinstance(value, list):
+            raise InputError(f"{self.field} must be a JSON array of numbers")
+        return self.parse_items(value, self.field)
+
+    check_desc_count = IntArrayParameter.check_desc_count
+
+    def describe(self, value) -> str:
+        if value is None:
+            return self.default_text or "none"
+        return "{" + ", ".join(FloatParameter.describe(self, v) for v in value) + "}"
+
+    def describe_default(self) -> str:
+        return self.describe(self.default)
+
+    def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
+        return ()  # shaped operators' kernels take their parameters whole (array_kernel)
+
+
 # ---------------------------------------------------------------- fused activations (ELEMENT_WISE_ADD1)
 
 from dataclasses import field as _dataclass_field  # noqa: E402  (kept with the class that needs it)

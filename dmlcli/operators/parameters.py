@@ -116,6 +116,7 @@ _KINDS = (
     'ScaleBiasParameter',
     'BoolParameter',
     'IntArrayParameter',
+    'FloatArrayParameter',
     'FusedActivationParameter',
     '_data_type_from',
     'DataTypeParameter',

@@ -215,6 +215,10 @@ class Operator:
     dask_axes: Callable | None = None
     # "index": the output is the input indexed with `dask_index(call)` (a tuple of slices: SLICE, SLICE1).
     dask_index: Callable | None = None
+    # The parameter (a FusedActivationParameter's field, "FusedActivation") whose activation the backend runs on
+    # the first output once the kernel has written it, rounded to the output type (GEMM, CONVOLUTION, the
+    # normalizations): the activation's own kernel, the CPU's or the GPU's, as ADD1's runs. None: no such field.
+    fused_activation: str | None = None
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
@@ -350,6 +354,8 @@ def check_entry(op: Operator) -> None:
             fail("has several outputs, a variadic tensor or an array_kernel, so it needs a shape_rule")
     elif op.array_kernel is None:
         fail("has a shape_rule, so it needs an array_kernel")
+    if op.fused_activation is not None and op.fused_activation not in {p.field for p in op.parameters}:
+        fail(f"fused_activation names {op.fused_activation}, which is not one of its parameters")
     if op.dask_layout not in (None, "whole_axes", "concatenate", "index"):
         fail(f"dask_layout {op.dask_layout!r} is not 'whole_axes', 'concatenate' or 'index'")
     if op.dask_layout == "index" and op.dask_index is None:

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ..comparison import EXACT, Rule
+from ..checking.comparison import EXACT, Rule
 from ..errors import InputError, quoted
 
 # The conformance README's fields (source, notes, ... are kept for people, not read), plus dmlcli's own.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..comparison import EXACT, Rule, compare, rule_for
+from ..checking.comparison import EXACT, Rule, compare, rule_for
 from ..operators.schema import APPROXIMATE, COMPOSITE
 
 # POW of an integer base by a float exponent is pow in double precision, truncated: where the power lies within

@@ -299,7 +299,7 @@ def _compared_all(operator, outputs: Sequence[np.ndarray], expected: Sequence[np
     """Every expected output against the output in its place, each by the operator's rule for its type (a
     case's own tolerance where it gives one). One expected tensor checks the first output (a case written
     before outputs were lists); a list must have one tensor per output."""
-    from ..comparison import rule_for
+    from ..checking.comparison import rule_for
 
     if len(expected) > 1 and len(expected) != len(outputs):
         return (f"FAILED: {operator.name} gave {len(outputs)} outputs but the case expects {len(expected)}", False)
@@ -321,7 +321,7 @@ def _compared_all(operator, outputs: Sequence[np.ndarray], expected: Sequence[np
 def _compared(output: np.ndarray, expected: np.ndarray, rule) -> tuple[str, bool]:
     """--check's comparison; identical bits pass at once: the common case of a golden suite, where measuring
     the ULP and absolute errors would cost more than running the operator."""
-    from ..comparison import compare
+    from ..checking.comparison import compare
     from ..data_types import as_bits
 
     if (output.dtype == expected.dtype and output.shape == expected.shape
@@ -449,7 +449,7 @@ def run_suite(paths: Sequence[str | Path], *, backend: str = "cpu", keyword: str
 def _warm_up(names: Sequence[str]) -> None:
     """Import what every case needs before the workers fork, so that each does not import it again."""
     from .. import engine  # noqa: F401
-    from ..comparison import compare  # noqa: F401
+    from ..checking.comparison import compare  # noqa: F401
     from ..io import json_tensor, npy  # noqa: F401
     from ..operators import OPERATORS  # noqa: F401
 

@@ -442,6 +442,167 @@ def adapt_where(call: OnnxCall, fixed) -> Prepared:
     return Prepared(dict(fixed), [condition.astype(np.uint8), a, b], broadcast=True)
 
 
+# ---------------------------------------------------------------- normalization
+
+
+def per_channel(tensor: np.ndarray, rank: int) -> np.ndarray:
+    """ONNX's 1-D per-channel tensor (scale, B, mean, var) as DirectML's {1, C, 1, ...} of the input's rank."""
+    return tensor.reshape((1, -1) + (1,) * (rank - 2))
+
+
+def adapt_batch_normalization(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    scale, bias, mean, variance = (per_channel(call.input(i), data.ndim) for i in (1, 2, 3, 4))
+    return Prepared({**fixed, "Epsilon": call.attr("epsilon", 1e-5)}, [data, mean, variance, scale, bias])
+
+
+def adapt_instance_normalization(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    scale, bias = (per_channel(call.input(i), data.ndim) for i in (1, 2))
+    return Prepared({**fixed, "Axes": tuple(range(2, data.ndim)), "Epsilon": call.attr("epsilon", 1e-5)},
+                    [data, scale, bias])
+
+
+def adapt_layer_normalization(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    axis = normalised_axis(call.attr("axis", -1), data.ndim)
+    scale = call.input(1)
+    bias = call.input(2) if call.input(2) is not None else np.zeros_like(scale)
+    scale, bias = (padded(t, data.ndim) for t in (scale, bias))
+    return Prepared({**fixed, "Axes": tuple(range(axis, data.ndim)), "Epsilon": call.attr("epsilon", 1e-5)},
+                    [data, scale, bias])
+
+
+def adapt_mean_variance_normalization(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    axes = tuple(sorted(normalised_axis(axis, data.ndim, "axes") for axis in call.attr("axes", (0, 2, 3))))
+    return Prepared({**fixed, "Axes": axes}, [data])
+
+
+def adapt_lrn(call: OnnxCall, fixed) -> Prepared:
+    values = {**fixed, "LocalSize": int(call.attr("size")), "Alpha": call.attr("alpha", 1e-4),
+              "Beta": call.attr("beta", 0.75), "Bias": call.attr("bias", 1.0)}
+    return Prepared(values, [_data(call)])
+
+
+def adapt_lp_normalization(call: OnnxCall, fixed) -> Prepared:
+    data = _data(call)
+    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", -1), data.ndim), "P": int(call.attr("p", 2))},
+                    [data])
+
+
+# ---------------------------------------------------------------- Resize and Upsample -> RESAMPLE1
+
+
+@dataclass(frozen=True)
+class ResizeMapping:
+    """RESAMPLE1's fields for an ONNX Resize or Upsample call (per dimension), and the output's Sizes."""
+
+    mode: str  # NEAREST_NEIGHBOR or LINEAR
+    scales: tuple[float, ...]
+    input_offsets: tuple[float, ...]
+    output_offsets: tuple[float, ...]
+    output_shape: tuple[int, ...]
+
+
+def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[list[float], list[int]]:
+    """ONNX's scale and output size per dimension (Resize-19's scales or sizes, axes, keep_aspect_ratio_policy)."""
+    rank = len(shape)
+    if call.op == "Upsample":
+        scales = [float(s) for s in call.input(1).ravel()]
+        return scales, [int(math.floor(n * s)) for n, s in zip(shape, scales)]
+    axes = [normalised_axis(a, rank, "axes") for a in call.attr("axes", list(range(rank)))]
+    scales_in, sizes_in = call.input(2), call.input(3)
+    scales, sizes = [1.0] * rank, list(shape)
+    if scales_in is not None and scales_in.size:
+        for axis, scale in zip(axes, scales_in.ravel()):
+            scales[axis] = float(np.float32(scale))
+            sizes[axis] = int(math.floor(shape[axis] * float(np.float32(scale))))
+        return scales, sizes
+    wanted = [int(v) for v in sizes_in.ravel()]
+    policy = str(call.attr("keep_aspect_ratio_policy", "stretch"))
+    if policy == "stretch":
+        for axis, size in zip(axes, wanted):
+            scales[axis], sizes[axis] = size / shape[axis], size
+        return scales, sizes
+    ratios = [size / shape[axis] for axis, size in zip(axes, wanted)]
+    common = min(ratios) if policy == "not_larger" else max(ratios)
+    for axis in axes:
+        scales[axis] = common
+        sizes[axis] = int(math.floor(common * shape[axis] + 0.5))  # ONNX rounds half up here
+    return scales, sizes
+
+
+def resize_plan(call: OnnxCall) -> ResizeMapping:
+    """The pixel offsets that make RESAMPLE1's x = (o - OutputPixelOffset) / Scale - InputPixelOffset ONNX's
+    coordinate_transformation_mode, and floor(x + 0.5) (DirectML's nearest) ONNX's nearest_mode."""
+    data = _data(call)
+    shape = data.shape
+    scales, sizes = _resize_sizes_and_scales(call, shape)
+    transform = "asymmetric" if call.op == "Upsample" else str(call.attr("coordinate_transformation_mode", "half_pixel"))
+    mode = "NEAREST_NEIGHBOR" if str(call.attr("mode", "nearest")) == "nearest" else "LINEAR"
+    nearest_mode = "floor" if call.op == "Upsample" else str(call.attr("nearest_mode", "round_prefer_floor"))
+    used, ins, outs = [], [], []
+    for n, out, scale in zip(shape, sizes, scales):
+        in_offset, out_offset = 0.5, -0.5
+        if transform == "asymmetric" or (transform == "pytorch_half_pixel" and out == 1):
+            in_offset, out_offset = 0.0, 0.0
+        elif transform == "align_corners":
+            # ONNX's x = o * (n - 1) / (length - 1), the length being n * scale before rounding down.
+            in_offset, out_offset = 0.0, 0.0
+            length = n * scale
+            scale = (length - 1) / (n - 1) if length > 1 and n > 1 else 1.0
+        elif transform == "half_pixel_symmetric":
+            in_offset = 0.5 - (n / 2) * (1 - out / (n * scale))
+        if mode == "NEAREST_NEIGHBOR" and nearest_mode == "floor":
+            in_offset += 0.5  # floor(x) = floor((x - 0.5) + 0.5)
+        used.append(float(np.float32(scale)))
+        ins.append(float(np.float32(in_offset)))
+        outs.append(float(np.float32(out_offset)))
+    return ResizeMapping(mode, tuple(used), tuple(ins), tuple(outs), tuple(sizes))
+
+
+def resize_has_exact_tie(call: OnnxCall) -> bool:
+    """Whether a nearest-neighbour coordinate falls exactly halfway between two elements (in FLOAT32, as the
+    kernel computes it): there ONNX's round_prefer_floor and DirectML's nearest rounding differ."""
+    if str(call.attr("mode", "nearest")) != "nearest" or call.op == "Upsample":
+        return False
+    if str(call.attr("nearest_mode", "round_prefer_floor")) != "round_prefer_floor":
+        return False
+    plan = resize_plan(call)
+    for n, out, scale, in_offset, out_offset in zip(_data(call).shape, plan.output_shape, plan.scales,
+                                                    plan.input_offsets, plan.output_offsets):
+        o = np.arange(out, dtype=np.float32)
+        x = (o - np.float32(out_offset)) / np.float32(scale) - np.float32(in_offset)
+        inside = (x >= 0) & (x <= n - 1)
+        if np.any(inside & (x - np.floor(x) == np.float32(0.5))):
+            return True
+    return False
+
+
+def adapt_resize(call: OnnxCall, fixed) -> Prepared:
+    plan = resize_plan(call)
+    values = {**fixed, "InterpolationMode": plan.mode, "Scales": plan.scales, "InputPixelOffsets": plan.input_offsets,
+              "OutputPixelOffsets": plan.output_offsets, "OutputTensor.Sizes": plan.output_shape}
+    return Prepared(values, [_data(call)])
+
+
+def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape):
+    """For tests: RESAMPLE1's API keywords and the data for a case, or the reason DirectML cannot compute it."""
+    given = iter(inputs)
+    call = OnnxCall(onnx_op, tuple(None if not name else next(given) for name in input_names), dict(attributes))
+    from .table import TABLE
+
+    for condition in TABLE[onnx_op].cannot:
+        if condition.when(call):
+            return condition.describe(call)
+    plan = resize_plan(call)
+    if plan.output_shape != tuple(expected_shape):
+        raise MappingError(f"the mapped output Sizes {plan.output_shape} are not ONNX's {tuple(expected_shape)}")
+    return ({"interpolation_mode": plan.mode, "scales": list(plan.scales), "input_pixel_offsets": list(plan.input_offsets),
+             "output_pixel_offsets": list(plan.output_offsets), "output_shape": plan.output_shape}, _data(call))
+
+
 # ---------------------------------------------------------------- convolutions
 
 

@@ -103,7 +103,7 @@ def plan(case: Case) -> Planned | Skipped:
         planned = _planned(entry, operator, prepared)
         rounded = entry.rounded_expected.get(case.document.get("case_name", ""))
         if rounded is not None:
-            from ...comparison import Rule
+            from ...checking.comparison import Rule
 
             planned.tolerance = Rule("allclose", ROUNDED_ATOL, f"the ONNX table: {rounded}", rtol=ROUNDED_RTOL)
         return planned
@@ -125,7 +125,7 @@ def _planned(entry: Entry, operator, prepared: Prepared) -> Planned:
 
 
 def _input_fields(operator, count: int) -> list[str]:
-    from ...validation import _given_inputs, field_of
+    from ...calls.validation import _given_inputs, field_of
 
     try:
         return [field_of(name) for name in _given_inputs(operator, count)]

@@ -175,6 +175,41 @@ _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_
                "strided tensor into a packed array before the call, so the operator would only copy a result "
                "computed outside it")
 
+PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input's rank (a reshape)"
+
+
+def _resize(onnx_op: str) -> Entry:
+    """Resize (and the deprecated Upsample: asymmetric coordinates, nearest_mode floor) -> RESAMPLE1."""
+    attr = (lambda c, name, default: c.attr(name, default)) if onnx_op == "Resize" else (lambda c, n, d: d)
+    return Entry(
+        onnx_op, "RESAMPLE1",
+        fields={"InterpolationMode": "mode: nearest NEAREST_NEIGHBOR, linear LINEAR",
+                "Scales": "scales, or sizes / input Sizes (keep_aspect_ratio_policy's common scale; "
+                          "align_corners: (out - 1) / (in - 1))",
+                "InputPixelOffsets": "coordinate_transformation_mode: half_pixel 0.5, asymmetric and align_corners 0, "
+                                     "half_pixel_symmetric 0.5 - its offset; nearest_mode floor adds 0.5",
+                "OutputPixelOffsets": "half_pixel -0.5, asymmetric and align_corners 0",
+                "OutputTensor.Sizes": "floor(input Sizes * scales), or sizes (keep_aspect_ratio_policy applied)"},
+        adapter=a.adapt_resize,
+        outside=("axes: the dimensions not named keep scale 1",),
+        cannot=(
+            Cannot(lambda c: str(attr(c, "mode", "nearest")) == "cubic",
+                   "ONNX's mode cubic has no DirectML counterpart: DML_INTERPOLATION_MODE has NEAREST_NEIGHBOR and "
+                   "LINEAR only"),
+            Cannot(lambda c: bool(attr(c, "antialias", 0)),
+                   "ONNX's antialias=1 widens the filter when downsampling; DirectML's RESAMPLE1 has no antialiasing"),
+            Cannot(lambda c: str(attr(c, "coordinate_transformation_mode", "")) == "tf_crop_and_resize",
+                   "ONNX's tf_crop_and_resize reads a region of interest and an extrapolation value; DirectML's "
+                   "RESAMPLE1 has neither"),
+            Cannot(lambda c: str(attr(c, "mode", "nearest")) == "nearest"
+                   and str(attr(c, "nearest_mode", "")) == "ceil",
+                   "ONNX's nearest_mode ceil rounds every coordinate up; DirectML's nearest neighbour takes "
+                   "floor(x + 0.5), which no pixel offset turns into ceil(x)"),
+            Cannot(a.resize_has_exact_tie,
+                   "ONNX's nearest_mode round_prefer_floor picks the lower element at an exact tie, where DirectML's "
+                   "nearest neighbour picks the higher, and this case has such an exact tie"),
+        ))
+
 _CONV_FIELDS = {"Strides": "strides (default 1)", "Dilations": "dilations (default 1)",
                 "StartPadding": "pads[:n], or auto_pad's (SAME_UPPER: the smaller half first; SAME_LOWER: the "
                                 "larger; VALID: 0)",
@@ -314,6 +349,41 @@ ENTRIES: tuple[Entry, ...] = (
                                  "through " + _NO_STRIDES.format(what="zero")),
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
+    # ---- normalization and resampling (issue 19)
+    Entry("BatchNormalization", "BATCH_NORMALIZATION",
+          fields={"InputTensor": "X", "MeanTensor": "input_mean", "VarianceTensor": "input_var",
+                  "ScaleTensor": "scale", "BiasTensor": "B", "Epsilon": "epsilon (default 1e-5)"},
+          fixed={"Spatial": True}, adapter=a.adapt_batch_normalization, outside=(PER_CHANNEL,),
+          cannot=(Cannot(lambda c: bool(c.attr("training_mode", 0)),
+                         "ONNX's training_mode=1 normalises by the batch's own statistics and returns running "
+                         "means; DirectML computes that with BATCH_NORMALIZATION_TRAINING, not "
+                         "BATCH_NORMALIZATION"),)),
+    Entry("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
+          fields={"InputTensor": "input", "ScaleTensor": "scale", "BiasTensor": "B",
+                  "Axes": "{2, ..., rank - 1}", "Epsilon": "epsilon (default 1e-5)"},
+          fixed={"NormalizeVariance": True}, adapter=a.adapt_instance_normalization, outside=(PER_CHANNEL,)),
+    Entry("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1",
+          fields={"InputTensor": "X", "ScaleTensor": "Scale", "BiasTensor": "B (zeros where left out)",
+                  "Axes": "{axis, ..., rank - 1} (axis default -1)", "Epsilon": "epsilon (default 1e-5)"},
+          fixed={"NormalizeVariance": True}, adapter=a.adapt_layer_normalization,
+          outside=(NEGATIVE_AXIS, "Scale and B get leading size-1 axes up to X's rank (a reshape)"),
+          cannot=(Cannot(lambda c: c.outputs > 1,
+                         "ONNX's LayerNormalization case also expects the Mean and InvStdDev outputs; DirectML's "
+                         "MEAN_VARIANCE_NORMALIZATION1 writes only the normalised output"),)),
+    Entry("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
+          fields={"InputTensor": "X", "Axes": "axes (default {0, 2, 3})"},
+          fixed={"NormalizeVariance": True, "Epsilon": 0.0}, adapter=a.adapt_mean_variance_normalization,
+          outside=(NEGATIVE_AXIS, "ONNX divides by sqrt(Variance) + 1e-9; Epsilon 0 gives sqrt(Variance), the same "
+                                  "within the tolerance for any non-constant input")),
+    Entry("LRN", "LOCAL_RESPONSE_NORMALIZATION",
+          fields={"LocalSize": "size", "Alpha": "alpha (default 1e-4)", "Beta": "beta (default 0.75)",
+                  "Bias": "bias (default 1)"},
+          fixed={"CrossChannel": True}, adapter=a.adapt_lrn),
+    Entry("LpNormalization", "LP_NORMALIZATION", fields={"Axis": "axis (default -1)", "P": "p (default 2)"},
+          adapter=a.adapt_lp_normalization,
+          outside=(NEGATIVE_AXIS, "Epsilon keeps its default 1e-5: ONNX divides by the norm itself, the same "
+                                  "wherever the norm exceeds 1e-5")),
+    _resize("Resize"), _resize("Upsample"),
     # ---- matrix multiplication
     Entry("Gemm", "GEMM", fields={"ATensor": "A", "BTensor": "B", "CTensor": "C (leading 1s up to 2-D)",
                                   "TransA": "transA", "TransB": "transB", "Alpha": "alpha", "Beta": "beta"},
@@ -397,11 +467,6 @@ ENTRIES: tuple[Entry, ...] = (
                             for name in ("test_roialign_aligned_false", "test_roialign_aligned_true")},
           issue=19),
     # ---- the next issue's operators
-    _next("BatchNormalization", "BATCH_NORMALIZATION"),
-    _next("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
-    _next("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1"),
-    _next("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1"), _next("LRN", "LOCAL_RESPONSE_NORMALIZATION"),
-    _next("LpNormalization", "LP_NORMALIZATION"), _next("Resize", "RESAMPLE2"), _next("Upsample", "RESAMPLE"),
     _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
     _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
 )

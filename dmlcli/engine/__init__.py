@@ -17,19 +17,19 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .data_types import DataType, from_numpy, parse_data_type
-from .errors import InputError, quoted
+from ..data_types import DataType, from_numpy, parse_data_type
+from ..errors import InputError, quoted
 # Imported here, not in the functions that use them: every run needs them, and an import statement in a function
 # costs each call a few microseconds (issue 23).
-from .backends import get_backend
-from .backends.float_rules import parse_float_rules, with_float_rules
-from .feature_levels import FeatureLevel, parse_feature_level
-from .io.room import check_room_for_output
-from .io.targets import is_stdout
-from . import operators as table
-from .operators import Operator, find_operator
-from .operators.parameters import Parameter, option_flag
-from .validation import Call, Verdict, build_call, check
+from ..backends import get_backend
+from ..backends.float_rules import parse_float_rules, with_float_rules
+from ..feature_levels import FeatureLevel, parse_feature_level
+from ..io.room import check_room_for_output
+from ..io.targets import is_stdout
+from .. import operators as table
+from ..operators import Operator, find_operator
+from ..operators.parameters import Parameter, option_flag
+from ..calls.validation import Call, Verdict, build_call, check
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
 class Request:
@@ -235,7 +235,7 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     # One target on stdout fits any outputs (one, or several as one JSON object): outputs.py is not needed.
     checked = bool(targets) and not (len(targets) == 1 and is_stdout(targets[0]))
     if checked:
-        from .io.outputs import check_targets
+        from ..io.outputs import check_targets
 
         check_targets(targets, None, output_format)
     arrays = [as_input_array(a, i + 1) for i, a in enumerate(arrays)]
@@ -278,11 +278,11 @@ def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str]
                   output_format: str | None = None) -> None:
     """The outcome's outputs written to their targets: one as ever, several one per target or as one .npz."""
     if len(names) == 1 and len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
-        from .io.atomic import write_output
+        from ..io.atomic import write_output
 
         write_output(outcome.output, str(targets[0]), output_format=output_format)
         return
-    from .io.outputs import write_outputs
+    from ..io.outputs import write_outputs
 
     write_outputs(outcome.all_outputs, names, [str(t) for t in targets])
 
@@ -295,9 +295,9 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     from pathlib import Path
 
     from . import streaming
-    from .io.atomic import check_output_path
-    from .io.room import check_room_for_output
-    from .io.targets import written_suffix
+    from ..io.atomic import check_output_path
+    from ..io.room import check_room_for_output
+    from ..io.targets import written_suffix
 
     check_output_path(output, output_format)
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
@@ -307,7 +307,7 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
                           output_format=output_format)
     held = streaming.held_bytes(inputs, out.shape, in_order=all(x.stored_in_c_order for x in inputs))
     if held:  # .npz arrays the boxes cannot take in order are inflated whole: room for them, before any work
-        from .io.room import check_room_to_read
+        from ..io.room import check_room_to_read
 
         check_room_to_read(held, where="the .npz inputs that are broadcast or in Fortran order")
     engine = choose_backend(backend, verdict.call.float_rules)
@@ -331,7 +331,7 @@ def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype
     from pathlib import Path
 
     from . import streaming
-    from .io.room import available_memory, check_room_for_output
+    from ..io.room import available_memory, check_room_for_output
     from .streaming_shaped import memory_bound, stream_shaped, streamable_layout
 
     inputs = [streaming.open_input(source, label=f"input {i + 1}", dtype=dtype) for i, source in enumerate(sources)]
@@ -357,9 +357,9 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
     `header_only` (validate): a .npz array's data are not read (.npy files are mapped anyway).
     `operator` names the tensor a bare scalar stands for, in the words of the 0-D rule.
     """
-    from .errors import ValidationError
-    from .io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
-    from .io.sources import check_stdin_read_once, read_tensor_and_format
+    from ..errors import ValidationError
+    from ..io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
+    from ..io.sources import check_stdin_read_once, read_tensor_and_format
 
     check_stdin_read_once(sources)
     labels = [f"input {i + 1}" for i in range(len(sources))]
@@ -408,7 +408,7 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
                          "(--scheduler, --workers); this run has neither")
     targets = output_targets(output)
     if len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
-        from .io.atomic import check_output_path
+        from ..io.atomic import check_output_path
 
         target = targets[0]
         check_output_path(target, output_format)
@@ -442,9 +442,9 @@ def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
     # .npy inputs are mapped while the call is checked (headers alone), then read before the run: a mapped
     # file that another program truncates during the run would end it by SIGBUS, a read says so in words.
     # .npz arrays were read from their headers alone: inflated now.
-    from .errors import quoted
-    from .io.npy import read_mapped
-    from .io.sources import is_npz_source, read_tensor
+    from ..errors import quoted
+    from ..io.npy import read_mapped
+    from ..io.sources import is_npz_source, read_tensor
 
     return [None if array is None
             else read_tensor(source, label=f"input {i + 1}", dtype=dtype) if is_npz_source(source)
@@ -454,10 +454,10 @@ def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
 
 def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
     """Validate a call from input arguments (.npy inputs are mapped, not read; Zarr stores' metadata only)."""
-    from .io.zarr_names import is_zarr_source
+    from ..io.zarr_names import is_zarr_source
 
     if any(is_zarr_source(source) for source in sources):
-        from .io.zarr_store import open_input
+        from ..io.zarr_store import open_input
 
         arrays = [open_input(source, label=f"input {i + 1}", dtype=dtype) if is_zarr_source(source)
                   else read_sources([source], dtype, header_only=True, operator=req.operator)[0] for i, source in enumerate(sources)]
@@ -469,7 +469,7 @@ def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -
 
 
 def _wants_dask(sources: Sequence[str], output: str | None, options) -> bool:
-    from .io.zarr_names import is_zarr_source
+    from ..io.zarr_names import is_zarr_source
 
     return ((options is not None and options.requested) or any(is_zarr_source(s) for s in sources)
             or any(target != "-" and is_zarr_source(target) for target in output_targets(output)))
@@ -480,11 +480,11 @@ def run_dask(req: Request, sources: Sequence[str], *, output: str | None = None,
              before_execute: Callable[[Verdict], None] | None = None, output_format: str | None = None) -> Outcome:
     """A run on Dask: validated once from the inputs' metadata, then block by block on the chosen scheduler
     (distributed/); into a Zarr store chunk by chunk, or gathered for any other output."""
-    from .distributed import runner
-    from .distributed.settings import DaskOptions, require_dask
-    from .io.atomic import check_output_path, write_output
-    from .io.room import check_room_for_output
-    from .io.zarr_store import check_output_store
+    from ..distributed import runner
+    from ..distributed.settings import DaskOptions, require_dask
+    from ..io.atomic import check_output_path, write_output
+    from ..io.room import check_room_for_output
+    from ..io.zarr_store import check_output_store
 
     require_dask()
     options = options or DaskOptions()

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .data_types import as_bits
-from .errors import InputError, quoted
-from .io.npy import to_native
-from .scalars import format_value
+from ..data_types import as_bits
+from ..errors import InputError, quoted
+from ..io.npy import to_native
+from ..scalars import format_value
 
 MAX_LISTED = 5
 
@@ -89,7 +89,8 @@ def parse_tolerance(text: str) -> Rule:
 def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None, call=None) -> Rule:
     """The rule a result of `operator` in `dtype` is checked by: exact for integers and exact operators.
 
-    With a fused activation among the call's `parameters` (ADD1), the activation's tolerance applies. A
+    With a fused activation among the call's `parameters` (ADD1, the normalisations), the looser of the
+    operator's rule and the activation's applies (the activation's alone where their kinds differ). A
     shaped operator's tolerance may grow with the call (a reduction's with the number of elements reduced:
     `tolerance_scale(call)` multiplies the figure), where the `call` is given.
     """
@@ -97,20 +98,32 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
         return EXACT
     if override is not None:
         return override
-    tolerance = getattr(operator, "tolerance", None)
+    own = getattr(operator, "tolerance", None)
+    fused_tolerance = None
     for value in (parameters or {}).values():
         fused = value[0] if isinstance(value, tuple) and value else None
         if getattr(fused, "tolerance", None) is not None:
-            tolerance = fused.tolerance
-    if tolerance is None:
-        return EXACT
+            fused_tolerance = fused.tolerance
     dtype = np.dtype(dtype)
-    limit = tolerance.for_dtype(dtype)
-    scale = getattr(operator, "tolerance_scale", None)
-    if scale is not None and call is not None:
-        limit = limit * scale(call)
-    return Rule(tolerance.kind, limit, tolerance.source, floor=tolerance.floor_for(dtype),
-                floor_source=tolerance.floor_reason or "")
+    rule = None
+    if own is not None:
+        limit = own.for_dtype(dtype)
+        scale = getattr(operator, "tolerance_scale", None)
+        if scale is not None and call is not None:
+            limit = limit * scale(call)
+        rule = Rule(own.kind, limit, own.source, floor=own.floor_for(dtype), floor_source=own.floor_reason or "")
+    if fused_tolerance is not None:
+        fused_rule = Rule(fused_tolerance.kind, fused_tolerance.for_dtype(dtype), fused_tolerance.source,
+                          floor=fused_tolerance.floor_for(dtype), floor_source=fused_tolerance.floor_reason or "")
+        if rule is None or rule.kind != fused_rule.kind:
+            rule = fused_rule  # the activation's own rule (ADD1 with tanh's absolute tolerance)
+        else:
+            # The looser of the operator's rule for this call and the activation's, figure by figure: a fused
+            # activation keeps a normalisation's grown ULP count and its absolute floor.
+            rule = Rule(rule.kind, max(rule.limit, fused_rule.limit), f"{rule.source}; with {fused_rule.source}",
+                        floor=max(rule.floor, fused_rule.floor),
+                        floor_source=rule.floor_source if rule.floor >= fused_rule.floor else fused_rule.floor_source)
+    return EXACT if rule is None else rule
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -234,7 +247,7 @@ class Comparison:
 
     def to_json(self) -> dict:
         """The comparison as the --report file holds it (values in JSON tensor spelling, bits for floats)."""
-        from .io.json_tensor import format_json_value
+        from ..io.json_tensor import format_json_value
 
         report = {
             "verdict": "PASSED" if self.passed else "FAILED",
@@ -329,7 +342,7 @@ def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_b
     """Compare two .npy files chunk by chunk, in constant memory (the headers first: dtype and shape)."""
     from pathlib import Path
 
-    from .io.npy import iter_npy_chunks, read_npy_header
+    from ..io.npy import iter_npy_chunks, read_npy_header
 
     result_where, expected_where = f"result {result_path}", f"expected '{expected_path}'"
     shape, _, dtype, _ = read_npy_header(Path(result_path), where=result_where)

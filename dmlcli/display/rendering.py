@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .scalars import format_value  # noqa: F401 - tables show values as --check reports them
+from ..scalars import format_value  # noqa: F401 - tables show values as --check reports them
 
 FORMATS = ("table", "bits", "hex", "json")
 SUMMARY_THRESHOLD = 1000  # as NumPy's print options: above this many elements, show the edges

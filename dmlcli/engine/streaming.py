@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Sequence
 
 import numpy as np
 
-from .data_types import DataType
-from .errors import InputError, quoted
-from .validation import Call
+from ..data_types import DataType
+from ..errors import InputError, quoted
+from ..calls.validation import Call
 
 if TYPE_CHECKING:
-    from .io.formats import NpzMember
+    from ..io.formats import NpzMember
 
 CHUNK_BYTES_VARIABLE = "DMLCLI_CHUNK_BYTES"
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -81,8 +81,8 @@ class NpyInput:
 def is_streamable(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
     """Whether a run goes through the streaming path: .npy files or .npz arrays in, a .npy file out (by its
     extension or `output_format`, run's --format; /dev/null takes .npy)."""
-    from .io.sources import is_npz_source
-    from .io.targets import is_stdout, written_suffix
+    from ..io.sources import is_npz_source
+    from ..io.targets import is_stdout, written_suffix
 
     def is_npy_file(name: str) -> bool:
         return name != "-" and Path(name).suffix.lower() == ".npy"
@@ -109,7 +109,7 @@ def chunk_bytes_from_environment(default: int = DEFAULT_CHUNK_BYTES) -> int:
 def streams_as_json(sources: Sequence[str], output: str | None, output_format: str | None = None) -> bool:
     """Whether a run streams into JSON text: .npy files in, a JSON file (by extension or `output_format`) or
     JSON on stdout out; the text is written piece by piece as the chunks are computed."""
-    from .io.targets import written_suffix
+    from ..io.targets import written_suffix
 
     return (output is not None and written_suffix(output, output_format) == ".json" and bool(sources)
             and all(source != "-" and Path(source).suffix.lower() == ".npy" for source in sources))
@@ -136,7 +136,7 @@ def memory_bound(inputs: Sequence[NpyInput], shape, out_dtype: np.dtype, chunk_b
         total += BUFFERS_PER_INPUT * part
         if source.member is not None:
             # zipfile's copies of one read (compressed, inflated, joined) and zlib's window; or the whole array.
-            from .io.formats import MEMBER_READ_BYTES
+            from ..io.formats import MEMBER_READ_BYTES
 
             total += (_MemberReader.COPIES * min(part, MEMBER_READ_BYTES) + (1 << 20)
                       + held_bytes([source], shape, in_order=not tiled))
@@ -165,13 +165,13 @@ def held_bytes(inputs: Sequence[NpyInput], out_shape, *, in_order: bool) -> int:
 
 def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
     """Read and check one input's .npy header (or .npz array's); `dtype` (from --dtype) must agree with it."""
-    from .io.npy import check_declared_dtype, read_npy_header
-    from .io.sources import check_input_file, npz_source
+    from ..io.npy import check_declared_dtype, read_npy_header
+    from ..io.sources import check_input_file, npz_source
 
     where = f"{label} {quoted(source)}"
     npz = npz_source(source)
     if npz is not None:
-        from .io.formats import inspect_npz
+        from ..io.formats import inspect_npz
 
         check_input_file(Path(npz[0]), where=where)
         found = inspect_npz(npz[0], npz[1], where=where)  # header and zip directory; nothing inflated
@@ -195,7 +195,7 @@ def stream(call: Call, inputs: list[NpyInput], output: Path, engine, *, chunk_by
     may name one of the inputs. `progress(total_bytes)` may give a context manager yielding an
     `advance(bytes)` callable. `tally` (engine.HookTally) counts the operator's hooks chunk by chunk.
     """
-    from .io.atomic import write_atomically
+    from ..io.atomic import write_atomically
 
     job = _Job(call, inputs, chunk_bytes, tally)
     factory = progress or _no_progress
@@ -208,7 +208,7 @@ def stream_json(call: Call, inputs: list[NpyInput], output: str, engine, *, chun
     """Stream a validated call from the .npy `inputs` into JSON text, chunk by chunk: into the file `output`
     (atomically, as stream does) or, for a stdout target (-, -.json), onto stdout. Only one piece of text
     is in memory at a time, so the run takes constant memory whatever the tensor's size."""
-    from .io.targets import is_stdout
+    from ..io.targets import is_stdout
 
     job = _Job(call, inputs, chunk_bytes, tally)
     factory = progress or _no_progress
@@ -217,7 +217,7 @@ def stream_json(call: Call, inputs: list[NpyInput], output: str, engine, *, chun
             job.run_json(engine, sys.stdout.write, advance)
             sys.stdout.flush()
             return
-        from .io.atomic import write_atomically
+        from ..io.atomic import write_atomically
 
         write_atomically(Path(output), lambda handle: job.run_json(
             engine, lambda text: handle.write(text.encode("utf-8")), advance))
@@ -248,7 +248,7 @@ class _Job:
         return row_boxes(self.shape, self.chunk_elements)
 
     def run(self, engine, handle, advance: Callable[[int], None]) -> None:
-        from .io.npy import npy_header
+        from ..io.npy import npy_header
 
         header = npy_header(self.shape, self.out_dtype)
         handle.write(header)
@@ -279,7 +279,7 @@ class _Job:
     def run_json(self, engine, write: Callable[[str], None], advance: Callable[[int], None]) -> None:
         """The output as JSON text through `write`: the chunks in C order (row boxes), each formatted as it
         comes back from the backend."""
-        from .io.json_tensor import JsonTextWriter
+        from ..io.json_tensor import JsonTextWriter
 
         text = JsonTextWriter(write, self.shape, self.out_dtype)
         per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
@@ -537,7 +537,7 @@ class _MemberReader(_Reader):
     COPIES = 4
 
     def __init__(self, source: NpyInput, out_shape, chunk_elements):
-        from .io.formats import open_npz_member
+        from ..io.formats import open_npz_member
 
         super().__init__(source, out_shape, chunk_elements)
         self.opened = open_npz_member(source.member)
@@ -545,7 +545,7 @@ class _MemberReader(_Reader):
         self.next_element = 0
 
     def read(self, box: Box, slot: int) -> np.ndarray:
-        from .io.formats import finish_member, read_member_into
+        from ..io.formats import finish_member, read_member_into
 
         start = int(np.ravel_multi_index(tuple(s.start for s in box), self.shape))
         if start != self.next_element:
@@ -571,7 +571,7 @@ class _HeldReader(_Reader):
     into memory first (engine.run_files checked the room), then cut into boxes like a file."""
 
     def __init__(self, source: NpyInput, out_shape, chunk_elements):
-        from .io.formats import finish_member, open_npz_member, read_member_into
+        from ..io.formats import finish_member, open_npz_member, read_member_into
 
         super().__init__(source, out_shape, chunk_elements)
         member = source.member

@@ -7,9 +7,9 @@ Feature levels are DirectML's full names (DML_FEATURE_LEVEL_3_0), data types Dir
 
 from __future__ import annotations
 
-from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
-from .operators.parameters import EnumParameter, option_flag
-from .operators.schema import Operator
+from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
+from ..operators.parameters import EnumParameter, option_flag
+from ..operators.schema import Operator
 
 
 def _level(level: FeatureLevel | None) -> str | None:
@@ -106,7 +106,7 @@ def operator_details(op: Operator) -> dict:
 
 def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None, error=None) -> dict:
     """The verdict of `dmlcli validate`: ok with the tensors, or rejected with the broken rule."""
-    from .errors import EXIT_OK
+    from ..errors import EXIT_OK
 
     if error is not None:
         return {"verdict": "rejected", "operator": op.dml_name, "feature_level": feature_level.name,
@@ -123,8 +123,8 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
 
 def backends_report() -> dict:
     """The backends found, as `dmlcli info` lists them, with versions; the GPU's reason where it is unusable."""
-    from .backends import survey
-    from .version import __version__
+    from ..backends import survey
+    from ..version import __version__
 
     backends = survey()
     usable = [b["name"] for b in backends if b["available"]]

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .validation import Call, TensorInfo
+from ..calls.validation import Call, TensorInfo
 
 # The partial function each REDUCE function streams through over leading axes, and how partials combine.
 _PARTIAL = {"SUM": "SUM", "AVERAGE": "SUM", "L1": "L1", "L2": "SUM_SQUARE", "SUM_SQUARE": "SUM_SQUARE",
@@ -49,8 +49,8 @@ def streamable_layout(call: Call, inputs) -> str | None:
 
 def stream_shaped(call: Call, layout: str, inputs, output: Path, engine, *, chunk_bytes: int, progress=None) -> None:
     """Write the call's single output into `output` (.npy, atomically), reading the inputs chunk by chunk."""
-    from .io.atomic import write_atomically
-    from .io.npy import npy_header
+    from ..io.atomic import write_atomically
+    from ..io.npy import npy_header
     from .streaming import _no_progress
 
     out = call.output
@@ -83,8 +83,8 @@ def _read_rows(source, first: int, count: int, row_elements: int) -> np.ndarray:
     with pread (a file truncated by another program during the run is an error in words, never SIGBUS)."""
     import os
 
-    from .errors import InputError, quoted
-    from .io.npy import to_native
+    from ..errors import InputError, quoted
+    from ..io.npy import to_native
 
     itemsize = source.dtype.itemsize
     buffer = bytearray(count * row_elements * itemsize)
@@ -117,7 +117,7 @@ def _piece_call(call: Call, shape: tuple[int, ...], dtype: np.dtype, function: s
     """The REDUCE call for one piece: `shape` in `dtype`, reducing `axes` with `function`."""
     from dataclasses import replace
 
-    from .data_types import from_numpy
+    from ..data_types import from_numpy
 
     source = TensorInfo("InputTensor", from_numpy(np.dtype(dtype)), tuple(shape))
     reduced = tuple(1 if axis in axes else size for axis, size in enumerate(shape))

@@ -12,10 +12,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .data_types import MAX_ELEMENTS, DataType
-from .errors import InputError, ValidationError
-from .feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
-from .operators import Operator
+from ..data_types import MAX_ELEMENTS, DataType
+from ..errors import InputError, ValidationError
+from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
+from ..operators import Operator
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
@@ -246,8 +246,10 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
 
 
 # The support-table search below depends only on the operator, its tensors' data types and dimension
-# counts and the inputs left out; every run of an operator on like tensors asks it again, so its answers
-# are kept (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+# counts and the inputs left out -- except for an operator whose rows or level rule read the call's
+# parameters or Sizes (REDUCE's rows by Function, PADDING's SYMMETRIC, BATCH_NORMALIZATION's Spatial), which
+# is searched every time; every run of an operator on like tensors asks it again, so its answers are kept
+# (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
 _LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
 _LOWEST_LEVELS_LIMIT = 4096
 
@@ -255,6 +257,9 @@ _LOWEST_LEVELS_LIMIT = 4096
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
     if any(_shape_problems(call)) or any(_type_problems(call)):
         return None  # these rules hold at every level alike
+    if call.operator.level_rule is not None or call.operator.support_by is not None:
+        return next((candidate for candidate in ALL_FEATURE_LEVELS if not any(_table_problems(call, candidate))),
+                    None)
     key = (id(call.operator), call.absent,
            tuple((name, tensor.data_type, len(tensor.shape)) for name, tensor in call.tensors.items()))
     known = _LOWEST_LEVELS.get(key)
@@ -393,7 +398,7 @@ def build_call(
 def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_types, out_types, parameters,
                  given: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
     """The outputs' Sizes from the operator's shape rule, each output tensor by its name."""
-    from .operators.shaped import RuleViolation, ShapeQuery  # shaped operators only: element-wise ones go without
+    from ..operators.shaped import RuleViolation, ShapeQuery  # shaped operators only: element-wise ones go without
 
     found = list(_size_problems(tensors.values()))
     if found:  # a rule needs sane input Sizes: report the most fundamental problem first

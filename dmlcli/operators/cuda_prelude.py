@@ -1,0 +1,117 @@
+"""The CUDA text every generated kernel starts with: dmlcli's device primitives and the compiler options.
+
+Kept in the table's package because the kernel bodies are written against it (a cuda_body uses dml_f32, dml_add,
+dml_half_to_float, ...; CAST and FILL_VALUE_SEQUENCE build whole kernels on it) and because it is text only:
+nothing here imports CuPy. backends/gpu_kernels.py generates the element-wise kernels from it.
+"""
+
+from __future__ import annotations
+
+# Device primitives, in inline PTX so that the compiler's flags cannot change them: CuPy compiles
+# every kernel with -ftz=true, under which a compiler-made FLOAT32 comparison treats subnormals as
+# zero. The comparisons here are IEEE (no .ftz): ordered (false with NaN), except != (unordered).
+# FLOAT16 <-> float uses the hardware conversion, exact for every half value.
+DEVICE_BEGIN, DEVICE_END = "// dml-device-primitives-begin", "// dml-device-primitives-end"
+_COMPARISONS = (("lt", "<", "lt"), ("gt", ">", "gt"), ("le", "<=", "le"), ("ge", ">=", "ge"),
+                ("eq", "==", "eq"), ("ne", "!=", "neu"))
+_DEVICE_PRIMITIVES = "\n".join([
+    DEVICE_BEGIN,
+    "__device__ __forceinline__ float dml_half_to_float(unsigned short h) {",
+    "    float f;",
+    '    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));',
+    "    return f;",
+    "}",
+    "__device__ __forceinline__ unsigned short dml_float_to_half(float f) {",
+    "    unsigned short h;",
+    '    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));',
+    "    return h;",
+    "}",
+    *[f"__device__ __forceinline__ bool dml_{name}(float a, float b) {{\n"
+      f"    unsigned int r;\n"
+      f'    asm("{{ .reg .pred p; setp.{ptx}.f32 p, %1, %2; selp.u32 %0, 1, 0, p; }}" : "=r"(r) : "f"(a), "f"(b));\n'
+      f"    return r != 0;\n}}" for name, _, ptx in _COMPARISONS],
+    DEVICE_END,
+])
+# FLOAT32 and FLOAT16 values reach the body as dml_f32, whose operators are the primitives above.
+# IEEE float32 arithmetic in inline PTX without .ftz, for the same reason: CuPy compiles with
+# -ftz=true whatever options are passed (measured on an H100: bench/ftz_probe.py), which flushes
+# subnormal inputs and results of every compiler-made float32 operation. Each is one correctly
+# rounded operation (.rn), so FLOAT32 ADD/SUBTRACT/MULTIPLY/DIVIDE/SQRT/RECIP match NumPy bit for bit.
+_ARITHMETIC = (("add", "add.rn.f32"), ("sub", "sub.rn.f32"), ("mul", "mul.rn.f32"), ("div", "div.rn.f32"))
+_ARITHMETIC_PRIMITIVES = "\n".join([
+    *[f"__device__ __forceinline__ float dml_{name}(float a, float b) {{\n"
+      f"    float r;\n"
+      f'    asm("{ptx} %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));\n'
+      f"    return r;\n}}" for name, ptx in _ARITHMETIC],
+    "__device__ __forceinline__ float dml_sqrt_rn(float a) {",
+    "    float r;",
+    '    asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(a));',
+    "    return r;",
+    "}",
+    "__device__ __forceinline__ float dml_fma_rn(float a, float b, float c) {",
+    "    float r;",
+    '    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));',
+    "    return r;",
+    "}",
+])
+# FLOAT32 and FLOAT16 values reach the body as dml_f32, whose operators are the primitives above:
+# a body writes a + b, a * 0.5f, -x, a < b, and gets IEEE results. `(float)x` (or x.v) gives the
+# plain float for CUDA's math functions (expf, sinf, ...), whose results the approximate
+# operators' tolerances cover; dml_f32{...} wraps a float again.
+_PRELUDE = "\n".join([
+    _DEVICE_PRIMITIVES,
+    _ARITHMETIC_PRIMITIVES,
+    # Conversions between float and double in PTX too: under -ftz the compiler's own casts are
+    # cvt.ftz.*, which flush FLOAT32 subnormals. dml_narrow_f16 rounds a double once to FLOAT16.
+    "__device__ __forceinline__ double dml_widen(float f) {",
+    "    double d;",
+    '    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(f));',
+    "    return d;",
+    "}",
+    "__device__ __forceinline__ float dml_narrow(double d) {",
+    "    float f;",
+    '    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));',
+    "    return f;",
+    "}",
+    "// A double rounded once to an output of w bits (16: FLOAT16, else FLOAT32), as the float that stores",
+    "// unchanged: the composite and approximate operators' last step, as the CPU's astype from float64.",
+    "__device__ __forceinline__ float dml_round_to_output(double d, int w) {",
+    "    float f;",
+    "    if (w == 16) {",
+    "        unsigned short h;",
+    '        asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));',
+    '        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));',
+    "    } else {",
+    '        asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));',
+    "    }",
+    "    return f;",
+    "}",
+    "struct dml_f32 {",
+    "    float v;",
+    "    __device__ __forceinline__ explicit operator float() const { return v; }",
+    "    __device__ __forceinline__ explicit operator double() const { return dml_widen(v); }",
+    "};",
+    *[f"__device__ __forceinline__ bool operator{op}(dml_f32 a, dml_f32 b) {{ return dml_{name}(a.v, b.v); }}\n"
+      f"__device__ __forceinline__ bool operator{op}(dml_f32 a, int b) {{ return dml_{name}(a.v, (float)b); }}\n"
+      f"__device__ __forceinline__ bool operator{op}(dml_f32 a, float b) {{ return dml_{name}(a.v, b); }}\n"
+      f"__device__ __forceinline__ bool operator{op}(float a, dml_f32 b) {{ return dml_{name}(a, b.v); }}"
+      for name, op, _ in _COMPARISONS],
+    *[f"__device__ __forceinline__ dml_f32 operator{op}(dml_f32 a, dml_f32 b) {{ return dml_f32{{dml_{name}(a.v, b.v)}}; }}\n"
+      f"__device__ __forceinline__ dml_f32 operator{op}(dml_f32 a, float b) {{ return dml_f32{{dml_{name}(a.v, b)}}; }}\n"
+      f"__device__ __forceinline__ dml_f32 operator{op}(float a, dml_f32 b) {{ return dml_f32{{dml_{name}(a, b.v)}}; }}"
+      for name, op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("div", "/"))],
+    "__device__ __forceinline__ dml_f32 operator-(dml_f32 a) { return dml_f32{__uint_as_float(__float_as_uint(a.v) ^ 0x80000000u)}; }",
+    "__device__ __forceinline__ dml_f32 dml_sqrt(dml_f32 a) { return dml_f32{dml_sqrt_rn(a.v)}; }",
+    "__device__ __forceinline__ dml_f32 dml_fma(dml_f32 a, dml_f32 b, dml_f32 c) { return dml_f32{dml_fma_rn(a.v, b.v, c.v)}; }",
+    "__device__ __forceinline__ bool isinf(dml_f32 x) { return (__float_as_uint(x.v) & 0x7fffffffu) == 0x7f800000u; }",
+    "__device__ __forceinline__ bool isnan(dml_f32 x) { return (__float_as_uint(x.v) & 0x7fffffffu) > 0x7f800000u; }",
+])
+
+# The device primitives and float helpers above, for kernels that operators build themselves (CAST's).
+DEVICE_PRELUDE = _PRELUDE
+
+# NVRTC flags asking for IEEE float32. CuPy's own -ftz=true still wins for compiler-made float32
+# operations, which is why the arithmetic above is inline PTX; these keep double precision and
+# CUDA's math functions on their accurate paths, and forbid contracting a*b+c into one rounding.
+COMPILE_OPTIONS = ("-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=false")
+

@@ -1,0 +1,436 @@
+"""The normalization family: BATCH_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION (and its "1" form with Axes),
+LOCAL_RESPONSE_NORMALIZATION and LP_NORMALIZATION.
+
+Sources: DirectML's pages for each DESC (MicrosoftDocs/sdk-api, ns-directml-dml_<name>_operator_desc.md, the
+newest stored version of each: batch_normalization 9ade0e62, mean_variance_normalization db7dd4d9,
+mean_variance_normalization1 5b9c53c5, local_response_normalization 2cd469d9, lp_normalization f4acb9bc): fields,
+formulas, broadcasting rules and support tables; the DML_OPERATOR_TYPE values of DirectML.h (BATCH_NORMALIZATION 72,
+MEAN_VARIANCE_NORMALIZATION 73, LOCAL_RESPONSE_NORMALIZATION 74, LP_NORMALIZATION 75,
+MEAN_VARIANCE_NORMALIZATION1 115). Each kernel is one function for both backends (`xp` is numpy or cupy).
+
+One arithmetic rule for the family: FLOAT32 and FLOAT16 tensors are computed in FLOAT32 (FLOAT16 widened
+exactly) and rounded once to the output type; a fused activation then runs on that rounded result, exactly as
+the activation operator would on it (as ELEMENT_WISE_ADD1 does). NaN propagates through every formula.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..data_types import FLOATS
+from ..feature_levels import level
+from .activation import FUSABLE, FUSABLE_NAMES
+from .parameters import BoolParameter, FloatParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
+from .schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
+from .shaped import RuleViolation, ShapeQuery, check_axis, describe_sizes, resolve_axes
+
+FAMILY = "normalization"
+IO = ("InputTensor", "OutputTensor")
+_BN_TENSORS = ("InputTensor", "MeanTensor", "VarianceTensor", "ScaleTensor", "BiasTensor", "OutputTensor")
+_MVN_TENSORS = ("InputTensor", "ScaleTensor", "BiasTensor", "OutputTensor")
+
+
+def _all(level_name, dims, tensors):
+    return (level_name, dims, {name: FLOATS for name in tensors})
+
+
+# ---------------------------------------------------------------- support tables (the pages, newest row first)
+
+_BN_ROWS = rows(_all("3_1", DIMS_1_TO_8, _BN_TENSORS), _all("1_0", DIMS_4, _BN_TENSORS))
+_MVN_ROWS = rows(_all("1_0", DIMS_4, _MVN_TENSORS))
+_MVN1_ROWS = rows(_all("3_1", DIMS_1_TO_8, _MVN_TENSORS), _all("2_1", DIMS_4, _MVN_TENSORS))
+_LRN_ROWS = rows(_all("1_0", DIMS_4, IO))
+_LP_ROWS = rows(_all("3_1", DIMS_1_TO_8, IO), _all("1_0", DIMS_4, IO))
+
+# ---------------------------------------------------------------- parameters
+
+FUSED_ACTIVATION = FusedActivationParameter(
+    field="FusedActivation",
+    help="an activation applied to the normalised result (--fused-activation NAME), with its FLOAT fields as "
+         "--fused-alpha, --fused-beta, ... (each the activation's own default when left out)",
+    activations=FUSABLE,
+)
+EPSILON = FloatParameter(field="Epsilon", help="added to the variance to avoid a division by zero "
+                                               "(default 0.00001, the value the pages recommend)",
+                         default_value=1e-5)
+SPATIAL = BoolParameter(field="Spatial", help="true: locations are spatial (below 4_0 false requires MeanTensor's "
+                                              "and VarianceTensor's Height and Width not to be broadcast; no effect "
+                                              "from 4_0)", default_value=True)
+CROSS_CHANNEL_MVN = BoolParameter(field="CrossChannel", help="true: mean and variance over {Channel, Height, "
+                                                             "Width}; false: over {Height, Width}, each channel apart")
+NORMALIZE_VARIANCE = BoolParameter(field="NormalizeVariance", help="true: divide by sqrt(Variance + Epsilon); "
+                                                                   "false: only subtract the mean", default_value=True)
+MVN_AXES = IntArrayParameter(field="Axes", count_field="AxisCount", default_text="every axis",
+                             help="the axes the mean and variance are computed over, each from 0 to the input's "
+                                  "DimensionCount - 1")
+CROSS_CHANNEL_LRN = BoolParameter(field="CrossChannel", help="true: sum over LocalSize channels; false: over a "
+                                                             "LocalSize x LocalSize window of Height and Width")
+LOCAL_SIZE = IntegerParameter(field="LocalSize", help="the number of elements summed per dimension (at least 1)",
+                              default_value=5, minimum=1)
+LRN_ALPHA = FloatParameter(field="Alpha", help="the scaling parameter (default 0.0001, as the page recommends)",
+                           default_value=1e-4)
+LRN_BETA = FloatParameter(field="Beta", help="the exponent (default 0.75, as the page recommends)", default_value=0.75)
+LRN_BIAS = FloatParameter(field="Bias", help="the bias (default 1, as the page recommends)", default_value=1.0)
+LP_AXIS = IntegerParameter(field="Axis", help="the axis the norm runs along (0 to DimensionCount - 1)")
+LP_EPSILON = FloatParameter(field="Epsilon", help="the smallest norm divided by (default 0.00001, as the page "
+                                                  "recommends)", default_value=1e-5)
+LP_ORDER = IntegerParameter(field="P", help="the order of the norm: 1 or 2", default_value=2)
+
+
+# ---------------------------------------------------------------- shape rules
+
+def _check_broadcastable(query: ShapeQuery, name: str, input_shape) -> None:
+    """A per-element tensor (Mean, Scale, ...): the input's DimensionCount, each size 1 or the input's."""
+    if name not in query.shapes:
+        return
+    shape = query.shape(name)
+    if len(shape) != len(input_shape):
+        raise RuleViolation(f"{name} has {len(shape)} dimensions but InputTensor has {len(input_shape)} (the same "
+                            "DimensionCount is required)")
+    for axis, (size, wanted) in enumerate(zip(shape, input_shape)):
+        if size not in (1, wanted):
+            raise RuleViolation(f"{name} Sizes {describe_sizes(shape)} do not broadcast to InputTensor Sizes "
+                                f"{describe_sizes(input_shape)} (dimension {axis} is {size}; allowed: 1 or {wanted})")
+
+
+def batch_normalization_shape(query: ShapeQuery) -> dict:
+    shape = query.shape("InputTensor")
+    for name in ("MeanTensor", "VarianceTensor", "ScaleTensor", "BiasTensor"):
+        _check_broadcastable(query, name, shape)
+    return {"OutputTensor": shape}
+
+
+def mvn_shape(query: ShapeQuery) -> dict:
+    shape = query.shape("InputTensor")
+    for name in ("ScaleTensor", "BiasTensor"):
+        _check_broadcastable(query, name, shape)
+    return {"OutputTensor": shape}
+
+
+def mvn1_shape(query: ShapeQuery) -> dict:
+    shape = query.shape("InputTensor")
+    resolve_axes(query.parameters["Axes"], len(shape), "Axes")
+    return mvn_shape(query)
+
+
+def lp_shape(query: ShapeQuery) -> dict:
+    shape = query.shape("InputTensor")
+    check_axis(query.parameters["Axis"], len(shape), "Axis")
+    if query.parameters["P"] not in (1, 2):
+        raise RuleViolation(f"P {query.parameters['P']} is not an order DirectML takes (allowed: 1 or 2)")
+    return {"OutputTensor": shape}
+
+
+def same_shape(query: ShapeQuery) -> dict:
+    return {"OutputTensor": query.shape("InputTensor")}
+
+
+# ---------------------------------------------------------------- rules that change with the level
+
+_NO_SPATIAL_BROADCAST_UNTIL = level("4_0")
+_CHANNEL_BROADCAST_SINCE = level("4_0")
+
+
+def batch_normalization_level_rule(call, feature_level) -> str | None:
+    """Below 4_0, Spatial FALSE requires MeanTensor's and VarianceTensor's Height and Width unbroadcast."""
+    if call.parameters["Spatial"] or feature_level >= _NO_SPATIAL_BROADCAST_UNTIL:
+        return None
+    wanted = call.tensors["InputTensor"].shape[-2:]
+    for name in ("MeanTensor", "VarianceTensor"):
+        if tuple(call.tensors[name].shape[-2:]) != tuple(wanted):
+            return (f"Spatial FALSE requires {name}'s Height and Width to equal InputTensor's {describe_sizes(wanted)}"
+                    f" (not broadcast) below {_NO_SPATIAL_BROADCAST_UNTIL}; found "
+                    f"{describe_sizes(call.tensors[name].shape[-2:])}")
+    return None
+
+
+_ONE_OF_SCALE_BIAS_SINCE = level("5_2")
+
+
+def mvn_level_rule(call, feature_level) -> str | None:
+    """ScaleTensor without BiasTensor, or the reverse, came with 5_2 (before it: both or neither)."""
+    given = [name for name in ("ScaleTensor", "BiasTensor") if name in call.tensors]
+    if len(given) == 1 and feature_level < _ONE_OF_SCALE_BIAS_SINCE:
+        missing = "BiasTensor" if given[0] == "ScaleTensor" else "ScaleTensor"
+        return (f"{given[0]} without {missing} is allowed from {_ONE_OF_SCALE_BIAS_SINCE} (below it ScaleTensor "
+                "and BiasTensor come together, or not at all)")
+    return None
+
+
+def mvn1_level_rule(call, feature_level) -> str | None:
+    """MVN's rule, and below 4_0, ScaleTensor's and BiasTensor's ChannelCount must be the input's (only the others
+    broadcast)."""
+    paired = mvn_level_rule(call, feature_level)
+    if paired is not None or feature_level >= _CHANNEL_BROADCAST_SINCE:
+        return paired
+    channels = call.tensors["InputTensor"].shape[1] if len(call.tensors["InputTensor"].shape) > 1 else None
+    for name in ("ScaleTensor", "BiasTensor"):
+        tensor = call.tensors.get(name)
+        if tensor is not None and channels is not None and tensor.shape[1] != channels:
+            return (f"{name} ChannelCount {tensor.shape[1]} must equal InputTensor's {channels} below "
+                    f"{_CHANNEL_BROADCAST_SINCE} (broadcasting the channel dimension came with 4_0)")
+    return None
+
+
+# ---------------------------------------------------------------- how the tolerances grow
+
+def _mvn_axes(call) -> tuple[int, ...]:
+    rank = len(call.tensors["InputTensor"].shape)
+    if "Axes" in call.parameters:
+        return resolve_axes(call.parameters["Axes"], rank, "Axes")
+    return (1, 2, 3) if call.parameters["CrossChannel"] else (2, 3)
+
+
+def mvn_reduced_count(call) -> int:
+    shape = call.tensors["InputTensor"].shape
+    return math.prod(shape[axis] for axis in _mvn_axes(call))
+
+
+def mvn_tolerance_scale(call) -> int:
+    """WebNN's instance/layerNormalization figure (840 ULP) plus 3 ULP per element of the mean and variance."""
+    return 3 * mvn_reduced_count(call) + 840
+
+
+def lrn_window(call) -> int:
+    size = call.parameters["LocalSize"]
+    return size if call.parameters["CrossChannel"] else size * size
+
+
+def lrn_tolerance_scale(call) -> int:
+    return 2 * lrn_window(call) + 18
+
+
+def lp_tolerance_scale(call) -> int:
+    return 2 * call.tensors["InputTensor"].shape[call.parameters["Axis"]] + 2
+
+
+def lrn_axes(call) -> tuple[int, ...]:
+    """The axes a local region spans: what a Dask block must hold whole."""
+    return (1,) if call.parameters["CrossChannel"] else (2, 3)
+
+
+def lp_axes(call) -> tuple[int, ...]:
+    return (call.parameters["Axis"],)
+
+
+# ---------------------------------------------------------------- kernels (xp is numpy or cupy)
+
+def _f32(xp, x):
+    return None if x is None else x.astype(xp.float32, copy=False)
+
+
+def _finish(xp, y, out, fused):
+    # FLOAT32 results are already the output (no copy); FLOAT16 ones are rounded once here. A fused activation
+    # (`fused`) then runs in the backend on this rounded result (Operator.fused_activation), as the activation's
+    # own kernel, the CPU's or the GPU's.
+    return (xp.ascontiguousarray(y.astype(out.data_type.numpy_dtype, copy=False)),)
+
+
+def batch_normalization_kernel(xp, inputs, outputs, params):
+    x, mean, variance, scale, bias = (_f32(xp, t) for t in inputs)
+    epsilon = xp.float32(params["Epsilon"])
+    y = scale * ((x - mean) / xp.sqrt(variance + epsilon)) + bias
+    return _finish(xp, y, outputs[0], params["FusedActivation"])
+
+
+def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon):
+    """(x - mean) [/ sqrt(variance + epsilon)], then Scale and Bias where given; all in FLOAT32."""
+    mean = xp.mean(x, axis=axes, keepdims=True, dtype=xp.float32)
+    centred = x - mean
+    if normalize_variance:
+        # The mean of the squared deviations (two passes): the page's E[X^2] - E[X]^2 without its cancellation.
+        variance = xp.mean(centred * centred, axis=axes, keepdims=True, dtype=xp.float32)
+        centred = centred / xp.sqrt(variance + xp.float32(epsilon))
+    if scale is not None:
+        centred = centred * scale
+    if bias is not None:
+        centred = centred + bias
+    return centred
+
+
+def mvn_kernel(xp, inputs, outputs, params):
+    x, scale, bias = (_f32(xp, t) for t in inputs)
+    axes = (1, 2, 3) if params["CrossChannel"] else (2, 3)
+    y = _normalise(xp, x, axes, scale, bias, params["NormalizeVariance"], params["Epsilon"])
+    return _finish(xp, y, outputs[0], params["FusedActivation"])
+
+
+def mvn1_kernel(xp, inputs, outputs, params):
+    x, scale, bias = (_f32(xp, t) for t in inputs)
+    axes = resolve_axes(params["Axes"], x.ndim, "Axes")
+    y = _normalise(xp, x, axes, scale, bias, params["NormalizeVariance"], params["Epsilon"])
+    return _finish(xp, y, outputs[0], params["FusedActivation"])
+
+
+def _window_sum(xp, values, axis: int, size: int):
+    """The sum over a window of `size` along `axis`, from i - floor((size - 1) / 2) to i + ceil((size - 1) / 2),
+    the part outside the tensor counting as 0 (ONNX LRN's window)."""
+    before = (size - 1) // 2
+    after = size - 1 - before
+    pad = [(0, 0)] * values.ndim
+    pad[axis] = (before, after)
+    padded = xp.pad(values, pad)
+    length = values.shape[axis]
+    total = None
+    for start in range(size):  # LocalSize shifted slices: a handful of vectorised additions
+        index = [slice(None)] * values.ndim
+        index[axis] = slice(start, start + length)
+        part = padded[tuple(index)]
+        total = part if total is None else total + part
+    return total
+
+
+def lrn_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    x = _f32(xp, x)
+    size = params["LocalSize"]
+    squares = x * x
+    if params["CrossChannel"]:
+        total = _window_sum(xp, squares, 1, size)
+    else:
+        total = _window_sum(xp, _window_sum(xp, squares, 2, size), 3, size)
+    scale = xp.float32(params["Alpha"]) / xp.float32(size)
+    y = x / (xp.float32(params["Bias"]) + scale * total) ** xp.float32(params["Beta"])
+    return _finish(xp, y, outputs[0], None)
+
+
+def lp_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    x = _f32(xp, x)
+    axis = params["Axis"]
+    if params["P"] == 1:
+        norm = xp.sum(xp.abs(x), axis=axis, keepdims=True, dtype=xp.float32)
+    else:
+        norm = xp.sqrt(xp.sum(x * x, axis=axis, keepdims=True, dtype=xp.float32))
+    y = x / xp.maximum(norm, xp.float32(params["Epsilon"]))
+    return _finish(xp, y, outputs[0], None)
+
+
+# ---------------------------------------------------------------- entries
+
+_ARITHMETIC = ("FLOAT16 and FLOAT32 are computed in FLOAT32 (FLOAT16 widened exactly) and rounded once to the "
+               "output type. NaN propagates.")
+_FUSED = ("FusedActivation (--fused-activation NAME, with --fused-alpha, ...; fusable: "
+          + ", ".join(n.lower() for n in FUSABLE_NAMES) + ") runs on the result rounded to the output type, "
+          "exactly as the activation operator would; with one, the looser of the operator's tolerance for the "
+          "call and the activation's applies, figure by figure (ULP count and absolute floor). In a DxDispatch model: \"FusedActivation\": {\"Type\": \"ACTIVATION_RELU\"} or null.")
+_BROADCAST = ("Every dimension of {tensors} is 1 (broadcast) or the input's; the DimensionCount is the input's.")
+_MVN_FLOOR = ("the outputs are normalised to about unit size, and x - mean carries the mean's absolute error: a "
+              "result near 0 (x near its mean) is many ULP of itself off while its absolute error stays near the "
+              "FLOAT32 (FLOAT16) epsilon of 1; 2^-20 (FLOAT32) and 2^-10 (FLOAT16) bound it")
+_MVN_TOLERANCE = Tolerance(
+    "ulp", 1, 10,
+    "dmlcli's choice after WebNN's instanceNormalization and layerNormalization tolerance (web-platform-tests "
+    "webnn/resources/utils.js: 840 ULP FLOAT32, 8400 FLOAT16, whatever the size): 3N + 840 ULP for FLOAT32 and "
+    "10 times that for FLOAT16, N the elements each mean and variance reduce (REDUCE's SUM N and SUM_SQUARE 2N "
+    "figures for the two sums)",
+    floor_float32=2.0 ** -20, floor_float16=2.0 ** -10, floor_source=_MVN_FLOOR)
+_MVN_VARIANCE = ("The variance is the mean of the squared deviations (two passes over the data), which equals the "
+                 "page's E[X^2] - E[X]^2 in exact arithmetic without its cancellation; the formula is the newest "
+                 "page's (x - mean) / sqrt(Variance + Epsilon) (an older version of the MEAN_VARIANCE_NORMALIZATION "
+                 "page added Epsilon to the standard deviation). NormalizeVariance FALSE: Scale * (x - mean) + Bias.")
+_SCALE_BIAS = ("ScaleTensor and BiasTensor are optional: both, neither, or from 5_2 one alone (the pages require "
+               "both together below 5_2); give ScaleTensor alone as the second input, BiasTensor alone after 'none' "
+               "(API: None) in ScaleTensor's place. Left out: no scale, no bias.")
+
+BATCH_NORMALIZATION = Operator(
+    name="BATCH_NORMALIZATION", enum_value=72, family=FAMILY, prefix="",
+    summary="normalises the input with a given mean and variance, then scales and biases it",
+    formula="OutputTensor = FusedActivation(Scale * ((Input - Mean) / sqrt(Variance + Epsilon)) + Bias)",
+    introduced=_BN_ROWS[-1].level, inputs=_BN_TENSORS[:-1], support=_BN_ROWS, same_data_type=_BN_TENSORS,
+    same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(SPATIAL, EPSILON, FUSED_ACTIVATION),
+    shape_rule=batch_normalization_shape, fused_activation="FusedActivation",
+    array_kernel=batch_normalization_kernel,
+    level_rule=batch_normalization_level_rule, exactness=COMPOSITE,
+    tolerance=Tolerance("ulp", 6, 6, "WebNN's batchNormalization tolerance (web-platform-tests webnn/resources/"
+                                     "utils.js): 6 ULP for FLOAT32 and FLOAT16 (the mean and variance are given: "
+                                     "nothing is reduced, so the figure does not grow)",
+                        floor_float32=2.0 ** -20, floor_float16=2.0 ** -10,
+                        floor_source="Scale * t + Bias cancels where the two are near opposite: the result's "
+                                     "absolute error is then that of Bias, about unit size in a normalisation; "
+                                     "2^-20 (FLOAT32) and 2^-10 (FLOAT16) bound it"),
+    notes=(_BROADCAST.format(tensors="MeanTensor, VarianceTensor, ScaleTensor and BiasTensor"),
+           "Spatial (default true) has no effect from 4_0 (the page: deprecated); below 4_0, false requires "
+           "MeanTensor's and VarianceTensor's last two dimensions (Height and Width) to equal the input's.",
+           "Epsilon defaults to 0.00001 (the page gives no default; the other normalisations' pages recommend it).",
+           _ARITHMETIC, _FUSED),
+)
+
+MEAN_VARIANCE_NORMALIZATION = Operator(
+    name="MEAN_VARIANCE_NORMALIZATION", enum_value=73, family=FAMILY, prefix="",
+    summary="normalises the input by its own mean and variance over {H, W} or {C, H, W}",
+    formula="OutputTensor = FusedActivation(Scale * ((Input - Mean) / sqrt(Variance + Epsilon)) + Bias), Mean and "
+            "Variance over {Height, Width} (CrossChannel: {Channel, Height, Width})",
+    introduced=_MVN_ROWS[-1].level, inputs=_MVN_TENSORS[:-1], support=_MVN_ROWS, same_data_type=_MVN_TENSORS,
+    same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(CROSS_CHANNEL_MVN, NORMALIZE_VARIANCE, EPSILON, FUSED_ACTIVATION),
+    optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("1_0"),
+    shape_rule=mvn_shape, fused_activation="FusedActivation", array_kernel=mvn_kernel, level_rule=mvn_level_rule,
+    exactness=APPROXIMATE,
+    tolerance=_MVN_TOLERANCE,
+    tolerance_scale=mvn_tolerance_scale,
+    notes=(_BROADCAST.format(tensors="ScaleTensor and BiasTensor"), _SCALE_BIAS, _MVN_VARIANCE,
+           "CrossChannel FALSE is MEAN_VARIANCE_NORMALIZATION1 with Axes {2, 3}; TRUE with Axes {1, 2, 3}.",
+           _ARITHMETIC, _FUSED),
+)
+
+MEAN_VARIANCE_NORMALIZATION1 = Operator(
+    name="MEAN_VARIANCE_NORMALIZATION1", enum_value=115, family=FAMILY, prefix="",
+    summary="normalises the input by its own mean and variance over Axes",
+    formula="OutputTensor = FusedActivation(Scale * ((Input - Mean) / sqrt(Variance + Epsilon)) + Bias), Mean and "
+            "Variance over Axes",
+    introduced=_MVN1_ROWS[-1].level, inputs=_MVN_TENSORS[:-1], support=_MVN1_ROWS, same_data_type=_MVN_TENSORS,
+    same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(MVN_AXES, NORMALIZE_VARIANCE, EPSILON, FUSED_ACTIVATION),
+    optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("2_1"),
+    shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn1_kernel, level_rule=mvn1_level_rule,
+    exactness=APPROXIMATE,
+    tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale,
+    notes=("Axes may be left out in the API and on the command line: every axis (DirectML's desc needs them). Each "
+           "axis below the DimensionCount, none twice, at least one (dmlcli's rule where the page is silent).",
+           _BROADCAST.format(tensors="ScaleTensor and BiasTensor") + " Below 4_0 their ChannelCount (dimension 1) "
+           "must be the input's.", _SCALE_BIAS, _MVN_VARIANCE,
+           "ONNX's InstanceNormalization is Axes {2, 3, ...}; LayerNormalization is Axes {axis, ..., last}; "
+           "MeanVarianceNormalization is Axes {0, 2, 3} with Epsilon 0.", _ARITHMETIC, _FUSED),
+)
+
+LOCAL_RESPONSE_NORMALIZATION = Operator(
+    name="LOCAL_RESPONSE_NORMALIZATION", enum_value=74, family=FAMILY, prefix="",
+    summary="divides each element by a power of the sum of squares in its local region",
+    formula="OutputTensor = Input / (Bias + (Alpha / LocalSize) * sum(Input^2 over the local region))^Beta",
+    introduced=_LRN_ROWS[-1].level, inputs=("InputTensor",), support=_LRN_ROWS, same_data_type=IO,
+    same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(CROSS_CHANNEL_LRN, LOCAL_SIZE, LRN_ALPHA, LRN_BETA, LRN_BIAS), shape_rule=same_shape,
+    array_kernel=lrn_kernel, exactness=APPROXIMATE,
+    tolerance=Tolerance("ulp", 1, 1, "dmlcli's choice (WebNN has no local response normalization), after WebNN's "
+                                     "l2Pool2d (N + 2) and pow figures: 2N + 18 ULP for a region of N elements "
+                                     "(LocalSize channels, or LocalSize x LocalSize)"),
+    tolerance_scale=lrn_tolerance_scale, dask_layout="whole_axes", dask_axes=lrn_axes,
+    notes=("The local region (page silent on where it lies): along an axis, from i - floor((LocalSize - 1) / 2) to "
+           "i + ceil((LocalSize - 1) / 2), as ONNX's LRN; the part outside the tensor counts as 0. CrossChannel "
+           "TRUE: along the channels (dimension 1); FALSE: a LocalSize x LocalSize window of Height and Width. "
+           "The sum is divided by LocalSize in both cases, as the page's formula writes it.",
+           "LocalSize must be at least 1 (the page); a region larger than the tensor is allowed.",
+           "Alpha, Beta and Bias default to the page's recommended 0.0001, 0.75 and 1; LocalSize to 5 (page silent).",
+           _ARITHMETIC),
+)
+
+LP_NORMALIZATION = Operator(
+    name="LP_NORMALIZATION", enum_value=75, family=FAMILY, prefix="",
+    summary="divides each element by the L1 or L2 norm of its row along Axis",
+    formula="OutputTensor = Input / max(norm_P(Input along Axis), Epsilon)",
+    introduced=_LP_ROWS[-1].level, inputs=("InputTensor",), support=_LP_ROWS, same_data_type=IO, same_sizes=(),
+    cpu_kernel=None, cuda_body="", parameters=(LP_AXIS, LP_EPSILON, LP_ORDER), shape_rule=lp_shape,
+    array_kernel=lp_kernel, exactness=APPROXIMATE,
+    tolerance=Tolerance("ulp", 1, 1, "dmlcli's choice after WebNN's reduceL2 tolerance (2N + 1 ULP for N "
+                                     "elements; WebNN has no Lp normalization) plus the division: 2N + 2 ULP, N "
+                                     "the size of Axis"),
+    tolerance_scale=lp_tolerance_scale, dask_layout="whole_axes", dask_axes=lp_axes,
+    notes=("P must be 1 or 2 (the page); Axis below the DimensionCount.",
+           "How Epsilon enters is page silent: dmlcli divides by max(norm, Epsilon), which is ONNX's "
+           "LpNormalization (x / norm) wherever the norm exceeds Epsilon, and finite where the norm is 0 "
+           "(a row of zeros gives zeros).", _ARITHMETIC),
+)
+
+OPERATORS = (BATCH_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION1,
+             LOCAL_RESPONSE_NORMALIZATION, LP_NORMALIZATION)

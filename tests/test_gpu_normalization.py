@@ -1,0 +1,126 @@
+"""The normalization and resampling families on the GPU: the same xp kernel on CuPy as on NumPy.
+
+Float normalisations agree with the CPU within the operator's tolerance for the call (CuPy's reductions add in
+another order); NEAREST_NEIGHBOR resampling and VALUE_SCALE_2D give the same bits; fused activations run the
+activation's own GPU kernel. They need CuPy and a CUDA device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmlcli import api
+from dmlcli.checking.comparison import rule_for, ulp_distance
+from dmlcli.errors import BackendUnavailableError
+
+cupy = pytest.importorskip("cupy")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def gpu_usable():
+    from dmlcli.backends import gpu
+
+    try:
+        gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+def both(op, *arrays, **options):
+    return api.run(op, *arrays, backend="cpu", **options), api.run(op, *arrays, backend="gpu", **options)
+
+
+def assert_within(op, arrays, options, context=""):
+    cpu_result, gpu_result = both(op, *arrays, **options)
+    assert cpu_result.dtype == gpu_result.dtype and cpu_result.shape == gpu_result.shape, context
+    verdict = api.validate(op, *arrays, **options)
+    rule = rule_for(verdict.call.operator, cpu_result.dtype, call=verdict.call, parameters=verdict.call.parameters)
+    assert np.array_equal(np.isnan(cpu_result), np.isnan(gpu_result)), context
+    distance = np.where(np.isnan(cpu_result), 0, ulp_distance(cpu_result, gpu_result))
+    absolute = np.abs(cpu_result.astype(np.float64) - gpu_result.astype(np.float64))
+    ok = (distance <= rule.limit) | (absolute <= rule.floor) | np.isnan(cpu_result)
+    assert ok.all(), f"{context}: {distance[~ok].max()} ULP > {rule.limit}"
+
+
+SHAPES = [(2, 3, 4, 5), (1, 16, 33, 7), (4, 64, 32, 32)]
+DTYPES = ["float32", "float16"]
+
+
+def data(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("fused", [None, "relu", "sigmoid"])
+def test_batch_normalization(shape, dtype, fused):
+    channel = (1, shape[1], 1, 1)
+    mean, scale, bias = data(channel, dtype, 1), data(channel, dtype, 2), data(channel, dtype, 3)
+    variance = np.abs(data(channel, dtype, 4)) + np.asarray(0.5, dtype)
+    options = {} if fused is None else {"fused_activation": fused}
+    assert_within("batch_normalization", [data(shape, dtype), mean, variance, scale, bias], options, f"{shape} {fused}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("axes", [[2, 3], [1, 2, 3], [3]])
+def test_mean_variance_normalization1(shape, dtype, axes):
+    channel = (1, shape[1], 1, 1)
+    assert_within("mean_variance_normalization1", [data(shape, dtype), data(channel, dtype, 1),
+                                                   data(channel, dtype, 2)], {"axes": axes}, f"{shape} {axes}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cross_channel", [False, True])
+def test_mean_variance_normalization_with_fused_elu(dtype, cross_channel):
+    assert_within("mean_variance_normalization", [data((2, 8, 16, 16), dtype)],
+                  {"cross_channel": cross_channel, "fused_activation": "elu"})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cross_channel", [False, True])
+@pytest.mark.parametrize("size", [1, 3, 5])
+def test_local_response_normalization(dtype, cross_channel, size):
+    assert_within("local_response_normalization", [data((2, 12, 17, 9), dtype)],
+                  {"cross_channel": cross_channel, "local_size": size, "alpha": 0.5})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [0, 1, 3])
+def test_lp_normalization(dtype, p, axis):
+    assert_within("lp_normalization", [data((3, 40, 5, 64), dtype)], {"p": p, "axis": axis})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint8"])
+@pytest.mark.parametrize("scales", [[1, 1, 2, 2], [1, 2, 0.5, 1.75], [1, 1, 0.3, 3]])
+def test_resample1_nearest_same_bits_linear_within(dtype, scales):
+    x = (np.random.default_rng(7).standard_normal((2, 3, 19, 23)) * 20).astype(dtype)
+    offsets = {"input_pixel_offsets": [0.5, 0, 0.25, 0.5], "output_pixel_offsets": [-0.5, 0, 0, -0.5]}
+    cpu_result, gpu_result = both("resample1", x, scales=scales, **offsets)
+    assert np.array_equal(cpu_result, gpu_result)
+    if dtype.startswith("float"):
+        assert_within("resample1", [x], {"scales": scales, "interpolation_mode": "linear", **offsets})
+    else:  # integers: the FLOAT32 interpolation rounded; a half within rounding may go either way
+        cpu_result, gpu_result = both("resample1", x, scales=scales, interpolation_mode="linear", **offsets)
+        assert np.abs(cpu_result.astype(np.int64) - gpu_result.astype(np.int64)).max() <= 1
+
+
+@pytest.mark.parametrize("mode", ["nearest_neighbor", "linear"])
+def test_upsample_2d_and_resample(mode):
+    x = data((2, 3, 2, 8, 9), "float32")
+    cpu_result, gpu_result = both("upsample_2d", x, scale_size=(3, 2), interpolation_mode=mode)
+    if mode == "nearest_neighbor":
+        assert np.array_equal(cpu_result, gpu_result)
+    else:
+        assert_within("upsample_2d", [x], {"scale_size": (3, 2), "interpolation_mode": mode})
+    x4 = data((2, 3, 8, 9), "float16")
+    cpu_result, gpu_result = both("resample", x4, scales=[1, 1, 1.5, 0.5], interpolation_mode="nearest_neighbor")
+    assert np.array_equal(cpu_result, gpu_result)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_value_scale_2d_same_bits(dtype):
+    cpu_result, gpu_result = both("value_scale_2d", data((2, 3, 31, 17), dtype), scale=0.37, bias=[0.5, -1, 2])
+    assert np.array_equal(cpu_result, gpu_result)

@@ -1,0 +1,88 @@
+"""The package's layering, as the README's "Layout" section draws it: imports only go down.
+
+Each module of dmlcli is given a layer (the basics at 0, the command line at the top); a module may import
+only modules of its own layer or below, whether it imports them at the top or inside a function. The
+lists below are the README's, so that a module moved or added without a place in them fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dmlcli"
+
+# Lowest first. A module's layer is that of the longest prefix listed (dmlcli.operators.reduction: operators).
+LAYERS = [
+    ["dmlcli.errors", "dmlcli.data_types", "dmlcli.feature_levels", "dmlcli.version", "dmlcli.versions",
+     "dmlcli.scalars"],
+    ["dmlcli.operators"],
+    ["dmlcli.io", "dmlcli.backends"],
+    ["dmlcli.calls"],
+    ["dmlcli.checking", "dmlcli.distributed"],
+    ["dmlcli.engine"],
+    ["dmlcli.dispatch", "dmlcli.suite"],
+    ["dmlcli.api", "dmlcli.dask"],
+    ["dmlcli.display"],
+    ["dmlcli.cli", "dmlcli.__main__"],
+]
+# The package's own __init__ names the API lazily (PEP 562): it sits above everything it names.
+TOP = "dmlcli"
+
+
+def layer_of(module: str) -> int:
+    if module == TOP:
+        return len(LAYERS)
+    best, found = -1, None
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), index
+    assert found is not None, f"{module} has no place in the layout (README 'Layout', tests/test_layout.py)"
+    return found
+
+
+def module_of(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(path: Path, module: str):
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("dmlcli"):
+                continue
+            if node.module is None or target in ("dmlcli",):
+                # `from . import streaming` names modules: each is the import
+                for alias in node.names:
+                    yield f"{target}.{alias.name}", node.lineno
+            else:
+                yield target, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dmlcli"):
+                    yield alias.name, node.lineno
+
+
+def test_every_module_has_a_place_and_imports_only_downwards():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_of(path)
+        own = layer_of(module)
+        for target, line in imported(path, module):
+            if target == TOP:
+                wrong.append(f"{module}:{line} imports the package dmlcli itself (import the module it needs)")
+                continue
+            if layer_of(target) > own:
+                wrong.append(f"{module}:{line} imports {target}, a layer above it")
+    assert not wrong, "\n".join(wrong)
