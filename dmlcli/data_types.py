@@ -37,6 +37,14 @@ class DataType:
     def __str__(self) -> str:
         return self.name
 
+    def __eq__(self, other) -> bool:
+        # What dataclass would generate (equal fields, same class), with the name compared first: validation's
+        # `data_type in row's types` compares a type with most of the eleven, which differ by name (issue 23).
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.name == other.name and (self.value, self.bits, self.numpy_name) == (
+            other.value, other.bits, other.numpy_name)
+
 
 FLOAT32 = DataType("FLOAT32", 1, 32, "float32")
 FLOAT16 = DataType("FLOAT16", 2, 16, "float16")

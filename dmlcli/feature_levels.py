@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import total_ordering
 
 from .errors import InputError, quoted
 
 _PREFIX = "DML_FEATURE_LEVEL_"
 
 
-@total_ordering
 @dataclass(frozen=True)
 class FeatureLevel:
     major: int
@@ -29,8 +27,19 @@ class FeatureLevel:
     def name(self) -> str:
         return _PREFIX + self.short
 
+    # All four written out (functools.total_ordering derived <= and >= from < and the generated ==, which a
+    # validation calls dozens of times: issue 23). `value` orders levels exactly as (major, minor) does.
     def __lt__(self, other: "FeatureLevel") -> bool:
         return self.value < other.value
+
+    def __le__(self, other: "FeatureLevel") -> bool:
+        return self.value <= other.value
+
+    def __gt__(self, other: "FeatureLevel") -> bool:
+        return self.value > other.value
+
+    def __ge__(self, other: "FeatureLevel") -> bool:
+        return self.value >= other.value
 
     def __str__(self) -> str:
         return self.name
@@ -44,7 +53,8 @@ ALL_FEATURE_LEVELS = tuple(
 NEWEST = ALL_FEATURE_LEVELS[-1]
 _BY_VALUE = {level.value: level for level in ALL_FEATURE_LEVELS}
 _BY_NUMBERS = {(level.major, level.minor): level for level in ALL_FEATURE_LEVELS}
-_SPELLING = re.compile(r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$", re.IGNORECASE)
+# Compiled on first use (re caches it), not at import: a run at the default level never reads a spelling.
+_SPELLING = r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$"
 
 
 def level(short: str) -> FeatureLevel:
@@ -66,7 +76,7 @@ def parse_feature_level(text) -> FeatureLevel:
         except ValueError:
             found = None
     else:
-        match = _SPELLING.match(spelled)
+        match = re.match(_SPELLING, spelled, re.IGNORECASE)
         if match:
             found = _BY_NUMBERS.get((int(match.group(1)), int(match.group(2))))
     if found is None:

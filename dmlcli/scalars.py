@@ -31,15 +31,16 @@ _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+in
 # Integer literals in hex, binary or octal, as strings ("0x10", "-0x80", "0b1010", "0o17"): the output's
 # --format hex|bits shows bit patterns, and a tensor should be writable the same way. Prefix and hex digits
 # in either case; an optional sign; no underscores or spaces. Integer types only.
-_INTEGER_LITERAL = re.compile(r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)")
+# Patterns are compiled on first use (re caches them), not at import: most tensors hold no such literal.
+_INTEGER_LITERAL = r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)"
 
 
-_LOOKS_LIKE_LITERAL = re.compile(r"[+-]?0[xXbBoO]")
+_LOOKS_LIKE_LITERAL = r"[+-]?0[xXbBoO]"
 
 
 def integer_literal(text: str) -> int | None:
     """The value of a hex/binary/octal literal such as "0x1F" or "-0b101", exactly; None for other text."""
-    if _INTEGER_LITERAL.fullmatch(text) is None:
+    if re.fullmatch(_INTEGER_LITERAL, text) is None:
         return None
     return int(text, 0)
 
@@ -58,7 +59,7 @@ class UnreadableJson(Exception):
 _TINIEST = Decimal(f"1E{-(10**18 - 1)}")
 
 
-_NUMBER = re.compile(r"(-?)(\d+)(?:\.(\d*))?[eE]([+-]?\d+)")
+_NUMBER = r"(-?)(\d+)(?:\.(\d*))?[eE]([+-]?\d+)"  # compiled on first use
 
 
 def parse_decimal(text: str) -> Decimal:
@@ -66,7 +67,7 @@ def parse_decimal(text: str) -> Decimal:
         return Decimal(text)
     except InvalidOperation:  # an exponent beyond what Decimal holds (about 10**18 digits)
         pass
-    match = _NUMBER.fullmatch(text)
+    match = re.fullmatch(_NUMBER, text)
     if match is not None:
         sign, whole, fraction, exponent = match.groups()
         if not (whole + (fraction or "")).strip("0"):
@@ -108,7 +109,7 @@ def integer_converter(np_dtype: np.dtype):
             literal = integer_literal(value)
             if literal is not None:
                 shown_literal, value = shorten(json_spelling(value)), literal
-            elif _LOOKS_LIKE_LITERAL.match(value):
+            elif re.match(_LOOKS_LIKE_LITERAL, value):
                 raise BadValue(f"= {shorten(json_spelling(value))} is not an integer, as {np_dtype} needs "
                                 '(hex, binary and octal are written "0x1f", "0b101", "0o17", optionally signed)')
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):

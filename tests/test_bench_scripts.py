@@ -30,6 +30,7 @@ def _dask_installed() -> bool:
 
 # script -> (its arguments for a tiny run (a function of a temporary folder), text its report must hold)
 TINY = {
+    "api_overhead": (lambda tmp: ["--batches", "1", "--calls", "2"], "µs per call"),
     "check_bench": (lambda tmp: ["--millions", "0.001", "--repeats", "1"], "all differ by 1-2 ULP"),
     "conv_cpu_bench": (lambda tmp: ["--repeats", "1"], "worst ratio"),
     "cpu_ops_bench": (lambda tmp: ["--mib", "0.01", "--repeats", "1"], "median ratio"),

@@ -16,7 +16,6 @@ from ..data_types import MAX_ELEMENTS, DataType
 from ..errors import InputError, ValidationError
 from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from ..operators import Operator
-from ..operators.shaped import RuleViolation, ShapeQuery
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
@@ -82,20 +81,58 @@ def field_of(tensor_name: str) -> str:
     return tensor_name.split("[", 1)[0]
 
 
-@dataclass(frozen=True, eq=False)
 class Problem:
-    message: str
-    # 'table' problems may go away at another feature level; 'rule' problems never do.
-    kind: str
+    """One broken rule. `kind`: 'table' problems may go away at another feature level; 'rule' problems never do.
+
+    A plain class with slots rather than a dataclass: it is internal to validation, and creating a dataclass
+    costs every start-up a few tenths of a millisecond (issue 21).
+    """
+
+    __slots__ = ("message", "kind")
+
+    def __init__(self, message: str, kind: str) -> None:
+        self.message = message
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"Problem(message={self.message!r}, kind={self.kind!r})"
 
 
-@dataclass(frozen=True, eq=False)
+_NOT_YET = object()
+
+
 class Verdict:
-    """A call that passed validation, with the lowest feature level that would also accept it."""
+    """A call that passed validation at `feature_level`, and the lowest feature level that would also accept it.
 
-    call: Call
-    feature_level: FeatureLevel
-    lowest_feature_level: FeatureLevel
+    Immutable, like the dataclasses around it. `lowest_feature_level` is worked out when first asked for (and
+    kept): finding it checks the support table at every level, which only `validate`, reports and messages show,
+    while every run builds a Verdict.
+    """
+
+    def __init__(self, call: Call, feature_level: FeatureLevel, lowest_feature_level=_NOT_YET) -> None:
+        object.__setattr__(self, "call", call)
+        object.__setattr__(self, "feature_level", feature_level)
+        object.__setattr__(self, "_lowest", lowest_feature_level)
+
+    @property
+    def lowest_feature_level(self) -> FeatureLevel | None:
+        if self._lowest is _NOT_YET:
+            object.__setattr__(self, "_lowest", lowest_accepting_level(self.call))
+        return self._lowest
+
+    def __setattr__(self, name: str, value) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__qualname__}(call={self.call!r}, feature_level={self.feature_level!r}, "
+                f"lowest_feature_level={self.lowest_feature_level!r})")
 
 
 def describe_shape(shape) -> str:
@@ -239,9 +276,9 @@ def lowest_accepting_level(call: Call) -> FeatureLevel | None:
 def check(call: Call, feature_level: FeatureLevel) -> Verdict:
     """Raise ValidationError naming the first broken rule; return the verdict otherwise."""
     found = problems(call, feature_level)
-    lowest = lowest_accepting_level(call)
     if not found:
-        return Verdict(call, feature_level, lowest)
+        return Verdict(call, feature_level)  # the lowest accepting level is found when asked for
+    lowest = lowest_accepting_level(call)
     first = found[0]
     message = f"{call.operator.name}: {first.message}"
     if lowest is not None:
@@ -361,6 +398,8 @@ def build_call(
 def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_types, out_types, parameters,
                  given: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
     """The outputs' Sizes from the operator's shape rule, each output tensor by its name."""
+    from ..operators.shaped import RuleViolation, ShapeQuery  # shaped operators only: element-wise ones go without
+
     found = list(_size_problems(tensors.values()))
     if found:  # a rule needs sane input Sizes: report the most fundamental problem first
         raise ValidationError(f"{operator.name}: {found[0].message}")

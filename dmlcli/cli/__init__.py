@@ -3,10 +3,10 @@
 app.py holds the group, its error handling and exit codes; options.py the option bundles (the
 call's options, with one option per parameter of the operator table); commands.py the commands
 that run or check calls (run, validate, dispatch, info); catalog.py the ones that show the table
-(ops, describe). Importing this package registers every command on the group.
+(ops, describe). Each command's module is imported when the command is first looked up (app.COMMAND_MODULES),
+so that a run imports commands.py and not the others.
 """
 
-from . import catalog, commands, inspect, suite  # noqa: F401 - registers the commands
 from .app import cli, main
 
 __all__ = ["cli", "main"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
+import _signal  # signal.py's C module: see signals.py
 import sys
 import warnings
 
@@ -69,12 +69,34 @@ def _debug_callback(ctx: click.Context, param, value) -> None:
         ctx.find_root().ensure_object(dict)["debug"] = True
 
 
+# Which module of this package registers each command: a command's module is imported when the command is
+# looked up, so that `dmlcli run` does not import the table's catalog, the suite runner or `show`
+# (tests/test_startup_imports.py checks this map against the commands the modules register).
+COMMAND_MODULES = {
+    "ops": "catalog", "describe": "catalog",
+    "run": "commands", "validate": "commands", "dispatch": "commands", "info": "commands",
+    "show": "inspect", "inspect": "inspect",
+    "test": "suite",
+}
+
+
 class DmlcliGroup(click.Group):
     """Turns dmlcli's errors into one line on stderr and the documented exit code.
 
     With --debug (before or after the command's name) or DMLCLI_DEBUG=1, the Python traceback is
-    printed first; the one line and the exit code stay the same.
+    printed first; the one line and the exit code stay the same. Commands load on first look-up
+    (COMMAND_MODULES).
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            import importlib
+
+            importlib.import_module(f"{__package__}.{COMMAND_MODULES[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         cmd.params.append(click.Option(["--debug"], is_flag=True, expose_value=False, is_eager=True,
@@ -103,7 +125,7 @@ class DmlcliGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            previous_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+            previous_handler = _signal.signal(_signal.SIGTERM, _raise_terminated)
             installed = True
         except ValueError:  # not the main thread: leave signals alone
             installed = False
@@ -144,7 +166,7 @@ class DmlcliGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
         finally:
             if installed:
-                signal.signal(signal.SIGTERM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+                _signal.signal(_signal.SIGTERM, previous_handler if previous_handler is not None else _signal.SIG_DFL)
 
 
 def _traceback_if_debug(ctx: click.Context) -> None:

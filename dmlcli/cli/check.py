@@ -6,7 +6,6 @@ Kept beside commands.py so that `run` stays a list of steps: each function here 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -75,6 +74,8 @@ def check_report_options(expected: str | None, report: str | None) -> None:
     """--report needs --check, and a .json path in an existing folder (refused before any work)."""
     if report is None:
         return
+    from pathlib import Path
+
     if expected is None:
         raise InputError("--report writes the report of --check; give --check EXPECTED too")
     from ..errors import quoted
@@ -93,10 +94,14 @@ def streams_with_check(inputs, output: str | None, expected: str | None, output_
     The result is then compared with the expected file chunk by chunk, never loading either whole: so the
     output must be a file that can be read back, not a device or FIFO (-o /dev/null).
     """
+    if expected is None or expected == "-":  # the usual run: nothing more is imported
+        return False
+    from pathlib import Path
+
     from ..engine.streaming import is_streamable
 
-    if not (expected is not None and expected != "-" and Path(expected).suffix.lower() == ".npy"
-            and is_streamable(list(inputs), output, output_format) and _regular_or_new(output)):
+    if not (Path(expected).suffix.lower() == ".npy" and is_streamable(list(inputs), output, output_format)
+            and _regular_or_new(output)):
         return False
     # `-o e.npy --check e.npy` would compare the new file with itself; the in-memory path maps the old one first.
     return not _same_file(output, expected)
@@ -104,6 +109,7 @@ def streams_with_check(inputs, output: str | None, expected: str | None, output_
 
 def _regular_or_new(path: str) -> bool:
     import stat
+    from pathlib import Path
 
     try:
         return stat.S_ISREG(Path(path).stat().st_mode)
@@ -114,6 +120,8 @@ def _regular_or_new(path: str) -> bool:
 
 
 def _same_file(first: str, second: str) -> bool:
+    from pathlib import Path
+
     try:
         return Path(first).exists() and Path(first).samefile(second)
     except OSError:
@@ -122,6 +130,8 @@ def _same_file(first: str, second: str) -> bool:
 
 def check_expected_header(expected: str) -> None:
     """An expected .npy file's header, read before the run so that a bad EXPECTED costs nothing."""
+    from pathlib import Path
+
     from ..errors import quoted
     from ..io.npy import read_npy_header
     from ..io.sources import check_input_file
@@ -148,6 +158,8 @@ def read_expected_tensor(expected: str, bare_dtype):
 
 def write_report(report: str, comparison, outcome) -> None:
     """The --report file: the comparison and what produced it, written atomically."""
+    from pathlib import Path
+
     from ..io.atomic import write_atomically
     from ..versions import versions
 

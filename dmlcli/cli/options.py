@@ -88,7 +88,7 @@ class OperatorCommand(click.Command):
             ctx.meta[self._meta_key] = operator_options(operator)
             ctx.meta["dmlcli.operator"] = operator
         try:
-            return super().parse_args(ctx, args)
+            return super().parse_args(ctx, _long_spellings(args, self.params))
         except click.NoSuchOption as error:
             raise self._not_a_parameter(error, operator, self.name) from None
 
@@ -138,6 +138,40 @@ class OperatorCommand(click.Command):
                 formatter.write_dl([param.get_help_record(ctx) for param in own])
             else:
                 formatter.write_text(f"{operator.name} has no parameters.")
+
+
+def _long_spellings(args: list[str], params) -> list[str]:
+    """`-o out.npy` given to click as `--output out.npy` (likewise -f, -q): the same option, parsed the same way.
+
+    click tries every option as a long one first, and the failed try imports difflib and ranks every long
+    option by likeness to the short one (a few ms of every `dmlcli run -o -`, issue 21). Only a short option in
+    option position is respelled, and one that takes a value only where a value follows it, so that click's
+    messages (a missing value names the option as typed) stay the same.
+    """
+    long_of: dict[str, str] = {}
+    takes_value: dict[str, bool] = {}
+    for param in params:
+        if isinstance(param, click.Option):
+            longs = [opt for opt in param.opts if opt.startswith("--")]
+            for opt in param.opts + param.secondary_opts:
+                takes_value[opt] = not (param.is_flag or param.count)
+                if longs and len(opt) == 2 and opt[0] == "-" and opt[1] != "-":
+                    long_of[opt] = longs[0]
+    respelled = list(args)
+    skip = False
+    for position, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg == "--":
+            break
+        if arg.startswith("-") and len(arg) > 1 and not arg.lstrip("-").replace(".", "").isdigit():
+            if "=" in arg:
+                continue
+            skip = takes_value.get(arg, True)  # an operator's own option takes a value, as every parameter does
+            if arg in long_of and (not skip or position + 1 < len(args)):
+                respelled[position] = long_of[arg]
+    return respelled
 
 
 def _first_positional(args: list[str], params) -> str | None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
+# The C module under signal.py: the same functions and numbers, without the enum classes signal.py makes at
+# import (about a millisecond of every start-up, issue 21); signal.py is loaded only to name a signal that came.
+import _signal
 import sys
 from typing import Iterator
 
 _NAMES = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU", "SIGIO",
           "SIGPWR", "SIGSTKFLT")
-CAUGHT = tuple(getattr(signal, name) for name in _NAMES if hasattr(signal, name))
+CAUGHT = tuple(getattr(_signal, name) for name in _NAMES if hasattr(_signal, name))
 
 
 class Signalled(BaseException):
@@ -39,7 +41,7 @@ def unwinding_signals() -> Iterator[None]:
     previous = {}
     try:
         for number in CAUGHT:
-            previous[number] = signal.signal(number, _raise_signalled)
+            previous[number] = _signal.signal(number, _raise_signalled)
     except (ValueError, OSError):  # not the main thread, or a signal this system will not let be caught
         pass
     try:
@@ -57,24 +59,26 @@ def unwinding_signals() -> Iterator[None]:
 
 def _restore(previous: dict) -> None:
     for number, handler in previous.items():
-        signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        _signal.signal(number, handler if handler is not None else _signal.SIG_DFL)
     previous.clear()
 
 
 def _die_by(number: int) -> None:
+    import signal  # for the signal's name
+
     try:
         sys.stderr.write(f"dmlcli: stopped by {signal.Signals(number).name}\n")
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass  # a closed terminal (SIGHUP) may take stderr with it
-    if number == getattr(signal, "SIGQUIT", None):
+    if number == getattr(_signal, "SIGQUIT", None):
         try:  # SIGQUIT's default action dumps core: a Python process's core helps no one
             import resource
 
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         except (ImportError, ValueError, OSError):
             pass
-    signal.signal(number, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {number})
+    _signal.signal(number, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {number})
     os.kill(os.getpid(), number)
     sys.exit(128 + number)  # only where the signal did not end the process (its default is to be ignored)

@@ -11,15 +11,21 @@ Results come back as an `Outcome` with their warnings: callers decide how to sho
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..data_types import DataType, from_numpy, parse_data_type
 from ..errors import InputError, quoted
+# Imported here, not in the functions that use them: every run needs them, and an import statement in a function
+# costs each call a few microseconds (issue 23).
+from ..backends import get_backend
+from ..backends.float_rules import parse_float_rules, with_float_rules
 from ..feature_levels import FeatureLevel, parse_feature_level
+from ..io.room import check_room_for_output
+from ..io.targets import is_stdout
 from .. import operators as table
 from ..operators import Operator, find_operator
 from ..operators.parameters import Parameter, option_flag
@@ -70,8 +76,6 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
             **options) -> Request:
     """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
-    from ..backends.float_rules import parse_float_rules
-
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
@@ -197,11 +201,7 @@ class HookTally:
 
 def choose_backend(backend, float_rules: str = "ieee"):
     """A backend object for a name ("cpu", "gpu", "auto"), or the object itself, under `float_rules`."""
-    from ..backends.float_rules import with_float_rules
-
     if isinstance(backend, str):
-        from ..backends import get_backend
-
         backend = get_backend(backend)
     return with_float_rules(backend, float_rules)
 
@@ -231,10 +231,10 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
     `output_format` ("npy" or "json") names the output file's format whatever its extension.
     """
-    from ..io.room import check_room_for_output
-
     targets = output_targets(output)
-    if targets:
+    # One target on stdout fits any outputs (one, or several as one JSON object): outputs.py is not needed.
+    checked = bool(targets) and not (len(targets) == 1 and is_stdout(targets[0]))
+    if checked:
         from ..io.outputs import check_targets
 
         check_targets(targets, None, output_format)
@@ -242,7 +242,7 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     verdict = plan_arrays(req, arrays)
     out = verdict.call.output
     names = [tensor.name for tensor in verdict.call.outputs]
-    if targets:
+    if checked:
         check_targets(targets, names, output_format)
     # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
     # A shaped operator's other outputs and its kernel's scratch (about twice its largest input, as
@@ -270,7 +270,8 @@ def tensor_bytes(tensor) -> int:
 def output_targets(output: str | Sequence[str] | None) -> list[str]:
     if output is None:
         return []
-    return [output] if isinstance(output, (str, Path)) else [str(target) for target in output]
+    # os.PathLike stands for pathlib.Path (which a run to stdout does not import).
+    return [output] if isinstance(output, (str, os.PathLike)) else [str(target) for target in output]
 
 
 def write_results(outcome: Outcome, names: Sequence[str], targets: Sequence[str],
@@ -291,6 +292,8 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     """Stream .npy `sources` (or .npz arrays) into the .npy `output` in constant memory, validated from the
     headers alone; into JSON text instead where `output` is a .json file (or any file with `output_format`
     "json") or JSON on stdout (-, -.json), as constant in memory."""
+    from pathlib import Path
+
     from . import streaming
     from ..io.atomic import check_output_path
     from ..io.room import check_room_for_output
@@ -325,6 +328,8 @@ def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype
     """A shaped operator from .npy files into a .npy file in constant memory, where its call can be cut into
     pieces (REDUCE over leading or trailing axes, JOIN along axis 0: see streaming_shaped.py); None where it
     cannot, and the run goes on in memory."""
+    from pathlib import Path
+
     from . import streaming
     from ..io.room import available_memory, check_room_for_output
     from .streaming_shaped import memory_bound, stream_shaped, streamable_layout
@@ -404,23 +409,32 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
     targets = output_targets(output)
     if len(targets) == 1 and (output_format is not None or not targets[0].lower().endswith(".npz")):
         from ..io.atomic import check_output_path
-        from .streaming import is_streamable, streams_as_json
 
         target = targets[0]
         check_output_path(target, output_format)
-        if stream and req.operator.is_elementwise and (is_streamable(sources, target, output_format)
-                                                       or streams_as_json(sources, target, output_format)):
-            return run_files(req, sources, target, dtype=dtype, backend=backend, progress=progress,
-                             output_format=output_format)
-        if stream and not req.operator.is_elementwise and is_streamable(sources, target, output_format):
-            streamed = run_shaped_files(req, sources, target, dtype=dtype, backend=backend, progress=progress)
-            if streamed is not None:
-                return streamed
+        # Only .npy files and .npz arrays stream (a cheap test first: streaming.py is imported only for them).
+        if stream and _may_stream(sources):
+            from .streaming import is_streamable, streams_as_json
+
+            if req.operator.is_elementwise and (is_streamable(sources, target, output_format)
+                                                or streams_as_json(sources, target, output_format)):
+                return run_files(req, sources, target, dtype=dtype, backend=backend, progress=progress,
+                                 output_format=output_format)
+            if not req.operator.is_elementwise and is_streamable(sources, target, output_format):
+                streamed = run_shaped_files(req, sources, target, dtype=dtype, backend=backend, progress=progress)
+                if streamed is not None:
+                    return streamed
     # header_only: .npz arrays are checked from their headers with the call and the room for it, and
     # inflated only then (a small file claiming 2^32 elements is refused without inflating a byte).
     return run(req, read_sources(sources, dtype, header_only=True, operator=req.operator), backend=backend,
                output=output, before_execute=before_execute,
                read_mapped=lambda arrays: _read_mapped_sources(arrays, sources, dtype), output_format=output_format)
+
+
+def _may_stream(sources: Sequence[str]) -> bool:
+    """False where no source can be a .npy file or an .npz array (what is_streamable and streams_as_json need
+    of every source): inline tensors, JSON files, stdin."""
+    return bool(sources) and all(".np" in str(source).lower() for source in sources)
 
 
 def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],

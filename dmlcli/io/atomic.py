@@ -6,8 +6,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +24,8 @@ def check_output_path(target: str, output_format: str | None = None) -> None:
     """
     if is_stdout(target):
         return
+    from pathlib import Path  # only for a file: a run to stdout goes without pathlib
+
     path = Path(target)
     if written_suffix(target, output_format) is None:
         raise InputError(_unknown_format_message(target, path))
@@ -68,6 +68,8 @@ def output_target(path: Path, shown: str | None = None) -> tuple[Path, str]:
     A dangling or looping link, a directory and a block device are refused: a link names the file
     to replace (dmlcli creates none through a link), and a disk is never written raw.
     """
+    from pathlib import Path
+
     shown = str(path) if shown is None else shown
     written = path
     if path.is_symlink():
@@ -119,6 +121,8 @@ def write_output(array: np.ndarray, target: str, *, stdout=None, output_format: 
     if is_stdout(target):
         write_stdout(array, STDOUT_TARGETS[target], stdout=stdout)
         return
+    from pathlib import Path
+
     check_output_path(target, output_format)
     path = Path(target)
     if written_suffix(target, output_format) == ".npy":
@@ -161,6 +165,8 @@ def write_atomically(path: Path, write) -> None:
     if kind == WRITTEN_INTO:
         _write_into(path, write, shown)
         return
+    import tempfile  # only where a file is written: a run to stdout goes without it (and without shutil)
+
     folder = path.parent
     remove_stale_temporaries(path)
     temporary = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -156,6 +155,8 @@ def read_mapped(array: np.ndarray, *, where: str) -> np.ndarray:
     if (not isinstance(mapped, np.memmap) or not mapped.filename or array.size == 0
             or (mapped.shape, mapped.dtype, mapped.strides) != (array.shape, array.dtype, array.strides)):
         return array
+    from pathlib import Path  # only for a mapped file: arrays in memory come back without it
+
     order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
     flat = read_exactly(Path(mapped.filename), mapped.offset, array.dtype, array.size, where=where)
     return flat.reshape(array.shape, order=order)

@@ -7,10 +7,6 @@ on stdout mapping those names to JSON tensors). An operator with one output take
 
 from __future__ import annotations
 
-import io
-import json
-import zipfile
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -25,7 +21,9 @@ def member_name(tensor_name: str) -> str:
 
 
 def is_archive(target: str) -> bool:
-    return Path(target).suffix.lower() == ".npz"
+    from .targets import suffix
+
+    return suffix(target).lower() == ".npz"
 
 
 def check_targets(targets: Sequence[str], names: Sequence[str] | None, output_format: str | None = None) -> None:
@@ -51,6 +49,7 @@ def check_targets(targets: Sequence[str], names: Sequence[str] | None, output_fo
 
 def _check_archive_path(target: str) -> None:
     import os
+    from pathlib import Path
 
     path = Path(target)
     if not path.parent.is_dir():
@@ -63,6 +62,8 @@ def _check_archive_path(target: str) -> None:
 
 def write_outputs(arrays: Sequence[np.ndarray], names: Sequence[str], targets: Sequence[str]) -> None:
     """Write every output to its target (see the module's docstring), each file atomically."""
+    from pathlib import Path
+
     from .atomic import write_atomically, write_output
     from .targets import is_stdout
 
@@ -85,6 +86,9 @@ def write_outputs(arrays: Sequence[np.ndarray], names: Sequence[str], targets: S
 
 def archive_bytes(arrays: Sequence[np.ndarray], names: Sequence[str]) -> bytes:
     """An .npz archive (uncompressed, as numpy.savez writes it) of the arrays, each under its member name."""
+    import io
+    import zipfile
+
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for array, name in zip(arrays, names):
@@ -96,6 +100,8 @@ def archive_bytes(arrays: Sequence[np.ndarray], names: Sequence[str]) -> bytes:
 
 def json_object_text(arrays: Sequence[np.ndarray], names: Sequence[str]) -> str:
     """One JSON object mapping each output's name to its JSON tensor (what `-o -` prints for several outputs)."""
+    import json
+
     from .json_tensor import to_json_text
 
     parts = [f"{json.dumps(member_name(name))}: {to_json_text(array)}" for array, name in zip(arrays, names)]

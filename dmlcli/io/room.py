@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
+import time
 
 import numpy as np
 
@@ -80,6 +80,30 @@ def available_memory() -> int | None:
 
 _cgroup_limited = True  # until /sys/fs/cgroup/memory.max is found missing
 
+# The last reading of available_memory(): [the function that read it, its answer, time.monotonic() then].
+_last_reading: list = []
+RECENT_SECONDS = 1.0
+SMALL_SHARE = 16
+
+
+def _available_for(needed: int) -> int | None:
+    """available_memory(), or its reading of under RECENT_SECONDS ago where `needed` is at most 1/SMALL_SHARE of it.
+
+    Reading /proc/meminfo (and the cgroup's files) was most of a small API call's fixed cost (issue 23). A call
+    that needs a sixteenth of what was available a moment ago would pass against a new reading too (unless the
+    machine lost 15/16 of its memory within that second); a call that could be refused always gets a new reading,
+    so a refusal's message is the same. A replaced available_memory (tests monkeypatch it) is always called.
+    """
+    now = time.monotonic()
+    if _last_reading:
+        reader, found, when = _last_reading
+        if (reader is available_memory and found is not None and now - when < RECENT_SECONDS
+                and needed * SMALL_SHARE <= found):
+            return found
+    found = available_memory()
+    _last_reading[:] = [available_memory, found, now]
+    return found
+
 
 def is_json_target(target: str | None, output_format: str | None = None) -> bool:
     """Whether -o TARGET is written as JSON text: a .json file (or any file with --format json), or stdout
@@ -122,7 +146,7 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
     described = f"{dtype} {list(shape)}"
     if in_memory:
         needed = in_memory_bytes(target, shape, dtype, input_bytes=input_bytes, output_format=output_format)
-        available = available_memory()
+        available = _available_for(needed)
         if available is not None and needed > available:
             hint = ".npy inputs written to a .npy or JSON output (or JSON on stdout) are streamed in constant memory"
             raise InputError(f"the output ({described}) needs about {_bytes_text(needed)} of memory"
@@ -130,6 +154,8 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
                              f"available; nothing was run ({hint})")
     if target is None or stdout_suffix is not None:
         return
+    from pathlib import Path  # only for a file target: a run to stdout goes without pathlib
+
     from .atomic import WRITTEN_INTO, output_target
 
     written, kind = output_target(Path(target))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -45,11 +45,15 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     npz = npz_source(source)
     if npz is not None:
         return _read_npz(npz, source, label=label, dtype=dtype, header_only=header_only), "npz"
-    path = Path(source)
-    looks_like_file = path.suffix.lower() in (".npy", ".json") or _exists(path)
+    from .targets import suffix
+
+    looks_like_file = suffix(source).lower() in (".npy", ".json") or _exists(source)
     if not looks_like_file:
         return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True,
                                  bare_dtype=bare_dtype), "json"
+    from pathlib import Path  # only for a file: inline tensors go without pathlib
+
+    path = Path(source)
     where = f"{label} {quoted(source)}"
     check_input_file(path, where=where)
     # One open, so that a pipe given as a JSON file is read once, from its start.
@@ -74,12 +78,14 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
 
 def npz_source(source: str) -> tuple[str, str | None] | None:
     """(path, array name or None) where `source` names a .npz file (`a.npz`, `a.npz:name`)."""
+    if ".npz" not in source.lower():  # what split_npz_source needs: other inputs go without formats.py
+        return None
     from .formats import split_npz_source
 
     if source == "-":
         return None
     split = split_npz_source(source)
-    if split is None or (split[1] is not None and not _exists(Path(split[0]))):
+    if split is None or (split[1] is not None and not _exists(split[0])):
         return None  # "x.npz:y" that names no file may still be inline JSON or a file with a colon
     return split
 
@@ -93,6 +99,8 @@ def _read_npz(npz: tuple[str, str | None], source: str, *, label: str, dtype: Da
     from .formats import npz_header, read_npz
 
     path, name = npz
+    from pathlib import Path
+
     where = f"{label} {quoted(source)}"
     check_input_file(Path(path), where=where)
     if header_only:
@@ -111,11 +119,17 @@ def check_stdin_read_once(sources) -> None:
                          "save all but one of those tensors to files")
 
 
-def _exists(path: Path) -> bool:
-    # An inline JSON literal can be longer than a file name may be (ENAMETOOLONG).
+def _exists(name: str) -> bool:
+    """Whether pathlib.Path(name).exists(); a name of one component (an inline JSON literal) is asked of the
+    system directly, so that a run on inline tensors does not import pathlib."""
     try:
-        return path.exists()
-    except OSError:
+        if name and "/" not in name:  # pathlib would normalise nothing in it
+            os.stat(name)
+            return True
+        from pathlib import Path
+
+        return Path(name).exists()
+    except (OSError, ValueError):  # an inline JSON literal can be longer than a file name may be (ENAMETOOLONG)
         return False
 
 

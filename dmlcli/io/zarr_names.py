@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 def is_url(name: str) -> bool:
     """`scheme://...` as fsspec reads it (checked by hand: compiling a regular expression costs start-up time)."""
@@ -21,6 +19,8 @@ def is_zarr_source(name: str) -> bool:
         return False
     if is_url(name) or name.rstrip("/\\").lower().endswith(".zarr"):
         return True
+    from pathlib import Path  # only for a name that may be a folder: inline tensors go without pathlib
+
     path = Path(name)
     try:
         return path.is_dir() and any((path / key).is_file() for key in ("zarr.json", ".zarray"))

@@ -14,7 +14,6 @@ operator owns each parameter option, so that a one-operator run imports one fami
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 
@@ -187,6 +186,8 @@ def find_operator(text: str | Operator) -> Operator:
         raise InputError(onnx)
     names = sorted({full.removeprefix("ELEMENT_WISE_") if full.startswith("ELEMENT_WISE_") else full
                     for full, _ in SPELLINGS.values()} | {op.cli_name.upper() for op in _registered_keys.values()})
+    import difflib  # only to word an unknown name
+
     close = difflib.get_close_matches(key.removeprefix("ELEMENT_WISE_"), names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(n.lower() for n in close)}?)" if close else " (run 'dmlcli ops' for the list)"
     raise InputError(f"unknown operator {quoted(text)}{hint}")

@@ -1,0 +1,197 @@
+"""What a one-operator run imports (issues 21 and 23): pinned by the modules loaded, never by a timing.
+
+Each run happens in a fresh interpreter (a subprocess), which lists sys.modules once the command has finished.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pytest
+
+from dmlcli.operators import index
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Loaded by none of the runs below: the suite, dispatch, streaming and Dask machinery, the other commands, the
+# writers of files and archives, the terminal renderer and the stdlib modules only they need.
+NEVER = {
+    "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "signal", "dask", "zarr",
+    "dmlcli.engine.streaming", "dmlcli.engine.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite",
+    "dmlcli.distributed", "dmlcli.checking", "dmlcli.display.rendering", "dmlcli.cli.reports", "dmlcli.api",
+    "dmlcli.cli.catalog", "dmlcli.cli.suite", "dmlcli.cli.inspect",
+    "dmlcli.io.outputs", "dmlcli.io.formats", "dmlcli.io.zarr_store", "dmlcli.io.strided",
+    "dmlcli.backends.gpu", "dmlcli.backends.gpu_kernels",
+}
+
+
+def modules_after(*arguments: str) -> tuple[set[str], str]:
+    """(sys.modules after `dmlcli ARGUMENTS` in a new interpreter, its stdout)."""
+    code = ("import json, sys\nfrom dmlcli.cli import main\n"
+            "try:\n    main(sys.argv[2:])\nexcept SystemExit:\n    pass\n"
+            "sys.stdout.flush()\n"
+            "with open(sys.argv[1], 'w') as handle:\n    json.dump(sorted(sys.modules), handle)\n")
+    listing = REPO / "tests" / f".modules-{os.getpid()}.json"
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        result = subprocess.run([sys.executable, "-c", code, str(listing), *arguments], capture_output=True,
+                                text=True, env=environment, check=True)
+        loaded = set(json.loads(listing.read_text()))
+    finally:
+        listing.unlink(missing_ok=True)
+    return loaded, result.stdout
+
+
+@functools.lru_cache(maxsize=None)
+def at_interpreter_start() -> frozenset[str]:
+    """What the interpreter has loaded before dmlcli runs (an editable install's finder loads pathlib)."""
+    code = "import json, sys; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    return frozenset(json.loads(result.stdout))
+
+
+def top_level_and_packages(loaded: set[str]) -> set[str]:
+    """Each module dmlcli's run loaded and every package above it (dmlcli.dispatch.run counts as dmlcli.dispatch
+    too); what the interpreter had loaded before it ran is left out."""
+    added = loaded - at_interpreter_start()
+    return {".".join(name.split(".")[:depth]) for name in added for depth in range(1, name.count(".") + 2)}
+
+
+def families_loaded(loaded: set[str]) -> set[str]:
+    families = {module for _, modules in index.FAMILY_MODULES for module in modules}
+    return {name.rsplit(".", 1)[1] for name in loaded if name.startswith("dmlcli.operators.")} & families
+
+
+def test_the_goal_run_loads_one_family_module_and_nothing_it_does_not_use():
+    loaded, stdout = modules_after("run", "bit_xor", "[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-")
+    assert json.loads(stdout) == {"dtype": "uint8", "shape": [2], "data": [2, 6]}
+    assert families_loaded(loaded) == {"bitwise"}
+    assert not NEVER & top_level_and_packages(loaded), sorted(NEVER & top_level_and_packages(loaded))
+    # BIT_XOR has no parameters: the parameter kinds' classes are not made; nor is a shape rule's query.
+    assert "dmlcli.operators.parameter_kinds" not in loaded
+    assert "dmlcli.operators.shaped" not in loaded
+    assert "dmlcli.cli.commands" in loaded  # the command itself, found through COMMAND_MODULES
+
+
+def test_the_table_on_a_pipe_and_json_on_stdout_load_no_more():
+    for arguments in (("run", "bit_xor", "[[0,128],[42,255]]", "[[255,255],[1,1]]", "--dtype", "uint8"),
+                      ("run", "bit_xor", "[0,128]", "[255,1]", "--dtype", "uint8", "--format", "json")):
+        loaded, stdout = modules_after(*arguments)
+        assert stdout.strip()
+        assert families_loaded(loaded) == {"bitwise"}
+        forbidden = (NEVER - {"dmlcli.display.rendering"}) & top_level_and_packages(loaded)
+        assert not forbidden, (arguments, sorted(forbidden))
+
+
+def test_a_run_with_parameters_loads_its_family_and_the_parameter_kinds():
+    loaded, stdout = modules_after("run", "is_infinity", '[1, "inf", "-inf"]', "--dtype", "float32",
+                                   "--infinity-mode", "positive", "-o", "-")
+    assert json.loads(stdout)["data"] == [False, True, False]
+    assert families_loaded(loaded) == {"comparison"}
+    assert "dmlcli.operators.parameter_kinds" in loaded
+    assert not NEVER & top_level_and_packages(loaded)
+
+
+def test_a_file_output_still_writes_through_its_writer(tmp_path):
+    target = tmp_path / "out.npy"
+    loaded, _ = modules_after("run", "bit_xor", "[1,2]", "[3,4]", "--dtype", "uint8", "-o", str(target))
+    assert np.load(target).tolist() == [2, 6]
+    assert "tempfile" in loaded and "pathlib" in loaded  # loaded where they are needed
+
+
+def test_command_modules_name_the_module_that_registers_each_command():
+    from dmlcli.cli import app, catalog, commands, inspect, suite  # noqa: F401 - registers every command
+
+    assert set(app.cli.commands) == set(app.COMMAND_MODULES)
+    for name, module in app.COMMAND_MODULES.items():
+        assert app.cli.commands[name].callback.__module__ == f"dmlcli.cli.{module}", name
+
+
+def test_help_lists_every_command_without_importing_them_first():
+    loaded, stdout = modules_after("--help")
+    from dmlcli.cli import app
+
+    section = stdout.split("Commands:\n")[1].split("\n\n")[0]
+    listed = {line.split()[0] for line in section.splitlines() if not line.startswith("   ")}
+    assert listed == set(app.COMMAND_MODULES)
+
+
+def test_parameter_kinds_are_the_same_classes_through_either_module():
+    from dmlcli.operators import parameter_kinds, parameters
+
+    for name in parameters._KINDS:
+        assert getattr(parameters, name) is getattr(parameter_kinds, name)
+    with pytest.raises(AttributeError):
+        parameters.NoSuchKind  # noqa: B018
+
+
+def test_suffix_is_what_pathlib_says():
+    from dmlcli.io.targets import suffix
+
+    for length in range(7):
+        for letters in itertools.product("a./nNy", repeat=length):
+            name = "".join(letters)
+            assert suffix(name) == PurePosixPath(name).suffix, repr(name)
+    for name in ("x.tar.gz", "dir.d/file", "a.npy/", "./a.NPY", "..", ".npy", "a..", "-", "-.npy", "[1,2]"):
+        assert suffix(name) == PurePosixPath(name).suffix, name
+
+
+def test_a_verdict_finds_its_lowest_level_when_asked_and_stays_frozen():
+    import dataclasses
+
+    from dmlcli import validate
+    from dmlcli.calls import validation
+
+    verdict = validate("bit_shift_left", np.array([1], np.uint8), np.array([1], np.uint8))
+    assert verdict._lowest is validation._NOT_YET  # a run never pays for it
+    assert verdict.lowest_feature_level == validation.lowest_accepting_level(verdict.call)
+    assert "lowest_feature_level=" in repr(verdict)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.feature_level = None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del verdict.call
+
+
+def test_a_small_call_reuses_a_recent_reading_of_memory_and_a_large_one_reads_again(monkeypatch):
+    from dmlcli.io import room
+
+    readings = []
+
+    def reader():
+        readings.append(1)
+        return 1 << 30
+
+    monkeypatch.setattr(room, "available_memory", reader)
+    monkeypatch.setattr(room, "_last_reading", [])
+    assert room._available_for(1 << 20) == 1 << 30 and len(readings) == 1
+    assert room._available_for(1 << 20) == 1 << 30 and len(readings) == 1  # a sixteenth or less: reused
+    assert room._available_for(1 << 27) == 1 << 30 and len(readings) == 2  # an eighth: read again
+    monkeypatch.setattr(room, "available_memory", lambda: 4096)  # a replaced reader is always asked
+    assert room._available_for(1) == 4096
+    monkeypatch.setattr(room, "_last_reading", [reader, 1 << 30, room.time.monotonic() - 2 * room.RECENT_SECONDS])
+    monkeypatch.setattr(room, "available_memory", reader)
+    room._available_for(1)
+    assert len(readings) == 3  # too old: read again
+
+
+def test_short_options_reach_click_in_their_long_spelling_only_where_they_are_options():
+    from dmlcli.cli.commands import run
+    from dmlcli.cli.options import _long_spellings
+
+    def respelled(*args):
+        return _long_spellings(list(args), run.params)
+
+    assert respelled("bit_xor", "[1]", "-o", "-", "-q", "-f", "4_1") == [
+        "bit_xor", "[1]", "--output", "-", "--quiet", "--feature-level", "4_1"]
+    assert respelled("bit_xor", "--dtype", "-o", "-o", "x.npy") == ["bit_xor", "--dtype", "-o", "--output", "x.npy"]
+    assert respelled("bit_xor", "[1]", "-o") == ["bit_xor", "[1]", "-o"]  # click's message names -o as typed
+    assert respelled("bit_xor", "--", "-o", "x") == ["bit_xor", "--", "-o", "x"]
+    assert respelled("bit_xor", "-qo", "-", "-o=x.npy") == ["bit_xor", "-qo", "-", "-o=x.npy"]
