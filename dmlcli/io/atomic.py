@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import errno
 import os
 import stat
@@ -14,6 +16,9 @@ from ..errors import first_line as _first_line
 from .json_tensor import write_json_text
 from .npy import to_native
 from .targets import STDOUT_TARGETS, is_stdout, written_suffix
+
+if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
+    from pathlib import Path
 
 
 def check_output_path(target: str, output_format: str | None = None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import io
 import math
 import os
@@ -10,6 +12,9 @@ import numpy as np
 
 from ..data_types import DataType, from_numpy
 from ..errors import InputError, cut, first_line as _first_line
+
+if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
+    from pathlib import Path
 
 NPY_MAGIC = b"\x93NUMPY"
 

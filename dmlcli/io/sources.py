@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 import stat
 import sys
@@ -13,6 +15,9 @@ from ..errors import InputError, quoted
 from ..errors import first_line as _first_line
 from .json_tensor import parse_json_tensor
 from .npy import NPY_MAGIC, check_declared_dtype, read_npy
+
+if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
+    from pathlib import Path
 
 def read_tensor(source: str, *, label: str, dtype: DataType | None = None, stdin=None,
                 bare_dtype: DataType | None = None) -> np.ndarray:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..data_types import DataType
+
+if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
+    from .parameter_kinds import CudaArgument
 
 # C++ type of each NumPy dtype's value as a CUDA kernel argument.
 CUDA_VALUE_TYPES = {
