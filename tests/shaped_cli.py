@@ -1,10 +1,14 @@
-"""What the shaped families' tests share: a call's tensors and parameters as `dmlcli run` arguments."""
+"""What the shaped families' tests share: a call's tensors and parameters as `dmlcli run` arguments, and the
+judgement of one cell of a feature-level grid."""
 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 import numpy as np
+
+import dmlcli
 
 
 def json_input(array: np.ndarray) -> str:
@@ -19,3 +23,21 @@ def cli_args(op, inputs, parameters, *extra) -> list[str]:
         text = ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
         args += ["--" + key.replace("_", "-"), text]
     return args + list(extra)
+
+
+def judge_cell(label: str, plan_call: Callable, want: bool, lowest: Callable[[], str], failures: list[str], *,
+               any_message: bool = False) -> None:
+    """Runs `plan_call` (one cell of a validation grid) and appends to `failures` what disagrees with the tables:
+    acceptance other than `want`, a refusal that does not name a level or type (unless `any_message`), or an
+    accepted call whose lowest feature level is not `lowest()`."""
+    try:
+        verdict = plan_call()
+        got = True
+    except dmlcli.ValidationError as error:
+        got = False
+        if not any_message and "supported" not in str(error) and "not available" not in str(error):
+            failures.append(f"{label}: odd message {error}")
+    if got != want:
+        failures.append(f"{label}: accepted={got}, expected {want}")
+    elif got and verdict.lowest_feature_level.short != lowest():
+        failures.append(f"{label}: lowest {verdict.lowest_feature_level}")

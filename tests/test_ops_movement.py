@@ -24,7 +24,7 @@ from dmlcli.api import plan
 from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.operators import find_operator
-from shaped_cli import cli_args  # tests/ is on the path
+from shaped_cli import cli_args, judge_cell  # tests/ is on the path
 
 from conftest import SHARED
 
@@ -95,20 +95,10 @@ def test_validation_grid(op):
         for dtype in ALL:
             for rank in ((4,) if op in BLOCK_OPS else (1, 3, 4, 5, 8)):
                 inputs, parameters = planned_call(op, dtype, rank)
-                want = expected_accepts(op, level, dtype, rank)
-                try:
-                    verdict = plan(op, inputs, feature_level=level, **parameters)
-                    got = True
-                except dmlcli.ValidationError as error:
-                    got = False
-                    if "supported" not in str(error) and "not available" not in str(error):
-                        failures.append(f"{op} {level} {dtype} {rank}: odd message {error}")
-                if got != want:
-                    failures.append(f"{op} {level} {dtype} rank {rank}: accepted={got}, expected {want}")
-                elif got:
-                    lowest = next(lv for lv in LEVELS if expected_accepts(op, lv, dtype, rank))
-                    if verdict.lowest_feature_level.short != lowest:
-                        failures.append(f"{op} {level} {dtype} {rank}: lowest {verdict.lowest_feature_level}")
+                judge_cell(f"{op} {level} {dtype} rank {rank}",
+                           lambda: plan(op, inputs, feature_level=level, **parameters),
+                           expected_accepts(op, level, dtype, rank),
+                           lambda: next(lv for lv in LEVELS if expected_accepts(op, lv, dtype, rank)), failures)
     assert not failures, "\n".join(failures[:20])
 
 
