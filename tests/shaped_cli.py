@@ -1,5 +1,5 @@
-"""What the shaped families' tests share: a call's tensors and parameters as `dmlcli run` arguments, and the
-judgement of one cell of a feature-level grid."""
+"""What the shaped families' tests share: a call's tensors and parameters as `dmlcli run` arguments, a refusal
+checked as a person sees it, and the judgement of one cell of a feature-level grid."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import json
 from typing import Callable
 
 import numpy as np
+from click.testing import CliRunner, Result
 
 import dmlcli
+from dmlcli.cli import cli
 
 
 def json_input(array: np.ndarray) -> str:
@@ -41,3 +43,13 @@ def judge_cell(label: str, plan_call: Callable, want: bool, lowest: Callable[[],
         failures.append(f"{label}: accepted={got}, expected {want}")
     elif got and verdict.lowest_feature_level.short != lowest():
         failures.append(f"{label}: lowest {verdict.lowest_feature_level}")
+
+
+def refused_in_one_line(args: list[str], exit_code: int, text: str) -> Result:
+    """`dmlcli ARGS` through CliRunner, checked to end with `exit_code`, nothing on stdout and one line on stderr
+    that holds `text` (no traceback). The result is returned for further checks."""
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == exit_code, result.output
+    assert result.stdout == ""
+    assert text in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    return result

@@ -92,28 +92,19 @@ def test_shaped_model_prints_the_hand_computed_values(model, backend, shared_dir
     assert resources == expected
 
 
-def test_a_tensor_array_count_must_match(tmp_path, shared_dir):
-    text = (shared_dir / "dxdispatch_models" / "dml_join.json").read_text().replace('"InputCount": 3', '"InputCount": 2')
-    model = tmp_path / "join.json"
-    model.write_text(text)
+@pytest.mark.parametrize("model_name, old, new, exit_code, message", [
+    ("dml_join.json", '"InputCount": 3', '"InputCount": 2', 2,
+     "InputCount 2 does not match the 3 tensor descs of InputTensors"),
+    ("dml_reduce.json", '"AxisCount": 1', '"AxisCount": 2', 2, "AxisCount 2 does not match the 1 values of Axes"),
+    ("dml_reduce.json", "[1,1,3,1]", "[1,1,1,3]", 3,
+     "OutputTensor Sizes [1, 1, 1, 3] do not match the Sizes its rule gives"),
+], ids=["tensor array count", "axis count", "output sizes against the rule"])
+def test_a_desc_that_contradicts_itself_is_refused(tmp_path, shared_dir, model_name, old, new, exit_code, message):
+    """A count field that disagrees with its array is a usage error (2); Sizes against the rule, a violation (3)."""
+    text = (shared_dir / "dxdispatch_models" / model_name).read_text()
+    assert old in text
+    model = tmp_path / model_name
+    model.write_text(text.replace(old, new))
     result = CliRunner().invoke(cli, ["dispatch", str(model)])
-    assert result.exit_code == 2
-    assert "InputCount 2 does not match the 3 tensor descs of InputTensors" in result.output
-
-
-def test_an_axis_count_must_match(tmp_path, shared_dir):
-    text = (shared_dir / "dxdispatch_models" / "dml_reduce.json").read_text().replace('"AxisCount": 1', '"AxisCount": 2')
-    model = tmp_path / "reduce.json"
-    model.write_text(text)
-    result = CliRunner().invoke(cli, ["dispatch", str(model)])
-    assert result.exit_code == 2
-    assert "AxisCount 2 does not match the 1 values of Axes" in result.output
-
-
-def test_a_wrong_output_size_is_a_rule_violation(tmp_path, shared_dir):
-    text = (shared_dir / "dxdispatch_models" / "dml_reduce.json").read_text().replace('[1,1,3,1]', '[1,1,1,3]')
-    model = tmp_path / "reduce.json"
-    model.write_text(text)
-    result = CliRunner().invoke(cli, ["dispatch", str(model)])
-    assert result.exit_code == 3
-    assert "OutputTensor Sizes [1, 1, 1, 3] do not match the Sizes its rule gives" in result.output
+    assert result.exit_code == exit_code
+    assert message in result.output

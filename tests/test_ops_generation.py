@@ -591,7 +591,6 @@ def test_diagonal_matrix1_page_examples():
 def test_diagonal_matrix1_against_reference(dtype, shape, begin, end, with_input, data):
     count = math.prod(shape)
     value_bits = data.draw(bit_patterns(dtype))
-    value = from_bits([value_bits], dtype)[0]
     options = {"value": scalar_text(value_bits, dtype), "diagonal_fill_begin": begin, "diagonal_fill_end": end}
     if dtype in FORMATS and math.isnan(value_of(value_bits, dtype)):
         options["value"] = "0"

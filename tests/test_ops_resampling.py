@@ -28,6 +28,7 @@ from dmlcli.errors import InputError
 from dmlcli.io.json_tensor import tensor_from_object
 from dmlcli.operators import resampling as module
 from dmlcli.operators.parameters import FloatArrayParameter
+import shaped_cli  # noqa: E402 - tests/ is on the path
 
 from conftest import SHARED, shared_params
 
@@ -145,10 +146,7 @@ RULES = [
 
 @pytest.mark.parametrize("args, message", RULES, ids=[a[0] + str(i) for i, (a, _) in enumerate(RULES)])
 def test_rules_exit_3(args, message):
-    result = CliRunner().invoke(cli, ["run", *args, "-o", "-"])
-    assert result.exit_code == 3, result.output
-    assert result.stdout == ""
-    assert message in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    shaped_cli.refused_in_one_line(["run", *args, "-o", "-"], 3, message)
 
 
 def test_scale_size_usage_errors_exit_2():
