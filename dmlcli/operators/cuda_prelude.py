@@ -2,7 +2,7 @@
 
 Kept in the table's package because the kernel bodies are written against it (a cuda_body uses dml_f32, dml_add,
 dml_half_to_float, ...; CAST and FILL_VALUE_SEQUENCE build whole kernels on it) and because it is text only:
-nothing here imports CuPy. backends/gpu_kernels.py generates the element-wise kernels from it.
+nothing here imports CuPy (launch takes the caller's). backends/gpu_kernels.py generates the element-wise kernels from it.
 """
 
 from __future__ import annotations
@@ -115,3 +115,21 @@ DEVICE_PRELUDE = _PRELUDE
 # CUDA's math functions on their accurate paths, and forbid contracting a*b+c into one rounding.
 COMPILE_OPTIONS = ("-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=false")
 
+
+
+# Kernels that operators build themselves (CAST, FILL_VALUE_SEQUENCE, pooling), compiled once per source text.
+_BUILT_KERNELS: dict = {}
+_THREADS = 256
+
+
+def launch(cp, source: str, *arguments, count: int | None = None) -> None:
+    """Compile `source` once (CuPy caches it on disk too) and run its dml_kernel over `count` elements (the last
+    argument's size by default), a grid-stride loop past 65535 blocks; `count` goes last as a long long.
+
+    `cp` is the caller's CuPy module: this module stays text and never imports CuPy itself."""
+    kernel = _BUILT_KERNELS.get(source)
+    if kernel is None:
+        kernel = _BUILT_KERNELS[source] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+    count = arguments[-1].size if count is None else count
+    blocks = max(1, min((count + _THREADS - 1) // _THREADS, 65535))
+    kernel((blocks,), (_THREADS,), (*arguments, cp.int64(count)))

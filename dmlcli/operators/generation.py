@@ -26,6 +26,7 @@ from ..data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10
 from ..errors import InputError
 from ..feature_levels import level
 from .conversions import blockwise, float_to_integer, integer_bounds
+from .cuda_prelude import launch
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
                          option_flag)
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
@@ -104,7 +105,7 @@ def cast_gpu_kernel(cp, inputs, outputs, params):
     target = np.dtype(out.data_type.numpy_dtype)
     result = cp.empty(x.shape, target)
     if x.size:
-        _launch(cp, cast_source(x.dtype, target), x.view(_bits_dtype(x.dtype)), result.view(_bits_dtype(target)))
+        launch(cp, cast_source(x.dtype, target), x.view(_bits_dtype(x.dtype)), result.view(_bits_dtype(target)))
     return (result,)
 
 
@@ -330,7 +331,7 @@ def fill_sequence_gpu_kernel(cp, inputs, outputs, params):
         start, delta = np.float32(params["ValueStart"]), np.float32(params["ValueDelta"])
     else:  # the bits of start and delta, as unsigned 64-bit numbers: the kernel wraps modulo 2^64
         start, delta = (np.uint64(int(params[name]) % 2**64) for name in ("ValueStart", "ValueDelta"))
-    _launch(cp, sequence_source(dtype), start, delta, result.view(_bits_dtype(dtype)))
+    launch(cp, sequence_source(dtype), start, delta, result.view(_bits_dtype(dtype)))
     return (result,)
 
 
@@ -514,7 +515,6 @@ _C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "l
             "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
             "uint64": "unsigned long long"}
 _C_BITS = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
-_KERNELS: dict = {}
 
 
 def _load_source(dtype: np.dtype) -> str:
@@ -601,16 +601,3 @@ def sequence_source(dtype: np.dtype) -> str:
     return _kernel_source("const unsigned long long start, const unsigned long long delta, ", bits, body)
 
 
-_THREADS = 256
-
-
-def _launch(cp, source: str, *arguments) -> None:
-    """Compile `source` once (CuPy caches it on disk too) and run dml_kernel over the last argument's elements."""
-    from .cuda_prelude import COMPILE_OPTIONS
-
-    kernel = _KERNELS.get(source)
-    if kernel is None:
-        kernel = _KERNELS[source] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
-    count = arguments[-1].size
-    blocks = max(1, min((count + _THREADS - 1) // _THREADS, 65535))  # grid-stride past that
-    kernel((blocks,), (_THREADS,), (*arguments, np.int64(count)))

@@ -11,7 +11,8 @@ How the numbers are computed (issue 19):
 - GEMM accumulates in FLOAT32 through the library's matmul (NumPy's BLAS sgemm on the CPU, CuPy's matmul =
   cuBLAS on the GPU, with TF32 off: CuPy uses TF32 only when CUPY_TF32=1 is set). FLOAT16 inputs are widened
   exactly to FLOAT32, multiplied and added there, and rounded once to FLOAT16. Alpha and Beta * C are applied in
-  FLOAT32 after the product. The summation order is the library's, so CPU and GPU agree within the tolerance
+  FLOAT32 after the product. On the GPU a FLOAT16 GEMM with nothing after the product (Alpha 1, no C) is cuBLAS's
+  half GEMM, whose compute type is FP32: the same one rounding, without widening. The summation order is the library's, so CPU and GPU agree within the tolerance
   (WebNN's gemm figure: 2K ULP, +1 for Alpha != 1, +1 for C, +1 for Beta != 1), not bit for bit.
 - The integer operators accumulate the zero-point-shifted integers exactly (as float64, which holds every sum of
   8-bit products of fewer than 2^37 terms exactly, through BLAS), so CPU and GPU give the same bits.
@@ -251,16 +252,25 @@ def _widened(xp, x):
     return x.astype(xp.float32) if x.dtype == xp.float16 else x
 
 
+def _half_product_rounds_once(xp, a, c, params) -> bool:
+    """Whether CuPy's own FLOAT16 matmul gives GEMM's result: cuBLAS multiplies FLOAT16 with an FP32 compute type
+    (CUBLAS_COMPUTE_32F, tensor cores accumulating in FP32) and rounds the FP32 sum once to FLOAT16, which is
+    GEMM's result exactly when nothing is applied after the product (Alpha 1, no CTensor). NumPy has no FLOAT16
+    BLAS, and a product Alpha or C still changes must stay FLOAT32 until the end: both widen."""
+    return xp is not np and a.dtype == xp.float16 and c is None and np.float32(params["Alpha"]) == 1
+
+
 def gemm_product(xp, inputs, outputs, params):
     """Alpha * TransA(A) x TransB(B) + Beta * C in FLOAT32, rounded once to the output type (no activation)."""
     a, b, c = inputs
-    a, b = _widened(xp, a), _widened(xp, b)
+    if not _half_product_rounds_once(xp, a, c, params):
+        a, b = _widened(xp, a), _widened(xp, b)
     if params["TransA"] == "TRANSPOSE":
         a = xp.swapaxes(a, -1, -2)
     if params["TransB"] == "TRANSPOSE":
         b = xp.swapaxes(b, -1, -2)
     with np.errstate(all="ignore"):  # overflow to inf and 0 * inf = NaN are the IEEE results
-        result = xp.matmul(a, b)  # FLOAT32 BLAS / cuBLAS sgemm (TF32 off unless CUPY_TF32=1)
+        result = xp.matmul(a, b)  # FLOAT32 BLAS / cuBLAS sgemm (TF32 off unless CUPY_TF32=1), or the half GEMM
         alpha = np.float32(params["Alpha"])
         if alpha != 1:
             result *= alpha
@@ -368,8 +378,10 @@ GEMM = Operator(
         "applied in FLOAT32 after the product. TF32 is never used: CuPy enables it only when the environment sets "
         "CUPY_TF32=1 (don't); DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION, which would allow "
         "it, is read from a DxDispatch model and changes nothing (a --allow-tf32 switch is a follow-up). On the GPU, "
-        "FLOAT16 inputs are widened before cuBLAS too, so that the accumulation is FP32 whatever CuPy's half "
-        "matmul would choose; it costs a copy of A and B.",
+        "FLOAT16 with Alpha 1 and no CTensor runs cuBLAS's half GEMM with its FP32 compute type (tensor cores "
+        "accumulating in FP32, one rounding to FLOAT16: the same result at tensor-core speed); with Alpha "
+        "or CTensor, A and B are widened to FLOAT32 first, so that Alpha and Beta * C apply before the one "
+        "rounding.",
         "CPU and GPU agree within the tolerance, not bit for bit: BLAS and cuBLAS add the K products in different "
         "orders. The tolerance is in ULP of the result, with the output type's smallest normal as an absolute "
         "floor; a result that cancels (signed inputs) can be many ULP of itself off while within K eps * "

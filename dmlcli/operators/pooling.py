@@ -16,7 +16,9 @@ One kernel for both backends (`xp` is numpy or cupy): the input is padded once (
 given), then a loop over the window's offsets combines strided views of it (xp.add for sums, xp.fmax for
 maxima): no copy beyond the padded input and the accumulator, the same calls on NumPy and CuPy. The ROI
 operators loop over the regions on the host (their ROI and batch tensors are read there) and gather each
-region's samples with xp.take.
+region's samples with xp.take. On the GPU, the maxima without indices, the averages and the L1/L2 pools run
+pooling_gpu.py's own kernels instead (one read of the input, no padded copy), which compute the same values in the
+same order.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from ..errors import InputError
+from . import pooling_gpu
 from .parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
 from .schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
 from .shaped import RuleViolation, ShapeQuery, describe_sizes
@@ -306,6 +309,34 @@ def max_kernel(xp, inputs, outputs, params):
     if len(outputs) == 1:
         return (best.astype(out.data_type.numpy_dtype, copy=False),)
     return best, _max_indices(xp, x, padded, best, geometry, out_shape, outputs[1])
+
+
+def _gpu_window(cp, kind: str, inputs, outputs, params, include_padding: bool = False):
+    """The CUDA kernel of pooling_gpu.py for `kind`, or None where it does not apply (the xp kernel runs)."""
+    (x,) = inputs
+    if not pooling_gpu.fits(x):
+        return None
+    geometry, out_shape = _geometry_of(x.shape, params)
+    return (pooling_gpu.window_kernel(cp, kind, x, geometry, out_shape, outputs[0].data_type.numpy_dtype,
+                                      include_padding),)
+
+
+def max_gpu_kernel(cp, inputs, outputs, params):
+    """The maximum on the GPU: pooling_gpu's kernel (one read of the input); with indices, the xp kernel."""
+    fast = _gpu_window(cp, "max", inputs, outputs, params) if len(outputs) == 1 else None
+    return fast or max_kernel(cp, inputs, outputs, params)
+
+
+def average_gpu_kernel(cp, inputs, outputs, params):
+    return (_gpu_window(cp, "average", inputs, outputs, params, bool(params["IncludePadding"]))
+            or average_kernel(cp, inputs, outputs, params))
+
+
+def lp_gpu_kernel(cp, inputs, outputs, params):
+    """P of 1 and 2 by pooling_gpu's kernel; other P (a pow per element) by the xp kernel."""
+    kind = {1: "l1", 2: "l2"}.get(params["P"])
+    fast = _gpu_window(cp, kind, inputs, outputs, params) if kind else None
+    return fast or lp_kernel(cp, inputs, outputs, params)
 
 
 def _tap_reads_input(xp, x_shape, out_shape, geometry, offsets):
@@ -719,34 +750,40 @@ _MAX_FORMULA = "OutputTensor[n, c, o] = max(window elements), padding ignored"
 AVERAGE_POOLING = _pool_entry(
     "AVERAGE_POOLING", 56, "the average of each sliding window (4-D or 5-D input)", _AVERAGE_FORMULA, _AVERAGE_ROWS,
     _PLAIN + (INCLUDE_PADDING,), average_kernel, (_INCLUDE_NOTE, _F16), dilations=False, exactness=APPROXIMATE,
+    gpu_array_kernel=average_gpu_kernel,
     tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale)
 AVERAGE_POOLING1 = _pool_entry(
     "AVERAGE_POOLING1", 166, "the average of each sliding, dilated window (4-D or 5-D input)", _AVERAGE_FORMULA,
     _AVERAGE1_ROWS, _DILATED + (INCLUDE_PADDING,), average_kernel,
     (_INCLUDE_NOTE, _F16, "No stored page describes AVERAGE_POOLING1: its fields are DirectML.h's, its level 6_2 "
                           "(DML_TARGET_VERSION 0x6200) and its support AVERAGE_POOLING's table, dmlcli's reading."),
-    dilations=True, exactness=APPROXIMATE, tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale)
+    dilations=True, exactness=APPROXIMATE, tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale,
+    gpu_array_kernel=average_gpu_kernel)
 LP_POOLING = _pool_entry(
     "LP_POOLING", 57, "the Lp norm of each sliding window (4-D or 5-D input)", _LP_FORMULA, _LP_ROWS, _PLAIN + (P,),
     lp_kernel, (_LP_NOTE, _F16), dilations=False, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE,
-    tolerance_scale=lp_tolerance_scale)
+    tolerance_scale=lp_tolerance_scale, gpu_array_kernel=lp_gpu_kernel)
 LP_POOLING1 = _pool_entry(
     "LP_POOLING1", 165, "the Lp norm of each sliding, dilated window (4-D or 5-D input)", _LP_FORMULA, _LP1_ROWS,
     _DILATED + (P,), lp_kernel,
     (_LP_NOTE, _F16, "No stored page describes LP_POOLING1: its fields are DirectML.h's, its level 6_2 "
                      "(DML_TARGET_VERSION 0x6200) and its support LP_POOLING's table, dmlcli's reading."),
-    dilations=True, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE, tolerance_scale=lp_tolerance_scale)
+    dilations=True, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE, tolerance_scale=lp_tolerance_scale,
+    gpu_array_kernel=lp_gpu_kernel)
 MAX_POOLING = _pool_entry(
     "MAX_POOLING", 58, "the maximum of each sliding window (4-D or 5-D input)", _MAX_FORMULA, _MAX_ROWS, _PLAIN,
-    max_kernel, (_MAX_NOTE,), dilations=False, exactness=EXACT, native_encoding=False)
+    max_kernel, (_MAX_NOTE,), dilations=False, exactness=EXACT, native_encoding=False,
+    gpu_array_kernel=max_gpu_kernel)
 MAX_POOLING1 = _pool_entry(
     "MAX_POOLING1", 91, "the maximum of each sliding window and its index in the input", _MAX_FORMULA, _MAX1_ROWS,
     _PLAIN, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=False, exactness=EXACT,
-    extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32, shape_rule=max_pooling_indices_shape)
+    gpu_array_kernel=max_gpu_kernel, extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32,
+    shape_rule=max_pooling_indices_shape)
 MAX_POOLING2 = _pool_entry(
     "MAX_POOLING2", 110, "the maximum of each sliding, dilated window and its index in the input", _MAX_FORMULA,
     _MAX2_ROWS, _DILATED, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=True, exactness=EXACT,
-    extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32, shape_rule=max_pooling_indices_shape)
+    gpu_array_kernel=max_gpu_kernel, extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32,
+    shape_rule=max_pooling_indices_shape)
 
 MAX_UNPOOLING = Operator(
     name="MAX_UNPOOLING", enum_value=92, family=FAMILY, prefix="",

@@ -1,0 +1,142 @@
+"""Pooling's own CUDA kernels: one thread per output element walks its window in the input, which is read once
+from memory and never padded or copied (issue 19: pooling at >= 0.6 of the copy bandwidth on the GPU).
+
+They compute what pooling.py's xp kernels compute, in the same order, with the same FLOAT32 operations (inline PTX,
+no flush to zero, no contraction: cuda_prelude.py), so the GPU's results equal the CPU's:
+- the maximum starts at the window's first input element and takes each later one that is greater, NaN skipped
+  (xp.fmax's rule: a NaN is replaced by any number after it; ties keep the value they have). A window that reads
+  only padding cannot occur (pooling.py refuses it before the kernel runs).
+- the average and the Lp sums start at the window's first element (padding included, which reads as +0) and
+  add each later one in row-major window order in FLOAT32, then divide by the window's size (IncludePadding) or
+  by the product of the per-dimension counts of input elements read, as FLOAT32 (exact for any real window).
+MAX_POOLING1/2's indices and LP_POOLING's P other than 1 and 2 keep the xp kernels (pooling.py chooses).
+Up to three spatial dimensions; a 4-D input has a leading spatial size of 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cuda_prelude import DEVICE_PRELUDE, launch
+
+_C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+            "uint64": "unsigned long long", "float32": "float", "float16": "unsigned short"}
+_NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
+
+
+def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype) -> str:
+    """The kernel for `kind` ("max", "average", "l1", "l2") from `in_dtype` to `out_dtype`."""
+    in_c, out_c = _C_VALUE[in_dtype.name], _C_VALUE[out_dtype.name]
+    header = (DEVICE_PRELUDE + f'\nextern "C" __global__ void dml_kernel(const {in_c}* xs, {out_c}* ys,\n'
+              "    const long long i0, const long long i1, const long long i2,\n"
+              "    const long long o0, const long long o1, const long long o2,\n"
+              "    const long long s0, const long long s1, const long long s2,\n"
+              "    const long long w0, const long long w1, const long long w2,\n"
+              "    const long long p0, const long long p1, const long long p2,\n"
+              "    const long long d0, const long long d1, const long long d2,\n"
+              "    const int include_padding, const long long n) {\n"
+              "    const long long stride = (long long)gridDim.x * blockDim.x;\n"
+              "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {\n"
+              "        long long t = i;\n"
+              "        const long long c2 = t % o2; t /= o2;\n"
+              "        const long long c1 = t % o1; t /= o1;\n"
+              "        const long long c0 = t % o0; t /= o0;\n"
+              f"        const {in_c}* plane = xs + t * (i0 * i1 * i2);\n")
+    loops = ("        for (long long a = 0; a < w0; ++a) {\n"
+             "            const long long x0 = c0 * s0 - p0 + a * d0;\n"
+             "            const bool in0 = x0 >= 0 && x0 < i0;\n"
+             "            for (long long b = 0; b < w1; ++b) {\n"
+             "                const long long x1 = c1 * s1 - p1 + b * d1;\n"
+             "                const bool in1 = in0 && x1 >= 0 && x1 < i1;\n"
+             "                for (long long c = 0; c < w2; ++c) {\n"
+             "                    const long long x2 = c2 * s2 - p2 + c * d2;\n"
+             "                    const bool inside = in1 && x2 >= 0 && x2 < i2;\n"
+             "{step}"
+             "                }\n            }\n        }\n")
+    if kind == "max":
+        body = _max_body(in_dtype, loops)
+    else:
+        body = _sum_body(kind, in_dtype, out_dtype, loops)
+    return header + body + "    }\n}\n"
+
+
+def _max_body(dtype: np.dtype, loops: str) -> str:
+    if dtype.kind == "f":
+        value = "dml_half_to_float(raw)" if dtype.name == "float16" else "raw"
+        step = ("                    if (!inside) continue;\n"
+                f"                    const {_C_VALUE[dtype.name]} raw = plane[(x0 * i1 + x1) * i2 + x2];\n"
+                f"                    const float v = {value};\n"
+                "                    const bool v_nan = (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u;\n"
+                "                    if (!seen || (best_nan && !v_nan) || (!v_nan && dml_gt(v, best))) {\n"
+                "                        best = v; best_raw = raw; best_nan = v_nan; seen = true;\n"
+                "                    }\n")
+        return (f"        {_C_VALUE[dtype.name]} best_raw = {_NAN_BITS[dtype.name]};\n"
+                "        float best = 0.0f; bool best_nan = true, seen = false;\n"
+                + loops.replace("{step}", step) + "        ys[i] = best_raw;\n")
+    c_type = _C_VALUE[dtype.name]
+    step = ("                    if (!inside) continue;\n"
+            f"                    const {c_type} v = plane[(x0 * i1 + x1) * i2 + x2];\n"
+            "                    if (!seen || v > best) { best = v; seen = true; }\n")
+    return f"        {c_type} best = 0; bool seen = false;\n" + loops.replace("{step}", step) + "        ys[i] = best;\n"
+
+
+def _sum_body(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, loops: str) -> str:
+    value = "dml_half_to_float(plane[(x0 * i1 + x1) * i2 + x2])" if in_dtype.name == "float16" else \
+        "plane[(x0 * i1 + x1) * i2 + x2]"
+    # |v| by its bits: under CuPy's -ftz=true a compiler-made fabsf is abs.ftz, which would flush a subnormal.
+    magnitude = "__uint_as_float(__float_as_uint(v) & 0x7fffffffu)"
+    term = {"average": "v", "l1": magnitude, "l2": f"dml_mul({magnitude}, {magnitude})"}[kind]
+    step = (f"                    const float v = inside ? {value} : 0.0f;\n"
+            f"                    const float term = {term};\n"
+            "                    total = first ? term : dml_add(total, term);\n"
+            "                    first = false;\n")
+    # The divisor without IncludePadding: each dimension's count of input elements read, multiplied in FLOAT32
+    # in pooling.py's order (_valid_counts; exact for any real window).
+    counts = ("        long long n0 = 0, n1 = 0, n2 = 0;\n"
+              "        for (long long a = 0; a < w0; ++a) { const long long x0 = c0 * s0 - p0 + a * d0; "
+              "n0 += (x0 >= 0 && x0 < i0); }\n"
+              "        for (long long b = 0; b < w1; ++b) { const long long x1 = c1 * s1 - p1 + b * d1; "
+              "n1 += (x1 >= 0 && x1 < i1); }\n"
+              "        for (long long c = 0; c < w2; ++c) { const long long x2 = c2 * s2 - p2 + c * d2; "
+              "n2 += (x2 >= 0 && x2 < i2); }\n")
+    if kind == "average":
+        finish = (counts + "        const float divisor = include_padding ? (float)(w0 * w1 * w2) : "
+                  "dml_mul(dml_mul((float)n0, (float)n1), (float)n2);\n"
+                  "        const float result = dml_div(total, divisor);\n")
+    elif kind == "l1":
+        finish = "        const float result = total;\n"
+    else:
+        finish = "        const float result = dml_sqrt_rn(total);\n"
+    store = "dml_float_to_half(result)" if out_dtype.name == "float16" else "result"
+    return ("        float total = 0.0f; bool first = true;\n"
+            + loops.replace("{step}", step) + finish + f"        ys[i] = {store};\n")
+
+
+def _spatial3(values, fill: int) -> list[int]:
+    """A per-spatial-dimension tuple as three values, the missing leading ones `fill`."""
+    values = list(values)
+    return [fill] * (3 - len(values)) + values
+
+
+def window_kernel(cp, kind: str, x, geometry: dict, out_shape, out_dtype, include_padding: bool = False):
+    """Run the `kind` kernel of `x` (a C-contiguous CuPy array, rank 3 to 5) over `geometry` into a new array of
+    `out_shape` and `out_dtype`."""
+    out_dtype = np.dtype(out_dtype)
+    result = cp.empty(tuple(out_shape), dtype=out_dtype)
+    if result.size == 0:
+        return result
+    source = _source(kind, np.dtype(x.dtype), out_dtype)
+    sizes = (_spatial3(x.shape[2:], 1) + _spatial3(out_shape[2:], 1) + _spatial3(geometry["Strides"], 1)
+             + _spatial3(geometry["WindowSize"], 1) + _spatial3(geometry["StartPadding"], 0)
+             + _spatial3(geometry["Dilations"], 1))
+    arguments = [np.int64(v) for v in sizes]
+    in_view = x.view(np.uint16) if x.dtype == np.float16 else x
+    out_view = result.view(np.uint16) if out_dtype == np.float16 else result
+    launch(cp, source, in_view, out_view, *arguments, np.int32(bool(include_padding)), count=result.size)
+    return result
+
+
+def fits(x) -> bool:
+    """Whether the kernels take this input: rank 3 to 5 (1 to 3 spatial dimensions)."""
+    return 3 <= x.ndim <= 5
