@@ -17,6 +17,12 @@ try:
     HAS_GPU = True
 except Exception:  # noqa: BLE001 - any reason at all: the GPU scripts must skip
     HAS_GPU = False
+try:
+    import torch
+
+    HAS_TORCH_GPU = HAS_GPU and torch.cuda.is_available()
+except Exception:  # noqa: BLE001 - PyTorch missing or broken: torch_gpu_bench must skip
+    HAS_TORCH_GPU = False
 
 
 def _dask_installed() -> bool:
@@ -61,11 +67,12 @@ TINY = {
     "stream_bench": (lambda tmp: ["--ops", "bit_xor", "--sizes", "1", "--runs", "1", "--workdir", str(tmp),
                                   "--plot", str(tmp / "plot.png"), "--json", str(tmp / "rows.json")], "| bit_xor"),
     "stream_startup": (lambda tmp: ["--runs", "1", "--installs", "editable"], "dmlcli run (table)"),
+    "torch_gpu_bench": (lambda tmp: ["--size", "64", "--batch", "1", "--repeats", "1"], "torch/dmlcli"),
     "suite_bench": (lambda tmp: ["--skip-conformance", "--cases", "2", "--elements", "16", "--runs", "1"],
                     "speed-up"),
 }
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
-               "matmul_gpu_bench", "shaped_gpu_bench"}
+               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench"}
 
 
 def test_every_bench_script_has_a_tiny_run():
@@ -82,7 +89,7 @@ def test_bench_script_runs_on_a_tiny_input(name, tmp_path, capsys, monkeypatch):
     status = module.main(arguments(tmp_path))
     out = capsys.readouterr().out
     assert status == 0, out
-    if name in GPU_SCRIPTS and not HAS_GPU:
+    if name in GPU_SCRIPTS and not (HAS_TORCH_GPU if name == "torch_gpu_bench" else HAS_GPU):
         assert out.startswith("skipped: "), out
     else:
         assert expected in out, out

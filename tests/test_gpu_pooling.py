@@ -143,3 +143,39 @@ def test_gpu_roi_align_within_the_tolerance(gpu_backend, op):
             (c,), (g,) = both(op, [x, rois, batches], gpu_backend, output_shape=(5, 4, 3, 2),
                               reduction_function=function, interpolation_mode=mode, spatial_scale_x=0.8)
             assert c.shape == g.shape and ulp_distance(c, g).max() <= 32, (op, function, mode)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("op, extra", [("average_pooling1", {"include_padding": False}),
+                                       ("average_pooling1", {"include_padding": True}),
+                                       ("lp_pooling1", {"p": 1}), ("lp_pooling1", {"p": 2})])
+def test_gpu_window_kernels_give_the_cpu_bits(gpu_backend, op, extra, dtype, shape):
+    """pooling_gpu.py adds in the CPU's order with the same IEEE operations (no flush, no contraction): the sums
+    are bit-identical, signs of zeros, NaN and subnormal inputs included."""
+    x = data(shape, dtype, seed=11)
+    tiny = np.finfo(dtype).smallest_subnormal
+    x.reshape(-1)[5::19] = tiny * 3  # subnormal inputs and sums: a flushing kernel would differ
+    x.reshape(-1)[7::23] = -0.0
+    for geometry in GEOMETRIES:
+        (c,), (g,) = both(op, [x], gpu_backend, **spatial(geometry, len(shape)), **extra)
+        bits = np.uint32 if dtype == "float32" else np.uint16
+        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
+        assert same.all(), (op, extra, geometry, c[~same][:4], g[~same][:4])
+
+
+def test_gpu_window_kernel_is_the_one_that_runs(gpu_backend, monkeypatch):
+    """The GPU path of MAX_POOLING, AVERAGE_POOLING and LP_POOLING (P 1, 2) is pooling_gpu's kernel, not the xp one
+    (which reads the padded input once per window element)."""
+    from dmlcli.operators import pooling
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the xp kernel ran on the GPU")
+
+    monkeypatch.setattr(pooling, "max_kernel", refuse)
+    monkeypatch.setattr(pooling, "average_kernel", refuse)
+    monkeypatch.setattr(pooling, "lp_kernel", refuse)
+    x = data((2, 3, 9, 8), "float32", seed=2)
+    for op, extra in [("max_pooling", {}), ("average_pooling", {}), ("lp_pooling", {"p": 2})]:
+        result = dmlcli.run(op, x, backend=gpu_backend, window_size=[3, 2], strides=[2, 2], **extra)
+        assert result.shape == (2, 3, 4, 4)

@@ -1,0 +1,163 @@
+"""GPU benchmark (a script, not a test): issue 19's operators on resident data against PyTorch's calls.
+
+Each case runs dmlcli's GPU kernel (GpuBackend.execute_shaped_device, the call validated once beforehand) and
+PyTorch's call for the same thing on the same device memory (shared through DLPack), timed with CUDA events
+(medians of --repeats runs after a warm-up). Both sides keep FP32 arithmetic for FLOAT32: TF32 is off in cuBLAS
+and cuDNN (torch.backends.*.allow_tf32 = False) as it is in dmlcli, and FLOAT16 matmuls accumulate in FP32 on both
+(allow_fp16_reduced_precision_reduction = False). Each result is checked against PyTorch's before it is timed.
+
+Issue 19's goals, printed beside each figure:
+- GEMM FLOAT32 4096^3 at >= 0.8 of torch.matmul's throughput (torch time / dmlcli time);
+- a ResNet-50-sized 3x3 convolution (N=32, C=K=256, 56x56, padding 1) at >= 0.5 of torch.nn.functional.conv2d's
+  with cuDNN;
+- pooling and normalization at >= 0.6 of the device-to-device copy bandwidth (bytes read + written per second,
+  against cudaMemcpy of the same input measured in the same run).
+
+    PYTHONPATH=. python3 bench/torch_gpu_bench.py [--size 4096] [--batch 32] [--repeats 10]
+    PYTHONPATH=. python3 bench/torch_gpu_bench.py --size 256 --batch 2 --repeats 2      # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _time(cp, function, repeats: int) -> float:
+    """Median seconds of `function` between two CUDA events, after one warm-up call."""
+    function()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        function()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) / 1000.0)
+    return statistics.median(times)
+
+
+def _copy_bandwidth(cp, repeats: int) -> float:
+    """Bytes per second of cudaMemcpy device to device of 1 GiB, reads and writes counted."""
+    source = cp.zeros(2**28, dtype=cp.float32)
+    target = cp.empty_like(source)
+    seconds = _time(cp, lambda: cp.cuda.runtime.memcpy(target.data.ptr, source.data.ptr, source.nbytes,
+                                                       cp.cuda.runtime.memcpyDeviceToDevice), repeats)
+    return 2 * source.nbytes / seconds
+
+
+def _cases(cp, torch, size: int, batch: int):
+    """(label, goal kind, operator, parameters, inputs as CuPy arrays (None: an absent optional input), PyTorch's
+    call on tensors sharing those arrays' memory)."""
+    F = torch.nn.functional
+    rng = cp.random.default_rng(0)
+    normal = lambda shape, dtype=cp.float32: rng.standard_normal(shape, dtype=cp.float32).astype(dtype)  # noqa: E731
+    side = max(8, size * 56 // 4096)  # 56 at --size 4096 (ResNet-50's stage 2)
+    channels = max(8, size // 16)  # 256 at --size 4096
+    image = (batch, channels, side, side)
+    pool_input = (batch, 16, max(8, size // 16), max(8, size // 16))
+    per_channel = (1, channels, 1, 1)
+    return [
+        ("gemm FLOAT32", "torch 0.8", "gemm", {}, [normal((size, size)), normal((size, size)), None],
+         lambda a, b, c: torch.matmul(a, b)),
+        ("gemm FLOAT16", "torch", "gemm", {}, [normal((size, size), cp.float16), normal((size, size), cp.float16),
+                                               None], lambda a, b, c: torch.matmul(a, b)),
+        ("convolution 3x3, pad 1", "torch 0.5", "convolution", {"start_padding": [1, 1], "end_padding": [1, 1]},
+         [normal(image), normal((channels, channels, 3, 3)) * np.float32(0.05), None],
+         lambda x, w, bias: F.conv2d(x, w, padding=1)),
+        ("max_pooling 2x2 stride 2", "copy 0.6", "max_pooling", {"window_size": [2, 2], "strides": [2, 2]},
+         [normal(pool_input)], lambda x: F.max_pool2d(x, 2)),
+        ("average_pooling 2x2 stride 2", "copy 0.6", "average_pooling", {"window_size": [2, 2], "strides": [2, 2]},
+         [normal(pool_input)], lambda x: F.avg_pool2d(x, 2)),
+        ("max_pooling 3x3 stride 1 pad 1", "copy 0.6", "max_pooling",
+         {"window_size": [3, 3], "start_padding": [1, 1], "end_padding": [1, 1]}, [normal(pool_input)],
+         lambda x: F.max_pool2d(x, 3, stride=1, padding=1)),
+        ("batch_normalization", "copy 0.6", "batch_normalization", {"epsilon": 1e-5},
+         [normal(image), normal(per_channel), cp.abs(normal(per_channel)) + 0.5, normal(per_channel),
+          normal(per_channel)],
+         lambda x, m, v, s, b: F.batch_norm(x, m.reshape(-1), v.reshape(-1), s.reshape(-1), b.reshape(-1),
+                                            training=False, eps=1e-5)),
+        ("mean_variance_normalization1 (H, W)", "copy 0.6", "mean_variance_normalization1",
+         {"axes": [2, 3], "epsilon": 1e-5}, [normal(image), None, None],
+         lambda x, s, b: F.instance_norm(x, eps=1e-5)),
+    ]
+
+
+def _moved_bytes(inputs, call) -> int:
+    """Bytes read + written: every input once, every output once."""
+    return (sum(x.nbytes for x in inputs if x is not None)
+            + sum(int(np.prod(t.shape)) * np.dtype(t.data_type.numpy_dtype).itemsize for t in call.outputs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=4096, help="GEMM's M = N = K; the other cases scale with it")
+    parser.add_argument("--batch", type=int, default=32, help="the convolution's and normalization's N")
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args(argv)
+    try:
+        import cupy as cp
+        import torch
+
+        from dmlcli.backends import gpu
+
+        backend = gpu.create()
+        if not torch.cuda.is_available():
+            raise RuntimeError("PyTorch sees no CUDA device")
+    except Exception as why:  # noqa: BLE001 - no CuPy, no PyTorch or no device: nothing to measure
+        print(f"skipped: needs CuPy, PyTorch and a CUDA device ({str(why).splitlines()[0] if str(why) else why!r})")
+        return 0
+    from dmlcli import engine
+    from dmlcli.data_types import from_numpy
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cudnn.benchmark = True
+
+    copy_bandwidth = _copy_bandwidth(cp, args.repeats)
+    print(f"GPU: {backend.device_name}; CuPy {cp.__version__}; PyTorch {torch.__version__} (cuDNN "
+          f"{torch.backends.cudnn.version()}); TF32 off; device-to-device copy {copy_bandwidth / 1e9:.0f} GB/s; "
+          f"CUDA-event medians of {args.repeats} runs")
+    print(f"{'case':38} {'dmlcli ms':>10} {'torch ms':>9} {'torch/dmlcli':>13} {'dmlcli/copy':>12} "
+          f"{'torch/copy':>11}  goal")
+    failures = 0
+    for label, goal, op, params, inputs, baseline in _cases(cp, torch, args.size, args.batch):
+        req = engine.request(op, **params)
+        present = [x for x in inputs if x is not None]
+        call = engine.plan(req, [(from_numpy(np.dtype(x.dtype)), tuple(x.shape)) for x in present]).call
+        run = lambda: backend.execute_shaped_device(call.operator, inputs, call.outputs, call.parameters)  # noqa
+        tensors = [None if x is None else torch.from_dlpack(x) for x in inputs]
+        ours, theirs = run()[0], baseline(*tensors)
+        theirs_cp = cp.from_dlpack(theirs.contiguous())
+        scale = float(cp.abs(theirs_cp.astype(cp.float32)).max()) or 1.0
+        error = float(cp.abs(ours.astype(cp.float32) - theirs_cp.astype(cp.float32)).max()) / scale
+        if not error <= (2e-2 if ours.dtype == cp.float16 else 1e-3):
+            print(f"{label:38} MISMATCH against PyTorch's result (largest error {error:.3g} of the largest value); "
+                  "not timed")
+            failures += 1
+            continue
+        ours_s = _time(cp, run, args.repeats)
+        theirs_s = _time(cp, lambda: baseline(*tensors), args.repeats)
+        moved = _moved_bytes(inputs, call)
+        against, share = goal.split()[0], goal.split()[1:] if " " in goal else []
+        met = ""
+        if share:
+            figure = theirs_s / ours_s if against == "torch" else moved / ours_s / copy_bandwidth
+            met = f">= {share[0]} of {against}: {'met' if figure >= float(share[0]) else 'NOT met'}"
+        print(f"{label:38} {ours_s * 1e3:10.3f} {theirs_s * 1e3:9.3f} {theirs_s / ours_s:13.2f} "
+              f"{moved / ours_s / copy_bandwidth:12.2f} {moved / theirs_s / copy_bandwidth:11.2f}  {met}")
+        del ours, theirs, theirs_cp
+        cp.get_default_memory_pool().free_all_blocks()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
