@@ -13,7 +13,7 @@ alias DML_OPERATOR_SCATTER).
 One kernel for both backends (`xp` is numpy or cupy): per tile of output rows, a column buffer (the input's
 window under each filter tap, copied by plain slicing, no sliding_window_view needed) and one batched matrix
 product (xp.matmul: BLAS on the CPU, cuBLAS on the GPU). Tiles are chosen so that no column buffer exceeds
-COLUMN_BUDGET_BYTES (32 MiB), whatever the input's and the filter's sizes; the transposed convolution likewise
+COLUMN_BUDGET_BYTES (32 MiB; GPU_COLUMN_BUDGET_BYTES, 1 GiB, on the GPU), whatever the sizes; the transposed one likewise
 computes every tap's contribution for a tile of input rows with one GEMM and adds them into place.
 
 Numbers. FLOAT32 and FLOAT16 accumulate in FLOAT32 (FLOAT16 inputs are widened exactly), the bias is added in
@@ -288,6 +288,9 @@ def quantized_linear_convolution_shape(query: ShapeQuery) -> dict:
 # The largest column buffer (the input's windows for a tile of output rows, one copy per filter tap) a call
 # builds: big enough for BLAS's GEMMs to run at full speed, small enough to bound the memory of any call.
 COLUMN_BUDGET_BYTES = 32 << 20
+# On the GPU the same buffer may be larger: each tile costs a dozen kernel launches and cuBLAS wants long GEMMs, and
+# device memory is tens of GiB (a ResNet-50 3x3 layer, N=32, C=256, 56x56, needs 0.9 GiB in one tile).
+GPU_COLUMN_BUDGET_BYTES = 1 << 30
 
 
 def _offsets(filter_sizes) -> list[tuple[int, ...]]:
@@ -304,18 +307,22 @@ def _window(offset, dilations, strides, lengths, first: int = 0) -> tuple[slice,
     return tuple(found)
 
 
-def _tiles(batch: int, rows: int, bytes_per_row: int):
-    """(batch slice, first row, row count) blocks whose column buffer stays within COLUMN_BUDGET_BYTES."""
+def _tiles(batch: int, rows: int, bytes_per_row: int, budget: int = COLUMN_BUDGET_BYTES):
+    """(batch slice, first row, row count) blocks whose column buffer stays within `budget` bytes."""
     per_item = bytes_per_row * rows
-    if per_item <= COLUMN_BUDGET_BYTES:
-        step = max(1, COLUMN_BUDGET_BYTES // max(per_item, 1))
+    if per_item <= budget:
+        step = max(1, budget // max(per_item, 1))
         for first in range(0, batch, step):
             yield slice(first, min(batch, first + step)), 0, rows
         return
-    step = max(1, COLUMN_BUDGET_BYTES // max(bytes_per_row, 1))
+    step = max(1, budget // max(bytes_per_row, 1))
     for item in range(batch):
         for first in range(0, rows, step):
             yield slice(item, item + 1), first, min(step, rows - first)
+
+
+def _budget(xp) -> int:
+    return COLUMN_BUDGET_BYTES if xp is np else GPU_COLUMN_BUDGET_BYTES
 
 
 def _grouped_matmul(xp, filters, columns):
@@ -346,7 +353,7 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     rest = tuple(lengths[1:])
     result = xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
     row_bytes = channels * len(taps) * math.prod(rest) * x.dtype.itemsize
-    for items, first, rows in _tiles(batch, lengths[0], row_bytes):
+    for items, first, rows in _tiles(batch, lengths[0], row_bytes, _budget(xp)):
         count = len(range(batch)[items])
         columns = xp.empty((count, channels, len(taps), rows) + rest, dtype=x.dtype)
         for index, offset in enumerate(taps):
@@ -378,7 +385,7 @@ def _backward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     result = xp.zeros((batch, groups, per_group_out) + full, dtype=x.dtype)
     rest = sizes[1:]
     row_bytes = groups * per_group_out * len(taps) * math.prod(rest) * x.dtype.itemsize
-    for items, first, rows in _tiles(batch, sizes[0], row_bytes):
+    for items, first, rows in _tiles(batch, sizes[0], row_bytes, _budget(xp)):
         count = len(range(batch)[items])
         block = xp.ascontiguousarray(x[items, :, first:first + rows])
         product = _grouped_matmul(xp, filters, block.reshape(count, groups, per_group_in, rows * math.prod(rest)))

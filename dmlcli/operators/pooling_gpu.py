@@ -25,32 +25,43 @@ _C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "l
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
 
 
-def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype) -> str:
-    """The kernel for `kind` ("max", "average", "l1", "l2") from `in_dtype` to `out_dtype`."""
+def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bool) -> str:
+    """The kernel for `kind` ("max", "average", "l1", "l2") from `in_dtype` to `out_dtype`; `wide_indices`: 64-bit
+    index arithmetic (an input or output of 2^31 elements or more)."""
     in_c, out_c = _C_VALUE[in_dtype.name], _C_VALUE[out_dtype.name]
-    header = (DEVICE_PRELUDE + f'\nextern "C" __global__ void dml_kernel(const {in_c}* xs, {out_c}* ys,\n'
-              "    const long long i0, const long long i1, const long long i2,\n"
-              "    const long long o0, const long long o1, const long long o2,\n"
-              "    const long long s0, const long long s1, const long long s2,\n"
-              "    const long long w0, const long long w1, const long long w2,\n"
-              "    const long long p0, const long long p1, const long long p2,\n"
-              "    const long long d0, const long long d1, const long long d2,\n"
+    # Index arithmetic in 32 bits where every index fits: 64-bit division and modulo are emulated on the GPU
+    # and cost more than the memory traffic of a 2x2 window.
+    index = "long long" if wide_indices else "int"
+    header = (DEVICE_PRELUDE + f'\ntypedef {index} idx_t;\n'
+              f'extern "C" __global__ void dml_kernel(const {in_c}* xs, {out_c}* ys,\n'
+              "    const long long li0, const long long li1, const long long li2,\n"
+              "    const long long lo0, const long long lo1, const long long lo2,\n"
+              "    const long long ls0, const long long ls1, const long long ls2,\n"
+              "    const long long lw0, const long long lw1, const long long lw2,\n"
+              "    const long long lp0, const long long lp1, const long long lp2,\n"
+              "    const long long ld0, const long long ld1, const long long ld2,\n"
               "    const int include_padding, const long long n) {\n"
-              "    const long long stride = (long long)gridDim.x * blockDim.x;\n"
-              "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {\n"
-              "        long long t = i;\n"
-              "        const long long c2 = t % o2; t /= o2;\n"
-              "        const long long c1 = t % o1; t /= o1;\n"
-              "        const long long c0 = t % o0; t /= o0;\n"
-              f"        const {in_c}* plane = xs + t * (i0 * i1 * i2);\n")
-    loops = ("        for (long long a = 0; a < w0; ++a) {\n"
-             "            const long long x0 = c0 * s0 - p0 + a * d0;\n"
+              "    const idx_t i0 = (idx_t)li0, i1 = (idx_t)li1, i2 = (idx_t)li2;\n"
+              "    const idx_t o0 = (idx_t)lo0, o1 = (idx_t)lo1, o2 = (idx_t)lo2;\n"
+              "    const idx_t s0 = (idx_t)ls0, s1 = (idx_t)ls1, s2 = (idx_t)ls2;\n"
+              "    const idx_t w0 = (idx_t)lw0, w1 = (idx_t)lw1, w2 = (idx_t)lw2;\n"
+              "    const idx_t p0 = (idx_t)lp0, p1 = (idx_t)lp1, p2 = (idx_t)lp2;\n"
+              "    const idx_t d0 = (idx_t)ld0, d1 = (idx_t)ld1, d2 = (idx_t)ld2;\n"
+              "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;\n"
+              "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {\n"
+              "        idx_t t = i;\n"
+              "        const idx_t c2 = t % o2; t /= o2;\n"
+              "        const idx_t c1 = t % o1; t /= o1;\n"
+              "        const idx_t c0 = t % o0; t /= o0;\n"
+              f"        const {in_c}* plane = xs + (long long)t * (i0 * i1 * i2);\n")
+    loops = ("        for (idx_t a = 0; a < w0; ++a) {\n"
+             "            const idx_t x0 = c0 * s0 - p0 + a * d0;\n"
              "            const bool in0 = x0 >= 0 && x0 < i0;\n"
-             "            for (long long b = 0; b < w1; ++b) {\n"
-             "                const long long x1 = c1 * s1 - p1 + b * d1;\n"
+             "            for (idx_t b = 0; b < w1; ++b) {\n"
+             "                const idx_t x1 = c1 * s1 - p1 + b * d1;\n"
              "                const bool in1 = in0 && x1 >= 0 && x1 < i1;\n"
-             "                for (long long c = 0; c < w2; ++c) {\n"
-             "                    const long long x2 = c2 * s2 - p2 + c * d2;\n"
+             "                for (idx_t c = 0; c < w2; ++c) {\n"
+             "                    const idx_t x2 = c2 * s2 - p2 + c * d2;\n"
              "                    const bool inside = in1 && x2 >= 0 && x2 < i2;\n"
              "{step}"
              "                }\n            }\n        }\n")
@@ -93,12 +104,12 @@ def _sum_body(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, loops: str) ->
             "                    first = false;\n")
     # The divisor without IncludePadding: each dimension's count of input elements read, multiplied in FLOAT32
     # in pooling.py's order (_valid_counts; exact for any real window).
-    counts = ("        long long n0 = 0, n1 = 0, n2 = 0;\n"
-              "        for (long long a = 0; a < w0; ++a) { const long long x0 = c0 * s0 - p0 + a * d0; "
+    counts = ("        idx_t n0 = 0, n1 = 0, n2 = 0;\n"
+              "        for (idx_t a = 0; a < w0; ++a) { const idx_t x0 = c0 * s0 - p0 + a * d0; "
               "n0 += (x0 >= 0 && x0 < i0); }\n"
-              "        for (long long b = 0; b < w1; ++b) { const long long x1 = c1 * s1 - p1 + b * d1; "
+              "        for (idx_t b = 0; b < w1; ++b) { const idx_t x1 = c1 * s1 - p1 + b * d1; "
               "n1 += (x1 >= 0 && x1 < i1); }\n"
-              "        for (long long c = 0; c < w2; ++c) { const long long x2 = c2 * s2 - p2 + c * d2; "
+              "        for (idx_t c = 0; c < w2; ++c) { const idx_t x2 = c2 * s2 - p2 + c * d2; "
               "n2 += (x2 >= 0 && x2 < i2); }\n")
     if kind == "average":
         finish = (counts + "        const float divisor = include_padding ? (float)(w0 * w1 * w2) : "
@@ -126,7 +137,8 @@ def window_kernel(cp, kind: str, x, geometry: dict, out_shape, out_dtype, includ
     result = cp.empty(tuple(out_shape), dtype=out_dtype)
     if result.size == 0:
         return result
-    source = _source(kind, np.dtype(x.dtype), out_dtype)
+    wide = max(x.size, result.size) >= 2**31 - 2**24  # room for the grid-stride step past the last element
+    source = _source(kind, np.dtype(x.dtype), out_dtype, wide)
     sizes = (_spatial3(x.shape[2:], 1) + _spatial3(out_shape[2:], 1) + _spatial3(geometry["Strides"], 1)
              + _spatial3(geometry["WindowSize"], 1) + _spatial3(geometry["StartPadding"], 0)
              + _spatial3(geometry["Dilations"], 1))
