@@ -307,8 +307,10 @@ def _window(offset, dilations, strides, lengths, first: int = 0) -> tuple[slice,
     return tuple(found)
 
 
-def _tiles(batch: int, rows: int, bytes_per_row: int, budget: int = COLUMN_BUDGET_BYTES):
-    """(batch slice, first row, row count) blocks whose column buffer stays within `budget` bytes."""
+def _tiles(batch: int, rows: int, bytes_per_row: int, budget: int | None = None):
+    """(batch slice, first row, row count) blocks whose column buffer stays within `budget` bytes (by default
+    COLUMN_BUDGET_BYTES, read when called)."""
+    budget = COLUMN_BUDGET_BYTES if budget is None else budget
     per_item = bytes_per_row * rows
     if per_item <= budget:
         step = max(1, budget // max(per_item, 1))
