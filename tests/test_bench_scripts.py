@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SHARED, SHARED_MISSING
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 try:
     from dmlcli.backends import gpu
@@ -45,7 +47,10 @@ TINY = {
                                 "--json", str(tmp / "dask.json")], "| cpu | 1 |"),
     "dispatch_formats_bench": (lambda tmp: ["--repeats", "1", "--iterations", "1", "--image-size", "16"],
                                "per dispatch"),
-    "dispatch_bench": (lambda tmp: ["--rows", "4", "--cols", "8", "--iterations", "2"], "ratio dispatch / baseline"),
+    "dispatch_bench": (lambda tmp: ["--repeats", "1", "--models", "dml_gemm,dml_rnn,onnx_dynamic_shapes,hlsl_add_fp32,"
+                                    "dmlSerializedGraph_matmul_add"], "median ratio"),
+    "dispatch_overhead_bench": (lambda tmp: ["--rows", "4", "--cols", "8", "--iterations", "2"],
+                                "ratio dispatch / baseline"),
     "ftz_probe": (lambda tmp: ["--elements", "64"], "bit-exact with NumPy"),
     "generation_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "geometric mean"),
     "gpu_cast_probe": (lambda tmp: [], "type pairs where CuPy's astype differs"),
@@ -71,6 +76,7 @@ TINY = {
     "suite_bench": (lambda tmp: ["--skip-conformance", "--cases", "2", "--elements", "16", "--runs", "1"],
                     "speed-up"),
 }
+NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench"}  # they read ../shared/dxdispatch_models
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
                "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench"}
 
@@ -83,6 +89,8 @@ def test_every_bench_script_has_a_tiny_run():
 def test_bench_script_runs_on_a_tiny_input(name, tmp_path, capsys, monkeypatch):
     if name == "dask_bench" and not _dask_installed():
         pytest.skip("the dask extra is not installed")
+    if name in NEEDS_SHARED and not SHARED.is_dir():
+        pytest.skip(SHARED_MISSING)
     monkeypatch.syspath_prepend(str(BENCH))  # spawned workers import the script by its module name too
     module = importlib.import_module(name)
     arguments, expected = TINY[name]
@@ -129,3 +137,90 @@ def test_gpu_bench_pipeline_files_runs_on_the_cpu_backend(tmp_path, monkeypatch)
     with ThreadPoolExecutor(4) as pool:
         module.pipeline_files(HostMemoryBackend(), find_operator("bit_xor"), sources, output, np.uint8, 1024, pool)
     assert np.array_equal(np.load(output), inputs[0] ^ inputs[1])
+
+
+# ---------------------------------------------------------------- bench/dispatch_bench.py: its check and its refusals
+
+
+@pytest.fixture
+def dispatch_bench(monkeypatch):
+    if not SHARED.is_dir():
+        pytest.skip(SHARED_MISSING)
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module("dispatch_bench")
+
+
+def test_dispatch_bench_fails_when_a_script_disagrees_with_dmlcli(dispatch_bench, monkeypatch, capsys):
+    """CLIP is exact: one element a little off (2.4 for 2.5) is a mismatch, the bench's failure (exit 1)."""
+    import numpy as np
+
+    wrong = np.float32([-2.5, -2.5, -2, -1, 0, 1, 2, 2.5, 2.4])
+    monkeypatch.setitem(dispatch_bench.SCRIPTS, "dml_element_wise_clip", lambda work: {"A": wrong})
+    status = dispatch_bench.main(["--repeats", "1", "--models", "dml_element_wise_clip,dml_element_wise_add"])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "MISMATCH: A: FAILED: 1 of 9 elements differ" in out and "at [8]" in out, out
+    assert "1 models timed" in out and "1 mismatches" in out, out
+
+
+def test_dispatch_bench_accepts_a_difference_within_the_operators_tolerance(dispatch_bench, monkeypatch, capsys):
+    """GEMM's tolerance (WebNN: 2K + 1 ULP with C, K = 1, and an absolute floor): one ULP off passes, and the check
+    column says within what; 16 ULP off fails."""
+    import numpy as np
+
+    exact = np.float32([6, 7, 8, 10, 12, 14, 14, 17, 20])
+    monkeypatch.setitem(dispatch_bench.SCRIPTS, "dml_gemm",
+                        lambda work: {"output": np.nextafter(exact, np.float32(100))})
+    assert dispatch_bench.main(["--repeats", "1", "--models", "dml_gemm"]) == 0
+    assert "within 3 ULP" in capsys.readouterr().out
+    monkeypatch.setitem(dispatch_bench.SCRIPTS, "dml_gemm",
+                        lambda work: {"output": (exact.view(np.uint32) + 16).view(np.float32)})
+    assert dispatch_bench.main(["--repeats", "1", "--models", "dml_gemm"]) == 1
+
+
+def test_dispatch_bench_refuses_an_unknown_model_in_one_line(dispatch_bench, capsys):
+    assert dispatch_bench.main(["--models", "dml_gemm,dml_gem"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "no model dml_gem in" in captured.err, captured.err
+
+
+def test_dispatch_bench_json_lists_every_model(dispatch_bench, capsys):
+    """--json: one object per model; the HLSL ones not run, the rest timed or refused by dmlcli with its sentence."""
+    import json
+
+    assert dispatch_bench.main(["--repeats", "1", "--json", "--models",
+                                "hlsl_add_fp16,dml_split,dmlSerializedGraph_matmul_add"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = {row["model"]: row for row in report["models"]}
+    assert rows["hlsl_add_fp16"]["status"] == "not run"
+    assert rows["dml_split"]["status"] == "timed" and rows["dml_split"]["check"] == "bit for bit"
+    assert rows["dml_split"]["ratio"] == pytest.approx(rows["dml_split"]["dmlcli_ms"] / rows["dml_split"]["script_ms"])
+    graph = rows["dmlSerializedGraph_matmul_add"]
+    assert graph["status"] == "timed" or (graph["status"] == "refused" and "dmlSerializedGraph" in graph["reason"])
+    assert report["summary"]["worst_model"] in rows
+
+
+def test_dispatch_bench_matmul_add_script_is_the_onnx_graph(dispatch_bench, tmp_path):
+    """The serialized graph's script (timed once dmlcli runs the model) computes what matmul_add.onnx, the graph it
+    was serialized from, computes on the model's input."""
+    import numpy as np
+
+    onnxruntime = pytest.importorskip("onnxruntime")
+    folder = SHARED / "dxdispatch_models"
+    work = dispatch_bench.Work(np, folder, tmp_path, "cpu")
+    session = onnxruntime.InferenceSession(str(folder / "matmul_add" / "matmul_add.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"model_input": np.full((1, 5), 1.5, np.float32)})
+    got = dispatch_bench.serialized_matmul_add(work)["model_output"]
+    assert got.dtype == np.float32 and np.array_equal(got, expected)
+
+
+def test_dispatch_bench_gpu_skips_without_a_gpu(dispatch_bench, capsys):
+    status = dispatch_bench.main(["--repeats", "1", "--backend", "gpu", "--models", "dml_element_wise_add"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    if HAS_GPU:
+        assert "dml_element_wise_add" in out and "CuPy script" in out, out
+    else:
+        assert out.startswith("skipped: "), out
