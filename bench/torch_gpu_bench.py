@@ -62,7 +62,7 @@ def _cases(cp, torch, size: int, batch: int):
     side = max(8, size * 56 // 4096)  # 56 at --size 4096 (ResNet-50's stage 2)
     channels = max(8, size // 16)  # 256 at --size 4096
     image = (batch, channels, side, side)
-    pool_input = (batch, 16, max(8, size // 16), max(8, size // 16))
+    pool_input = (batch, 32, max(8, size // 8), max(8, size // 8))  # 1 GiB at the defaults, as the copy
     per_channel = (1, channels, 1, 1)
     return [
         ("gemm FLOAT32", "torch 0.8", "gemm", {}, [normal((size, size)), normal((size, size)), None],

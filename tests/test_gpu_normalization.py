@@ -63,6 +63,23 @@ def test_batch_normalization(shape, dtype, fused):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("per_element", [False, True])
+def test_batch_normalization_gives_the_cpu_bits(dtype, per_element):
+    """The GPU's one-pass kernel does the CPU's four IEEE operations per element: the same bits, subnormals and
+    zeros' signs included (nothing is reduced)."""
+    shape = (3, 8, 9, 10)
+    channel = shape if per_element else (1, shape[1], 1, 1)
+    x = data(shape, dtype)
+    x.reshape(-1)[::7] = np.finfo(dtype).smallest_subnormal * 5
+    x.reshape(-1)[3::11] = -0.0
+    mean, scale, bias = data(channel, dtype, 1), data(channel, dtype, 2), data(channel, dtype, 3) * 1e-3
+    variance = np.abs(data(channel, dtype, 4)) + np.asarray(0.5, dtype)
+    cpu_result, gpu_result = both("batch_normalization", x, mean, variance, scale, bias, epsilon=1e-3)
+    bits = np.uint32 if dtype == "float32" else np.uint16
+    assert np.array_equal(cpu_result.view(bits), gpu_result.view(bits))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("axes", [[2, 3], [1, 2, 3], [3]])
 def test_mean_variance_normalization1(shape, dtype, axes):

@@ -233,6 +233,33 @@ def batch_normalization_kernel(xp, inputs, outputs, params):
     return _finish(xp, y, outputs[0], params["FusedActivation"])
 
 
+_GPU_KERNELS: dict = {}
+
+
+def _gpu_elementwise(cp, name: str, in_params: str, out_params: str, body: str):
+    """A CuPy ElementwiseKernel over dmlcli's IEEE device primitives (cuda_prelude.py: no flush to zero, no
+    contraction), built once."""
+    kernel = _GPU_KERNELS.get(name)
+    if kernel is None:
+        from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
+
+        kernel = _GPU_KERNELS[name] = cp.ElementwiseKernel(in_params, out_params, body, name,
+                                                           preamble=DEVICE_PRELUDE, options=COMPILE_OPTIONS)
+    return kernel
+
+
+def batch_normalization_gpu_kernel(cp, inputs, outputs, params):
+    """batch_normalization_kernel's four FLOAT32 operations per element in one pass over the input (the xp kernel
+    makes a temporary per operation): Scale * ((x - Mean) / sqrt(Variance + Epsilon)) + Bias, each operation
+    correctly rounded, so the GPU gives the CPU's bits."""
+    x, mean, variance, scale, bias = (_f32(cp, t) for t in inputs)
+    kernel = _gpu_elementwise(
+        cp, "dml_batch_normalization", "float32 x, float32 m, float32 v, float32 s, float32 b, float32 e",
+        "float32 y", "y = dml_add(dml_mul(s, dml_div(dml_sub(x, m), dml_sqrt_rn(dml_add(v, e)))), b)")
+    y = kernel(x, mean, variance, scale, bias, cp.float32(params["Epsilon"]))
+    return _finish(cp, y, outputs[0], params["FusedActivation"])
+
+
 def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon):
     """(x - mean) [/ sqrt(variance + epsilon)], then Scale and Bias where given; all in FLOAT32."""
     mean = xp.mean(x, axis=axes, keepdims=True, dtype=xp.float32)
@@ -340,7 +367,7 @@ BATCH_NORMALIZATION = Operator(
     introduced=_BN_ROWS[-1].level, inputs=_BN_TENSORS[:-1], support=_BN_ROWS, same_data_type=_BN_TENSORS,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(SPATIAL, EPSILON, FUSED_ACTIVATION),
     shape_rule=batch_normalization_shape, fused_activation="FusedActivation",
-    array_kernel=batch_normalization_kernel,
+    array_kernel=batch_normalization_kernel, gpu_array_kernel=batch_normalization_gpu_kernel,
     level_rule=batch_normalization_level_rule, exactness=COMPOSITE,
     tolerance=Tolerance("ulp", 6, 6, "WebNN's batchNormalization tolerance (web-platform-tests webnn/resources/"
                                      "utils.js): 6 ULP for FLOAT32 and FLOAT16 (the mean and variance are given: "
