@@ -25,28 +25,29 @@ _C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "l
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
 
 
-def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bool) -> str:
+def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bool, window, strides,
+            dilations) -> str:
     """The kernel for `kind` ("max", "average", "l1", "l2") from `in_dtype` to `out_dtype`; `wide_indices`: 64-bit
-    index arithmetic (an input or output of 2^31 elements or more)."""
+    index arithmetic (an input or output of 2^31 elements or more); window, strides, dilations: three values each."""
     in_c, out_c = _C_VALUE[in_dtype.name], _C_VALUE[out_dtype.name]
     # Index arithmetic in 32 bits where every index fits: 64-bit division and modulo are emulated on the GPU
     # and cost more than the memory traffic of a 2x2 window.
     index = "long long" if wide_indices else "int"
+    # WindowSize, Strides and Dilations are compile-time constants, so that the window's loops unroll (a kernel
+    # per geometry, compiled once and cached by CuPy on disk); the sizes and paddings are arguments.
+    constants = "".join(f"    constexpr idx_t {name}{dim} = {value};\n"
+                        for name, values in (("w", window), ("s", strides), ("d", dilations))
+                        for dim, value in enumerate(values))
     header = (DEVICE_PRELUDE + f'\ntypedef {index} idx_t;\n'
               f'extern "C" __global__ void dml_kernel(const {in_c}* xs, {out_c}* ys,\n'
               "    const long long li0, const long long li1, const long long li2,\n"
               "    const long long lo0, const long long lo1, const long long lo2,\n"
-              "    const long long ls0, const long long ls1, const long long ls2,\n"
-              "    const long long lw0, const long long lw1, const long long lw2,\n"
               "    const long long lp0, const long long lp1, const long long lp2,\n"
-              "    const long long ld0, const long long ld1, const long long ld2,\n"
               "    const int include_padding, const long long n) {\n"
               "    const idx_t i0 = (idx_t)li0, i1 = (idx_t)li1, i2 = (idx_t)li2;\n"
               "    const idx_t o0 = (idx_t)lo0, o1 = (idx_t)lo1, o2 = (idx_t)lo2;\n"
-              "    const idx_t s0 = (idx_t)ls0, s1 = (idx_t)ls1, s2 = (idx_t)ls2;\n"
-              "    const idx_t w0 = (idx_t)lw0, w1 = (idx_t)lw1, w2 = (idx_t)lw2;\n"
               "    const idx_t p0 = (idx_t)lp0, p1 = (idx_t)lp1, p2 = (idx_t)lp2;\n"
-              "    const idx_t d0 = (idx_t)ld0, d1 = (idx_t)ld1, d2 = (idx_t)ld2;\n"
+              f"{constants}"
               "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;\n"
               "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {\n"
               "        idx_t t = i;\n"
@@ -89,7 +90,8 @@ def _max_body(dtype: np.dtype, loops: str) -> str:
     step = ("                    if (!inside) continue;\n"
             f"                    const {c_type} v = plane[(x0 * i1 + x1) * i2 + x2];\n"
             "                    if (!seen || v > best) { best = v; seen = true; }\n")
-    return f"        {c_type} best = 0; bool seen = false;\n" + loops.replace("{step}", step) + "        ys[i] = best;\n"
+    return (f"        {c_type} best = 0; bool seen = false;\n" + loops.replace("{step}", step)
+            + "        ys[i] = best;\n")
 
 
 def _sum_body(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, loops: str) -> str:
@@ -138,10 +140,9 @@ def window_kernel(cp, kind: str, x, geometry: dict, out_shape, out_dtype, includ
     if result.size == 0:
         return result
     wide = max(x.size, result.size) >= 2**31 - 2**24  # room for the grid-stride step past the last element
-    source = _source(kind, np.dtype(x.dtype), out_dtype, wide)
-    sizes = (_spatial3(x.shape[2:], 1) + _spatial3(out_shape[2:], 1) + _spatial3(geometry["Strides"], 1)
-             + _spatial3(geometry["WindowSize"], 1) + _spatial3(geometry["StartPadding"], 0)
-             + _spatial3(geometry["Dilations"], 1))
+    source = _source(kind, np.dtype(x.dtype), out_dtype, wide, _spatial3(geometry["WindowSize"], 1),
+                     _spatial3(geometry["Strides"], 1), _spatial3(geometry["Dilations"], 1))
+    sizes = _spatial3(x.shape[2:], 1) + _spatial3(out_shape[2:], 1) + _spatial3(geometry["StartPadding"], 0)
     arguments = [np.int64(v) for v in sizes]
     in_view = x.view(np.uint16) if x.dtype == np.float16 else x
     out_view = result.view(np.uint16) if out_dtype == np.float16 else result
