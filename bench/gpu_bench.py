@@ -354,15 +354,15 @@ def end_to_end(cp, backend, gib: float, repeats: int, chunk_mib: int, directory:
         inputs = [np.load(s, mmap_mode="r") for s in sources]
         result = np.load(output, mmap_mode="r")
         sampled = min(count, 1 << 20)
-        for sample in (slice(0, sampled), slice(count - sampled, count)):
-            want = reference.execute(operator, [np.asarray(x[sample]) for x in inputs], (sampled,), out_dtype,
-                                     {p.name: p.default for p in operator.parameters})
-            if np.asarray(result[sample]).tobytes() != want.tobytes():
-                raise SystemExit(f"{name}: the file written through the GPU differs from the CPU backend's result")
-        loaded = [np.load(s) for s in sources]
         signature = (np.dtype(in_dtype).name,) * len(operator.inputs) + (np.dtype(out_dtype).name,)
         data_types = gpu_kernels.data_types_of(operator, signature)
         params = {p.field: p.parse({}, data_types) for p in operator.parameters}
+        for sample in (slice(0, sampled), slice(count - sampled, count)):
+            want = reference.execute(operator, [np.asarray(x[sample]) for x in inputs], (sampled,), out_dtype,
+                                     params)
+            if np.asarray(result[sample]).tobytes() != want.tobytes():
+                raise SystemExit(f"{name}: the file written through the GPU differs from the CPU backend's result")
+        loaded = [np.load(s) for s in sources]
         started = time.perf_counter()
         reference.execute(operator, loaded, loaded[0].shape, out_dtype, params)
         numpy_seconds = time.perf_counter() - started
