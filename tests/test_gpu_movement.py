@@ -49,6 +49,7 @@ def calls(shape, dtype):
     last = rank - 1
     found = [
         ("join", [x, random_bits(shape[:last] + (3,), dtype, 1), x], {"axis": last}),
+        ("join", [x, random_bits((2,) + shape[1:], dtype, 2)], {"axis": 0}),  # one row: a plain copy per input
         ("split", [x], {"axis": 0, "output_sizes": [1, shape[0] - 1] if shape[0] > 1 else [1]}),
         ("split", [x], {"axis": last, "output_count": shape[last]}),
         ("slice", [x], {"offsets": [s // 3 for s in shape], "strides": [1 + (s > 4) for s in shape]}),

@@ -107,3 +107,57 @@ def test_every_shaped_operator_of_the_reduction_family_is_covered():
     from dmlcli.operators import reduction
 
     assert {op.cli_name for op in reduction.OPERATORS} <= {name for name, _, _, _ in CASES}
+
+
+LONG_ROWS = [
+    ("cumulative_summation", {"axis": 1}, ("float32", "float16", "int32", "uint64")),
+    ("cumulative_summation", {"axis": 1, "axis_direction": "decreasing", "has_exclusive_sum": True},
+     ("float32", "int64")),
+    ("cumulative_summation", {"axis": 1, "has_exclusive_sum": True}, ("float32", "uint32")),
+    ("activation_softmax", {}, ("float32", "float16")),
+    ("activation_log_softmax", {}, ("float32",)),
+    ("activation_softmax1", {"axes": [1]}, ("float32",)),
+    ("reduce", {"function": "max", "axes": [1]}, ("float32", "float16")),
+    ("reduce", {"function": "min", "axes": [0]}, ("float32",)),
+    ("reduce", {"function": "l2", "axes": [1]}, ("float32",)),
+    ("reduce", {"function": "l1", "axes": [0, 1]}, ("float32",)),
+    ("reduce", {"function": "sum_square", "axes": [1]}, ("float16",)),
+    ("join", {"axis": 1}, ("float32", "uint8")),
+    ("join", {"axis": 0}, ("int64",)),
+]
+
+
+@pytest.mark.parametrize("cols", [1, 33, 1500, 20000])
+@pytest.mark.parametrize("name, params, types", LONG_ROWS,
+                         ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in p.items())}" for n, p, _ in LONG_ROWS])
+def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):
+    """The reduction family's own CUDA kernels (reduction_gpu.py) and JOIN's copies on rows from 1 to 20000
+    elements (one warp to a block of 1024 threads, several rows per block), NaN in some rows: the CPU's result
+    within the tolerance, integers bit for bit."""
+    for dtype in types:
+        rng = np.random.default_rng(cols)
+        if np.dtype(dtype).kind == "f":
+            x = (rng.standard_normal((5, cols)) * (4 if "softmax" in name else 1)).astype(dtype)
+            if "max" in params.get("function", "") or "min" in params.get("function", ""):
+                x[1, ::3] = np.nan
+                x[2, :] = np.nan  # a row of nothing but NaN
+                x[3, 0] = -0.0
+            if name.startswith("cumulative") or params.get("function") in ("l2", "l1", "sum_square"):
+                x = np.abs(x)  # one sign: no cancellation, so the ULP figure holds
+        else:
+            x = rng.integers(0, 100, (5, cols)).astype(dtype)
+        inputs = [x, x[:, : max(1, cols // 2)] if params.get("axis") == 1 else x] if name == "join" else [x]
+        verdict = dmlcli.validate(name, *inputs, **params)
+        on_cpu = dmlcli.run(name, *inputs, **params)
+        on_gpu = dmlcli.run(name, *inputs, backend="gpu", **params)
+        assert on_gpu.dtype == on_cpu.dtype and on_gpu.shape == on_cpu.shape
+        if on_cpu.dtype.kind != "f" or name == "join":
+            assert np.array_equal(on_gpu, on_cpu, equal_nan=on_cpu.dtype.kind == "f"), (name, dtype)
+            continue
+        assert np.array_equal(np.isnan(on_gpu), np.isnan(on_cpu)), (name, dtype)
+        rule = rule_for(verdict.call.operator, on_cpu.dtype, call=verdict.call)
+        finite = ~np.isnan(on_cpu)
+        if name.startswith("activation_log_softmax"):
+            assert np.allclose(on_gpu[finite], on_cpu[finite], rtol=1e-5, atol=1e-5), (name, dtype)
+        else:
+            assert ulp_distance(on_gpu[finite], on_cpu[finite]).max(initial=0) <= 2 * rule.limit, (name, dtype)

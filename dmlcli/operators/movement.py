@@ -159,6 +159,37 @@ def join_kernel(xp, inputs, outputs, params):
     return (xp.concatenate(inputs, axis=params["Axis"]),)
 
 
+# cudaMemcpy2D's pitches are at most this (the device's cudaDevAttrMaxPitch on current GPUs).
+_MAX_PITCH = 2**31 - 1
+
+
+def join_gpu_kernel(cp, inputs, outputs, params):
+    """JOIN on the GPU as copies by the copy engine: each input is `outer` rows of its bytes from Axis on, placed
+    side by side in the output's rows by one cudaMemcpy2DAsync (a plain copy where there is one row). CuPy's
+    concatenate runs an indexing kernel at about half the copy bandwidth."""
+    axis = params["Axis"]
+    out_shape = outputs[0].shape
+    itemsize = np.dtype(inputs[0].dtype).itemsize
+    outer = math.prod(out_shape[:axis])
+    out_row = math.prod(out_shape[axis:]) * itemsize
+    if out_row > _MAX_PITCH and outer > 1:
+        return join_kernel(cp, inputs, outputs, params)
+    result = cp.empty(tuple(out_shape), dtype=inputs[0].dtype)
+    stream = cp.cuda.get_current_stream().ptr
+    runtime = cp.cuda.runtime
+    offset = 0
+    for x in inputs:
+        x = cp.ascontiguousarray(x)
+        row = math.prod(x.shape[axis:]) * itemsize
+        if outer == 1:
+            runtime.memcpyAsync(result.data.ptr + offset, x.data.ptr, row, runtime.memcpyDeviceToDevice, stream)
+        else:
+            runtime.memcpy2DAsync(result.data.ptr + offset, out_row, x.data.ptr, row, row, outer,
+                                  runtime.memcpyDeviceToDevice, stream)
+        offset += row
+    return (result,)
+
+
 JOIN = Operator(
     name="JOIN", enum_value=63, family=FAMILY, prefix="",
     summary="concatenates one or more input tensors along Axis",
@@ -166,7 +197,7 @@ JOIN = Operator(
     introduced=_JOIN_ROWS[-1].level, inputs=("InputTensors",), support=_JOIN_ROWS,
     same_data_type=("InputTensors", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(AXIS,), native_encoding=True, variadic="InputTensors", shape_rule=join_shape,
-    array_kernel=join_kernel, exactness=EXACT, dask_layout="concatenate",
+    array_kernel=join_kernel, gpu_array_kernel=join_gpu_kernel, exactness=EXACT, dask_layout="concatenate",
     notes=("InputTensors is an array of one or more tensors (InputCount in DirectML's desc): give them as the "
            "inputs, in order. Joining one tensor copies it.",
            "The page's tables give 1 to 8 dimensions from 4_1 (4 to 5 at 3_0); DirectML's release notes say 8-D "

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
+from . import reduction_gpu
 from .parameters import BoolParameter, EnumParameter, IntArrayParameter, IntegerParameter
 from .schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
 from .shaped import RuleViolation, ShapeQuery, check_axis, describe_sizes, resolve_axes
@@ -355,6 +356,18 @@ def reduce_kernel(xp, inputs, outputs, params):
     return (xp.asarray(result).astype(out_dtype).reshape(out.shape),)
 
 
+def reduce_gpu_kernel(cp, inputs, outputs, params):
+    """REDUCE on the GPU: MAX, MIN, L1, L2 and SUM_SQUARE of floats in one pass (reduction_gpu.py), the rest by
+    the shared xp kernel."""
+    (x,) = inputs
+    (out,) = outputs
+    if x.dtype.kind != "f" or not reduction_gpu.reduces(params["Function"], np.float32):
+        return reduce_kernel(cp, inputs, outputs, params)
+    axes = resolve_axes(params["Axes"], x.ndim, "Axes")
+    result = reduction_gpu.reduce(cp, params["Function"], _accumulator(cp, x), _axis_argument(axes))
+    return (result.astype(out.data_type.numpy_dtype).reshape(out.shape),)
+
+
 def _axis_argument(axes):
     """One axis as an int, several as a tuple: NumPy's reductions take a faster path for an int."""
     return axes[0] if len(axes) == 1 else tuple(axes)
@@ -397,6 +410,32 @@ def log_softmax_kernel(xp, inputs, outputs, params):
     return (shifted.astype(out.data_type.numpy_dtype, copy=False),)
 
 
+def _trailing(axes, rank: int) -> bool:
+    axes = (axes,) if isinstance(axes, int) else tuple(sorted(axes))
+    return axes == tuple(range(rank - len(axes), rank))
+
+
+def _softmax_gpu(cp, inputs, outputs, params, log_form: bool):
+    """Softmax or log-softmax over trailing axes by reduction_gpu's one-block-per-row kernel; other axes by the
+    shared xp kernel."""
+    (x,) = inputs
+    axes = _group_axes(params, x.ndim)
+    if not _trailing(axes, x.ndim):
+        return (log_softmax_kernel if log_form else softmax_kernel)(cp, inputs, outputs, params)
+    rows = cp.ascontiguousarray(_accumulator(cp, x)).reshape(-1, math.prod(x.shape[x.ndim - len(
+        (axes,) if isinstance(axes, int) else axes):]))
+    result = reduction_gpu.softmax_rows(cp, rows, log_form).reshape(x.shape)
+    return (result.astype(outputs[0].data_type.numpy_dtype, copy=False),)
+
+
+def softmax_gpu_kernel(cp, inputs, outputs, params):
+    return _softmax_gpu(cp, inputs, outputs, params, log_form=False)
+
+
+def log_softmax_gpu_kernel(cp, inputs, outputs, params):
+    return _softmax_gpu(cp, inputs, outputs, params, log_form=True)
+
+
 def hardmax_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     (out,) = outputs
@@ -434,6 +473,18 @@ def cumsum_kernel(xp, inputs, outputs, params):
     return _cumulative(xp, inputs, outputs, params, "HasExclusiveSum", product=False)
 
 
+def cumsum_gpu_kernel(cp, inputs, outputs, params):
+    """CUMULATIVE_SUMMATION on the GPU along the last axis by reduction_gpu's one-block-per-row scan (reverse and
+    exclusive sums included); other axes by the shared xp kernel (CuPy's cumsum)."""
+    (x,) = inputs
+    work = _accumulator(cp, x)
+    if params["Axis"] != x.ndim - 1 or work.dtype.name not in reduction_gpu.cumsum_types():
+        return cumsum_kernel(cp, inputs, outputs, params)
+    run = reduction_gpu.cumsum_rows(cp, cp.ascontiguousarray(work), params["AxisDirection"] == "DECREASING",
+                                    bool(params["HasExclusiveSum"]))
+    return (run.astype(outputs[0].data_type.numpy_dtype, copy=False),)
+
+
 def cumprod_kernel(xp, inputs, outputs, params):
     return _cumulative(xp, inputs, outputs, params, "HasExclusiveProduct", product=True)
 
@@ -459,6 +510,7 @@ REDUCE = Operator(
     introduced=_FLOAT_ROWS[-1].level, inputs=("InputTensor",), support=_ARG_ROWS, same_data_type=(),
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(FUNCTION, AXES), default_output_type=UINT32,
     support_by="Function", support_groups=_GROUPS, shape_rule=reduce_shape, array_kernel=reduce_kernel,
+    gpu_array_kernel=reduce_gpu_kernel,
     exactness=APPROXIMATE,
     tolerance=Tolerance(
         "ulp", 1, 1,
@@ -544,13 +596,14 @@ _AXES_NOTE = ("Axes may be left out in the API and on the command line: the last
               "1 (DirectML's desc needs them). Several Axes form one group (the sum runs over the whole block).")
 
 
-def _softmax_entry(name, enum_value, summary, formula, kernel, exactness, tolerance, notes, one: bool):
+def _softmax_entry(name, enum_value, summary, formula, kernel, exactness, tolerance, notes, one: bool,
+                   gpu_kernel=None):
     return Operator(
         name=name, enum_value=enum_value, family="reduction", prefix="ACTIVATION", summary=summary,
         formula=formula, introduced=(_SOFTMAX1_ROWS if one else _SOFTMAX_ROWS)[-1].level, inputs=("InputTensor",),
         support=_SOFTMAX1_ROWS if one else _SOFTMAX_ROWS, same_data_type=IO, same_sizes=(), cpu_kernel=None,
         cuda_body="", parameters=(SOFTMAX_AXES,) if one else (), shape_rule=axes_shape if one else last_axis_shape,
-        array_kernel=kernel, exactness=exactness, tolerance=tolerance,
+        array_kernel=kernel, gpu_array_kernel=gpu_kernel, exactness=exactness, tolerance=tolerance,
         tolerance_scale=softmax_tolerance_scale if tolerance is not None else None, dask_layout="whole_axes",
         dask_axes=group_axes, notes=((_AXES_NOTE,) if one else (_EFFECTIVE_RANK,)) + notes)
 
@@ -561,18 +614,20 @@ _HARDMAX_FORMULA = "OutputTensor[i] = 1 where i is the first largest element of 
 
 SOFTMAX = _softmax_entry("SOFTMAX", 48, "softmax along the last axis (effective rank at most 2)",
                          _SOFTMAX_FORMULA + " (the group: i's row along the last axis)", softmax_kernel,
-                         APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=False)
+                         APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=False,
+                         gpu_kernel=softmax_gpu_kernel)
 SOFTMAX1 = _softmax_entry("SOFTMAX1", 158, "softmax over the blocks that Axes span",
                           _SOFTMAX_FORMULA + " (the group: the elements equal to i outside Axes)", softmax_kernel,
-                          APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=True)
+                          APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=True,
+                          gpu_kernel=softmax_gpu_kernel)
 LOG_SOFTMAX = _softmax_entry("LOG_SOFTMAX", 41, "natural log of softmax along the last axis (effective rank at "
                              "most 2)", _LOG_SOFTMAX_FORMULA + " (the group: i's row along the last axis)",
                              log_softmax_kernel, APPROXIMATE, _LOG_SOFTMAX_TOLERANCE, (_LOG_SOFTMAX_NAN, _F16),
-                             one=False)
+                             one=False, gpu_kernel=log_softmax_gpu_kernel)
 LOG_SOFTMAX1 = _softmax_entry("LOG_SOFTMAX1", 159, "natural log of softmax over the blocks that Axes span",
                               _LOG_SOFTMAX_FORMULA + " (the group: the elements equal to i outside Axes)",
                               log_softmax_kernel, APPROXIMATE, _LOG_SOFTMAX_TOLERANCE, (_LOG_SOFTMAX_NAN, _F16),
-                              one=True)
+                              one=True, gpu_kernel=log_softmax_gpu_kernel)
 HARDMAX = _softmax_entry("HARDMAX", 36, "1 at the first largest element of each row (effective rank at most 2), 0 "
                          "elsewhere", _HARDMAX_FORMULA + " (the group: i's row along the last axis)", hardmax_kernel,
                          EXACT, None, (_HARDMAX_RULES,), one=False)
@@ -596,7 +651,8 @@ CUMULATIVE_SUMMATION = Operator(
             "DECREASING: from the end down to k)",
     introduced=_CUMSUM_ROWS[-1].level, inputs=("InputTensor",), support=_CUMSUM_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(CUMULATIVE_AXIS, RUN_DIRECTION, EXCLUSIVE_SUM),
-    shape_rule=cumulative_shape, array_kernel=cumsum_kernel, exactness=COMPOSITE, in_place=True,
+    shape_rule=cumulative_shape, array_kernel=cumsum_kernel, gpu_array_kernel=cumsum_gpu_kernel, exactness=COMPOSITE,
+    in_place=True,
     tolerance=Tolerance("ulp", 1, 1, "WebNN's cumulativeSum tolerance (web-platform-tests webnn/conformance_tests/"
                                      "cumulative_sum.https.any.js): N - 1 ULP along an axis of N elements"),
     tolerance_scale=cumsum_tolerance_scale, dask_layout="whole_axes", dask_axes=cumulative_axes,

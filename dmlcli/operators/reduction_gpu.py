@@ -1,0 +1,217 @@
+"""The reduction family's own CUDA kernels, where CuPy's calls read the input more than once (issue 23: reductions
+at >= 0.7 of the copy bandwidth and never slower than CuPy's own call).
+
+- REDUCE MAX/MIN of floats in one pass: CuPy has no fmax.reduce, so the shared xp kernel reduces, then looks for
+  NaN groups and reduces again without them. Here each pair is combined by ELEMENT_WISE_MAX/MIN's rule (a NaN gives
+  way to any number; NaN only where every element is NaN), comparisons in PTX without flush to zero.
+- REDUCE L1, L2 and SUM_SQUARE of floats in one pass: |x| or x * x mapped inside the reduction (no temporary).
+- Softmax and log-softmax over the last axis: one block per row reads it three times, the second and third from
+  the L2 cache, so that the device memory sees one read and one write (CuPy's expression makes five passes).
+The sums add in another order than the CPU's (as CuPy's do), within the operators' tolerances that grow with the
+reduced length; MAX and MIN select, so the values are the CPU's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
+
+_KERNELS: dict = {}
+
+_NAN_RULE = """
+__device__ __forceinline__ bool dml_is_nan(float v) { return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u; }
+__device__ __forceinline__ float dml_max_skipping_nan(float a, float b) {
+    return dml_is_nan(a) ? b : (dml_is_nan(b) ? a : (dml_gt(b, a) ? b : a));
+}
+__device__ __forceinline__ float dml_min_skipping_nan(float a, float b) {
+    return dml_is_nan(a) ? b : (dml_is_nan(b) ? a : (dml_lt(b, a) ? b : a));
+}
+"""
+
+# (map, reduce, post-map, identity) of each one-pass REDUCE on FLOAT32 values.
+_REDUCTIONS = {
+    "MAX": ("x", "dml_max_skipping_nan(a, b)", "y = a", "__int_as_float(0x7fc00000)"),
+    "MIN": ("x", "dml_min_skipping_nan(a, b)", "y = a", "__int_as_float(0x7fc00000)"),
+    "L1": ("__uint_as_float(__float_as_uint(x) & 0x7fffffffu)", "a + b", "y = a", "0.0f"),
+    "SUM_SQUARE": ("dml_mul(x, x)", "a + b", "y = a", "0.0f"),
+    "L2": ("dml_mul(x, x)", "a + b", "y = dml_sqrt_rn(a)", "0.0f"),
+}
+
+
+def reduces(function: str, dtype) -> bool:
+    """Whether this module reduces `function` of a FLOAT32 (or widened FLOAT16) work array."""
+    return function in _REDUCTIONS and np.dtype(dtype) == np.float32
+
+
+def reduce(cp, function: str, work, axis):
+    """REDUCE `function` of a FLOAT32 CuPy array over `axis` (an int or a tuple), in one pass."""
+    kernel = _KERNELS.get(function)
+    if kernel is None:
+        map_expr, reduce_expr, post_expr, identity = _REDUCTIONS[function]
+        kernel = _KERNELS[function] = cp.ReductionKernel(
+            "float32 x", "float32 y", map_expr, reduce_expr, post_expr, identity, f"dml_reduce_{function.lower()}",
+            preamble=DEVICE_PRELUDE + _NAN_RULE, options=COMPILE_OPTIONS)
+    return kernel(work, axis=axis)
+
+
+# One block per row of `count` FLOAT32 elements (rows contiguous). Pass 1: the row's maximum (NaN propagates, as
+# x - max does in the xp kernel); pass 2: the sum of exp(x - max); pass 3: the output. Block-wide combines go
+# through shared memory. Compiled with the IEEE primitives for the subtraction and division; exp is CUDA's expf
+# (2 ULP), within the softmax tolerance as CuPy's exp is.
+_SOFTMAX_SOURCE = DEVICE_PRELUDE + """
+__device__ float dml_block_combine(float v, float* shared, bool maximum) {
+    // Warp by warp with shuffles, then the warps' results through shared memory; every thread gets the total.
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const float other = __shfl_down_sync(0xffffffffu, v, offset);
+        v = maximum ? ((v != v || other != other) ? __int_as_float(0x7fc00000) : fmaxf(v, other)) : v + other;
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < (blockDim.x >> 5) ? shared[lane] : (maximum ? -__int_as_float(0x7f800000) : 0.0f);
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const float other = __shfl_down_sync(0xffffffffu, v, offset);
+            v = maximum ? ((v != v || other != other) ? __int_as_float(0x7fc00000) : fmaxf(v, other)) : v + other;
+        }
+        if (lane == 0) shared[32] = v;
+    }
+    __syncthreads();
+    const float total = shared[32];
+    __syncthreads();
+    return total;
+}
+
+extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long long count, const int log_form,
+                                      const long long rows) {
+    __shared__ float shared[33];
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const float* x = xs + row * count;
+        float* y = ys + row * count;
+        float peak = -__int_as_float(0x7f800000);
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+            const float v = x[i];
+            peak = (v != v || peak != peak) ? __int_as_float(0x7fc00000) : fmaxf(peak, v);
+        }
+        peak = dml_block_combine(peak, shared, true);
+        float total = 0.0f;
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) total += expf(dml_sub(x[i], peak));
+        total = dml_block_combine(total, shared, false);
+        const float log_total = logf(total);
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+            const float shifted = dml_sub(x[i], peak);
+            y[i] = log_form ? dml_sub(shifted, log_total) : dml_div(expf(shifted), total);
+        }
+    }
+}
+"""
+
+
+def softmax_rows(cp, work, log_form: bool):
+    """Softmax (or log-softmax) of a C-contiguous FLOAT32 CuPy array over its last axis."""
+    result = cp.empty_like(work)
+    count = work.shape[-1] if work.ndim else 1
+    rows = work.size // max(count, 1)
+    if work.size == 0:
+        return result
+    kernel = _KERNELS.get("softmax")
+    if kernel is None:
+        kernel = _KERNELS["softmax"] = cp.RawKernel(_SOFTMAX_SOURCE, "dml_kernel", options=COMPILE_OPTIONS)
+    threads = 1024 if count >= 8192 else 256
+    blocks = int(min(rows, 65535))
+    kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows)))
+    return result
+
+
+
+# CUMULATIVE_SUMMATION along the last axis: one block per row. Each thread sums its own contiguous run of the row,
+# the block scans the runs' totals (warp shuffles, then the warps' totals through shared memory), and each thread
+# reads its run again (from the cache) to write the running sums. Reverse and exclusive sums are index mappings
+# (no flipped copy). FLOAT32 adds in PTX (dml_add: no flush to zero, as the CPU); integers wrap as on the CPU.
+_C_TYPES = {"float32": "float", "int32": "int", "uint32": "unsigned int", "int64": "long long",
+            "uint64": "unsigned long long"}
+_CUMSUM_BODY = """
+__device__ __forceinline__ T dml_scan_add(T a, T b) { return DML_ADD(a, b); }
+
+__device__ T dml_block_exclusive_scan(T v, T* shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    T inclusive = v;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const T other = __shfl_up_sync(0xffffffffu, inclusive, offset);
+        if (lane >= offset) inclusive = dml_scan_add(other, inclusive);
+    }
+    T exclusive = __shfl_up_sync(0xffffffffu, inclusive, 1);
+    if (lane == 0) exclusive = (T)0;
+    if (lane == 31) shared[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        const T total = lane < warps ? shared[lane] : (T)0;
+        T running = total;
+        for (int offset = 1; offset < 32; offset <<= 1) {
+            const T other = __shfl_up_sync(0xffffffffu, running, offset);
+            if (lane >= offset) running = dml_scan_add(other, running);
+        }
+        T before = __shfl_up_sync(0xffffffffu, running, 1);
+        if (lane == 0) before = (T)0;
+        shared[lane] = before;
+    }
+    __syncthreads();
+    const T result = warp == 0 ? exclusive : dml_scan_add(shared[warp], exclusive);
+    __syncthreads();
+    return result;
+}
+
+extern "C" __global__ void dml_kernel(const T* xs, T* ys, const long long count, const int reverse,
+                                      const int exclusive, const long long rows) {
+    __shared__ T shared[32];
+    const long long per = (count + blockDim.x - 1) / blockDim.x;
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* x = xs + row * count;
+        T* y = ys + row * count;
+        const long long begin = threadIdx.x * per;
+        const long long end = begin + per < count ? begin + per : count;
+        T run = (T)0;
+        for (long long j = begin; j < end; ++j) run = dml_scan_add(run, x[reverse ? count - 1 - j : j]);
+        T running = dml_block_exclusive_scan(run, shared);
+        bool first = threadIdx.x == 0;
+        for (long long j = begin; j < end; ++j) {
+            const long long at = reverse ? count - 1 - j : j;
+            const T v = x[at];
+            if (exclusive) {
+                y[at] = running;
+                running = first ? v : dml_scan_add(running, v);
+            } else {
+                running = first ? v : dml_scan_add(running, v);
+                y[at] = running;
+            }
+            first = false;
+        }
+    }
+}
+"""
+
+
+def cumsum_types() -> tuple[str, ...]:
+    """The types cumsum_rows runs (FLOAT16 is widened to FLOAT32 first)."""
+    return tuple(_C_TYPES)
+
+
+def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
+    """CUMULATIVE_SUMMATION of a C-contiguous CuPy array along its last axis."""
+    dtype = np.dtype(work.dtype)
+    result = cp.empty_like(work)
+    if work.size == 0:
+        return result
+    count = work.shape[-1]
+    rows = work.size // count
+    kernel = _KERNELS.get(("cumsum", dtype.name))
+    if kernel is None:
+        add = "dml_add(a, b)" if dtype.kind == "f" else "((a) + (b))"
+        source = (DEVICE_PRELUDE + f"\ntypedef {_C_TYPES[dtype.name]} T;\n#define DML_ADD(a, b) {add}\n"
+                  + _CUMSUM_BODY)
+        kernel = _KERNELS[("cumsum", dtype.name)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+    threads = 1024 if count >= 16384 else 256 if count >= 1024 else 32
+    kernel((int(min(rows, 65535)),), (threads,),
+           (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)))
+    return result
