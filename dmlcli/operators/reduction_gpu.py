@@ -2,8 +2,9 @@
 at >= 0.7 of the copy bandwidth and never slower than CuPy's own call).
 
 - REDUCE MAX/MIN of floats in one pass: CuPy has no fmax.reduce, so the shared xp kernel reduces, then looks for
-  NaN groups and reduces again without them. Here each pair is combined by ELEMENT_WISE_MAX/MIN's rule (a NaN gives
-  way to any number; NaN only where every element is NaN), comparisons in PTX without flush to zero.
+  NaN groups and reduces again without them. Here each pair is combined by PTX's max.f32/min.f32, which is
+  ELEMENT_WISE_MAX/MIN's rule (a NaN gives way to any number; NaN only where every element is NaN), without flush
+  to zero.
 - REDUCE L1, L2 and SUM_SQUARE of floats in one pass: |x| or x * x mapped inside the reduction (no temporary).
 - Softmax and log-softmax over the last axis: one block per row reads it three times, the second and third from
   the L2 cache, so that the device memory sees one read and one write (CuPy's expression makes five passes).
@@ -20,20 +21,28 @@ from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
 _KERNELS: dict = {}
 
 _NAN_RULE = """
-__device__ __forceinline__ bool dml_is_nan(float v) { return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u; }
-__device__ __forceinline__ float dml_max_skipping_nan(float a, float b) {
-    return dml_is_nan(a) ? b : (dml_is_nan(b) ? a : (dml_gt(b, a) ? b : a));
+// PTX max.f32 / min.f32 (no .ftz): the non-NaN operand where one is NaN, NaN only where both are, subnormals kept;
+// one instruction, where a compiler-made fmaxf would flush subnormals under CuPy's -ftz=true.
+__device__ __forceinline__ float dml_fmax(float a, float b) {
+    float r;
+    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
 }
-__device__ __forceinline__ float dml_min_skipping_nan(float a, float b) {
-    return dml_is_nan(a) ? b : (dml_is_nan(b) ? a : (dml_lt(b, a) ? b : a));
+__device__ __forceinline__ float dml_fmin(float a, float b) {
+    float r;
+    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
 }
+__device__ __forceinline__ float dml_quiet_nan() { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ float dml_magnitude(float v) { return __uint_as_float(__float_as_uint(v) & 0x7fffffffu); }
 """
 
-# (map, reduce, post-map, identity) of each one-pass REDUCE on FLOAT32 values.
+# (map, reduce, post-map, identity) of each one-pass REDUCE on FLOAT32 values. CuPy substitutes the parameter
+# names in these texts (even inside a literal such as 0x7f...), so constants live in the preamble's functions.
 _REDUCTIONS = {
-    "MAX": ("x", "dml_max_skipping_nan(a, b)", "y = a", "__int_as_float(0x7fc00000)"),
-    "MIN": ("x", "dml_min_skipping_nan(a, b)", "y = a", "__int_as_float(0x7fc00000)"),
-    "L1": ("__uint_as_float(__float_as_uint(x) & 0x7fffffffu)", "a + b", "y = a", "0.0f"),
+    "MAX": ("x", "dml_fmax(a, b)", "y = a", "dml_quiet_nan()"),
+    "MIN": ("x", "dml_fmin(a, b)", "y = a", "dml_quiet_nan()"),
+    "L1": ("dml_magnitude(x)", "a + b", "y = a", "0.0f"),
     "SUM_SQUARE": ("dml_mul(x, x)", "a + b", "y = a", "0.0f"),
     "L2": ("dml_mul(x, x)", "a + b", "y = dml_sqrt_rn(a)", "0.0f"),
 }
@@ -125,10 +134,9 @@ def softmax_rows(cp, work, log_form: bool):
 
 
 
-# CUMULATIVE_SUMMATION along the last axis: one block per row. Each thread sums its own contiguous run of the row,
-# the block scans the runs' totals (warp shuffles, then the warps' totals through shared memory), and each thread
-# reads its run again (from the cache) to write the running sums. Reverse and exclusive sums are index mappings
-# (no flipped copy). FLOAT32 adds in PTX (dml_add: no flush to zero, as the CPU); integers wrap as on the CPU.
+# CUMULATIVE_SUMMATION along the last axis: one block per row, the row in tiles through shared memory (one read and
+# one write of device memory); the block scans its threads' totals with warp shuffles, then the warps' totals
+# through shared memory. Reverse and exclusive sums are index mappings (no flipped copy). FLOAT32 adds in PTX (dml_add: no flush to zero, as the CPU); integers wrap as on the CPU.
 _C_TYPES = {"float32": "float", "int32": "int", "uint32": "unsigned int", "int64": "long long",
             "uint64": "unsigned long long"}
 _CUMSUM_BODY = """
@@ -162,30 +170,47 @@ __device__ T dml_block_exclusive_scan(T v, T* shared) {
     return result;
 }
 
+#define DML_ITEMS 4
 extern "C" __global__ void dml_kernel(const T* xs, T* ys, const long long count, const int reverse,
                                       const int exclusive, const long long rows) {
+    // Tiles of blockDim.x * DML_ITEMS elements go through shared memory, so that reads and writes are coalesced;
+    // each thread scans DML_ITEMS neighbours, the block scans the threads' totals, a carry joins the tiles.
     __shared__ T shared[32];
-    const long long per = (count + blockDim.x - 1) / blockDim.x;
+    extern __shared__ unsigned char tile_bytes[];
+    T* tile = reinterpret_cast<T*>(tile_bytes);
+    __shared__ T carry_shared;
+    const long long width = (long long)blockDim.x * DML_ITEMS;
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* x = xs + row * count;
         T* y = ys + row * count;
-        const long long begin = threadIdx.x * per;
-        const long long end = begin + per < count ? begin + per : count;
-        T run = (T)0;
-        for (long long j = begin; j < end; ++j) run = dml_scan_add(run, x[reverse ? count - 1 - j : j]);
-        T running = dml_block_exclusive_scan(run, shared);
-        bool first = threadIdx.x == 0;
-        for (long long j = begin; j < end; ++j) {
-            const long long at = reverse ? count - 1 - j : j;
-            const T v = x[at];
-            if (exclusive) {
-                y[at] = running;
-                running = first ? v : dml_scan_add(running, v);
-            } else {
-                running = first ? v : dml_scan_add(running, v);
-                y[at] = running;
+        T carry = (T)0;
+        for (long long start = 0; start < count; start += width) {
+            const long long length = count - start < width ? count - start : width;
+            for (long long k = threadIdx.x; k < length; k += blockDim.x) {
+                const long long j = start + k;
+                tile[k] = x[reverse ? count - 1 - j : j];
             }
-            first = false;
+            __syncthreads();
+            const long long mine = (long long)threadIdx.x * DML_ITEMS;
+            T run = (T)0;
+            for (int k = 0; k < DML_ITEMS && mine + k < length; ++k) run = dml_scan_add(run, tile[mine + k]);
+            const T before = dml_block_exclusive_scan(run, shared);
+            const bool row_start = start == 0 && threadIdx.x == 0;
+            T running = start == 0 ? before : dml_scan_add(carry, before);
+            for (int k = 0; k < DML_ITEMS && mine + k < length; ++k) {
+                const T v = tile[mine + k];
+                const T next = (row_start && k == 0) ? v : dml_scan_add(running, v);
+                tile[mine + k] = exclusive ? running : next;
+                running = next;
+            }
+            if (mine < length && (mine + DML_ITEMS >= length)) carry_shared = running;  // the tile's last thread
+            __syncthreads();
+            carry = carry_shared;
+            for (long long k = threadIdx.x; k < length; k += blockDim.x) {
+                const long long j = start + k;
+                y[reverse ? count - 1 - j : j] = tile[k];
+            }
+            __syncthreads();
         }
     }
 }
@@ -211,7 +236,8 @@ def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
         source = (DEVICE_PRELUDE + f"\ntypedef {_C_TYPES[dtype.name]} T;\n#define DML_ADD(a, b) {add}\n"
                   + _CUMSUM_BODY)
         kernel = _KERNELS[("cumsum", dtype.name)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
-    threads = 1024 if count >= 16384 else 256 if count >= 1024 else 32
+    threads = 256 if count >= 1024 else 32
     kernel((int(min(rows, 65535)),), (threads,),
-           (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)))
+           (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)),
+           shared_mem=threads * 4 * dtype.itemsize)  # DML_ITEMS elements per thread
     return result
