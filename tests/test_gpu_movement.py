@@ -106,6 +106,11 @@ def test_gpu_large_inputs(gpu_backend):
         ("slice1", [x], {"input_window_strides": [-1, 3, -2, 1]}),
         ("padding", [x], {"padding_mode": "reflection", "start_padding": [0, 1, 40, 2], "end_padding": [1, 0, 3, 70]}),
         ("tile", [x], {"repeats": [1, 2, 1, 2]}), ("depth_to_space1", [x], {"block_size": 4, "order": 1}),
+        # movement_gpu's copies: a 2-D interior, tiles along each axis, a join of rows.
+        ("padding", [x[0, 0]], {"start_padding": [3, 1], "end_padding": [0, 5], "padding_value": 7.5}),
+        ("padding", [x[0]], {"start_padding": [1, 2, 3], "end_padding": [4, 5, 6]}),
+        ("tile", [x[0, 0]], {"repeats": [3, 1]}), ("tile", [x[0, 0]], {"repeats": [1, 3]}),
+        ("join", [x[0], x[1, :7]], {"axis": 0}),
         ("space_to_depth", [x], {"block_size": 8}), ("reverse_subsequences", [x, lengths], {"axis": 1}),
     ]:
         on_cpu = dmlcli.run(op, *inputs, backend="cpu", **parameters)

@@ -20,6 +20,7 @@ import numpy as np
 from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT32, UINT64
 from ..errors import InputError
 from ..feature_levels import level
+from . import movement_gpu
 from .parameters import (INT32_RANGE, DataTypeParameter, EnumParameter, FloatParameter, IntArrayParameter,
                          IntegerParameter, ScalarUnionParameter, option_flag)
 from .schema import DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, Operator, rows
@@ -159,35 +160,10 @@ def join_kernel(xp, inputs, outputs, params):
     return (xp.concatenate(inputs, axis=params["Axis"]),)
 
 
-# cudaMemcpy2D's pitches are at most this (the device's cudaDevAttrMaxPitch on current GPUs).
-_MAX_PITCH = 2**31 - 1
-
-
 def join_gpu_kernel(cp, inputs, outputs, params):
-    """JOIN on the GPU as copies by the copy engine: each input is `outer` rows of its bytes from Axis on, placed
-    side by side in the output's rows by one cudaMemcpy2DAsync (a plain copy where there is one row). CuPy's
-    concatenate runs an indexing kernel at about half the copy bandwidth."""
-    axis = params["Axis"]
-    out_shape = outputs[0].shape
-    itemsize = np.dtype(inputs[0].dtype).itemsize
-    outer = math.prod(out_shape[:axis])
-    out_row = math.prod(out_shape[axis:]) * itemsize
-    if out_row > _MAX_PITCH and outer > 1:
-        return join_kernel(cp, inputs, outputs, params)
-    result = cp.empty(tuple(out_shape), dtype=inputs[0].dtype)
-    stream = cp.cuda.get_current_stream().ptr
-    runtime = cp.cuda.runtime
-    offset = 0
-    for x in inputs:
-        x = cp.ascontiguousarray(x)
-        row = math.prod(x.shape[axis:]) * itemsize
-        if outer == 1:
-            runtime.memcpyAsync(result.data.ptr + offset, x.data.ptr, row, runtime.memcpyDeviceToDevice, stream)
-        else:
-            runtime.memcpy2DAsync(result.data.ptr + offset, out_row, x.data.ptr, row, row, outer,
-                                  runtime.memcpyDeviceToDevice, stream)
-        offset += row
-    return (result,)
+    """JOIN on the GPU by the copy engine (movement_gpu.py), CuPy's concatenate where that does not fit."""
+    joined = movement_gpu.join(cp, inputs, outputs[0].shape, params["Axis"])
+    return (joined,) if joined is not None else join_kernel(cp, inputs, outputs, params)
 
 
 JOIN = Operator(
@@ -563,11 +539,13 @@ def source_index(mode: str, coordinates: np.ndarray, size: int) -> np.ndarray:
     return np.where(folded < size, folded, period - 1 - folded)
 
 
-def _pad(xp, x, shape, start, end, mode: str, constant):
-    """Padding by slices, one dimension at a time: the input copied once into the middle, then each
-    dimension's two padding slabs filled (from the constant, or by index from the part already written)."""
+def _pad(xp, x, shape, start, end, mode: str, constant, place=None):
+    """Padding by slices, one dimension at a time: the input copied once into the middle (by `place(out, start,
+    x)` where given and it can, by slice assignment otherwise), then each dimension's two padding slabs filled
+    (from the constant, or by index from the part already written)."""
     out = xp.empty(shape, dtype=x.dtype)
-    out[tuple(slice(s, s + n) for s, n in zip(start, x.shape))] = x
+    if place is None or not place(out, start, x):
+        out[tuple(slice(s, s + n) for s, n in zip(start, x.shape))] = x
     fill = None if mode != "CONSTANT" else xp.asarray(np.asarray(constant, x.dtype))
     whole = slice(None)
     for axis, (before, size, after) in enumerate(zip(start, x.shape, end)):
@@ -583,14 +561,20 @@ def _pad(xp, x, shape, start, end, mode: str, constant):
     return out
 
 
-def padding_kernel(xp, inputs, outputs, params):
+def padding_kernel(xp, inputs, outputs, params, place=None):
     (x,) = inputs
     (out,) = outputs
     start = _per_dimension(params["StartPadding"], x.ndim, "StartPadding", 0)
     end = _per_dimension(params["EndPadding"], x.ndim, "EndPadding", 0)
     value = params["PaddingValue"]
     constant = value if "PaddingValueDataType" in params else float_padding_value(value, x.dtype)
-    return (_pad(xp, x, out.shape, start, end, params["PaddingMode"], constant),)
+    return (_pad(xp, x, out.shape, start, end, params["PaddingMode"], constant, place),)
+
+
+def padding_gpu_kernel(cp, inputs, outputs, params):
+    """PADDING on the GPU: the interior by the copy engine (movement_gpu.place), the slabs as on the CPU."""
+    return padding_kernel(cp, inputs, outputs, params, place=lambda out, start, x: movement_gpu.place(cp, out,
+                                                                                                         start, x))
 
 
 _PADDING_NOTES = (
@@ -610,7 +594,8 @@ PADDING = Operator(
     introduced=_PADDING_ROWS[-1].level, inputs=("InputTensor",), support=_PADDING_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(PADDING_MODE, PADDING_VALUE, START_PADDING, END_PADDING), native_encoding=True,
-    shape_rule=padding_shape, array_kernel=padding_kernel, exactness=EXACT, level_rule=padding_level_rule,
+    shape_rule=padding_shape, array_kernel=padding_kernel, gpu_array_kernel=padding_gpu_kernel, exactness=EXACT,
+    level_rule=padding_level_rule,
     notes=_PADDING_NOTES + (
         "PaddingValue is a FLOAT whatever the tensors' type: FLOAT16 gets it rounded to nearest (even), FLOAT64 "
         "exactly; integer types get it truncated toward zero (10.6 becomes 10, as the page says) and saturated to "
@@ -627,7 +612,8 @@ PADDING1 = Operator(
     introduced=_PADDING1_ROWS[-1].level, inputs=("InputTensor",), support=_PADDING1_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(PADDING_MODE, PADDING_VALUE_TYPE, TYPED_PADDING_VALUE, START_PADDING, END_PADDING),
-    native_encoding=True, shape_rule=padding_shape, array_kernel=padding_kernel, exactness=EXACT,
+    native_encoding=True, shape_rule=padding_shape, array_kernel=padding_kernel,
+    gpu_array_kernel=padding_gpu_kernel, exactness=EXACT,
     notes=_PADDING_NOTES + (
         "PaddingValue is a DML_SCALAR_UNION of PaddingValueDataType, which must be OutputTensor's type: read "
         "exactly in that type (INT64 and UINT64 values are never routed through a double); left out, 0.",),
@@ -662,6 +648,12 @@ def tile_kernel(xp, inputs, outputs, params):
     return (xp.tile(x, tuple(params["Repeats"])),)
 
 
+def tile_gpu_kernel(cp, inputs, outputs, params):
+    """TILE on the GPU by the copy engine (movement_gpu.py), CuPy's tile where that does not fit."""
+    tiled = movement_gpu.tile(cp, inputs[0], tuple(params["Repeats"]))
+    return (tiled,) if tiled is not None else tile_kernel(cp, inputs, outputs, params)
+
+
 TILE = Operator(
     name="TILE", enum_value=70, family=FAMILY, prefix="",
     summary="lays copies of the input side by side, Repeats of them in each dimension",
@@ -669,7 +661,8 @@ TILE = Operator(
             "Repeats",
     introduced=_TILE_ROWS[-1].level, inputs=("InputTensor",), support=_TILE_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(REPEATS,), native_encoding=True,
-    shape_rule=tile_shape, array_kernel=tile_kernel, exactness=EXACT,
+    shape_rule=tile_shape, array_kernel=tile_kernel, gpu_array_kernel=tile_gpu_kernel,
+    exactness=EXACT,
     notes=("Repeats has one value per dimension (RepeatsCount = DimensionCount), each at least 1 (ONNX's repeat "
            "of 0, an empty output, has no DirectML form).",
            "The page's 4_1 table lists 64-bit integers but not FLOAT64; dmlcli follows it."),
