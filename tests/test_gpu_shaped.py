@@ -127,7 +127,7 @@ LONG_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("cols", [1, 33, 1500, 20000])
+@pytest.mark.parametrize("cols", [1, 33, 1500, 16384, 20000])
 @pytest.mark.parametrize("name, params, types", LONG_ROWS,
                          ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in p.items())}" for n, p, _ in LONG_ROWS])
 def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):

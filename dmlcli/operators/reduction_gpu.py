@@ -96,7 +96,7 @@ __device__ float dml_block_combine(float v, float* shared, bool maximum) {
 
 // Rows of at most blockDim.x * DML_ROW_ITEMS elements: each thread keeps its DML_ROW_ITEMS elements in registers,
 // so the row is read from device memory once (the kernel below reads it three times, twice from the cache).
-extern "C" __global__ void dml_kernel_cached(const float* xs, float* ys, const long long count, const int log_form,
+extern "C" __global__ void __launch_bounds__(512) dml_kernel_cached(const float* xs, float* ys, const long long count, const int log_form,
                                              const long long rows) {
     __shared__ float shared[33];
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -156,8 +156,9 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
 """
 
 
-# Rows of up to 1024 x 16 elements are held in registers (one kernel per count of elements per thread).
-_ROW_ITEMS_CACHED = 16
+# Rows of up to 512 x 32 elements are held in registers (one kernel per count of elements per thread; 512 threads
+# of at most 64 registers each fit any current GPU's register file).
+_ROW_ITEMS_CACHED = 32
 
 
 def softmax_rows(cp, work, log_form: bool):
@@ -167,9 +168,9 @@ def softmax_rows(cp, work, log_form: bool):
     rows = work.size // max(count, 1)
     if work.size == 0:
         return result
-    threads = 1024 if count >= 8192 else 256
+    cached = count <= 512 * _ROW_ITEMS_CACHED
+    threads = (512 if count >= 4096 else 256) if cached else 1024
     items = -(-count // threads)
-    cached = items <= _ROW_ITEMS_CACHED
     key = ("softmax", items if cached else 0)
     kernel = _KERNELS.get(key)
     if kernel is None:
