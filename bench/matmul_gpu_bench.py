@@ -6,7 +6,10 @@ and the cast where asked) against `cupy.matmul` on the same arrays (FLOAT16: CuP
 user would write). Times are CUDA-event medians of --repeats runs after a warm-up; goal: never slower than CuPy's
 call for FLOAT32 (ratio <= 1.0 within noise). FLOAT16 is widened to FLOAT32 for a guaranteed FP32 accumulation,
 so its ratio shows what that costs against CuPy's half-precision call. Each result is checked against the CPU
-backend within GEMM's tolerance before it is timed. Exits 4 without CuPy or a device.
+backend within GEMM's tolerance before it is timed. The FLOAT32 cases run once more with --allow-tf32
+(execute_shaped_device(..., allow_tf32=True): TF32 tensor cores, checked within the TF32-wide rule): their
+"tf32 ms" and "speed-up" columns are that run's median and the FLOAT32 run's median divided by it. Exits 4 without
+CuPy or a device.
 
     PYTHONPATH=. python3 bench/matmul_gpu_bench.py [--size 4096] [--repeats 10]
 """
@@ -14,6 +17,7 @@ backend within GEMM's tolerance before it is timed. Exits 4 without CuPy or a de
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -64,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         "gemm_f32_batched": ((8, n // 4, n // 2), (8, n // 2, n // 4), np.float32),
     }
     print(f"GEMM on {backend.device_name}, resident inputs, CUDA-event medians of {args.repeats} runs")
-    print(f"{'case':20} {'dmlcli ms':>10} {'cupy ms':>10} {'ratio':>7} {'TFLOP/s':>8}")
+    print(f"{'case':20} {'dmlcli ms':>10} {'cupy ms':>10} {'ratio':>7} {'TFLOP/s':>8} {'tf32 ms':>10} "
+          f"{'speed-up':>8}")
     for name, (a_shape, b_shape, dtype) in cases.items():
         a = rng.uniform(0, 1, a_shape).astype(dtype)
         b = rng.uniform(0, 1, b_shape).astype(dtype)
@@ -80,9 +85,26 @@ def main(argv: list[str] | None = None) -> int:
                                                                             params), args.repeats)
         cupy_ms = event_median(cupy, lambda: cupy.matmul(a_dev, b_dev), args.repeats)
         flops = 2 * np.prod(a_shape[:-1], dtype=np.float64) * a_shape[-1] * b_shape[-1]
+        tf32 = ""
+        if dtype == np.float32:
+            tf32_ms = tf32_median(cupy, backend, call, [a, b], [a_dev, b_dev, None], args.repeats, check=n <= 2048)
+            tf32 = f" {tf32_ms:10.3f} {dmlcli_ms / tf32_ms:8.2f}"
         print(f"{name:20} {dmlcli_ms:10.3f} {cupy_ms:10.3f} {dmlcli_ms / cupy_ms:7.2f} "
-              f"{flops / dmlcli_ms / 1e9:8.1f}")
+              f"{flops / dmlcli_ms / 1e9:8.1f}{tf32}")
     return 0
+
+
+def tf32_median(cupy, backend, call, host, device, repeats: int, *, check: bool) -> float:
+    """The kernel's median with TF32 allowed, its result first checked against the CPU's within the TF32 rule."""
+    operator, outputs, params = call.operator, call.outputs, call.parameters
+    run = lambda: backend.execute_shaped_device(operator, device, outputs, params, allow_tf32=True)  # noqa: E731
+    if check:
+        want = dmlcli.run("gemm", *host)
+        rule = rule_for(operator, want.dtype, call=dataclasses.replace(call, allow_tf32=True))
+        got = cupy.asnumpy(run()[0])
+        assert ((ulp_distance(got, want) <= rule.limit)
+                | (np.abs(got.astype(np.float64) - want) <= rule.floor)).all(), "TF32 result out of its rule"
+    return event_median(cupy, run, repeats)
 
 
 if __name__ == "__main__":

@@ -29,18 +29,20 @@ def plan(op, inputs: Sequence[tuple], *, feature_level=None, broadcast=False, ou
 
 
 def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, float_rules=None,
-             **parameters) -> Verdict:
+             allow_tf32=False, **parameters) -> Verdict:
     """Check a call without running it; raise dmlcli.ValidationError if DirectML would reject it.
 
-    Returns the Verdict, whose `lowest_feature_level` is the first level that accepts the call.
+    Returns the Verdict, whose `lowest_feature_level` is the first level that accepts the call. `float_rules` and
+    `allow_tf32` change nothing that is checked; the verdict's call records them (the rule --check would use:
+    dmlcli.checking.comparison.rule_for).
     """
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, **parameters)
+                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
     return engine.plan_arrays(req, [engine.as_input_array(a, i + 1) for i, a in enumerate(arrays)])
 
 
 def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
-        **parameters) -> np.ndarray:
+        allow_tf32=False, **parameters) -> np.ndarray:
     """Validate and run a DirectML operator; return the output as a NumPy array (a tuple of arrays for an
     operator with several outputs, such as SPLIT or TOP_K).
 
@@ -48,9 +50,11 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
     (default: the newest, 6_4), and dmlcli.BackendUnavailableError when `backend` cannot run.
     Warnings (such as shift counts past the width) are issued as dmlcli.DmlcliWarning.
     `float_rules="d3d"` gives the result under Direct3D's float rules instead of IEEE-754's.
+    `allow_tf32=True` (DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION) lets FLOAT32 matrix
+    products on the GPU (GEMM, CONVOLUTION, RNN, GRU, LSTM) use TF32 tensor cores; elsewhere it changes nothing.
     """
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, **parameters)
+                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
     outcome = engine.run(req, arrays, backend=backend)
     _warn(outcome.warnings)
     op = req.operator
@@ -61,7 +65,7 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
 
 def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_level=None, broadcast=False,
               output_dtype=None, backend="cpu", chunk_bytes: int | None = None, progress=None,
-              float_rules=None, **parameters) -> Verdict:
+              float_rules=None, allow_tf32=False, **parameters) -> Verdict:
     """Run an operator from .npy files (or .npz arrays, `x.npz:name`) into a .npy file (JSON text for a .json
     `output`) in constant memory
     (read, compute, write chunk by chunk).
@@ -71,7 +75,7 @@ def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_lev
     may return a context manager that yields an `advance(bytes)` callable. Returns the Verdict.
     """
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, **parameters)
+                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
     declared = None if dtype is None else engine.data_type_of(dtype)
     outcome = engine.run_files(req, [str(x) for x in inputs], str(output), dtype=declared, backend=backend,
                                chunk_bytes=chunk_bytes, progress=progress)
@@ -79,12 +83,13 @@ def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_lev
     return outcome.verdict
 
 
-def run_case(case_or_path, *, backend="cpu", feature_level=None, float_rules=None):
+def run_case(case_or_path, *, backend="cpu", feature_level=None, float_rules=None, allow_tf32=None):
     """Run one test case (a case file's path, or a dmlcli.suite.Case) as `dmlcli test` does; return its
     CaseResult: `verdict` (passed, failed, error, skipped), `passed`, `message`, `differences` (--check's
     report) and `timings`. A malformed case is a result with verdict "error", not an exception.
-    `feature_level` and `float_rules` apply where the case sets none.
+    `feature_level`, `float_rules` and `allow_tf32` apply where the case sets none.
     """
     from .suite.runner import run_case as run_one
 
-    return run_one(case_or_path, backend, feature_level=feature_level, float_rules=float_rules)
+    return run_one(case_or_path, backend, feature_level=feature_level, float_rules=float_rules,
+                   allow_tf32=allow_tf32)

@@ -1,10 +1,12 @@
 """The matrix multiplication family on the GPU: the CPU's result against the GPU's.
 
-GEMM runs through CuPy's matmul (cuBLAS sgemm, TF32 off: CuPy uses TF32 only with CUPY_TF32=1); it agrees with
+GEMM runs through CuPy's matmul (cuBLAS sgemm, TF32 off unless the call allows it); it agrees with
 the CPU's BLAS within GEMM's tolerance (2K ULP + Alpha/Beta terms) on inputs that do not cancel, and within the
 dot-product bound K eps sum |a||b| on signed ones; it is not bit-identical (the summation orders differ). The
 integer operators (MATRIX_MULTIPLY_INTEGER, QUANTIZED_LINEAR_MATRIX_MULTIPLY, MATRIX_MULTIPLY_INTEGER_TO_FLOAT
 with 8- and 16-bit inputs) are bit-identical. A fused activation runs on the GPU as the activation's own kernel.
+With --allow-tf32 (allow_tf32=True) FLOAT32 products run on TF32 tensor cores: 2-D and batched GEMMs and
+CONVOLUTION's grouped products alike, within the TF32-wide rule, and cuBLAS's mode is restored after each call.
 Skipped without CuPy or a CUDA device.
 """
 
@@ -14,9 +16,11 @@ import os
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import dmlcli
 from dmlcli.checking.comparison import rule_for, ulp_distance
+from dmlcli.cli import cli
 from dmlcli.errors import BackendUnavailableError
 
 F32, F16 = np.float32, np.float16
@@ -130,3 +134,91 @@ def test_matrix_multiply_integer_to_float_is_bit_identical(gpu, int_type, out_ty
               rng.uniform(-1, 1, (3, 40, 20)).astype(out_type)]
     cpu, gpu_result = both("matrix_multiply_integer_to_float", *inputs)
     assert np.array_equal(cpu, gpu_result)
+
+
+# ---------------------------------------------------------------- --allow-tf32
+
+
+def _math_mode() -> int:
+    """The cuBLAS math mode of this thread's handle (CUBLAS_TF32_TENSOR_OP_MATH is 3)."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    return cublas.getMathMode(cupy.cuda.device.get_cublas_handle())
+
+
+def test_allow_tf32_gemm_passes_check_at_the_widened_tolerance(gpu, tmp_path):
+    """1024^3 FLOAT32 through the command line: --check against the CPU's result passes at the TF32-wide rule.
+    Positive data: nothing cancels, so ULP measure the error (random normal data cancel to results near 0 that
+    fail even the FLOAT32 rule against another summation order; the bound test below takes them)."""
+    rng = np.random.default_rng(21)
+    paths = [tmp_path / name for name in ("a.npy", "b.npy", "cpu.npy")]
+    a, b = (rng.uniform(0, 1, (1024, 1024)).astype(F32) for _ in range(2))
+    for path, array in zip(paths, (a, b, dmlcli.run("gemm", a, b))):
+        np.save(path, array)
+    result = CliRunner().invoke(cli, ["run", "gemm", str(paths[0]), str(paths[1]), "--backend", "gpu",
+                                      "--allow-tf32", "--check", str(paths[2])])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("PASSED")
+
+
+def test_allow_tf32_gemm_uses_tf32_and_only_for_that_call(gpu):
+    """Random normal 1024^3: the TF32 result differs from the FLOAT32 one, by far more than FLOAT32's own error,
+    and stays within TF32's dot-product bound; cuBLAS's mode is back afterwards and the next call is FLOAT32."""
+    rng = np.random.default_rng(22)
+    a, b = rng.standard_normal((1024, 1024)).astype(F32), rng.standard_normal((1024, 1024)).astype(F32)
+    before = _math_mode()
+    cpu = dmlcli.run("gemm", a, b).astype(np.float64)
+    fp32 = dmlcli.run("gemm", a, b, backend="gpu")
+    tf32 = dmlcli.run("gemm", a, b, backend="gpu", allow_tf32=True)
+    assert _math_mode() == before
+    assert np.array_equal(dmlcli.run("gemm", a, b, backend="gpu"), fp32)
+    fp32_error, tf32_error = np.abs(fp32 - cpu).max(), np.abs(tf32 - cpu).max()
+    assert not np.array_equal(tf32, fp32) and tf32_error > 16 * fp32_error  # TF32 keeps 10 of 23 mantissa bits
+    # Each TF32 input is within 2^-10 of its FLOAT32 value (rounded or truncated), so each product within 2^-9.
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    bound = (2.0 ** -9 + 2 * 1024 * np.finfo(F32).eps) * magnitude
+    assert np.all(np.abs(tf32 - cpu) <= bound)
+
+
+@pytest.mark.parametrize("op, shapes", [
+    ("gemm", [(1, 1, 256, 512), (1, 1, 512, 256)]),  # batched matmul: cuBLAS's strided-batched GEMM
+    ("gemm", [(2, 3, 64, 256), (2, 3, 256, 64)]),
+    ("convolution", [(2, 16, 20, 20), (8, 16, 3, 3)]),  # grouped products, (g, m, k) @ (n, g, k, p)
+])
+def test_allow_tf32_reaches_batched_products(gpu, op, shapes):
+    rng = np.random.default_rng(23)
+    arrays = [rng.standard_normal(shape).astype(F32) for shape in shapes]
+    fp32 = dmlcli.run(op, *arrays, backend="gpu")
+    tf32 = dmlcli.run(op, *arrays, backend="gpu", allow_tf32=True)
+    cpu = dmlcli.run(op, *arrays).astype(np.float64)
+    assert np.abs(tf32 - cpu).max() > 16 * np.abs(fp32 - cpu).max()
+
+
+def test_allow_tf32_leaves_float16_and_other_operators_alone(gpu):
+    rng = np.random.default_rng(24)
+    a, b = rng.uniform(0, 1, (2, 64, 128)).astype(F16), rng.uniform(0, 1, (2, 128, 32)).astype(F16)
+    assert np.array_equal(dmlcli.run("gemm", a, b, backend="gpu", allow_tf32=True),
+                          dmlcli.run("gemm", a, b, backend="gpu"))
+    x = rng.standard_normal((4, 1000)).astype(F32)
+    assert np.array_equal(dmlcli.run("reduce", x, axes=[1], function="sum", backend="gpu", allow_tf32=True),
+                          dmlcli.run("reduce", x, axes=[1], function="sum", backend="gpu"))
+
+
+def test_cublas_mode_is_restored_when_the_kernel_fails(gpu):
+    import dataclasses
+
+    from dmlcli.backends import gpu as gpu_module
+
+    def failing(xp, inputs, outputs, parameters):
+        assert _math_mode() == 3  # CUBLAS_TF32_TENSOR_OP_MATH, inside the window
+        raise RuntimeError("the kernel failed")
+
+    gemm = dmlcli.find_operator("gemm")
+    broken = dataclasses.replace(gemm, array_kernel=failing)
+    call = _call("gemm", [np.ones((4, 4), F32)] * 2)
+    before = _math_mode()
+    with pytest.raises(RuntimeError, match="the kernel failed"):
+        gpu_module.create().execute_shaped(broken, [np.ones((4, 4), F32)] * 2 + [None], call.outputs,
+                                           call.parameters, allow_tf32=True)
+    assert _math_mode() == before

@@ -14,6 +14,7 @@ import math
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -34,6 +35,9 @@ VECTOR_ALIGNMENT = 256  # device buffers the vector kernels read start on this b
 _CUDA_ERROR_INSUFFICIENT_DRIVER = 35
 _CUDA_ERROR_NO_DEVICE = 100
 _CUDA_MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: pinned host memory
+# cublasMath_t CUBLAS_TF32_TENSOR_OP_MATH (cublas_api.h), which CuPy does not name: FLOAT32 GEMMs may multiply on
+# TF32 tensor cores. A mode of the cuBLAS handle, and CuPy keeps one handle per thread and device.
+_CUBLAS_TF32_TENSOR_OP_MATH = 3
 
 
 def _import_cupy():
@@ -95,9 +99,28 @@ class _Slot:
         self.device = [None] * (tensors + 1)  # each input, then the output
 
 
+@contextmanager
+def tf32_products(cupy, cublas):
+    """cuBLAS may compute FLOAT32 products on TF32 tensor cores, on this thread and device, until the block ends
+    (then its math mode is restored, also on an error).
+
+    The handle's math mode, not CuPy's set_compute_type(float32, COMPUTE_TYPE_TF32): that one is a process-wide
+    setting (another thread's GEMM would see it) and only CuPy's 2-D products read it, while its batched matmul
+    (GEMM with batch dimensions, CONVOLUTION's grouped products, the recurrent operators') does not; the math mode
+    reaches both (measured on an H100 with CuPy 14.2: tests/test_gpu_matmul.py)."""
+    handle = cupy.cuda.device.get_cublas_handle()
+    before = cublas.getMathMode(handle)
+    cublas.setMathMode(handle, _CUBLAS_TF32_TENSOR_OP_MATH)
+    try:
+        yield
+    finally:
+        cublas.setMathMode(handle, before)
+
+
 class GpuBackend:
     name = "gpu"
     preferred_chunk_bytes = 64 << 20  # fewer, larger transfers and kernel launches per streamed run
+    takes_allow_tf32 = True  # execute_shaped(..., allow_tf32=True): see backends/tf32.py
 
     def __init__(self, cupy):
         self._cp = cupy
@@ -181,20 +204,25 @@ class GpuBackend:
             self._host_copy(flat_out[start:start + piece.size], piece)
         return out
 
-    def execute_shaped(self, operator: Operator, inputs, outputs, parameters) -> tuple[np.ndarray, ...]:
+    def execute_shaped(self, operator: Operator, inputs, outputs, parameters, *,
+                       allow_tf32: bool = False) -> tuple[np.ndarray, ...]:
         """A shaped operator on the GPU: the inputs copied over once, its kernel (gpu_array_kernel, else its
         array_kernel on CuPy) run where they are, the outputs copied back. Nothing goes back and forth
-        between the steps of one operator."""
+        between the steps of one operator. `allow_tf32`: see execute_shaped_device."""
         results = self.execute_shaped_device(operator, [None if x is None else to_native(np.asarray(x))
-                                                        for x in inputs], outputs, parameters)
+                                                        for x in inputs], outputs, parameters, allow_tf32=allow_tf32)
         return tuple(self._cp.asnumpy(result) for result in results)
 
-    def execute_shaped_device(self, operator: Operator, inputs, outputs, parameters):
-        """The same with CuPy arrays in and out (host arrays are copied to the device first)."""
+    def execute_shaped_device(self, operator: Operator, inputs, outputs, parameters, *, allow_tf32: bool = False):
+        """The same with CuPy arrays in and out (host arrays are copied to the device first).
+
+        With `allow_tf32`, the kernel of an operator whose FLOAT32 work is matrix products (tf32_products) and
+        whose output is FLOAT32 runs with TF32 tensor cores allowed (tf32_products()); other calls as without."""
         cp = self._cp
         arrays = [None if x is None else cp.ascontiguousarray(cp.asarray(x)) for x in inputs]
         kernel = operator.gpu_array_kernel or operator.array_kernel
-        results = list(kernel(cp, arrays, outputs, parameters))
+        with self._products(operator, outputs, allow_tf32):
+            results = list(kernel(cp, arrays, outputs, parameters))
         fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
         if fused is not None:  # the activation's own CUDA kernel, on the device result rounded to the output type
             activation, fields = fused
@@ -209,6 +237,14 @@ class GpuBackend:
                                      f"({expected} {list(info.shape)})")
             found.append(cp.ascontiguousarray(result))
         return tuple(found)
+
+    def _products(self, operator: Operator, outputs, allow_tf32: bool):
+        """The context a shaped kernel's products run in: TF32 allowed, or cuBLAS as it is."""
+        if not (allow_tf32 and outputs and operator.tf32_applies(outputs[0].data_type)):
+            return nullcontext()
+        from cupy_backends.cuda.libs import cublas  # CuPy's own cuBLAS binding, beside cupy
+
+        return tf32_products(self._cp, cublas)
 
     def execute_device(self, operator: Operator, inputs, out_shape, out_dtype, parameters):
         """CuPy arrays in (broadcastable to `out_shape`), a CuPy array out: blocks that already live on the GPU

@@ -40,6 +40,9 @@ class Call:
     broadcast: bool = False
     absent: tuple[str, ...] = ()  # optional inputs the call leaves out (validation skips them)
     float_rules: str = "ieee"  # "ieee" or "d3d": which floating-point rules the result follows
+    # Whether the call allows TF32 products (--allow-tf32; DirectML's ALLOW_HALF_PRECISION_COMPUTATION flag): it
+    # changes the GPU's products and the --check tolerance of operators with tf32_products, nothing else.
+    allow_tf32: bool = False
 
     @property
     def data_types(self) -> dict[str, DataType]:

@@ -92,7 +92,9 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
     With a fused activation among the call's `parameters` (ADD1, the normalisations), the looser of the
     operator's rule and the activation's applies (the activation's alone where their kinds differ). A
     shaped operator's tolerance may grow with the call (a reduction's with the number of elements reduced:
-    `tolerance_scale(call)` multiplies the figure), where the `call` is given.
+    `tolerance_scale(call)` multiplies the figure), where the `call` is given. A call that allows TF32
+    (`call.allow_tf32`) of an operator with tf32_products and a FLOAT32 result is checked within TF32_WIDENING
+    (2^13) times the figure and the floor: TF32 keeps 10 of FLOAT32's 23 mantissa bits.
     """
     if np.dtype(dtype).kind != "f":
         return EXACT
@@ -112,6 +114,8 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
         if scale is not None and call is not None:
             limit = limit * scale(call)
         rule = Rule(own.kind, limit, own.source, floor=own.floor_for(dtype), floor_source=own.floor_reason or "")
+        if getattr(call, "allow_tf32", False) and operator.tf32_applies(dtype):
+            rule = _widened_for_tf32(rule)
     if fused_tolerance is not None:
         fused_rule = Rule(fused_tolerance.kind, fused_tolerance.for_dtype(dtype), fused_tolerance.source,
                           floor=fused_tolerance.floor_for(dtype), floor_source=fused_tolerance.floor_reason or "")
@@ -124,6 +128,14 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
                         floor=max(rule.floor, fused_rule.floor),
                         floor_source=rule.floor_source if rule.floor >= fused_rule.floor else fused_rule.floor_source)
     return EXACT if rule is None else rule
+
+
+def _widened_for_tf32(rule: Rule) -> Rule:
+    from ..operators.schema import TF32_WIDENING
+
+    why = "x 2^13 for TF32 products (--allow-tf32: TF32 keeps 10 of FLOAT32's 23 mantissa bits)"
+    return Rule(rule.kind, rule.limit * TF32_WIDENING, f"{rule.source}; {why}", floor=rule.floor * TF32_WIDENING,
+                floor_source=f"{rule.floor_source}; {why}" if rule.floor_source else "")
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -30,6 +30,18 @@ def exactness_summary(op) -> str:
             "integer results are exact")
 
 
+def tf32_summary(op) -> str:
+    """What --allow-tf32 (DirectML's ALLOW_HALF_PRECISION_COMPUTATION) does to the operator, as describe prints it."""
+    from ..operators.schema import TF32_FLAG
+
+    if not op.tf32_products:
+        return (f"--allow-tf32 ({TF32_FLAG}) changes nothing for {op.name}: no FLOAT32 matrix products (the flag "
+                "only allows)")
+    return (f"--allow-tf32 ({TF32_FLAG}): FLOAT32 matrix products on the GPU may run on TF32 tensor cores, and "
+            f"FLOAT32 results are then checked within {op.tolerance.describe_tf32()}; the CPU's result and FLOAT16 "
+            "calls do not change")
+
+
 def _same_bare_name(op) -> str | None:
     from .. import operators as table_of
 
@@ -135,6 +147,7 @@ def describe(operator, output_format):
     shown_tensors = [f"{name} (one or more)" if name == op.variadic else name for name in op.tensors]
     console.print(f"Introduced in {op.introduced}. Tensors: {', '.join(shown_tensors)}.", markup=False)
     console.print(f"Result: {exactness_summary(op)}", markup=False)
+    console.print(f"TF32: {tf32_summary(op)}.", markup=False)
     same_name = _same_bare_name(op)
     if same_name is not None:
         console.print(same_name, markup=False)

@@ -22,9 +22,12 @@ def _request(operator, arguments: dict):
 
     found = find_operator(operator)
     parameters = parameter_values(found, arguments)
+    # validate has no --allow-tf32: it changes how a result is computed and checked, not whether DirectML
+    # accepts the call.
     return request(found, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
                    output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"),
-                   output_shape=arguments.pop("output_shape"), **parameters)
+                   output_shape=arguments.pop("output_shape"), allow_tf32=arguments.pop("allow_tf32", False),
+                   **parameters)
 
 
 def _declared_dtype(text):
@@ -42,6 +45,10 @@ def _declared_dtype(text):
                    "JSON on stdout. An operator with several outputs (SPLIT, TOP_K) takes one -o per output, or one "
                    ".npz for all.")
 @call_options
+@click.option("--allow-tf32", "allow_tf32", is_flag=True,
+              help="Let FLOAT32 matrix products on the GPU use TF32 tensor cores, as DirectML's "
+                   "DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION allows; results are then checked against a "
+                   "TF32-wide tolerance (GEMM, CONVOLUTION, RNN, GRU, LSTM; other operators and the CPU: no change).")
 @click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json", "npy"]), default=None,
               help="How to show the result on stdout [default: table]; with -o, npy or json name the output's "
                    "format whatever its extension (-o /dev/null takes any); not with --check (which prints a "
@@ -79,6 +86,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
       dmlcli run bit_not '[0, 1]' --dtype float16 --format bits
       dmlcli run bit_xor a.zarr b.zarr -o out.zarr --workers 4
       dmlcli run fill_value_sequence --output-shape 2,3 --output-dtype int32 --value-start 5 --value-delta -1
+      dmlcli run gemm a.npy b.npy --backend gpu --allow-tf32 --check expected.npy
     """
     from ..engine import run_sources
     from ..display.progress import progress_bar_factory

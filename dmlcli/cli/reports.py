@@ -101,6 +101,8 @@ def operator_details(op: Operator) -> dict:
         "support_by": op.support_by,
         "support_groups": [{"values": list(values), "support": support_table(op, group)}
                            for values, group in op.support_groups] or None,
+        # Added with --allow-tf32: whether it changes the operator's FLOAT32 results (GPU) and their tolerance.
+        "tf32_products": op.tf32_products,
     }
 
 

@@ -56,10 +56,15 @@ def _progress(quiet: bool):
 @feature_level_option("Feature level for cases that do not name their own [default: 6_4].")
 @click.option("--float-rules", type=click.Choice(["ieee", "d3d"], case_sensitive=False), default=None,
               help="Float rules for cases that do not name their own [default: ieee].")
+@click.option("--allow-tf32", "allow_tf32", is_flag=True,
+              help="For cases that do not set \"allow_tf32\": let FLOAT32 matrix products on the GPU use TF32 "
+                   "tensor cores (DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION), checked against a TF32-wide "
+                   "tolerance.")
 @click.option("-x", "--exitfirst", "stop_first", is_flag=True, help="Stop at the first failing case.")
 @click.option("-q", "--quiet", "quiet", count=True, help="Less output: no table, one line per failure.")
 @click.option("-v", "--verbose", "verbose", count=True, help="One line per case and backend.")
-def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_rules, stop_first, quiet, verbose):
+def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_rules, allow_tf32, stop_first, quiet,
+         verbose):
     """Run test cases (case files, or folders searched for *.json) and report as pytest does.
 
     Each case (the format of ../shared/conformance; README "Test suites") runs through the same engine
@@ -80,7 +85,7 @@ def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_
             _check_target(option, target, suffix)
     with _progress(quiet > 0) as advance:
         run = run_suite(paths, backend=backend, keyword=keyword, jobs=jobs, feature_level=feature_level,
-                        float_rules=float_rules, stop_first=stop_first, on_progress=advance)
+                        float_rules=float_rules, allow_tf32=allow_tf32, stop_first=stop_first, on_progress=advance)
     if not run.results and run.deselected:
         raise InputError(f"-k {quoted(keyword)} selects none of the {run.files} cases")
     if junit_xml is not None:

@@ -43,9 +43,14 @@ _RESOURCE_KEYS = ("initialValuesDataType", "initialValues", "sizeInBytes", "init
                   "resampleSize", "resampleMode", "type")
 _TENSOR_KEYS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
                 "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment")
-# Dispatchable keys DxDispatch reads besides the operator's fields. dmlCompileType (operator or
-# one-node graph) and executionFlags do not change what an element-wise operator computes.
+# Dispatchable keys DxDispatch reads besides the operator's fields. dmlCompileType (operator or one-node graph)
+# does not change what an operator computes; executionFlags may (parse_execution_flags).
 _DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "bindings", "dmlCompileType", "executionFlags")
+# DML_EXECUTION_FLAGS as DxDispatch reads them (JsonParsersGenerated.cpp, ParseSingleFlagFromDmlExecutionFlags):
+# each with or without its DML_EXECUTION_FLAG_ prefix. Only ALLOW_HALF_PRECISION_COMPUTATION changes a result
+# (--allow-tf32); meta commands and descriptor lifetimes are Direct3D matters dmlcli has no counterpart of.
+_EXECUTION_FLAGS = ("NONE", "ALLOW_HALF_PRECISION_COMPUTATION", "DISABLE_META_COMMANDS", "DESCRIPTORS_VOLATILE")
+_EXECUTION_FLAG_PREFIX = "DML_EXECUTION_FLAG_"
 # Binding keys DxDispatch uses only for HLSL / ONNX bindings (Guide.md, "Advanced Binding").
 _BINDING_KEYS_IGNORED_FOR_DML = ("format", "elementCount", "elementStride", "counter", "counterOffsetBytes", "shape")
 UINT32_MAX = 0xFFFFFFFF
@@ -106,6 +111,7 @@ class Dispatchable:
     tensors: dict[str, TensorDesc]  # by DESC field name, inputs then output
     parameters: dict[str, object]  # DESC fields as written, by field name, e.g. {"InfinityMode": "POSITIVE"}
     init_bindings: dict[str, BindingSource]  # the dispatchable's own "bindings" (initialisation)
+    allow_tf32: bool = False  # executionFlags has ALLOW_HALF_PRECISION_COMPUTATION
 
 
 @dataclass(frozen=True)
@@ -570,6 +576,7 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     if compile_type not in _COMPILE_TYPES:
         # A one-node graph (DmlCompileGraph) computes what the operator does, so both run the operator.
         raise InputError(f"{where}: dmlCompileType must be DmlCompileOp or DmlCompileGraph, found {shown(compile_type)}")
+    flags = parse_execution_flags(value.get("executionFlags", "NONE"), f"{where}: executionFlags")
     # An array field comes with its count field (SLICE's Offsets with DimensionCount), as DirectML reads them.
     expected = operator.tensors + _count_fields(operator) + tuple(
         dict.fromkeys(field for p in operator.parameters for field in p.desc_fields))
@@ -618,7 +625,27 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
     init_bindings = {}
     if "bindings" in value:
         init_bindings = parse_bindings(value["bindings"], operator, resources, where=f"{where}: bindings")
-    return Dispatchable(name, operator, tensors, parameters, init_bindings)
+    return Dispatchable(name, operator, tensors, parameters, init_bindings,
+                        allow_tf32="ALLOW_HALF_PRECISION_COMPUTATION" in flags)
+
+
+def parse_execution_flags(value, where: str) -> frozenset[str]:
+    """DML_EXECUTION_FLAGS as DxDispatch takes them (ParseFlags): one flag as a string, or an array of them
+    (OR'd together), each as DirectML names it with or without DML_EXECUTION_FLAG_; returns the short names.
+    What DxDispatch refuses is refused (exit 2): another name, a "|"-joined string, null or a number."""
+    flags = value if isinstance(value, list) else [value]
+    found = set()
+    for flag in flags:
+        key = flag.strip().upper().removeprefix(_EXECUTION_FLAG_PREFIX) if isinstance(flag, str) else None
+        if key in _EXECUTION_FLAGS:
+            found.add(key)
+            continue
+        hint = (" (DxDispatch takes several flags as an array, not joined by |: [\"ALLOW_HALF_PRECISION_COMPUTATION\", "
+                "\"DESCRIPTORS_VOLATILE\"])" if isinstance(flag, str) and "|" in flag else "")
+        raise InputError(f"{where}: unknown execution flag {shown(flag)}{hint}; expected a string or an array of "
+                         f"strings, each one of {', '.join(_EXECUTION_FLAG_PREFIX + name for name in _EXECUTION_FLAGS)}"
+                         " (the prefix may be left out)")
+    return frozenset(found)
 
 
 def _count_fields(operator: Operator) -> tuple[str, ...]:

@@ -129,7 +129,8 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> Checke
     try:
         req = request(op, feature_level=feature_level, output_dtype=chosen.data_type,
                       output_shape=output.sizes if op.is_elementwise else None,
-                      output_shapes=None if op.is_elementwise else given_shapes, desc_fields=dispatchable.parameters)
+                      output_shapes=None if op.is_elementwise else given_shapes, desc_fields=dispatchable.parameters,
+                      allow_tf32=dispatchable.allow_tf32)
         verdict = plan(req, inputs, input_names)
         _check_output_types(verdict, dispatchable)
     except ValidationError as error:

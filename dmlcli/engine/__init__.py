@@ -44,6 +44,7 @@ class Request:
     output_shape: tuple[int, ...] | None = None
     float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
     output_shapes: Mapping[str, object] | None = None  # several outputs' Sizes by name (a DxDispatch desc's)
+    allow_tf32: bool = False  # --allow-tf32: TF32 products allowed (Operator.tf32_products, backends/tf32.py)
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -74,8 +75,10 @@ class Outcome:
 
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
-            **options) -> Request:
+            allow_tf32: bool = False, **options) -> Request:
     """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
+    if not isinstance(allow_tf32, bool):  # a truthy string such as "false" must not turn TF32 on
+        raise InputError(f"allow_tf32 must be True or False (found {quoted(repr(allow_tf32))})")
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
@@ -84,7 +87,7 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
                          "for element-wise operators)")
     return Request(operator, parse_feature_level(feature_level), dict(options), desc_fields, bool(broadcast),
                    output_type, None if output_shape is None else parse_shape(output_shape, "--output-shape"),
-                   parse_float_rules(float_rules), output_shapes)
+                   parse_float_rules(float_rules), output_shapes, allow_tf32)
 
 
 def parse_shape(value, where: str) -> tuple[int, ...]:
@@ -151,7 +154,7 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
                             output_shapes=req.output_shapes, broadcast=req.broadcast,
                             feature_level=req.feature_level, parse_parameters=req.typed_parameters,
                             input_names=input_names)
-    return check(replace(call, float_rules=req.float_rules), req.feature_level)
+    return check(replace(call, float_rules=req.float_rules, allow_tf32=req.allow_tf32), req.feature_level)
 
 
 def as_input_array(value, position: int) -> np.ndarray | None:
@@ -199,17 +202,22 @@ class HookTally:
 # ---------------------------------------------------------------- run
 
 
-def choose_backend(backend, float_rules: str = "ieee"):
-    """A backend object for a name ("cpu", "gpu", "auto"), or the object itself, under `float_rules`."""
+def choose_backend(backend, float_rules: str = "ieee", allow_tf32: bool = False):
+    """A backend object for a name ("cpu", "gpu", "auto"), or the object itself, under `float_rules`, allowed
+    TF32 products where `allow_tf32` (the TF32 wrapper innermost: it speaks to the backend itself)."""
     if isinstance(backend, str):
         backend = get_backend(backend)
+    if allow_tf32:  # imported only then: most runs never load it
+        from ..backends.tf32 import with_tf32
+
+        backend = with_tf32(backend, allow_tf32)
     return with_float_rules(backend, float_rules)
 
 
 def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: HookTally | None = None) -> Outcome:
     """Run a validated call on whole tensors. With `tally`, hooks are counted there (the caller reports)."""
     call = verdict.call
-    engine = choose_backend(backend, call.float_rules)
+    engine = choose_backend(backend, call.float_rules, call.allow_tf32)
     out = call.output
     arrays = call.complete(arrays)
     if not call.operator.is_elementwise:
@@ -341,7 +349,7 @@ def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype
         return None
     out = verdict.call.output
     check_room_for_output(output, out.shape, out.data_type.numpy_dtype, in_memory=False)  # disk space, before work
-    engine = choose_backend(backend, verdict.call.float_rules)
+    engine = choose_backend(backend, verdict.call.float_rules, verdict.call.allow_tf32)
     size = chunk_bytes or streaming.chunk_bytes_from_environment(streaming.DEFAULT_CHUNK_BYTES)
     needed, available = memory_bound(inputs, verdict.call, size), available_memory()
     if available is not None and needed > available:

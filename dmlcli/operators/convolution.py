@@ -529,7 +529,7 @@ CONVOLUTION = Operator(
     optional_inputs=(("BiasTensor", "InputTensor"),), optional_since=_CONV_ROWS[-1].level,
     shape_rule=convolution_shape, array_kernel=convolution_kernel, fused_activation="FusedActivation",
     exactness=APPROXIMATE, tolerance=Tolerance("ulp", 2, 2, _WEBNN_CONV),
-    tolerance_scale=convolution_tolerance_scale,
+    tolerance_scale=convolution_tolerance_scale, tf32_products=True,
     notes=(
         "Tensors {N, C, [D], [H], W}: 1 to 3 spatial dimensions from 4_0 (3 to 5 dimensions), 2 to 3 at 1_0. "
         "FORWARD: FilterTensor is {OutputChannelCount, InputChannelCount / GroupCount, spatial...}; BACKWARD "
@@ -545,7 +545,9 @@ CONVOLUTION = Operator(
         "Strides and Dilations of 0, and GroupCount 0, are refused (the page is silent; nothing could be computed).",
         "FLOAT32 and FLOAT16 accumulate in FLOAT32 (FLOAT16 widened exactly), the bias is added in FLOAT32 and the "
         "result rounded once to the output type; the order of the additions is BLAS's (cuBLAS on the GPU), so "
-        "results are checked within WebNN's conv2d tolerance, which grows with the products summed per element.",
+        "results are checked within WebNN's conv2d tolerance, which grows with the products summed per element. "
+        "With --allow-tf32 a FLOAT32 convolution's products on the GPU may run on TF32 tensor cores (checked "
+        "within 2^13 times that tolerance).",
         "The fused activation (dml-fused-activations: " + ", ".join(op.name.lower() for op in FUSABLE) + ") runs on "
         "the rounded result, exactly as the activation operator would on it, on the GPU as its own CUDA kernel. "
         "In a DxDispatch model: \"FusedActivation\": {\"Type\": \"ACTIVATION_RELU\"} (or null).",

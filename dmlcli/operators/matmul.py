@@ -9,7 +9,8 @@ MATRIX_MULTIPLY_INTEGER_TO_FLOAT 170). Each kernel is one function for both back
 
 How the numbers are computed (issue 19):
 - GEMM accumulates in FLOAT32 through the library's matmul (NumPy's BLAS sgemm on the CPU, CuPy's matmul =
-  cuBLAS on the GPU, with TF32 off: CuPy uses TF32 only when CUPY_TF32=1 is set). FLOAT16 inputs are widened
+  cuBLAS on the GPU, with TF32 off unless the call allows it: --allow-tf32, which the GPU backend applies around
+  this kernel; see Operator.tf32_products). FLOAT16 inputs are widened
   exactly to FLOAT32, multiplied and added there, and rounded once to FLOAT16. Alpha and Beta * C are applied in
   FLOAT32 after the product. On the GPU a FLOAT16 GEMM with nothing after the product (Alpha 1, no C) is cuBLAS's
   half GEMM, whose compute type is FP32: the same one rounding, without widening. The summation order is the library's, so CPU and GPU agree within the tolerance
@@ -270,7 +271,7 @@ def gemm_product(xp, inputs, outputs, params):
     if params["TransB"] == "TRANSPOSE":
         b = xp.swapaxes(b, -1, -2)
     with np.errstate(all="ignore"):  # overflow to inf and 0 * inf = NaN are the IEEE results
-        result = xp.matmul(a, b)  # FLOAT32 BLAS / cuBLAS sgemm (TF32 off unless CUPY_TF32=1), or the half GEMM
+        result = xp.matmul(a, b)  # FLOAT32 BLAS / cuBLAS sgemm (TF32 where the backend allows it), or the half GEMM
         alpha = np.float32(params["Alpha"])
         if alpha != 1:
             result *= alpha
@@ -361,7 +362,7 @@ GEMM = Operator(
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(TRANS_A, TRANS_B, ALPHA, BETA, GEMM_FUSED_ACTIVATION),
     optional_inputs=(("CTensor", "ATensor"),), optional_since=level("1_0"),
     shape_rule=gemm_shape, array_kernel=gemm_kernel, fused_activation="FusedActivation",
-    exactness=COMPOSITE,
+    exactness=COMPOSITE, tf32_products=True,
     tolerance=Tolerance(
         "ulp", 1, 1,
         "WebNN's gemm tolerance (web-platform-tests webnn/conformance_tests/gemm.https.any.js), which grows with "
@@ -375,9 +376,11 @@ GEMM = Operator(
     notes=(
         "FLOAT32 accumulates in FLOAT32 through NumPy's BLAS (CPU) or CuPy's matmul = cuBLAS (GPU); FLOAT16 inputs "
         "are widened exactly to FLOAT32, computed there and rounded once to FLOAT16. Alpha and Beta * C are "
-        "applied in FLOAT32 after the product. TF32 is never used: CuPy enables it only when the environment sets "
-        "CUPY_TF32=1 (don't); DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION, which would allow "
-        "it, is read from a DxDispatch model and changes nothing (a --allow-tf32 switch is a follow-up). On the GPU, "
+        "applied in FLOAT32 after the product. TF32 is used only where the call allows it: --allow-tf32 "
+        "(allow_tf32=True; DxDispatch's executionFlags DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION) lets "
+        "a FLOAT32 GEMM on the GPU multiply on TF32 tensor cores (inputs kept to 10 mantissa bits, sums in "
+        "FLOAT32), and its result is then checked within 2^13 times the tolerance; the CPU's result is the "
+        "FLOAT32 one either way. On the GPU, "
         "FLOAT16 with Alpha 1 and no CTensor runs cuBLAS's half GEMM with its FP32 compute type (tensor cores "
         "accumulating in FP32, one rounding to FLOAT16: the same result at tensor-core speed); with Alpha "
         "or CTensor, A and B are widened to FLOAT32 first, so that Alpha and Beta * C apply before the one "

@@ -352,7 +352,8 @@ _TOLERANCE = Tolerance(
 _NOTES_COMMON = (
     "FLOAT16 tensors are computed in FLOAT32 (xp.matmul, the additions, the activations, the hidden and cell "
     "state between steps) and the outputs rounded once; the tolerance grows with seq_length and the gates' "
-    "dot-product length.",
+    "dot-product length. With --allow-tf32 a FLOAT32 call's products (xp.matmul) on the GPU may run on TF32 "
+    "tensor cores (checked within 2^13 times the tolerance); FLOAT16 calls keep FLOAT32 products.",
     "Both outputs (and LSTM's OutputCellSingleTensor) are always computed and returned; a DxDispatch desc may "
     "leave any of them out (they are _Maybenull_), and dispatch writes those the desc has.",
     "Optional inputs may be left out: give the inputs in DESC order and stop, or write none (command line) or "
@@ -380,7 +381,7 @@ def _entry(name: str, enum_value: int, summary: str, formula: str, inputs, outpu
         cpu_kernel=None, cuda_body="", parameters=parameters, shape_rule=_recurrent_shape(kind),
         array_kernel=_recurrent_kernel(kind, activations), exactness=APPROXIMATE, tolerance=_TOLERANCE,
         tolerance_scale=recurrent_tolerance_scale, optional_inputs=optional, optional_since=level("1_0"),
-        optional_outputs=outputs, notes=tuple(notes) + _NOTES_COMMON,
+        optional_outputs=outputs, notes=tuple(notes) + _NOTES_COMMON, tf32_products=True,
     )
 
 

@@ -82,6 +82,18 @@ def smallest_normal(dtype) -> float:
     return float(np.finfo(np.dtype(str(dtype))).smallest_normal)
 
 
+# --allow-tf32 (DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION): an operator whose FLOAT32 work is
+# matrix products (Operator.tf32_products) may have them computed by TF32 tensor cores, which keep 10 of
+# FLOAT32's 23 mantissa bits; its FLOAT32 results are then checked within 2^13 times its ULP figure and floor.
+TF32_WIDENING = 2 ** 13
+TF32_FLAG = "DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION"
+
+
+def is_float32(dtype) -> bool:
+    """Whether a DataType or a NumPy dtype (or its name) is FLOAT32."""
+    return str(getattr(dtype, "numpy_dtype", dtype)) == "float32"
+
+
 PLAIN_UNDERFLOW = ("the output type's smallest normal value: a result that underflows there (a subnormal, or a zero "
                    "from a device that flushes or loses the tail of an exponential) is no error the ULP can measure")
 
@@ -136,6 +148,14 @@ class Tolerance:
             figures += (f", or an absolute difference up to {self.floor_for('float32'):.3g} (FLOAT32), "
                         f"{self.floor_for('float16'):.3g} (FLOAT16): {self.floor_reason}")
         return f"{figures}; {self.source}"
+
+    def describe_tf32(self) -> str:
+        """The FLOAT32 figures a call with --allow-tf32 is checked by (an operator with tf32_products)."""
+        unit = " ULP" if self.kind == "ulp" else " absolute"
+        floor = (f" or an absolute difference up to {self.floor_for('float32') * TF32_WIDENING:.3g}"
+                 if self.kind == "ulp" else "")
+        return (f"{self.float32 * TF32_WIDENING:g}{unit}{floor} (FLOAT32; 2^13 = {TF32_WIDENING} times the figures "
+                "above, as TF32 keeps 10 of FLOAT32's 23 mantissa bits)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -219,6 +239,18 @@ class Operator:
     # the first output once the kernel has written it, rounded to the output type (GEMM, CONVOLUTION, the
     # normalizations): the activation's own kernel, the CPU's or the GPU's, as ADD1's runs. None: no such field.
     fused_activation: str | None = None
+    # Whether the FLOAT32 work of its kernel is matrix products (xp.matmul: cuBLAS on the GPU), which TF32 tensor
+    # cores may compute when the call allows it (--allow-tf32, allow_tf32=True, DxDispatch's executionFlags
+    # DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION): the GPU backend then runs the kernel with TF32 allowed
+    # and its FLOAT32 results are checked within TF32_WIDENING times the tolerance. False: the switch is accepted
+    # and changes nothing (DirectML's flag only allows).
+    tf32_products: bool = False
+
+    def tf32_applies(self, output_type) -> bool:
+        """Whether a call that allows TF32 is computed (GPU) and checked (--check) differently: an operator with
+        tf32_products whose output is FLOAT32. FLOAT16 calls keep their products in FLOAT32 (DirectML's flag
+        concerns FLOAT32 work, and dmlcli's FLOAT16 results accumulate in FLOAT32 as without it)."""
+        return self.tf32_products and is_float32(output_type)
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
@@ -382,6 +414,8 @@ def check_entry(op: Operator) -> None:
             fail(f"optional output {name} is not one of its outputs {op.outputs}")
     if op.optional_inputs and op.optional_since is None:
         fail("has optional inputs but no optional_since level")
+    if op.tf32_products and (op.tolerance is None or op.is_elementwise):
+        fail("has tf32_products, so it needs a tolerance (widened for TF32) and an array_kernel (its products)")
 
 
 def _output_follows_a_rule(op: Operator) -> bool:

@@ -25,7 +25,7 @@ from ..errors import InputError, quoted
 # The conformance README's fields (source, notes, ... are kept for people, not read), plus dmlcli's own.
 KNOWN_KEYS = frozenset({
     "op", "params", "inputs", "expected", "broadcast", "tolerance", "expect_error", "feature_level",
-    "float_rules", "skip", "source", "source_commit", "case_name", "notes", "also_in", "tolerance_source",
+    "float_rules", "allow_tf32", "skip", "source", "source_commit", "case_name", "notes", "also_in", "tolerance_source",
     "directml_support", "dmlcli_version",
     # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
     # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
@@ -54,6 +54,7 @@ class Case:
     expect_error: int | None = None
     feature_level: str | None = None
     float_rules: str | None = None
+    allow_tf32: bool | None = None  # None: the run's setting (--allow-tf32)
     skip: str | None = None
     name: str = ""
     document: Mapping[str, object] = field(default_factory=dict, repr=False)
@@ -158,7 +159,8 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
     return Case(path=path, case_id=case_id or path.stem, op=op, params=params, inputs=inputs, expected=expected,
                 broadcast=broadcast, tolerance=_tolerance(document.get("tolerance"), where),
                 expect_error=expect_error, feature_level=_level(document.get("feature_level"), where),
-                float_rules=_float_rules(document.get("float_rules"), where), skip=_skip(document.get("skip"), where),
+                float_rules=_float_rules(document.get("float_rules"), where),
+                allow_tf32=_allow_tf32(document.get("allow_tf32"), where), skip=_skip(document.get("skip"), where),
                 name=str(document.get("case_name") or ""), document=document, expected_outputs=expected_outputs,
                 **onnx)
 
@@ -317,6 +319,12 @@ def _float_rules(value, where: str) -> str | None:
         return parse_float_rules(value)
     except InputError as error:
         raise CaseError(f"{where}: \"float_rules\": {error}") from None
+
+
+def _allow_tf32(value, where: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise CaseError(f"{where}: \"allow_tf32\" must be true or false")
 
 
 def _skip(value, where: str) -> str | None:

@@ -22,7 +22,7 @@ def report_document(run: SuiteRun) -> dict:
         "backends": list(run.backends),
         "unavailable_backends": dict(run.unavailable),
         "settings": {"feature_level": run.settings.feature_level, "float_rules": run.settings.float_rules,
-                     "keyword": run.settings.keyword},
+                     "keyword": run.settings.keyword, "allow_tf32": run.settings.allow_tf32},
         "totals": {**run.counts(), "files": run.files, "deselected": run.deselected, "not_run": run.not_run},
         "results": [{**asdict(r), "timings": dict(r.timings), "warnings": list(r.warnings), "name": r.name}
                     for r in run.results],

@@ -60,6 +60,7 @@ class Settings:
     feature_level: str | None = None
     float_rules: str | None = None
     keyword: str | None = None
+    allow_tf32: bool = False
 
 
 @dataclass
@@ -251,7 +252,9 @@ def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load
             req = engine.request(operator, feature_level=case.feature_level or settings.feature_level,
                                  broadcast=call.broadcast, output_dtype=call.output_dtype,
                                  output_shapes=call.output_shapes,
-                                 float_rules=case.float_rules or settings.float_rules, **call.keywords)
+                                 float_rules=case.float_rules or settings.float_rules,
+                                 allow_tf32=settings.allow_tf32 if case.allow_tf32 is None else case.allow_tf32,
+                                 **call.keywords)
             outcome = engine.run(req, call.inputs, backend=_backend(backend))
     except DmlcliError as error:
         ran = time.perf_counter() - started
@@ -366,9 +369,10 @@ def _cross_checks(case: Case, call: Invocation, backends: Sequence[str], outputs
     return results
 
 
-def run_case(case_or_path, backend: str = "cpu", *, feature_level=None, float_rules=None) -> CaseResult:
+def run_case(case_or_path, backend: str = "cpu", *, feature_level=None, float_rules=None,
+             allow_tf32=None) -> CaseResult:
     """One case (a Case, or a case file's path) on one backend ("cpu", "gpu" or "auto")."""
-    settings = Settings(feature_level=feature_level, float_rules=float_rules)
+    settings = Settings(feature_level=feature_level, float_rules=float_rules, allow_tf32=_tf32_setting(allow_tf32))
     names, _ = resolve_backends(backend)
     if isinstance(case_or_path, Case):
         return run_loaded(case_or_path, names[:1], settings)[0]
@@ -376,6 +380,13 @@ def run_case(case_or_path, backend: str = "cpu", *, feature_level=None, float_ru
     if not path.is_file():
         raise InputError(f"case {quoted(case_or_path)}: no such file")
     return run_file(path, case_id_for(path, None), names[:1], settings)[1][0]
+
+
+def _tf32_setting(value) -> bool:
+    """allow_tf32 for every case that sets none: True or False (None: False), checked as the API checks it."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise InputError(f"allow_tf32 must be True or False (found {quoted(repr(value))})")
 
 
 # ---------------------------------------------------------------- a suite
@@ -413,7 +424,7 @@ def _pool_context(backends: Sequence[str]):
 
 
 def run_suite(paths: Sequence[str | Path], *, backend: str = "cpu", keyword: str | None = None,
-              jobs: int | None = None, feature_level=None, float_rules=None, stop_first: bool = False,
+              jobs: int | None = None, feature_level=None, float_rules=None, allow_tf32=None, stop_first: bool = False,
               on_progress: Callable[[int, int, list[CaseResult]], None] | None = None) -> SuiteRun:
     """Run every case file under `paths`. `on_progress(done_files, total_files, new_results)` after each piece."""
     from ..backends.float_rules import parse_float_rules
@@ -422,7 +433,8 @@ def run_suite(paths: Sequence[str | Path], *, backend: str = "cpu", keyword: str
 
     matcher(keyword)  # a malformed -k is a usage error before anything runs
     settings = Settings(None if feature_level is None else parse_feature_level(feature_level).short,
-                        None if float_rules is None else parse_float_rules(float_rules), keyword)
+                        None if float_rules is None else parse_float_rules(float_rules), keyword,
+                        _tf32_setting(allow_tf32))
     names, unavailable = resolve_backends(backend)
     items = discover(paths)
     if not items:

@@ -67,6 +67,8 @@ def save_case(target: str, outcome, req) -> None:
     }
     if req.float_rules != "ieee":
         document["float_rules"] = req.float_rules
+    if req.allow_tf32:
+        document["allow_tf32"] = True
     # One key a line, each tensor on one line: as the shared conformance cases are laid out, and easy to diff.
     text = "{\n" + ",\n".join(f" {json.dumps(key)}: {json.dumps(value, default=_jsonable)}"
                                for key, value in document.items()) + "\n}\n"
