@@ -353,7 +353,7 @@ def reduce_kernel(xp, inputs, outputs, params):
         result = _log_sum_exp(xp, work, axis)
     else:  # pragma: no cover - the enum admits no other value
         raise ValueError(function)
-    return (xp.asarray(result).astype(out_dtype).reshape(out.shape),)
+    return (xp.asarray(result).astype(out_dtype, copy=False).reshape(out.shape),)
 
 
 def reduce_gpu_kernel(cp, inputs, outputs, params):
@@ -365,7 +365,7 @@ def reduce_gpu_kernel(cp, inputs, outputs, params):
         return reduce_kernel(cp, inputs, outputs, params)
     axes = resolve_axes(params["Axes"], x.ndim, "Axes")
     result = reduction_gpu.reduce(cp, params["Function"], _accumulator(cp, x), _axis_argument(axes))
-    return (result.astype(out.data_type.numpy_dtype).reshape(out.shape),)
+    return (result.astype(out.data_type.numpy_dtype, copy=False).reshape(out.shape),)
 
 
 def _axis_argument(axes):

@@ -6,9 +6,9 @@ at >= 0.7 of the copy bandwidth and never slower than CuPy's own call).
   ELEMENT_WISE_MAX/MIN's rule (a NaN gives way to any number; NaN only where every element is NaN), without flush
   to zero.
 - REDUCE L1, L2 and SUM_SQUARE of floats in one pass: |x| or x * x mapped inside the reduction (no temporary).
-- Softmax and log-softmax over the last axis: one block per row; a row of up to 16384 elements is held in
-  registers, a longer one read three times (the second and third from the L2 cache), so that device memory sees
-  about one read and one write (CuPy's expression makes five passes).
+- Softmax and log-softmax over the last axis: one block per row reads it three times, the second and third from
+  the L2 cache, so that device memory sees about one read and one write (CuPy's expression makes five passes).
+  Holding a row of 16384 in registers instead (512 threads x 32) measured half as fast on the H100.
 - CUMULATIVE_SUMMATION along the last axis: a block scan per row through shared-memory tiles.
 The sums add in another order than the CPU's (as CuPy's do), within the operators' tolerances that grow with the
 reduced length; MAX and MIN select, so the values are the CPU's.
@@ -94,43 +94,6 @@ __device__ float dml_block_combine(float v, float* shared, bool maximum) {
     return total;
 }
 
-// Rows of at most blockDim.x * DML_ROW_ITEMS elements: each thread keeps its DML_ROW_ITEMS elements in registers,
-// so the row is read from device memory once (the kernel below reads it three times, twice from the cache).
-extern "C" __global__ void __launch_bounds__(512) dml_kernel_cached(const float* xs, float* ys, const long long count, const int log_form,
-                                             const long long rows) {
-    __shared__ float shared[33];
-    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-        const float* x = xs + row * count;
-        float* y = ys + row * count;
-        float values[DML_ROW_ITEMS];
-        float peak = -__int_as_float(0x7f800000);
-        #pragma unroll
-        for (int k = 0; k < DML_ROW_ITEMS; ++k) {
-            const long long i = threadIdx.x + (long long)k * blockDim.x;
-            values[k] = i < count ? x[i] : -__int_as_float(0x7f800000);
-            const float v = values[k];
-            if (i < count) peak = (v != v || peak != peak) ? __int_as_float(0x7fc00000) : fmaxf(peak, v);
-        }
-        peak = dml_block_combine(peak, shared, true);
-        float total = 0.0f;
-        #pragma unroll
-        for (int k = 0; k < DML_ROW_ITEMS; ++k) {
-            const long long i = threadIdx.x + (long long)k * blockDim.x;
-            if (i < count) total += expf(dml_sub(values[k], peak));
-        }
-        total = dml_block_combine(total, shared, false);
-        const float log_total = logf(total);
-        #pragma unroll
-        for (int k = 0; k < DML_ROW_ITEMS; ++k) {
-            const long long i = threadIdx.x + (long long)k * blockDim.x;
-            if (i < count) {
-                const float shifted = dml_sub(values[k], peak);
-                y[i] = log_form ? dml_sub(shifted, log_total) : dml_div(expf(shifted), total);
-            }
-        }
-    }
-}
-
 extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long long count, const int log_form,
                                       const long long rows) {
     __shared__ float shared[33];
@@ -156,11 +119,6 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
 """
 
 
-# Rows of up to 512 x 32 elements are held in registers (one kernel per count of elements per thread; 512 threads
-# of at most 64 registers each fit any current GPU's register file).
-_ROW_ITEMS_CACHED = 32
-
-
 def softmax_rows(cp, work, log_form: bool):
     """Softmax (or log-softmax) of a C-contiguous FLOAT32 CuPy array over its last axis."""
     result = cp.empty_like(work)
@@ -168,15 +126,10 @@ def softmax_rows(cp, work, log_form: bool):
     rows = work.size // max(count, 1)
     if work.size == 0:
         return result
-    cached = count <= 512 * _ROW_ITEMS_CACHED
-    threads = (512 if count >= 4096 else 256) if cached else 1024
-    items = -(-count // threads)
-    key = ("softmax", items if cached else 0)
-    kernel = _KERNELS.get(key)
+    kernel = _KERNELS.get("softmax")
     if kernel is None:
-        source = f"#define DML_ROW_ITEMS {items if cached else 1}\n" + _SOFTMAX_SOURCE
-        kernel = _KERNELS[key] = cp.RawKernel(source, "dml_kernel_cached" if cached else "dml_kernel",
-                                              options=COMPILE_OPTIONS)
+        kernel = _KERNELS["softmax"] = cp.RawKernel(_SOFTMAX_SOURCE, "dml_kernel", options=COMPILE_OPTIONS)
+    threads = 1024 if count >= 8192 else 256
     blocks = int(min(rows, 65535))
     kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows)))
     return result
