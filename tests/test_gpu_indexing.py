@@ -71,6 +71,9 @@ def test_gathers(shape, dtype, index_dtype):
     # GATHER: a row of indices in the last dimension (leading ones: IndexDimensions 1).
     idx = indices(rng, (1,) * (len(shape) - 1) + (5,), index_dtype, shape[axis])
     assert_same_bits(*both("gather", x, idx, axis=axis, index_dimensions=1))
+    for other in range(len(shape) - 1):  # the one-kernel GATHER along every axis: outer and inner blocks
+        idx = indices(rng, (1,) * (len(shape) - 1) + (4,), index_dtype, shape[other])
+        assert_same_bits(*both("gather", x, idx, axis=other, index_dimensions=1))
     elements = indices(rng, shape[:-1] + (4,), index_dtype, shape[axis])
     assert_same_bits(*both("gather_elements", x, elements, axis=axis))
     tuples = indices(rng, (1,) * (len(shape) - 2) + (3, 1) if len(shape) > 1 else (1,), index_dtype, min(shape))

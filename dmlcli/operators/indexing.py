@@ -225,6 +225,56 @@ def gather_kernel(xp, inputs, outputs, params):
     return (_as_type(xp, taken, out.data_type.numpy_dtype).reshape(out.shape),)
 
 
+_C_BITS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+_C_INDEX = {"int32": "int", "int64": "long long", "uint32": "unsigned int", "uint64": "unsigned long long"}
+
+
+def _gather_source(item_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
+    """GATHER in one pass: each output element reads its index, wraps a negative one, and copies the input's
+    bits or writes 0 where the index is outside the dimension (the rule gather_kernel applies in four passes)."""
+    from .cuda_prelude import DEVICE_PRELUDE
+
+    bits, index = _C_BITS[item_bytes], _C_INDEX[index_dtype.name]
+    signed = "if (position < 0) position += size;\n" if index_dtype.kind == "i" else ""
+    return (DEVICE_PRELUDE + f"\ntypedef {'long long' if wide else 'int'} idx_t;\n"
+            f'extern "C" __global__ void dml_kernel(const {bits}* data, const {index}* indices, {bits}* ys,\n'
+            "    const long long lsize, const long long lcount, const long long linner, const long long n) {\n"
+            "    const idx_t size = (idx_t)lsize, count = (idx_t)lcount, inner = (idx_t)linner;\n"
+            "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;\n"
+            "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {\n"
+            "        const idx_t within = i % inner;\n"
+            "        const idx_t t = i / inner;\n"
+            "        const idx_t j = t % count;\n"
+            "        const idx_t outer = t / count;\n"
+            "        long long position = (long long)indices[j];\n"
+            f"        {signed}"
+            "        ys[i] = (position >= 0 && position < size)\n"
+            "            ? data[((long long)outer * size + position) * inner + within] : ("
+            f"{bits})0;\n"
+            "    }\n}\n")
+
+
+def gather_gpu_kernel(cp, inputs, outputs, params):
+    """GATHER on the GPU in one kernel (no host round trip to check the indices); the same bits as gather_kernel."""
+    from .cuda_prelude import launch
+
+    data, indices = inputs
+    (out,) = outputs
+    if np.dtype(indices.dtype).name not in _C_INDEX:
+        return gather_kernel(cp, inputs, outputs, params)
+    axis = params["Axis"]
+    data_bits = _bits(cp, cp.ascontiguousarray(data))
+    result = cp.empty(tuple(out.shape), dtype=data_bits.dtype)
+    if result.size:
+        size = data.shape[axis]
+        inner = math.prod(data.shape[axis + 1:])
+        wide = max(data.size, result.size) >= 2**31 - 2**24
+        source = _gather_source(data_bits.dtype.itemsize, np.dtype(indices.dtype), wide)
+        launch(cp, source, data_bits, cp.ascontiguousarray(indices).reshape(-1), result, np.int64(size),
+               np.int64(indices.size), np.int64(inner), count=result.size)
+    return (_as_type(cp, result, out.data_type.numpy_dtype),)
+
+
 _GATHER_ROWS = rows(
     ("4_1", DIMS_1_TO_8, {"InputTensor": ALL11, "IndicesTensor": INDEX_TYPES_3_0, "OutputTensor": ALL11}),
     ("3_0", DIMS_1_TO_8, {"InputTensor": _INTS_8, "IndicesTensor": INDEX_TYPES_3_0, "OutputTensor": _INTS_8}),
@@ -245,7 +295,7 @@ GATHER = Operator(
     introduced=_GATHER_ROWS[-1].level, inputs=("InputTensor", "IndicesTensor"), support=_GATHER_ROWS,
     same_data_type=("InputTensor", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(AXIS, INDEX_DIMENSIONS), native_encoding=True, shape_rule=gather_shape,
-    array_kernel=gather_kernel, exactness=EXACT,
+    array_kernel=gather_kernel, gpu_array_kernel=gather_gpu_kernel, exactness=EXACT,
     notes=(
         "OutputTensor Sizes = InputTensor Sizes before Axis, the last IndexDimensions sizes of IndicesTensor, "
         "InputTensor Sizes after Axis, fitted into the common DimensionCount: leading ones added, or sizes of 1 "
