@@ -120,6 +120,7 @@ def read_graph(data: bytes, where: str) -> GraphRecord:
 
     reader = _Reader(data, where, fb)
     root = reader.read("the root table", lambda: fb.DmlGraphDesc.GetRootAs(reader.data, 0))
+    reader.read("the root table", root.NodesIsNone)  # its vtable: the first read through the root's offset
     inputs = reader.names("graphInputNames", root.GraphInputNamesLength, root.GraphInputNames)
     outputs = reader.names("graphOutputNames", root.GraphOutputNamesLength, root.GraphOutputNames)
     count = reader.length("nodes", root.NodesLength, 4)
