@@ -247,6 +247,31 @@ def _change(**changes):
     return change
 
 
+def _join_node(inputs: list[str]) -> dict:
+    """JOIN of two [1, 1, 2, 3] tensors along axis 2: InputTensors, a tensor array, with InputCount."""
+    return {"name": "join", "op": "DML_OPERATOR_JOIN", "inputs": inputs, "outputs": ["joined"],
+            "in": [tensor([1, 1, 2, 3])] * 2, "out": [tensor([1, 1, 4, 3])],
+            "attributes": [("InputCount", "UInt32", 2), ("Axis", "UInt32", 2)]}
+
+
+def test_a_tensor_array_takes_the_remaining_tensors_in_order(tmp_path, monkeypatch):
+    # joined = JOIN(x, bias) along axis 2: x's two rows, then the raw constant's.
+    monkeypatch.chdir(tmp_path)
+    nodes = [several_nodes()[0], _join_node(["x", "bias"])]
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "graph.bin").write_bytes(graph_file(nodes, ["x"], ["joined"]))
+    model = {"resources": {"X": {"initialValuesDataType": "FLOAT32", "initialValues": sg.X},
+                           "J": {"initialValuesDataType": "FLOAT32", "initialValues": [0] * 12}},
+             "dispatchables": {"graph": {"type": "dmlSerializedGraph", "sourcePath": "graph.bin"}},
+             "commands": [{"type": "dispatch", "dispatchable": "graph", "bindings": {"x": "X", "joined": ["J"]}},
+                          {"type": "print", "resource": "J"}]}
+    (folder / "model.json").write_text(json.dumps(model))
+    result = dispatch(folder / "model.json", "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert printed(result) == [resource_line("J", sg.X + sg.BIAS)]
+
+
 MALFORMED_GRAPHS = {
     "an input no node makes": (_change(mul={"inputs": ["sum", "nope"]}), 2,
                                "nodes[3] ('mul'): inputNames[1] 'nope' is neither a graph input nor an output of an "
@@ -274,6 +299,12 @@ MALFORMED_GRAPHS = {
     "a node breaking its operator's rules": (_change(mul={"out": [tensor([1, 1, 3, 2])]}), 3, "nodes[3] ('mul')"),
     "a nameless node": (_change(relu={"name": ""}), 2, "nodes[4]: a node needs a name"),
     "a constant node with inputs": (_change(bias_node={"inputs": ["x"]}), 2, "a constant node has no inputs"),
+    "an attribute naming a tensor": (_change(clip={"attributes": [("Min", "Float32", -1.0), ("Max", "Float32", 1.0),
+                                                                  ("OutputTensor", "UInt32", 2)]}), 2,
+                                     "attribute 'OutputTensor' names a tensor field"),
+    "an unnamed tensor of an array": (lambda nodes: nodes + [_join_node(["x", ""])], 2,
+                                      "inputs has 2 tensor descs, but inputNames does not name each tensor of "
+                                      "InputTensors"),
     "an output made twice": (_change(relu={"outputs": ["sum"]}), 2, "outputNames[0] 'sum' is also nodes[2] ('add')'s "
                                                                      "output"),
 }
@@ -354,8 +385,10 @@ BINDING_ERRORS = {
                                "nothing bound for graph output 'clipped'"),
     "an input left unbound": ({k: v for k, v in BINDINGS.items() if k != "w"}, 2, "nothing bound for graph input 'w'"),
     "a resource too small": ({**BINDINGS, "w": "G"}, 3, "16 bytes are bound", "TotalTensorSizeInBytes is 24"),
-    "an output over an input": ({**BINDINGS, "prod": "X"}, 3, "shares bytes with another of its outputs or inputs"),
-    "two outputs over one buffer": ({**BINDINGS, "clipped": "Prod"}, 3, "shares bytes"),
+    "an output over an input": ({**BINDINGS, "prod": "X"}, 3, "graph output 'prod' and graph input 'x' share bytes "
+                                                             "of buffer 'X'"),
+    "two outputs over one buffer": ({**BINDINGS, "clipped": "Prod"}, 3, "graph output 'prod' and graph output "
+                                                                       "'clipped' share bytes of buffer 'Prod'"),
     "an unknown resource": ({**BINDINGS, "x": "nope"}, 2, "there is no resource named 'nope'"),
 }
 

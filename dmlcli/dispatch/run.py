@@ -187,32 +187,35 @@ def _run_onnx(dispatch: PlannedOnnxDispatch, buffers, deferred: dict, iterations
 
 def _run_graph(dispatch, buffers, backend, iterations: int, warmup: int) -> DispatchTiming:
     """A serialized graph run `iterations` times on the buffers: its nodes in order, each through the engine, then
-    its outputs copied into their bound buffers (so an iteration reads the inputs the previous one left)."""
+    its outputs copied into their bound buffers (so an iteration reads the inputs the previous one left).
+
+    The views are made once: the model's buffers and the graph's own stay the same objects while it runs (the
+    graph's intermediate buffers are rewritten by each iteration before they are read)."""
+    local = {**buffers, **dispatch.graph_buffers()}
+    steps = []
+    for step in dispatch.steps:
+        op = step.checked.verdict.call.operator
+        inputs = [_element_view(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
+        outputs = {name: _element_view(local, tensor, name) for name, tensor in step.tensors.items()
+                   if field_of(name) in op.outputs}
+        steps.append((step.checked.verdict, inputs, outputs, HookTally(step.checked.verdict.call)))
+    copies = [(_element_view(buffers, bound, bound.resource), _element_view(local, made, made.resource.name))
+              for made, bound in dispatch.outputs]
     samples = SampleReservoir(warmup)
-    tallies = [HookTally(step.checked.verdict.call) for step in dispatch.steps]
     for _ in range(iterations):
         start = time.perf_counter()
-        _run_graph_once(dispatch, buffers, backend, tallies)
+        for verdict, inputs, outputs, tally in steps:
+            outcome = execute(verdict, inputs, backend, tally=tally)
+            for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
+                if tensor.name in outputs:  # an optional output the node leaves out is not kept
+                    outputs[tensor.name][...] = result
+        for target, made in copies:
+            target[...] = made
         samples.add((time.perf_counter() - start) * 1000.0)
-    for step, tally in zip(dispatch.steps, tallies):
+    for step, (_, _, _, tally) in zip(dispatch.steps, steps):
         for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: {step.step.label}: "):
             warnings.warn(message, DmlcliWarning, stacklevel=2)
     return DispatchTiming.from_reservoirs(dispatch.name, samples, None)
-
-
-def _run_graph_once(dispatch, buffers, backend, tallies: list[HookTally]) -> None:
-    # The model's buffers (the same bytearrays: graph inputs are read in place) and the graph's own, together.
-    local = {**buffers, **dispatch.graph_buffers()}
-    for step, tally in zip(dispatch.steps, tallies):
-        verdict = step.checked.verdict
-        op = verdict.call.operator
-        inputs = [_element_view(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
-        outcome = execute(verdict, inputs, backend, tally=tally)
-        for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
-            if tensor.name in step.tensors:  # an optional output the node leaves out is not kept
-                _element_view(local, step.tensors[tensor.name], tensor.name)[...] = result
-    for made, bound in dispatch.outputs:
-        _element_view(buffers, bound, bound.resource)[...] = _element_view(local, made, made.resource.name)
 
 
 def _stage_deferred(command: WriteFileCommand, data_type, shape: tuple[int, ...], contents: bytes) -> bytes:

@@ -171,6 +171,9 @@ def graph_step(node: NodeRecord, graph: GraphRecord, constants: dict, named_cons
         targets[key] = edge
     parameters = {parameter.field: parameter for parameter in operator.parameters}
     for name, value in node.operator.attributes:
+        if name in operator.tensors:
+            raise InputError(f"{label}: attribute {shown(name)} names a tensor field; tensors come from the node's "
+                             "inputs and outputs")
         if name in desc:
             raise InputError(f"{label}: the field {shown(name)} is given twice")
         desc[name] = _desc_value(parameters.get(name), value)
@@ -187,8 +190,9 @@ def _fields(fields: tuple[str, ...], variadic: str | None, names: tuple[str, ...
         if field == variadic:
             position = 0
             while records_left:
-                if not names_left:
-                    raise InputError(f"{where}: {kind}s has more tensor descs than {kind}Names has names")
+                if not names_left or not names_left[0]:
+                    raise InputError(f"{where}: {kind}s has {len(records)} tensor descs, but {kind}Names does not name "
+                                     f"each tensor of {field}")
                 found.append((f"{field}[{position}]", names_left.pop(0), records_left.pop(0)))
                 position += 1
             continue
@@ -219,7 +223,9 @@ def _put(desc: dict, key: str, tensor: dict) -> None:
 def _desc_value(parameter, value):
     """An attribute's value as a DxDispatch desc writes it: a data type field holds DML_TENSOR_DATA_TYPE's number
     in the file, and its name in a desc; the other kinds read numbers as they are (an enum its number too)."""
-    if type(parameter).__name__ == "DataTypeParameter" and isinstance(value, int):
+    from ...operators.parameters import DataTypeParameter
+
+    if isinstance(parameter, DataTypeParameter) and isinstance(value, int):
         for data_type in ALL_DATA_TYPES:
             if data_type.value == value:
                 return data_type.name
@@ -295,7 +301,7 @@ def plan_graph_dispatch(command: DispatchCommand, dispatchable: GraphDispatchabl
     each checked as DirectML checks a binding (range, alignment) or as an edge (one data type, enough bytes)."""
     prefix = f"command {command.index} (dispatch {shown(dispatchable.name)})"
     made: dict[str, tuple[BoundTensor, int, int, str]] = {}  # edge -> its producer's tensor, size, step, tensor key
-    planned, sizes, inputs = [], {}, []
+    planned, sizes, inputs = [], {}, []  # inputs: (what, bound tensor) of each graph input read
     for index, (step, step_checked) in enumerate(zip(dispatchable.steps, checked)):
         here = f"{prefix}: {step.label}"
         tensors = {}
@@ -311,20 +317,21 @@ def plan_graph_dispatch(command: DispatchCommand, dispatchable: GraphDispatchabl
             if kind == INPUT:
                 tensors[key] = bind_tensor(key, desc, _bound(command, edge, "input", here), False, step_checked, model,
                                            here)
-                inputs.append(tensors[key])
+                inputs.append((f"graph input {shown(edge)}", tensors[key]))
             elif kind == CONSTANT:
                 tensors[key] = _constant(key, desc, edge, dispatchable.constants[edge], strides, total, here)
             else:
                 tensors[key] = _intermediate(key, desc, edge, made[edge][:2], strides, total, here)
         planned.append(PlannedStep(step, step_checked, tensors))
-    outputs = []
+    outputs, bound_outputs = [], []
     for edge in dispatchable.output_names:
         produced, _, step_index, key = made[edge]
         here = f"{prefix}: {dispatchable.steps[step_index].label}"
         bound = bind_tensor(key, produced.desc, _bound(command, edge, "output", here), False, checked[step_index],
                             model, here)
         outputs.append((produced, bound))
-    _check_output_aliasing([bound for _, bound in outputs], inputs, prefix)
+        bound_outputs.append((f"graph output {shown(edge)}", bound))
+    _check_output_aliasing(bound_outputs, inputs, prefix)
     return PlannedGraphDispatch(command, dispatchable, tuple(planned), sizes, tuple(outputs))
 
 
@@ -355,11 +362,12 @@ def _intermediate(key: str, desc, edge: str, producer: tuple[BoundTensor, int], 
     return BoundTensor(desc, GraphBuffer(INTERMEDIATE, edge), 0, strides, False)
 
 
-def _check_output_aliasing(outputs: list[BoundTensor], inputs: list[BoundTensor], where: str) -> None:
+def _check_output_aliasing(outputs: list[tuple[str, BoundTensor]], inputs: list[tuple[str, BoundTensor]],
+                           where: str) -> None:
     """A graph's outputs may share bytes neither with each other nor with its inputs: DirectML documents
-    in-place execution for some operators only, and for no graph."""
-    for position, output in enumerate(outputs):
-        for other in outputs[position + 1:] + inputs:
+    in-place execution for some operators only, and for no graph. Each item: (what it is, the bound tensor)."""
+    for position, (name, output) in enumerate(outputs):
+        for other_name, other in outputs[position + 1:] + inputs:
             if tensors_overlap(output, other):
-                raise ValidationError(f"{where}: the graph's output bound to {shown(output.resource)} shares bytes "
-                                      f"with another of its outputs or inputs in that buffer; each needs its own")
+                raise ValidationError(f"{where}: {name} and {other_name} share bytes of buffer "
+                                      f"{shown(output.resource)}; a graph's outputs need memory of their own")

@@ -268,7 +268,7 @@ class _Reader:
                                  "that holds its data)")
             return ConstantRecord(name, None)
         raw = self.view(self.fb.ConstantRawData, table)
-        if self.length(f"{field}.data.data", raw.DataLength, 0) == 0:
+        if self.length(f"{field}.data.data", raw.DataLength, 1) == 0:
             return ConstantRecord(None, np.zeros(0, dtype=np.uint8))
         data = self.read(f"{field}.data.data", raw.DataAsNumpy)
         return ConstantRecord(None, data)
