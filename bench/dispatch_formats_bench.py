@@ -1,10 +1,12 @@
-"""What `dmlcli dispatch` costs on DxDispatch's ONNX and image models, against plain scripts of the same work.
+"""What `dmlcli dispatch` costs on DxDispatch's ONNX, serialized-graph and image models, against plain scripts.
 
 For each model, the median over --repeats runs of:
   - dmlcli:   load_model + run_model (parse, session, bindings, run, print), the way `dmlcli dispatch` runs it;
   - baseline: a plain script of the same work: for the ONNX models an onnxruntime.InferenceSession made and run
-              on NumPy arrays, plus the same work in NumPy alone (matmuls, concatenations); for the image model,
-              Pillow decode + resize + /255 + a NumPy identity + encode.
+              on NumPy arrays, plus the same work in NumPy alone (matmuls, concatenations); for the serialized
+              graph (dmlSerializedGraph_matmul_add.json: FlatBuffers read, one GEMM node, two constants) a session
+              of the ONNX model it was made from, and x @ B + C in NumPy; for the image model, Pillow decode +
+              resize + /255 + a NumPy identity + encode.
 and, for the dispatch alone, the median per-dispatch time dmlcli reports (-i --iterations) against the median
 of session.run / the NumPy operation on the same arrays.
 
@@ -84,6 +86,20 @@ def concat_numpy() -> None:
         np.concatenate([a[:rows * 2].reshape(rows, 2), b[:rows * 2].reshape(rows, 2)])
 
 
+def matmul_add_onnx_script() -> None:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(SHARED / "matmul_add" / "matmul_add.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    session.run(None, {"model_input": np.full((1, 5), 1.5, dtype=np.float32)})
+
+
+def matmul_add_numpy() -> None:
+    b = np.fromfile(SHARED / "matmul_add" / "matmul_b_tensor.bin", dtype="<f4").reshape(5, 5)
+    c = np.fromfile(SHARED / "matmul_add" / "add_b_tensor.bin", dtype="<f4")
+    _ = np.full((1, 5), 1.5, dtype=np.float32) @ b + c
+
+
 def image_model(folder: Path, size: int) -> Path:
     """chihuahua.jpg read at size x size RGB, IDENTITY, written back as a PNG: image_io.json's I/O without CONVOLUTION."""
     (folder / "chihuahua.jpg").write_bytes((SHARED / "chihuahua.jpg").read_bytes())
@@ -138,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
             ("onnx_dynamic_shapes.json", SHARED / "onnx_dynamic_shapes.json", concat_onnx_script, concat_numpy,
              session_run("onnx_dynamic_shapes.onnx", {"x0": np.ones((3, 2), np.float32),
                                                       "x1": np.ones((3, 2), np.float32)})),
+            ("dmlSerializedGraph_matmul_add.json", SHARED / "dmlSerializedGraph_matmul_add.json",
+             matmul_add_onnx_script, matmul_add_numpy,
+             session_run("matmul_add/matmul_add.onnx", {"model_input": np.full((1, 5), 1.5, dtype=np.float32)})),
             (f"image {args.image_size}x{args.image_size} (jpg -> IDENTITY -> png)", image,
              lambda: image_script(args.image_size), None, None),
         ]

@@ -250,12 +250,13 @@ ELEMENT_WISE_MODELS = {
 }
 # The shaped operators' models are in tests/test_dispatch_shaped.py. The others, and the words their refusal must contain (exit 2, before anything runs).
 REFUSED_MODELS = {
-    "dmlSerializedGraph_matmul_add.json": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs)",
     "hlsl_add_fp16.json": "need DirectX's shader compiler (dxc)",
     "hlsl_add_fp32.json": "need DirectX's shader compiler (dxc)",
 }
 # The ONNX and image models: tests/test_dispatch_formats.py (they need the [onnx] and [images] extras).
 FORMAT_MODEL_NAMES = ["image_io.json", "onnx_dynamic_shapes.json", "onnx_gemm.json"]
+# The serialized DirectML graph: tests/test_dispatch_serialized_graph.py.
+SERIALIZED_GRAPH_MODELS = ["dmlSerializedGraph_matmul_add.json"]
 
 
 def test_the_shared_models_are_all_there(shared_dir):
@@ -265,7 +266,7 @@ def test_the_shared_models_are_all_there(shared_dir):
     from test_dispatch_shaped import SHAPED_MODELS
 
     assert sorted(list(ELEMENT_WISE_MODELS) + list(REFUSED_MODELS) + list(SHAPED_MODELS)
-                  + FORMAT_MODEL_NAMES) == sorted(ALL_SHARED_MODELS)
+                  + FORMAT_MODEL_NAMES + SERIALIZED_GRAPH_MODELS) == sorted(ALL_SHARED_MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENT_WISE_MODELS))

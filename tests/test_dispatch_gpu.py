@@ -48,3 +48,27 @@ def test_iterations_compound_on_the_gpu(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     # Three dispatch commands of three iterations: [1, 3, 5, 2^31] shifted left by 1 nine times.
     assert "Resource 'A': 512, 1536, 2560, 0" in result.stdout.splitlines()
+
+
+def test_the_shared_serialized_graph_on_the_gpu(shared_dir, tmp_path, monkeypatch):
+    from test_dispatch_serialized_graph import MODEL, SHARED_MODELS, resource_line
+
+    monkeypatch.chdir(tmp_path)
+    result = gpu_dispatch(SHARED_MODELS / MODEL)
+    assert result.exit_code == 0, result.output
+    assert printed(result) == [resource_line("model_output", [12.25] * 5)]  # 1.5 * 1.5 * 5 + 1, exact
+    assert re.fullmatch(r"Dispatch 'matmul_add': 1 iterations, \d+\.\d{4} ms median \(CPU\)", result.stdout.splitlines()[0])
+
+
+def test_a_serialized_graph_of_several_nodes_on_the_gpu(tmp_path, monkeypatch):
+    import numpy as np
+
+    from serialized_graphs import several_nodes_model
+    from test_dispatch_serialized_graph import resource_line, several_nodes_expected
+
+    monkeypatch.chdir(tmp_path)
+    expected = several_nodes_expected()
+    result = gpu_dispatch(several_nodes_model(tmp_path / "m"), "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert printed(result)[:2] == [resource_line(name, expected[name]) for name in ("Prod", "Clipped")]
+    np.testing.assert_allclose(np.load(tmp_path / "gemm.npy"), expected["G"], rtol=1e-6)

@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 # writers of files and archives, the terminal renderer and the stdlib modules only they need.
 NEVER = {
     "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "signal", "dask", "zarr",
+    "flatbuffers",
     "dmlcli.engine.streaming", "dmlcli.engine.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite",
     "dmlcli.distributed", "dmlcli.checking", "dmlcli.display.rendering", "dmlcli.cli.reports", "dmlcli.api",
     "dmlcli.cli.catalog", "dmlcli.cli.suite", "dmlcli.cli.inspect",

@@ -258,7 +258,8 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, outpu
 
     Every dispatch is checked against DirectML's rules before anything runs; operators outside
     dmlcli's set, HLSL dispatchables and textures are refused (exit 2). ONNX dispatchables run
-    through ONNX Runtime (the [onnx] extra), images through Pillow (the [images] extra).
+    through ONNX Runtime (the [onnx] extra), images through Pillow (the [images] extra), and
+    serialized DirectML graphs (dmlSerializedGraph) as graphs of dmlcli's operators.
 
     \b
     Example:

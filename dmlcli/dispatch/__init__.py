@@ -11,7 +11,9 @@ runs the ones whose operators are in its table, anywhere, on NumPy or CuPy:
 The work is split by concern: jsonc (comments and trailing commas), model (the
 format, resources and initialisers), plan (DirectML's rules, checked before anything runs),
 run (execution) and printing (DxDispatch's text output); onnx (ONNX dispatchables through ONNX
-Runtime, deferred resources) and images (.jpg / .png through Pillow); strided views are dmlcli.io.strided.
+Runtime, deferred resources), serialized_graph (dmlSerializedGraph: serialized DirectML graphs, read
+with FlatBuffers and run node by node) and images (.jpg / .png through Pillow); strided views are
+dmlcli.io.strided.
 """
 
 from __future__ import annotations

@@ -163,6 +163,21 @@ def source_file(source: str, rules: PathRules, where: str) -> Path:
     return resolved
 
 
+def file_beside(folder: Path, name: str, rules: PathRules, where: str, shown: str) -> Path:
+    """The resolved path of the file `name` in `folder` (a serialized graph's constant NAME.bin, which DxDispatch
+    reads beside the graph): inside the model's folder unless allowed, and a regular file."""
+    _check_path_text(name, "name", where)
+    named = folder / name
+    resolved = _resolved(named, where, shown)
+    model_folder = _resolved(rules.model_dir, where, "the model's folder")
+    if not rules.allow_outside and not _inside(resolved, model_folder):
+        raise InputError(f"{where}: {shown}{_via(named, resolved)} is outside the model's folder "
+                         f"{shown_path(str(model_folder))}; a model reads only files beside it unless you pass "
+                         f"{ALLOW_FLAG}")
+    check_regular(resolved, where, shown)
+    return resolved
+
+
 def check_regular(path: Path, where: str, shown: str) -> int:
     """The size of `path`, which must be a regular file (not a device, FIFO, socket or directory)."""
     try:

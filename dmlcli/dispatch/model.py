@@ -3,9 +3,9 @@
 The reference is DxDispatch itself (microsoft/DirectML, DxDispatch/doc/Guide.md and
 DxDispatch/src/model/JsonParsers.cpp); comments below name the behaviour followed. Parsing
 checks the model's structure and refuses, naming the item, whatever dmlcli cannot run (other
-operators, HLSL / serialized-graph dispatchables, textures, mixed-type list-initialised buffers)
-so that nothing runs before the whole model is known to be runnable. ONNX dispatchables are
-dispatch/onnx.py, image files dispatch/images.py.
+operators, HLSL dispatchables, textures, mixed-type list-initialised buffers) so that nothing runs
+before the whole model is known to be runnable. ONNX dispatchables are dispatch/onnx.py, serialized
+DirectML graphs dispatch/serialized_graph/, image files dispatch/images.py.
 DirectML's own rules (data types, dimension counts, buffer sizes, alignment) are checked later,
 per dispatch, by dispatch_plan.
 """
@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -29,12 +29,12 @@ from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
 from ..io.strided import check_strides, little_endian
 from ..errors import InputError
-from ..operators import Operator, find_operator, table_summary
+from ..operators import Operator, find_operator
+
+if TYPE_CHECKING:  # annotations only: reading a serialized graph imports it (and FlatBuffers) when needed
+    from .serialized_graph.graph import GraphDispatchable
 
 _DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
-_UNSUPPORTED_DISPATCHABLES = {
-    "dmlserializedgraph": "serialized DirectML graphs",
-}
 # HLSL is the one kind dmlcli cannot run at all: it needs DirectX's shader compiler and a Direct3D device.
 HLSL_REFUSAL = ("HLSL dispatchables are compute shaders that need DirectX's shader compiler (dxc) and a Direct3D 12 "
                 "device, which dmlcli does not have; dmlcli runs DirectML operators and ONNX models")
@@ -141,7 +141,7 @@ class WriteFileCommand:
 class Model:
     path: Path
     resources: dict[str, BufferResource] = field(default_factory=dict)
-    dispatchables: dict[str, Dispatchable | OnnxDispatchable] = field(default_factory=dict)
+    dispatchables: dict[str, Dispatchable | OnnxDispatchable | GraphDispatchable] = field(default_factory=dict)
     commands: list = field(default_factory=list)
 
 
@@ -196,8 +196,14 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
                                                where=f"{prefix}: resource {shown(name)}")
     for name, value in dispatchables.items():
         where = f"{prefix}: dispatchable {shown(name)}"
-        if isinstance(value, dict) and isinstance(value.get("type"), str) and value["type"].lower() == "onnx":
+        kind = value["type"].lower() if isinstance(value, dict) and isinstance(value.get("type"), str) else None
+        if kind == "onnx":
             model.dispatchables[name] = parse_onnx_dispatchable(name, value, rules=rules, budget=budget, where=where)
+            continue
+        if kind == "dmlserializedgraph":
+            from .serialized_graph.graph import parse_graph_dispatchable  # FlatBuffers, only for such a model
+
+            model.dispatchables[name] = parse_graph_dispatchable(name, value, rules=rules, budget=budget, where=where)
             continue
         model.dispatchables[name] = parse_dispatchable(name, value, model.resources, where=where)
     commands = _member(document, "commands", list, prefix)
@@ -561,17 +567,13 @@ def _from_file(initial: dict, declared, *, rules: PathRules, where: str, resampl
 
 
 def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Dispatchable:
-    """A DirectML operator dispatchable (ParseModelDmlDispatchableDesc); other kinds are refused."""
+    """A DirectML operator dispatchable (ParseModelDmlDispatchableDesc)."""
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a JSON object with a type")
     type_name = value.get("Type", value.get("type"))
     if not isinstance(type_name, str):
         raise InputError(f"{where}: needs a string 'type' (an operator such as DML_OPERATOR_ELEMENT_WISE_BIT_XOR)")
-    kind = _UNSUPPORTED_DISPATCHABLES.get(type_name.lower())
-    if kind is not None:
-        raise InputError(f"{where}: {shown(type_name)} dispatchables ({kind}) are not supported: dmlcli runs only "
-                         f"{table_summary()}")
-    operator = _find_model_operator(type_name, where)
+    operator = find_model_operator(type_name, where)
     compile_type = value.get("dmlCompileType", "DmlCompileOp")
     if compile_type not in _COMPILE_TYPES:
         # A one-node graph (DmlCompileGraph) computes what the operator does, so both run the operator.
@@ -670,7 +672,7 @@ def _tensor_array(operator: Operator, desc: dict, where: str) -> dict[str, Tenso
             for i, item in enumerate(values)}
 
 
-def _find_model_operator(type_name: str, where: str) -> Operator:
+def find_model_operator(type_name: str, where: str) -> Operator:
     try:
         return find_operator(type_name)
     except InputError as error:
@@ -742,17 +744,17 @@ def parse_bindings(value, operator: Operator, resources: dict, *, where: str) ->
             items = source if isinstance(source, list) else [source]
             for index, item in enumerate(items):
                 name = f"{tensor_field}[{index}]"
-                bindings[name] = _binding_source(item, resources, where=f"{where}: {name}")
+                bindings[name] = binding_source(item, resources, where=f"{where}: {name}")
             continue
         if isinstance(source, list):
             if len(source) != 1:
                 raise InputError(f"{where}: bind point {shown(tensor_field)} requires 1 resource, but {len(source)} were bound")
             source = source[0]
-        bindings[tensor_field] = _binding_source(source, resources, where=f"{where}: {tensor_field}")
+        bindings[tensor_field] = binding_source(source, resources, where=f"{where}: {tensor_field}")
     return bindings
 
 
-def _binding_source(source, resources: dict, *, where: str) -> BindingSource:
+def binding_source(source, resources: dict, *, where: str) -> BindingSource:
     if isinstance(source, str):
         binding = BindingSource(source)
     elif isinstance(source, dict):
@@ -814,6 +816,10 @@ def _dispatch_command(index: int, value: dict, model: Model, *, where: str) -> D
     dispatchable = model.dispatchables[name]
     if isinstance(dispatchable, OnnxDispatchable):
         bindings = parse_onnx_bindings(value["bindings"], model.resources, where=f"{where}: bindings")
+    elif not isinstance(dispatchable, Dispatchable):  # a serialized graph: bound by its inputs' and outputs' names
+        from .serialized_graph.graph import parse_graph_bindings
+
+        bindings = parse_graph_bindings(value["bindings"], dispatchable, model.resources, where=f"{where}: bindings")
     else:
         bindings = parse_bindings(value["bindings"], dispatchable.operator, model.resources, where=f"{where}: bindings")
     return DispatchCommand(index, name, bindings)
@@ -829,7 +835,7 @@ def parse_onnx_bindings(value: dict, resources: dict, *, where: str) -> dict[str
                 raise InputError(f"{here}: ONNX dispatchables' tensors must map to a single binding source, "
                                  f"found {len(source)}")
             source = source[0]
-        binding = _binding_source(source, resources, where=here)
+        binding = binding_source(source, resources, where=here)
         shape = source.get("shape") if isinstance(source, dict) else None
         if shape is not None:
             if not isinstance(shape, list):

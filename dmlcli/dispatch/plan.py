@@ -17,7 +17,7 @@ from ..engine import plan, request
 from .jsonc import shown
 from .memory import MemoryBudget
 from .model import BindingSource, Dispatchable, DispatchCommand, Model, TensorDesc
-from .onnx import OnnxDispatchable, PlannedOnnxDispatch, open_session, plan_onnx_dispatch
+from .onnx import OnnxDispatchable, open_session, plan_onnx_dispatch
 from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from ..errors import InputError, ValidationError
 from ..calls.validation import Verdict, field_of
@@ -41,7 +41,7 @@ class BoundTensor:
     """A tensor of one dispatch, resolved to a byte range of a buffer."""
 
     desc: TensorDesc
-    resource: str
+    resource: str  # a model resource; in a serialized graph also a buffer of the graph's own (GraphBuffer)
     offset_in_bytes: int
     strides: tuple[int, ...]
     at_initialisation: bool  # OWNED_BY_DML: DirectML reads it once, when the operator is initialised
@@ -59,15 +59,24 @@ class PlannedDispatch:
 
 
 def check_model(model: Model, feature_level=None, *, onnx_providers: list[str] | None = None,
-                ) -> tuple[dict[str, CheckedDispatchable], list[PlannedDispatch | PlannedOnnxDispatch]]:
+                ) -> tuple[dict[str, CheckedDispatchable], list]:
     """Validate every dispatchable and every dispatch command; raise on the first broken rule.
+
+    The list holds a PlannedDispatch, PlannedOnnxDispatch or PlannedGraphDispatch (serialized graphs) per
+    dispatch command.
 
     ONNX dispatchables are opened as ONNX Runtime sessions on `onnx_providers` (default: the CPU's), one
     per dispatchable, and each dispatch's bindings are checked against the model's inputs and outputs.
     """
     checked = {name: check_dispatchable(d, feature_level) for name, d in model.dispatchables.items()
-               if not isinstance(d, OnnxDispatchable)}
+               if isinstance(d, Dispatchable)}
     onnx = {name: d for name, d in model.dispatchables.items() if isinstance(d, OnnxDispatchable)}
+    graphs = {name: d for name, d in model.dispatchables.items()
+              if not isinstance(d, (Dispatchable, OnnxDispatchable))}
+    if graphs:  # serialized DirectML graphs: each node validated once, as an operator dispatchable
+        from .serialized_graph.graph import check_graph, plan_graph_dispatch
+
+        checked_graphs = {name: check_graph(d, feature_level) for name, d in graphs.items()}
     # ONNX Runtime's tensors may use what the model's buffers leave of the memory available (twice: the
     # buffers, and the copies a run makes of them).
     limit = None
@@ -83,6 +92,9 @@ def check_model(model: Model, feature_level=None, *, onnx_providers: list[str] |
         if command.dispatchable in sessions:
             planned.append(plan_onnx_dispatch(command, model.dispatchables[command.dispatchable],
                                               sessions[command.dispatchable], model.resources))
+        elif command.dispatchable in graphs:
+            planned.append(plan_graph_dispatch(command, graphs[command.dispatchable],
+                                               checked_graphs[command.dispatchable], model))
         else:
             planned.append(bind_dispatch(command, checked[command.dispatchable], model))
     check_deferred_uses(model, planned)
@@ -109,9 +121,11 @@ def check_deferred_uses(model: Model, planned: list) -> None:
 # ---------------------------------------------------------------- dispatchables
 
 
-def check_dispatchable(dispatchable: Dispatchable, feature_level=None) -> CheckedDispatchable:
+def check_dispatchable(dispatchable: Dispatchable, feature_level=None, *, where: str | None = None,
+                       ) -> CheckedDispatchable:
+    """DirectML's rules for one operator dispatchable; `where` names it in messages (default: its name)."""
     op = dispatchable.operator
-    prefix = f"dispatchable {shown(dispatchable.name)}"
+    prefix = where or f"dispatchable {shown(dispatchable.name)}"
     # An optional tensor the desc leaves out is not bound; a tensor array's tensors come one by one.
     inputs = [(desc.data_type, desc.sizes) for name, desc in dispatchable.tensors.items() if field_of(name) in op.inputs]
     # By name where the desc leaves out some _Maybenull_ inputs (a zero point but not the other).
@@ -197,7 +211,7 @@ def bind_dispatch(command: DispatchCommand, checked: CheckedDispatchable, model:
                              f"{sum(field_of(t) == field_of(name) for t in dispatchable.tensors)})")
     for name, desc in dispatchable.tensors.items():
         source, at_init = _binding_for(name, desc, command, dispatchable, prefix)
-        tensors[name] = _bind(name, desc, source, at_init, checked, model, prefix)
+        tensors[name] = bind_tensor(name, desc, source, at_init, checked, model, prefix)
     _check_aliasing(tensors, dispatchable, prefix)
     return PlannedDispatch(command, checked, tensors)
 
@@ -226,7 +240,7 @@ def _binding_for(name: str, desc: TensorDesc, command: DispatchCommand, dispatch
     raise InputError(f"{prefix}: nothing bound for required tensor {shown(name)}")
 
 
-def _bind(name: str, desc: TensorDesc, source: BindingSource, at_init: bool, checked: CheckedDispatchable,
+def bind_tensor(name: str, desc: TensorDesc, source: BindingSource, at_init: bool, checked: CheckedDispatchable,
           model: Model, prefix: str) -> BoundTensor:
     resource = model.resources[source.resource]
     where = f"{prefix}: {name} bound to {shown(source.resource)}"
@@ -274,7 +288,7 @@ def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
             and a.desc.sizes == b.desc.sizes and a.desc.data_type == b.desc.data_type)
 
 
-def _overlap(a: BoundTensor, b: BoundTensor) -> bool:
+def tensors_overlap(a: BoundTensor, b: BoundTensor) -> bool:
     """Whether two bound tensors share a byte (exactly aliased views included)."""
     if a.resource != b.resource:
         return False
@@ -294,7 +308,7 @@ def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable,
         _check_output_aliasing(tensors, output_name, op, prefix)
     for position, first in enumerate(outputs):
         for second in outputs[position + 1:]:
-            if _overlap(tensors[first], tensors[second]):
+            if tensors_overlap(tensors[first], tensors[second]):
                 raise ValidationError(f"{prefix}: {first} and {second} share bytes of buffer "
                                       f"{shown(tensors[first].resource)}; each output needs its own memory")
 

@@ -146,8 +146,10 @@ def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, itera
             deferred.clear()  # Executor.cpp: m_deferredBinding.clear() at every dispatch command
             if isinstance(dispatch, PlannedOnnxDispatch):
                 result = _run_onnx(dispatch, buffers, deferred, iterations, warmup)
-            else:
+            elif isinstance(dispatch, PlannedDispatch):
                 result = _run_dispatch(dispatch, buffers, snapshots[id(dispatch)], backend, iterations, warmup)
+            else:  # a serialized DirectML graph (serialized_graph.graph.PlannedGraphDispatch)
+                result = _run_graph(dispatch, buffers, backend, iterations, warmup)
             run.timings.append(result)
             if timing:
                 say(format_timing(result.name, iterations, result.cpu_median_ms, result.gpu_median_ms,
@@ -180,6 +182,39 @@ def _run_onnx(dispatch: PlannedOnnxDispatch, buffers, deferred: dict, iterations
         start = time.perf_counter()
         run_onnx_dispatch(dispatch, buffers, deferred)
         samples.add((time.perf_counter() - start) * 1000.0)
+    return DispatchTiming.from_reservoirs(dispatch.name, samples, None)
+
+
+def _run_graph(dispatch, buffers, backend, iterations: int, warmup: int) -> DispatchTiming:
+    """A serialized graph run `iterations` times on the buffers: its nodes in order, each through the engine, then
+    its outputs copied into their bound buffers (so an iteration reads the inputs the previous one left).
+
+    The views are made once: the model's buffers and the graph's own stay the same objects while it runs (the
+    graph's intermediate buffers are rewritten by each iteration before they are read)."""
+    local = {**buffers, **dispatch.graph_buffers()}
+    steps = []
+    for step in dispatch.steps:
+        op = step.checked.verdict.call.operator
+        inputs = [_element_view(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
+        outputs = {name: _element_view(local, tensor, name) for name, tensor in step.tensors.items()
+                   if field_of(name) in op.outputs}
+        steps.append((step.checked.verdict, inputs, outputs, HookTally(step.checked.verdict.call)))
+    copies = [(_element_view(buffers, bound, bound.resource), _element_view(local, made, made.resource.name))
+              for made, bound in dispatch.outputs]
+    samples = SampleReservoir(warmup)
+    for _ in range(iterations):
+        start = time.perf_counter()
+        for verdict, inputs, outputs, tally in steps:
+            outcome = execute(verdict, inputs, backend, tally=tally)
+            for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
+                if tensor.name in outputs:  # an optional output the node leaves out is not kept
+                    outputs[tensor.name][...] = result
+        for target, made in copies:
+            target[...] = made
+        samples.add((time.perf_counter() - start) * 1000.0)
+    for step, (_, _, _, tally) in zip(dispatch.steps, steps):
+        for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: {step.step.label}: "):
+            warnings.warn(message, DmlcliWarning, stacklevel=2)
     return DispatchTiming.from_reservoirs(dispatch.name, samples, None)
 
 
@@ -242,6 +277,10 @@ def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: Memo
     # An ONNX dispatch's inputs and outputs as arrays, twice (the feeds and ONNX Runtime's results); the
     # session's own intermediates are ONNX Runtime's to allocate and are not counted here.
     dispatches += [2 * p.bound_bytes for p in planned if isinstance(p, PlannedOnnxDispatch)]
+    # A serialized graph: every operator output's buffer at once, and its largest node's temporaries (its
+    # constants were claimed when the model was read, and stay with it).
+    dispatches += [sum(p.buffer_sizes.values()) + DISPATCH_BYTES_PER_ELEMENT * p.largest_step_elements
+                   for p in planned if not isinstance(p, (PlannedDispatch, PlannedOnnxDispatch))]
     budget.check_total({
         "buffers": sum(sizes.values()),
         "OWNED_BY_DML copies": owned,
