@@ -80,6 +80,10 @@ _CONSTANT_POW_ULP = Tolerance(
 _DOUBLE = ("dmlcli computes in double precision from the (scaled) input and rounds once to the output type, "
            "on the CPU and the GPU alike; DirectML's kernels compute in FLOAT32 or FLOAT16, so a result from "
            "Windows may differ within the tolerance.")
+_POW_EVALUATION = ("The CPU computes in double precision and rounds once. On the GPU a float base with a float "
+                   "exponent uses CUDA's powf (at most 4 ULP of FLOAT32, within the 32 ULP tolerance) unless the "
+                   "base or the exponent is subnormal (then double, as the CPU); integer exponents and integer "
+                   "bases are computed in double (exactly where the result is an integer).")
 _SCALE_BIAS_NOTE = ("ScaleBias, when given, is applied to the input first as x*Scale + Bias in FLOAT32: the "
                     "product and the sum are each rounded to FLOAT32 (never fused), for FLOAT16 tensors too "
                     "(the scaled value is not rounded to FLOAT16). Without it the input is used as it is, "
@@ -276,6 +280,15 @@ def _float_helpers(prefix: str) -> str:
     return f"""
 __device__ __forceinline__ double {prefix}_widen(float f) {{ return dml_widen(f); }}
 __device__ __forceinline__ float {prefix}_narrow(double d, int w) {{ return dml_round_to_output(d, w); }}
+// A FLOAT32 result as the output type (FLOAT16: rounded once more, from the float).
+__device__ __forceinline__ float {prefix}_narrow_float(float f, int w) {{
+    return w == 16 ? dml_half_to_float(dml_float_to_half(f)) : f;
+}}
+// Whether CUDA's float32 function may take this value: not a subnormal, which -ftz would flush to zero first.
+__device__ __forceinline__ bool {prefix}_not_subnormal(float f) {{
+    const unsigned int bits = __float_as_uint(f);
+    return (bits & 0x7f800000u) != 0u || (bits & 0x007fffffu) == 0u;
+}}
 __device__ __forceinline__ dml_f32 {prefix}_scaled(dml_f32 x, int has_scale_bias, float scale, float bias) {{
     return has_scale_bias ? x * scale + bias : x;
 }}
@@ -334,9 +347,12 @@ __device__ __forceinline__ T dml_pow_base(T a, int has_scale_bias, float scale, 
     const double v = __dadd_rn(__dmul_rn((double)a, dml_pow_widen(scale)), dml_pow_widen(bias));
     return dml_pow_to_integer<T>(v, false);
 }
-// Float base, float exponent.
+// Float base, float exponent: CUDA's powf (at most 4 ULP of FLOAT32, within the 32 ULP tolerance; the double pow
+// ran at 0.40 of the copy on an H100), the double pow where -ftz would flush a subnormal base or exponent first.
 __device__ __forceinline__ float dml_pow_apply(dml_f32 a, dml_f32 b, int has, float scale, float bias, int w) {
-    return dml_pow_narrow(pow(dml_pow_widen(dml_pow_scaled(a, has, scale, bias).v), dml_pow_widen(b.v)), w);
+    const float base = dml_pow_scaled(a, has, scale, bias).v;
+    if (dml_pow_not_subnormal(base) && dml_pow_not_subnormal(b.v)) return dml_pow_narrow_float(powf(base, b.v), w);
+    return dml_pow_narrow(pow(dml_pow_widen(base), dml_pow_widen(b.v)), w);
 }
 // Float base, integer exponent (converted to double exactly).
 template <typename U>
@@ -392,7 +408,8 @@ _UNARY_FUNCTIONS = {
              "f(x) = (e^x - e^-x) / 2", _SINH, ("Overflows to +-inf (FLOAT32 past |x| = 89.4); "
                                                       "sinh(-0.0) = -0.0; small x give x, not 0.",)),
     "COSH": (83, "2_0", _UNARY_2_0, np.cosh, "cosh", "The hyperbolic cosine of each element.",
-             "f(x) = (e^x + e^-x) / 2", _HYPERBOLIC, ("Overflows to inf (FLOAT32 past |x| = 89.4); cosh(+-inf) = inf.",)),
+             "f(x) = (e^x + e^-x) / 2", _HYPERBOLIC,
+             ("Overflows to inf (FLOAT32 past |x| = 89.4); cosh(+-inf) = inf.",)),
     "TANH": (84, "2_0", _UNARY_2_0, np.tanh, "tanh", "The hyperbolic tangent of each element.",
              "f(x) = (e^x - e^-x) / (e^x + e^-x)", _TRIG_ATOL,
              ("tanh(+-inf) = +-1; tanh(-0.0) = -0.0. Later WebNN versions give tanh 16 ULP; dmlcli keeps "
@@ -407,18 +424,51 @@ _UNARY_FUNCTIONS = {
 }
 
 
+# Issue 21: where CUDA's float32 function is far within the operator's tolerance (tanhf and erff 2 ULP, logf 1 ULP,
+# against an absolute 1/1024), the GPU evaluates in float32: the double functions run at a fraction of the
+# memory bandwidth on an H100 (TANH 0.63 of the copy, ERF 0.58, LOG 0.72). Subnormal inputs keep the double path.
+_FLOAT32_ON_GPU = {"TANH": "tanhf", "ERF": "erff", "LOG": "logf"}
+_FLOAT32_NOTE = ("On the GPU, FLOAT32 and FLOAT16 values are computed with CUDA's float32 {function} (at most {ulp} "
+                 "ULP of FLOAT32, far within the tolerance) and rounded to the output type; subnormal inputs in "
+                 "double precision, as on the CPU. The CPU computes in double precision and rounds once.")
+
+
+def _unary_cuda_body(name: str, prefix: str, cuda_function: str) -> str:
+    scaled = f"{prefix}_scaled(x, HasScaleBias, Scale, Bias).v"
+    double = f"{prefix}_narrow({cuda_function}({prefix}_widen({scaled})), W)"
+    single = _FLOAT32_ON_GPU.get(name)
+    if single is None:
+        return double
+    return f"{prefix}_fast({scaled}, W)"
+
+
+def _unary_fast_helper(name: str, prefix: str, cuda_function: str) -> str:
+    single = _FLOAT32_ON_GPU.get(name)
+    if single is None:
+        return ""
+    return f"""
+__device__ __forceinline__ float {prefix}_fast(float v, int w) {{
+    return {prefix}_not_subnormal(v) ? {prefix}_narrow_float({single}(v), w)
+                                     : {prefix}_narrow({cuda_function}({prefix}_widen(v)), w);
+}}
+"""
+
+
 def _unary(name: str) -> Operator:
     enum_value, introduced, support, function, cuda_function, summary, formula, tolerance, notes = \
         _UNARY_FUNCTIONS[name]
     prefix = f"dml_{name.lower()}"
+    single = _FLOAT32_ON_GPU.get(name)
+    evaluation = (_DOUBLE,) if single is None else (
+        _FLOAT32_NOTE.format(function=single, ulp=1 if single == "logf" else 2),)
     return Operator(
         name=name, enum_value=enum_value, family="math", summary=summary, formula=formula,
         introduced=level(introduced), inputs=X, support=support, same_data_type=XO, same_sizes=XO,
         cpu_kernel=_unary_kernel(function, name.lower()),
-        cuda_body=f"{prefix}_narrow({cuda_function}({prefix}_widen({prefix}_scaled(x, HasScaleBias, Scale, Bias).v)), W)",
-        cuda_helpers=_float_helpers(prefix), parameters=(SCALE_BIAS,), in_place=True,
-        exactness=APPROXIMATE, tolerance=tolerance,
-        notes=notes + (_IEEE_SPECIALS, _SCALE_BIAS_NOTE, _DOUBLE),
+        cuda_body=_unary_cuda_body(name, prefix, cuda_function),
+        cuda_helpers=_float_helpers(prefix) + _unary_fast_helper(name, prefix, cuda_function),
+        parameters=(SCALE_BIAS,), in_place=True, exactness=APPROXIMATE, tolerance=tolerance,
+        notes=notes + (_IEEE_SPECIALS, _SCALE_BIAS_NOTE) + evaluation,
     )
 
 
@@ -500,7 +550,7 @@ OPERATORS: tuple[Operator, ...] = (
         cpu_kernel=pow_, cuda_body="dml_pow_apply(a, b, HasScaleBias, Scale, Bias, W)",
         cuda_helpers=_POW_HELPERS, parameters=(SCALE_BIAS,), in_place=True,
         exactness=APPROXIMATE, tolerance=_POW_ULP,
-        notes=_POW_NOTES + (_SCALE_BIAS_NOTE, _DOUBLE),
+        notes=_POW_NOTES + (_SCALE_BIAS_NOTE, _POW_EVALUATION),
     ),
     Operator(
         name="CONSTANT_POW", enum_value=26, family="math",
