@@ -172,7 +172,9 @@ def _sprinkled(data, dtype: str, count: int) -> np.ndarray:
 @given(data=st.data())
 def test_whole_vector_path_matches_the_careful_path(monkeypatch, name, dtype, data):
     """Arrays of whole vectors, with and without a remainder, NaN against numbers and against NaN, zeros
-    against zeros: the bits of the careful path, which settles every element by the rule."""
+    against zeros: the bits of the careful path, which settles every element by the rule. Parts of one
+    vector are checked for zeros one by one here, so that a tie in any part is looked for."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * float_specials.WHOLE_VECTORS)
     count = data.draw(st.sampled_from([float_specials.WHOLE_VECTORS, 2 * float_specials.WHOLE_VECTORS,
                                        2 * float_specials.WHOLE_VECTORS + 37, 3 * float_specials.WHOLE_VECTORS - 1]))
     a, b = _sprinkled(data, dtype, count), _sprinkled(data, dtype, count)
@@ -236,3 +238,17 @@ def test_whole_vector_path_settles_the_remainder_by_the_rule(monkeypatch, name, 
     result = dmlcli.run(name, a, b)
     assert _bits(result) == _bits(_careful(monkeypatch, lambda: dmlcli.run(name, a, b)))
     assert _bits(result[tail[::2]]) == _bits(a[tail[::2]]) and (result[tail[1::2]] == 2).all()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_zero_tie_in_any_part_is_settled(monkeypatch, dtype):
+    """The result is checked for the losing zero part by part, as it is written: a tie in the last part alone
+    (the first parts free of zeros) is found and settled, in either order of the operands."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 1)  # one vector per part
+    count = 3 * float_specials.WHOLE_VECTORS
+    a = np.linspace(1, 3, count).astype(dtype)
+    b = a[::-1].copy()
+    at = count - 5
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        a[at], b[at] = first, second
+        assert not np.signbit(dmlcli.run("max", a, b)[at]) and np.signbit(dmlcli.run("min", a, b)[at])

@@ -222,6 +222,12 @@ def _whole_vectors_apply(a, b) -> bool:
             and a.flags.aligned and b.flags.aligned and fmax_fmin_follow_nan_rule(a.dtype))
 
 
+# The part of the result checked for zeros right after it is written, while it is still in the core's own
+# cache (a common L2 holds 1 MiB): a check of the whole result after the pass may read it back from memory,
+# where other processes share the last-level cache (bench/cpu_ops_bench.py: up to a fifth of MAX's time).
+_CHECKED_PART_BYTES = 1 << 20
+
+
 def _pick_by_whole_vectors(a, b, larger: bool):
     """The rule's result with one check, for zeros alone: np.fmax/np.fmin over the whole vectors, which settle
     NaN themselves (fmax_fmin_follow_nan_rule), _pick_checked over the few elements left. Then only a tie of
@@ -229,12 +235,17 @@ def _pick_by_whole_vectors(a, b, larger: bool):
     out = np.empty(a.shape, a.dtype)
     flat, flat_a, flat_b = out.reshape(-1), a.reshape(-1), b.reshape(-1)
     whole = flat.size - flat.size % WHOLE_VECTORS
-    if whole == flat.size:
-        (np.fmax if larger else np.fmin)(flat_a, flat_b, out=flat)
-    else:
-        (np.fmax if larger else np.fmin)(flat_a[:whole], flat_b[:whole], out=flat[:whole])
+    pick = np.fmax if larger else np.fmin
+    step = max(1, _CHECKED_PART_BYTES // (a.itemsize * WHOLE_VECTORS)) * WHOLE_VECTORS
+    losing_zero = False
+    for start in range(0, whole, step):
+        part = flat[start:start + step]
+        pick(flat_a[start:start + step], flat_b[start:start + step], out=part)
+        losing_zero = losing_zero or has_zero(part, negative=larger)
+    if whole < flat.size:
         flat[whole:] = _pick_checked(flat_a[whole:], flat_b[whole:], larger)
-    if has_zero(flat, negative=larger):
+        losing_zero = losing_zero or has_zero(flat[whole:], negative=larger)
+    if losing_zero:
         _settle_zero_ties(flat_a, flat_b, flat, larger)
     return out
 
