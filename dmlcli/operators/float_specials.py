@@ -48,8 +48,8 @@ def has_zero(values: np.ndarray, *, negative: bool) -> bool:
     return int(np.minimum.reduce(values.view(_UNSIGNED[size]), axis=None)) == 0
 
 
-# A multiple of every vector step of NumPy's min/max loops (2 to 6 vectors of 16 to 64 bytes): an array of a
-# multiple of this many elements is processed by vector instructions alone.
+# NumPy's min/max loops run unrolled vectors, then single vectors, then a scalar loop for what is left: an array
+# of a multiple of this many elements (a multiple of any vector's lanes) never reaches the scalar loop.
 WHOLE_VECTORS = 1024
 
 
