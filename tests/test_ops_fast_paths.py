@@ -2,11 +2,14 @@
 
 Each of these kernels first tries NumPy's single call (np.fmax, np.clip, np.sign) and keeps its result where
 one reduction shows no NaN and no zero that the NaN and signed-zero rule could settle otherwise
-(dmlcli/operators/float_specials.py). The careful path, which settles every element by the rule, is the one
+(dmlcli/operators/float_specials.py); MIN and MAX on large contiguous arrays trust np.fmax/np.fmin's vector
+loops with NaN where a probe shows that they follow the rule, and check for zeros alone. The careful path, which settles every element by the rule, is the one
 the per-family tests prove against independent references; here every fast result is compared bit for bit
 with it (forced by making the NaN check always answer yes), on arrays with and without NaN, signed zeros,
 infinities and subnormals, and with zero, NaN and infinite bounds.
 """
+
+import platform
 
 import numpy as np
 import pytest
@@ -49,6 +52,7 @@ def _careful(monkeypatch, function):
             patch.setattr(module, "has_nan", lambda values: True)
         patch.setattr(activation, "clip_keeps_nan_bits", lambda dtype: False)
         patch.setattr(selection, "clip_keeps_nan_bits", lambda dtype: False)
+        patch.setattr(selection, "fmax_fmin_follow_nan_rule", lambda dtype: False)
         patch.setattr(arithmetic, "_all_plus_or_minus_one", lambda signs: False)
         return function()
 
@@ -142,3 +146,109 @@ def test_specials_checks():
     assert float_specials.has_zero(np.append(values, np.float32(-0.0)), negative=True)
     assert not float_specials.has_zero(np.append(values, np.float32(-0.0)), negative=False)
     assert not float_specials.has_nan(np.zeros(0, np.float16))
+
+
+# ---------------------------------------------------------------- MIN and MAX by whole vectors
+
+
+def _sprinkled(data, dtype: str, count: int) -> np.ndarray:
+    """`count` ordinary values with NaN encodings (signalling ones and payloads too), signed zeros and
+    infinities at drawn positions: every whole vector and the remainder may hold them."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    values = rng.uniform(-4, 4, count).astype(dtype)
+    specials = data.draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(0, 7)), max_size=40))
+    patterns = float_specials.nan_patterns(np.dtype(dtype))
+    for position, kind in specials:
+        if kind < len(patterns):
+            values.view(f"uint{values.itemsize * 8}")[position] = patterns[kind]
+        else:
+            values[position] = (0.0, -0.0, np.inf, -np.inf)[kind - len(patterns)]
+    return values
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_whole_vector_path_matches_the_careful_path(monkeypatch, name, dtype, data):
+    """Arrays of whole vectors, with and without a remainder, NaN against numbers and against NaN, zeros
+    against zeros: the bits of the careful path, which settles every element by the rule. Parts of one
+    vector are checked for zeros one by one here, so that a tie in any part is looked for."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * float_specials.WHOLE_VECTORS)
+    count = data.draw(st.sampled_from([float_specials.WHOLE_VECTORS, 2 * float_specials.WHOLE_VECTORS,
+                                       2 * float_specials.WHOLE_VECTORS + 37, 3 * float_specials.WHOLE_VECTORS - 1]))
+    a, b = _sprinkled(data, dtype, count), _sprinkled(data, dtype, count)
+    if data.draw(st.booleans()):  # ties of zeros in the same places
+        places = data.draw(st.lists(st.integers(0, count - 1), max_size=20))
+        a[places], b[places] = np.array(0.0, dtype), np.array(-0.0, dtype)
+    fast = dmlcli.run(name, a, b)
+    careful = _careful(monkeypatch, lambda: dmlcli.run(name, a, b))
+    assert _bits(fast) == _bits(careful)
+
+
+def test_whole_vector_path_needs_no_nan_check(monkeypatch):
+    """Where the probe says np.fmax/np.fmin follow the rule, MIN and MAX of large arrays never look for NaN
+    (the check that made them cost two reductions), NaN operands included, and still settle a zero tie."""
+    if not float_specials.fmax_fmin_follow_nan_rule(np.dtype(np.float32)):
+        pytest.skip("np.fmax/np.fmin do not follow the NaN rule on this machine")
+    monkeypatch.setattr(selection, "has_nan", lambda values: pytest.fail("a NaN check ran"))
+    a = np.linspace(-3, 3, 4096, dtype=np.float32)
+    b = a[::-1].copy()
+    a[[5, 700]], b[[5, 900]] = np.nan, np.nan
+    a[100], b[100] = 0.0, -0.0
+    a[200], b[200] = -0.0, 0.0
+    largest, smallest = dmlcli.run("max", a, b), dmlcli.run("min", a, b)
+    assert np.isnan(largest[5]) and largest[700] == b[700] and largest[900] == a[900]
+    assert smallest[700] == b[700] and smallest[900] == a[900]
+    assert not np.signbit(largest[[100, 200]]).any() and np.signbit(smallest[[100, 200]]).all()
+
+
+def test_the_nan_rule_probe_tells_loops_apart():
+    """The probe accepts np.fmax/np.fmin where they follow the rule (x86-64's vector loops do) and refuses a
+    loop that propagates NaN (np.maximum), one that returns the second of two NaN, and one that quiets a
+    signalling NaN (what C's fmaxf and Arm's fmaxnm may do)."""
+    float32 = np.dtype(np.float32)
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert float_specials.fmax_fmin_follow_nan_rule(float32)
+
+    def second_of_two(a, b, out):
+        np.fmax(b, a, out=out)
+
+    def quieting(a, b, out):
+        np.fmax(a, b, out=out)
+        bits = out.view(np.uint32)
+        bits[np.isnan(out)] |= np.uint32(1 << 22)
+
+    for offset in (0, 1):
+        assert float_specials.follows_nan_rule(np.fmin, float32, offset)
+        for loop in (np.maximum, second_of_two, quieting):
+            assert not float_specials.follows_nan_rule(loop, float32, offset)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("count", [2 * float_specials.WHOLE_VECTORS + 37, float_specials.WHOLE_VECTORS + 3])
+def test_whole_vector_path_settles_the_remainder_by_the_rule(monkeypatch, name, count):
+    """NumPy's scalar remainder loop (C's fmaxf) may quiet a signalling NaN or return the second of two NaN:
+    the elements after the last whole vector go through the careful path, so the first NaN's bits come out."""
+    patterns = float_specials.nan_patterns(np.dtype(np.float32))
+    a, b = np.ones(count, np.float32), np.full(count, 2, np.float32)
+    tail = np.arange(count - 64, count)
+    a.view(np.uint32)[tail] = [patterns[i % 4] for i in range(64)]
+    b.view(np.uint32)[tail[::2]] = [patterns[(i + 1) % 4] for i in range(32)]
+    result = dmlcli.run(name, a, b)
+    assert _bits(result) == _bits(_careful(monkeypatch, lambda: dmlcli.run(name, a, b)))
+    assert _bits(result[tail[::2]]) == _bits(a[tail[::2]]) and (result[tail[1::2]] == 2).all()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_zero_tie_in_any_part_is_settled(monkeypatch, dtype):
+    """The result is checked for the losing zero part by part, as it is written: a tie in the last part alone
+    (the first parts free of zeros) is found and settled, in either order of the operands."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 1)  # one vector per part
+    count = 3 * float_specials.WHOLE_VECTORS
+    a = np.linspace(1, 3, count).astype(dtype)
+    b = a[::-1].copy()
+    at = count - 5
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        a[at], b[at] = first, second
+        assert not np.signbit(dmlcli.run("max", a, b)[at]) and np.signbit(dmlcli.run("min", a, b)[at])

@@ -250,13 +250,49 @@ def test_float_rules_setting_applies(tmp_path):
                                 "expected": {"dtype": "float32", "data": [subnormal]}, "tolerance": {"exact": True}})
     assert dmlcli.run_case(tmp_path / "c.json").passed
     flushed = dmlcli.run_case(tmp_path / "c.json", float_rules="d3d")  # flushed to zero under d3d
-    assert not flushed.passed and "only by a flushed subnormal or the sign of a zero" in flushed.differences
+    # Bit for bit, a flush alone passes, counted (issue 21); {"bits": true} demands every bit.
+    assert flushed.passed and flushed.differences == ("PASSED: all 1 elements match bit for bit except 1 only by a "
+                                                      "flushed subnormal or the sign of a zero (--float-rules d3d "
+                                                      "gives them)")
+    case = json.loads((tmp_path / "c.json").read_text())
+    write(tmp_path / "c.json", {**case, "tolerance": {"bits": True}})
+    every = dmlcli.run_case(tmp_path / "c.json", float_rules="d3d")
+    assert not every.passed and "which --tolerance bits does not accept" in every.differences
     # Within ADD's own tolerance a flushed subnormal is no failure (ULP or the absolute floor; issue 21).
     write(tmp_path / "c.json", {"op": "add", "inputs": [{"dtype": "float32", "data": [subnormal]},
                                                         {"dtype": "float32", "data": [0.0]}],
                                 "expected": {"dtype": "float32", "data": [subnormal]}})
     assert dmlcli.run_case(tmp_path / "c.json", float_rules="d3d").passed
 
+
+
+def test_a_flushed_subnormal_passes_an_exact_case_and_reads_right_in_every_output(tmp_path):
+    """A conformance vector whose expected value is a subnormal and whose result is a zero (a device that
+    flushes, here --float-rules d3d) passes bit for bit, the kind counted in the case's differences, the
+    summary, the JUnit file (no failure element) and the JSON report; a NaN against a number still fails."""
+    subnormal = float(np.float32(1e-40))
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write(folder / "flush.json", {"op": "add", "inputs": [{"dtype": "float32", "data": [subnormal, 1.0]},
+                                                          {"dtype": "float32", "data": [0.0, 1.0]}],
+                                  "expected": {"dtype": "float32", "data": [subnormal, 2.0]},
+                                  "tolerance": {"exact": True}})
+    junit, report = tmp_path / "junit.xml", tmp_path / "report.json"
+    result = invoke("test", folder, "--float-rules", "d3d", "--junit-xml", junit, "--report", report)
+    assert result.exit_code == 0, result.output
+    assert "1 passed" in result.output and "FAILED" not in result.output
+    root = assert_schema_valid(junit).getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("1", "0", "0")
+    assert root.find("testsuite/testcase/failure") is None
+    [case] = json.loads(report.read_text())["results"]
+    assert case["verdict"] == "passed" and case["differences"] == (
+        "PASSED: all 2 elements match bit for bit except 1 only by a flushed subnormal or the sign of a zero "
+        "(--float-rules d3d gives them)")
+    write(folder / "flush.json", {**json.loads((folder / "flush.json").read_text()),
+                                  "expected": {"dtype": "float32", "data": [subnormal, "nan"]}})
+    failed = invoke("test", folder, "--float-rules", "d3d")
+    assert failed.exit_code == 1
+    assert "1 NaN against a number" in failed.output and "only by a flushed subnormal" in failed.output
 
 # ---------------------------------------------------------------- -k
 
@@ -421,6 +457,9 @@ def test_backend_comparison_rules():
     assert not backends_agree(bit_not, nan_b, nan_a, {})[1]  # bit patterns: every bit counts
     one_ulp = np.nextafter(np.float32(1), np.float32(2))
     assert not backends_agree(add, np.float32([one_ulp]), np.float32([1]), {})[1]  # one rounding: bit for bit
+    # Both backends apply the same float rules: a flush or a zero's sign between them is a bug, not a pass.
+    assert not backends_agree(add, np.float32([0.0]), np.float32([1e-40]), {})[1]
+    assert not backends_agree(add, np.float32([-0.0]), np.float32([0.0]), {})[1]
     assert backends_agree(sin, np.float32([1.0004]), np.float32([1]), {})[1]  # approximate: within 1/1024
 
 

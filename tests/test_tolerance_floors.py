@@ -19,7 +19,7 @@ import dmlcli
 from dmlcli import operators as table
 from dmlcli.cli import cli
 from dmlcli.checking.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
-                               Rule, compare_arrays, parse_tolerance, rule_for)
+                               EVERY_BIT, Rule, compare_arrays, parse_tolerance, rule_for)
 from dmlcli.operators.schema import APPROXIMATE, COMPOSITE, Tolerance, smallest_normal
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -254,18 +254,28 @@ def test_d3d_gives_a_flush_to_a_zero_of_the_same_sign_in_float32_only():
     assert half.passed and half.kinds[SUBNORMAL_OR_ZERO_SIGN] == 1 and half.kinds[D3D_ACCEPTS] == 0
     assert "--float-rules d3d gives none of them" in half.text()
     bits = compare_arrays(np.array([1e-40], np.float32), np.array([0.0], np.float32), d3d_flushes=False)
-    assert not bits.passed and bits.kinds[D3D_ACCEPTS] == 0
+    assert bits.passed and bits.kinds[D3D_ACCEPTS] == 0 and "--float-rules d3d gives none of them" in bits.text()
+    every = compare_arrays(np.array([1e-40], np.float32), np.array([0.0], np.float32), EVERY_BIT, d3d_flushes=False)
+    assert not every.passed and every.kinds[D3D_ACCEPTS] == 0
 
 
-def test_bit_for_bit_names_a_flush_and_d3d_then_passes():
-    result = invoke("run", "activation_relu", "[1e-40, 2]", "--dtype", "float32", "--check", "[0, 2]")
-    assert result.exit_code == 1
-    assert result.stdout.startswith("FAILED: 1 of 2 elements differ (50%)")
-    assert "only by a flushed subnormal or the sign of a zero (--float-rules d3d gives them" in result.stdout
-    assert "(only a flushed subnormal or the sign of a zero)" in result.stdout
-    d3d = invoke("run", "activation_relu", "[1e-40, 2]", "--dtype", "float32", "--check", "[0, 2]",
-                 "--float-rules", "d3d")
-    assert d3d.exit_code == 0, d3d.output
+def test_bit_for_bit_passes_a_flush_and_names_it_and_every_bit_fails_it():
+    """An exact operator whose result differs from the expected one only by flushed subnormals passes (issue 21:
+    exit 1 only for a NaN against a number or an element out of tolerance), the verdict saying how many and
+    that --float-rules d3d gives them; --tolerance bits demands every bit and fails it."""
+    args = ("run", "activation_relu", "[1e-40, 2]", "--dtype", "float32", "--check", "[0, 2]")
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == ("PASSED: all 2 elements match bit for bit except 1 only by a flushed "
+                                     "subnormal or the sign of a zero (--float-rules d3d gives them)")
+    every = invoke(*args, "--tolerance", "bits")
+    assert every.exit_code == 1
+    assert every.stdout.startswith("FAILED: 1 of 2 elements differ (50%)")
+    assert ("1 identical, 1 only by a flushed subnormal or the sign of a zero (--float-rules d3d gives them, which "
+            "--tolerance bits does not accept)") in every.stdout
+    assert "(only a flushed subnormal or the sign of a zero)" in every.stdout
+    d3d = invoke(*args, "--float-rules", "d3d", "--tolerance", "bits")
+    assert d3d.exit_code == 0 and d3d.stdout.strip() == "PASSED: all 2 elements match every bit", d3d.output
 
 
 def test_exit_codes_by_kind_on_the_command_line(tmp_path):
@@ -282,6 +292,54 @@ def test_exit_codes_by_kind_on_the_command_line(tmp_path):
     assert document["mismatches"] == 1 and document["first_differences"][0]["kind"] == OUT
     assert document["tolerance"]["atol_floor"] == smallest_normal("float32")
 
+
+
+def test_exact_check_with_flushed_outputs_reports_them_and_passes(tmp_path):
+    """ADD is exact (one rounding): a device that flushes subnormals gives zeros where the expected tensor
+    holds them, and a zero's sign may differ. --check passes (exit 0) and the report counts them; under
+    --tolerance bits they fail, the report saying every_bit and listing each; NaN against a number fails."""
+    args = ("run", "add", "[1e-40, -1e-40, 0, 2]", "[0, 0, 0, 1]", "--dtype", "float32",
+            "--check", "[0, -0.0, -0.0, 3]", "--tolerance", "exact", "--report")
+    report = tmp_path / "exact.json"
+    passed = invoke(*args, report)
+    assert passed.exit_code == 0, passed.output
+    assert passed.stdout.strip() == ("PASSED: all 4 elements match bit for bit except 3 only by a flushed subnormal "
+                                     "or the sign of a zero (--float-rules d3d gives 2 of them)")
+    document = json.loads(report.read_text())
+    assert document["verdict"] == "PASSED" and document["mismatches"] == 0 and document["first_differences"] == []
+    assert document["difference_kinds"] == {IDENTICAL: 1, WITHIN: 0, SUBNORMAL_OR_ZERO_SIGN: 3, NAN_VS_NUMBER: 0,
+                                            OUT: 0, D3D_ACCEPTS: 2, BY_FLOOR: 0}
+    assert document["tolerance"]["kind"] == "exact" and document["tolerance"]["every_bit"] is False
+    every = tmp_path / "every.json"
+    failed = invoke(*args[:-3], "--tolerance", "bits", "--report", every)
+    assert failed.exit_code == 1 and failed.stdout.startswith("FAILED: 3 of 4 elements differ (75%)")
+    document = json.loads(every.read_text())
+    assert document["verdict"] == "FAILED" and document["mismatches"] == 3
+    assert document["tolerance"]["every_bit"] is True and document["tolerance"]["text"] == "every bit"
+    assert [d["kind"] for d in document["first_differences"]] == [SUBNORMAL_OR_ZERO_SIGN] * 3
+    nan = invoke("run", "add", "[1e-40, 1]", "[0, 0]", "--dtype", "float32", "--check", '[0, "nan"]',
+                 "--tolerance", "exact")
+    assert nan.exit_code == 1 and nan.stdout.startswith("FAILED: 1 of 2 elements differ (50%)")
+    assert ("1 only by a flushed subnormal or the sign of a zero (--float-rules d3d gives them), 1 NaN against a "
+            "number") in nan.stdout and "(NaN against a number)" in nan.stdout
+
+
+def test_a_streamed_exact_check_passes_a_flush_too(tmp_path):
+    """.npy in, .npy out, .npy expected: the file-by-file comparison applies the same rule."""
+    np.save(tmp_path / "a.npy", np.float32([1e-40, 2.0]))
+    np.save(tmp_path / "e.npy", np.float32([0.0, 2.0]))
+    args = ("run", "activation_relu", tmp_path / "a.npy", "-o", tmp_path / "out.npy", "--check", tmp_path / "e.npy")
+    assert invoke(*args).exit_code == 0
+    assert invoke(*args, "--tolerance", "bits").exit_code == 1
+
+
+def test_bits_is_a_tolerance_spelling():
+    assert parse_tolerance(" BITS ") is EVERY_BIT and EVERY_BIT.kind == "exact" and EVERY_BIT.every_bit
+    assert parse_tolerance("exact").every_bit is False
+    with pytest.raises(dmlcli.InputError, match="exact, or bits"):
+        parse_tolerance("bit")
+    refused = invoke("run", "add", "[1]", "[1]", "--dtype", "float32", "--check", "[2]", "--tolerance", "every")
+    assert refused.exit_code == 2 and "exact, or bits" in refused.output
 
 def test_a_shape_mismatch_has_no_kinds():
     comparison = compare_arrays(np.zeros(2, np.float32), np.zeros(3, np.float32), parse_tolerance("ulp:1"))

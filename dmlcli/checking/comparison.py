@@ -3,13 +3,13 @@
 Exact operators and integer outputs are compared bit for bit. Float outputs of operators that are
 not exact are compared within the operator's tolerance (operators/schema.py): ULP of the output
 type OR an absolute floor (an element passes when either holds), or an absolute difference; NaN
-matches NaN and equal infinities match. `--tolerance` overrides it: ulp:N, atol:X, ulp:N,atol:X or
-exact.
+matches NaN and equal infinities match. `--tolerance` overrides it: ulp:N, atol:X, ulp:N,atol:X,
+exact or bits (bit for bit with no exception: `EVERY_BIT`).
 
 Every element falls in one of the kinds of `KINDS`: identical; within tolerance; differing only by a
-flushed subnormal or the sign of a zero (what Direct3D's rules allow a device; within any tolerance
-rule, never bit for bit); NaN against a number; out of tolerance. Only the last two fail a tolerance
-rule (bit for bit, every difference fails), and the verdict and the report count each kind.
+flushed subnormal or the sign of a zero (what Direct3D's rules allow a device); NaN against a number;
+out of tolerance. Only the last two fail (exit 1), bit for bit too, where the verdict names the flushes
+it accepted; under `bits` a flush fails as well. The verdict and the report count each kind.
 """
 
 from __future__ import annotations
@@ -39,10 +39,13 @@ class Rule:
     rtol: float = 0.0
     floor: float = 0.0  # "ulp" only: an element also passes where |got - want| <= floor (0: ULP alone)
     floor_source: str = ""  # why the floor is what it is
+    # "exact" only: a flushed subnormal or a zero's sign fails too (--tolerance bits); else such an element
+    # passes, as Direct3D's float rules allow a device to give it (the verdict says how many).
+    every_bit: bool = False
 
     def describe(self) -> str:
         if self.kind == "exact":
-            return "bit for bit"
+            return "every bit" if self.every_bit else "bit for bit"
         if self.kind == "allclose":
             return f"within {self.limit:g} + {self.rtol:g}*|expected|"
         if self.kind == "ulp":
@@ -51,6 +54,7 @@ class Rule:
 
 
 EXACT = Rule("exact")
+EVERY_BIT = Rule("exact", every_bit=True)  # --tolerance bits
 
 # The kinds of element an element-wise comparison tells apart (the report's "difference_kinds" keys).
 IDENTICAL = "identical"  # the same bits (or NaN against NaN where payloads are not compared)
@@ -65,10 +69,13 @@ SUB_COUNTS = (D3D_ACCEPTS, BY_FLOOR)
 
 
 def parse_tolerance(text: str) -> Rule:
-    """`ulp:N`, `atol:X`, both (`ulp:N,atol:X`: either may hold) or `exact`, as --tolerance takes it."""
+    """`ulp:N`, `atol:X`, both (`ulp:N,atol:X`: either may hold), `exact` or `bits` (every bit: a flushed
+    subnormal or a zero's sign fails too), as --tolerance takes it."""
     key = str(text).strip().lower()
     if key == "exact":
         return EXACT
+    if key == "bits":
+        return EVERY_BIT
     limits: dict[str, float] = {}
     for part in key.split(","):
         kind, _, number = part.strip().partition(":")
@@ -78,7 +85,7 @@ def parse_tolerance(text: str) -> Rule:
             limit = -1.0
         if kind not in ("ulp", "atol") or not np.isfinite(limit) or limit < 0 or kind in limits:
             raise InputError(f"--tolerance {quoted(text)}: expected ulp:N (N >= 0), atol:X (X >= 0), "
-                             "both as ulp:N,atol:X, or exact")
+                             "both as ulp:N,atol:X, exact, or bits")
         limits[kind] = limit
     if "ulp" in limits:
         return Rule("ulp", limits["ulp"], "--tolerance", floor=limits.get("atol", 0.0),
@@ -212,8 +219,12 @@ class Comparison:
                                                          f"{self.max_abs:.3g} absolute")
         breakdown = self._breakdown()
         if self.passed:
-            how = "bit for bit" if self.rule.kind == "exact" else self.rule.describe()
+            how = self.rule.describe()
             note = " (NaN payloads not compared: JSON cannot hold them)" if self.nan_equal and self.nans_compared else ""
+            flushes = self.kinds[SUBNORMAL_OR_ZERO_SIGN]
+            if self.rule.kind == "exact" and flushes:  # the one exception bit for bit allows, said on this line
+                return (f"PASSED: all {self.elements} elements match {how} except {flushes} only by a flushed "
+                        f"subnormal or the sign of a zero ({self._d3d_gives()}){note}")
             return f"PASSED: all {self.elements} elements match {how}{summary}{note}" + breakdown
         what = "differ" if self.rule.kind == "exact" else f"are not {self.rule.describe()}"
         lines = [f"FAILED: {self.mismatches} of {self.elements} elements {what} ({100.0 * self.share:.3g}%)"
@@ -245,17 +256,22 @@ class Comparison:
             parts.append(f"{k[WITHIN]} within tolerance" +
                          (f" ({k[BY_FLOOR]} by the absolute floor alone)" if k[BY_FLOOR] else ""))
         if k[SUBNORMAL_OR_ZERO_SIGN]:
-            d3d = k[D3D_ACCEPTS]
-            gives = (f"--float-rules d3d gives {'them' if d3d == k[SUBNORMAL_OR_ZERO_SIGN] else f'{d3d} of them'}"
-                     if d3d else "--float-rules d3d gives none of them")
-            accepted = "" if self.rule.kind != "exact" else ", which bit for bit does not accept"
+            accepted = ", which --tolerance bits does not accept" if self.rule.every_bit else ""
             parts.append(f"{k[SUBNORMAL_OR_ZERO_SIGN]} only by a flushed subnormal or the sign of a zero "
-                         f"({gives}{accepted})")
+                         f"({self._d3d_gives()}{accepted})")
         if k[NAN_VS_NUMBER]:
             parts.append(f"{k[NAN_VS_NUMBER]} NaN against a number")
         if k[OUT]:
             parts.append(f"{k[OUT]} {'differ otherwise' if self.rule.kind == 'exact' else 'out of tolerance'}")
         return "\n  " + ", ".join(parts)
+
+    def _d3d_gives(self) -> str:
+        """How many of the flushes and zero signs --float-rules d3d gives (a FLOAT32 flush to a zero of the same
+        sign, in an operator on values)."""
+        d3d, flushes = self.kinds[D3D_ACCEPTS], self.kinds[SUBNORMAL_OR_ZERO_SIGN]
+        if not d3d:
+            return "--float-rules d3d gives none of them"
+        return f"--float-rules d3d gives {'them' if d3d == flushes else f'{d3d} of them'}"
 
     def to_json(self) -> dict:
         """The comparison as the --report file holds it (values in JSON tensor spelling, bits for floats)."""
@@ -270,7 +286,8 @@ class Comparison:
             "tolerance": {"kind": self.rule.kind, "limit": self.rule.limit, "source": self.rule.source or None,
                           "text": self.rule.describe(),
                           "atol_floor": self.rule.floor if self.rule.kind == "ulp" else None,
-                          "floor_source": (self.rule.floor_source or None) if self.rule.kind == "ulp" else None},
+                          "floor_source": (self.rule.floor_source or None) if self.rule.kind == "ulp" else None,
+                          "every_bit": self.rule.every_bit},
             "nan_payloads_compared": (not self.nan_equal) if self.dtype.kind == "f" else None,
             "difference_kinds": dict(self.kinds) if self.reason is None else None,
         }
@@ -319,8 +336,8 @@ class Tally:
             if measured.any():
                 c.max_ulp = max(c.max_ulp, float(ulps[measured].max()))
         differ = kinds[NAN_VS_NUMBER] | kinds[OUT]
-        if c.rule.kind == "exact":
-            differ = differ | kinds[SUBNORMAL_OR_ZERO_SIGN]  # bit for bit means every bit
+        if c.rule.every_bit:
+            differ = differ | kinds[SUBNORMAL_OR_ZERO_SIGN]  # --tolerance bits: a flush fails too
         count = int(np.count_nonzero(differ))
         if count and len(c.differences) < c.max_listed:
             for at in np.flatnonzero(differ)[:c.max_listed - len(c.differences)]:

@@ -56,10 +56,12 @@ def _declared_dtype(text):
 @click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
                    "and integer outputs, else within the operator's tolerance (see describe: ULP or an absolute "
-                   "floor); exit 1 for a NaN against a number or an element out of tolerance.")
+                   "floor); exit 1 for a NaN against a number or an element out of tolerance. An element that "
+                   "differs only by a flushed subnormal or the sign of a zero passes, and the verdict counts it.")
 @click.option("--tolerance", metavar="RULE", default=None,
               help="Override the tolerance of --check for float outputs: ulp:N, atol:X, ulp:N,atol:X (either may "
-                   "hold) or exact.")
+                   "hold), exact, or bits (bit for bit with no exception: a flushed subnormal or a zero's sign "
+                   "fails too).")
 @max_diffs_option
 @report_option
 @backend_option

@@ -5,6 +5,11 @@ element, which costs several passes. Where an array holds neither, NumPy's singl
 np.sign) already gives the exact result; these checks say when that is so, each at the cost of one SIMD
 reduction (a read-only pass, a fraction of an element-wise pass that writes), so the careful path runs only for
 arrays that need it.
+
+MIN and MAX need no NaN check where NumPy's vector loops follow the NaN rule themselves (as on x86-64): the
+probe fmax_fmin_follow_nan_rule says whether they do, once per data type, and the kernel sends only whole
+vectors (WHOLE_VECTORS) through them, so that no element reaches their scalar remainder loop (C's fmaxf, which
+may quiet a signalling NaN or return the second of two NaN).
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ def has_nan(values: np.ndarray) -> bool:
     return bool(np.isnan(np.maximum.reduce(values, axis=None)))
 
 
+# The integer types of each float width, looked up once (a view by dtype name costs a parse per call).
+_SIGNED = {size: np.dtype(f"int{size * 8}") for size in (2, 4, 8)}
+_UNSIGNED = {size: np.dtype(f"uint{size * 8}") for size in (2, 4, 8)}
+_SIGNED_MIN = {size: int(np.iinfo(dtype).min) for size, dtype in _SIGNED.items()}
+
+
 def has_zero(values: np.ndarray, *, negative: bool) -> bool:
     """Whether any element is -0.0 (`negative`) or +0.0, read from the bits.
 
@@ -31,11 +42,25 @@ def has_zero(values: np.ndarray, *, negative: bool) -> bool:
     """
     if values.size == 0:
         return False
-    bits = as_bits(values)
+    size = values.dtype.itemsize
     if negative:
-        signed = bits.view(f"int{values.dtype.itemsize * 8}")
-        return int(np.minimum.reduce(signed, axis=None)) == int(np.iinfo(signed.dtype).min)
-    return int(np.minimum.reduce(bits, axis=None)) == 0
+        return int(np.minimum.reduce(values.view(_SIGNED[size]), axis=None)) == _SIGNED_MIN[size]
+    return int(np.minimum.reduce(values.view(_UNSIGNED[size]), axis=None)) == 0
+
+
+# NumPy's min/max loops run unrolled vectors, then single vectors, then a scalar loop for what is left: an array
+# of a multiple of this many elements (a multiple of any vector's lanes) never reaches the scalar loop.
+WHOLE_VECTORS = 1024
+
+
+def nan_patterns(dtype: np.dtype) -> list[int]:
+    """Four NaN encodings of a float type: quiet and signalling, each with either sign, with payloads."""
+    dtype = np.dtype(dtype)
+    width = dtype.itemsize * 8
+    quiet_bit = 1 << (np.finfo(dtype).nmant - 1)
+    exponent = ((1 << (width - 1 - np.finfo(dtype).nmant)) - 1) << np.finfo(dtype).nmant
+    sign = 1 << (width - 1)
+    return [exponent | quiet_bit | 1, exponent | 1, sign | exponent | quiet_bit | 3, sign | exponent | 5]
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,14 +69,38 @@ def clip_keeps_nan_bits(dtype: np.dtype) -> bool:
     both its SIMD and its scalar loops. NumPy's clip does (a NaN operand wins and is returned as it is), but
     does not promise it: this asks once per data type, on an array long enough for both loops."""
     dtype = np.dtype(dtype)
-    width = dtype.itemsize * 8
-    quiet_bit = 1 << (np.finfo(dtype).nmant - 1)
-    exponent = ((1 << (width - 1 - np.finfo(dtype).nmant)) - 1) << np.finfo(dtype).nmant
-    sign = 1 << (width - 1)
-    patterns = [exponent | quiet_bit | 1, exponent | 1, sign | exponent | quiet_bit | 3, sign | exponent | 5]
+    patterns = nan_patterns(dtype)
     probe = np.ones(67, dtype)
     positions = [0, 9, 40, 66]  # the start, the middle of vectors, the scalar tail
     as_bits(probe)[positions] = patterns
     with np.errstate(all="ignore"):
         clipped = np.clip(probe, np.zeros((), dtype), np.array(np.inf, dtype))
     return as_bits(clipped)[positions].tolist() == patterns
+
+
+@functools.lru_cache(maxsize=None)
+def fmax_fmin_follow_nan_rule(dtype: np.dtype) -> bool:
+    """Whether np.fmax and np.fmin, on contiguous arrays of a multiple of WHOLE_VECTORS elements (into a fresh
+    output), give the NaN rule's result in every element: the other operand where one is NaN (signalling NaNs
+    too), and where both are NaN the first operand's bits. NumPy's x86 loops do (a masked max/min keeps the
+    first operand where the second is NaN); Arm's fmaxnm quiets a signalling NaN. Asked once per data type."""
+    dtype = np.dtype(dtype)
+    return all(follows_nan_rule(function, dtype, offset) for function in (np.fmax, np.fmin) for offset in (0, 1))
+
+
+def follows_nan_rule(function, dtype: np.dtype, offset: int) -> bool:
+    """The probe for one function, on operands that start `offset` elements into their buffers: each of four
+    NaN encodings against a number, in either place, and against another NaN, at every position of a vector."""
+    count = 2 * WHOLE_VECTORS
+    first, second = np.ones(count + offset, dtype)[offset:], np.full(count + offset, 2, dtype)[offset:]
+    patterns = np.array(nan_patterns(dtype), as_bits(first).dtype)
+    position = np.arange(count)
+    case, pattern = position % 4, (position // 4) % len(patterns)  # 0: first NaN, 1: second, 2: both, 3: none
+    as_bits(first)[(case == 0) | (case == 2)] = patterns[pattern[(case == 0) | (case == 2)]]
+    as_bits(second)[(case == 1) | (case == 2)] = patterns[(pattern[(case == 1) | (case == 2)] + 1) % len(patterns)]
+    numbers, result = np.empty(count, dtype), np.empty(count, dtype)
+    with np.errstate(all="ignore"):
+        function(np.ones(count, dtype), np.full(count, 2, dtype), out=numbers)
+        function(first, second, out=result)
+    expected = np.where(case == 0, as_bits(second), np.where(case == 3, as_bits(numbers), as_bits(first)))
+    return bool(np.array_equal(as_bits(result), expected))

@@ -25,7 +25,7 @@ from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT8, as_bits
 from ..feature_levels import level
 from .parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
                          ScaleBiasParameter)
-from .float_specials import clip_keeps_nan_bits, has_nan, has_zero
+from .float_specials import WHOLE_VECTORS, clip_keeps_nan_bits, fmax_fmin_follow_nan_rule, has_nan, has_zero
 from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
 
@@ -207,25 +207,79 @@ def _pick(a, b, larger: bool):
     """max(a, b) or min(a, b) by the NaN and signed-zero rule (module docstring); ints exactly."""
     if a.dtype.kind != "f":
         return np.maximum(a, b) if larger else np.minimum(a, b)
-    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    if np.shape(a) != np.shape(b):
+        a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     with np.errstate(all="ignore"):
-        chosen = np.fmax(a, b) if larger else np.fmin(a, b)
-        # fmax/fmin return an operand (or a NaN): without NaN in the result they are exact except where
-        # they chose -0.0 over +0.0 (max) or +0.0 over -0.0 (min), so a result free of that zero is final.
-        if not has_nan(chosen) and not has_zero(chosen, negative=larger):
-            return chosen
-        # NaN operands are settled here, not by fmax/fmin: NumPy's SIMD loops return a quiet NaN for a
-        # signalling one (IEEE 754-2008 maxNum), its scalar loops the other operand, so the result would
-        # depend on the chunking. The other operand wins; where both are NaN, the first (as on the GPU).
-        nan_a, nan_b = np.isnan(a), np.isnan(b)
-        if nan_a.any() or nan_b.any():
-            chosen = np.where(nan_b, a, np.where(nan_a, b, chosen))
-        # Equal values have equal bits except -0.0 and +0.0: AND of the bits gives +0.0, OR gives -0.0.
-        zeros = (a == 0) & (b == 0)
-        if zeros.any():
-            tie = (as_bits(a) & as_bits(b)) if larger else (as_bits(a) | as_bits(b))
-            chosen = np.where(zeros, tie.view(a.dtype), chosen)
+        if _whole_vectors_apply(a, b):
+            return _pick_by_whole_vectors(a, b, larger)
+        return _pick_checked(a, b, larger)
+
+
+def _whole_vectors_apply(a, b) -> bool:
+    """Whether np.fmax/np.fmin's vector loops settle NaN for these operands by the rule themselves: large
+    contiguous, aligned arrays of one type (no broadcast operand, no buffering) where the probe says so."""
+    return (a.size >= WHOLE_VECTORS and a.dtype == b.dtype and a.flags.c_contiguous and b.flags.c_contiguous
+            and a.flags.aligned and b.flags.aligned and fmax_fmin_follow_nan_rule(a.dtype))
+
+
+# The part of the result checked for zeros right after it is written, while it is still in the core's own
+# cache (a common L2 holds 1 MiB): a check of the whole result after the pass may read it back from memory,
+# where other processes share the last-level cache (bench/cpu_ops_bench.py: up to a fifth of MAX's time).
+_CHECKED_PART_BYTES = 1 << 20
+
+
+def _pick_by_whole_vectors(a, b, larger: bool):
+    """The rule's result with one check, for zeros alone: np.fmax/np.fmin over the whole vectors, which settle
+    NaN themselves (fmax_fmin_follow_nan_rule), _pick_checked over the few elements left. Then only a tie of
+    zeros can be wrong, and only where the result holds the zero that loses it (-0.0 for max, +0.0 for min)."""
+    out = np.empty(a.shape, a.dtype)
+    flat, flat_a, flat_b = out.reshape(-1), a.reshape(-1), b.reshape(-1)
+    whole = flat.size - flat.size % WHOLE_VECTORS
+    pick = np.fmax if larger else np.fmin
+    step = max(1, _CHECKED_PART_BYTES // (a.itemsize * WHOLE_VECTORS)) * WHOLE_VECTORS
+    losing_zero = False
+    for start in range(0, whole, step):
+        part = flat[start:start + step]
+        pick(flat_a[start:start + step], flat_b[start:start + step], out=part)
+        losing_zero = losing_zero or has_zero(part, negative=larger)
+    if whole < flat.size:
+        flat[whole:] = _pick_checked(flat_a[whole:], flat_b[whole:], larger)
+        losing_zero = losing_zero or has_zero(flat[whole:], negative=larger)
+    if losing_zero:
+        _settle_zero_ties(flat_a, flat_b, flat, larger)
+    return out
+
+
+def _settle_zero_ties(a, b, out, larger: bool) -> None:
+    """Where a and b are both zeros, writes max's +0.0 unless both are -0.0 (AND of the bits) or min's -0.0
+    unless both are +0.0 (OR): equal values have equal bits except -0.0 and +0.0."""
+    zeros = a == 0
+    zeros &= b == 0
+    tie = np.bitwise_and if larger else np.bitwise_or
+    tie(as_bits(a), as_bits(b), out=as_bits(out), where=zeros)
+
+
+def _pick_checked(a, b, larger: bool):
+    """_pick for any operands (broadcast ones too): np.fmax/np.fmin, kept where two reductions find neither
+    NaN nor the zero that loses a tie in the result, else every element settled by the rule."""
+    chosen = np.fmax(a, b) if larger else np.fmin(a, b)
+    # fmax/fmin return an operand (or a NaN): without NaN in the result they are exact except where
+    # they chose -0.0 over +0.0 (max) or +0.0 over -0.0 (min), so a result free of that zero is final.
+    if not has_nan(chosen) and not has_zero(chosen, negative=larger):
         return chosen
+    # NaN operands are settled here, not by fmax/fmin: NumPy's scalar loops (C's fmaxf: a remainder after
+    # whole vectors, or a broadcast operand) may return a quiet NaN for a signalling one (IEEE 754-2008
+    # maxNum), so the result would depend on the chunking. The other operand wins; where both are NaN, the
+    # first (as on the GPU).
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    if nan_a.any() or nan_b.any():
+        chosen = np.where(nan_b, a, np.where(nan_a, b, chosen))
+    # Equal values have equal bits except -0.0 and +0.0: AND of the bits gives +0.0, OR gives -0.0.
+    zeros = (a == 0) & (b == 0)
+    if zeros.any():
+        tie = (as_bits(a) & as_bits(b)) if larger else (as_bits(a) | as_bits(b))
+        chosen = np.where(zeros, tie.view(a.dtype), chosen)
+    return chosen
 
 
 def _work(x):

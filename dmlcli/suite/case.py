@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ..checking.comparison import EXACT, Rule
+from ..checking.comparison import EVERY_BIT, EXACT, Rule
 from ..errors import InputError, quoted
 
 # The conformance README's fields (source, notes, ... are kept for people, not read), plus dmlcli's own.
@@ -275,8 +275,9 @@ def _number(value, where: str, key: str) -> float:
 
 
 def _tolerance(value, where: str) -> Rule | None:
-    """{"exact": true}, {"rtol": R, "atol": A} (NumPy's allclose), {"ulp": N}, {"atol": A} or {"ulp": N, "atol": A}
-    (either may hold, as --tolerance ulp:N,atol:X); absent or null: the operator's own rule."""
+    """{"exact": true}, {"bits": true} (every bit, as --tolerance bits), {"rtol": R, "atol": A} (NumPy's allclose),
+    {"ulp": N}, {"atol": A} or {"ulp": N, "atol": A} (either may hold, as --tolerance ulp:N,atol:X); absent or
+    null: the operator's own rule."""
     if value is None:
         return None
     if not isinstance(value, dict) or not value:
@@ -285,6 +286,8 @@ def _tolerance(value, where: str) -> Rule | None:
     keys = set(value)
     if keys == {"exact"} and value["exact"] is True:
         return EXACT
+    if keys == {"bits"} and value["bits"] is True:
+        return EVERY_BIT
     if keys == {"ulp"}:
         return Rule("ulp", _number(value["ulp"], where, "ulp"), "the case's tolerance")
     if keys == {"atol"}:
@@ -295,7 +298,7 @@ def _tolerance(value, where: str) -> Rule | None:
     if keys == {"rtol", "atol"} or keys == {"rtol"}:
         return Rule("allclose", _number(value.get("atol", 0), where, "atol"), "the case's tolerance",
                     rtol=_number(value["rtol"], where, "rtol"))
-    raise CaseError(f"{where}: \"tolerance\" {sorted(keys)} is not one of {{\"exact\": true}}, "
+    raise CaseError(f"{where}: \"tolerance\" {sorted(keys)} is not one of {{\"exact\": true}}, {{\"bits\": true}}, "
                     "{\"rtol\": R, \"atol\": A}, {\"ulp\": N}, {\"atol\": A}, {\"ulp\": N, \"atol\": A}")
 
 
