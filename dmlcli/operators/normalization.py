@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..data_types import FLOATS
 from ..feature_levels import level
 from .activation import FUSABLE, FUSABLE_NAMES
@@ -253,11 +255,52 @@ def batch_normalization_gpu_kernel(cp, inputs, outputs, params):
     makes a temporary per operation): Scale * ((x - Mean) / sqrt(Variance + Epsilon)) + Bias, each operation
     correctly rounded, so the GPU gives the CPU's bits."""
     x, mean, variance, scale, bias = (_f32(cp, t) for t in inputs)
-    kernel = _gpu_elementwise(
-        cp, "dml_batch_normalization", "float32 x, float32 m, float32 v, float32 s, float32 b, float32 e",
-        "float32 y", "y = dml_add(dml_mul(s, dml_div(dml_sub(x, m), dml_sqrt_rn(dml_add(v, e)))), b)")
-    y = kernel(x, mean, variance, scale, bias, cp.float32(params["Epsilon"]))
+    epsilon = cp.float32(params["Epsilon"])
+    if x.ndim >= 2 and all(_per_channel(t, x) for t in (mean, variance, scale, bias)):
+        y = _batch_normalization_by_channel(cp, cp.ascontiguousarray(x), mean, variance, scale, bias, epsilon)
+    else:
+        kernel = _gpu_elementwise(
+            cp, "dml_batch_normalization", "float32 x, float32 m, float32 v, float32 s, float32 b, float32 e",
+            "float32 y", "y = dml_add(dml_mul(s, dml_div(dml_sub(x, m), dml_sqrt_rn(dml_add(v, e)))), b)")
+        y = kernel(x, mean, variance, scale, bias, epsilon)
     return _finish(cp, y, outputs[0], params["FusedActivation"])
+
+
+def _per_channel(tensor, x) -> bool:
+    """Whether `tensor` holds one value per channel of `x` ({1, C, 1, 1}: Spatial's usual layout)."""
+    return tensor.shape[1:2] == x.shape[1:2] and tensor.size == x.shape[1] and tensor.ndim == x.ndim
+
+
+_BATCH_NORMALIZATION_BY_CHANNEL = """
+extern "C" __global__ void dml_kernel(const float* xs, const float* means, const float* variances,
+                                      const float* scales, const float* biases, const float epsilon, float* ys,
+                                      const long long plane, const long long channels, const long long n) {
+    // The element's channel from its index (one division and one remainder in 32 bits where they fit), the four
+    // per-channel values from the cache: CuPy's broadcasting computes an index per input instead.
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
+        const long long c = n < 2147483647ll ? (long long)(((unsigned int)i / (unsigned int)plane)
+                                                          % (unsigned int)channels)
+                                             : (i / plane) % channels;
+        ys[i] = dml_add(dml_mul(scales[c], dml_div(dml_sub(xs[i], means[c]),
+                                                   dml_sqrt_rn(dml_add(variances[c], epsilon)))), biases[c]);
+    }
+}
+"""
+
+
+def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon):
+    """BATCH_NORMALIZATION with per-channel tensors: one thread per element, the same operations in the same order
+    as the elementwise kernel (so the same bits)."""
+    from .cuda_prelude import DEVICE_PRELUDE, launch
+
+    y = cp.empty_like(x)
+    if x.size:
+        flat = [cp.ascontiguousarray(t).reshape(-1) for t in (mean, variance, scale, bias)]
+        plane = int(np.prod(x.shape[2:], dtype=np.int64))
+        launch(cp, DEVICE_PRELUDE + _BATCH_NORMALIZATION_BY_CHANNEL, x, *flat, epsilon, y, np.int64(plane),
+               np.int64(x.shape[1]), count=x.size)
+    return y
 
 
 def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon):
