@@ -261,8 +261,7 @@ def arg_index(xp, x, axes, largest: bool, last: bool):
     pick = xp.argmax if largest else xp.argmin
     index = xp.asarray(pick(flat, axis=-1))  # a 0-d array where every axis is reduced, not a scalar
     if flat.dtype.kind == "f":
-        picked = xp.take_along_axis(flat, index[..., None], axis=-1)[..., 0]
-        nan_groups = xp.isnan(picked)
+        nan_groups = xp.isnan(_picked(xp, flat, index))
         if bool(nan_groups.any()):  # NumPy's argmax stops at the first NaN; find the real extreme there
             groups = flat[nan_groups]
             fill = -xp.inf if largest else xp.inf
@@ -273,6 +272,16 @@ def arg_index(xp, x, axes, largest: bool, last: bool):
     if last:
         index = (count - 1) - index
     return index
+
+
+def _picked(xp, flat, index):
+    """flat[..., index]: each group's element at its index. On a C-ordered `flat` (the usual case: the reduced axes
+    were last), one take from the flat buffer; take_along_axis builds an index array per dimension, which costs
+    a millisecond reduction several per cent (issue 23)."""
+    if not flat.flags.c_contiguous:
+        return xp.take_along_axis(flat, index[..., None], axis=-1)[..., 0]
+    starts = xp.arange(index.size, dtype=xp.int64) * flat.shape[-1]
+    return xp.take(flat.reshape(-1), starts + index.reshape(-1)).reshape(index.shape)
 
 
 def _arg_kernel(xp, inputs, outputs, params, largest: bool):
