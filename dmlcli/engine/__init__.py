@@ -44,6 +44,9 @@ class Request:
     output_shape: tuple[int, ...] | None = None
     float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
     output_shapes: Mapping[str, object] | None = None  # several outputs' Sizes by name (a DxDispatch desc's)
+    # What tells this request apart from every other whose verdicts could differ (see _frozen), where its values
+    # have such a key (and are its own copies, which no caller changes); None: each call is validated afresh.
+    key: tuple | None = None
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -75,16 +78,56 @@ class Outcome:
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
             **options) -> Request:
-    """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
+    """Resolve a call's operator, level, output type and parameters (not yet their values' types).
+
+    A request made before from the same arguments (compared by type and exact value, see _frozen) is handed back:
+    a loop of API calls resolves its operator, options and level once (issue 23)."""
+    try:
+        given = _frozen((op, feature_level, bool(broadcast), output_dtype, output_shape, desc_fields, float_rules,
+                         output_shapes, options))
+    except _Unkeyed:
+        given = None
+    if given is not None:
+        known = _REQUESTS.get(given)
+        # A family registered since may give the same spelling another entry: find_operator is asked again.
+        if known is not None and (not isinstance(op, str) or find_operator(op) is known.operator):
+            return known
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
     if broadcast and not operator.is_elementwise:
         raise InputError(f"{operator.name} is not element-wise, so its inputs are not broadcast (--broadcast is "
                          "for element-wise operators)")
-    return Request(operator, parse_feature_level(feature_level), dict(options), desc_fields, bool(broadcast),
-                   output_type, None if output_shape is None else parse_shape(output_shape, "--output-shape"),
-                   parse_float_rules(float_rules), output_shapes)
+    level = parse_feature_level(feature_level)
+    shape = None if output_shape is None else parse_shape(output_shape, "--output-shape")
+    rules = parse_float_rules(float_rules)
+    if given is None:
+        return Request(operator, level, dict(options), desc_fields, bool(broadcast), output_type, shape, rules,
+                       output_shapes)
+    # Kept: its own copies of the values (a list the caller changes later must not change the kept request).
+    options, desc_fields, output_shapes = _owned(dict(options)), _owned(desc_fields), _owned(output_shapes)
+    key = (operator, level, bool(broadcast), output_type, shape, rules, _frozen(options), _frozen(desc_fields),
+           _frozen(output_shapes))
+    made = Request(operator, level, options, desc_fields, bool(broadcast), output_type, shape, rules, output_shapes,
+                   key)
+    if len(_REQUESTS) >= _REQUESTS_LIMIT:
+        _REQUESTS.clear()
+    _REQUESTS[given] = made
+    return made
+
+
+_REQUESTS: dict[tuple, Request] = {}
+_REQUESTS_LIMIT = 1024
+
+
+def _owned(value):
+    """A copy of a value _frozen has keyed: its lists, tuples and dicts copied, the rest (immutable) shared."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return kind(_owned(item) for item in value)
+    if isinstance(value, Mapping):
+        return {name: _owned(item) for name, item in value.items()}
+    return value
 
 
 def parse_shape(value, where: str) -> tuple[int, ...]:
@@ -174,16 +217,14 @@ _VERDICTS_LIMIT = 1024
 
 
 def _plan_key(req: Request, inputs, input_names) -> tuple | None:
-    """A hashable key that tells apart every pair of calls whose verdicts could differ; None where a value
-    has no such key (an array as a parameter, an object of another kind): that call is validated afresh."""
+    """A hashable key that tells apart every pair of calls whose verdicts could differ; None where the request
+    has no key (a value without an exact one: an array as a parameter, an object of another kind)."""
+    if req.key is None:
+        return None
     try:
         described = tuple(None if given is None else (given[0], tuple(given[1])) for given in inputs)
-        key = (req.operator, req.feature_level, req.broadcast, req.output_type, req.output_shape, req.float_rules,
-               _frozen(req.options), _frozen(req.desc_fields), _frozen(req.output_shapes), described,
-               None if input_names is None else tuple(input_names))
+        key = (req.key, described, None if input_names is None else tuple(input_names))
         hash(key)
-    except _Unkeyed:
-        return None
     except TypeError:  # an unhashable data type or size: not ours to judge here, build_call words it
         return None
     return key
@@ -210,7 +251,7 @@ def _frozen(value):
         return (kind, tuple(_frozen(item) for item in value))
     if kind is dict or isinstance(value, Mapping):
         return (dict, tuple((name, _frozen(item)) for name, item in value.items()))
-    if isinstance(value, (DataType, FeatureLevel, Operator)):  # immutable table objects, hashable
+    if isinstance(value, (DataType, FeatureLevel, Operator, np.dtype, type)):  # immutable and hashable
         return (kind, value)
     raise _Unkeyed
 
