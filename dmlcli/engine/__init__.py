@@ -44,8 +44,8 @@ class Request:
     output_shape: tuple[int, ...] | None = None
     float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
     output_shapes: Mapping[str, object] | None = None  # several outputs' Sizes by name (a DxDispatch desc's)
-    # What tells this request apart from every other whose verdicts could differ (see _frozen), where its values
-    # have such a key (and are its own copies, which no caller changes); None: each call is validated afresh.
+    # What tells this request apart from every other whose verdicts could differ (see _frozen), taken when it was
+    # made; None where a value has no such key: each call is then validated afresh.
     key: tuple | None = None
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
@@ -78,20 +78,7 @@ class Outcome:
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
             **options) -> Request:
-    """Resolve a call's operator, level, output type and parameters (not yet their values' types).
-
-    A request made before from the same arguments (compared by type and exact value, see _frozen) is handed back:
-    a loop of API calls resolves its operator, options and level once (issue 23)."""
-    try:
-        given = _frozen((op, feature_level, bool(broadcast), output_dtype, output_shape, desc_fields, float_rules,
-                         output_shapes, options))
-    except _Unkeyed:
-        given = None
-    if given is not None:
-        known = _REQUESTS.get(given)
-        # A family registered since may give the same spelling another entry: find_operator is asked again.
-        if known is not None and (not isinstance(op, str) or find_operator(op) is known.operator):
-            return known
+    """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
@@ -101,33 +88,13 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
     level = parse_feature_level(feature_level)
     shape = None if output_shape is None else parse_shape(output_shape, "--output-shape")
     rules = parse_float_rules(float_rules)
-    if given is None:
-        return Request(operator, level, dict(options), desc_fields, bool(broadcast), output_type, shape, rules,
-                       output_shapes)
-    # Kept: its own copies of the values (a list the caller changes later must not change the kept request).
-    options, desc_fields, output_shapes = _owned(dict(options)), _owned(desc_fields), _owned(output_shapes)
-    key = (operator, level, bool(broadcast), output_type, shape, rules, _frozen(options), _frozen(desc_fields),
-           _frozen(output_shapes))
-    made = Request(operator, level, options, desc_fields, bool(broadcast), output_type, shape, rules, output_shapes,
-                   key)
-    if len(_REQUESTS) >= _REQUESTS_LIMIT:
-        _REQUESTS.clear()
-    _REQUESTS[given] = made
-    return made
-
-
-_REQUESTS: dict[tuple, Request] = {}
-_REQUESTS_LIMIT = 1024
-
-
-def _owned(value):
-    """A copy of a value _frozen has keyed: its lists, tuples and dicts copied, the rest (immutable) shared."""
-    kind = type(value)
-    if kind is list or kind is tuple:
-        return kind(_owned(item) for item in value)
-    if isinstance(value, Mapping):
-        return {name: _owned(item) for name, item in value.items()}
-    return value
+    try:  # the values as they are now: the key a verdict is kept under (see plan)
+        key = (operator, level, bool(broadcast), output_type, shape, rules, _frozen(options), _frozen(desc_fields),
+               _frozen(output_shapes))
+    except _Unkeyed:
+        key = None
+    return Request(operator, level, dict(options), desc_fields, bool(broadcast), output_type, shape, rules,
+                   output_shapes, key)
 
 
 def parse_shape(value, where: str) -> tuple[int, ...]:
