@@ -6,7 +6,6 @@ The GPU backend is imported only when asked for, so the CPU path never pays for 
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
@@ -43,9 +42,9 @@ def get_backend(name: str) -> Backend:
         raise InputError(f"unknown backend {name!r} (expected one of {', '.join(BACKEND_NAMES)})")
     if key == "auto":
         return _auto_backend()
-    # sys.modules first: import_module's own lookup costs every call a few microseconds (issue 23).
-    module = sys.modules.get(_MODULES[key]) or importlib.import_module(_MODULES[key])
-    return module.create()
+    # import_module, not a look in sys.modules: a module another thread is still importing is there already,
+    # without its create(); import_module waits for it.
+    return importlib.import_module(_MODULES[key]).create()
 
 
 def _auto_backend():
