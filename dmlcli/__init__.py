@@ -27,5 +27,8 @@ def __getattr__(name: str):
         import importlib
 
         module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        if name != "OPERATORS":  # the table changes as families are registered; the functions do not
+            globals()[name] = value  # so that a loop of dmlcli.run calls does not come through here each time
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -312,6 +312,68 @@ def test_cast_blocks_of_a_large_tensor(source, target):
     assert got == [distinct[bits] for bits in as_bits(x)]
 
 
+def old_formulation(x: np.ndarray, target: str) -> np.ndarray:
+    """CAST as the kernel computed it before its blocks were mended in place (issue 23): the whole rule on the
+    whole array, written out here (FLOAT16 widened first; trunc, saturate, NaN -> 0; quiet NaNs by sign)."""
+    target = np.dtype(target)
+    with np.errstate(all="ignore"):
+        if x.dtype.kind == "f" and target.kind in "iu":
+            values = x.astype(np.float32) if x.dtype == np.float16 else x
+            width = target.itemsize * 8
+            low, above = (-(2.0 ** (width - 1)), 2.0 ** (width - 1)) if target.kind == "i" else (0.0, 2.0**width)
+            whole = np.trunc(values)
+            result = np.where((whole >= low) & (whole < above), whole, 0).astype(target)
+            result = np.where(whole >= above, target.type(np.iinfo(target).max), result)
+            return np.where(whole < low, target.type(np.iinfo(target).min), result)
+        if x.dtype.kind == "f" and target.kind == "f" and x.dtype != target:
+            bits = np.dtype(f"uint{target.itemsize * 8}")
+            quiet = [bits.type(ref_cast(as_bits(np.array([np.copysign(np.nan, sign)], x.dtype))[0], x.dtype.name,
+                                        target.name)) for sign in (1.0, -1.0)]
+            nan = np.where(np.signbit(x), quiet[1], quiet[0])
+            return np.where(np.isnan(x), nan, x.astype(target).view(bits)).view(target)
+        return x.astype(target)
+
+
+FLOAT_SOURCE_PAIRS = [(a, b) for a in ("float64", "float32", "float16") for b in ALL if b != a]
+
+
+def block_values(source: str, target: str):
+    """One block's values: inside the target's range (astype's result stands), or mixed with NaNs (payloads
+    and signs), infinities and values past the range, or inside but for a NaN."""
+    specials = st.sampled_from(as_bits(special_values(source)))
+    if target in FORMATS:
+        inside = st.floats(-60000, 60000)
+    else:
+        low, high = int_range(target)
+        limit = 60000 if source == "float16" else 2.0**60
+        inside = st.floats(max(low - 0.99, -limit), min(high + 0.99, limit))
+    # Rounded to the source type (mostly still inside; a value rounded past the range is a fine case too).
+    inside_bits = inside.map(lambda v: as_bits(np.array([v]).astype(source))[0])
+    nan_bits = st.sampled_from(as_bits(special_values(source))[-4:])  # the four NaN patterns
+    return st.one_of(st.lists(inside_bits, min_size=8, max_size=8),
+                     st.lists(st.one_of(inside_bits, specials), min_size=8, max_size=8),
+                     st.lists(inside_bits, min_size=7, max_size=7).flatmap(
+                         lambda rest: nan_bits.map(lambda nan: rest + [nan])))
+
+
+@SETTINGS
+@given(st.sampled_from(FLOAT_SOURCE_PAIRS), st.data())
+def test_cast_blocks_match_the_old_formulation(pair, data):
+    """The blocked kernel (astype, then each block's extremes: NaNs mended in place, the rule only where a value
+    is past the range) gives the whole-array rule's bits for every float source, with blocks of 8 elements."""
+    from dmlcli.operators import conversions
+    from dmlcli.operators.generation import cast_values
+
+    source, target = pair
+    blocks = data.draw(st.lists(block_values(source, target), min_size=2, max_size=6))
+    x = from_bits([bits for block in blocks for bits in block], source)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(conversions, "_BLOCK_ELEMENTS", 8)
+        got = cast_values(np, x, np.dtype(target))
+    assert as_bits(got) == as_bits(old_formulation(x, target))
+    assert as_bits(got) == [ref_cast(bits, source, target) for bits in as_bits(x)]
+
+
 def test_cast_page_rows_and_rule_messages():
     four = np.zeros((1, 1, 2, 2), np.int32)
     with pytest.raises(dmlcli.ValidationError, match="INT32 is not supported at DML_FEATURE_LEVEL_1_0.*"

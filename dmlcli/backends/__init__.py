@@ -42,6 +42,8 @@ def get_backend(name: str) -> Backend:
         raise InputError(f"unknown backend {name!r} (expected one of {', '.join(BACKEND_NAMES)})")
     if key == "auto":
         return _auto_backend()
+    # import_module, not a look in sys.modules: a module another thread is still importing is there already,
+    # without its create(); import_module waits for it.
     return importlib.import_module(_MODULES[key]).create()
 
 

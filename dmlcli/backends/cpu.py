@@ -19,7 +19,9 @@ class CpuBackend:
         arrays = [np.broadcast_to(to_native(np.asarray(x)), out_shape) for x in inputs]
         with np.errstate(all="ignore"):  # NaN and infinity are values here, not errors
             result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
-        result = np.ascontiguousarray(np.broadcast_to(result, out_shape))
+        if getattr(result, "shape", None) != tuple(out_shape):  # broadcast_to costs a small call a few µs
+            result = np.broadcast_to(result, out_shape)
+        result = np.ascontiguousarray(result)
         if any(np.may_share_memory(result, x) for x in arrays):
             result = result.copy()  # a kernel may hand an input back (IDENTITY): the output is always its own
         return result

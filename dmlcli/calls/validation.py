@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -67,13 +68,14 @@ class Call:
         """The first output (the only one of most operators)."""
         return self.outputs[0]
 
-    @property
+    # Kept once worked out (the call is immutable): a run asks for its outputs several times.
+    @cached_property
     def outputs(self) -> tuple[TensorInfo, ...]:
         """Every output tensor in DESC order, a variadic output's tensors one by one."""
         names = set(self.operator.outputs)
         return tuple(tensor for name, tensor in self.tensors.items() if field_of(name) in names)
 
-    @property
+    @cached_property
     def inputs(self) -> tuple[TensorInfo, ...]:
         names = set(self.operator.inputs)
         return tuple(tensor for name, tensor in self.tensors.items() if field_of(name) in names)

@@ -45,6 +45,9 @@ class Request:
     float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
     output_shapes: Mapping[str, object] | None = None  # several outputs' Sizes by name (a DxDispatch desc's)
     allow_tf32: bool = False  # --allow-tf32: TF32 products allowed (Operator.tf32_products, backends/tf32.py)
+    # What tells this request apart from every other whose verdicts could differ (see _frozen), taken when it was
+    # made; None where a value has no such key: each call is then validated afresh.
+    key: tuple | None = None
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -85,9 +88,16 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
     if broadcast and not operator.is_elementwise:
         raise InputError(f"{operator.name} is not element-wise, so its inputs are not broadcast (--broadcast is "
                          "for element-wise operators)")
-    return Request(operator, parse_feature_level(feature_level), dict(options), desc_fields, bool(broadcast),
-                   output_type, None if output_shape is None else parse_shape(output_shape, "--output-shape"),
-                   parse_float_rules(float_rules), output_shapes, allow_tf32)
+    level = parse_feature_level(feature_level)
+    shape = None if output_shape is None else parse_shape(output_shape, "--output-shape")
+    rules = parse_float_rules(float_rules)
+    try:  # the values as they are now: the key a verdict is kept under (see plan)
+        key = (operator, level, bool(broadcast), output_type, shape, rules, allow_tf32, _frozen(options),
+               _frozen(desc_fields), _frozen(output_shapes))
+    except _Unkeyed:
+        key = None
+    return Request(operator, level, dict(options), desc_fields, bool(broadcast), output_type, shape, rules,
+                   output_shapes, allow_tf32, key)
 
 
 def parse_shape(value, where: str) -> tuple[int, ...]:
@@ -150,11 +160,70 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
          input_names: Sequence[str] | None = None) -> Verdict:
     """Validate the call for inputs of these data types and shapes (no data needed). `input_names`: which
     inputs they are, where the caller knows (a DxDispatch desc that leaves out some optional inputs)."""
+    key = _plan_key(req, inputs, input_names)
+    if key is not None:
+        known = _VERDICTS.get(key)
+        if known is not None:
+            return known
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
                             output_shapes=req.output_shapes, broadcast=req.broadcast,
                             feature_level=req.feature_level, parse_parameters=req.typed_parameters,
                             input_names=input_names)
-    return check(replace(call, float_rules=req.float_rules, allow_tf32=req.allow_tf32), req.feature_level)
+    verdict = check(replace(call, float_rules=req.float_rules, allow_tf32=req.allow_tf32), req.feature_level)
+    if key is not None:
+        if len(_VERDICTS) >= _VERDICTS_LIMIT:
+            _VERDICTS.clear()
+        _VERDICTS[key] = verdict
+    return verdict
+
+
+# A verdict depends on nothing but the request and the inputs' data types and Sizes: the operator entry (held
+# by the key, so its identity is not reused), the level, the parameters' values, the output's type and Sizes.
+# A program that runs one operator on like tensors again and again (a loop of dmlcli.run, a suite's cases, a
+# benchmark) validated each call from scratch: build_call, the shape rule, the support rows, about 60 µs, the
+# larger part of a small call's fixed cost (issue 23). Calls that fail validation are not kept (each raises anew).
+_VERDICTS: dict[tuple, Verdict] = {}
+_VERDICTS_LIMIT = 1024
+
+
+def _plan_key(req: Request, inputs, input_names) -> tuple | None:
+    """A hashable key that tells apart every pair of calls whose verdicts could differ; None where the request
+    has no key (a value without an exact one: an array as a parameter, an object of another kind)."""
+    if req.key is None:
+        return None
+    try:
+        described = tuple(None if given is None else (given[0], tuple(given[1])) for given in inputs)
+        key = (req.key, described, None if input_names is None else tuple(input_names))
+        hash(key)
+    except TypeError:  # an unhashable data type or size: not ours to judge here, build_call words it
+        return None
+    return key
+
+
+_PLAIN_KINDS = frozenset((type(None), bool, int, str))  # keyed as they are, with their type
+
+
+class _Unkeyed(Exception):
+    """A parameter value _frozen cannot key exactly."""
+
+
+def _frozen(value):
+    """`value` as a hashable key that keeps its type and its exact value: 1, 1.0, True, numpy.float32(1) and
+    -0.0 against 0.0 read differently as parameters, so they must not share a key (equal Python values do)."""
+    kind = type(value)
+    if kind in _PLAIN_KINDS:
+        return (kind, value)
+    if kind is float:
+        return (kind, value.hex())  # -0.0 and 0.0 differ, a NaN equals itself
+    if isinstance(value, np.generic):
+        return (kind, value.tobytes())
+    if kind is list or kind is tuple:
+        return (kind, tuple(_frozen(item) for item in value))
+    if kind is dict or isinstance(value, Mapping):
+        return (dict, tuple((name, _frozen(item)) for name, item in value.items()))
+    if isinstance(value, (DataType, FeatureLevel, Operator, np.dtype, type)):  # immutable and hashable
+        return (kind, value)
+    raise _Unkeyed
 
 
 def as_input_array(value, position: int) -> np.ndarray | None:
@@ -214,19 +283,22 @@ def choose_backend(backend, float_rules: str = "ieee", allow_tf32: bool = False)
     return with_float_rules(backend, float_rules)
 
 
-def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: HookTally | None = None) -> Outcome:
-    """Run a validated call on whole tensors. With `tally`, hooks are counted there (the caller reports)."""
+def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: HookTally | None = None,
+            recorded: tuple = ()) -> Outcome:
+    """Run a validated call on whole tensors. With `tally`, hooks are counted there (the caller reports).
+    `recorded`: the Outcome's `inputs` (given here rather than by dataclasses.replace, which costs each run
+    several microseconds)."""
     call = verdict.call
     engine = choose_backend(backend, call.float_rules, call.allow_tf32)
     out = call.output
     arrays = call.complete(arrays)
     if not call.operator.is_elementwise:
         outputs = tuple(engine.execute_shaped(call.operator, arrays, call.outputs, call.parameters))
-        return Outcome(outputs[0], verdict, engine.name, (), outputs=outputs)
+        return Outcome(outputs[0], verdict, engine.name, (), recorded, outputs)
     own_tally = tally or HookTally(call)
     own_tally.add(arrays, out.shape)  # before the kernel: an in-place caller may overwrite the inputs
     output = engine.execute(call.operator, arrays, out.shape, out.data_type.numpy_dtype, call.parameters)
-    return Outcome(output, verdict, engine.name, () if tally is not None else own_tally.warnings())
+    return Outcome(output, verdict, engine.name, () if tally is not None else own_tally.warnings(), recorded)
 
 
 def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence[str] | None = None,
@@ -265,7 +337,7 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
         before_execute(verdict)
     if read_mapped is not None:
         arrays = read_mapped(arrays)
-    outcome = replace(execute(verdict, arrays, backend), inputs=tuple(arrays))
+    outcome = execute(verdict, arrays, backend, recorded=tuple(arrays))
     if targets:
         write_results(outcome, names, targets, output_format)
     return outcome

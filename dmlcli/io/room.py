@@ -10,6 +10,9 @@ import numpy as np
 
 from ..errors import InputError, quoted
 from .npy import npy_file_bytes
+# At module level, not in the functions: an import statement costs each in-memory run a few microseconds (issue 23),
+# and the engine imports targets.py anyway.
+from .targets import STDOUT_TARGETS, written_suffix
 
 # JSON text is written piece by piece (io/json_tensor.JsonTextWriter, 65536 elements at a time): what the
 # writer holds at once, the piece's strings and its text, whatever the tensor's size (measured: under 10 MiB
@@ -110,8 +113,6 @@ def is_json_target(target: str | None, output_format: str | None = None) -> bool
     as JSON (-, -.json)."""
     if target is None:
         return False
-    from .targets import written_suffix
-
     return written_suffix(target, output_format) == ".json"
 
 
@@ -139,15 +140,13 @@ def check_room_for_output(target: str | None, shape, dtype: np.dtype, *, in_memo
     """
     dtype = np.dtype(dtype)
     count = math.prod(shape)
-    from .targets import STDOUT_TARGETS
-
     stdout_suffix = STDOUT_TARGETS.get(target) if target is not None else None
     as_json = is_json_target(target, output_format)
-    described = f"{dtype} {list(shape)}"
     if in_memory:
         needed = in_memory_bytes(target, shape, dtype, input_bytes=input_bytes, output_format=output_format)
         available = _available_for(needed)
         if available is not None and needed > available:
+            described = f"{dtype} {list(shape)}"
             hint = ".npy inputs written to a .npy or JSON output (or JSON on stdout) are streamed in constant memory"
             raise InputError(f"the output ({described}) needs about {_bytes_text(needed)} of memory"
                              f"{' with its inputs' if input_bytes else ''} but only {_bytes_text(available)} is "

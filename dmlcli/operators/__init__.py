@@ -29,6 +29,10 @@ __all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "Suppor
 _registered: list[tuple[str, tuple[Operator, ...]]] = []  # families added by register_family (plug-ins, tests)
 _registered_keys: dict[str, Operator] = {}
 _whole: dict[str, object] = {}  # the whole table, once built: FAMILIES, OPERATORS, ELEMENTWISE_OPERATORS
+# Spellings already looked up (find_operator's argument -> entry): every call of the API resolves its operator's
+# name, by a regular expression and an import (issue 23). Emptied when a family is registered, whose spellings
+# come before the table's.
+_found: dict[str, Operator] = {}
 
 
 def _module(name: str):
@@ -101,6 +105,7 @@ def register_family(name: str, members: tuple[Operator, ...]) -> None:
     members = tuple(members)
     _check_table(all_operators() + members)
     _registered.append((name, members))
+    _found.clear()
     for op in members:
         for key in spellings(op):
             _registered_keys[key] = op
@@ -169,6 +174,9 @@ def find_operator(text: str | Operator) -> Operator:
     """
     if isinstance(text, Operator):
         return text
+    known = _found.get(text) if isinstance(text, str) else None
+    if known is not None:
+        return known
     key = _normalise(text)
     if key in _registered_keys:
         return _registered_keys[key]
@@ -176,6 +184,8 @@ def find_operator(text: str | Operator) -> Operator:
         full, module = SPELLINGS[key]
         for op in _module(module).OPERATORS:
             if op.key == full:
+                if isinstance(text, str):
+                    _found[text] = op
                 return op
         raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.index)")
     if key in OTHER_OPERATORS:

@@ -83,14 +83,25 @@ def float_to_float(xp, x, target: np.dtype):
     """Between two float types: rounded to nearest even (astype); a NaN becomes the target's quiet NaN with
     the input's sign and no payload (hardware keeps different payload bits; this way both backends agree)."""
     bits = _bits_dtype(target)
+    positive, negative = (bits.type(quiet_nan_bits(target, sign)) for sign in (False, True))
 
     def with_quiet_nans(block):
         found = block.astype(target)
-        positive, negative = (bits.type(quiet_nan_bits(target, sign)) for sign in (False, True))
         nan = xp.where(xp.signbit(block), negative, positive)
         return xp.where(xp.isnan(block), nan, found.view(bits)).view(target)
 
-    return blockwise(xp, x, target, lambda block: not math.isnan(float(block.min())), with_quiet_nans)
+    # A NaN stays a NaN through astype, so either side's minimum finds one: the narrower side's, which has less
+    # to read (FLOAT64 -> FLOAT32: the output), except FLOAT16, whose reductions NumPy runs element by element.
+    narrower_is_output = target.itemsize < x.dtype.itemsize and target != np.float16 or x.dtype == np.float16
+
+    def settled(block, converted) -> bool:
+        if not math.isnan(float(np.minimum.reduce(converted if narrower_is_output else block))):
+            return True
+        nan = np.isnan(block)  # astype kept the NaNs' payloads: the rule's quiet NaNs there
+        converted.view(bits)[nan] = np.where(np.signbit(block[nan]), negative, positive)
+        return True
+
+    return blockwise(xp, x, target, settled, with_quiet_nans)
 
 
 def cast_kernel(xp, inputs, outputs, params):

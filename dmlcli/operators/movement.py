@@ -557,8 +557,26 @@ def _pad(xp, x, shape, start, end, mode: str, constant, place=None):
                 out[target] = fill
                 continue
             index = source_index(mode, np.arange(offset, offset + count), size) + before
-            out[target] = xp.take(out, xp.asarray(index), axis=axis)
+            run = _as_slice(index)
+            if run is not None:  # a view of what is written (np.pad's way): no gathered copy in between
+                out[target] = out[(whole,) * axis + (run,)]
+            else:
+                out[target] = xp.take(out, xp.asarray(index), axis=axis)
     return out
+
+
+def _as_slice(index: np.ndarray) -> slice | None:
+    """The slice that picks the same elements as `index` where there is one: a run forwards or backwards
+    (REFLECTION, SYMMETRIC no longer than the input), or one element repeated (EDGE, broadcast by assignment);
+    None where the indices fold back (padding longer than the input)."""
+    first, last = int(index[0]), int(index[-1])
+    steps = np.diff(index)
+    if not steps.size or not steps.any():
+        return slice(first, first + 1)
+    step = int(steps[0])
+    if step not in (1, -1) or not (steps == step).all():
+        return None
+    return slice(first, last + step if last + step >= 0 else None, step)
 
 
 def padding_kernel(xp, inputs, outputs, params, place=None):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Mapping
 
 from ..data_types import DataType
@@ -29,6 +30,7 @@ CUDA_VALUE_TYPES = {
 }
 
 
+@lru_cache(maxsize=None)  # a handful of field names, asked for on every call that checks its options
 def snake_case(field: str) -> str:
     """DirectML's field name in the API's spelling: InfinityMode -> infinity_mode, MinMaxDataType -> min_max_data_type."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", field).lower()

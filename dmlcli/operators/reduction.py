@@ -259,21 +259,45 @@ def arg_index(xp, x, axes, largest: bool, last: bool):
     count = flat.shape[-1]
     if last:
         flat = flat[..., ::-1]
-    pick = xp.argmax if largest else xp.argmin
-    index = xp.asarray(pick(flat, axis=-1))  # a 0-d array where every axis is reduced, not a scalar
+    # The array's own methods, not xp.argmax: a function that dispatches costs a millisecond call several per
+    # cent once the caches hold the data rather than the code (issue 23), and so below.
+    found = flat.argmax(axis=-1) if largest else flat.argmin(axis=-1)
+    index = xp.asarray(found)  # a 0-d array where every axis is reduced, not a scalar
     if flat.dtype.kind == "f":
-        picked = xp.take_along_axis(flat, index[..., None], axis=-1)[..., 0]
-        nan_groups = xp.isnan(picked)
-        if bool(nan_groups.any()):  # NumPy's argmax stops at the first NaN; find the real extreme there
-            groups = flat[nan_groups]
-            fill = -xp.inf if largest else xp.inf
-            cleaned = xp.where(xp.isnan(groups), xp.asarray(fill, groups.dtype), groups)
-            best = (xp.max if largest else xp.min)(cleaned, axis=-1, keepdims=True)
-            # The first element equal to the extreme (NaN equals nothing, so an -inf beats a NaN); none: 0.
-            index[nan_groups] = xp.argmax(groups == best, axis=-1)
+        picked = _picked(xp, flat, index)
+        if _has_nan(xp, picked):  # NumPy's argmax stops at the first NaN; find the real extreme there
+            _skip_nans(xp, flat, index, xp.isnan(picked).reshape(index.shape), largest)
     if last:
         index = (count - 1) - index
     return index
+
+
+def _skip_nans(xp, flat, index, nan_groups, largest: bool) -> None:
+    """Each group of `nan_groups` searched again with its NaN left out: `index` set in place."""
+    groups = flat[nan_groups]
+    fill = -xp.inf if largest else xp.inf
+    cleaned = xp.where(xp.isnan(groups), xp.asarray(fill, groups.dtype), groups)
+    best = (xp.max if largest else xp.min)(cleaned, axis=-1, keepdims=True)
+    # The first element equal to the extreme (NaN equals nothing, so an -inf beats a NaN); none: 0.
+    index[nan_groups] = xp.argmax(groups == best, axis=-1)
+
+
+def _picked(xp, flat, index):
+    """flat[..., index], each group's element at its index, as one row. On a C-ordered `flat` (the usual case: the
+    reduced axes were last), one take from the flat buffer; take_along_axis builds an index array per dimension,
+    which costs a millisecond reduction several per cent (issue 23)."""
+    if not flat.flags.c_contiguous:
+        return xp.take_along_axis(flat, index[..., None], axis=-1).reshape(-1)
+    count = flat.shape[-1]
+    return flat.reshape(-1).take(index.reshape(-1) + xp.arange(0, index.size * count, count))
+
+
+def _has_nan(xp, values) -> bool:
+    """Whether a row of floats holds a NaN: on NumPy the minimum's own reduction, which propagates NaN (one call
+    into C; isnan and any are two, each a few microseconds once the data have pushed the code out of the cache)."""
+    if xp is np:
+        return math.isnan(np.minimum.reduce(values))
+    return bool(xp.isnan(values).any())
 
 
 def _arg_kernel(xp, inputs, outputs, params, largest: bool):
@@ -294,12 +318,8 @@ def argmax_kernel(xp, inputs, outputs, params):
 
 def _skip_nan_extreme(xp, work, axis, largest: bool):
     """MAX or MIN over `axis`, skipping NaN; NaN only where every element is NaN."""
-    result = (xp.max if largest else xp.min)(work, axis=axis)
-    if work.dtype.kind != "f":
-        return result
-    result = xp.asarray(result)
-    nan_groups = xp.isnan(result)
-    if not bool(nan_groups.any()):
+    result = xp.asarray(work.max(axis=axis) if largest else work.min(axis=axis))  # the methods: see arg_index
+    if work.dtype.kind != "f" or not _has_nan(xp, result.reshape(-1)):
         return result
     fill = -xp.inf if largest else xp.inf
     cleaned = xp.where(xp.isnan(work), xp.asarray(fill, work.dtype), work)
@@ -334,9 +354,9 @@ def reduce_kernel(xp, inputs, outputs, params):
     work = _accumulator(xp, x)
     axis = _axis_argument(axes)
     if function == "SUM":
-        result = xp.sum(work, axis=axis, dtype=work.dtype)
+        result = work.sum(axis=axis, dtype=work.dtype)  # the method: see arg_index
     elif function == "MULTIPLY":
-        result = xp.prod(work, axis=axis, dtype=work.dtype)
+        result = work.prod(axis=axis, dtype=work.dtype)
     elif function in ("MAX", "MIN"):
         result = _skip_nan_extreme(xp, work, axis, function == "MAX")
     elif function == "AVERAGE":
@@ -353,7 +373,7 @@ def reduce_kernel(xp, inputs, outputs, params):
         result = _log_sum_exp(xp, work, axis)
     else:  # pragma: no cover - the enum admits no other value
         raise ValueError(function)
-    return (xp.asarray(result).astype(out_dtype, copy=False).reshape(out.shape),)
+    return (xp.asarray(result).astype(out_dtype, copy=False).reshape(out.shape),)  # a fresh result: no copy
 
 
 def reduce_gpu_kernel(cp, inputs, outputs, params):

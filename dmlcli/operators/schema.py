@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
 from typing import Callable, Mapping
 
 from ..data_types import DataType
@@ -300,10 +302,10 @@ class Operator:
             return self.cuda_names
         return ("x",) if len(self.inputs) == 1 else ("a", "b")
 
-    @property
-    def options(self) -> dict[str, Parameter]:
-        """Each API keyword (command-line option) of this operator, mapped to its parameter."""
-        return all_options(self.parameters)
+    @cached_property  # the entry is immutable; every API call checks its keywords against these
+    def options(self) -> Mapping[str, Parameter]:
+        """Each API keyword (command-line option) of this operator, mapped to its parameter (read-only)."""
+        return MappingProxyType(all_options(self.parameters))
 
     def rows_for(self, parameters: Mapping[str, object] | None = None) -> tuple[SupportRow, ...]:
         """The support rows that apply to a call with these typed parameters (all groups' first without)."""
