@@ -326,7 +326,7 @@ def test_onnx_without_the_extra_exits_4_with_the_install_command(folder, monkeyp
     assert "pip install 'dmlcli[onnx]'" in result.stderr
 
 
-def test_onnx_on_the_gpu_without_the_cuda_provider_exits_4(folder):
+def test_onnx_on_the_gpu_without_the_cuda_provider_exits_4(folder, shared_dir):
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has the CUDA provider")
     if not _gpu_usable():
