@@ -355,15 +355,15 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     rest = tuple(lengths[1:])
     result = xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
     row_bytes = channels * len(taps) * math.prod(rest) * x.dtype.itemsize
-    for items, first, rows in _tiles(batch, lengths[0], row_bytes, _budget(xp)):
+    for items, first, tile_rows in _tiles(batch, lengths[0], row_bytes, _budget(xp)):
         count = len(range(batch)[items])
-        columns = xp.empty((count, channels, len(taps), rows) + rest, dtype=x.dtype)
+        columns = xp.empty((count, channels, len(taps), tile_rows) + rest, dtype=x.dtype)
         for index, offset in enumerate(taps):
-            window = _window(offset, geo["Dilations"], geo["Strides"], (rows,) + rest, first)
+            window = _window(offset, geo["Dilations"], geo["Strides"], (tile_rows,) + rest, first)
             columns[:, :, index] = padded[(items, slice(None)) + window]
-        points = rows * math.prod(rest)
+        points = tile_rows * math.prod(rest)
         product = _grouped_matmul(xp, filters, columns.reshape(count, groups, per_group_in * len(taps), points))
-        result[items, :, first:first + rows] = product.reshape((count, outputs, rows) + rest)
+        result[items, :, first:first + tile_rows] = product.reshape((count, outputs, tile_rows) + rest)
     return result
 
 
@@ -387,13 +387,14 @@ def _backward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     result = xp.zeros((batch, groups, per_group_out) + full, dtype=x.dtype)
     rest = sizes[1:]
     row_bytes = groups * per_group_out * len(taps) * math.prod(rest) * x.dtype.itemsize
-    for items, first, rows in _tiles(batch, sizes[0], row_bytes, _budget(xp)):
+    for items, first, tile_rows in _tiles(batch, sizes[0], row_bytes, _budget(xp)):
         count = len(range(batch)[items])
-        block = xp.ascontiguousarray(x[items, :, first:first + rows])
-        product = _grouped_matmul(xp, filters, block.reshape(count, groups, per_group_in, rows * math.prod(rest)))
-        product = product.reshape((count, groups, per_group_out, len(taps), rows) + rest)
+        block = xp.ascontiguousarray(x[items, :, first:first + tile_rows])
+        points = tile_rows * math.prod(rest)
+        product = _grouped_matmul(xp, filters, block.reshape(count, groups, per_group_in, points))
+        product = product.reshape((count, groups, per_group_out, len(taps), tile_rows) + rest)
         for index, offset in enumerate(taps):
-            window = _window(offset, dilations, strides, (rows,) + rest, first)
+            window = _window(offset, dilations, strides, (tile_rows,) + rest, first)
             result[(items, slice(None), slice(None)) + window] += product[:, :, :, index]
     crop = tuple(slice(b, b + length) for b, length in zip(start, lengths))
     return result[(slice(None),) * 3 + crop].reshape((batch, groups * per_group_out) + tuple(lengths))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data_types import FLOAT32, FLOATS, UINT32
+from ..data_types import FLOATS, UINT32
 from ..feature_levels import level
 from .activation import ACTIVATIONS
 from .parameters import ActivationsParameter, BoolParameter, EnumParameter, FloatParameter
