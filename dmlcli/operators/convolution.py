@@ -13,8 +13,9 @@ alias DML_OPERATOR_SCATTER).
 One kernel for both backends (`xp` is numpy or cupy): per tile of output rows, a column buffer (the input's
 window under each filter tap, copied by plain slicing, no sliding_window_view needed) and one batched matrix
 product (xp.matmul: BLAS on the CPU, cuBLAS on the GPU). Tiles are chosen so that no column buffer exceeds
-COLUMN_BUDGET_BYTES (32 MiB; GPU_COLUMN_BUDGET_BYTES, 1 GiB, on the GPU), whatever the sizes; the transposed one likewise
-computes every tap's contribution for a tile of input rows with one GEMM and adds them into place.
+COLUMN_BUDGET_BYTES (32 MiB; GPU_COLUMN_BUDGET_BYTES, 1 GiB, on the GPU), whatever the sizes; the transposed
+convolution likewise computes every tap's contribution for a tile of input rows with one GEMM and adds them into
+place.
 
 Numbers. FLOAT32 and FLOAT16 accumulate in FLOAT32 (FLOAT16 inputs are widened exactly), the bias is added in
 FLOAT32 and the sum is rounded once to the output type; checked within WebNN's conv2d tolerance, which grows
