@@ -7,6 +7,14 @@ nothing here imports CuPy (launch takes the caller's). backends/gpu_kernels.py g
 
 from __future__ import annotations
 
+# The C++ names of the integer types' values, and of an unsigned word of each width (a value's bits): what the
+# kernels that operators build themselves (CAST, FILL_VALUE_SEQUENCE, GATHER, pooling, cumulative sums) declare
+# their pointers and values with.
+C_INTEGER_TYPES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+                   "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+                   "uint64": "unsigned long long"}
+C_WORD_TYPES = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+
 # Device primitives, in inline PTX so that the compiler's flags cannot change them: CuPy compiles
 # every kernel with -ftz=true, under which a compiler-made FLOAT32 comparison treats subnormals as
 # zero. The comparisons here are IEEE (no .ftz): ordered (false with NaN), except != (unordered).

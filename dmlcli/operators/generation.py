@@ -26,7 +26,7 @@ from ..data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10
 from ..errors import InputError
 from ..feature_levels import level
 from .conversions import blockwise, float_to_integer, integer_bounds
-from .cuda_prelude import launch
+from .cuda_prelude import C_INTEGER_TYPES, C_WORD_TYPES, launch
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
                          option_flag)
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
@@ -522,10 +522,6 @@ __device__ __forceinline__ T dml_cast_saturate(double d, double low, double abov
 }
 """
 
-_C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
-            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-            "uint64": "unsigned long long"}
-_C_BITS = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
 
 
 def _load_source(dtype: np.dtype) -> str:
@@ -536,12 +532,12 @@ def _load_source(dtype: np.dtype) -> str:
         return "dml_widen(__uint_as_float(x))"
     if dtype.name == "float64":
         return "__longlong_as_double((long long)x)"
-    return f"(({_C_VALUE[dtype.name]})x)"
+    return f"(({C_INTEGER_TYPES[dtype.name]})x)"
 
 
 def _store_source(source: np.dtype, target: np.dtype) -> str:
     """C++ for the output bits of `v` (a double for a float source, an integer otherwise)."""
-    bits = _C_BITS[target.itemsize * 8]
+    bits = C_WORD_TYPES[target.itemsize * 8]
     from_float = source.kind == "f"
     if target.name == "float64":
         return "(unsigned long long)__double_as_longlong((double)v)"
@@ -551,7 +547,7 @@ def _store_source(source: np.dtype, target: np.dtype) -> str:
     if target.name == "float16":
         # From a double once to FLOAT16; an integer is exact as a double wherever FLOAT16 does not overflow.
         return "dml_cast_to_half((double)v)"
-    value = _C_VALUE[target.name]
+    value = C_INTEGER_TYPES[target.name]
     if from_float:
         info = np.iinfo(target)
         low, above = integer_bounds(target)
@@ -577,8 +573,8 @@ def _kernel_source(parameters: str, output_bits: str, body: str) -> str:
 def cast_source(source: np.dtype, target: np.dtype) -> str:
     """CAST's kernel for one pair: the input's bits in (xs), the output's bits out."""
     source, target = np.dtype(source), np.dtype(target)
-    bits_in = _C_BITS[source.itemsize * 8]
-    return _kernel_source(f"const {bits_in}* xs, ", _C_BITS[target.itemsize * 8],
+    bits_in = C_WORD_TYPES[source.itemsize * 8]
+    return _kernel_source(f"const {bits_in}* xs, ", C_WORD_TYPES[target.itemsize * 8],
                           f"const {bits_in} x = xs[i]; {_cast_operation(source, target)}")
 
 
@@ -586,10 +582,10 @@ def _cast_operation(source: np.dtype, target: np.dtype) -> str:
     """One element of CAST in C++: `x` the input's bits, `y` the output's."""
     if source == target:
         return "y = x;"  # a copy, every bit kept
-    value_type = "double" if source.kind == "f" else _C_VALUE[source.name]
+    value_type = "double" if source.kind == "f" else C_INTEGER_TYPES[source.name]
     operation = f"const {value_type} v = {_load_source(source)}; "
     if source.kind == "f" and target.kind == "f":  # a NaN: the target's quiet NaN with the input's sign
-        bits = _C_BITS[target.itemsize * 8]
+        bits = C_WORD_TYPES[target.itemsize * 8]
         negative, positive = (quiet_nan_bits(target, sign) for sign in (True, False))
         sign = f"(x >> {source.itemsize * 8 - 1})"
         return operation + (f"y = (v != v) ? ({sign} ? ({bits}){negative}ull : ({bits}){positive}ull) "
@@ -600,7 +596,7 @@ def _cast_operation(source: np.dtype, target: np.dtype) -> str:
 def sequence_source(dtype: np.dtype) -> str:
     """FILL_VALUE_SEQUENCE's kernel for one type: (start, delta) as float or as the bits of 64-bit integers."""
     dtype = np.dtype(dtype)
-    bits = _C_BITS[dtype.itemsize * 8]
+    bits = C_WORD_TYPES[dtype.itemsize * 8]
     if dtype.kind == "f":
         # fl(start + fl(fl(i) * delta)) in PTX (round to nearest even, no flush to zero, no contraction); a NaN
         # (told by its bits, whatever the compiler makes of r != r) is the positive quiet NaN.

@@ -225,16 +225,12 @@ def gather_kernel(xp, inputs, outputs, params):
     return (_as_type(xp, taken, out.data_type.numpy_dtype).reshape(out.shape),)
 
 
-_C_BITS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
-_C_INDEX = {"int32": "int", "int64": "long long", "uint32": "unsigned int", "uint64": "unsigned long long"}
-
-
 def _gather_source(item_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
     """GATHER in one pass: each output element reads its index, wraps a negative one, and copies the input's
     bits or writes 0 where the index is outside the dimension (the rule gather_kernel applies in four passes)."""
-    from .cuda_prelude import DEVICE_PRELUDE
+    from .cuda_prelude import C_INTEGER_TYPES, C_WORD_TYPES, DEVICE_PRELUDE
 
-    bits, index = _C_BITS[item_bytes], _C_INDEX[index_dtype.name]
+    bits, index = C_WORD_TYPES[8 * item_bytes], C_INTEGER_TYPES[index_dtype.name]
     signed = "if (position < 0) position += size;\n" if index_dtype.kind == "i" else ""
     return (DEVICE_PRELUDE + f"\ntypedef {'long long' if wide else 'int'} idx_t;\n"
             f'extern "C" __global__ void dml_kernel(const {bits}* data, const {index}* indices, {bits}* ys,\n'
@@ -256,11 +252,11 @@ def _gather_source(item_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
 
 def gather_gpu_kernel(cp, inputs, outputs, params):
     """GATHER on the GPU in one kernel (no host round trip to check the indices); the same bits as gather_kernel."""
-    from .cuda_prelude import launch
+    from .cuda_prelude import C_INTEGER_TYPES, launch
 
     data, indices = inputs
     (out,) = outputs
-    if np.dtype(indices.dtype).name not in _C_INDEX:
+    if np.dtype(indices.dtype).name not in C_INTEGER_TYPES:
         return gather_kernel(cp, inputs, outputs, params)
     axis = params["Axis"]
     data_bits = _bits(cp, cp.ascontiguousarray(data))

@@ -297,7 +297,7 @@ def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon)
     y = cp.empty_like(x)
     if x.size:
         flat = [cp.ascontiguousarray(t).reshape(-1) for t in (mean, variance, scale, bias)]
-        plane = int(np.prod(x.shape[2:], dtype=np.int64))
+        plane = math.prod(x.shape[2:])
         launch(cp, DEVICE_PRELUDE + _BATCH_NORMALIZATION_BY_CHANNEL, x, *flat, epsilon, y, np.int64(plane),
                np.int64(x.shape[1]), count=x.size)
     return y

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cuda_prelude import DEVICE_PRELUDE, launch
+from .cuda_prelude import C_INTEGER_TYPES, DEVICE_PRELUDE, launch
 
-_C_VALUE = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
-            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-            "uint64": "unsigned long long", "float32": "float", "float16": "unsigned short"}
+_C_VALUE = {**C_INTEGER_TYPES, "float32": "float", "float16": "unsigned short"}  # FLOAT16 as its bits
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
 
 

@@ -430,20 +430,16 @@ def log_softmax_kernel(xp, inputs, outputs, params):
     return (shifted.astype(out.data_type.numpy_dtype, copy=False),)
 
 
-def _trailing(axes, rank: int) -> bool:
-    axes = (axes,) if isinstance(axes, int) else tuple(sorted(axes))
-    return axes == tuple(range(rank - len(axes), rank))
-
-
 def _softmax_gpu(cp, inputs, outputs, params, log_form: bool):
     """Softmax or log-softmax over trailing axes by reduction_gpu's one-block-per-row kernel; other axes by the
     shared xp kernel."""
     (x,) = inputs
     axes = _group_axes(params, x.ndim)
-    if not _trailing(axes, x.ndim):
+    group = (axes,) if isinstance(axes, int) else tuple(sorted(axes))
+    first = x.ndim - len(group)
+    if group != tuple(range(first, x.ndim)):  # each row of the kernel is one group only where the axes trail
         return (log_softmax_kernel if log_form else softmax_kernel)(cp, inputs, outputs, params)
-    rows = cp.ascontiguousarray(_accumulator(cp, x)).reshape(-1, math.prod(x.shape[x.ndim - len(
-        (axes,) if isinstance(axes, int) else axes):]))
+    rows = cp.ascontiguousarray(_accumulator(cp, x)).reshape(-1, math.prod(x.shape[first:]))
     result = reduction_gpu.softmax_rows(cp, rows, log_form).reshape(x.shape)
     return (result.astype(outputs[0].data_type.numpy_dtype, copy=False),)
 

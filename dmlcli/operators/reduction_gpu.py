@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
+from .cuda_prelude import C_INTEGER_TYPES, COMPILE_OPTIONS, DEVICE_PRELUDE
 
 _KERNELS: dict = {}
 
-_NAN_RULE = """
+_REDUCTION_PRIMITIVES = """
 // PTX max.f32 / min.f32 (no .ftz): the non-NaN operand where one is NaN, NaN only where both are, subnormals kept;
 // one instruction, where a compiler-made fmaxf would flush subnormals under CuPy's -ftz=true.
 __device__ __forceinline__ float dml_fmax(float a, float b) {
@@ -62,7 +62,7 @@ def reduce(cp, function: str, work, axis):
         map_expr, reduce_expr, post_expr, identity = _REDUCTIONS[function]
         kernel = _KERNELS[function] = cp.ReductionKernel(
             "float32 x", "float32 y", map_expr, reduce_expr, post_expr, identity, f"dml_reduce_{function.lower()}",
-            preamble=DEVICE_PRELUDE + _NAN_RULE, options=COMPILE_OPTIONS)
+            preamble=DEVICE_PRELUDE + _REDUCTION_PRIMITIVES, options=COMPILE_OPTIONS)
     return kernel(work, axis=axis)
 
 
@@ -139,8 +139,7 @@ def softmax_rows(cp, work, log_form: bool):
 # CUMULATIVE_SUMMATION along the last axis: one block per row, the row in tiles through shared memory (one read and
 # one write of device memory); the block scans its threads' totals with warp shuffles, then the warps' totals
 # through shared memory. Reverse and exclusive sums are index mappings (no flipped copy). FLOAT32 adds in PTX (dml_add: no flush to zero, as the CPU); integers wrap as on the CPU.
-_C_TYPES = {"float32": "float", "int32": "int", "uint32": "unsigned int", "int64": "long long",
-            "uint64": "unsigned long long"}
+_CUMSUM_TYPES = ("float32", "int32", "uint32", "int64", "uint64")  # FLOAT16 is widened to FLOAT32 first
 _CUMSUM_BODY = """
 __device__ __forceinline__ T dml_scan_add(T a, T b) { return DML_ADD(a, b); }
 
@@ -221,7 +220,14 @@ extern "C" __global__ void dml_kernel(const T* xs, T* ys, const long long count,
 
 def cumsum_types() -> tuple[str, ...]:
     """The types cumsum_rows runs (FLOAT16 is widened to FLOAT32 first)."""
-    return tuple(_C_TYPES)
+    return _CUMSUM_TYPES
+
+
+def _cumsum_source(dtype: np.dtype) -> str:
+    """The scan kernel for one type: its value type T and its addition (PTX for FLOAT32, wrapping for integers)."""
+    c_type = "float" if dtype.kind == "f" else C_INTEGER_TYPES[dtype.name]
+    add = "dml_add(a, b)" if dtype.kind == "f" else "((a) + (b))"
+    return DEVICE_PRELUDE + f"\ntypedef {c_type} T;\n#define DML_ADD(a, b) {add}\n" + _CUMSUM_BODY
 
 
 def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
@@ -234,9 +240,7 @@ def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
     rows = work.size // count
     kernel = _KERNELS.get(("cumsum", dtype.name))
     if kernel is None:
-        add = "dml_add(a, b)" if dtype.kind == "f" else "((a) + (b))"
-        source = (DEVICE_PRELUDE + f"\ntypedef {_C_TYPES[dtype.name]} T;\n#define DML_ADD(a, b) {add}\n"
-                  + _CUMSUM_BODY)
+        source = _cumsum_source(dtype)
         kernel = _KERNELS[("cumsum", dtype.name)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
     threads = 256 if count >= 1024 else 32
     kernel((int(min(rows, 65535)),), (threads,),

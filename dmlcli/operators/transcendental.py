@@ -280,10 +280,6 @@ def _float_helpers(prefix: str) -> str:
     return f"""
 __device__ __forceinline__ double {prefix}_widen(float f) {{ return dml_widen(f); }}
 __device__ __forceinline__ float {prefix}_narrow(double d, int w) {{ return dml_round_to_output(d, w); }}
-// A FLOAT32 result as the output type (FLOAT16: rounded once more, from the float).
-__device__ __forceinline__ float {prefix}_narrow_float(float f, int w) {{
-    return w == 16 ? dml_half_to_float(dml_float_to_half(f)) : f;
-}}
 // Whether CUDA's float32 function may take this value: not a subnormal, which -ftz would flush to zero first.
 __device__ __forceinline__ bool {prefix}_not_subnormal(float f) {{
     const unsigned int bits = __float_as_uint(f);
@@ -346,6 +342,10 @@ __device__ __forceinline__ T dml_pow_base(T a, int has_scale_bias, float scale, 
     if (!has_scale_bias) return a;
     const double v = __dadd_rn(__dmul_rn((double)a, dml_pow_widen(scale)), dml_pow_widen(bias));
     return dml_pow_to_integer<T>(v, false);
+}
+// A FLOAT32 result as the output type (FLOAT16: rounded once more, from the float; POW's 2 ULP allow it).
+__device__ __forceinline__ float dml_pow_narrow_float(float f, int w) {
+    return w == 16 ? dml_half_to_float(dml_float_to_half(f)) : f;
 }
 // Float base, float exponent: CUDA's powf (at most 4 ULP of FLOAT32, within the 32 ULP tolerance; the double pow
 // ran at 0.40 of the copy on an H100), the double pow where -ftz would flush a subnormal base or exponent first.
