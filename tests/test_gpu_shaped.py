@@ -124,6 +124,10 @@ LONG_ROWS = [
     ("reduce", {"function": "sum_square", "axes": [1]}, ("float16",)),
     ("join", {"axis": 1}, ("float32", "uint8")),
     ("join", {"axis": 0}, ("int64",)),
+    ("argmax", {"axes": [1]}, ("float32", "float16", "int8", "int32")),
+    ("argmin", {"axes": [1], "axis_direction": "decreasing"}, ("float32", "uint16")),
+    ("reduce", {"function": "argmax", "axes": [0, 1], "output_dtype": "int64"}, ("float32",)),
+    ("activation_hardmax", {}, ("float32",)),
 ]
 
 
@@ -138,14 +142,16 @@ def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):
         rng = np.random.default_rng(cols)
         if np.dtype(dtype).kind == "f":
             x = (rng.standard_normal((5, cols)) * (4 if "softmax" in name else 1)).astype(dtype)
-            if "max" in params.get("function", "") or "min" in params.get("function", ""):
+            if "max" in params.get("function", "") or "min" in params.get("function", "") or \
+                    name.startswith(("arg", "activation_hardmax")):
                 x[1, ::3] = np.nan
                 x[2, :] = np.nan  # a row of nothing but NaN
                 x[3, 0] = -0.0
+                x[4, :] = 1.0  # a row of ties
             if name.startswith("cumulative") or params.get("function") in ("l2", "l1", "sum_square"):
                 x = np.abs(x)  # one sign: no cancellation, so the ULP figure holds
         else:
-            x = rng.integers(0, 100, (5, cols)).astype(dtype)
+            x = rng.integers(0, 100, (5, cols)).astype(dtype)  # ties: the first (or last) index wins
         inputs = [x, x[:, : max(1, cols // 2)] if params.get("axis") == 1 else x] if name == "join" else [x]
         verdict = dmlcli.validate(name, *inputs, **params)
         on_cpu = dmlcli.run(name, *inputs, **params)

@@ -253,10 +253,16 @@ def arg_index(xp, x, axes, largest: bool, last: bool):
     """The index of the largest (smallest) element over `axes` as one row-major axis, skipping NaN.
 
     Ties give the first index, or the last where `last`; a group of only NaN gives the first (the last).
-    The library's argmax runs once; only groups whose pick is a NaN are searched again, without the NaN.
+    The library's argmax runs once; only groups whose pick is a NaN are searched again, without the NaN. On the
+    GPU, reduction_gpu.arg_rows does it in one pass for the types a float holds exactly.
     """
     flat = _flatten_reduced(xp, x, axes)
     count = flat.shape[-1]
+    if xp is not np:  # CuPy: reduction_gpu's one-pass kernel, where it takes the type
+        rows = xp.ascontiguousarray(flat).reshape(-1, count)
+        found = reduction_gpu.arg_rows(xp, rows, largest, last)
+        if found is not None:
+            return found.reshape(flat.shape[:-1])
     if last:
         flat = flat[..., ::-1]
     # The array's own methods, not xp.argmax: a function that dispatches costs a millisecond call several per

@@ -247,3 +247,82 @@ def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
            (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)),
            shared_mem=threads * 4 * dtype.itemsize)  # DML_ITEMS elements per thread
     return result
+
+
+# ARGMAX/ARGMIN over the last axis of rows: one block per row, each thread keeps the best (value, index) of the
+# elements it reads, the block combines them. NaN is skipped (a row of nothing but NaN gives its first index, or
+# its last with `last`); ties keep the first index, or the last with `last`, as arg_index does on the CPU.
+# Comparisons in PTX without flush to zero, so that subnormals order as on the CPU.
+_ARG_BODY = """
+__device__ __forceinline__ bool dml_arg_better(float v, long long i, float best, long long at, int largest,
+                                               int last) {
+    if (at < 0) return true;
+    if (largest ? dml_gt(v, best) : dml_lt(v, best)) return true;
+    if (dml_eq(v, best)) return last ? i > at : i < at;
+    return false;
+}
+
+extern "C" __global__ void dml_kernel(const T* xs, long long* indices, const long long count, const int largest,
+                                      const int last, const long long rows) {
+    __shared__ float best_values[32];
+    __shared__ long long best_indices[32];
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* x = xs + row * count;
+        float best = 0.0f;
+        long long at = -1;
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+            const float v = DML_VALUE(x[i]);
+            if (!DML_IS_NAN(v) && dml_arg_better(v, i, best, at, largest, last)) { best = v; at = i; }
+        }
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const float other = __shfl_down_sync(0xffffffffu, best, offset);
+            const long long other_at = __shfl_down_sync(0xffffffffu, at, offset);
+            if (other_at >= 0 && dml_arg_better(other, other_at, best, at, largest, last)) {
+                best = other;
+                at = other_at;
+            }
+        }
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        if (lane == 0) { best_values[warp] = best; best_indices[warp] = at; }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
+                if (best_indices[w] >= 0 && dml_arg_better(best_values[w], best_indices[w], best, at, largest, last)) {
+                    best = best_values[w];
+                    at = best_indices[w];
+                }
+            }
+            indices[row] = at >= 0 ? at : (last ? count - 1 : 0);
+        }
+        __syncthreads();
+    }
+}
+"""
+_FLOAT_IS_NAN = "((__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u)"
+_ARG_VALUE = {"float32": ("float", "(v)", _FLOAT_IS_NAN),
+              "float16": ("unsigned short", "dml_half_to_float(v)", _FLOAT_IS_NAN),
+              "int8": ("signed char", "(float)(v)", "false"), "uint8": ("unsigned char", "(float)(v)", "false"),
+              "int16": ("short", "(float)(v)", "false"), "uint16": ("unsigned short", "(float)(v)", "false")}
+
+
+def arg_rows(cp, rows, largest: bool, last: bool):
+    """The ARGMAX (ARGMIN) index of each row of a C-contiguous 2-D CuPy array, as int64; None for a type the kernel
+    does not take (32- and 64-bit integers do not all fit a float exactly: the shared xp path runs)."""
+    dtype = np.dtype(rows.dtype)
+    if dtype.name not in _ARG_VALUE:
+        return None
+    count, total = rows.shape[-1], rows.shape[0]
+    result = cp.empty(total, dtype=cp.int64)
+    if total == 0:
+        return result
+    kernel = _KERNELS.get(("arg", dtype.name))
+    if kernel is None:
+        c_type, value, is_nan = _ARG_VALUE[dtype.name]
+        source = (DEVICE_PRELUDE + f"\ntypedef {c_type} T;\n#define DML_VALUE(v) {value}\n"
+                  f"#define DML_IS_NAN(v) {is_nan}\n" + _ARG_BODY)
+        kernel = _KERNELS[("arg", dtype.name)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+    threads = 1024 if count >= 8192 else 256 if count >= 256 else 32
+    bits = rows.view(np.uint16) if dtype == np.float16 else rows
+    kernel((int(min(total, 65535)),), (threads,),
+           (bits, result, np.int64(count), np.int32(bool(largest)), np.int32(bool(last)), np.int64(total)))
+    return result
