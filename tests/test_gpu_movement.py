@@ -120,3 +120,22 @@ def test_gpu_large_inputs(gpu_backend):
 
 
 # DxDispatch's JOIN, SPLIT and SLICE models on the GPU: tests/test_dispatch_shaped.py runs every shaped model there.
+
+
+def test_gpu_padding_is_one_kernel(gpu_backend, monkeypatch):
+    """PADDING and PADDING1 on the GPU run movement_gpu.pad (one kernel, every mode and padding length), not the
+    copy engine's interior and slab assignments; their results are the CPU's bit for bit."""
+    from dmlcli.operators import movement_gpu
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the copy-engine padding ran")
+
+    monkeypatch.setattr(movement_gpu, "place", refuse)
+    for shape, dtype in [((5,), "uint8"), ((3, 4), "float64"), ((2, 3, 1, 4, 2), "float16"), ((6, 7), "int32")]:
+        x = random_bits(shape, dtype, 9)
+        for mode in ("constant", "edge", "reflection", "symmetric"):
+            pads = {"start_padding": [2 * s + 1 for s in shape], "end_padding": [d for d in range(len(shape))]}
+            for op, extra in (("padding", {"padding_value": 3.5}), ("padding1", {})):
+                on_cpu = dmlcli.run(op, x, backend="cpu", padding_mode=mode, **pads, **extra)
+                on_gpu = dmlcli.run(op, x, backend=gpu_backend, padding_mode=mode, **pads, **extra)
+                assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (op, mode, shape)

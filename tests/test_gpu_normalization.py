@@ -64,10 +64,10 @@ def test_batch_normalization(shape, dtype, fused):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("per_element", [False, True])
-def test_batch_normalization_gives_the_cpu_bits(dtype, per_element):
+@pytest.mark.parametrize("shape", [(3, 8, 9, 10), (2, 8, 4, 6), (5, 3)])
+def test_batch_normalization_gives_the_cpu_bits(dtype, per_element, shape):
     """The GPU's one-pass kernel does the CPU's four IEEE operations per element: the same bits, subnormals and
-    zeros' signs included (nothing is reduced)."""
-    shape = (3, 8, 9, 10)
+    zeros' signs included (nothing is reduced); planes of a multiple of 4 go by float4, others one by one."""
     channel = shape if per_element else (1, shape[1], 1, 1)
     x = data(shape, dtype)
     x.reshape(-1)[::7] = np.finfo(dtype).smallest_subnormal * 5
@@ -141,3 +141,26 @@ def test_upsample_2d_and_resample(mode):
 def test_value_scale_2d_same_bits(dtype):
     cpu_result, gpu_result = both("value_scale_2d", data((2, 3, 31, 17), dtype), scale=0.37, bias=[0.5, -1, 2])
     assert np.array_equal(cpu_result, gpu_result)
+
+
+@pytest.mark.parametrize("shape, axes, scaled, by_rows", [
+    ((2, 8, 16, 16), [2, 3], True, True), ((3, 5, 7), [2], False, True), ((2, 4, 100, 128), [2, 3], True, False),
+    ((2, 8, 6, 6), [1, 2, 3], False, True), ((2, 8, 6, 6), [1, 2, 3], True, False),
+    ((2, 8, 6, 6), [0, 2, 3], False, False)])
+def test_mean_variance_normalization_one_block_per_row(shape, axes, scaled, by_rows, monkeypatch):
+    """Trailing axes whose row fits shared memory run the one-block-per-row kernel (Scale and Bias one value a row
+    or absent); a longer row, axes that do not trail or a Scale that varies within a row take the three-pass
+    path; both within the tolerance of the CPU's result."""
+    from dmlcli.operators import normalization
+
+    taken = []
+    original = normalization._normalise_rows
+    monkeypatch.setattr(normalization, "_normalise_rows",
+                        lambda *args: taken.append(original(*args)) or taken[-1])
+    channel = (1, shape[1]) + (1,) * (len(shape) - 2)
+    inputs = [data(shape, "float32"), data(channel, "float32", 1) if scaled else None,
+              data(channel, "float32", 2) if scaled else None]
+    for normalize_variance in (True, False):
+        assert_within("mean_variance_normalization1", inputs, {"axes": axes, "normalize_variance": normalize_variance},
+                      f"{shape} {axes}")
+    assert taken and all((result is not None) == by_rows for result in taken), (shape, axes)

@@ -179,3 +179,24 @@ def test_gpu_window_kernel_is_the_one_that_runs(gpu_backend, monkeypatch):
     for op, extra in [("max_pooling", {}), ("average_pooling", {}), ("lp_pooling", {"p": 2})]:
         result = dmlcli.run(op, x, backend=gpu_backend, window_size=[3, 2], strides=[2, 2], **extra)
         assert result.shape == (2, 3, 4, 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
+    """pooling_gpu's maximum over a window inside the input (PTX max.f32) and its element-by-element rule agree
+    with the CPU bit for bit: windows of zeros of both signs (the first of a tie is kept), subnormals, all-NaN
+    windows, infinities, windows at the edges."""
+    rng = np.random.default_rng(3)
+    shape = (2, 3, 17, 19)
+    x = rng.standard_normal(shape).astype(dtype)
+    pick = rng.random(shape)
+    x[pick < 0.3] = -0.0
+    x[(pick >= 0.3) & (pick < 0.55)] = 0.0
+    x[(pick >= 0.55) & (pick < 0.6)] = np.finfo(dtype).smallest_subnormal * -3
+    x[(pick >= 0.6) & (pick < 0.62)] = -np.inf
+    x[0, 0, 4:8, 4:8] = np.nan  # windows of nothing but NaN
+    bits = np.uint32 if dtype == "float32" else np.uint16
+    for geometry in GEOMETRIES + [dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])]:
+        (c,), (g,) = both("max_pooling", [x], gpu_backend, **{k: v for k, v in geometry.items() if k != "dilations"})
+        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
+        assert same.all(), (geometry, c[~same][:4], g[~same][:4])

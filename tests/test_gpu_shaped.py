@@ -131,12 +131,13 @@ LONG_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("cols", [1, 33, 1500, 16384, 20000])
+@pytest.mark.parametrize("cols", [1, 33, 1500, 16384, 20000, 30000])
 @pytest.mark.parametrize("name, params, types", LONG_ROWS,
                          ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in p.items())}" for n, p, _ in LONG_ROWS])
 def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):
-    """The reduction family's own CUDA kernels (reduction_gpu.py) and JOIN's copies on rows from 1 to 20000
-    elements (one warp to a block of 1024 threads, several rows per block), NaN in some rows: the CPU's result
+    """The reduction family's own CUDA kernels (reduction_gpu.py) and JOIN's copies on rows from 1 to 30000
+    elements (one warp to a block of 1024 threads, several rows per block; softmax rows staged in shared memory
+    and past it, by float4 and one by one; cumulative sums of one tile and of two), NaN in some rows: the CPU's result
     within the tolerance, integers bit for bit."""
     for dtype in types:
         rng = np.random.default_rng(cols)
@@ -167,3 +168,23 @@ def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):
             assert np.allclose(on_gpu[finite], on_cpu[finite], rtol=1e-5, atol=1e-5), (name, dtype)
         else:
             assert ulp_distance(on_gpu[finite], on_cpu[finite]).max(initial=0) <= 2 * rule.limit, (name, dtype)
+
+
+def test_gpu_row_kernels_take_views_that_start_anywhere(gpu_backend):
+    """softmax_rows and cumsum_rows read 16-byte vectors only from a 16-byte boundary: a contiguous view that
+    starts one element in gives what the same values give from a fresh array."""
+    from dmlcli.operators import reduction_gpu
+
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(5)
+    flat = cupy.asarray(rng.standard_normal(3 * 4096 + 1).astype(np.float32))
+    view = flat[1:].reshape(3, 4096)
+    fresh = view.copy()
+    assert view.data.ptr % 16 != 0
+    for log_form in (False, True):
+        assert cupy.array_equal(reduction_gpu.softmax_rows(cupy, view, log_form),
+                                reduction_gpu.softmax_rows(cupy, fresh, log_form))
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            assert cupy.array_equal(reduction_gpu.cumsum_rows(cupy, view, reverse, exclusive),
+                                    reduction_gpu.cumsum_rows(cupy, fresh, reverse, exclusive)), (reverse, exclusive)

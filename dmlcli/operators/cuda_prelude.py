@@ -118,6 +118,53 @@ _PRELUDE = "\n".join([
 # The device primitives and float helpers above, for kernels that operators build themselves (CAST's).
 DEVICE_PRELUDE = _PRELUDE
 
+# PTX max.f32 / min.f32 (no .ftz): the non-NaN operand where one is NaN, NaN only where both are, subnormals kept;
+# one instruction, where a compiler-made fmaxf would flush subnormals under CuPy's -ftz=true. Which zero a tie of
+# -0.0 and +0.0 gives is the hardware's: callers that must keep a rule for it check zero results themselves.
+SELECT_PRIMITIVES = """
+__device__ __forceinline__ float dml_fmax(float a, float b) {
+    float r;
+    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+__device__ __forceinline__ float dml_fmin(float a, float b) {
+    float r;
+    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+"""
+
+# A block-wide combine of one float per thread (every thread gets the result), for the kernels that give each row
+# of a reduction one block (softmax, mean-variance normalization). The maximum propagates NaN; `shared` holds 33
+# floats. Warp by warp with shuffles, then the warps' results through shared memory.
+BLOCK_COMBINE = """
+__device__ __forceinline__ float dml_peak(float a, float b) {
+    return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+}
+
+__device__ float dml_block_combine(float v, float* shared, bool maximum) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const float other = __shfl_down_sync(0xffffffffu, v, offset);
+        v = maximum ? dml_peak(v, other) : dml_add(v, other);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < (blockDim.x >> 5) ? shared[lane] : (maximum ? -__int_as_float(0x7f800000) : 0.0f);
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const float other = __shfl_down_sync(0xffffffffu, v, offset);
+            v = maximum ? dml_peak(v, other) : dml_add(v, other);
+        }
+        if (lane == 0) shared[32] = v;
+    }
+    __syncthreads();
+    const float total = shared[32];
+    __syncthreads();
+    return total;
+}
+"""
+
 # NVRTC flags asking for IEEE float32. CuPy's own -ftz=true still wins for compiler-made float32
 # operations, which is why the arithmetic above is inline PTX; these keep double precision and
 # CUDA's math functions on their accurate paths, and forbid contracting a*b+c into one rounding.

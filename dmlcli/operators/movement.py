@@ -579,18 +579,29 @@ def _as_slice(index: np.ndarray) -> slice | None:
     return slice(first, last + step if last + step >= 0 else None, step)
 
 
+def _padding_constant(params, dtype):
+    """PaddingValue in the tensor's type (PADDING1 gives it typed already; PADDING as a FLOAT)."""
+    value = params["PaddingValue"]
+    return value if "PaddingValueDataType" in params else float_padding_value(value, dtype)
+
+
 def padding_kernel(xp, inputs, outputs, params, place=None):
     (x,) = inputs
     (out,) = outputs
     start = _per_dimension(params["StartPadding"], x.ndim, "StartPadding", 0)
     end = _per_dimension(params["EndPadding"], x.ndim, "EndPadding", 0)
-    value = params["PaddingValue"]
-    constant = value if "PaddingValueDataType" in params else float_padding_value(value, x.dtype)
+    constant = _padding_constant(params, x.dtype)
     return (_pad(xp, x, out.shape, start, end, params["PaddingMode"], constant, place),)
 
 
 def padding_gpu_kernel(cp, inputs, outputs, params):
-    """PADDING on the GPU: the interior by the copy engine (movement_gpu.place), the slabs as on the CPU."""
+    """PADDING on the GPU in one kernel (movement_gpu.pad); where it does not take the input, the interior by the
+    copy engine (movement_gpu.place) and the slabs as on the CPU."""
+    (x,) = inputs
+    start = _per_dimension(params["StartPadding"], x.ndim, "StartPadding", 0)
+    padded = movement_gpu.pad(cp, x, outputs[0].shape, start, params["PaddingMode"], _padding_constant(params, x.dtype))
+    if padded is not None:
+        return (padded,)
     return padding_kernel(cp, inputs, outputs, params, place=lambda out, start, x: movement_gpu.place(cp, out,
                                                                                                          start, x))
 

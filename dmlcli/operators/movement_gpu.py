@@ -90,3 +90,72 @@ def place(cp, out, start, x) -> bool:
         source = x.data.ptr + sum(i * stride for i, stride in zip(index, x.strides))
         _copy_rows(cp, out.data.ptr + offset, out.strides[-2], source, width, width, rows)
     return True
+
+
+# PADDING in one pass: one thread per output element finds the input element it copies (CONSTANT: none outside
+# the interior) by movement.source_index's rule, dimension by dimension, so that the output is written once and
+# the input read about once, coalesced along the last axis; every mode, every padding length (folded
+# periodically as on the CPU). The copy engine's 2-D copy into a padded row pitch measured about half of the copy
+# bandwidth (its rows start off 16-byte boundaries), and the slabs cost a launch each.
+PAD_MAX_RANK = 8
+_PAD_FOLD = {
+    "CONSTANT": "",
+    "EDGE": "        c = c < 0 ? 0 : (c >= size ? size - 1 : c);\n",
+    # A one-element dimension mirrors onto its only element (source_index).
+    "REFLECTION": ("        if (size == 1) { c = 0; } else {\n"
+                   "            const idx_t period = 2 * (size - 1);\n"
+                   "            idx_t folded = c % period; if (folded < 0) folded += period;\n"
+                   "            c = folded < size ? folded : period - folded;\n        }\n"),
+    "SYMMETRIC": ("        if (size == 1) { c = 0; } else {\n"
+                  "            const idx_t period = 2 * size;\n"
+                  "            idx_t folded = c % period; if (folded < 0) folded += period;\n"
+                  "            c = folded < size ? folded : period - 1 - folded;\n        }\n"),
+}
+
+
+def _pad_source(rank: int, mode: str, word: str, wide: bool) -> str:
+    """The kernel for one rank, mode and element width: sizes, starts and input strides are arguments."""
+    index = "long long" if wide else "int"
+    arguments = ", ".join(f"const long long {name}{d}" for name in ("out", "in", "start", "step") for d in range(rank))
+    lines = [f"typedef {word} T;", f"typedef {index} idx_t;",
+             f'extern "C" __global__ void dml_kernel(const T* x, T* y, const T value, {arguments}, const long long n) {{',
+             "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
+             "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
+             "        idx_t t = i, source = 0; bool inside = true;"]
+    for d in reversed(range(rank)):
+        lines.append("        {")
+        lines.append(f"        const idx_t size = (idx_t)in{d};")
+        lines.append(f"        idx_t c = t % (idx_t)out{d} - (idx_t)start{d}; t /= (idx_t)out{d};")
+        if mode == "CONSTANT":
+            lines.append("        inside = inside && c >= 0 && c < size;")
+        else:
+            # Only a coordinate in the padding folds (most are in the interior: no division for them).
+            lines.append("        if (c < 0 || c >= size) {\n" + _PAD_FOLD[mode].rstrip("\n") + "\n        }")
+        lines.append(f"        source += c * (idx_t)step{d};")
+        lines.append("        }")
+    lines.append("        y[i] = inside ? x[source] : value;" if mode == "CONSTANT" else "        y[i] = x[source];")
+    lines.append("    }\n}\n")
+    return "\n".join(lines)
+
+
+def pad(cp, x, out_shape, start, mode: str, constant):
+    """PADDING of `x` into a new array of `out_shape`, `start` elements before the input in each dimension, by
+    `mode` with `constant` (CONSTANT); None where the kernel does not take it (rank past PAD_MAX_RANK, or an empty
+    input: the xp kernel then runs)."""
+    from .cuda_prelude import C_WORD_TYPES, launch  # text only; imported with the first GPU padding
+
+    if x.ndim == 0 or x.ndim > PAD_MAX_RANK or x.size == 0:
+        return None
+    x = cp.ascontiguousarray(x)
+    itemsize = np.dtype(x.dtype).itemsize
+    word = f"uint{itemsize * 8}"
+    out = cp.empty(tuple(out_shape), dtype=x.dtype)
+    if out.size == 0:
+        return out
+    value = np.asarray(constant if mode == "CONSTANT" else 0, dtype=x.dtype).view(word)[()]
+    wide = max(out.size, x.size) >= 2**31 - 2**24  # room for the grid-stride step past the last element
+    source = _pad_source(x.ndim, mode, C_WORD_TYPES[itemsize * 8], wide)
+    steps = [s // itemsize for s in x.strides]
+    arguments = [np.int64(v) for v in (*out.shape, *x.shape, *start, *steps)]
+    launch(cp, source, x.view(word), out.view(word), value, *arguments, count=out.size)
+    return out

@@ -256,7 +256,8 @@ def batch_normalization_gpu_kernel(cp, inputs, outputs, params):
     correctly rounded, so the GPU gives the CPU's bits."""
     x, mean, variance, scale, bias = (_f32(cp, t) for t in inputs)
     epsilon = cp.float32(params["Epsilon"])
-    if x.ndim >= 2 and all(_per_channel(t, x) for t in (mean, variance, scale, bias)):
+    if (x.ndim >= 2 and x.shape[1] <= BATCH_NORMALIZATION_TABLE_CHANNELS
+            and all(_per_channel(t, x) for t in (mean, variance, scale, bias))):
         y = _batch_normalization_by_channel(cp, cp.ascontiguousarray(x), mean, variance, scale, bias, epsilon)
     else:
         kernel = _gpu_elementwise(
@@ -271,35 +272,69 @@ def _per_channel(tensor, x) -> bool:
     return tensor.shape[1:2] == x.shape[1:2] and tensor.size == x.shape[1] and tensor.ndim == x.ndim
 
 
+# One thread per four elements of one channel (a plane of a multiple of 4: 16-byte loads and stores; else one
+# element a thread). Each block first puts every channel's Mean, sqrt(Variance + Epsilon), Scale and Bias in
+# shared memory, then walks the input in a grid-stride loop: the element's channel from its index (one division
+# and one remainder in 32 bits where they fit). The square root is the one the elementwise kernel takes per
+# element (the same operation on the same values), so the results keep the CPU's bits.
 _BATCH_NORMALIZATION_BY_CHANNEL = """
+__device__ __forceinline__ float dml_bn(float x, const float* table, long long c) {
+    return dml_add(dml_mul(table[4 * c + 2], dml_div(dml_sub(x, table[4 * c]), table[4 * c + 1])), table[4 * c + 3]);
+}
+
 extern "C" __global__ void dml_kernel(const float* xs, const float* means, const float* variances,
                                       const float* scales, const float* biases, const float epsilon, float* ys,
-                                      const long long plane, const long long channels, const long long n) {
-    // The element's channel from its index (one division and one remainder in 32 bits where they fit), the four
-    // per-channel values from the cache: CuPy's broadcasting computes an index per input instead.
+                                      const long long plane, const long long channels, const long long n,
+                                      const int vector) {
+    extern __shared__ float table[];
+    for (long long c = threadIdx.x; c < channels; c += blockDim.x) {
+        table[4 * c] = means[c];
+        table[4 * c + 1] = dml_sqrt_rn(dml_add(variances[c], epsilon));
+        table[4 * c + 2] = scales[c];
+        table[4 * c + 3] = biases[c];
+    }
+    __syncthreads();
     const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
-        const long long c = n < 2147483647ll ? (long long)(((unsigned int)i / (unsigned int)plane)
-                                                          % (unsigned int)channels)
-                                             : (i / plane) % channels;
-        ys[i] = dml_add(dml_mul(scales[c], dml_div(dml_sub(xs[i], means[c]),
-                                                   dml_sqrt_rn(dml_add(variances[c], epsilon)))), biases[c]);
+    const bool narrow = n < 2147483647ll;
+    const long long width = vector ? 4 : 1, items = n / width;
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < items; j += stride) {
+        const long long i = j * width;
+        const long long c = narrow ? (long long)(((unsigned int)i / (unsigned int)plane) % (unsigned int)channels)
+                                   : (i / plane) % channels;
+        if (vector) {
+            const float4 v = reinterpret_cast<const float4*>(xs)[j];
+            reinterpret_cast<float4*>(ys)[j] = make_float4(dml_bn(v.x, table, c), dml_bn(v.y, table, c),
+                                                           dml_bn(v.z, table, c), dml_bn(v.w, table, c));
+        } else {
+            ys[i] = dml_bn(xs[i], table, c);
+        }
     }
 }
 """
+BATCH_NORMALIZATION_TABLE_CHANNELS = 4096  # 64 KiB of per-channel values in shared memory; more: elementwise
+_BN_BLOCKS = 2048  # enough blocks to fill the GPU; each fills its channel table once
 
 
 def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon):
-    """BATCH_NORMALIZATION with per-channel tensors: one thread per element, the same operations in the same order
-    as the elementwise kernel (so the same bits)."""
-    from .cuda_prelude import DEVICE_PRELUDE, launch
-
+    """BATCH_NORMALIZATION with per-channel tensors: the same operations in the same order as the elementwise
+    kernel (so the same bits)."""
     y = cp.empty_like(x)
     if x.size:
+        kernel = _GPU_KERNELS.get("dml_batch_normalization_by_channel")
+        if kernel is None:
+            from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
+
+            kernel = cp.RawKernel(DEVICE_PRELUDE + _BATCH_NORMALIZATION_BY_CHANNEL, "dml_kernel",
+                                  options=COMPILE_OPTIONS)
+            kernel.max_dynamic_shared_size_bytes = BATCH_NORMALIZATION_TABLE_CHANNELS * 16
+            _GPU_KERNELS["dml_batch_normalization_by_channel"] = kernel
         flat = [cp.ascontiguousarray(t).reshape(-1) for t in (mean, variance, scale, bias)]
-        plane = math.prod(x.shape[2:])
-        launch(cp, DEVICE_PRELUDE + _BATCH_NORMALIZATION_BY_CHANNEL, x, *flat, epsilon, y, np.int64(plane),
-               np.int64(x.shape[1]), count=x.size)
+        plane, channels = math.prod(x.shape[2:]), x.shape[1]
+        vector = plane % 4 == 0 and x.data.ptr % 16 == 0  # a view may start anywhere
+        threads = 256
+        blocks = int(max(1, min(_BN_BLOCKS, -(-x.size // (threads * (4 if vector else 1))))))
+        kernel((blocks,), (threads,), (x, *flat, epsilon, y, np.int64(plane), np.int64(channels), np.int64(x.size),
+                                       np.int32(vector)), shared_mem=channels * 16)
     return y
 
 
@@ -332,10 +367,97 @@ def mvn1_kernel(xp, inputs, outputs, params):
     return _finish(xp, y, outputs[0], params["FusedActivation"])
 
 
+# MEAN_VARIANCE_NORMALIZATION over trailing axes, one block per row (a row: the elements one mean and variance
+# cover), the row staged in shared memory while its mean is taken, so that device memory sees one read and one
+# write: the mean, the mean of the squared deviations and the output come from the stage. The same FLOAT32
+# operations as _normalise in another summation order (within the operator's tolerance, as CuPy's mean is);
+# Scale and Bias are one value per row here (their reduced dimensions are 1).
+_MVN_ROWS = """
+extern "C" __global__ void dml_kernel(const float* xs, float* ys, const float* scales, const float* biases,
+                                      const long long count, const int normalize_variance, const int has_scale,
+                                      const int has_bias, const float epsilon, const long long rows) {
+    __shared__ float shared[33];
+    extern __shared__ float stage[];
+    const float divisor = (float)count;
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const float* x = xs + row * count;
+        float* y = ys + row * count;
+        float total = 0.0f;
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+            const float v = x[i];
+            stage[i] = v;
+            total = dml_add(total, v);
+        }
+        const float mean = dml_div(dml_block_combine(total, shared, false), divisor);
+        float denominator = 1.0f;
+        if (normalize_variance) {
+            float squares = 0.0f;
+            for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+                const float c = dml_sub(stage[i], mean);
+                squares = dml_add(squares, dml_mul(c, c));
+            }
+            const float variance = dml_div(dml_block_combine(squares, shared, false), divisor);
+            denominator = dml_sqrt_rn(dml_add(variance, epsilon));
+        }
+        const float s = has_scale ? scales[row] : 1.0f, b = has_bias ? biases[row] : 0.0f;
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
+            float c = dml_sub(stage[i], mean);
+            if (normalize_variance) c = dml_div(c, denominator);
+            if (has_scale) c = dml_mul(c, s);
+            if (has_bias) c = dml_add(c, b);
+            y[i] = c;
+        }
+    }
+}
+"""
+MVN_STAGE_BYTES = 48 * 1024  # a row of up to 12288 FLOAT32 elements; longer rows take the three-pass path
+
+
+def _per_row(cp, tensor, x, first: int):
+    """Scale or Bias as one contiguous value per row of `x` (rows: the axes before `first`); None where it varies
+    along a reduced axis. An absent tensor gives an empty array (the kernel does not read it)."""
+    if tensor is None:
+        return cp.empty(0, dtype=cp.float32)
+    shape = (1,) * (x.ndim - tensor.ndim) + tuple(tensor.shape)
+    if any(d != 1 for d in shape[first:]):
+        return None
+    return cp.ascontiguousarray(cp.broadcast_to(tensor.reshape(shape), x.shape[:first] + shape[first:])).reshape(-1)
+
+
+def _normalise_rows(cp, x, axes, scale, bias, normalize_variance: bool, epsilon):
+    """_normalise by the one-block-per-row kernel, or None where it does not take the call (axes that do not
+    trail, a row past MVN_STAGE_BYTES, a Scale or Bias that varies within a row)."""
+    first = x.ndim - len(axes)
+    count = math.prod(x.shape[first:])
+    if tuple(sorted(axes)) != tuple(range(first, x.ndim)) or count * 4 > MVN_STAGE_BYTES or x.size == 0:
+        return None
+    scales, biases = _per_row(cp, scale, x, first), _per_row(cp, bias, x, first)
+    if scales is None or biases is None:
+        return None
+    kernel = _GPU_KERNELS.get("dml_mvn_rows")
+    if kernel is None:
+        from .cuda_prelude import BLOCK_COMBINE, COMPILE_OPTIONS, DEVICE_PRELUDE
+
+        kernel = _GPU_KERNELS["dml_mvn_rows"] = cp.RawKernel(DEVICE_PRELUDE + BLOCK_COMBINE + _MVN_ROWS,
+                                                             "dml_kernel", options=COMPILE_OPTIONS)
+    x = cp.ascontiguousarray(x)
+    y = cp.empty_like(x)
+    rows = x.size // count
+    threads = 1024 if count >= 8192 else 256 if count >= 1024 else 64
+    kernel((int(min(rows, 65535)),), (threads,),
+           (x, y, scales, biases, np.int64(count), np.int32(bool(normalize_variance)), np.int32(scale is not None),
+            np.int32(bias is not None), np.float32(epsilon), np.int64(rows)), shared_mem=count * 4)
+    return y
+
+
 def _gpu_normalise(cp, x, axes, scale, bias, normalize_variance: bool, epsilon):
-    """_normalise in three passes over the input on the GPU instead of about ten: the mean (CuPy's, as the xp
-    kernel's), the variance as one reduction of the squared deviations (no temporary), and one elementwise kernel
-    for (x - mean) / sqrt(variance + epsilon) * Scale + Bias, each operation correctly rounded as on the CPU."""
+    """_normalise on the GPU: one block per row where the kernel takes the call (_normalise_rows), else three
+    passes over the input instead of about ten: the mean (CuPy's, as the xp kernel's), the variance as one
+    reduction of the squared deviations (no temporary), and one elementwise kernel for (x - mean) /
+    sqrt(variance + epsilon) * Scale + Bias, each operation correctly rounded as on the CPU."""
+    by_rows = _normalise_rows(cp, x, axes, scale, bias, normalize_variance, epsilon)
+    if by_rows is not None:
+        return by_rows
     mean = cp.mean(x, axis=axes, keepdims=True, dtype=cp.float32)
     variance = mean  # unused by the final kernel without NormalizeVariance
     if normalize_variance:

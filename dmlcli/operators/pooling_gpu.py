@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cuda_prelude import C_INTEGER_TYPES, DEVICE_PRELUDE, launch
+from .cuda_prelude import C_INTEGER_TYPES, DEVICE_PRELUDE, SELECT_PRIMITIVES, launch
 
 _C_VALUE = {**C_INTEGER_TYPES, "float32": "float", "float16": "unsigned short"}  # FLOAT16 as its bits
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
@@ -36,7 +36,7 @@ def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bo
     constants = "".join(f"    constexpr idx_t {name}{dim} = {value};\n"
                         for name, values in (("w", window), ("s", strides), ("d", dilations))
                         for dim, value in enumerate(values))
-    header = (DEVICE_PRELUDE + f'\ntypedef {index} idx_t;\n'
+    header = (DEVICE_PRELUDE + SELECT_PRIMITIVES + f'\ntypedef {index} idx_t;\n'
               f'extern "C" __global__ void dml_kernel(const {in_c}* xs, {out_c}* ys,\n'
               "    const long long li0, const long long li1, const long long li2,\n"
               "    const long long lo0, const long long lo1, const long long lo2,\n"
@@ -71,9 +71,38 @@ def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bo
     return header + body + "    }\n}\n"
 
 
+# A float maximum whose window lies inside the input takes PTX max.f32 over it first (two instructions an element:
+# a load and a max, no bounds). Where that maximum is a nonzero number it is the rule's value bit for bit (a NaN
+# gives way to any number, and equal nonzero floats have one bit pattern); a zero (which zero wins a tie is the
+# rule's, not the hardware's) or an all-NaN window (which NaN) falls through to the element-by-element loop.
+_INSIDE_MAX = """        {
+        const idx_t b0 = c0 * s0 - p0, b1 = c1 * s1 - p1, b2 = c2 * s2 - p2;
+        if (b0 >= 0 && b0 + (w0 - 1) * d0 < i0 && b1 >= 0 && b1 + (w1 - 1) * d1 < i1 && b2 >= 0
+                && b2 + (w2 - 1) * d2 < i2) {
+            const RAW_T* corner = plane + (b0 * i1 + b1) * i2 + b2;
+            float m = VALUE(corner[0]);
+            #pragma unroll
+            for (idx_t a = 0; a < w0; ++a)
+                #pragma unroll
+                for (idx_t b = 0; b < w1; ++b)
+                    #pragma unroll
+                    for (idx_t c = 0; c < w2; ++c)
+                        m = dml_fmax(m, VALUE(corner[(a * d0 * i1 + b * d1) * i2 + c * d2]));
+            if ((__float_as_uint(m) & 0x7fffffffu) - 1u < 0x7f800000u) {  // neither a zero nor a NaN
+                ys[i] = STORE(m);
+                continue;
+            }
+        }
+        }
+"""
+
+
 def _max_body(dtype: np.dtype, loops: str) -> str:
     if dtype.kind == "f":
         value = "dml_half_to_float(raw)" if dtype.name == "float16" else "raw"
+        inside = (_INSIDE_MAX.replace("RAW_T", _C_VALUE[dtype.name])
+                  .replace("VALUE(", "dml_half_to_float(" if dtype.name == "float16" else "(")
+                  .replace("STORE(m)", "dml_float_to_half(m)" if dtype.name == "float16" else "m"))
         step = ("                    if (!inside) continue;\n"
                 f"                    const {_C_VALUE[dtype.name]} raw = plane[(x0 * i1 + x1) * i2 + x2];\n"
                 f"                    const float v = {value};\n"
@@ -81,7 +110,7 @@ def _max_body(dtype: np.dtype, loops: str) -> str:
                 "                    if (!seen || (best_nan && !v_nan) || (!v_nan && dml_gt(v, best))) {\n"
                 "                        best = v; best_raw = raw; best_nan = v_nan; seen = true;\n"
                 "                    }\n")
-        return (f"        {_C_VALUE[dtype.name]} best_raw = {_NAN_BITS[dtype.name]};\n"
+        return (inside + f"        {_C_VALUE[dtype.name]} best_raw = {_NAN_BITS[dtype.name]};\n"
                 "        float best = 0.0f; bool best_nan = true, seen = false;\n"
                 + loops.replace("{step}", step) + "        ys[i] = best_raw;\n")
     c_type = _C_VALUE[dtype.name]

@@ -18,23 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cuda_prelude import C_INTEGER_TYPES, COMPILE_OPTIONS, DEVICE_PRELUDE
+from .cuda_prelude import BLOCK_COMBINE, C_INTEGER_TYPES, COMPILE_OPTIONS, DEVICE_PRELUDE, SELECT_PRIMITIVES
 
 _KERNELS: dict = {}
 
-_REDUCTION_PRIMITIVES = """
-// PTX max.f32 / min.f32 (no .ftz): the non-NaN operand where one is NaN, NaN only where both are, subnormals kept;
-// one instruction, where a compiler-made fmaxf would flush subnormals under CuPy's -ftz=true.
-__device__ __forceinline__ float dml_fmax(float a, float b) {
-    float r;
-    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
-__device__ __forceinline__ float dml_fmin(float a, float b) {
-    float r;
-    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
+_REDUCTION_PRIMITIVES = SELECT_PRIMITIVES + """
 __device__ __forceinline__ float dml_quiet_nan() { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ float dml_magnitude(float v) { return __uint_as_float(__float_as_uint(v) & 0x7fffffffu); }
 """
@@ -68,55 +56,72 @@ def reduce(cp, function: str, work, axis):
 
 # One block per row of `count` FLOAT32 elements (rows contiguous). Pass 1: the row's maximum (NaN propagates, as
 # x - max does in the xp kernel); pass 2: the sum of exp(x - max); pass 3: the output. Block-wide combines go
-# through shared memory. Compiled with the IEEE primitives for the subtraction and division; exp is CUDA's expf
-# (2 ULP), within the softmax tolerance as CuPy's exp is.
-_SOFTMAX_SOURCE = DEVICE_PRELUDE + """
-__device__ float dml_block_combine(float v, float* shared, bool maximum) {
-    // Warp by warp with shuffles, then the warps' results through shared memory; every thread gets the total.
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        const float other = __shfl_down_sync(0xffffffffu, v, offset);
-        v = maximum ? ((v != v || other != other) ? __int_as_float(0x7fc00000) : fmaxf(v, other)) : v + other;
-    }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < (blockDim.x >> 5) ? shared[lane] : (maximum ? -__int_as_float(0x7f800000) : 0.0f);
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            const float other = __shfl_down_sync(0xffffffffu, v, offset);
-            v = maximum ? ((v != v || other != other) ? __int_as_float(0x7fc00000) : fmaxf(v, other)) : v + other;
-        }
-        if (lane == 0) shared[32] = v;
-    }
-    __syncthreads();
-    const float total = shared[32];
-    __syncthreads();
-    return total;
+# through shared memory (cuda_prelude.BLOCK_COMBINE). Compiled with the IEEE primitives for the subtraction and division; exp is CUDA's expf
+# (2 ULP), within the softmax tolerance as CuPy's exp is. A row that fits SOFTMAX_STAGE_BYTES is staged in shared
+# memory by pass 1 (and holds exp(x - max) after pass 2), so device memory sees one read and one write; a longer
+# row is read three times, the second and third mostly from the L2 cache. Every thread reads and writes only its
+# own elements of the stage (the same indices in every pass), so the passes need no barrier of their own. Rows
+# of a multiple of 4 elements go by float4 (DML_VECTOR 4): a thread's 4 neighbours are combined left to right.
+_SOFTMAX_BODY = """
+#if DML_VECTOR == 4
+typedef float4 V;
+__device__ __forceinline__ float dml_v_peak(V v) { return dml_peak(dml_peak(dml_peak(v.x, v.y), v.z), v.w); }
+__device__ __forceinline__ V dml_v_exp(V v, float peak) {
+    return make_float4(expf(dml_sub(v.x, peak)), expf(dml_sub(v.y, peak)), expf(dml_sub(v.z, peak)),
+                       expf(dml_sub(v.w, peak)));
 }
+__device__ __forceinline__ float dml_v_sum(V v) { return ((v.x + v.y) + v.z) + v.w; }
+__device__ __forceinline__ V dml_v_log_out(V v, float peak, float log_total) {
+    return make_float4(dml_sub(dml_sub(v.x, peak), log_total), dml_sub(dml_sub(v.y, peak), log_total),
+                       dml_sub(dml_sub(v.z, peak), log_total), dml_sub(dml_sub(v.w, peak), log_total));
+}
+__device__ __forceinline__ V dml_v_divide(V e, float total) {
+    return make_float4(dml_div(e.x, total), dml_div(e.y, total), dml_div(e.z, total), dml_div(e.w, total));
+}
+#else
+typedef float V;
+__device__ __forceinline__ float dml_v_peak(V v) { return v; }
+__device__ __forceinline__ V dml_v_exp(V v, float peak) { return expf(dml_sub(v, peak)); }
+__device__ __forceinline__ float dml_v_sum(V v) { return v; }
+__device__ __forceinline__ V dml_v_log_out(V v, float peak, float log_total) {
+    return dml_sub(dml_sub(v, peak), log_total);
+}
+__device__ __forceinline__ V dml_v_divide(V e, float total) { return dml_div(e, total); }
+#endif
 
 extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long long count, const int log_form,
-                                      const long long rows) {
+                                      const long long rows, const int staged) {
     __shared__ float shared[33];
+    extern __shared__ unsigned char stage_bytes[];
+    V* stage = reinterpret_cast<V*>(stage_bytes);
+    const long long vectors = count / DML_VECTOR;
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-        const float* x = xs + row * count;
-        float* y = ys + row * count;
+        const V* x = reinterpret_cast<const V*>(xs + row * count);
+        V* y = reinterpret_cast<V*>(ys + row * count);
         float peak = -__int_as_float(0x7f800000);
-        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
-            const float v = x[i];
-            peak = (v != v || peak != peak) ? __int_as_float(0x7fc00000) : fmaxf(peak, v);
+        for (long long i = threadIdx.x; i < vectors; i += blockDim.x) {
+            const V v = x[i];
+            if (staged) stage[i] = v;
+            peak = dml_peak(peak, dml_v_peak(v));
         }
         peak = dml_block_combine(peak, shared, true);
         float total = 0.0f;
-        for (long long i = threadIdx.x; i < count; i += blockDim.x) total += expf(dml_sub(x[i], peak));
+        for (long long i = threadIdx.x; i < vectors; i += blockDim.x) {
+            const V e = dml_v_exp(staged ? stage[i] : x[i], peak);
+            if (staged && !log_form) stage[i] = e;
+            total += dml_v_sum(e);
+        }
         total = dml_block_combine(total, shared, false);
         const float log_total = logf(total);
-        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
-            const float shifted = dml_sub(x[i], peak);
-            y[i] = log_form ? dml_sub(shifted, log_total) : dml_div(expf(shifted), total);
+        for (long long i = threadIdx.x; i < vectors; i += blockDim.x) {
+            const V v = staged ? stage[i] : x[i];
+            y[i] = log_form ? dml_v_log_out(v, peak, log_total)
+                            : dml_v_divide(staged ? v : dml_v_exp(v, peak), total);
         }
     }
 }
 """
+SOFTMAX_STAGE_BYTES = 96 * 1024  # two blocks of 1024 threads per SM still fit the H100's 228 KiB
 
 
 def softmax_rows(cp, work, log_form: bool):
@@ -126,14 +131,19 @@ def softmax_rows(cp, work, log_form: bool):
     rows = work.size // max(count, 1)
     if work.size == 0:
         return result
-    kernel = _KERNELS.get("softmax")
+    vector = 4 if count % 4 == 0 and work.data.ptr % 16 == 0 else 1  # a view may start anywhere
+    staged = count * 4 <= SOFTMAX_STAGE_BYTES
+    shared_bytes = count * 4 if staged else 0
+    kernel = _KERNELS.get(("softmax", vector))
     if kernel is None:
-        kernel = _KERNELS["softmax"] = cp.RawKernel(_SOFTMAX_SOURCE, "dml_kernel", options=COMPILE_OPTIONS)
+        source = DEVICE_PRELUDE + BLOCK_COMBINE + f"\n#define DML_VECTOR {vector}\n" + _SOFTMAX_BODY
+        kernel = _KERNELS[("softmax", vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+        kernel.max_dynamic_shared_size_bytes = SOFTMAX_STAGE_BYTES
     threads = 1024 if count >= 8192 else 256
     blocks = int(min(rows, 65535))
-    kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows)))
+    kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows),
+                                   np.int32(staged)), shared_mem=shared_bytes)
     return result
-
 
 
 # CUMULATIVE_SUMMATION along the last axis: one block per row, the row in tiles through shared memory (one read and
@@ -215,6 +225,65 @@ extern "C" __global__ void dml_kernel(const T* xs, T* ys, const long long count,
         }
     }
 }
+
+// The same scan for 4-byte types and rows of a multiple of 4 elements: each thread holds DML_VECTOR_ITEMS
+// neighbours in registers, read and written as 16-byte vectors straight from device memory (no shared-memory
+// tile), so that a row of blockDim.x * DML_VECTOR_ITEMS elements is one tile. In reverse, a thread's vectors are
+// read from the mirrored positions and their lanes taken last to first.
+#define DML_VECTOR_ITEMS 16
+__device__ __forceinline__ void dml_load4(const V4* x, long long count, long long first, int reverse, T* v) {
+    const V4 f = x[(reverse ? count - first - 4 : first) >> 2];
+    if (reverse) { v[0] = f.w; v[1] = f.z; v[2] = f.y; v[3] = f.x; }
+    else { v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w; }
+}
+__device__ __forceinline__ void dml_store4(V4* y, long long count, long long first, int reverse, const T* v) {
+    V4 f;
+    if (reverse) { f.w = v[0]; f.z = v[1]; f.y = v[2]; f.x = v[3]; }
+    else { f.x = v[0]; f.y = v[1]; f.z = v[2]; f.w = v[3]; }
+    y[(reverse ? count - first - 4 : first) >> 2] = f;
+}
+
+extern "C" __global__ void dml_kernel_vector(const T* xs, T* ys, const long long count, const int reverse,
+                                             const int exclusive, const long long rows) {
+    __shared__ T shared[32];
+    __shared__ T carry_shared;
+    const long long width = (long long)blockDim.x * DML_VECTOR_ITEMS;
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const V4* x = reinterpret_cast<const V4*>(xs + row * count);
+        V4* y = reinterpret_cast<V4*>(ys + row * count);
+        T carry = (T)0;
+        for (long long start = 0; start < count; start += width) {
+            const long long mine = start + (long long)threadIdx.x * DML_VECTOR_ITEMS;
+            T v[DML_VECTOR_ITEMS];
+            #pragma unroll
+            for (int q = 0; q < DML_VECTOR_ITEMS; q += 4) {
+                if (mine + q < count) dml_load4(x, count, mine + q, reverse, v + q);
+                else v[q] = v[q + 1] = v[q + 2] = v[q + 3] = (T)0;
+            }
+            T run = (T)0;
+            #pragma unroll
+            for (int k = 0; k < DML_VECTOR_ITEMS; ++k) if (mine + k < count) run = dml_scan_add(run, v[k]);
+            const T before = dml_block_exclusive_scan(run, shared);
+            const bool row_start = start == 0 && threadIdx.x == 0;
+            T running = start == 0 ? before : dml_scan_add(carry, before);
+            #pragma unroll
+            for (int k = 0; k < DML_VECTOR_ITEMS; ++k) {
+                const T next = (row_start && k == 0) ? v[k] : dml_scan_add(running, v[k]);
+                v[k] = exclusive ? running : next;
+                running = next;
+            }
+            const long long tile_end = count - start < width ? count : start + width;
+            if (mine < tile_end && mine + DML_VECTOR_ITEMS >= tile_end) carry_shared = running;  // the tile's last
+            #pragma unroll
+            for (int q = 0; q < DML_VECTOR_ITEMS; q += 4) {
+                if (mine + q < count) dml_store4(y, count, mine + q, reverse, v + q);
+            }
+            __syncthreads();
+            carry = carry_shared;
+            __syncthreads();
+        }
+    }
+}
 """
 
 
@@ -227,7 +296,12 @@ def _cumsum_source(dtype: np.dtype) -> str:
     """The scan kernel for one type: its value type T and its addition (PTX for FLOAT32, wrapping for integers)."""
     c_type = "float" if dtype.kind == "f" else C_INTEGER_TYPES[dtype.name]
     add = "dml_add(a, b)" if dtype.kind == "f" else "((a) + (b))"
-    return DEVICE_PRELUDE + f"\ntypedef {c_type} T;\n#define DML_ADD(a, b) {add}\n" + _CUMSUM_BODY
+    # The 16-byte vector of four values (dml_kernel_vector): CUDA's float4/int4/uint4; 8-byte types get a plain
+    # struct only so that the source compiles (cumsum_rows never runs them vectorised).
+    vector = {"float32": "typedef float4 V4;", "int32": "typedef int4 V4;", "uint32": "typedef uint4 V4;"}.get(
+        dtype.name, "struct V4 { T x, y, z, w; };")
+    return (DEVICE_PRELUDE + f"\ntypedef {c_type} T;\n{vector}\n#define DML_ADD(a, b) {add}\n"
+            + _CUMSUM_BODY)
 
 
 def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
@@ -238,10 +312,17 @@ def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
         return result
     count = work.shape[-1]
     rows = work.size // count
-    kernel = _KERNELS.get(("cumsum", dtype.name))
+    vectorised = dtype.itemsize == 4 and count % 4 == 0 and work.data.ptr % 16 == 0  # a view may start anywhere
+    name = "dml_kernel_vector" if vectorised else "dml_kernel"
+    kernel = _KERNELS.get(("cumsum", dtype.name, name))
     if kernel is None:
-        source = _cumsum_source(dtype)
-        kernel = _KERNELS[("cumsum", dtype.name)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+        kernel = _KERNELS[("cumsum", dtype.name, name)] = cp.RawKernel(_cumsum_source(dtype), name,
+                                                                       options=COMPILE_OPTIONS)
+    if vectorised:  # a row of up to 16384 elements in one tile
+        threads = int(min(1024, max(32, -(-count // 512) * 32)))
+        kernel((int(min(rows, 65535)),), (threads,),
+               (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)))
+        return result
     threads = 256 if count >= 1024 else 32
     kernel((int(min(rows, 65535)),), (threads,),
            (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)),
