@@ -120,6 +120,9 @@ LONG_ROWS = [
     ("reduce", {"function": "max", "axes": [1]}, ("float32", "float16")),
     ("reduce", {"function": "min", "axes": [0]}, ("float32",)),
     ("reduce", {"function": "l2", "axes": [1]}, ("float32",)),
+    ("reduce", {"function": "sum", "axes": [1]}, ("float32", "float16")),
+    ("reduce", {"function": "average", "axes": [1]}, ("float32",)),
+    ("reduce", {"function": "min", "axes": [1]}, ("float32",)),
     ("reduce", {"function": "l1", "axes": [0, 1]}, ("float32",)),
     ("reduce", {"function": "sum_square", "axes": [1]}, ("float16",)),
     ("join", {"axis": 1}, ("float32", "uint8")),
@@ -149,7 +152,7 @@ def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):
                 x[2, :] = np.nan  # a row of nothing but NaN
                 x[3, 0] = -0.0
                 x[4, :] = 1.0  # a row of ties
-            if name.startswith("cumulative") or params.get("function") in ("l2", "l1", "sum_square"):
+            if name.startswith("cumulative") or params.get("function") in ("l2", "l1", "sum_square", "sum", "average"):
                 x = np.abs(x)  # one sign: no cancellation, so the ULP figure holds
         else:
             x = rng.integers(0, 100, (5, cols)).astype(dtype)  # ties: the first (or last) index wins
@@ -171,20 +174,28 @@ def test_gpu_own_kernels_on_long_rows(gpu_backend, name, params, types, cols):
 
 
 def test_gpu_row_kernels_take_views_that_start_anywhere(gpu_backend):
-    """softmax_rows and cumsum_rows read 16-byte vectors only from a 16-byte boundary: a contiguous view that
-    starts one element in gives what the same values give from a fresh array."""
+    """softmax_rows, cumsum_rows, reduce's rows and arg_rows read 16-byte vectors only from a 16-byte boundary: a contiguous view
+    that starts one element in gives what the same values give from a fresh array (the one-by-one path adds in
+    another order than the float4 one: within a few ULP for the sums, the same indices)."""
     from dmlcli.operators import reduction_gpu
 
     cupy = pytest.importorskip("cupy")
     rng = np.random.default_rng(5)
-    flat = cupy.asarray(rng.standard_normal(3 * 4096 + 1).astype(np.float32))
+    flat = cupy.asarray(np.abs(rng.standard_normal(3 * 4096 + 1)).astype(np.float32))
     view = flat[1:].reshape(3, 4096)
     fresh = view.copy()
     assert view.data.ptr % 16 != 0
     for log_form in (False, True):
-        assert cupy.array_equal(reduction_gpu.softmax_rows(cupy, view, log_form),
-                                reduction_gpu.softmax_rows(cupy, fresh, log_form))
+        assert cupy.allclose(reduction_gpu.softmax_rows(cupy, view, log_form),
+                             reduction_gpu.softmax_rows(cupy, fresh, log_form), rtol=1e-5, atol=0)
     for reverse in (False, True):
         for exclusive in (False, True):
-            assert cupy.array_equal(reduction_gpu.cumsum_rows(cupy, view, reverse, exclusive),
-                                    reduction_gpu.cumsum_rows(cupy, fresh, reverse, exclusive)), (reverse, exclusive)
+            assert cupy.allclose(reduction_gpu.cumsum_rows(cupy, view, reverse, exclusive),
+                                 reduction_gpu.cumsum_rows(cupy, fresh, reverse, exclusive), rtol=1e-5, atol=0)
+    for function in ("SUM", "MAX", "L2"):
+        assert cupy.allclose(reduction_gpu.reduce(cupy, function, view, (1,)),
+                             reduction_gpu.reduce(cupy, function, fresh, (1,)), rtol=1e-5, atol=0)
+    for largest in (False, True):
+        for last in (False, True):
+            assert cupy.array_equal(reduction_gpu.arg_rows(cupy, view, largest, last),
+                                    reduction_gpu.arg_rows(cupy, fresh, largest, last))

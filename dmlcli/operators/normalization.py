@@ -372,7 +372,7 @@ def mvn1_kernel(xp, inputs, outputs, params):
 # write: the mean, the mean of the squared deviations and the output come from the stage. The same FLOAT32
 # operations as _normalise in another summation order (within the operator's tolerance, as CuPy's mean is);
 # Scale and Bias are one value per row here (their reduced dimensions are 1).
-_MVN_ROWS = """
+_MVN_ROWS_SOURCE = """
 extern "C" __global__ void dml_kernel(const float* xs, float* ys, const float* scales, const float* biases,
                                       const long long count, const int normalize_variance, const int has_scale,
                                       const int has_bias, const float epsilon, const long long rows) {
@@ -438,7 +438,7 @@ def _normalise_rows(cp, x, axes, scale, bias, normalize_variance: bool, epsilon)
     if kernel is None:
         from .cuda_prelude import BLOCK_COMBINE, COMPILE_OPTIONS, DEVICE_PRELUDE
 
-        kernel = _GPU_KERNELS["dml_mvn_rows"] = cp.RawKernel(DEVICE_PRELUDE + BLOCK_COMBINE + _MVN_ROWS,
+        kernel = _GPU_KERNELS["dml_mvn_rows"] = cp.RawKernel(DEVICE_PRELUDE + BLOCK_COMBINE + _MVN_ROWS_SOURCE,
                                                              "dml_kernel", options=COMPILE_OPTIONS)
     x = cp.ascontiguousarray(x)
     y = cp.empty_like(x)

@@ -383,15 +383,16 @@ def reduce_kernel(xp, inputs, outputs, params):
 
 
 def reduce_gpu_kernel(cp, inputs, outputs, params):
-    """REDUCE on the GPU: MAX, MIN, L1, L2 and SUM_SQUARE of floats in one pass (reduction_gpu.py), the rest by
-    the shared xp kernel."""
+    """REDUCE on the GPU: floats in one pass where reduction_gpu.py takes the call (long rows over trailing axes;
+    MAX, MIN, L1, L2 and SUM_SQUARE over any axes), the rest by the shared xp kernel."""
     (x,) = inputs
     (out,) = outputs
-    if x.dtype.kind != "f" or not reduction_gpu.reduces(params["Function"], np.float32):
-        return reduce_kernel(cp, inputs, outputs, params)
-    axes = resolve_axes(params["Axes"], x.ndim, "Axes")
-    result = reduction_gpu.reduce(cp, params["Function"], _accumulator(cp, x), _axis_argument(axes))
-    return (result.astype(out.data_type.numpy_dtype, copy=False).reshape(out.shape),)
+    if x.dtype in (np.float16, np.float32) and x.size:  # FLOAT16 summed in FLOAT32, as the xp kernel does
+        axes = resolve_axes(params["Axes"], x.ndim, "Axes")
+        result = reduction_gpu.reduce(cp, params["Function"], _accumulator(cp, x), axes)
+        if result is not None:
+            return (result.astype(out.data_type.numpy_dtype, copy=False).reshape(out.shape),)
+    return reduce_kernel(cp, inputs, outputs, params)
 
 
 def _axis_argument(axes):

@@ -16,6 +16,8 @@ reduced length; MAX and MIN select, so the values are the CPU's.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .cuda_prelude import BLOCK_COMBINE, C_INTEGER_TYPES, COMPILE_OPTIONS, DEVICE_PRELUDE, SELECT_PRIMITIVES
@@ -38,20 +40,96 @@ _REDUCTIONS = {
 }
 
 
-def reduces(function: str, dtype) -> bool:
-    """Whether this module reduces `function` of a FLOAT32 (or widened FLOAT16) work array."""
-    return function in _REDUCTIONS and np.dtype(dtype) == np.float32
+# REDUCE over trailing axes of long rows: one block per row (rows of ROW_MINIMUM elements or more), float4 loads
+# where the rows allow, the threads' partial results combined by warp shuffles and shared memory: one read of the
+# input, no index arithmetic per element (CuPy's reduction kernels compute one). (map, combine, identity, finish)
+# on the accumulator `a`; AVERAGE divides the FLOAT32 sum by the FLOAT32 count, as the xp kernel does.
+_ROW_REDUCTIONS = {
+    "SUM": ("v", "dml_add(a, b)", "0.0f", "a"),
+    "AVERAGE": ("v", "dml_add(a, b)", "0.0f", "dml_div(a, (float)count)"),
+    "MAX": ("v", "dml_fmax(a, b)", "dml_quiet_nan()", "a"),
+    "MIN": ("v", "dml_fmin(a, b)", "dml_quiet_nan()", "a"),
+    "L1": ("dml_magnitude(v)", "dml_add(a, b)", "0.0f", "a"),
+    "SUM_SQUARE": ("dml_mul(v, v)", "dml_add(a, b)", "0.0f", "a"),
+    "L2": ("dml_mul(v, v)", "dml_add(a, b)", "0.0f", "dml_sqrt_rn(a)"),
+}
+ROW_MINIMUM = 1024
+_ROW_REDUCE_BODY = """
+__device__ __forceinline__ float dml_row_combine(float a, float b) { return DML_COMBINE(a, b); }
+__device__ __forceinline__ float dml_row_map(float v) { return DML_MAP(v); }
+__device__ __forceinline__ float dml_row_finish(float a, long long count) { return DML_FINISH(a); }
+
+extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long long count, const long long rows) {
+    __shared__ float shared[32];
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const float* x = xs + row * count;
+        float a = DML_IDENTITY;
+#if DML_VECTOR == 4
+        for (long long j = threadIdx.x; j < count / 4; j += blockDim.x) {
+            const float4 f = reinterpret_cast<const float4*>(x)[j];
+            a = dml_row_combine(a, dml_row_map(f.x));
+            a = dml_row_combine(a, dml_row_map(f.y));
+            a = dml_row_combine(a, dml_row_map(f.z));
+            a = dml_row_combine(a, dml_row_map(f.w));
+        }
+#else
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) a = dml_row_combine(a, dml_row_map(x[i]));
+#endif
+        for (int offset = 16; offset > 0; offset >>= 1) a = dml_row_combine(a, __shfl_down_sync(0xffffffffu, a, offset));
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        if (lane == 0) shared[warp] = a;
+        __syncthreads();
+        if (warp == 0) {
+            a = lane < (int)(blockDim.x >> 5) ? shared[lane] : DML_IDENTITY;
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                a = dml_row_combine(a, __shfl_down_sync(0xffffffffu, a, offset));
+            }
+            if (lane == 0) ys[row] = dml_row_finish(a, count);
+        }
+        __syncthreads();
+    }
+}
+"""
 
 
-def reduce(cp, function: str, work, axis):
-    """REDUCE `function` of a FLOAT32 CuPy array over `axis` (an int or a tuple), in one pass."""
+def reduce(cp, function: str, work, axes):
+    """REDUCE `function` of a FLOAT32 (or widened FLOAT16) CuPy array over `axes` in one pass: long rows over
+    trailing axes by the one-block-per-row kernel, MAX, MIN, L1, L2 and SUM_SQUARE otherwise by a CuPy
+    reduction kernel; None for a call neither takes (the shared xp kernel then runs). The result keeps the kept
+    axes only (the caller reshapes)."""
+    axes = tuple(sorted(axes))
+    first = work.ndim - len(axes)
+    count = math.prod(work.shape[first:])
+    if function in _ROW_REDUCTIONS and axes == tuple(range(first, work.ndim)) and count >= ROW_MINIMUM:
+        return _reduce_rows(cp, function, cp.ascontiguousarray(work).reshape(-1, count)).reshape(work.shape[:first])
+    if function not in _REDUCTIONS:
+        return None
     kernel = _KERNELS.get(function)
     if kernel is None:
         map_expr, reduce_expr, post_expr, identity = _REDUCTIONS[function]
         kernel = _KERNELS[function] = cp.ReductionKernel(
             "float32 x", "float32 y", map_expr, reduce_expr, post_expr, identity, f"dml_reduce_{function.lower()}",
             preamble=DEVICE_PRELUDE + _REDUCTION_PRIMITIVES, options=COMPILE_OPTIONS)
-    return kernel(work, axis=axis)
+    return kernel(work, axis=axes[0] if len(axes) == 1 else axes)
+
+
+def _reduce_rows(cp, function: str, rows):
+    """`function` of each row of a C-contiguous 2-D FLOAT32 CuPy array."""
+    count, total = rows.shape[1], rows.shape[0]
+    result = cp.empty(total, dtype=cp.float32)
+    if total == 0:
+        return result
+    vector = 4 if count % 4 == 0 and rows.data.ptr % 16 == 0 else 1  # a view may start anywhere
+    kernel = _KERNELS.get(("rows", function, vector))
+    if kernel is None:
+        map_expr, combine, identity, finish = _ROW_REDUCTIONS[function]
+        source = (DEVICE_PRELUDE + _REDUCTION_PRIMITIVES + f"\n#define DML_MAP(v) {map_expr}\n"
+                  f"#define DML_COMBINE(a, b) {combine}\n#define DML_IDENTITY {identity}\n"
+                  f"#define DML_FINISH(a) {finish}\n#define DML_VECTOR {vector}\n" + _ROW_REDUCE_BODY)
+        kernel = _KERNELS[("rows", function, vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+    threads = 1024 if count >= 8192 else 256
+    kernel((int(min(total, 65535)),), (threads,), (rows, result, np.int64(count), np.int64(total)))
+    return result
 
 
 # One block per row of `count` FLOAT32 elements (rows contiguous). Pass 1: the row's maximum (NaN propagates, as
@@ -343,6 +421,15 @@ __device__ __forceinline__ bool dml_arg_better(float v, long long i, float best,
     return false;
 }
 
+// A thread's own elements come in increasing index order, so a tie is settled by the comparison alone: strict for
+// the first index, or-equal for the last. The first number a thread sees is taken whatever it is (at < 0).
+__device__ __forceinline__ void dml_arg_step(float v, long long i, float& best, long long& at, int largest,
+                                             int last) {
+    const bool better = largest ? (last ? dml_ge(v, best) : dml_gt(v, best))
+                                : (last ? dml_le(v, best) : dml_lt(v, best));
+    if (better || (at < 0 && !DML_IS_NAN(v))) { best = v; at = i; }
+}
+
 extern "C" __global__ void dml_kernel(const T* xs, long long* indices, const long long count, const int largest,
                                       const int last, const long long rows) {
     __shared__ float best_values[32];
@@ -351,10 +438,17 @@ extern "C" __global__ void dml_kernel(const T* xs, long long* indices, const lon
         const T* x = xs + row * count;
         float best = 0.0f;
         long long at = -1;
-        for (long long i = threadIdx.x; i < count; i += blockDim.x) {
-            const float v = DML_VALUE(x[i]);
-            if (!DML_IS_NAN(v) && dml_arg_better(v, i, best, at, largest, last)) { best = v; at = i; }
+#if DML_VECTOR == 4
+        for (long long j = threadIdx.x; j < count / 4; j += blockDim.x) {
+            const float4 f = reinterpret_cast<const float4*>(x)[j];
+            dml_arg_step(f.x, 4 * j, best, at, largest, last);
+            dml_arg_step(f.y, 4 * j + 1, best, at, largest, last);
+            dml_arg_step(f.z, 4 * j + 2, best, at, largest, last);
+            dml_arg_step(f.w, 4 * j + 3, best, at, largest, last);
         }
+#else
+        for (long long i = threadIdx.x; i < count; i += blockDim.x) dml_arg_step(DML_VALUE(x[i]), i, best, at, largest, last);
+#endif
         for (int offset = 16; offset > 0; offset >>= 1) {
             const float other = __shfl_down_sync(0xffffffffu, best, offset);
             const long long other_at = __shfl_down_sync(0xffffffffu, at, offset);
@@ -396,12 +490,14 @@ def arg_rows(cp, rows, largest: bool, last: bool):
     result = cp.empty(total, dtype=cp.int64)
     if total == 0:
         return result
-    kernel = _KERNELS.get(("arg", dtype.name))
+    # FLOAT32 rows of a multiple of 4 from a 16-byte boundary go by float4 (a view may start anywhere).
+    vector = 4 if dtype == np.float32 and count % 4 == 0 and rows.data.ptr % 16 == 0 else 1
+    kernel = _KERNELS.get(("arg", dtype.name, vector))
     if kernel is None:
         c_type, value, is_nan = _ARG_VALUE[dtype.name]
         source = (DEVICE_PRELUDE + f"\ntypedef {c_type} T;\n#define DML_VALUE(v) {value}\n"
-                  f"#define DML_IS_NAN(v) {is_nan}\n" + _ARG_BODY)
-        kernel = _KERNELS[("arg", dtype.name)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+                  f"#define DML_IS_NAN(v) {is_nan}\n#define DML_VECTOR {vector}\n" + _ARG_BODY)
+        kernel = _KERNELS[("arg", dtype.name, vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
     threads = 1024 if count >= 8192 else 256 if count >= 256 else 32
     bits = rows.view(np.uint16) if dtype == np.float16 else rows
     kernel((int(min(total, 65535)),), (threads,),
