@@ -68,7 +68,7 @@ def test_batch_normalization(shape, dtype, fused):
 def test_batch_normalization_gives_the_cpu_bits(dtype, per_element, shape):
     """The GPU's one-pass kernel does the CPU's four IEEE operations per element: the same bits, subnormals and
     zeros' signs included (nothing is reduced); planes of a multiple of 4 go by float4, others one by one."""
-    channel = shape if per_element else (1, shape[1], 1, 1)
+    channel = shape if per_element else (1, shape[1]) + (1,) * (len(shape) - 2)
     x = data(shape, dtype)
     x.reshape(-1)[::7] = np.finfo(dtype).smallest_subnormal * 5
     x.reshape(-1)[3::11] = -0.0

@@ -184,8 +184,10 @@ def test_gpu_window_kernel_is_the_one_that_runs(gpu_backend, monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
     """pooling_gpu's maximum over a window inside the input (PTX max.f32) and its element-by-element rule agree
-    with the CPU bit for bit: windows of zeros of both signs (the first of a tie is kept), subnormals, all-NaN
-    windows, infinities, windows at the edges."""
+    with the CPU bit for bit: windows of zeros of both signs, subnormals, all-NaN windows, infinities, windows at
+    the edges. Except which zero a tie of -0.0 and +0.0 gives: NumPy's fmax keeps the first operand in its scalar
+    loop and the second in its SIMD one (x86's maxps), so the CPU's own choice depends on where an element falls;
+    the GPU keeps the first. Such results are compared as values (both zeros)."""
     rng = np.random.default_rng(3)
     shape = (2, 3, 17, 19)
     x = rng.standard_normal(shape).astype(dtype)
@@ -198,5 +200,7 @@ def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
     bits = np.uint32 if dtype == "float32" else np.uint16
     for geometry in GEOMETRIES + [dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])]:
         (c,), (g,) = both("max_pooling", [x], gpu_backend, **{k: v for k, v in geometry.items() if k != "dilations"})
-        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
+        zeros = (c == 0) & (g == 0)
+        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g)) | zeros
         assert same.all(), (geometry, c[~same][:4], g[~same][:4])
+        assert zeros.any() and (c[~zeros] != 0).any()  # the data made both kinds of window

@@ -199,3 +199,28 @@ def test_gpu_row_kernels_take_views_that_start_anywhere(gpu_backend):
         for last in (False, True):
             assert cupy.array_equal(reduction_gpu.arg_rows(cupy, view, largest, last),
                                     reduction_gpu.arg_rows(cupy, fresh, largest, last))
+
+
+@pytest.mark.parametrize("shape, axes", [((3000, 256), [0]), ((3000, 257), [0]), ((40, 50, 64), [0, 1]),
+                                         ((70000, 1), [0])])
+@pytest.mark.parametrize("function", ["sum", "average", "max", "min", "l1", "l2", "sum_square"])
+def test_gpu_column_reductions(gpu_backend, shape, axes, function):
+    """REDUCE over leading axes by reduction_gpu's column kernel (chunks of rows, then the chunks combined):
+    the CPU's result within the tolerance, NaN where a column holds only NaN (MAX, MIN), and the kernel is the one
+    that ran."""
+    from dmlcli.operators import reduction_gpu
+
+    x = np.abs(np.random.default_rng(len(shape)).standard_normal(shape)).astype(np.float32)
+    if function in ("max", "min"):
+        x[..., 0] = np.nan  # a column of nothing but NaN
+        x[::3, ..., -1] = np.nan
+    assert x.size >= reduction_gpu.COLUMN_MINIMUM
+    verdict = dmlcli.validate("reduce", x, function=function, axes=axes)
+    on_cpu = dmlcli.run("reduce", x, function=function, axes=axes)
+    on_gpu = dmlcli.run("reduce", x, backend=gpu_backend, function=function, axes=axes)
+    assert on_gpu.shape == on_cpu.shape and np.array_equal(np.isnan(on_gpu), np.isnan(on_cpu))
+    rule = rule_for(verdict.call.operator, on_cpu.dtype, call=verdict.call)
+    finite = ~np.isnan(on_cpu)
+    assert ulp_distance(on_gpu[finite], on_cpu[finite]).max(initial=0) <= rule.limit, (function, shape)
+    assert any(key[0] == "columns" and key[1] == function.upper() for key in reduction_gpu._KERNELS if
+               isinstance(key, tuple))

@@ -54,10 +54,12 @@ _ROW_REDUCTIONS = {
     "L2": ("dml_mul(v, v)", "dml_add(a, b)", "0.0f", "dml_sqrt_rn(a)"),
 }
 ROW_MINIMUM = 1024
-_ROW_REDUCE_BODY = """
+_ROW_FUNCTIONS = """
 __device__ __forceinline__ float dml_row_combine(float a, float b) { return DML_COMBINE(a, b); }
 __device__ __forceinline__ float dml_row_map(float v) { return DML_MAP(v); }
 __device__ __forceinline__ float dml_row_finish(float a, long long count) { return DML_FINISH(a); }
+"""
+_ROW_REDUCE_BODY = """
 
 extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long long count, const long long rows) {
     __shared__ float shared[32];
@@ -65,6 +67,7 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
         const float* x = xs + row * count;
         float a = DML_IDENTITY;
 #if DML_VECTOR == 4
+        #pragma unroll 4
         for (long long j = threadIdx.x; j < count / 4; j += blockDim.x) {
             const float4 f = reinterpret_cast<const float4*>(x)[j];
             a = dml_row_combine(a, dml_row_map(f.x));
@@ -92,9 +95,55 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
 """
 
 
+# REDUCE over leading axes (columns of a row-major array): a thread per column (four by float4 where the rows
+# allow) adds a chunk of rows, the chunks' partial results go to a small buffer that a second kernel combines,
+# so that about 2^18 threads read the input once, coalesced, whatever the number of columns.
+_COLUMN_REDUCE_BODY = """
+extern "C" __global__ void dml_columns(const float* xs, float* partials, const long long rows, const long long cols,
+                                       const long long rows_per_chunk) {
+    const long long chunk = blockIdx.y, first = chunk * rows_per_chunk;
+    const long long last = rows < first + rows_per_chunk ? rows : first + rows_per_chunk;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+#if DML_VECTOR == 4
+    for (long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x; g < cols / 4; g += stride) {
+        float4 a = make_float4(DML_IDENTITY, DML_IDENTITY, DML_IDENTITY, DML_IDENTITY);
+        #pragma unroll 4
+        for (long long r = first; r < last; ++r) {
+            const float4 f = reinterpret_cast<const float4*>(xs + r * cols)[g];
+            a.x = dml_row_combine(a.x, dml_row_map(f.x));
+            a.y = dml_row_combine(a.y, dml_row_map(f.y));
+            a.z = dml_row_combine(a.z, dml_row_map(f.z));
+            a.w = dml_row_combine(a.w, dml_row_map(f.w));
+        }
+        reinterpret_cast<float4*>(partials + chunk * cols)[g] = a;
+    }
+#else
+    for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < cols; c += stride) {
+        float a = DML_IDENTITY;
+        #pragma unroll 4
+        for (long long r = first; r < last; ++r) a = dml_row_combine(a, dml_row_map(xs[r * cols + c]));
+        partials[chunk * cols + c] = a;
+    }
+#endif
+}
+
+extern "C" __global__ void dml_columns_finish(const float* partials, float* ys, const long long chunks,
+                                              const long long cols, const long long count) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < cols; c += stride) {
+        float a = partials[c];
+        for (long long k = 1; k < chunks; ++k) a = dml_row_combine(a, partials[k * cols + c]);
+        ys[c] = dml_row_finish(a, count);
+    }
+}
+"""
+COLUMN_MINIMUM = 2**16  # elements: below it the CuPy reduction's single launch costs less
+_COLUMN_THREADS = 2**18  # threads the column kernel aims at (about 2048 per SM on an H100)
+
+
 def reduce(cp, function: str, work, axes):
     """REDUCE `function` of a FLOAT32 (or widened FLOAT16) CuPy array over `axes` in one pass: long rows over
-    trailing axes by the one-block-per-row kernel, MAX, MIN, L1, L2 and SUM_SQUARE otherwise by a CuPy
+    trailing axes by the one-block-per-row kernel, leading axes by the column kernel, MAX, MIN, L1, L2 and SUM_SQUARE otherwise by a CuPy
     reduction kernel; None for a call neither takes (the shared xp kernel then runs). The result keeps the kept
     axes only (the caller reshapes)."""
     axes = tuple(sorted(axes))
@@ -102,6 +151,11 @@ def reduce(cp, function: str, work, axes):
     count = math.prod(work.shape[first:])
     if function in _ROW_REDUCTIONS and axes == tuple(range(first, work.ndim)) and count >= ROW_MINIMUM:
         return _reduce_rows(cp, function, cp.ascontiguousarray(work).reshape(-1, count)).reshape(work.shape[:first])
+    if (function in _ROW_REDUCTIONS and axes == tuple(range(len(axes))) and len(axes) < work.ndim
+            and work.size >= COLUMN_MINIMUM):
+        leading = math.prod(work.shape[:len(axes)])
+        columns = cp.ascontiguousarray(work).reshape(leading, -1)
+        return _reduce_columns(cp, function, columns).reshape(work.shape[len(axes):])
     if function not in _REDUCTIONS:
         return None
     kernel = _KERNELS.get(function)
@@ -122,13 +176,41 @@ def _reduce_rows(cp, function: str, rows):
     vector = 4 if count % 4 == 0 and rows.data.ptr % 16 == 0 else 1  # a view may start anywhere
     kernel = _KERNELS.get(("rows", function, vector))
     if kernel is None:
-        map_expr, combine, identity, finish = _ROW_REDUCTIONS[function]
-        source = (DEVICE_PRELUDE + _REDUCTION_PRIMITIVES + f"\n#define DML_MAP(v) {map_expr}\n"
-                  f"#define DML_COMBINE(a, b) {combine}\n#define DML_IDENTITY {identity}\n"
-                  f"#define DML_FINISH(a) {finish}\n#define DML_VECTOR {vector}\n" + _ROW_REDUCE_BODY)
-        kernel = _KERNELS[("rows", function, vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+        kernel = _KERNELS[("rows", function, vector)] = cp.RawKernel(
+            _reduction_source(function, vector, _ROW_REDUCE_BODY), "dml_kernel", options=COMPILE_OPTIONS)
     threads = 1024 if count >= 8192 else 256
     kernel((int(min(total, 65535)),), (threads,), (rows, result, np.int64(count), np.int64(total)))
+    return result
+
+
+def _reduction_source(function: str, vector: int, body: str) -> str:
+    """A kernel text of the row and column reductions for `function`: its map, combine, identity and finish."""
+    map_expr, combine, identity, finish = _ROW_REDUCTIONS[function]
+    return (DEVICE_PRELUDE + _REDUCTION_PRIMITIVES + f"\n#define DML_MAP(v) {map_expr}\n"
+            f"#define DML_COMBINE(a, b) {combine}\n#define DML_IDENTITY {identity}\n"
+            f"#define DML_FINISH(a) {finish}\n#define DML_VECTOR {vector}\n" + _ROW_FUNCTIONS + body)
+
+
+def _reduce_columns(cp, function: str, columns):
+    """`function` of each column of a C-contiguous 2-D FLOAT32 CuPy array."""
+    rows, cols = columns.shape
+    result = cp.empty(cols, dtype=cp.float32)
+    vector = 4 if cols % 4 == 0 and columns.data.ptr % 16 == 0 else 1  # a view may start anywhere
+    kernels = _KERNELS.get(("columns", function, vector))
+    if kernels is None:
+        module = cp.RawModule(code=_reduction_source(function, vector, _COLUMN_REDUCE_BODY), options=COMPILE_OPTIONS)
+        kernels = _KERNELS[("columns", function, vector)] = (module.get_function("dml_columns"),
+                                                             module.get_function("dml_columns_finish"))
+    threads = 256
+    lanes = cols // vector
+    chunks = int(max(1, min(rows, 65535, _COLUMN_THREADS // max(lanes, 1))))
+    rows_per_chunk = -(-rows // chunks)
+    chunks = -(-rows // rows_per_chunk)
+    partials = cp.empty((chunks, cols), dtype=cp.float32)
+    kernels[0]((int(min(-(-lanes // threads), 65535)), chunks), (threads,),
+               (columns, partials, np.int64(rows), np.int64(cols), np.int64(rows_per_chunk)))
+    kernels[1]((int(min(-(-cols // threads), 65535)),), (threads,),
+               (partials, result, np.int64(chunks), np.int64(cols), np.int64(rows)))
     return result
 
 
@@ -439,6 +521,7 @@ extern "C" __global__ void dml_kernel(const T* xs, long long* indices, const lon
         float best = 0.0f;
         long long at = -1;
 #if DML_VECTOR == 4
+        #pragma unroll 4
         for (long long j = threadIdx.x; j < count / 4; j += blockDim.x) {
             const float4 f = reinterpret_cast<const float4*>(x)[j];
             dml_arg_step(f.x, 4 * j, best, at, largest, last);
