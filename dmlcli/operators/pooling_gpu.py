@@ -153,79 +153,6 @@ def _sum_body(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, loops: str) ->
             + loops.replace("{step}", step) + finish + f"        ys[i] = {store};\n")
 
 
-# A float MAX_POOLING kernel that gives each thread GROUP neighbouring outputs along the last spatial axis: one
-# index division per GROUP outputs, and each window row's input span read once for all of them (a 3x3 window of
-# stride 1: 6 loads for 4 outputs instead of 36). Where all GROUP windows lie inside the input, PTX max.f32 takes
-# each maximum (as _INSIDE_MAX); an output whose maximum is a zero or NaN, or whose window reaches the padding,
-# takes the element-by-element rule (_max_body's loop), so the results are the one-output kernel's.
-GROUP = 4
-GROUP_SPAN_LIMIT = 32  # input elements a window row's span may hold in registers
-
-
-def _group_span(window, strides, dilations) -> int:
-    """The input elements along the last axis that GROUP neighbouring windows read."""
-    return (GROUP - 1) * strides[-1] + (window[-1] - 1) * dilations[-1] + 1
-
-
-def _grouped_max_source(dtype: np.dtype, wide_indices: bool, window, strides, dilations) -> str:
-    raw = _C_VALUE[dtype.name]
-    value = "dml_half_to_float" if dtype.name == "float16" else ""
-    store = "dml_float_to_half(m[k])" if dtype.name == "float16" else "m[k]"
-    single = _source("max", dtype, dtype, wide_indices, window, strides, dilations)
-    # The one-output kernel's element-by-element loop for output c2 (written to ys[o]), cut out of its text.
-    careful = single[single.index(f"        {raw} best_raw"):single.rindex("    }\n}")].replace("ys[i]", "ys[o]")
-    header = single[:single.index("        idx_t t = i;")]
-    span = _group_span(window, strides, dilations)
-    return header + f"""        constexpr idx_t V = {GROUP}, SPAN = {span};
-        const idx_t g2 = (o2 + V - 1) / V;
-        idx_t t = i;
-        const idx_t q = t % g2; t /= g2;
-        const idx_t c1 = t % o1; t /= o1;
-        const idx_t c0 = t % o0; t /= o0;
-        const {raw}* plane = xs + (long long)t * (i0 * i1 * i2);
-        const long long out_row = (((long long)t * o0 + c0) * o1 + c1) * o2;
-        const idx_t first2 = q * V;
-        bool done[V];
-        #pragma unroll
-        for (idx_t k = 0; k < V; ++k) done[k] = first2 + k >= o2;
-        const idx_t b0 = c0 * s0 - p0, b1 = c1 * s1 - p1, b2 = first2 * s2 - p2;
-        if (first2 + V <= o2 && b0 >= 0 && b0 + (w0 - 1) * d0 < i0 && b1 >= 0 && b1 + (w1 - 1) * d1 < i1
-                && b2 >= 0 && b2 + SPAN - 1 < i2) {{
-            float m[V];
-            #pragma unroll
-            for (idx_t k = 0; k < V; ++k) m[k] = __int_as_float(0x7fc00000);  // max.f32's identity
-            #pragma unroll
-            for (idx_t a = 0; a < w0; ++a) {{
-                #pragma unroll
-                for (idx_t b = 0; b < w1; ++b) {{
-                    const {raw}* row = plane + ((b0 + a * d0) * i1 + (b1 + b * d1)) * i2 + b2;
-                    float r[SPAN];
-                    #pragma unroll
-                    for (idx_t j = 0; j < SPAN; ++j) r[j] = {value}(row[j]);
-                    #pragma unroll
-                    for (idx_t k = 0; k < V; ++k)
-                        #pragma unroll
-                        for (idx_t c = 0; c < w2; ++c) m[k] = dml_fmax(m[k], r[k * s2 + c * d2]);
-                }}
-            }}
-            #pragma unroll
-            for (idx_t k = 0; k < V; ++k) {{
-                if ((__float_as_uint(m[k]) & 0x7fffffffu) - 1u < 0x7f800000u) {{  // neither a zero nor a NaN
-                    ys[out_row + first2 + k] = {store};
-                    done[k] = true;
-                }}
-            }}
-        }}
-        for (idx_t k = 0; k < V; ++k) {{
-            if (done[k]) continue;
-            const idx_t c2 = first2 + k;
-            const long long o = out_row + c2;
-{careful}        }}
-    }}
-}}
-"""
-
-
 def _spatial3(values, fill: int) -> list[int]:
     """A per-spatial-dimension tuple as three values, the missing leading ones `fill`."""
     values = list(values)
@@ -240,18 +167,13 @@ def window_kernel(cp, kind: str, x, geometry: dict, out_shape, out_dtype, includ
     if result.size == 0:
         return result
     wide = max(x.size, result.size) >= 2**31 - 2**24  # room for the grid-stride step past the last element
-    window, strides, dilations = (_spatial3(geometry[name], 1) for name in ("WindowSize", "Strides", "Dilations"))
-    count = result.size
-    if kind == "max" and x.dtype.kind == "f" and _group_span(window, strides, dilations) <= GROUP_SPAN_LIMIT:
-        source = _grouped_max_source(np.dtype(x.dtype), wide, window, strides, dilations)
-        count = result.size // out_shape[-1] * -(-out_shape[-1] // GROUP)  # threads: groups of outputs
-    else:
-        source = _source(kind, np.dtype(x.dtype), out_dtype, wide, window, strides, dilations)
+    source = _source(kind, np.dtype(x.dtype), out_dtype, wide, _spatial3(geometry["WindowSize"], 1),
+                     _spatial3(geometry["Strides"], 1), _spatial3(geometry["Dilations"], 1))
     sizes = _spatial3(x.shape[2:], 1) + _spatial3(out_shape[2:], 1) + _spatial3(geometry["StartPadding"], 0)
     arguments = [np.int64(v) for v in sizes]
     in_view = x.view(np.uint16) if x.dtype == np.float16 else x
     out_view = result.view(np.uint16) if out_dtype == np.float16 else result
-    launch(cp, source, in_view, out_view, *arguments, np.int32(bool(include_padding)), count=count)
+    launch(cp, source, in_view, out_view, *arguments, np.int32(bool(include_padding)), count=result.size)
     return result
 
 

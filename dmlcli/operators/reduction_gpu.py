@@ -287,6 +287,7 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
 }
 """
 SOFTMAX_STAGE_BYTES = 96 * 1024  # two blocks of 1024 threads per SM still fit the H100's 228 KiB
+SOFTMAX_THREADS = 1024  # a block's threads for rows of 8192 elements or more (shorter rows: 256)
 
 
 def softmax_rows(cp, work, log_form: bool):
