@@ -1,19 +1,19 @@
-"""The reduction family's own CUDA kernels, where CuPy's calls read the input more than once (issue 23: reductions
-at >= 0.7 of the copy bandwidth and never slower than CuPy's own call).
+"""The reduction family's own CUDA kernels, where CuPy's calls read the input more than once or compute an index
+per element (issue 23: reductions at >= 0.7 of the copy bandwidth and never slower than CuPy's own call).
 
-- REDUCE MAX/MIN of floats in one pass: CuPy has no fmax.reduce, so the shared xp kernel reduces, then looks for
-  NaN groups and reduces again without them. Here each pair is combined by PTX's max.f32/min.f32, which is
-  ELEMENT_WISE_MAX/MIN's rule (a NaN gives way to any number; NaN only where every element is NaN), without flush
-  to zero.
-- REDUCE L1, L2 and SUM_SQUARE of floats in one pass: |x| or x * x mapped inside the reduction (no temporary).
-- Softmax and log-softmax over the last axis: one block per row reads it three times, the second and third from
-  the L2 cache, so that device memory sees about one read and one write (CuPy's expression makes five passes).
-  Holding a row of 16384 in registers instead (512 threads x 32) measured half as fast on the H100.
-- CUMULATIVE_SUMMATION along the last axis: a block scan per row through shared-memory tiles.
+- REDUCE of FLOAT32 (FLOAT16 widened) rows over trailing axes: one block of ROW_THREADS per row, float4 loads,
+  SUM, AVERAGE, MAX, MIN, L1, L2 and SUM_SQUARE; over leading axes: a column kernel (chunks of rows, then the
+  chunks' partial results combined); MAX, MIN, L1, L2 and SUM_SQUARE over other axes by a CuPy reduction kernel.
+  MAX and MIN combine by PTX's max.f32/min.f32, which is ELEMENT_WISE_MAX/MIN's rule (a NaN gives way to any
+  number; NaN only where every element is NaN), without flush to zero; CuPy has no fmax.reduce.
+- ARGMAX/ARGMIN (REDUCE's, HARDMAX's) of rows: one block per row, NaN skipped, ties by the direction.
+- Softmax and log-softmax over the last axis: one block per row, the row staged in shared memory where it fits
+  (one read and one write of device memory; CuPy's expression makes five passes).
+- CUMULATIVE_SUMMATION along the last axis: a block scan per row (16 elements a thread in registers for 4-byte
+  types and rows of a multiple of 4; shared-memory tiles otherwise).
 The sums add in another order than the CPU's (as CuPy's do), within the operators' tolerances that grow with the
-reduced length; MAX and MIN select, so the values are the CPU's.
+reduced length; MAX, MIN and the ARG functions select, so the values are the CPU's.
 """
-
 from __future__ import annotations
 
 import math
