@@ -786,3 +786,19 @@ def test_roi_align_refuses_a_sample_grid_too_big_to_hold():
     got = dmlcli.run("roi_align", x, boxes, np.zeros(1, np.uint32), output_shape=(1, 1, 1, 1),
                      maximum_samples_per_output=4)
     assert got.tolist() == [[[[0.0]]]]  # every sample past the input reads OutOfBoundsInputValue 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(divisor=st.integers(1, 2**31 - 1), dividend=st.integers(0, 2**31 - 1))
+def test_fast_division_divides_every_32_bit_index(divisor, dividend):
+    """pooling_gpu's kernels divide a 32-bit index by an output size as (n * m >> 32) >> r (a divisor of 1 is
+    skipped in the kernel): the quotient is exact for every index below 2^31, the multiplier fits 32 bits."""
+    from dmlcli.operators.pooling_gpu import fast_division
+
+    multiplier, shift = fast_division(divisor)
+    assert 0 <= multiplier < 2**32
+    if divisor > 1:
+        assert (dividend * multiplier >> 32) >> shift == dividend // divisor
+    for edge in (divisor - 1, divisor, 2**31 - 1):  # around a multiple and at the top
+        if divisor > 1 and edge < 2**31:
+            assert (edge * multiplier >> 32) >> shift == edge // divisor

@@ -218,7 +218,7 @@ def lp_axes(call) -> tuple[int, ...]:
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
 
 def _f32(xp, x):
-    return None if x is None else x.astype(xp.float32, copy=False)
+    return x if x is None or x.dtype == np.float32 else x.astype(xp.float32)
 
 
 def _finish(xp, y, out, fused):

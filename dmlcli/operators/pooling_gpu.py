@@ -15,6 +15,8 @@ Up to three spatial dimensions; a 4-D input has a leading spatial size of 1.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .cuda_prelude import C_INTEGER_TYPES, DEVICE_PRELUDE, SELECT_PRIMITIVES, launch
@@ -23,6 +25,7 @@ _C_VALUE = {**C_INTEGER_TYPES, "float32": "float", "float16": "unsigned short"} 
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
 
 
+@functools.lru_cache(maxsize=256)  # the text is built once per geometry, not on every call (about 0.1 ms)
 def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bool, window, strides,
             dilations) -> str:
     """The kernel for `kind` ("max", "average", "l1", "l2") from `in_dtype` to `out_dtype`; `wide_indices`: 64-bit
@@ -41,7 +44,8 @@ def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bo
               "    const long long li0, const long long li1, const long long li2,\n"
               "    const long long lo0, const long long lo1, const long long lo2,\n"
               "    const long long lp0, const long long lp1, const long long lp2,\n"
-              "    const int include_padding, const long long n) {\n"
+              "    const int include_padding, const unsigned int m0, const unsigned int m1, const unsigned int m2,\n"
+              "    const unsigned int r0, const unsigned int r1, const unsigned int r2, const long long n) {\n"
               "    const idx_t i0 = (idx_t)li0, i1 = (idx_t)li1, i2 = (idx_t)li2;\n"
               "    const idx_t o0 = (idx_t)lo0, o1 = (idx_t)lo1, o2 = (idx_t)lo2;\n"
               "    const idx_t p0 = (idx_t)lp0, p1 = (idx_t)lp1, p2 = (idx_t)lp2;\n"
@@ -49,9 +53,7 @@ def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bo
               "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;\n"
               "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {\n"
               "        idx_t t = i;\n"
-              "        const idx_t c2 = t % o2; t /= o2;\n"
-              "        const idx_t c1 = t % o1; t /= o1;\n"
-              "        const idx_t c0 = t % o0; t /= o0;\n"
+              f"{_coordinates(wide_indices)}"
               f"        const {in_c}* plane = xs + (long long)t * (i0 * i1 * i2);\n")
     loops = ("        for (idx_t a = 0; a < w0; ++a) {\n"
              "            const idx_t x0 = c0 * s0 - p0 + a * d0;\n"
@@ -95,6 +97,32 @@ _INSIDE_MAX = """        {
         }
         }
 """
+
+
+def _coordinates(wide_indices: bool) -> str:
+    """The output element's coordinates c2, c1, c0 and plane t from its index i. In 32 bits, each division is a
+    multiplication by a precomputed magic number (fast_division's m and r): an integer division by a value known
+    only at run time is a long instruction sequence on the GPU, and three of them were most of a 3x3 window's
+    work (the kernel was compute-bound, the memory a fifth busy)."""
+    if wide_indices:
+        return ("        const idx_t c2 = t % o2; t /= o2;\n"
+                "        const idx_t c1 = t % o1; t /= o1;\n"
+                "        const idx_t c0 = t % o0; t /= o0;\n")
+    lines = []
+    for d in (2, 1, 0):
+        lines.append(f"        const unsigned int q{d} = o{d} == 1 ? (unsigned int)t\n"
+                     f"                                  : __umulhi((unsigned int)t, m{d}) >> r{d};\n"
+                     f"        const idx_t c{d} = t - (idx_t)q{d} * o{d}; t = (idx_t)q{d};\n")
+    return "".join(lines)
+
+
+def fast_division(divisor: int) -> tuple[int, int]:
+    """(m, r) with n // divisor == (n * m >> 32) >> r for every 0 <= n < 2^31 (a divisor of 1 is not divided:
+    the kernels test it). CUTLASS's FastDivmod: p = 31 + ceil(log2(divisor)), m = ceil(2^p / divisor) < 2^32."""
+    if divisor <= 1:
+        return 0, 0
+    log2 = (divisor - 1).bit_length()  # ceil(log2(divisor))
+    return -(-(1 << (31 + log2)) // divisor), log2 - 1
 
 
 def _max_body(dtype: np.dtype, loops: str) -> str:
@@ -167,13 +195,15 @@ def window_kernel(cp, kind: str, x, geometry: dict, out_shape, out_dtype, includ
     if result.size == 0:
         return result
     wide = max(x.size, result.size) >= 2**31 - 2**24  # room for the grid-stride step past the last element
-    source = _source(kind, np.dtype(x.dtype), out_dtype, wide, _spatial3(geometry["WindowSize"], 1),
-                     _spatial3(geometry["Strides"], 1), _spatial3(geometry["Dilations"], 1))
+    source = _source(kind, np.dtype(x.dtype), out_dtype, wide, tuple(_spatial3(geometry["WindowSize"], 1)),
+                     tuple(_spatial3(geometry["Strides"], 1)), tuple(_spatial3(geometry["Dilations"], 1)))
     sizes = _spatial3(x.shape[2:], 1) + _spatial3(out_shape[2:], 1) + _spatial3(geometry["StartPadding"], 0)
     arguments = [np.int64(v) for v in sizes]
+    magic = [fast_division(d) for d in _spatial3(out_shape[2:], 1)]
     in_view = x.view(np.uint16) if x.dtype == np.float16 else x
     out_view = result.view(np.uint16) if out_dtype == np.float16 else result
-    launch(cp, source, in_view, out_view, *arguments, np.int32(bool(include_padding)), count=result.size)
+    launch(cp, source, in_view, out_view, *arguments, np.int32(bool(include_padding)),
+           *(np.uint32(m) for m, _ in magic), *(np.uint32(r) for _, r in magic), count=result.size)
     return result
 
 
