@@ -29,39 +29,33 @@ __device__ __forceinline__ float dml_quiet_nan() { return __int_as_float(0x7fc00
 __device__ __forceinline__ float dml_magnitude(float v) { return __uint_as_float(__float_as_uint(v) & 0x7fffffffu); }
 """
 
-# (map, reduce, post-map, identity) of each one-pass REDUCE on FLOAT32 values. CuPy substitutes the parameter
-# names in these texts (even inside a literal such as 0x7f...), so constants live in the preamble's functions.
-_REDUCTIONS = {
-    "MAX": ("x", "dml_fmax(a, b)", "y = a", "dml_quiet_nan()"),
-    "MIN": ("x", "dml_fmin(a, b)", "y = a", "dml_quiet_nan()"),
-    "L1": ("dml_magnitude(x)", "a + b", "y = a", "0.0f"),
-    "SUM_SQUARE": ("dml_mul(x, x)", "a + b", "y = a", "0.0f"),
-    "L2": ("dml_mul(x, x)", "a + b", "y = dml_sqrt_rn(a)", "0.0f"),
+# REDUCE's functions on FLOAT32 values as (map of x, combine of a and b, identity, finish of a). Long rows over
+# trailing axes: one block per row (rows of ROW_MINIMUM elements or more), float4 loads where the rows allow, the
+# threads' partial results combined by warp shuffles and shared memory: one read of the input, no index arithmetic
+# per element (CuPy's reduction kernels compute one). AVERAGE divides the FLOAT32 sum by the FLOAT32 count, as the
+# xp kernel does. Over other axes, the functions of _ANY_AXES run as CuPy reduction kernels built from the same
+# texts (CuPy substitutes the parameter names in them, even inside a literal such as 0x7f..., so constants live in
+# the preamble's functions).
+_FUNCTIONS = {
+    "SUM": ("x", "dml_add(a, b)", "0.0f", "a"),
+    "AVERAGE": ("x", "dml_add(a, b)", "0.0f", "dml_div(a, (float)count)"),
+    "MAX": ("x", "dml_fmax(a, b)", "dml_quiet_nan()", "a"),
+    "MIN": ("x", "dml_fmin(a, b)", "dml_quiet_nan()", "a"),
+    "L1": ("dml_magnitude(x)", "dml_add(a, b)", "0.0f", "a"),
+    "SUM_SQUARE": ("dml_mul(x, x)", "dml_add(a, b)", "0.0f", "a"),
+    "L2": ("dml_mul(x, x)", "dml_add(a, b)", "0.0f", "dml_sqrt_rn(a)"),
 }
-
-
-# REDUCE over trailing axes of long rows: one block per row (rows of ROW_MINIMUM elements or more), float4 loads
-# where the rows allow, the threads' partial results combined by warp shuffles and shared memory: one read of the
-# input, no index arithmetic per element (CuPy's reduction kernels compute one). (map, combine, identity, finish)
-# on the accumulator `a`; AVERAGE divides the FLOAT32 sum by the FLOAT32 count, as the xp kernel does.
-_ROW_REDUCTIONS = {
-    "SUM": ("v", "dml_add(a, b)", "0.0f", "a"),
-    "AVERAGE": ("v", "dml_add(a, b)", "0.0f", "dml_div(a, (float)count)"),
-    "MAX": ("v", "dml_fmax(a, b)", "dml_quiet_nan()", "a"),
-    "MIN": ("v", "dml_fmin(a, b)", "dml_quiet_nan()", "a"),
-    "L1": ("dml_magnitude(v)", "dml_add(a, b)", "0.0f", "a"),
-    "SUM_SQUARE": ("dml_mul(v, v)", "dml_add(a, b)", "0.0f", "a"),
-    "L2": ("dml_mul(v, v)", "dml_add(a, b)", "0.0f", "dml_sqrt_rn(a)"),
-}
+_ANY_AXES = ("MAX", "MIN", "L1", "SUM_SQUARE", "L2")  # their finish needs no count
 ROW_MINIMUM = 1024
 # A block's threads for the row reductions and ARGMAX/ARGMIN rows: small blocks, many of them resident on each SM,
 # so that one block's final combine and barrier overlap the others' loads (on the H100, 1 GiB of 16384-element
-# rows: 128 threads 1.02 of the copy for SUM and 0.97 for ARGMAX, 1024 threads 0.68 and 0.44).
+# rows, two probes: 128 threads 0.95 to 1.02 of the copy for SUM and 0.85 to 0.97 for ARGMAX; 1024 threads 0.68 to
+# 0.99 and 0.44 to 0.68).
 ROW_THREADS = 128
 ARG_THREADS = 128
 _ROW_FUNCTIONS = """
 __device__ __forceinline__ float dml_row_combine(float a, float b) { return DML_COMBINE(a, b); }
-__device__ __forceinline__ float dml_row_map(float v) { return DML_MAP(v); }
+__device__ __forceinline__ float dml_row_map(float x) { return DML_MAP(x); }
 __device__ __forceinline__ float dml_row_finish(float a, long long count) { return DML_FINISH(a); }
 """
 _ROW_REDUCE_BODY = """
@@ -154,20 +148,20 @@ def reduce(cp, function: str, work, axes):
     axes = tuple(sorted(axes))
     first = work.ndim - len(axes)
     count = math.prod(work.shape[first:])
-    if function in _ROW_REDUCTIONS and axes == tuple(range(first, work.ndim)) and count >= ROW_MINIMUM:
+    if function in _FUNCTIONS and axes == tuple(range(first, work.ndim)) and count >= ROW_MINIMUM:
         return _reduce_rows(cp, function, cp.ascontiguousarray(work).reshape(-1, count)).reshape(work.shape[:first])
-    if (function in _ROW_REDUCTIONS and axes == tuple(range(len(axes))) and len(axes) < work.ndim
+    if (function in _FUNCTIONS and axes == tuple(range(len(axes))) and len(axes) < work.ndim
             and work.size >= COLUMN_MINIMUM):
         leading = math.prod(work.shape[:len(axes)])
         columns = cp.ascontiguousarray(work).reshape(leading, -1)
         return _reduce_columns(cp, function, columns).reshape(work.shape[len(axes):])
-    if function not in _REDUCTIONS:
+    if function not in _ANY_AXES:
         return None
     kernel = _KERNELS.get(function)
     if kernel is None:
-        map_expr, reduce_expr, post_expr, identity = _REDUCTIONS[function]
+        map_expr, combine, identity, finish = _FUNCTIONS[function]
         kernel = _KERNELS[function] = cp.ReductionKernel(
-            "float32 x", "float32 y", map_expr, reduce_expr, post_expr, identity, f"dml_reduce_{function.lower()}",
+            "float32 x", "float32 y", map_expr, combine, f"y = {finish}", identity, f"dml_reduce_{function.lower()}",
             preamble=DEVICE_PRELUDE + _REDUCTION_PRIMITIVES, options=COMPILE_OPTIONS)
     return kernel(work, axis=axes[0] if len(axes) == 1 else axes)
 
@@ -190,8 +184,8 @@ def _reduce_rows(cp, function: str, rows):
 
 def _reduction_source(function: str, vector: int, body: str) -> str:
     """A kernel text of the row and column reductions for `function`: its map, combine, identity and finish."""
-    map_expr, combine, identity, finish = _ROW_REDUCTIONS[function]
-    return (DEVICE_PRELUDE + _REDUCTION_PRIMITIVES + f"\n#define DML_MAP(v) {map_expr}\n"
+    map_expr, combine, identity, finish = _FUNCTIONS[function]
+    return (DEVICE_PRELUDE + _REDUCTION_PRIMITIVES + f"\n#define DML_MAP(x) {map_expr}\n"
             f"#define DML_COMBINE(a, b) {combine}\n#define DML_IDENTITY {identity}\n"
             f"#define DML_FINISH(a) {finish}\n#define DML_VECTOR {vector}\n" + _ROW_FUNCTIONS + body)
 
