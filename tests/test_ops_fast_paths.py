@@ -252,3 +252,56 @@ def test_a_zero_tie_in_any_part_is_settled(monkeypatch, dtype):
     for first, second in ((0.0, -0.0), (-0.0, 0.0)):
         a[at], b[at] = first, second
         assert not np.signbit(dmlcli.run("max", a, b)[at]) and np.signbit(dmlcli.run("min", a, b)[at])
+
+
+# ---------------------------------------------------------------- CLIP, CLIP1, THRESHOLD part by part
+
+PART_ELEMENTS = 7  # parts of 7 float32 elements here: the sizes below end inside, at and past part boundaries
+
+
+@pytest.mark.parametrize("name", ["clip", "clip1", "threshold"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_clip_by_parts_matches_the_careful_path(monkeypatch, name, dtype, data):
+    """np.clip written part by part, each part looked for NaN as it is written: the careful path's bits for
+    arrays with NaN encodings (signalling ones, payloads), signed zeros and infinities in any part, the
+    first part or only the last, and bounds of either sign, zero or infinite."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    count = data.draw(st.sampled_from([1, 6, 7, 8, 13, 14, 15, 50]))
+    xs = _sprinkled(data, dtype, count)
+    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
+    if name == "clip1":
+        with np.errstate(all="ignore"):
+            bounds = [np.array(b).astype(dtype).item() for b in bounds]
+    fast = CASES[name](xs, bounds)
+    careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
+    assert _bits(fast) == _bits(careful), (name, dtype, xs, bounds)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_nan_in_the_last_part_alone_is_found(monkeypatch, dtype):
+    """The first parts free of NaN pass their checks; a NaN in the last part (a signalling one too) still sends
+    the call to the careful path, which gives Min there."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    patterns = float_specials.nan_patterns(np.dtype(dtype))
+    for pattern in patterns:
+        xs = np.linspace(-3, 3, 5 * PART_ELEMENTS + 3).astype(dtype)
+        xs.view(f"uint{xs.itemsize * 8}")[-2] = pattern
+        result = dmlcli.run("clip", xs, min=-0.5, max=0.5)
+        assert result[-2] == np.array(-0.5, dtype) and (np.abs(result[:-2]) <= 0.5).all()
+
+
+def test_clip_of_a_strided_input_takes_the_whole_array_check(monkeypatch):
+    """An input that is not C-contiguous (a transposed view) is clipped whole and checked whole: np.clip's
+    result without NaN, None (the careful path) with one; through dmlcli.run, the careful path's bits."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    low, high = np.float32(-0.5), np.float32(0.5)
+    xs = np.linspace(-3, 3, 60, dtype=np.float32).reshape(6, 10)
+    for values in (xs.T, xs[:, ::2]):
+        assert not values.flags.c_contiguous
+        assert _bits(selection._clip_checked_by_parts(values, low, high)) == _bits(np.clip(values, low, high))
+    xs[2, 3] = np.nan
+    assert selection._clip_checked_by_parts(xs.T, low, high) is None
+    careful = _careful(monkeypatch, lambda: dmlcli.run("clip", xs.T, min=-0.5, max=0.5))
+    assert _bits(dmlcli.run("clip", xs.T, min=-0.5, max=0.5)) == _bits(careful)
