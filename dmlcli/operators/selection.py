@@ -316,6 +316,8 @@ def _whole_bound(bound, dtype, upper: bool) -> int:
 
 def _narrowed(values, out_dtype):
     """float32 results rounded once to the output type (a FLOAT16 overflow is an infinity, without a warning)."""
+    if values.dtype == out_dtype:
+        return values  # FLOAT32: no errstate to enter (0.03 ms of a call once NumPy's code is out of the caches)
     with np.errstate(all="ignore"):
         return values.astype(out_dtype, copy=False)
 
