@@ -41,8 +41,9 @@ def float_to_integer(xp, values, dtype):
     # FLOAT16 is widened to FLOAT32 (exactly) first: the bounds (2^63, ...) would overflow FLOAT16, and NumPy's
     # FLOAT16 reductions and casts run element by element (80 times a FLOAT32 reduction's time).
     widen = np.dtype(np.float32) if values.dtype == np.float16 else None
-    marked = xp is np and astype_marks_misfits(values.dtype if widen is None else widen, dtype)
-    mark = np.iinfo(dtype).min
+    marked = xp is np and values.size > _BLOCK_ELEMENTS and astype_marks_misfits(
+        values.dtype if widen is None else widen, dtype)
+    mark = np.iinfo(dtype).min if marked else None
 
     def settled(block, converted) -> bool:
         # Where astype gives every NaN and out-of-range value either the rule's result or the mark (the
