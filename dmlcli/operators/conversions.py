@@ -47,9 +47,10 @@ def float_to_integer(xp, values, dtype):
 
     def settled(block, converted) -> bool:
         # Where astype gives every NaN and out-of-range value either the rule's result or the mark (the
-        # type's lowest value), a result without the mark is the rule's: one reduction, of the output.
-        if marked and block.flags.aligned and np.minimum.reduce(converted) > mark:
-            return True
+        # type's lowest value), a result without the mark is the rule's: one reduction, of the output. One
+        # with the mark takes the rule (a NaN, a value past the range, or the lowest value itself, in range).
+        if marked and block.flags.aligned:
+            return bool(np.minimum.reduce(converted) > mark)
         # Every value v with low - 1 < v < above truncates into the range (NaN fails both tests, as the
         # reductions propagate it). The ufuncs' own reductions: ndarray.min goes through two more Python calls.
         return float(np.minimum.reduce(block)) > low - 1.0 and float(np.maximum.reduce(block)) < above
