@@ -305,3 +305,51 @@ def test_clip_of_a_strided_input_takes_the_whole_array_check(monkeypatch):
     assert selection._clip_checked_by_parts(xs.T, low, high) is None
     careful = _careful(monkeypatch, lambda: dmlcli.run("clip", xs.T, min=-0.5, max=0.5))
     assert _bits(dmlcli.run("clip", xs.T, min=-0.5, max=0.5)) == _bits(careful)
+
+
+def _rule_pick(a: np.float32, b: np.float32, larger: bool) -> np.float32:
+    """max(a, b) or min(a, b) by the rule, written plainly on scalars: a NaN operand loses to the other (both NaN:
+    the first); equal values have equal bits but -0.0 and +0.0, for which max gives the AND of the bits, min the
+    OR; else the larger or the smaller."""
+    if np.isnan(b):
+        return a
+    if np.isnan(a):
+        return b
+    if a == b:
+        bits = a.view(np.uint32) & b.view(np.uint32) if larger else a.view(np.uint32) | b.view(np.uint32)
+        return np.uint32(bits).view(np.float32)
+    return (a if a > b else b) if larger else (a if a < b else b)
+
+
+def _rule_clip(xs: np.ndarray, low, high) -> np.ndarray:
+    """CLIP's result as the entry's notes give it, element by element: min(Max, max(Min, x)) in float32 (FLOAT16
+    widened exactly), rounded once to the tensor's type; the oracle of the part-by-part kernel."""
+    with np.errstate(all="ignore"):
+        wide = xs.astype(np.float32)
+        low32, high32 = np.float32(low), np.float32(high)
+        picked = [_rule_pick(high32, _rule_pick(low32, value, True), False) for value in wide]
+        return np.array(picked, np.float32).astype(xs.dtype)
+
+
+def _with_subnormals(data, xs: np.ndarray) -> np.ndarray:
+    """xs with the type's smallest subnormals (either sign) at drawn positions."""
+    tiny = np.array(np.finfo(xs.dtype).smallest_subnormal, xs.dtype)
+    for position in data.draw(st.lists(st.integers(0, xs.size - 1), max_size=4)):
+        xs[position] = tiny if data.draw(st.booleans()) else -tiny
+    return xs
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_clip_by_parts_matches_the_rule_written_plainly(monkeypatch, dtype, data):
+    """The part-by-part kernel against the rule written element by element: NaN encodings (signalling, payloads),
+    signed zeros, infinities and subnormals anywhere, sizes inside, at and past the parts' boundaries, bounds of
+    either sign, zero, subnormal or infinite (CLIP with Min < Max; Min >= Max and NaN bounds too)."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    count = data.draw(st.sampled_from([1, 6, 7, 8, 13, 14, 15, 50]))
+    xs = _with_subnormals(data, _sprinkled(data, dtype, count))
+    low, high = data.draw(BOUNDS), data.draw(BOUNDS)
+    if data.draw(st.booleans()):
+        low, high = sorted([low, high], key=lambda v: (v != v, v))
+    assert _bits(dmlcli.run("clip", xs, min=low, max=high)) == _bits(_rule_clip(xs, low, high)), (xs, low, high)
