@@ -354,7 +354,7 @@ def _fast_clip(g, low, high):
 def _clip_checked_by_parts(g, low, high):
     """np.clip(g, low, high), or None where it holds a NaN: each part of the result (_CHECKED_PART_BYTES) is
     looked for NaN right after it is written, while it is still in the core's cache; a check of the whole
-    result after the pass reads it back from farther away (bench/cpu_ops_bench.py: CLIP 1.5 -> 1.4x np.clip)."""
+    result after the pass reads it back from farther away (the kernel alone: about 1.55x -> 1.45x np.clip)."""
     if not g.flags.c_contiguous:
         clipped = np.clip(g, low, high)
         return None if has_nan(clipped) else clipped
