@@ -252,3 +252,104 @@ def test_a_zero_tie_in_any_part_is_settled(monkeypatch, dtype):
     for first, second in ((0.0, -0.0), (-0.0, 0.0)):
         a[at], b[at] = first, second
         assert not np.signbit(dmlcli.run("max", a, b)[at]) and np.signbit(dmlcli.run("min", a, b)[at])
+
+
+# ---------------------------------------------------------------- CLIP, CLIP1, THRESHOLD part by part
+
+PART_ELEMENTS = 7  # parts of 7 float32 elements here: the sizes below end inside, at and past part boundaries
+
+
+@pytest.mark.parametrize("name", ["clip", "clip1", "threshold"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_clip_by_parts_matches_the_careful_path(monkeypatch, name, dtype, data):
+    """np.clip written part by part, each part looked for NaN as it is written: the careful path's bits for
+    arrays with NaN encodings (signalling ones, payloads), signed zeros and infinities in any part, the
+    first part or only the last, and bounds of either sign, zero or infinite."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    count = data.draw(st.sampled_from([1, 6, 7, 8, 13, 14, 15, 50]))
+    xs = _sprinkled(data, dtype, count)
+    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
+    if name == "clip1":
+        with np.errstate(all="ignore"):
+            bounds = [np.array(b).astype(dtype).item() for b in bounds]
+    fast = CASES[name](xs, bounds)
+    careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
+    assert _bits(fast) == _bits(careful), (name, dtype, xs, bounds)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_nan_in_the_last_part_alone_is_found(monkeypatch, dtype):
+    """The first parts free of NaN pass their checks; a NaN in the last part (a signalling one too) still sends
+    the call to the careful path, which gives Min there."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    patterns = float_specials.nan_patterns(np.dtype(dtype))
+    for pattern in patterns:
+        xs = np.linspace(-3, 3, 5 * PART_ELEMENTS + 3).astype(dtype)
+        xs.view(f"uint{xs.itemsize * 8}")[-2] = pattern
+        result = dmlcli.run("clip", xs, min=-0.5, max=0.5)
+        assert result[-2] == np.array(-0.5, dtype) and (np.abs(result[:-2]) <= 0.5).all()
+
+
+def test_clip_of_a_strided_input_takes_the_whole_array_check(monkeypatch):
+    """An input that is not C-contiguous (a transposed view) is clipped whole and checked whole: np.clip's
+    result without NaN, None (the careful path) with one; through dmlcli.run, the careful path's bits."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    low, high = np.float32(-0.5), np.float32(0.5)
+    xs = np.linspace(-3, 3, 60, dtype=np.float32).reshape(6, 10)
+    for values in (xs.T, xs[:, ::2]):
+        assert not values.flags.c_contiguous
+        assert _bits(selection._clip_checked_by_parts(values, low, high)) == _bits(np.clip(values, low, high))
+    xs[2, 3] = np.nan
+    assert selection._clip_checked_by_parts(xs.T, low, high) is None
+    careful = _careful(monkeypatch, lambda: dmlcli.run("clip", xs.T, min=-0.5, max=0.5))
+    assert _bits(dmlcli.run("clip", xs.T, min=-0.5, max=0.5)) == _bits(careful)
+
+
+def _rule_pick(a: np.float32, b: np.float32, larger: bool) -> np.float32:
+    """max(a, b) or min(a, b) by the rule, written plainly on scalars: a NaN operand loses to the other (both NaN:
+    the first); equal values have equal bits but -0.0 and +0.0, for which max gives the AND of the bits, min the
+    OR; else the larger or the smaller."""
+    if np.isnan(b):
+        return a
+    if np.isnan(a):
+        return b
+    if a == b:
+        bits = a.view(np.uint32) & b.view(np.uint32) if larger else a.view(np.uint32) | b.view(np.uint32)
+        return np.uint32(bits).view(np.float32)
+    return (a if a > b else b) if larger else (a if a < b else b)
+
+
+def _rule_clip(xs: np.ndarray, low, high) -> np.ndarray:
+    """CLIP's result as the entry's notes give it, element by element: min(Max, max(Min, x)) in float32 (FLOAT16
+    widened exactly), rounded once to the tensor's type; the oracle of the part-by-part kernel."""
+    with np.errstate(all="ignore"):
+        wide = xs.astype(np.float32)
+        low32, high32 = np.float32(low), np.float32(high)
+        picked = [_rule_pick(high32, _rule_pick(low32, value, True), False) for value in wide]
+        return np.array(picked, np.float32).astype(xs.dtype)
+
+
+def _with_subnormals(data, xs: np.ndarray) -> np.ndarray:
+    """xs with the type's smallest subnormals (either sign) at drawn positions."""
+    tiny = np.array(np.finfo(xs.dtype).smallest_subnormal, xs.dtype)
+    for position in data.draw(st.lists(st.integers(0, xs.size - 1), max_size=4)):
+        xs[position] = tiny if data.draw(st.booleans()) else -tiny
+    return xs
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_clip_by_parts_matches_the_rule_written_plainly(monkeypatch, dtype, data):
+    """The part-by-part kernel against the rule written element by element: NaN encodings (signalling, payloads),
+    signed zeros, infinities and subnormals anywhere, sizes inside, at and past the parts' boundaries, bounds of
+    either sign, zero, subnormal or infinite (CLIP with Min < Max; Min >= Max and NaN bounds too)."""
+    monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
+    count = data.draw(st.sampled_from([1, 6, 7, 8, 13, 14, 15, 50]))
+    xs = _with_subnormals(data, _sprinkled(data, dtype, count))
+    low, high = data.draw(BOUNDS), data.draw(BOUNDS)
+    if data.draw(st.booleans()):
+        low, high = sorted([low, high], key=lambda v: (v != v, v))
+    assert _bits(dmlcli.run("clip", xs, min=low, max=high)) == _bits(_rule_clip(xs, low, high)), (xs, low, high)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import platform
 import struct
 
 import numpy as np
@@ -356,22 +357,74 @@ def block_values(source: str, target: str):
                          lambda rest: nan_bits.map(lambda nan: rest + [nan])))
 
 
+@pytest.mark.parametrize("trust_marks", [True, False], ids=["marks-as-probed", "marks-not-trusted"])
 @SETTINGS
 @given(st.sampled_from(FLOAT_SOURCE_PAIRS), st.data())
-def test_cast_blocks_match_the_old_formulation(pair, data):
-    """The blocked kernel (astype, then each block's extremes: NaNs mended in place, the rule only where a value
-    is past the range) gives the whole-array rule's bits for every float source, with blocks of 8 elements."""
+def test_cast_blocks_match_the_old_formulation(trust_marks, pair, data):
+    """The blocked kernel (astype, then each block's check: the output's minimum where the cast marks what it
+    gets wrong, else the input's extremes; NaNs mended in place, the rule only where a value is past the range)
+    gives the whole-array rule's bits for every float source, with blocks of 8 elements and a last block of
+    any length; with the probe's answer and with the marks not trusted (the input's extremes everywhere)."""
     from dmlcli.operators import conversions
     from dmlcli.operators.generation import cast_values
 
     source, target = pair
     blocks = data.draw(st.lists(block_values(source, target), min_size=2, max_size=6))
-    x = from_bits([bits for block in blocks for bits in block], source)
+    bits = [bits for block in blocks for bits in block]
+    x = from_bits(bits[:len(bits) - data.draw(st.integers(0, 7))], source)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(conversions, "_BLOCK_ELEMENTS", 8)
+        if not trust_marks:
+            patch.setattr(conversions, "astype_marks_misfits", lambda source, target: False)
         got = cast_values(np, x, np.dtype(target))
     assert as_bits(got) == as_bits(old_formulation(x, target))
     assert as_bits(got) == [ref_cast(bits, source, target) for bits in as_bits(x)]
+
+
+def test_the_mark_probe_tells_casts_apart():
+    """x86's float -> INT32/INT64 conversions give the type's lowest value for every NaN and every value past
+    the range (the mark that lets CAST check its output once instead of the input twice); the narrower and
+    unsigned targets wrap and are refused. The probe itself accepts the rule and refuses a cast that wraps
+    or that saturates +inf to 0."""
+    from dmlcli.operators import conversions
+
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        for source in ("float32", "float64"):
+            for target in ("int32", "int64"):
+                assert conversions.astype_marks_misfits(np.dtype(source), np.dtype(target)), (source, target)
+    for source in ("float32", "float64"):
+        for target in ("int8", "uint8", "int16", "uint16", "uint32"):
+            assert not conversions.astype_marks_misfits(np.dtype(source), np.dtype(target)), (source, target)
+
+    def rule(out, values):
+        out[...] = conversions._saturate_by_clipping(values, out.dtype)
+
+    def wrapping(out, values):  # through INT64, then modulo 2^32: -2^31 - 256 gives 2^31 - 256
+        out[...] = conversions._saturate_by_clipping(values, np.dtype(np.int64)).astype(out.dtype)
+
+    def infinity_to_zero(out, values):
+        rule(out, values)
+        out[np.isposinf(values)] = 0
+
+    float32, int32 = np.dtype(np.float32), np.dtype(np.int32)
+    assert conversions.marks_misfits(rule, float32, int32)
+    assert not conversions.marks_misfits(wrapping, float32, int32)
+    assert not conversions.marks_misfits(infinity_to_zero, float32, int32)
+
+
+def test_cast_large_tensor_with_marks_in_place():
+    """Past one block, a block whose astype result holds the mark only because a value is the type's lowest
+    (-2^31, -2^63, in range) or just below it, or holds a NaN, takes the careful path and still gives the rule."""
+    for source, target in (("float32", "int32"), ("float64", "int64"), ("float16", "int32"), ("float64", "int32")):
+        x = np.linspace(-1000, 1000, 3 * 2**18 + 5).astype(source)
+        low = np.iinfo(target).min
+        with np.errstate(over="ignore"):
+            x[10] = np.array(float(low), np.float64).astype(source)  # in range: the mark is the right answer
+            x[2**18 + 7] = np.array(float(low) * 2, np.float64).astype(source)  # below: saturates to low
+            x[2 * 2**18 + 3] = np.nan
+        got = as_bits(api.run("cast", x, output_dtype=target))
+        distinct = {bits: ref_cast(bits, source, target) for bits in set(as_bits(x))}
+        assert got == [distinct[bits] for bits in as_bits(x)], (source, target)
 
 
 def test_cast_page_rows_and_rule_messages():

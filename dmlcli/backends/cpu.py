@@ -16,7 +16,7 @@ class CpuBackend:
 
     def execute(self, operator: Operator, inputs, out_shape, out_dtype: np.dtype, parameters) -> np.ndarray:
         """Whole tensors in, whole tensor out (inputs are broadcast to `out_shape`)."""
-        arrays = [np.broadcast_to(to_native(np.asarray(x)), out_shape) for x in inputs]
+        arrays = [_read_only(to_native(np.asarray(x)), tuple(out_shape)) for x in inputs]
         with np.errstate(all="ignore"):  # NaN and infinity are values here, not errors
             result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
         if getattr(result, "shape", None) != tuple(out_shape):  # broadcast_to costs a small call a few µs
@@ -53,6 +53,17 @@ class CpuBackend:
 
     def describe(self) -> dict:
         return {"backend": "cpu", "numpy": np.__version__}
+
+
+def _read_only(array: np.ndarray, shape: tuple) -> np.ndarray:
+    """The input as the kernel sees it: broadcast to the output's shape, read-only. An input of that shape
+    already gets a read-only view, not np.broadcast_to (which builds an iterator: 0.06 ms of a run's fixed
+    cost once its code is out of the caches, as after a pass over tens of MiB)."""
+    if array.shape != shape:
+        return np.broadcast_to(array, shape)
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def create() -> CpuBackend:

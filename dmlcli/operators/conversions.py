@@ -9,9 +9,12 @@ undefined (x86 gives INT_MIN for int32 and wraps for the narrow types; CUDA satu
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import numpy as np
+
+from .float_specials import nan_patterns
 
 # Elements converted at a time on the CPU: small enough that the range check reads the block from the cache
 # (L2), large enough that the per-block Python calls do not count (measured: 2^16 was slower than 2^18).
@@ -35,17 +38,69 @@ def float_to_integer(xp, values, dtype):
     """
     dtype = np.dtype(dtype)
     low, above = integer_bounds(dtype)
+    # FLOAT16 is widened to FLOAT32 (exactly) first: the bounds (2^63, ...) would overflow FLOAT16, and NumPy's
+    # FLOAT16 reductions and casts run element by element (80 times a FLOAT32 reduction's time).
+    widen = np.dtype(np.float32) if values.dtype == np.float16 else None
+    marked = xp is np and values.size > _BLOCK_ELEMENTS and astype_marks_misfits(
+        values.dtype if widen is None else widen, dtype)
+    mark = np.iinfo(dtype).min if marked else None
 
     def settled(block, converted) -> bool:
+        # Where astype gives every NaN and out-of-range value either the rule's result or the mark (the
+        # type's lowest value), a result without the mark is the rule's: one reduction, of the output. One
+        # with the mark takes the rule (a NaN, a value past the range, or the lowest value itself, in range).
+        if marked and block.flags.aligned:
+            return bool(np.minimum.reduce(converted) > mark)
         # Every value v with low - 1 < v < above truncates into the range (NaN fails both tests, as the
         # reductions propagate it). The ufuncs' own reductions: ndarray.min goes through two more Python calls.
         return float(np.minimum.reduce(block)) > low - 1.0 and float(np.maximum.reduce(block)) < above
 
-    # FLOAT16 is widened to FLOAT32 (exactly) first: the bounds (2^63, ...) would overflow FLOAT16, and NumPy's
-    # FLOAT16 reductions and casts run element by element (80 times a FLOAT32 reduction's time).
-    widen = np.dtype(np.float32) if values.dtype == np.float16 else None
     rule = _saturate_by_clipping if xp is np else partial(_saturate, xp)
     return blockwise(xp, values, dtype, settled, lambda block: rule(block, dtype), widen=widen)
+
+
+@functools.lru_cache(maxsize=None)
+def astype_marks_misfits(source: np.dtype, target: np.dtype) -> bool:
+    """Whether NumPy's cast from the float type `source` to the integer type `target` gives each NaN and each
+    value past the target's range either the rule's result or the mark, the target's lowest value. x86's
+    conversions do for 32- and 64-bit targets (cvttss2si, cvttps2dq, cvttpd2qq, ...: the "integer indefinite"
+    value 0x80...0, which C leaves undefined and NumPy passes on); Arm's saturate, which is the rule but for
+    NaN. Narrower and unsigned targets go through a wider conversion and wrap (300.0 to UINT8 is 44): no mark.
+    Asked once per pair (see marks_misfits)."""
+    return marks_misfits(partial(np.copyto, casting="unsafe"), np.dtype(source), np.dtype(target))
+
+
+def marks_misfits(cast, source: np.dtype, target: np.dtype) -> bool:
+    """The probe for one conversion `cast(out, values)`: every NaN encoding, the infinities, the largest finite
+    values and the first values past either end of the range, at every position of a vector and in the scalar
+    remainder, on buffers that start at two offsets; True where each comes out as the rule's result or the
+    mark."""
+    probe = _misfits(source, target)
+    expected = _saturate_by_clipping(probe, target)  # the rule, for these values
+    mark = np.iinfo(target).min
+    count = 2 * 1024 + 37
+    with np.errstate(all="ignore"):
+        for offset in (0, 1):
+            values = np.resize(probe, count + offset)[offset:]
+            want = np.resize(expected, count + offset)[offset:]
+            got = np.empty(count + offset, target)[offset:]
+            cast(got, values)
+            if not np.all((got == want) | (got == mark)):
+                return False
+    return True
+
+
+def _misfits(source: np.dtype, target: np.dtype) -> np.ndarray:
+    """Values of `source` that the C cast to `target` leaves undefined: NaN (four encodings), infinities, the
+    largest finite values and the first values past each end of the target's range."""
+    low, above = integer_bounds(target)
+    kind = source.type
+    with np.errstate(over="ignore"):
+        edges = [kind(above), np.nextafter(kind(above), kind(np.inf)), kind(above) * kind(2),
+                 np.nextafter(kind(low - 1.0), kind(-np.inf)), kind(low) * kind(2)]
+    numbers = np.array(edges + [kind(np.inf), kind(-np.inf), np.finfo(source).max, np.finfo(source).min], source)
+    nans = np.array(nan_patterns(source), f"uint{source.itemsize * 8}").view(source)
+    return np.concatenate([numbers, nans])
 
 
 def blockwise(xp, values, dtype: np.dtype, settled, convert, *, widen: np.dtype | None = None):

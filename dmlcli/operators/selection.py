@@ -316,6 +316,8 @@ def _whole_bound(bound, dtype, upper: bool) -> int:
 
 def _narrowed(values, out_dtype):
     """float32 results rounded once to the output type (a FLOAT16 overflow is an infinity, without a warning)."""
+    if values.dtype == out_dtype:
+        return values  # FLOAT32: no errstate to enter (0.03 ms of a call once NumPy's code is out of the caches)
     with np.errstate(all="ignore"):
         return values.astype(out_dtype, copy=False)
 
@@ -338,15 +340,35 @@ def _fast_clip(g, low, high):
     """np.clip(g, low, high) (float32 bounds, low < high) where it gives the NaN and signed-zero rule's
     result, else None. np.clip returns an operand, so only a NaN element (the rule gives it a bound) or a
     zero bound meeting g's zero of the other sign (a tie it may settle either way) could differ. Where
-    np.clip keeps NaN as it is, NaN is looked for in its output, just written; else in g first."""
+    np.clip keeps NaN as it is, NaN is looked for in its output, part by part as it is written; else in g
+    first."""
     if not low < high:  # NaN bounds and Min >= Max: the careful path
         return None
     if any(bound == 0 and has_zero(g, negative=not np.signbit(bound)) for bound in (low, high)):
         return None
     if clip_keeps_nan_bits(g.dtype):
-        clipped = np.clip(g, low, high)  # one pass at memory speed
-        return None if has_nan(clipped) else clipped
+        return _clip_checked_by_parts(g, low, high)
     return None if has_nan(g) else np.clip(g, low, high)
+
+
+def _clip_checked_by_parts(g, low, high):
+    """np.clip(g, low, high), or None where it holds a NaN: each part of the result (_CHECKED_PART_BYTES) is
+    looked for NaN right after it is written, while it is still in the core's cache; a check of the whole
+    result after the pass reads it back from farther away (the kernel alone: about 1.55x -> 1.45x np.clip)."""
+    if not g.flags.c_contiguous:
+        clipped = np.clip(g, low, high)
+        return None if has_nan(clipped) else clipped
+    out = np.empty(g.shape, g.dtype)
+    flat, flat_g = out.reshape(-1), g.reshape(-1)
+    step = max(1, _CHECKED_PART_BYTES // g.itemsize)
+    largest = np.maximum.reduce  # propagates NaN; called directly, as has_nan's checks cost a part a microsecond
+    for start in range(0, flat.size, step):
+        part = flat[start:start + step]
+        flat_g[start:start + step].clip(low, high, out=part)  # the method: np.clip's wrapper costs more a call
+        top = largest(part)
+        if top != top:
+            return None  # a NaN: the careful path settles every element
+    return out
 
 
 def _clamp_floats(g, low, high):
