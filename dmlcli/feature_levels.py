@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .errors import InputError, quoted
+from .records import Frozen
 
 _PREFIX = "DML_FEATURE_LEVEL_"
 
 
-@dataclass(frozen=True)
-class FeatureLevel:
+class FeatureLevel(Frozen):
+    """One DML_FEATURE_LEVEL: equal to another of the same numbers, hashable, ordered (an immutable record)."""
+
     major: int
     minor: int
+
+    def __init__(self, major: int, minor: int) -> None:
+        vars(self).update(major=major, minor=minor)
+
+    def __repr__(self) -> str:
+        return f"FeatureLevel(major={self.major!r}, minor={self.minor!r})"
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.major == other.major and self.minor == other.minor
+
+    def __hash__(self) -> int:
+        return hash((self.major, self.minor))
 
     @property
     def value(self) -> int:

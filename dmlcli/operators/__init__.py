@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import importlib
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, quoted
 from .directml_names import OPERATOR_ALIASES, OTHER_OPERATORS
 from .index import FAMILY_MODULES, SPELLINGS
-from .parameters import Parameter, all_options
+from .parameters import all_options
 from .schema import Operator, SupportRow, TensorSupport
+
+if TYPE_CHECKING:  # annotations only: the parameter kinds are loaded with the first operator that has parameters
+    from .parameter_kinds import Parameter
 
 __all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport",
            "find_operator", "known_options", "register_family", "table_summary", "all_operators"]
