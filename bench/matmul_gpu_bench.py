@@ -17,7 +17,6 @@ CuPy or a device.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dmlcli  # noqa: E402
 from dmlcli.api import plan  # noqa: E402
+from dmlcli.records import replace  # noqa: E402
 from dmlcli.checking.comparison import rule_for, ulp_distance  # noqa: E402
 from dmlcli.data_types import from_numpy  # noqa: E402
 
@@ -100,7 +100,7 @@ def tf32_median(cupy, backend, call, host, device, repeats: int, *, check: bool)
     run = lambda: backend.execute_shaped_device(operator, device, outputs, params, allow_tf32=True)  # noqa: E731
     if check:
         want = dmlcli.run("gemm", *host)
-        rule = rule_for(operator, want.dtype, call=dataclasses.replace(call, allow_tf32=True))
+        rule = rule_for(operator, want.dtype, call=replace(call, allow_tf32=True))
         got = cupy.asnumpy(run()[0])
         assert ((ulp_distance(got, want) <= rule.limit)
                 | (np.abs(got.astype(np.float64) - want) <= rule.floor)).all(), "TF32 result out of its rule"

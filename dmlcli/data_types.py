@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .errors import InputError, quoted
+from .records import Frozen
 
 _PREFIX = "DML_TENSOR_DATA_TYPE_"
 # DirectML tensors hold at most 2^32-1 elements (DML_BUFFER_TENSOR_DESC: UINT sizes and counts).
 MAX_ELEMENTS = 2**32 - 1
 
 
-@dataclass(frozen=True)
-class DataType:
+class DataType(Frozen):
+    """One DML_TENSOR_DATA_TYPE: equal to another of the same fields, hashable (an immutable record, records.py)."""
+
     name: str  # DirectML's short name, e.g. "FLOAT32"
     value: int  # the DML_TENSOR_DATA_TYPE enum value
     bits: int
     numpy_name: str | None  # None where NumPy has no such type (4-bit types)
+
+    def __init__(self, name: str, value: int, bits: int, numpy_name: str | None) -> None:
+        vars(self).update(name=name, value=value, bits=bits, numpy_name=numpy_name)
 
     @property
     def dml_name(self) -> str:
@@ -37,13 +40,19 @@ class DataType:
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:
+        return f"DataType(name={self.name!r}, value={self.value!r}, bits={self.bits!r}, numpy_name={self.numpy_name!r})"
+
     def __eq__(self, other) -> bool:
-        # What dataclass would generate (equal fields, same class), with the name compared first: validation's
+        # Equal fields, same class (as a dataclass compares), with the name compared first: validation's
         # `data_type in row's types` compares a type with most of the eleven, which differ by name (issue 23).
         if other.__class__ is not self.__class__:
             return NotImplemented
         return self.name == other.name and (self.value, self.bits, self.numpy_name) == (
             other.value, other.bits, other.numpy_name)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.value, self.bits, self.numpy_name))
 
 
 FLOAT32 = DataType("FLOAT32", 1, 32, "float32")

@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .errors import InputError, quoted
+from .records import Frozen
 
 _PREFIX = "DML_FEATURE_LEVEL_"
 
 
-@dataclass(frozen=True)
-class FeatureLevel:
+class FeatureLevel(Frozen):
+    """One DML_FEATURE_LEVEL: equal to another of the same numbers, hashable, ordered (an immutable record)."""
+
     major: int
     minor: int
+
+    def __init__(self, major: int, minor: int) -> None:
+        vars(self).update(major=major, minor=minor)
+
+    def __repr__(self) -> str:
+        return f"FeatureLevel(major={self.major!r}, minor={self.minor!r})"
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.major == other.major and self.minor == other.minor
+
+    def __hash__(self) -> int:
+        return hash((self.major, self.minor))
 
     @property
     def value(self) -> int:
@@ -53,6 +68,7 @@ ALL_FEATURE_LEVELS = tuple(
 NEWEST = ALL_FEATURE_LEVELS[-1]
 _BY_VALUE = {level.value: level for level in ALL_FEATURE_LEVELS}
 _BY_NUMBERS = {(level.major, level.minor): level for level in ALL_FEATURE_LEVELS}
+_BY_SHORT = {level.short: level for level in ALL_FEATURE_LEVELS}  # "4_1": how the table and most users write them
 # Compiled on first use (re caches it), not at import: a run at the default level never reads a spelling.
 _SPELLING = r"^(?:DML_FEATURE_LEVEL_|FL)?(\d+)[._](\d+)$"
 
@@ -69,7 +85,9 @@ def parse_feature_level(text) -> FeatureLevel:
     if isinstance(text, FeatureLevel):
         return text
     spelled = str(text).strip()
-    found = None
+    found = _BY_SHORT.get(spelled)  # without the regular expression, which a run would compile (issue 23)
+    if found is not None:
+        return found
     if spelled.lower().startswith("0x"):
         try:
             found = _BY_VALUE.get(int(spelled, 16))

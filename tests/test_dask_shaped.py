@@ -63,7 +63,7 @@ def test_a_shaped_operator_without_a_dask_layout_is_refused_in_words():
     from dmlcli.distributed import graph
     from dmlcli.errors import InputError
     from dmlcli.operators.reduction import REDUCE
-    from dataclasses import replace
+    from dmlcli.records import replace
 
     plain = replace(REDUCE, dask_layout=None, dask_axes=None)
     verdict = dmlcli.engine.plan(dmlcli.engine.request(plain), [(dmlcli.data_types.FLOAT32, (4, 4))])

@@ -206,8 +206,7 @@ def test_allow_tf32_leaves_float16_and_other_operators_alone(gpu):
 
 
 def test_cublas_mode_is_restored_when_the_kernel_fails(gpu):
-    import dataclasses
-
+    from dmlcli import records
     from dmlcli.backends import gpu as gpu_module
 
     def failing(xp, inputs, outputs, parameters):
@@ -215,7 +214,7 @@ def test_cublas_mode_is_restored_when_the_kernel_fails(gpu):
         raise RuntimeError("the kernel failed")
 
     gemm = dmlcli.find_operator("gemm")
-    broken = dataclasses.replace(gemm, array_kernel=failing)
+    broken = records.replace(gemm, array_kernel=failing)
     call = _call("gemm", [np.ones((4, 4), F32)] * 2)
     before = _math_mode()
     with pytest.raises(RuntimeError, match="the kernel failed"):

@@ -14,8 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dmlcli"
 
 # Lowest first. A module's layer is that of the longest prefix listed (dmlcli.operators.reduction: operators).
 LAYERS = [
-    ["dmlcli.errors", "dmlcli.data_types", "dmlcli.feature_levels", "dmlcli.version", "dmlcli.versions",
-     "dmlcli.scalars"],
+    ["dmlcli.errors", "dmlcli.records", "dmlcli.data_types", "dmlcli.feature_levels", "dmlcli.version",
+     "dmlcli.versions", "dmlcli.scalars"],
     ["dmlcli.operators"],
     ["dmlcli.io", "dmlcli.backends"],
     ["dmlcli.calls"],

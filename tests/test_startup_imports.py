@@ -35,19 +35,25 @@ NEVER = {
 
 def modules_after(*arguments: str) -> tuple[set[str], str]:
     """(sys.modules after `dmlcli ARGUMENTS` in a new interpreter, its stdout)."""
-    code = ("import json, sys\nfrom dmlcli.cli import main\n"
+    return _after(*arguments)[:2]
+
+
+def _after(*arguments: str) -> tuple[set[str], str, int]:
+    """(sys.modules after `dmlcli ARGUMENTS` in a new interpreter, its stdout, gc.get_freeze_count() then)."""
+    code = ("import gc, json, sys\nfrom dmlcli.cli import main\n"
             "try:\n    main(sys.argv[2:])\nexcept SystemExit:\n    pass\n"
             "sys.stdout.flush()\n"
-            "with open(sys.argv[1], 'w') as handle:\n    json.dump(sorted(sys.modules), handle)\n")
+            "with open(sys.argv[1], 'w') as handle:\n"
+            "    json.dump({'modules': sorted(sys.modules), 'frozen': gc.get_freeze_count()}, handle)\n")
     listing = REPO / "tests" / f".modules-{os.getpid()}.json"
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         result = subprocess.run([sys.executable, "-c", code, str(listing), *arguments], capture_output=True,
                                 text=True, env=environment, check=True)
-        loaded = set(json.loads(listing.read_text()))
+        found = json.loads(listing.read_text())
     finally:
         listing.unlink(missing_ok=True)
-    return loaded, result.stdout
+    return set(found["modules"]), result.stdout, found["frozen"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,6 +85,10 @@ def test_the_goal_run_loads_one_family_module_and_nothing_it_does_not_use():
     # BIT_XOR has no parameters: the parameter kinds' classes are not made; nor is a shape rule's query.
     assert "dmlcli.operators.parameter_kinds" not in loaded
     assert "dmlcli.operators.shaped" not in loaded
+    # The records a run makes are plain classes (records.py): creating dataclasses cost ~7 ms of it (issue 23).
+    # (The parameter kinds are dataclasses still: an operator with parameters loads the module.) Integers in range
+    # are read without decimal (0.8 ms), which float values and huge integers load (scalars.py).
+    assert "dataclasses" not in loaded and "decimal" not in loaded
     assert "dmlcli.cli.commands" in loaded  # the command itself, found through COMMAND_MODULES
 
 
@@ -88,7 +98,7 @@ def test_the_table_on_a_pipe_and_json_on_stdout_load_no_more():
         loaded, stdout = modules_after(*arguments)
         assert stdout.strip()
         assert families_loaded(loaded) == {"bitwise"}
-        forbidden = (NEVER - {"dmlcli.display.rendering"}) & top_level_and_packages(loaded)
+        forbidden = (NEVER - {"dmlcli.display.rendering"} | {"dataclasses", "decimal"}) & top_level_and_packages(loaded)
         assert not forbidden, (arguments, sorted(forbidden))
 
 
@@ -196,3 +206,44 @@ def test_short_options_reach_click_in_their_long_spelling_only_where_they_are_op
     assert respelled("bit_xor", "[1]", "-o") == ["bit_xor", "[1]", "-o"]  # click's message names -o as typed
     assert respelled("bit_xor", "--", "-o", "x") == ["bit_xor", "--", "-o", "x"]
     assert respelled("bit_xor", "-qo", "-", "-o=x.npy") == ["bit_xor", "-qo", "-", "-o=x.npy"]
+
+
+def test_main_leaves_what_start_up_made_out_of_the_collections_at_exit():
+    loaded, stdout, frozen = _after("run", "bit_xor", "[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-")
+    assert json.loads(stdout)["data"] == [2, 6]
+    assert frozen > 10_000  # NumPy's, click's and dmlcli's objects: no pass over them as the interpreter exits
+    _, _, frozen_after_error = _after("run", "no_such_operator", "[1]", "--dtype", "uint8")
+    assert frozen_after_error > 10_000  # whatever way the command ends
+
+
+def test_records_are_frozen_picklable_and_replaced_through_their_checks():
+    import pickle
+
+    from dmlcli import records
+    from dmlcli.data_types import UINT8
+    from dmlcli.feature_levels import NEWEST, FeatureLevel
+    from dmlcli.operators import find_operator
+
+    bit_xor = find_operator("bit_xor")
+    for record, field in ((bit_xor, "name"), (bit_xor.support[0], "level"), (UINT8, "bits"), (NEWEST, "minor")):
+        with pytest.raises(dataclasses_frozen_error()):
+            setattr(record, field, None)
+        with pytest.raises(dataclasses_frozen_error()):
+            delattr(record, field)
+    assert pickle.loads(pickle.dumps(UINT8)) == UINT8 and hash(pickle.loads(pickle.dumps(UINT8))) == hash(UINT8)
+    assert pickle.loads(pickle.dumps(NEWEST)) == NEWEST == FeatureLevel(6, 4)
+    assert FeatureLevel(4, 1) < FeatureLevel(5, 0) and len({FeatureLevel(4, 1), FeatureLevel(4, 1)}) == 1
+    assert repr(UINT8) == "DataType(name='UINT8', value=5, bits=8, numpy_name='uint8')"
+    renamed = records.replace(bit_xor, summary="changed")
+    assert renamed.summary == "changed" and renamed.formula == bit_xor.formula and bit_xor.summary != "changed"
+    with pytest.raises(ValueError, match="same_data_type names NoSuchTensor"):  # the entry's self-checks run again
+        records.replace(bit_xor, same_data_type=("NoSuchTensor",))
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        records.replace(bit_xor, colour="blue")
+
+
+def dataclasses_frozen_error():
+    import dataclasses
+
+    return dataclasses.FrozenInstanceError
+

@@ -7,7 +7,6 @@ TF32 does to the GPU's numbers: tests/test_gpu_matmul.py.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -16,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import dmlcli
-from dmlcli import engine, operators
+from dmlcli import engine, operators, records
 from dmlcli.backends.cpu import CpuBackend
 from dmlcli.backends.tf32 import Tf32Allowed, with_tf32
 from dmlcli.checking.comparison import rule_for
@@ -86,7 +85,7 @@ def test_tf32_applies_to_float32_outputs_of_those_operators_only():
 
 def test_an_entry_with_tf32_products_needs_a_tolerance_and_an_array_kernel():
     with pytest.raises(ValueError, match="tf32_products"):
-        dataclasses.replace(find_operator("add"), tf32_products=True)  # element-wise: no products to widen
+        records.replace(find_operator("add"), tf32_products=True)  # element-wise: no products to widen
 
 
 # ---------------------------------------------------------------- the switch reaches the backend

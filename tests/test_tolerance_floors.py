@@ -369,7 +369,7 @@ def test_four_argument_tolerances_get_the_smallest_normal_as_their_floor():
     (Tolerance("ulp", 1, 1, "s", floor_float32=math.inf, floor_source="why"), "finite number >= 0"),
 ])
 def test_the_table_checks_its_floors(tolerance, why):
-    from dataclasses import replace
+    from dmlcli.records import replace
 
     add = dmlcli.find_operator("add")
     with pytest.raises(ValueError, match=why):

@@ -7,7 +7,6 @@ and its constraint lists.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping, Sequence
 
@@ -17,33 +16,49 @@ from ..data_types import MAX_ELEMENTS, DataType
 from ..errors import InputError, ValidationError
 from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from ..operators import Operator
+from ..records import Frozen
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class TensorInfo:
+class TensorInfo(Frozen):
     """What validation needs of a tensor: its role, DataType and Sizes."""
 
     name: str
     data_type: DataType
     shape: tuple[int, ...]
 
+    def __init__(self, name: str, data_type: DataType, shape: tuple[int, ...]) -> None:
+        vars(self).update(name=name, data_type=data_type, shape=shape)
+
+    def __repr__(self) -> str:
+        return f"TensorInfo(name={self.name!r}, data_type={self.data_type!r}, shape={self.shape!r})"
+
     def describe(self) -> str:
         return f"{self.name} {self.data_type.name} {list(self.shape)}"
 
 
-@dataclass(frozen=True, eq=False)
-class Call:
+class Call(Frozen):
     """One operator call: the tensors as DirectML would see them, and the parameters."""
 
     operator: Operator
     tensors: Mapping[str, TensorInfo]  # inputs and output, by DESC field name
     parameters: Mapping[str, object]  # typed values by DESC field name (see operators/parameters.py)
-    broadcast: bool = False
-    absent: tuple[str, ...] = ()  # optional inputs the call leaves out (validation skips them)
-    float_rules: str = "ieee"  # "ieee" or "d3d": which floating-point rules the result follows
+    broadcast: bool
+    absent: tuple[str, ...]  # optional inputs the call leaves out (validation skips them)
+    float_rules: str  # "ieee" or "d3d": which floating-point rules the result follows
     # Whether the call allows TF32 products (--allow-tf32; DirectML's ALLOW_HALF_PRECISION_COMPUTATION flag): it
     # changes the GPU's products and the --check tolerance of operators with tf32_products, nothing else.
-    allow_tf32: bool = False
+    allow_tf32: bool
+
+    def __init__(self, operator: Operator, tensors: Mapping[str, TensorInfo], parameters: Mapping[str, object],
+                 broadcast: bool = False, absent: tuple[str, ...] = (), float_rules: str = "ieee",
+                 allow_tf32: bool = False) -> None:
+        vars(self).update(operator=operator, tensors=tensors, parameters=parameters, broadcast=broadcast, absent=absent,
+                          float_rules=float_rules, allow_tf32=allow_tf32)
+
+    def __repr__(self) -> str:
+        return (f"Call(operator={self.operator!r}, tensors={self.tensors!r}, parameters={self.parameters!r}, "
+                f"broadcast={self.broadcast!r}, absent={self.absent!r}, float_rules={self.float_rules!r}, "
+                f"allow_tf32={self.allow_tf32!r})")
 
     @property
     def data_types(self) -> dict[str, DataType]:
@@ -106,34 +121,22 @@ class Problem:
 _NOT_YET = object()
 
 
-class Verdict:
+class Verdict(Frozen):
     """A call that passed validation at `feature_level`, and the lowest feature level that would also accept it.
 
-    Immutable, like the dataclasses around it. `lowest_feature_level` is worked out when first asked for (and
+    Immutable, like the records around it. `lowest_feature_level` is worked out when first asked for (and
     kept): finding it checks the support table at every level, which only `validate`, reports and messages show,
     while every run builds a Verdict.
     """
 
     def __init__(self, call: Call, feature_level: FeatureLevel, lowest_feature_level=_NOT_YET) -> None:
-        object.__setattr__(self, "call", call)
-        object.__setattr__(self, "feature_level", feature_level)
-        object.__setattr__(self, "_lowest", lowest_feature_level)
+        vars(self).update(call=call, feature_level=feature_level, _lowest=lowest_feature_level)
 
     @property
     def lowest_feature_level(self) -> FeatureLevel | None:
         if self._lowest is _NOT_YET:
-            object.__setattr__(self, "_lowest", lowest_accepting_level(self.call))
+            vars(self)["_lowest"] = lowest_accepting_level(self.call)
         return self._lowest
-
-    def __setattr__(self, name: str, value) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __repr__(self) -> str:
         return (f"{type(self).__qualname__}(call={self.call!r}, feature_level={self.feature_level!r}, "

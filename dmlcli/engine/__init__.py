@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -29,26 +28,46 @@ from ..io.room import check_room_for_output
 from ..io.targets import is_stdout
 from .. import operators as table
 from ..operators import Operator, find_operator
-from ..operators.parameters import Parameter, option_flag
+from ..operators.parameters import option_flag
 from ..calls.validation import Call, Verdict, build_call, check
+from ..records import Frozen
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class Request:
+if TYPE_CHECKING:  # annotations only: the parameter kinds load with the first operator that has parameters
+    from ..operators.parameter_kinds import Parameter
+
+
+class Request(Frozen):
     """One call, before its tensors are known."""
 
     operator: Operator
     feature_level: FeatureLevel
     options: Mapping[str, object]  # parameter values by API keyword (infinity_mode=...); None: the default
-    desc_fields: Mapping[str, object] | None = None  # or by DESC field name, as a DxDispatch desc writes them
-    broadcast: bool = False
-    output_type: DataType | None = None
-    output_shape: tuple[int, ...] | None = None
-    float_rules: str = "ieee"  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
-    output_shapes: Mapping[str, object] | None = None  # several outputs' Sizes by name (a DxDispatch desc's)
-    allow_tf32: bool = False  # --allow-tf32: TF32 products allowed (Operator.tf32_products, backends/tf32.py)
+    desc_fields: Mapping[str, object] | None  # or by DESC field name, as a DxDispatch desc writes them
+    broadcast: bool
+    output_type: DataType | None
+    output_shape: tuple[int, ...] | None
+    float_rules: str  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
+    output_shapes: Mapping[str, object] | None  # several outputs' Sizes by name (a DxDispatch desc's)
+    allow_tf32: bool  # --allow-tf32: TF32 products allowed (Operator.tf32_products, backends/tf32.py)
     # What tells this request apart from every other whose verdicts could differ (see _frozen), taken when it was
     # made; None where a value has no such key: each call is then validated afresh.
-    key: tuple | None = None
+    key: tuple | None
+
+    def __init__(self, operator: Operator, feature_level: FeatureLevel, options: Mapping[str, object],
+                 desc_fields: Mapping[str, object] | None = None, broadcast: bool = False,
+                 output_type: DataType | None = None, output_shape: tuple[int, ...] | None = None,
+                 float_rules: str = "ieee", output_shapes: Mapping[str, object] | None = None, allow_tf32: bool = False,
+                 key: tuple | None = None) -> None:
+        vars(self).update(operator=operator, feature_level=feature_level, options=options, desc_fields=desc_fields,
+                          broadcast=broadcast, output_type=output_type, output_shape=output_shape,
+                          float_rules=float_rules, output_shapes=output_shapes, allow_tf32=allow_tf32, key=key)
+
+    def __repr__(self) -> str:
+        return (f"Request(operator={self.operator!r}, feature_level={self.feature_level!r}, "
+                f"options={self.options!r}, desc_fields={self.desc_fields!r}, broadcast={self.broadcast!r}, "
+                f"output_type={self.output_type!r}, output_shape={self.output_shape!r}, "
+                f"float_rules={self.float_rules!r}, output_shapes={self.output_shapes!r}, "
+                f"allow_tf32={self.allow_tf32!r}, key={self.key!r})")
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -61,16 +80,24 @@ class Request:
         return typed
 
 
-@dataclass(frozen=True, eq=False)
-class Outcome:
+class Outcome(Frozen):
     """A finished call: the output (None when it went to a file), the verdict, the backend, the warnings."""
 
     output: np.ndarray | None
     verdict: Verdict
     backend: str
-    warnings: tuple[str, ...] = ()
-    inputs: tuple[np.ndarray, ...] = ()  # the arrays a whole-tensor run was given (--save-case records them)
-    outputs: tuple[np.ndarray, ...] | None = None  # every output, in DESC order (None: the one `output`)
+    warnings: tuple[str, ...]
+    inputs: tuple[np.ndarray, ...]  # the arrays a whole-tensor run was given (--save-case records them)
+    outputs: tuple[np.ndarray, ...] | None  # every output, in DESC order (None: the one `output`)
+
+    def __init__(self, output: np.ndarray | None, verdict: Verdict, backend: str, warnings: tuple[str, ...] = (),
+                 inputs: tuple[np.ndarray, ...] = (), outputs: tuple[np.ndarray, ...] | None = None) -> None:
+        vars(self).update(output=output, verdict=verdict, backend=backend, warnings=warnings, inputs=inputs,
+                          outputs=outputs)
+
+    def __repr__(self) -> str:
+        return (f"Outcome(output={self.output!r}, verdict={self.verdict!r}, backend={self.backend!r}, "
+                f"warnings={self.warnings!r}, inputs={self.inputs!r}, outputs={self.outputs!r})")
 
     @property
     def all_outputs(self) -> tuple:
@@ -170,7 +197,10 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
                             output_shapes=req.output_shapes, broadcast=req.broadcast,
                             feature_level=req.feature_level, parse_parameters=req.typed_parameters,
                             input_names=input_names)
-    verdict = check(replace(call, float_rules=req.float_rules, allow_tf32=req.allow_tf32), req.feature_level)
+    if (call.float_rules, call.allow_tf32) != (req.float_rules, req.allow_tf32):
+        call = Call(call.operator, call.tensors, call.parameters, call.broadcast, call.absent, req.float_rules,
+                    req.allow_tf32)
+    verdict = check(call, req.feature_level)
     if key is not None:
         if len(_VERDICTS) >= _VERDICTS_LIMIT:
             _VERDICTS.clear()
@@ -287,7 +317,7 @@ def choose_backend(backend, float_rules: str = "ieee", allow_tf32: bool = False)
 def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: HookTally | None = None,
             recorded: tuple = ()) -> Outcome:
     """Run a validated call on whole tensors. With `tally`, hooks are counted there (the caller reports).
-    `recorded`: the Outcome's `inputs` (given here rather than by dataclasses.replace, which costs each run
+    `recorded`: the Outcome's `inputs` (given here rather than by a copy of the Outcome, which costs each run
     several microseconds)."""
     call = verdict.call
     engine = choose_backend(backend, call.float_rules, call.allow_tf32)

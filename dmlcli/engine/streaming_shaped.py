@@ -115,9 +115,8 @@ def _join(inputs, handle, out_dtype: np.dtype, chunk_bytes: int, advance) -> Non
 
 def _piece_call(call: Call, shape: tuple[int, ...], dtype: np.dtype, function: str, axes, out_dtype) -> Call:
     """The REDUCE call for one piece: `shape` in `dtype`, reducing `axes` with `function`."""
-    from dataclasses import replace
-
     from ..data_types import from_numpy
+    from ..records import replace
 
     source = TensorInfo("InputTensor", from_numpy(np.dtype(dtype)), tuple(shape))
     reduced = tuple(1 if axis in axes else size for axis, size in enumerate(shape))

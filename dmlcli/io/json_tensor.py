@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from decimal import Decimal
 from typing import Callable
 
 import numpy as np
@@ -64,8 +63,10 @@ class BareScalar(ValidationError):
 
 
 def _refuse_bare_scalar(document, where: str) -> None:
-    # Refused here, where the text is known, so that the message can show the fix: [5] for 5.
-    if isinstance(document, (int, float, Decimal, str)) and not isinstance(document, bool):
+    # Refused here, where the text is known, so that the message can show the fix: [5] for 5. A JSON document
+    # that is not an object is a list, true, false, null, or a scalar: a number (int, or Decimal from
+    # parse_decimal) or a string (asked without naming Decimal, so that decimal is not imported: scalars.py).
+    if not isinstance(document, (list, bool)) and document is not None:
         shown = str(document) if isinstance(document, JsonConstant) else json_spelling(document)
         raise BareScalar(shorten(shown), where)
 

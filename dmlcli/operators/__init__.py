@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import importlib
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, quoted
 from .directml_names import OPERATOR_ALIASES, OTHER_OPERATORS
 from .index import FAMILY_MODULES, SPELLINGS
-from .parameters import Parameter, all_options
+from .parameters import all_options
 from .schema import Operator, SupportRow, TensorSupport
+
+if TYPE_CHECKING:  # annotations only: the parameter kinds are loaded with the first operator that has parameters
+    from .parameter_kinds import Parameter
 
 __all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport",
            "find_operator", "known_options", "register_family", "table_summary", "all_operators"]
@@ -113,7 +117,11 @@ def register_family(name: str, members: tuple[Operator, ...]) -> None:
 
 
 def _normalise(text: str) -> str:
-    return re.sub(r"[\s\-.]+", "_", str(text).strip()).upper().removeprefix("DML_OPERATOR_")
+    stripped = str(text).strip()
+    # The usual spelling (bit_xor: letters, digits, _) has nothing to replace: compiling the expression would cost
+    # each run about 0.05 ms (issue 23).
+    joined = stripped if stripped.replace("_", "").isalnum() else re.sub(r"[\s\-.]+", "_", stripped)
+    return joined.upper().removeprefix("DML_OPERATOR_")
 
 
 def spellings(op: Operator) -> tuple[str, ...]:

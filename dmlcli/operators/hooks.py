@@ -8,12 +8,12 @@ warning reads the same everywhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Protocol
 
 import numpy as np
 
 from ..data_types import DataType
+from ..records import Frozen
 
 
 class Hook(Protocol):
@@ -26,11 +26,16 @@ class Hook(Protocol):
         """The warning for `total` of `elements` output elements."""
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class ShiftCountCheck:
+class ShiftCountCheck(Frozen):
     """Shift counts at or past the element width: dmlcli gives 0, DirectML hardware is reported to mask them."""
 
     counts: str  # the input holding the shift counts
+
+    def __init__(self, counts: str) -> None:
+        vars(self).update(counts=counts)
+
+    def __repr__(self) -> str:
+        return f"ShiftCountCheck(counts={self.counts!r})"
 
     @property
     def tensors(self) -> tuple[str, ...]:

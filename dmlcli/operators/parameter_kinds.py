@@ -1,5 +1,5 @@
 """The parameter kinds (enum, float, integer, typed scalar, ScaleBias, bool, integer array, fused activation, data
-type, scalar union): see parameters.py, which holds their base and loads this module when a kind is first named.
+type, scalar union) and their base, Parameter: see parameters.py, which loads this module when a kind is first named.
 
 Kept apart because creating these dataclasses is the largest part of importing the table's machinery (about 8 ms):
 an operator with no parameters (BIT_XOR, ADD) runs without them.
@@ -15,7 +15,60 @@ import numpy as np
 
 from ..data_types import FLOAT32, DataType
 from ..errors import InputError, cut, quoted
-from .parameters import CUDA_VALUE_TYPES, UINT32_RANGE, Parameter, _given, option_flag, snake_case
+from .parameters import CUDA_VALUE_TYPES, UINT32_RANGE, _given, option_flag, snake_case
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
+class Parameter:
+    """Base of every parameter kind. Subclasses say how values are read and passed to kernels."""
+
+    field: str  # the DESC field, e.g. "InfinityMode"
+    help: str
+
+    # DxDispatch requires every DESC field that DirectML does not mark _Maybenull_.
+    required_in_desc = True
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The API keywords (and, with dashes, the command-line options) this parameter takes."""
+        return (snake_case(self.field),)
+
+    @property
+    def default(self):
+        raise NotImplementedError
+
+    def choices(self, option: str) -> tuple[str, ...] | None:
+        """The values an option may take, for help and shell completion; None for free values."""
+        return None
+
+    def metavar(self, option: str) -> str:
+        return "VALUE"
+
+    def parse(self, given: Mapping[str, object], data_types: Mapping[str, DataType]):
+        """The typed value from the API keywords / options in `given` (None or absent: the default)."""
+        raise NotImplementedError
+
+    def parse_desc(self, value, data_types: Mapping[str, DataType]):
+        """The typed value from a DxDispatch model's DESC field, as DxDispatch writes it."""
+        return self.parse({self.options[0]: value}, data_types)
+
+    def describe(self, value) -> str:
+        """A typed value as `describe` and messages show it."""
+        return str(value)
+
+    def describe_default(self) -> str:
+        return self.describe(self.default)
+
+    def cuda_arguments(self, value, data_types: Mapping[str, DataType]) -> tuple[CudaArgument, ...]:
+        raise NotImplementedError
+
+    def check_declaration(self, tensors: tuple[str, ...]) -> None:
+        """Table self-check: raise ValueError where the declaration cannot be right."""
+
+    @property
+    def desc_fields(self) -> tuple[str, ...]:
+        """The DESC fields this parameter reads in a DxDispatch model (an array's count field too)."""
+        return (self.field,)
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time

@@ -13,14 +13,13 @@ a NumPy scalar of the tensor's own type, ScaleBias as a (scale, bias) pair of fl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
-from ..data_types import DataType
+if TYPE_CHECKING:  # annotations only: the module is imported without them at run time
+    from typing import Mapping
 
-if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
-    from .parameter_kinds import CudaArgument
+    from .parameter_kinds import Parameter
 
 # C++ type of each NumPy dtype's value as a CUDA kernel argument.
 CUDA_VALUE_TYPES = {
@@ -41,59 +40,6 @@ def option_flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class Parameter:
-    """Base of every parameter kind. Subclasses say how values are read and passed to kernels."""
-
-    field: str  # the DESC field, e.g. "InfinityMode"
-    help: str
-
-    # DxDispatch requires every DESC field that DirectML does not mark _Maybenull_.
-    required_in_desc = True
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        """The API keywords (and, with dashes, the command-line options) this parameter takes."""
-        return (snake_case(self.field),)
-
-    @property
-    def default(self):
-        raise NotImplementedError
-
-    def choices(self, option: str) -> tuple[str, ...] | None:
-        """The values an option may take, for help and shell completion; None for free values."""
-        return None
-
-    def metavar(self, option: str) -> str:
-        return "VALUE"
-
-    def parse(self, given: Mapping[str, object], data_types: Mapping[str, DataType]):
-        """The typed value from the API keywords / options in `given` (None or absent: the default)."""
-        raise NotImplementedError
-
-    def parse_desc(self, value, data_types: Mapping[str, DataType]):
-        """The typed value from a DxDispatch model's DESC field, as DxDispatch writes it."""
-        return self.parse({self.options[0]: value}, data_types)
-
-    def describe(self, value) -> str:
-        """A typed value as `describe` and messages show it."""
-        return str(value)
-
-    def describe_default(self) -> str:
-        return self.describe(self.default)
-
-    def cuda_arguments(self, value, data_types: Mapping[str, DataType]) -> tuple[CudaArgument, ...]:
-        raise NotImplementedError
-
-    def check_declaration(self, tensors: tuple[str, ...]) -> None:
-        """Table self-check: raise ValueError where the declaration cannot be right."""
-
-    @property
-    def desc_fields(self) -> tuple[str, ...]:
-        """The DESC fields this parameter reads in a DxDispatch model (an array's count field too)."""
-        return (self.field,)
-
-
 def _given(given: Mapping[str, object], option: str):
     value = given.get(option)
     return None if value is None else value
@@ -108,10 +54,11 @@ def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:
     return {option: parameter for parameter in parameters for option in parameter.options}
 
 
-# The kinds themselves (EnumParameter, FloatParameter, ...) and CudaArgument live in parameter_kinds.py, loaded
-# on first use: an operator without parameters runs without creating their classes. `from .parameters import
-# EnumParameter` works as before.
+# The kinds (EnumParameter, FloatParameter, ...), their base Parameter and CudaArgument live in parameter_kinds.py,
+# loaded on first use: an operator without parameters runs without creating their classes (dataclasses, which cost
+# start-up time as each class is made). `from .parameters import EnumParameter` works as before.
 _KINDS = (
+    'Parameter',
     'CudaArgument',
     'EnumParameter',
     'FloatParameter',

@@ -10,27 +10,37 @@ type tables, an entry checks itself when it is built, so that a typo in the tabl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from ..data_types import DataType
 from ..feature_levels import FeatureLevel, level
-from .hooks import Hook
-from .parameters import Parameter, all_options
+from ..records import Frozen
+from .parameters import all_options
+
+if TYPE_CHECKING:  # annotations only: a run imports neither typing's aliases nor the parameter kinds for them
+    from typing import Callable, Mapping
+
+    from .hooks import Hook
+    from .parameter_kinds import Parameter
 
 DIMS_1_TO_8 = tuple(range(1, 9))
 DIMS_4 = (4,)
 DIMS_4_TO_5 = (4, 5)
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class TensorSupport:
+class TensorSupport(Frozen):
     """What one tensor of an operator accepts in one row of a support table."""
 
     dims: tuple[int, ...]
     data_types: tuple[DataType, ...]
+
+    def __init__(self, dims: tuple[int, ...], data_types: tuple[DataType, ...]) -> None:
+        vars(self).update(dims=dims, data_types=data_types)
+
+    def __repr__(self) -> str:
+        return f"TensorSupport(dims={self.dims!r}, data_types={self.data_types!r})"
 
     def describe_dims(self) -> str:
         if len(self.dims) > 1 and self.dims == tuple(range(self.dims[0], self.dims[-1] + 1)):
@@ -41,15 +51,22 @@ class TensorSupport:
         return ", ".join(t.name for t in self.data_types)
 
 
-@dataclass(frozen=True, eq=False)
-class SupportRow:
+class SupportRow(Frozen):
     """One 'DML_FEATURE_LEVEL_x_y and above' section of a page's tensor-support table."""
 
     level: FeatureLevel
     tensors: Mapping[str, TensorSupport]
     # Tensors this row alone ties to one DataType, on top of the operator's same_data_type (POW below
     # 3_0: "Until 3_0 ExponentTensor must match the type of InputTensor").
-    same_data_type: tuple[str, ...] = ()
+    same_data_type: tuple[str, ...]
+
+    def __init__(self, level: FeatureLevel, tensors: Mapping[str, TensorSupport],
+                 same_data_type: tuple[str, ...] = ()) -> None:
+        vars(self).update(level=level, tensors=tensors, same_data_type=same_data_type)
+
+    def __repr__(self) -> str:
+        return f"SupportRow(level={self.level!r}, tensors={self.tensors!r}, same_data_type={self.same_data_type!r})"
+
 
 
 def rows(*sections) -> tuple[SupportRow, ...]:
@@ -100,8 +117,7 @@ PLAIN_UNDERFLOW = ("the output type's smallest normal value: a result that under
                    "from a device that flushes or loses the tail of an exponential) is no error the ULP can measure")
 
 
-@dataclass(frozen=True, eq=False)
-class Tolerance:
+class Tolerance(Frozen):
     """How far a float result may be from the reference and still match (`--check`, the conformance tests).
 
     kind "ulp": at most that many units in the last place of the output type, OR an absolute difference
@@ -118,9 +134,19 @@ class Tolerance:
     float16: float
     source: str  # where the figure comes from (WebNN's conformance table, or dmlcli's own choice and why)
     # The absolute floors of a "ulp" tolerance; None: the output type's smallest normal (plain underflow).
-    floor_float32: float | None = None
-    floor_float16: float | None = None
-    floor_source: str = ""  # why the entry's floors are what they are, where it gives them
+    floor_float32: float | None
+    floor_float16: float | None
+    floor_source: str  # why the entry's floors are what they are, where it gives them
+
+    def __init__(self, kind: str, float32: float, float16: float, source: str, floor_float32: float | None = None,
+                 floor_float16: float | None = None, floor_source: str = "") -> None:
+        vars(self).update(kind=kind, float32=float32, float16=float16, source=source, floor_float32=floor_float32,
+                          floor_float16=floor_float16, floor_source=floor_source)
+
+    def __repr__(self) -> str:
+        return (f"Tolerance(kind={self.kind!r}, float32={self.float32!r}, float16={self.float16!r}, "
+                f"source={self.source!r}, floor_float32={self.floor_float32!r}, "
+                f"floor_float16={self.floor_float16!r}, floor_source={self.floor_source!r})")
 
     def for_dtype(self, dtype) -> float:
         return self.float16 if str(dtype) == "float16" else self.float32
@@ -160,8 +186,9 @@ class Tolerance:
                 "above, as TF32 keeps 10 of FLOAT32's 23 mantissa bits)")
 
 
-@dataclass(frozen=True, eq=False)
-class Operator:
+class Operator(Frozen):
+    """One entry of the operator table (an immutable record: records.py); it checks itself as it is made."""
+
     name: str  # DirectML's name without prefix, e.g. "BIT_XOR"
     enum_value: int  # DML_OPERATOR_TYPE value
     family: str  # how `dmlcli ops` groups it: bitwise, logical, comparison, ...
@@ -180,73 +207,105 @@ class Operator:
     # first input's width in bits; each parameter by the names its kind gives (parameters.py).
     # Native-encoding operators see the unsigned bit pattern, the others the value. "" for shaped operators.
     cuda_body: str
-    output: str = "OutputTensor"
-    prefix: str = "ELEMENT_WISE"  # DML_OPERATOR_<prefix>_<name>
-    parameters: tuple[Parameter, ...] = ()
-    default_output_type: DataType | None = None  # when the output type is a free choice
-    native_encoding: bool = False  # bitwise work on the bit pattern, whatever the data type
-    in_place: bool = False
-    hooks: tuple[Hook, ...] = ()  # checks of the inputs' values that may warn (see hooks.py)
-    cuda_names: tuple[str, ...] = ()  # the body's names for the inputs; default x, or a and b
+    output: str
+    prefix: str  # DML_OPERATOR_<prefix>_<name>
+    parameters: tuple[Parameter, ...]
+    default_output_type: DataType | None  # when the output type is a free choice
+    native_encoding: bool  # bitwise work on the bit pattern, whatever the data type
+    in_place: bool
+    hooks: tuple[Hook, ...]  # checks of the inputs' values that may warn (see hooks.py)
+    cuda_names: tuple[str, ...]  # the body's names for the inputs; default x, or a and b
     # CUDA device functions the body calls (emitted once per kernel module, before the body): for
     # results that need more than one expression. Names start with dml_<operator name>_ to stay apart.
-    cuda_helpers: str = ""
-    notes: tuple[str, ...] = ()
-    exactness: str = EXACT  # one of EXACTNESS_CLASSES, for float results (integer results are always exact)
-    tolerance: Tolerance | None = None  # for float outputs of operators that are not exact
+    cuda_helpers: str
+    notes: tuple[str, ...]
+    exactness: str  # one of EXACTNESS_CLASSES, for float results (integer results are always exact)
+    tolerance: Tolerance | None  # for float outputs of operators that are not exact
     # Inputs that may be left out (QUANTIZE_LINEAR's ZeroPoint), each with the tensor whose data type
     # it then takes: a call gives every input or only the required ones, in order. A left-out input
     # is skipped by validation and given to the kernels as zeros of that type (DirectML's meaning of
     # a NULL zero point), so kernels always see every input. `optional_since`: the first level that
     # lets them be left out.
-    optional_inputs: tuple[tuple[str, str], ...] = ()
-    optional_since: FeatureLevel | None = None
+    optional_inputs: tuple[tuple[str, str], ...]
+    optional_since: FeatureLevel | None
     # Outputs a DxDispatch desc may leave out (RNN's OutputSequenceTensor, OutputSingleTensor: _Maybenull_).
     # The API and the command line compute and return every output; a dispatch writes those its desc has
     # (at least one).
-    optional_outputs: tuple[str, ...] = ()
+    optional_outputs: tuple[str, ...]
     # ---- shaped operators (everything beyond element-wise; see shaped.py) ----
     # The output-shape rule: (ShapeQuery) -> {output name: Sizes} (a list of Sizes for a variadic output).
     # It raises RuleViolation for a call the operator's rules refuse (exit 3). None: element-wise, where the
     # output has the inputs' (broadcast) Sizes.
-    shape_rule: Callable | None = None
+    shape_rule: Callable | None
     # The kernel of a shaped operator, for both backends: (xp, inputs, outputs, typed parameters) -> a tuple of
     # output arrays, where xp is numpy or cupy, inputs are arrays of xp in DESC order (a variadic input is
     # several arrays in a row), and outputs the TensorInfo of each output (Sizes and DataType).
-    array_kernel: Callable | None = None
+    array_kernel: Callable | None
     # The GPU's own kernel where array_kernel run on CuPy would not give the CPU's result (same signature).
-    gpu_array_kernel: Callable | None = None
-    extra_outputs: tuple[str, ...] = ()  # output tensors after `output` (TOP_K's OutputIndexTensor)
+    gpu_array_kernel: Callable | None
+    extra_outputs: tuple[str, ...]  # output tensors after `output` (TOP_K's OutputIndexTensor)
     # The one tensor field that is an array of tensors (JOIN's InputTensors, SPLIT's OutputTensors): a call
     # gives (or gets) one or more tensors for it, named InputTensors[0], InputTensors[1], ...
-    variadic: str | None = None
+    variadic: str | None
     # Support rows picked by a parameter's value (REDUCE's tables by Function): the parameter's field and,
     # per group of its values, the rows. `support` then holds the rows of the first group (for describe's
     # summary); validation uses the group of the call's value.
-    support_by: str | None = None
-    support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...] = ()
+    support_by: str | None
+    support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...]
     # Rules that depend on the feature level beyond the support rows (an enum value that came later):
     # (call, feature level) -> a message, or None where the call is fine at that level.
-    level_rule: Callable | None = None
+    level_rule: Callable | None
     # How the tolerance grows with a call (a reduction's with the elements reduced): (call) -> a factor.
-    tolerance_scale: Callable | None = None
+    tolerance_scale: Callable | None
     # How a shaped operator runs on Dask (distributed/graph.py); None: it does not. "whole_axes": each block
     # holds whole `dask_axes(call)` axes of the (single) input and goes through the kernel on its own, the
     # other axes keeping their chunks; "concatenate": the inputs are joined along the Axis parameter;
-    dask_layout: str | None = None
-    dask_axes: Callable | None = None
+    dask_layout: str | None
+    dask_axes: Callable | None
     # "index": the output is the input indexed with `dask_index(call)` (a tuple of slices: SLICE, SLICE1).
-    dask_index: Callable | None = None
+    dask_index: Callable | None
     # The parameter (a FusedActivationParameter's field, "FusedActivation") whose activation the backend runs on
     # the first output once the kernel has written it, rounded to the output type (GEMM, CONVOLUTION, the
     # normalizations): the activation's own kernel, the CPU's or the GPU's, as ADD1's runs. None: no such field.
-    fused_activation: str | None = None
+    fused_activation: str | None
     # Whether the FLOAT32 work of its kernel is matrix products (xp.matmul: cuBLAS on the GPU), which TF32 tensor
     # cores may compute when the call allows it (--allow-tf32, allow_tf32=True, DxDispatch's executionFlags
     # DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION): the GPU backend then runs the kernel with TF32 allowed
     # and its FLOAT32 results are checked within TF32_WIDENING times the tolerance. False: the switch is accepted
     # and changes nothing (DirectML's flag only allows).
-    tf32_products: bool = False
+    tf32_products: bool
+
+    def __init__(self, *, name: str, enum_value: int, family: str, summary: str, formula: str, introduced: FeatureLevel,
+                 inputs: tuple[str, ...], support: tuple[SupportRow, ...], same_data_type: tuple[str, ...],
+                 same_sizes: tuple[str, ...], cpu_kernel: Callable | None, cuda_body: str, output: str = "OutputTensor",
+                 prefix: str = "ELEMENT_WISE", parameters: tuple[Parameter, ...] = (),
+                 default_output_type: DataType | None = None, native_encoding: bool = False, in_place: bool = False,
+                 hooks: tuple[Hook, ...] = (), cuda_names: tuple[str, ...] = (), cuda_helpers: str = "",
+                 notes: tuple[str, ...] = (), exactness: str = EXACT, tolerance: Tolerance | None = None,
+                 optional_inputs: tuple[tuple[str, str], ...] = (), optional_since: FeatureLevel | None = None,
+                 optional_outputs: tuple[str, ...] = (), shape_rule: Callable | None = None,
+                 array_kernel: Callable | None = None, gpu_array_kernel: Callable | None = None,
+                 extra_outputs: tuple[str, ...] = (), variadic: str | None = None, support_by: str | None = None,
+                 support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...] = (),
+                 level_rule: Callable | None = None, tolerance_scale: Callable | None = None,
+                 dask_layout: str | None = None, dask_axes: Callable | None = None, dask_index: Callable | None = None,
+                 fused_activation: str | None = None, tf32_products: bool = False) -> None:
+        vars(self).update(name=name, enum_value=enum_value, family=family, summary=summary, formula=formula,
+                          introduced=introduced, inputs=inputs, support=support, same_data_type=same_data_type,
+                          same_sizes=same_sizes, cpu_kernel=cpu_kernel, cuda_body=cuda_body, output=output,
+                          prefix=prefix, parameters=parameters, default_output_type=default_output_type,
+                          native_encoding=native_encoding, in_place=in_place, hooks=hooks, cuda_names=cuda_names,
+                          cuda_helpers=cuda_helpers, notes=notes, exactness=exactness, tolerance=tolerance,
+                          optional_inputs=optional_inputs, optional_since=optional_since,
+                          optional_outputs=optional_outputs, shape_rule=shape_rule, array_kernel=array_kernel,
+                          gpu_array_kernel=gpu_array_kernel, extra_outputs=extra_outputs, variadic=variadic,
+                          support_by=support_by, support_groups=support_groups, level_rule=level_rule,
+                          tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
+                          dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products)
+        check_entry(self)
+
+    def __repr__(self) -> str:
+        return f"Operator(name={self.name!r})"
 
     def tf32_applies(self, output_type) -> bool:
         """Whether a call that allows TF32 is computed (GPU) and checked (--check) differently: an operator with
