@@ -791,9 +791,10 @@ def test_roi_align_refuses_a_sample_grid_too_big_to_hold():
 @settings(max_examples=400, deadline=None)
 @given(divisor=st.integers(1, 2**31 - 1), dividend=st.integers(0, 2**31 - 1))
 def test_fast_division_divides_every_32_bit_index(divisor, dividend):
-    """pooling_gpu's kernels divide a 32-bit index by an output size as (n * m >> 32) >> r (a divisor of 1 is
-    skipped in the kernel): the quotient is exact for every index below 2^31, the multiplier fits 32 bits."""
-    from dmlcli.operators.pooling_gpu import fast_division
+    """The GPU kernels (pooling, padding, per-channel normalization) divide a 32-bit index by a size as
+    (n * m >> 32) >> r (a divisor of 1 is skipped in the kernel): the quotient is exact for every index below 2^31,
+    the multiplier fits 32 bits."""
+    from dmlcli.operators.cuda_prelude import fast_division
 
     multiplier, shift = fast_division(divisor)
     assert 0 <= multiplier < 2**32

@@ -134,6 +134,27 @@ __device__ __forceinline__ float dml_fmin(float a, float b) {
 }
 """
 
+# Division of a 32-bit index by a value known only at run time, as a multiplication by a magic number computed on the
+# host (fast_division): an integer division is a long instruction sequence on the GPU, and kernels that find an
+# element's coordinates from its index (pooling, padding, per-channel normalization) were compute-bound on them.
+FAST_DIVISION = """
+__device__ __forceinline__ unsigned int dml_fast_divide(unsigned int n, unsigned int divisor, unsigned int magic,
+                                                        unsigned int shift) {
+    return divisor == 1 ? n : __umulhi(n, magic) >> shift;
+}
+"""
+
+
+def fast_division(divisor: int) -> tuple[int, int]:
+    """(magic, shift) with n // divisor == (n * magic >> 32) >> shift for every 0 <= n < 2^31 (a divisor of 1 is
+    not divided: dml_fast_divide tests it). CUTLASS's FastDivmod: p = 31 + ceil(log2(divisor)),
+    magic = ceil(2^p / divisor) < 2^32."""
+    if divisor <= 1:
+        return 0, 0
+    log2 = (divisor - 1).bit_length()  # ceil(log2(divisor))
+    return -(-(1 << (31 + log2)) // divisor), log2 - 1
+
+
 # A block-wide combine of one float per thread (every thread gets the result), for the kernels that give each row
 # of a reduction one block (softmax, mean-variance normalization). The maximum propagates NaN; `shared` holds 33
 # floats. Warp by warp with shuffles, then the warps' results through shared memory.

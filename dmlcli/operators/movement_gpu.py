@@ -9,9 +9,12 @@ type and every bit pattern (NaN payloads included) is kept.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
+
+from .cuda_prelude import C_WORD_TYPES, FAST_DIVISION, fast_division, launch
 
 # cudaMemcpy2D's pitches are at most this (cudaDevAttrMaxPitch on current GPUs).
 MAX_PITCH = 2**31 - 1
@@ -113,11 +116,13 @@ _PAD_FOLD = {
 }
 
 
+@functools.lru_cache(maxsize=128)  # the text is built once per rank, mode, width and index size
 def _pad_source(rank: int, mode: str, word: str, wide: bool) -> str:
     """The kernel for one rank, mode and element width: sizes, starts and input strides are arguments."""
     index = "long long" if wide else "int"
-    arguments = ", ".join(f"const long long {name}{d}" for name in ("out", "in", "start", "step") for d in range(rank))
-    lines = [f"typedef {word} T;", f"typedef {index} idx_t;",
+    arguments = ", ".join([f"const long long {name}{d}" for name in ("out", "in", "start", "step") for d in range(rank)]
+                          + [f"const unsigned int {name}{d}" for name in ("magic", "shift") for d in range(rank)])
+    lines = [FAST_DIVISION, f"typedef {word} T;", f"typedef {index} idx_t;",
              f'extern "C" __global__ void dml_kernel(const T* x, T* y, const T value, {arguments}, const long long n) {{',
              "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
              "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
@@ -125,7 +130,12 @@ def _pad_source(rank: int, mode: str, word: str, wide: bool) -> str:
     for d in reversed(range(rank)):
         lines.append("        {")
         lines.append(f"        const idx_t size = (idx_t)in{d};")
-        lines.append(f"        idx_t c = t % (idx_t)out{d} - (idx_t)start{d}; t /= (idx_t)out{d};")
+        if wide:
+            lines.append(f"        idx_t c = t % (idx_t)out{d} - (idx_t)start{d}; t /= (idx_t)out{d};")
+        else:  # a division by a magic number (cuda_prelude.fast_division): the kernel's costliest step otherwise
+            lines.append(f"        const idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)out{d},"
+                         f" magic{d}, shift{d});")
+            lines.append(f"        idx_t c = t - q * (idx_t)out{d} - (idx_t)start{d}; t = q;")
         if mode == "CONSTANT":
             lines.append("        inside = inside && c >= 0 && c < size;")
         else:
@@ -142,8 +152,6 @@ def pad(cp, x, out_shape, start, mode: str, constant):
     """PADDING of `x` into a new array of `out_shape`, `start` elements before the input in each dimension, by
     `mode` with `constant` (CONSTANT); None where the kernel does not take it (rank past PAD_MAX_RANK, or an empty
     input: the xp kernel then runs)."""
-    from .cuda_prelude import C_WORD_TYPES, launch  # text only; imported with the first GPU padding
-
     if x.ndim == 0 or x.ndim > PAD_MAX_RANK or x.size == 0:
         return None
     x = cp.ascontiguousarray(x)
@@ -157,5 +165,7 @@ def pad(cp, x, out_shape, start, mode: str, constant):
     source = _pad_source(x.ndim, mode, C_WORD_TYPES[itemsize * 8], wide)
     steps = [s // itemsize for s in x.strides]
     arguments = [np.int64(v) for v in (*out.shape, *x.shape, *start, *steps)]
-    launch(cp, source, x.view(word), out.view(word), value, *arguments, count=out.size)
+    magic = [fast_division(size) for size in out.shape]
+    launch(cp, source, x.view(word), out.view(word), value, *arguments, *(np.uint32(m) for m, _ in magic),
+           *(np.uint32(r) for _, r in magic), count=out.size)
     return out

@@ -274,8 +274,8 @@ def _per_channel(tensor, x) -> bool:
 
 # One thread per four elements of one channel (a plane of a multiple of 4: 16-byte loads and stores; else one
 # element a thread). Each block first puts every channel's Mean, sqrt(Variance + Epsilon), Scale and Bias in
-# shared memory, then walks the input in a grid-stride loop: the element's channel from its index (one division
-# and one remainder in 32 bits where they fit). The square root is the one the elementwise kernel takes per
+# shared memory, then walks the input in a grid-stride loop: the element's channel from its index (two divisions
+# by magic numbers in 32 bits where they fit). The square root is the one the elementwise kernel takes per
 # element (the same operation on the same values), so the results keep the CPU's bits.
 _BATCH_NORMALIZATION_BY_CHANNEL = """
 __device__ __forceinline__ float dml_bn(float x, const float* table, long long c) {
@@ -285,7 +285,9 @@ __device__ __forceinline__ float dml_bn(float x, const float* table, long long c
 extern "C" __global__ void dml_kernel(const float* xs, const float* means, const float* variances,
                                       const float* scales, const float* biases, const float epsilon, float* ys,
                                       const long long plane, const long long channels, const long long n,
-                                      const int vector) {
+                                      const int vector, const unsigned int plane_magic,
+                                      const unsigned int plane_shift, const unsigned int channel_magic,
+                                      const unsigned int channel_shift) {
     extern __shared__ float table[];
     for (long long c = threadIdx.x; c < channels; c += blockDim.x) {
         table[4 * c] = means[c];
@@ -299,8 +301,13 @@ extern "C" __global__ void dml_kernel(const float* xs, const float* means, const
     const long long width = vector ? 4 : 1, items = n / width;
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < items; j += stride) {
         const long long i = j * width;
-        const long long c = narrow ? (long long)(((unsigned int)i / (unsigned int)plane) % (unsigned int)channels)
-                                   : (i / plane) % channels;
+        long long c;
+        if (narrow) {  // two divisions by magic numbers (cuda_prelude.fast_division)
+            const unsigned int q = dml_fast_divide((unsigned int)i, (unsigned int)plane, plane_magic, plane_shift);
+            c = q - dml_fast_divide(q, (unsigned int)channels, channel_magic, channel_shift) * (unsigned int)channels;
+        } else {
+            c = (i / plane) % channels;
+        }
         if (vector) {
             const float4 v = reinterpret_cast<const float4*>(xs)[j];
             reinterpret_cast<float4*>(ys)[j] = make_float4(dml_bn(v.x, table, c), dml_bn(v.y, table, c),
@@ -322,9 +329,9 @@ def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon)
     if x.size:
         kernel = _GPU_KERNELS.get("dml_batch_normalization_by_channel")
         if kernel is None:
-            from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
+            from .cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE, FAST_DIVISION
 
-            kernel = cp.RawKernel(DEVICE_PRELUDE + _BATCH_NORMALIZATION_BY_CHANNEL, "dml_kernel",
+            kernel = cp.RawKernel(DEVICE_PRELUDE + FAST_DIVISION + _BATCH_NORMALIZATION_BY_CHANNEL, "dml_kernel",
                                   options=COMPILE_OPTIONS)
             kernel.max_dynamic_shared_size_bytes = BATCH_NORMALIZATION_TABLE_CHANNELS * 16
             _GPU_KERNELS["dml_batch_normalization_by_channel"] = kernel
@@ -333,8 +340,11 @@ def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon)
         vector = plane % 4 == 0 and x.data.ptr % 16 == 0  # a view may start anywhere
         threads = 256
         blocks = int(max(1, min(_BN_BLOCKS, -(-x.size // (threads * (4 if vector else 1))))))
+        from .cuda_prelude import fast_division
+
+        magic = [np.uint32(v) for size in (plane, channels) for v in fast_division(size)]
         kernel((blocks,), (threads,), (x, *flat, epsilon, y, np.int64(plane), np.int64(channels), np.int64(x.size),
-                                       np.int32(vector)), shared_mem=channels * 16)
+                                       np.int32(vector), *magic), shared_mem=channels * 16)
     return y
 
 

@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 
-from .cuda_prelude import C_INTEGER_TYPES, DEVICE_PRELUDE, SELECT_PRIMITIVES, launch
+from .cuda_prelude import C_INTEGER_TYPES, DEVICE_PRELUDE, FAST_DIVISION, SELECT_PRIMITIVES, fast_division, launch
 
 _C_VALUE = {**C_INTEGER_TYPES, "float32": "float", "float16": "unsigned short"}  # FLOAT16 as its bits
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
@@ -39,7 +39,7 @@ def _source(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, wide_indices: bo
     constants = "".join(f"    constexpr idx_t {name}{dim} = {value};\n"
                         for name, values in (("w", window), ("s", strides), ("d", dilations))
                         for dim, value in enumerate(values))
-    header = (DEVICE_PRELUDE + SELECT_PRIMITIVES + f'\ntypedef {index} idx_t;\n'
+    header = (DEVICE_PRELUDE + SELECT_PRIMITIVES + FAST_DIVISION + f'\ntypedef {index} idx_t;\n'
               f'extern "C" __global__ void dml_kernel(const {in_c}* xs, {out_c}* ys,\n'
               "    const long long li0, const long long li1, const long long li2,\n"
               "    const long long lo0, const long long lo1, const long long lo2,\n"
@@ -101,28 +101,18 @@ _INSIDE_MAX = """        {
 
 def _coordinates(wide_indices: bool) -> str:
     """The output element's coordinates c2, c1, c0 and plane t from its index i. In 32 bits, each division is a
-    multiplication by a precomputed magic number (fast_division's m and r): an integer division by a value known
-    only at run time is a long instruction sequence on the GPU, and three of them were most of a 3x3 window's
-    work (the kernel was compute-bound, the memory a fifth busy)."""
+    multiplication by a precomputed magic number (cuda_prelude.fast_division's m and r): three integer divisions
+    were most of a 3x3 window's work (the kernel was compute-bound, the memory a fifth busy)."""
     if wide_indices:
         return ("        const idx_t c2 = t % o2; t /= o2;\n"
                 "        const idx_t c1 = t % o1; t /= o1;\n"
                 "        const idx_t c0 = t % o0; t /= o0;\n")
     lines = []
     for d in (2, 1, 0):
-        lines.append(f"        const unsigned int q{d} = o{d} == 1 ? (unsigned int)t\n"
-                     f"                                  : __umulhi((unsigned int)t, m{d}) >> r{d};\n"
+        lines.append(f"        const unsigned int q{d} = dml_fast_divide((unsigned int)t, (unsigned int)o{d}, m{d},"
+                     f" r{d});\n"
                      f"        const idx_t c{d} = t - (idx_t)q{d} * o{d}; t = (idx_t)q{d};\n")
     return "".join(lines)
-
-
-def fast_division(divisor: int) -> tuple[int, int]:
-    """(m, r) with n // divisor == (n * m >> 32) >> r for every 0 <= n < 2^31 (a divisor of 1 is not divided:
-    the kernels test it). CUTLASS's FastDivmod: p = 31 + ceil(log2(divisor)), m = ceil(2^p / divisor) < 2^32."""
-    if divisor <= 1:
-        return 0, 0
-    log2 = (divisor - 1).bit_length()  # ceil(log2(divisor))
-    return -(-(1 << (31 + log2)) // divisor), log2 - 1
 
 
 def _max_body(dtype: np.dtype, loops: str) -> str:
