@@ -1,12 +1,12 @@
-"""Data movement on the GPU by the copy engine: JOIN, TILE and PADDING's interior as cudaMemcpy2DAsync calls, each
-a block of equal rows copied at the device's copy bandwidth (issue 23: data movement at >= 0.7 of the copy).
-CuPy's concatenate, tile and slice assignment run an indexing kernel at about half of it.
+"""Data movement on the GPU: JOIN and TILE by the copy engine (cudaMemcpy2DAsync calls, each a block of equal rows
+copied at the device's copy bandwidth), PADDING by one kernel of its own for every mode (pad), with the copy engine's
+interior (place) where that kernel does not take the input (issue 23: data movement at >= 0.7 of the copy). CuPy's
+concatenate, tile and slice assignment run an indexing kernel at about half of it.
 
-Each function returns None where its layout does not fit a few 2-D copies (a pitch past the device's limit, or
-more pieces than MAX_COPIES); the caller then runs the shared xp kernel. Bytes are copied as they are, so every
-type and every bit pattern (NaN payloads included) is kept.
+join, tile and place return None (or False) where their layout does not fit a few 2-D copies (a pitch past the
+device's limit, or more pieces than MAX_COPIES); the caller then runs the shared xp kernel. Bytes are copied as they
+are, so every type and every bit pattern (NaN payloads included) is kept.
 """
-
 from __future__ import annotations
 
 import functools
