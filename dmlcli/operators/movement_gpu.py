@@ -7,6 +7,7 @@ join, tile and place return None (or False) where their layout does not fit a fe
 device's limit, or more pieces than MAX_COPIES); the caller then runs the shared xp kernel. Bytes are copied as they
 are, so every type and every bit pattern (NaN payloads included) is kept.
 """
+
 from __future__ import annotations
 
 import functools
