@@ -14,6 +14,7 @@ per element (issue 23: reductions at >= 0.7 of the copy bandwidth and never slow
 The sums add in another order than the CPU's (as CuPy's do), within the operators' tolerances that grow with the
 reduced length; MAX, MIN and the ARG functions select, so the values are the CPU's.
 """
+
 from __future__ import annotations
 
 import math
