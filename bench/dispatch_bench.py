@@ -42,7 +42,7 @@ from dmlcli.dispatch import check, load_model, run_model  # noqa: E402
 from dmlcli.errors import DmlcliError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MODELS = Path(os.environ.get("DMLCLI_SHARED") or REPO.parent / "shared") / "dxdispatch_models"
+DEFAULT_MODELS = Path(os.environ.get("DMLCLI_SHARED") or REPO.parent / "shared").resolve() / "dxdispatch_models"
 NOT_RUN = {
     "hlsl_add_fp16": "HLSL: needs DirectX's shader compiler",
     "hlsl_add_fp32": "HLSL: needs DirectX's shader compiler",

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
 # The reference data (DirectML pages, peer test vectors, DxDispatch models) lives beside the clone as
 # ../shared; DMLCLI_SHARED points elsewhere. Without it the tests that read it skip, saying why.
-SHARED = Path(os.environ.get("DMLCLI_SHARED") or REPO.parent / "shared")
+SHARED = Path(os.environ.get("DMLCLI_SHARED") or REPO.parent / "shared").resolve()  # absolute: tests change folder
 SHARED_MISSING = (f"{SHARED} not found: these tests read the reference data in ../shared beside the clone "
                   "(or set DMLCLI_SHARED to its folder)")
 
