@@ -135,7 +135,7 @@ def test_a_run_with_parameters_makes_no_dataclass(name):
     assert json.loads(stdout)["data"] == expected
     # DEQUANTIZE_LINEAR has no parameters, but a hook (UndefinedScaleCheck) that was a dataclass.
     assert ("dmlcli.operators.parameter_kinds" in loaded) == (name != "dequantize_linear")
-    # Creating the parameter kinds as dataclasses was about 10 ms of such a run (issue 23): records.Frozen instead.
+    # Creating the parameter kinds as dataclasses was about 8 ms of such a run (issue 23): records.Frozen instead.
     assert "dataclasses" not in loaded
     assert not NEVER & top_level_and_packages(loaded), sorted(NEVER & top_level_and_packages(loaded))
 
@@ -291,6 +291,8 @@ def test_parameter_kinds_are_frozen_records_that_pickle_repr_and_replace_as_the_
     made += [hook for operator in all_operators() for hook in operator.hooks]
     assert not [type(record).__name__ for record in made if dataclasses.is_dataclass(record)]
     for record in {id(record): record for record in made}.values():
+        if "activations" in vars(record):  # operator entries inside: whether those pickle is not the kinds' business
+            record = records.replace(record, activations=())
         copy = pickle.loads(pickle.dumps(record))
         assert type(copy) is type(record) and list(vars(copy)) == list(vars(record)) and repr(copy) == repr(record)
         name = next(iter(vars(record)))

@@ -3,7 +3,7 @@ type, scalar union) and their base, Parameter: see parameters.py, which loads th
 
 Kept apart so that an operator with no parameters (BIT_XOR, ADD) runs without making these classes. They are
 immutable records (records.Frozen), not dataclasses: dataclass() wrote and compiled an __init__, __repr__ ... for
-each kind as the module was imported, about 10 ms of every run of an operator with parameters (issue 23). Each
+each kind as the module was imported, about 8 ms of every run of an operator with parameters (issue 23). Each
 __init__ takes the fields in the order the dataclasses did (the base's field and help first), by position or by
 name; the kinds compare by identity (as with eq=False) and `records.replace` stands for dataclasses.replace.
 """
