@@ -1,7 +1,9 @@
 """Start-up time of `dmlcli run` on a tiny inline tensor, against `python -c "import numpy"`.
 
 Goal (issues 10, 21, 23): `dmlcli run bit_xor '[1,2]' '[3,4]' --dtype uint8 -o -` at most 1.25x the NumPy import
-with a regular install. The commands run alternately, several times, as real subprocesses (stdout a pipe); the
+with a regular install. Two runs of operators with parameters are timed beside it, as the same goal applies to
+them: `dmlcli run clip '[1,2,3]' --dtype float32 --min 0 --max 2 -o -` and the shaped
+`dmlcli run reduce '[[1,2],[3,4]]' --dtype float32 --function sum --axes 1 -o -`. The commands run alternately, several times, as real subprocesses (stdout a pipe); the
 medians are compared, each against the `import numpy` of the same interpreter, measured in the same loop.
 
 Two figures per command: wall time, and the child's CPU time (user + sys, from getrusage(RUSAGE_CHILDREN)). On a
@@ -40,12 +42,18 @@ BASELINE = "python -c 'import numpy'"
 
 def commands_for(python: str) -> dict[str, list[str]]:
     # The console script pip writes (bin/dmlcli), as a user types `dmlcli run ...`.
-    dmlcli = [str(Path(python).parent / "dmlcli"), "run", "bit_xor"]
+    run = [str(Path(python).parent / "dmlcli"), "run"]
+    dmlcli = run + ["bit_xor"]
     return {
         BASELINE: [python, "-c", "import numpy"],
         "dmlcli run -o - (the goal's)": dmlcli + ["[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-"],
         "dmlcli run (table)": dmlcli + ["[[0,128],[42,255]]", "[[255,255],[1,1]]", "--dtype", "uint8"],
         "dmlcli run --format json": dmlcli + ["[0,128]", "[255,1]", "--dtype", "uint8", "--format", "json"],
+        # BIT_XOR has no parameters; these load the parameter kinds (and REDUCE a shape rule's query too).
+        "dmlcli run clip --min --max -o -": run + ["clip", "[1,2,3]", "--dtype", "float32", "--min", "0",
+                                                    "--max", "2", "-o", "-"],
+        "dmlcli run reduce --axes -o -": run + ["reduce", "[[1,2],[3,4]]", "--dtype", "float32", "--function",
+                                                 "sum", "--axes", "1", "-o", "-"],
     }
 
 
@@ -120,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             walls[key].append(wall)
             cpus[key].append(cpu)
     print(f"medians of {args.runs} alternating runs; ratios against {BASELINE} of the same install "
-          f"(goal: the -o - run <= {GOAL_RATIO}x, regular install)")
+          f"(goal: the -o - runs <= {GOAL_RATIO}x, regular install)")
     print(f"{'install: command':44} {'wall s':>7} {'ratio':>6} {'cpu s':>7} {'ratio':>6}")
     for label in installs:
         base_wall = statistics.median(walls[(label, BASELINE)])

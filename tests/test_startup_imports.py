@@ -86,8 +86,7 @@ def test_the_goal_run_loads_one_family_module_and_nothing_it_does_not_use():
     assert "dmlcli.operators.parameter_kinds" not in loaded
     assert "dmlcli.operators.shaped" not in loaded
     # The records a run makes are plain classes (records.py): creating dataclasses cost ~7 ms of it (issue 23).
-    # (The parameter kinds are dataclasses still: an operator with parameters loads the module.) Integers in range
-    # are read without decimal (0.8 ms), which float values and huge integers load (scalars.py).
+    # Integers in range are read without decimal (0.8 ms), which float values and huge integers load (scalars.py).
     assert "dataclasses" not in loaded and "decimal" not in loaded
     assert "dmlcli.cli.commands" in loaded  # the command itself, found through COMMAND_MODULES
 
@@ -109,6 +108,36 @@ def test_a_run_with_parameters_loads_its_family_and_the_parameter_kinds():
     assert families_loaded(loaded) == {"comparison"}
     assert "dmlcli.operators.parameter_kinds" in loaded
     assert not NEVER & top_level_and_packages(loaded)
+    assert "dataclasses" not in loaded
+
+
+# Operators with parameters of each kind a family module adds (movement's, indexing's, resampling's), a shape rule's
+# query (shaped.py), a hook (quantization's, on an operator without parameters) and a fused activation made with
+# records.replace (matmul's).
+WITH_PARAMETERS = {
+    "clip": (("clip", "[1,2,3]", "--dtype", "float32", "--min", "0", "--max", "2"), [1.0, 2.0, 2.0]),
+    "reduce": (("reduce", "[[1,2],[3,4]]", "--dtype", "float32", "--function", "sum", "--axes", "1"), [[3.0], [7.0]]),
+    "slice": (("slice", "[1,2,3,4]", "--dtype", "uint8", "--offsets", "1", "--sizes", "2", "--strides", "1"), [2, 3]),
+    "gather_nd": (("gather_nd", '{"dtype": "uint8", "data": [[1,2],[3,4]]}', '{"dtype": "uint32", "data": [[1,0]]}'),
+                  [[3]]),
+    "upsample_2d": (("upsample_2d", "[[[[1,2]]]]", "--dtype", "float32", "--scale-size", "1,2"),
+                    [[[[1.0, 1.0, 2.0, 2.0]]]]),
+    "dequantize_linear": (("dequantize_linear", '{"dtype": "uint8", "data": [4]}', '{"dtype": "float32", "data": [0.5]}',
+                           '{"dtype": "uint8", "data": [2]}'), [1.0]),
+    "gemm": (("gemm", "[[[[1,-2]]]]", "[[[[1],[1]]]]", "--dtype", "float32", "--fused-activation", "relu"), [[[[0.0]]]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WITH_PARAMETERS))
+def test_a_run_with_parameters_makes_no_dataclass(name):
+    arguments, expected = WITH_PARAMETERS[name]
+    loaded, stdout = modules_after("run", *arguments, "-o", "-")
+    assert json.loads(stdout)["data"] == expected
+    # DEQUANTIZE_LINEAR has no parameters, but a hook (UndefinedScaleCheck) that was a dataclass.
+    assert ("dmlcli.operators.parameter_kinds" in loaded) == (name != "dequantize_linear")
+    # Creating the parameter kinds as dataclasses was about 8 ms of such a run (issue 23): records.Frozen instead.
+    assert "dataclasses" not in loaded
+    assert not NEVER & top_level_and_packages(loaded), sorted(NEVER & top_level_and_packages(loaded))
 
 
 def test_a_file_output_still_writes_through_its_writer(tmp_path):
@@ -247,3 +276,38 @@ def dataclasses_frozen_error():
 
     return dataclasses.FrozenInstanceError
 
+
+
+def test_parameter_kinds_are_frozen_records_that_pickle_repr_and_replace_as_the_dataclasses_did():
+    import dataclasses
+    import pickle
+
+    from dmlcli import records
+    from dmlcli.operators import all_operators, find_operator
+    from dmlcli.operators.matmul import GEMM_FUSED_ACTIVATION
+    from dmlcli.operators.parameter_kinds import CudaArgument, EnumParameter, FloatParameter
+
+    made = [parameter for operator in all_operators() for parameter in operator.parameters]
+    made += [hook for operator in all_operators() for hook in operator.hooks]
+    assert not [type(record).__name__ for record in made if dataclasses.is_dataclass(record)]
+    for record in {id(record): record for record in made}.values():
+        if "activations" in vars(record):  # operator entries inside: whether those pickle is not the kinds' business
+            record = records.replace(record, activations=())
+        copy = pickle.loads(pickle.dumps(record))
+        assert type(copy) is type(record) and list(vars(copy)) == list(vars(record)) and repr(copy) == repr(record)
+        name = next(iter(vars(record)))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, None)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(record, name)
+    alpha = FloatParameter("Alpha", "a help", 0.5)  # positionally, in the dataclass's field order
+    assert repr(alpha) == "FloatParameter(field='Alpha', help='a help', default_value=0.5)"
+    assert alpha != FloatParameter(field="Alpha", help="a help", default_value=0.5)  # by identity, as eq=False did
+    assert len({alpha, alpha}) == 1
+    mode = EnumParameter(field="Mode", help="h", values=(("A", 0),), default_value="A")
+    assert repr(mode) == "EnumParameter(field='Mode', help='h', enum_prefix='', values=(('A', 0),), default_value='A')"
+    assert repr(CudaArgument("int", "Mode", 0)) == "CudaArgument(c_type='int', name='Mode', value=0)"
+    fused = find_operator("add1").parameters[-1]
+    assert "activations" not in repr(fused) and repr(fused).startswith("FusedActivationParameter(field='FusedActivation'")
+    assert GEMM_FUSED_ACTIVATION.activations is fused.activations and GEMM_FUSED_ACTIVATION.help != fused.help
+    assert records.replace(alpha, default_value=2.0).default == np.float32(2.0) and alpha.default == np.float32(0.5)

@@ -22,11 +22,11 @@ Rules dmlcli had to choose where the pages are silent or disagree, each in the e
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InputError
+from ..records import Frozen
 from ..data_types import ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from .parameters import EnumParameter, IntegerParameter
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
@@ -41,12 +41,16 @@ _INTS_8 = (FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8)  # TYPES
 # ---------------------------------------------------------------- parameters
 
 
-@dataclass(frozen=True, eq=False)
 class CountParameter(IntegerParameter):
     """A UINT count field whose natural value depends on a tensor's rank (GATHER's IndexDimensions): left
     out, the typed value is None and the shape rule resolves it as `default_text` says."""
 
-    default_text: str = ""
+    default_text: str
+
+    def __init__(self, field: str, help: str, default_value: int = 0, minimum: int = 0, maximum: int = 2**32 - 1,
+                 default_text: str = "") -> None:
+        vars(self).update(field=field, help=help, default_value=default_value, minimum=minimum, maximum=maximum,
+                          default_text=default_text)
 
     @property
     def default(self):
@@ -348,14 +352,30 @@ GATHER_ELEMENTS = Operator(
 # ---------------------------------------------------------------- GATHER_ND, GATHER_ND1
 
 
-@dataclass(frozen=True)
-class _NdLayout:
-    """How GATHER_ND(1) and SCATTER_ND see their tensors: the meaningful Sizes, the batch and the tuple size."""
+class _NdLayout(Frozen):
+    """How GATHER_ND(1) and SCATTER_ND see their tensors: the meaningful Sizes, the batch and the tuple size.
+    An immutable record (records.py), equal to another of the same fields."""
 
     data: tuple[int, ...]  # InputTensor's meaningful Sizes
     indices: tuple[int, ...]  # IndicesTensor's meaningful Sizes (the last is the tuple size)
     batch: int
     tuple_size: int
+
+    def __init__(self, data: tuple[int, ...], indices: tuple[int, ...], batch: int, tuple_size: int) -> None:
+        vars(self).update(data=data, indices=indices, batch=batch, tuple_size=tuple_size)
+
+    def __repr__(self) -> str:
+        return (f"_NdLayout(data={self.data!r}, indices={self.indices!r}, batch={self.batch!r}, "
+                f"tuple_size={self.tuple_size!r})")
+
+    def _fields(self) -> tuple:
+        return (self.data, self.indices, self.batch, self.tuple_size)
+
+    def __eq__(self, other) -> bool:
+        return self._fields() == other._fields() if other.__class__ is self.__class__ else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
     @property
     def gathered(self) -> tuple[int, ...]:

@@ -24,12 +24,11 @@ How the numbers are computed (issue 19):
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..data_types import FLOAT32, FLOATS, INT8, INT16, INT32, UINT8, UINT16, UINT32
 from ..feature_levels import level
+from ..records import replace
 from .activation import FUSED_ACTIVATION
 from .parameters import EnumParameter, FloatParameter
 from .schema import COMPOSITE, DIMS_4, EXACT, Operator, Tolerance, rows
@@ -95,7 +94,7 @@ ALPHA = FloatParameter(field="Alpha", help="the multiplier of A x B (default 1)"
 BETA = FloatParameter(field="Beta", help="the multiplier of CTensor (default 1; ignored without CTensor)",
                       default_value=1.0)
 # ADD1's parameter (the same fusable activations, options and kernels' arguments), with GEMM's words.
-GEMM_FUSED_ACTIVATION = dataclasses.replace(
+GEMM_FUSED_ACTIVATION = replace(
     FUSED_ACTIVATION, help="an activation applied to the GEMM's result (--fused-activation NAME), with its FLOAT "
                            "fields as --fused-alpha, --fused-beta, ... (each the activation's own default when left out)")
 

@@ -13,7 +13,6 @@ Where a page is silent, dmlcli's choice is in the entry's notes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,11 +37,15 @@ def _io_row(level_name, dims, types, inputs=("InputTensor",), output="OutputTens
 # ---------------------------------------------------------------- parameter kinds dmlcli adds
 
 
-@dataclass(frozen=True, eq=False)
 class OptionalIntegerParameter(IntegerParameter):
     """A UINT that may be left out (typed value None): what that means is `default_text`'s, and the shape rule's."""
 
-    default_text: str = ""
+    default_text: str
+
+    def __init__(self, field: str, help: str, default_value: int = 0, minimum: int = 0, maximum: int = 2**32 - 1,
+                 default_text: str = "") -> None:
+        vars(self).update(field=field, help=help, default_value=default_value, minimum=minimum, maximum=maximum,
+                          default_text=default_text)
 
     @property
     def default(self):
@@ -58,14 +61,12 @@ class OptionalIntegerParameter(IntegerParameter):
         """Nothing to check: there is no default value (IntegerParameter's default_value is unused)."""
 
 
-@dataclass(frozen=True, eq=False)
 class _NotInDescInteger(OptionalIntegerParameter):
     """An optional UINT a DxDispatch desc may leave out (SPLIT's OutputCount: the OutputTensors array says it)."""
 
     required_in_desc = False
 
 
-@dataclass(frozen=True, eq=False)
 class SplitSizesParameter(IntArrayParameter):
     """dmlcli's way to state SPLIT's OutputTensors' Sizes along Axis (not a DESC field: DirectML reads them
     from the output tensor descs, which a DxDispatch model gives)."""
@@ -73,7 +74,6 @@ class SplitSizesParameter(IntArrayParameter):
     required_in_desc = False
 
 
-@dataclass(frozen=True, eq=False)
 class PaddingValueParameter(ScalarUnionParameter):
     """PADDING1's DML_SCALAR_UNION PaddingValue: a value of OutputTensor's type, 0 when left out."""
 
@@ -92,7 +92,6 @@ class PaddingValueParameter(ScalarUnionParameter):
         return "0"
 
 
-@dataclass(frozen=True, eq=False)
 class PaddingFloatParameter(FloatParameter):
     """PADDING's FLOAT PaddingValue; a numpy.float32 given to the API is taken bit for bit (a signalling NaN
     would be quieted on its way through a Python float)."""

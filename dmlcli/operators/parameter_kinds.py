@@ -1,32 +1,47 @@
 """The parameter kinds (enum, float, integer, typed scalar, ScaleBias, bool, integer array, fused activation, data
 type, scalar union) and their base, Parameter: see parameters.py, which loads this module when a kind is first named.
 
-Kept apart because creating these dataclasses is the largest part of importing the table's machinery (about 8 ms):
-an operator with no parameters (BIT_XOR, ADD) runs without them.
+Kept apart so that an operator with no parameters (BIT_XOR, ADD) runs without making these classes. They are
+immutable records (records.Frozen), not dataclasses: dataclass() wrote and compiled an __init__, __repr__ ... for
+each kind as the module was imported, about 8 ms of every run of an operator with parameters (issue 23). Each
+__init__ takes the fields in the order the dataclasses did (the base's field and help first), by position or by
+name; the kinds compare by identity (as with eq=False) and `records.replace` stands for dataclasses.replace.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from ..data_types import FLOAT32, DataType
 from ..errors import InputError, cut, quoted
+from ..records import Frozen
 from .parameters import CUDA_VALUE_TYPES, UINT32_RANGE, _given, option_flag, snake_case
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class Parameter:
-    """Base of every parameter kind. Subclasses say how values are read and passed to kernels."""
+class Parameter(Frozen):
+    """Base of every parameter kind. Subclasses say how values are read and passed to kernels.
+
+    Compared by identity (no __eq__ or __hash__ of their own), as the table's declarations are.
+    """
 
     field: str  # the DESC field, e.g. "InfinityMode"
     help: str
 
     # DxDispatch requires every DESC field that DirectML does not mark _Maybenull_.
     required_in_desc = True
+    # Fields the repr leaves out (FusedActivationParameter's entries: each repr would print a whole operator).
+    _not_in_repr: tuple[str, ...] = ()
+
+    def __init__(self, field: str, help: str) -> None:
+        vars(self).update(field=field, help=help)
+
+    def __repr__(self) -> str:
+        # As the dataclass wrote it: every field, in the order __init__ stored them (the declaration order).
+        shown = ", ".join(f"{name}={value!r}" for name, value in vars(self).items() if name not in self._not_in_repr)
+        return f"{type(self).__qualname__}({shown})"
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -71,22 +86,31 @@ class Parameter:
         return (self.field,)
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class CudaArgument:
-    """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value."""
+class CudaArgument(Frozen):
+    """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value.
+    Compared by identity."""
 
     c_type: str
     name: str
     value: object  # a NumPy scalar of the matching width
 
+    def __init__(self, c_type: str, name: str, value: object) -> None:
+        vars(self).update(c_type=c_type, name=name, value=value)
 
-@dataclass(frozen=True, eq=False)
+    def __repr__(self) -> str:
+        return f"CudaArgument(c_type={self.c_type!r}, name={self.name!r}, value={self.value!r})"
+
+
 class EnumParameter(Parameter):
     """A DirectML enum field such as DML_IS_INFINITY_MODE InfinityMode; the typed value is the short name."""
 
-    enum_prefix: str = ""  # e.g. "DML_IS_INFINITY_MODE_"
-    values: tuple[tuple[str, int], ...] = ()  # (short name, enum value) in enum order
-    default_value: str = ""
+    enum_prefix: str  # e.g. "DML_IS_INFINITY_MODE_"
+    values: tuple[tuple[str, int], ...]  # (short name, enum value) in enum order
+    default_value: str
+
+    def __init__(self, field: str, help: str, enum_prefix: str = "", values: tuple[tuple[str, int], ...] = (),
+                 default_value: str = "") -> None:
+        vars(self).update(field=field, help=help, enum_prefix=enum_prefix, values=values, default_value=default_value)
 
     @property
     def default(self) -> str:
@@ -127,14 +151,16 @@ class EnumParameter(Parameter):
             raise ValueError(f"{self.field}: default {self.default_value!r} is not one of its values")
 
 
-@dataclass(frozen=True, eq=False)
 class FloatParameter(Parameter):
     """A FLOAT (float32) field such as CLIP's Min or an activation's Alpha.
 
     Values are read exactly and rounded once to float32, which is what DirectML receives.
     """
 
-    default_value: float = 0.0
+    default_value: float
+
+    def __init__(self, field: str, help: str, default_value: float = 0.0) -> None:
+        vars(self).update(field=field, help=help, default_value=default_value)
 
     @property
     def default(self) -> np.float32:
@@ -158,13 +184,16 @@ class FloatParameter(Parameter):
         return (CudaArgument("float", self.field, np.float32(value)),)
 
 
-@dataclass(frozen=True, eq=False)
 class IntegerParameter(Parameter):
     """A UINT / INT field, checked against its range."""
 
-    default_value: int = 0
-    minimum: int = 0
-    maximum: int = 2**32 - 1
+    default_value: int
+    minimum: int
+    maximum: int
+
+    def __init__(self, field: str, help: str, default_value: int = 0, minimum: int = 0,
+                 maximum: int = 2**32 - 1) -> None:
+        vars(self).update(field=field, help=help, default_value=default_value, minimum=minimum, maximum=maximum)
 
     @property
     def default(self) -> int:
@@ -194,7 +223,6 @@ class IntegerParameter(Parameter):
             raise ValueError(f"{self.field}: default {self.default_value} is outside {self.minimum}..{self.maximum}")
 
 
-@dataclass(frozen=True, eq=False)
 class TypedScalarParameter(Parameter):
     """A DML_SCALAR_UNION field (CLIP1's Min and Max): a value of a tensor's own data type, read exactly.
 
@@ -203,8 +231,11 @@ class TypedScalarParameter(Parameter):
     number in the tensor's type (FILL_VALUE_SEQUENCE's ValueStart and ValueDelta).
     """
 
-    tensor: str = "OutputTensor"  # whose data type the value has (MinMaxDataType must match it)
-    default_limit: str = "lowest"
+    tensor: str  # whose data type the value has (MinMaxDataType must match it)
+    default_limit: str
+
+    def __init__(self, field: str, help: str, tensor: str = "OutputTensor", default_limit: str = "lowest") -> None:
+        vars(self).update(field=field, help=help, tensor=tensor, default_limit=default_limit)
 
     @property
     def default(self):
@@ -249,7 +280,6 @@ class TypedScalarParameter(Parameter):
 _DEFAULT_NUMBERS = {"zero": 0, "one": 1}  # TypedScalarParameter defaults that are a number, not a type's limit
 
 
-@dataclass(frozen=True, eq=False)
 class ScaleBiasParameter(Parameter):
     """DML_SCALE_BIAS* ScaleBias: optional {FLOAT Scale; FLOAT Bias}, applied to the input first.
 
@@ -300,11 +330,13 @@ class ScaleBiasParameter(Parameter):
                 CudaArgument("float", "Bias", np.float32(bias)))
 
 
-@dataclass(frozen=True, eq=False)
 class BoolParameter(Parameter):
     """A BOOL field such as CUMULATIVE_SUMMATION's HasExclusiveSum: true/false, 1/0, yes/no."""
 
-    default_value: bool = False
+    default_value: bool
+
+    def __init__(self, field: str, help: str, default_value: bool = False) -> None:
+        vars(self).update(field=field, help=help, default_value=default_value)
 
     @property
     def default(self) -> bool:
@@ -339,7 +371,6 @@ class BoolParameter(Parameter):
         return (CudaArgument("int", self.field, np.int32(1 if value else 0)),)
 
 
-@dataclass(frozen=True, eq=False)
 class IntArrayParameter(Parameter):
     """An array field with its count field, such as REDUCE's Axes (with AxisCount) or SLICE's Offsets.
 
@@ -350,12 +381,18 @@ class IntArrayParameter(Parameter):
     Ranges and lengths that depend on the tensors (an axis below the rank) are the shape rule's to check.
     """
 
-    count_field: str | None = None  # the DESC field that holds the array's length, e.g. "AxisCount"
-    minimum: int = UINT32_RANGE[0]
-    maximum: int = UINT32_RANGE[1]
-    default_value: tuple[int, ...] | None = None
-    default_text: str = ""  # what leaving it out means, where default_value is None ("every axis")
-    max_length: int = 8
+    count_field: str | None  # the DESC field that holds the array's length, e.g. "AxisCount"
+    minimum: int
+    maximum: int
+    default_value: tuple[int, ...] | None
+    default_text: str  # what leaving it out means, where default_value is None ("every axis")
+    max_length: int
+
+    def __init__(self, field: str, help: str, count_field: str | None = None, minimum: int = UINT32_RANGE[0],
+                 maximum: int = UINT32_RANGE[1], default_value: tuple[int, ...] | None = None, default_text: str = "",
+                 max_length: int = 8) -> None:
+        vars(self).update(field=field, help=help, count_field=count_field, minimum=minimum, maximum=maximum,
+                          default_value=default_value, default_text=default_text, max_length=max_length)
 
     @property
     def default(self):
@@ -430,7 +467,6 @@ class IntArrayParameter(Parameter):
             raise ValueError(f"{self.field}: default {self.default_value} is outside {self.minimum}..{self.maximum}")
 
 
-@dataclass(frozen=True, eq=False)
 class FloatArrayParameter(Parameter):
     """A FLOAT array field with its count field, such as RESAMPLE's Scales (with ScaleCount).
 
@@ -441,10 +477,15 @@ class FloatArrayParameter(Parameter):
     length. Ranges that depend on the tensors (one value per dimension, a scale above 0) are the shape rule's.
     """
 
-    count_field: str | None = None  # the DESC field that holds the array's length, e.g. "ScaleCount"
-    default_value: tuple[float, ...] | None = None
-    default_text: str = ""
-    max_length: int = 8
+    count_field: str | None  # the DESC field that holds the array's length, e.g. "ScaleCount"
+    default_value: tuple[float, ...] | None
+    default_text: str
+    max_length: int
+
+    def __init__(self, field: str, help: str, count_field: str | None = None,
+                 default_value: tuple[float, ...] | None = None, default_text: str = "", max_length: int = 8) -> None:
+        vars(self).update(field=field, help=help, count_field=count_field, default_value=default_value,
+                          default_text=default_text, max_length=max_length)
 
     @property
     def default(self):
@@ -507,10 +548,6 @@ class FloatArrayParameter(Parameter):
 
 # ---------------------------------------------------------------- fused activations (ELEMENT_WISE_ADD1)
 
-from dataclasses import field as _dataclass_field  # noqa: E402  (kept with the class that needs it)
-
-
-@dataclass(frozen=True, eq=False)
 class FusedActivationParameter(Parameter):
     """`_Maybenull_ const DML_OPERATOR_DESC* FusedActivation`: an activation applied to the operator's result.
 
@@ -527,9 +564,13 @@ class FusedActivationParameter(Parameter):
     and one float Fused<Field> per FLOAT field (0 where the activation has no such field).
     """
 
-    activations: tuple = _dataclass_field(default=(), compare=False, repr=False)  # the fusable entries
+    activations: tuple  # the fusable entries
 
     required_in_desc = False
+    _not_in_repr = ("activations",)
+
+    def __init__(self, field: str, help: str, activations: tuple = ()) -> None:
+        vars(self).update(field=field, help=help, activations=activations)
 
     @property
     def float_fields(self) -> tuple[str, ...]:
@@ -684,7 +725,6 @@ def _data_type_from(value, where: str) -> DataType:
         raise InputError(f"{where}: {value!r} is not a data type") from None
 
 
-@dataclass(frozen=True, eq=False)
 class DataTypeParameter(Parameter):
     """A DML_TENSOR_DATA_TYPE field that must repeat a tensor's data type (CLIP1's MinMaxDataType).
 
@@ -693,7 +733,10 @@ class DataTypeParameter(Parameter):
     short name (a str). Kernels get nothing from it: the tensor's type already says it.
     """
 
-    tensor: str = "OutputTensor"
+    tensor: str
+
+    def __init__(self, field: str, help: str, tensor: str = "OutputTensor") -> None:
+        vars(self).update(field=field, help=help, tensor=tensor)
 
     @property
     def default(self):
@@ -730,7 +773,6 @@ _SCALAR_UNION_MEMBERS = {"int8": "INT8", "uint8": "UINT8", "int16": "INT16", "ui
 _SCALAR_UNION_SPELLING = "Bytes, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64"
 
 
-@dataclass(frozen=True, eq=False)
 class ScalarUnionParameter(TypedScalarParameter):
     """A DML_SCALAR_UNION field as DxDispatch writes it, typed by the tensor's data type (= MinMaxDataType).
 
@@ -792,7 +834,6 @@ def _split_outside_parentheses(text: str) -> list[str]:
     return [item.strip() for item in items]
 
 
-@dataclass(frozen=True, eq=False)
 class ActivationsParameter(FusedActivationParameter):
     """`ActivationDescCount` + `_Field_size_(ActivationDescCount) const DML_OPERATOR_DESC* ActivationDescs`.
 
@@ -805,9 +846,12 @@ class ActivationsParameter(FusedActivationParameter):
     "Alpha": 0.5} (or {"Type": ..., "Desc": {...}}) objects, ActivationDescCount equal to its length.
     """
 
-    defaults: tuple[str, ...] = ()  # the activations of one direction when the field is left out
+    defaults: tuple[str, ...]  # the activations of one direction when the field is left out
 
     required_in_desc = True
+
+    def __init__(self, field: str, help: str, activations: tuple = (), defaults: tuple[str, ...] = ()) -> None:
+        vars(self).update(field=field, help=help, activations=activations, defaults=defaults)
 
     @property
     def options(self) -> tuple[str, ...]:

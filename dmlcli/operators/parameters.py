@@ -55,8 +55,8 @@ def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:
 
 
 # The kinds (EnumParameter, FloatParameter, ...), their base Parameter and CudaArgument live in parameter_kinds.py,
-# loaded on first use: an operator without parameters runs without creating their classes (dataclasses, which cost
-# start-up time as each class is made). `from .parameters import EnumParameter` works as before.
+# loaded on first use: an operator without parameters runs without creating their classes.
+# `from .parameters import EnumParameter` works as before.
 _KINDS = (
     'Parameter',
     'CudaArgument',

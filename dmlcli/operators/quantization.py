@@ -15,12 +15,12 @@ compared exactly, come out the same on both backends:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT32, INTS_32_16_8, UINT8
 from ..feature_levels import level
+from ..records import Frozen
 from .schema import (COMPOSITE, DIMS_1_TO_8, DIMS_4, ONE_ROUNDING, Operator, Tolerance, rows)
 
 Q_INPUTS = ("InputTensor", "ScaleTensor", "ZeroPointTensor")
@@ -33,12 +33,18 @@ I8_U8 = (INT8, UINT8)
 # ---------------------------------------------------------------- hooks
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: generated __eq__ and __hash__ cost start-up time
-class UndefinedScaleCheck:
-    """Scales of 0 (DirectML: undefined behaviour) or NaN: dmlcli's result is its own choice, so it warns."""
+class UndefinedScaleCheck(Frozen):
+    """Scales of 0 (DirectML: undefined behaviour) or NaN: dmlcli's result is its own choice, so it warns.
+    An immutable record (records.py), compared by identity."""
 
     scales: tuple[str, ...]  # the scale inputs
     meaning: str  # what dmlcli gives for them
+
+    def __init__(self, scales: tuple[str, ...], meaning: str) -> None:
+        vars(self).update(scales=scales, meaning=meaning)
+
+    def __repr__(self) -> str:
+        return f"UndefinedScaleCheck(scales={self.scales!r}, meaning={self.meaning!r})"
 
     @property
     def tensors(self) -> tuple[str, ...]:

@@ -16,7 +16,6 @@ each resampled dimension; x is clamped to the input (the page: "the output edges
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,7 +55,6 @@ INTERPOLATION_MODE = EnumParameter(
     default_value="NEAREST_NEIGHBOR")
 
 
-@dataclass(frozen=True, eq=False)
 class Size2DParameter(Parameter):
     """A DML_SIZE_2D field (UPSAMPLE_2D's ScaleSize): {UINT Width; UINT Height}.
 
@@ -65,7 +63,10 @@ class Size2DParameter(Parameter):
     {"Height": 2, "Width": 3}; in a DxDispatch model {"Width": 3, "Height": 2}. Each at least 1.
     """
 
-    default_value: tuple[int, int] = (2, 2)
+    default_value: tuple[int, int]
+
+    def __init__(self, field: str, help: str, default_value: tuple[int, int] = (2, 2)) -> None:
+        vars(self).update(field=field, help=help, default_value=default_value)
 
     @property
     def default(self) -> tuple[int, int]:

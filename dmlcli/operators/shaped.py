@@ -9,10 +9,10 @@ Sizes that do not line up). Validation turns a RuleViolation into the operator's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ..data_types import DataType
+from ..records import Frozen
 
 Shape = tuple[int, ...]
 
@@ -21,9 +21,8 @@ class RuleViolation(Exception):
     """A call that the operator's rules refuse whatever the feature level (validation reports it, exit 3)."""
 
 
-@dataclass(frozen=True, eq=False)
-class ShapeQuery:
-    """What a shape rule may look at.
+class ShapeQuery(Frozen):
+    """What a shape rule may look at (an immutable record, records.py; compared by identity).
 
     `shapes`: each input's Sizes by DESC field name; a variadic input (JOIN's InputTensors) has a list.
     `given_outputs`: output Sizes the caller stated (a DxDispatch desc's OutputTensor, --output-shape),
@@ -34,7 +33,17 @@ class ShapeQuery:
     shapes: Mapping[str, Shape | list[Shape]]
     data_types: Mapping[str, DataType]
     parameters: Mapping[str, object]
-    given_outputs: Mapping[str, Shape | list[Shape]] = field(default_factory=dict)
+    given_outputs: Mapping[str, Shape | list[Shape]]
+
+    def __init__(self, shapes: Mapping[str, Shape | list[Shape]], data_types: Mapping[str, DataType],
+                 parameters: Mapping[str, object],
+                 given_outputs: Mapping[str, Shape | list[Shape]] | None = None) -> None:
+        vars(self).update(shapes=shapes, data_types=data_types, parameters=parameters,
+                          given_outputs={} if given_outputs is None else given_outputs)
+
+    def __repr__(self) -> str:
+        return (f"ShapeQuery(shapes={self.shapes!r}, data_types={self.data_types!r}, parameters={self.parameters!r}, "
+                f"given_outputs={self.given_outputs!r})")
 
     def shape(self, name: str) -> Shape:
         found = self.shapes[name]
