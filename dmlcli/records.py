@@ -9,6 +9,8 @@ assignment or deletion, as a frozen dataclass does (with the same exception, Fro
 
 from __future__ import annotations
 
+from functools import cached_property
+
 
 class Frozen:
     """Attributes are set once, in __init__ (through `vars(self).update`), and never again.
@@ -24,6 +26,13 @@ class Frozen:
 
     def __delattr__(self, name: str) -> None:
         raise _frozen(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> dict:
+        """The fields, without what cached_property derived from them (rebuilt on first use after unpickling; an
+        operator entry's read-only `options` view, a mappingproxy, cannot be pickled at all)."""
+        derived = type(self)
+        return {name: value for name, value in vars(self).items()
+                if not isinstance(getattr(derived, name, None), cached_property)}
 
 
 def _frozen(message: str) -> Exception:

@@ -311,3 +311,18 @@ def test_parameter_kinds_are_frozen_records_that_pickle_repr_and_replace_as_the_
     assert "activations" not in repr(fused) and repr(fused).startswith("FusedActivationParameter(field='FusedActivation'")
     assert GEMM_FUSED_ACTIVATION.activations is fused.activations and GEMM_FUSED_ACTIVATION.help != fused.help
     assert records.replace(alpha, default_value=2.0).default == np.float32(2.0) and alpha.default == np.float32(0.5)
+
+
+def test_an_operator_entry_pickles_after_its_options_were_read():
+    """Dask's and the suite's worker processes receive entries by pickle: what cached_property derived (the
+    read-only `options` view, which pickle cannot take) is left out and rebuilt on first use."""
+    import pickle
+
+    from dmlcli.operators import find_operator
+
+    entry = find_operator("elu")
+    assert "alpha" in entry.options  # cached now
+    copy = pickle.loads(pickle.dumps(entry))
+    assert "options" not in vars(copy)
+    assert copy.name == entry.name  # parameters compare by identity: a copy's are equal by what they say
+    assert {k: repr(v) for k, v in copy.options.items()} == {k: repr(v) for k, v in entry.options.items()}
