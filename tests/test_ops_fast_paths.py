@@ -69,16 +69,22 @@ CASES = {
 BOUNDS = st.sampled_from([0.0, -0.0, 0.5, -0.5, 2.0, -3.0, np.inf, -np.inf, np.nan, 1e-45, 1e30])
 
 
+def _bounds(data, name: str, dtype) -> list:
+    """Two bounds in order (NaN last); CLIP1's in the tensor's own type, as its typed Min and Max are."""
+    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
+    if name == "clip1":
+        with np.errstate(all="ignore"):
+            bounds = [np.array(b).astype(dtype).item() for b in bounds]
+    return bounds
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("dtype", FLOATS)
 @SETTINGS
 @given(data=st.data())
 def test_fast_path_matches_the_careful_path(monkeypatch, name, dtype, data):
     xs = data.draw(_values(dtype, specials=data.draw(st.booleans())))
-    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
-    if name == "clip1":
-        with np.errstate(all="ignore"):
-            bounds = [np.array(b).astype(dtype).item() for b in bounds]
+    bounds = _bounds(data, name, dtype)
     fast = CASES[name](xs, bounds)
     careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
     assert fast.dtype == careful.dtype and _bits(fast) == _bits(careful), (name, dtype, xs, bounds)
@@ -270,10 +276,7 @@ def test_clip_by_parts_matches_the_careful_path(monkeypatch, name, dtype, data):
     monkeypatch.setattr(selection, "_CHECKED_PART_BYTES", 4 * PART_ELEMENTS)
     count = data.draw(st.sampled_from([1, 6, 7, 8, 13, 14, 15, 50]))
     xs = _sprinkled(data, dtype, count)
-    bounds = sorted([data.draw(BOUNDS), data.draw(BOUNDS)], key=lambda v: (v != v, v))
-    if name == "clip1":
-        with np.errstate(all="ignore"):
-            bounds = [np.array(b).astype(dtype).item() for b in bounds]
+    bounds = _bounds(data, name, dtype)
     fast = CASES[name](xs, bounds)
     careful = _careful(monkeypatch, lambda: CASES[name](xs, bounds))
     assert _bits(fast) == _bits(careful), (name, dtype, xs, bounds)
