@@ -185,9 +185,9 @@ def test_gpu_window_kernel_is_the_one_that_runs(gpu_backend, monkeypatch):
 def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
     """pooling_gpu's maximum over a window inside the input (PTX max.f32) and its element-by-element rule agree
     with the CPU bit for bit: windows of zeros of both signs, subnormals, all-NaN windows, infinities, windows at
-    the edges. Except which zero a tie of -0.0 and +0.0 gives: NumPy's fmax keeps the first operand in its scalar
-    loop and the second in its SIMD one (x86's maxps), so the CPU's own choice depends on where an element falls;
-    the GPU keeps the first. Such results are compared as values (both zeros)."""
+    the edges. Which zero a tie of -0.0 and +0.0 gives is compared as a value here: both backends keep the first
+    (the CPU's fix-up after NumPy's fmax, whose vector loops give the later, is checked against the rule written
+    out in tests/test_ops_pooling.py), and this test ran on the GPU machine before that fix-up existed."""
     rng = np.random.default_rng(3)
     shape = (2, 3, 17, 19)
     x = rng.standard_normal(shape).astype(dtype)

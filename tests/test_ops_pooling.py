@@ -803,3 +803,43 @@ def test_fast_division_divides_every_32_bit_index(divisor, dividend):
     for edge in (divisor - 1, divisor, 2**31 - 1):  # around a multiple and at the top
         if divisor > 1 and edge < 2**31:
             assert (edge * multiplier >> 32) >> shift == edge // divisor
+
+
+def _max_pool_by_the_rule(x, window, strides, start):
+    """MAX_POOLING written out: each window in row-major order, padding skipped, NaN skipped, and of equal
+    values (-0.0 and +0.0 among them) the first kept."""
+    n, c, h, w = x.shape
+    out_h = (h + 2 * start[0] - window[0]) // strides[0] + 1
+    out_w = (w + 2 * start[1] - window[1]) // strides[1] + 1
+    out = np.full((n, c, out_h, out_w), np.nan, dtype=x.dtype)
+    for b, ch, i, j in itertools.product(range(n), range(c), range(out_h), range(out_w)):
+        best = None
+        for a, e in itertools.product(range(window[0]), range(window[1])):
+            row, col = i * strides[0] - start[0] + a, j * strides[1] - start[1] + e
+            if 0 <= row < h and 0 <= col < w:
+                value = x[b, ch, row, col]
+                if not np.isnan(value) and (best is None or value > best):
+                    best = value
+        if best is not None:
+            out[b, ch, i, j] = best
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("window, strides, start", [((2, 2), (2, 2), (0, 0)), ((3, 3), (1, 1), (1, 1))])
+def test_max_pooling_keeps_the_first_of_two_zeros(dtype, window, strides, start):
+    """Windows whose maximum is a zero give the window's first zero, -0.0 or +0.0, whichever loop of NumPy's fmax
+    (vector or scalar) met them; rows long enough that the vector loops run."""
+    rng = np.random.default_rng(4)
+    x = -np.abs(rng.standard_normal((2, 2, 9, 40))).astype(dtype)
+    pick = rng.random(x.shape)
+    x[pick < 0.35] = -0.0
+    x[(pick >= 0.35) & (pick < 0.7)] = 0.0
+    x[pick > 0.95] = np.nan
+    got = dmlcli.run("max_pooling", x, window_size=list(window), strides=list(strides),
+                     start_padding=list(start), end_padding=list(start))
+    want = _max_pool_by_the_rule(x, window, strides, start)
+    bits = np.uint32 if dtype == "float32" else np.uint16
+    same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (got[~same][:4], want[~same][:4])
+    assert ((want == 0) & np.signbit(want)).any() and ((want == 0) & ~np.signbit(want)).any()

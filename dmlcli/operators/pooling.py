@@ -306,9 +306,27 @@ def max_kernel(xp, inputs, outputs, params):
     best = None
     for _, view in _window_views(padded, geometry, out_shape):
         best = xp.array(view, copy=True) if best is None else combine(best, view, out=best)
+    if x.dtype.kind == "f":
+        _keep_the_first_zero(xp, best, padded, geometry, out_shape)
     if len(outputs) == 1:
         return (best.astype(out.data_type.numpy_dtype, copy=False),)
     return best, _max_indices(xp, x, padded, best, geometry, out_shape, outputs[1])
+
+
+def _keep_the_first_zero(xp, best, padded, geometry, out_shape) -> None:
+    """Where a window's maximum is a zero, the window's first zero (row-major), as the rule keeps the first of
+    equal values: fmax's vector loops give the later of -0.0 and +0.0 (x86's maxps returns its second operand
+    for two zeros) and its scalar loop the earlier, so without this the sign would depend on where an element
+    falls. Only windows whose maximum is a zero are walked again."""
+    pending = best == 0
+    if not pending.any():
+        return
+    for _, view in _window_views(padded, geometry, out_shape):
+        first = pending & (view == 0)
+        best[first] = view[first]
+        pending &= ~first
+        if not pending.any():
+            return
 
 
 def _gpu_window(cp, kind: str, inputs, outputs, params, include_padding: bool = False):
