@@ -17,7 +17,6 @@ CuPy or a device.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -25,26 +24,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpu_bench import gpu_median_seconds  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
+
 import dmlcli  # noqa: E402
 from dmlcli.api import plan  # noqa: E402
 from dmlcli.records import replace  # noqa: E402
 from dmlcli.checking.comparison import rule_for, ulp_distance  # noqa: E402
 from dmlcli.data_types import from_numpy  # noqa: E402
-
-
-def event_median(cupy, call, repeats: int) -> float:
-    """The median in milliseconds of `call` between two CUDA events, after one warm-up call."""
-    call()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             want = dmlcli.run("gemm", a, b)
             rule = rule_for(operator, want.dtype, call=call)
             assert ulp_distance(cupy.asnumpy(ours), want).max() <= rule.limit, name
-        dmlcli_ms = event_median(cupy, lambda: backend.execute_shaped_device(operator, [a_dev, b_dev, None], outputs,
-                                                                            params), args.repeats)
-        cupy_ms = event_median(cupy, lambda: cupy.matmul(a_dev, b_dev), args.repeats)
+        run = lambda: backend.execute_shaped_device(operator, [a_dev, b_dev, None], outputs, params)  # noqa: E731
+        dmlcli_ms = gpu_median_seconds(cupy, run, args.repeats) * 1e3
+        cupy_ms = gpu_median_seconds(cupy, lambda: cupy.matmul(a_dev, b_dev), args.repeats) * 1e3
         flops = 2 * np.prod(a_shape[:-1], dtype=np.float64) * a_shape[-1] * b_shape[-1]
         tf32 = ""
         if dtype == np.float32:
@@ -104,7 +90,7 @@ def tf32_median(cupy, backend, call, host, device, repeats: int, *, check: bool)
         got = cupy.asnumpy(run()[0])
         assert ((ulp_distance(got, want) <= rule.limit)
                 | (np.abs(got.astype(np.float64) - want) <= rule.floor)).all(), "TF32 result out of its rule"
-    return event_median(cupy, run, repeats)
+    return gpu_median_seconds(cupy, run, repeats) * 1e3
 
 
 if __name__ == "__main__":

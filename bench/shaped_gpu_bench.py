@@ -16,13 +16,14 @@ checked against CuPy's before it is timed.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpu_bench import gpu_median_seconds  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
 
 
 def _cases(cp, rows: int, cols: int):
@@ -78,20 +79,6 @@ def _offset_max(cp, x, k):
     return best
 
 
-def _time(cp, function, repeats: int) -> float:
-    function()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        function()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) / 1000.0)
-    return statistics.median(times)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=1.0, help="input size in GiB (FLOAT32)")
@@ -113,8 +100,8 @@ def main(argv=None) -> int:
     rows = max(4, int(args.gib * 2**30 / 4 / cols) // 2 * 2)
     source = cp.random.random((rows, cols), dtype=cp.float32)
     target = cp.empty_like(source)
-    copy = _time(cp, lambda: cp.cuda.runtime.memcpy(target.data.ptr, source.data.ptr, source.nbytes,
-                                                    cp.cuda.runtime.memcpyDeviceToDevice), args.repeats)
+    copy = gpu_median_seconds(cp, lambda: cp.cuda.runtime.memcpy(target.data.ptr, source.data.ptr, source.nbytes,
+                                                                 cp.cuda.runtime.memcpyDeviceToDevice), args.repeats)
     copy_bandwidth = 2 * source.nbytes / copy
     del source, target
     print(f"GPU: {backend.device_name}; CuPy {cp.__version__}; FLOAT32 input {rows} x {cols} "
@@ -135,8 +122,8 @@ def main(argv=None) -> int:
             continue
         moved = sum(x.nbytes for x in inputs) + sum(int(np.prod(t.shape)) * t.data_type.numpy_dtype.itemsize
                                                     for t in call.outputs)
-        ours = _time(cp, run, args.repeats)
-        theirs = _time(cp, lambda: baseline(*inputs), args.repeats)
+        ours = gpu_median_seconds(cp, run, args.repeats)
+        theirs = gpu_median_seconds(cp, lambda: baseline(*inputs), args.repeats)
         print(f"{label:32} {moved / ours / copy_bandwidth:14.2f} {moved / theirs / copy_bandwidth:12.2f} "
               f"{ours / theirs:19.2f}")
         del inputs, got, want

@@ -20,7 +20,6 @@ Issue 19's goals, printed beside each figure:
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -28,28 +27,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def _time(cp, function, repeats: int) -> float:
-    """Median seconds of `function` between two CUDA events, after one warm-up call."""
-    function()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        function()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) / 1000.0)
-    return statistics.median(times)
+from gpu_bench import gpu_median_seconds  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
 
 
 def _copy_bandwidth(cp, repeats: int) -> float:
     """Bytes per second of cudaMemcpy device to device of 1 GiB, reads and writes counted."""
     source = cp.zeros(2**28, dtype=cp.float32)
     target = cp.empty_like(source)
-    seconds = _time(cp, lambda: cp.cuda.runtime.memcpy(target.data.ptr, source.data.ptr, source.nbytes,
-                                                       cp.cuda.runtime.memcpyDeviceToDevice), repeats)
+    seconds = gpu_median_seconds(cp, lambda: cp.cuda.runtime.memcpy(target.data.ptr, source.data.ptr, source.nbytes,
+                                                                    cp.cuda.runtime.memcpyDeviceToDevice), repeats)
     return 2 * source.nbytes / seconds
 
 
@@ -144,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                   "not timed")
             failures += 1
             continue
-        ours_s = _time(cp, run, args.repeats)
-        theirs_s = _time(cp, lambda: baseline(*tensors), args.repeats)
+        ours_s = gpu_median_seconds(cp, run, args.repeats)
+        theirs_s = gpu_median_seconds(cp, lambda: baseline(*tensors), args.repeats)
         moved = _moved_bytes(inputs, call)
         against, share = goal.split()[0], goal.split()[1:] if " " in goal else []
         met = ""
