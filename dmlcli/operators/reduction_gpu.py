@@ -1,7 +1,7 @@
 """The reduction family's own CUDA kernels, where CuPy's calls read the input more than once or compute an index
 per element (issue 23: reductions at >= 0.7 of the copy bandwidth and never slower than CuPy's own call).
 
-- REDUCE of FLOAT32 (FLOAT16 widened) rows over trailing axes: one block of ROW_THREADS per row, float4 loads,
+- REDUCE of FLOAT32 (FLOAT16 widened) rows over trailing axes: one block per row, float4 loads,
   SUM, AVERAGE, MAX, MIN, L1, L2 and SUM_SQUARE; over leading axes: a column kernel (chunks of rows, then the
   chunks' partial results combined); MAX, MIN, L1, L2 and SUM_SQUARE over other axes by a CuPy reduction kernel.
   MAX and MIN combine by PTX's max.f32/min.f32, which is ELEMENT_WISE_MAX/MIN's rule (a NaN gives way to any
@@ -48,11 +48,12 @@ _FUNCTIONS = {
 }
 _ANY_AXES = ("MAX", "MIN", "L1", "SUM_SQUARE", "L2")  # their finish needs no count
 ROW_MINIMUM = 1024
-# A block's threads for the row reductions and ARGMAX/ARGMIN rows: small blocks, many of them resident on each SM,
-# so that one block's final combine and barrier overlap the others' loads (on the H100, 1 GiB of 16384-element
-# rows, two probes: 128 threads 0.95 to 1.02 of the copy for SUM and 0.85 to 0.97 for ARGMAX; 1024 threads 0.68 to
-# 0.99 and 0.44 to 0.68).
-ROW_THREADS = 128
+# A block's threads for the row reductions: 1024 for rows of 8192 elements or more, 256 for shorter ones (on the
+# H100, 1 GiB of 16384-element rows: 0.93 to 0.98 of the copy for SUM, MAX and L2).
+ROW_THREADS, SHORT_ROW_THREADS = 1024, 256
+# For ARGMAX/ARGMIN rows: small blocks, many of them resident on each SM, so that one block's final combine and
+# barrier overlap the others' loads (1 GiB of 16384-element rows, two probes: 128 threads 0.85 to 0.97 of the copy,
+# 1024 threads 0.44 to 0.68).
 ARG_THREADS = 128
 _ROW_FUNCTIONS = """
 __device__ __forceinline__ float dml_row_combine(float a, float b) { return DML_COMBINE(a, b); }
@@ -178,7 +179,7 @@ def _reduce_rows(cp, function: str, rows):
     if kernel is None:
         kernel = _KERNELS[("rows", function, vector)] = cp.RawKernel(
             _reduction_source(function, vector, _ROW_REDUCE_BODY), "dml_kernel", options=COMPILE_OPTIONS)
-    threads = 1024 if count >= 8192 else 256
+    threads = ROW_THREADS if count >= 8192 else SHORT_ROW_THREADS
     kernel((int(min(total, 65535)),), (threads,), (rows, result, np.int64(count), np.int64(total)))
     return result
 
@@ -302,7 +303,7 @@ def softmax_rows(cp, work, log_form: bool):
         source = DEVICE_PRELUDE + BLOCK_COMBINE + f"\n#define DML_VECTOR {vector}\n" + _SOFTMAX_BODY
         kernel = _KERNELS[("softmax", vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
         kernel.max_dynamic_shared_size_bytes = SOFTMAX_STAGE_BYTES
-    threads = ROW_THREADS
+    threads = SOFTMAX_THREADS if count >= 8192 else SHORT_ROW_THREADS
     blocks = int(min(rows, 65535))
     kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows),
                                    np.int32(staged)), shared_mem=shared_bytes)
