@@ -383,8 +383,8 @@ def reduce_kernel(xp, inputs, outputs, params):
 
 
 def reduce_gpu_kernel(cp, inputs, outputs, params):
-    """REDUCE on the GPU: floats in one pass where reduction_gpu.py takes the call (long rows over trailing axes;
-    MAX, MIN, L1, L2 and SUM_SQUARE over any axes), the rest by the shared xp kernel."""
+    """REDUCE on the GPU: floats in one pass where reduction_gpu.py takes the call (long rows over trailing axes,
+    leading axes; MAX, MIN, L1, L2 and SUM_SQUARE over any axes), the rest by the shared xp kernel."""
     (x,) = inputs
     (out,) = outputs
     if x.dtype in (np.float16, np.float32) and x.size:  # FLOAT16 summed in FLOAT32, as the xp kernel does
