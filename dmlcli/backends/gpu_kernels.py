@@ -19,6 +19,7 @@ whatever the compiler's flush-to-zero setting).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -145,6 +146,7 @@ def kernel_name(kind: str, signature: Signature) -> str:
     return f"dml_{kind}_" + "_".join(signature)
 
 
+@functools.lru_cache(maxsize=512)  # asked on every launch; a few microseconds of np.dtype lookups otherwise
 def elements_per_thread(signature: Signature) -> int:
     """Vector length: 16 bytes of the narrowest tensor, at most MAX_THREAD_BYTES of the widest."""
     sizes = [np.dtype(d).itemsize for d in signature]
