@@ -139,3 +139,95 @@ def test_gpu_padding_is_one_kernel(gpu_backend, monkeypatch):
                 on_cpu = dmlcli.run(op, x, backend="cpu", padding_mode=mode, **pads, **extra)
                 on_gpu = dmlcli.run(op, x, backend=gpu_backend, padding_mode=mode, **pads, **extra)
                 assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (op, mode, shape)
+
+
+def _random_view(rng, cp):
+    """A strided view of a random-bits array: rank 1 to 8, each dimension a slice with a step of either sign."""
+    rank = int(rng.integers(1, 9))
+    shape = tuple(int(rng.integers(1, 7 if rank > 4 else 40)) for _ in range(rank))
+    dtype = str(rng.choice(["uint8", "float16", "float32", "int32", "float64", "uint64"]))
+    x = cp.asarray(random_bits(shape, dtype, int(rng.integers(0, 2**31))))
+    window = []
+    for size in shape:
+        step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+        start, stop = sorted(int(v) for v in rng.integers(0, size + 1, size=2))
+        window.append(slice(start, stop, step) if step > 0 else slice(stop - 1 if stop else None, start - 1
+                                                                       if start else None, step))
+    return x[tuple(window)]
+
+
+def test_strided_copy_gives_the_views_elements(gpu_backend):
+    """movement_gpu.strided_copy (SLICE's and SLICE1's kernel) equals CuPy's copy of the view bit for bit: every
+    rank to 8, steps of either sign, sizes of 1 and 0, widths 1 to 8 bytes, last dimensions that do and do not
+    take a vector store, views that merge to one dimension."""
+    from dmlcli.operators import movement_gpu
+
+    cp = cupy
+    rng = np.random.default_rng(5)
+    views = [_random_view(rng, cp) for _ in range(300)]
+    base = cp.asarray(random_bits((64, 4096), "float32", 9))
+    views += [base[:, ::2], base[:, 1::2], base[::-1, ::-4], base[3:60:5, 7:4000:3], base[:, :1024], base[10:20],
+              base.reshape(64, 64, 64)[:, ::-1, 2:], cp.asarray(random_bits((1000,), "uint8", 3))[::-1]]
+    # Last steps of 2 to 4 on 16-byte boundaries: the whole-word reads (movement_gpu._reads_whole_words).
+    views += [base[:, ::3], base[::2, 4::4], base[::-4, 8:4000:2], base.reshape(-1)[: 4096 * 63][::2]]
+    views += [cp.asarray(random_bits((40, 512), dtype, 8))[:, ::step] for dtype in ("float16", "uint8", "float64")
+              for step in (2, 3, 4)]
+    for index, view in enumerate(views):
+        got = movement_gpu.strided_copy(cp, view)
+        assert got.flags.c_contiguous and got.shape == view.shape and got.dtype == view.dtype, index
+        assert bool(cp.array_equal(got.view(f"uint{view.dtype.itemsize * 8}"),
+                                   cp.ascontiguousarray(view).view(f"uint{view.dtype.itemsize * 8}"))), \
+            (index, view.shape, view.strides, view.dtype)
+
+
+def test_strided_copy_with_64_bit_indices(gpu_backend):
+    """A view reaching past 2^31 elements takes the kernel's 64-bit index arithmetic."""
+    from dmlcli.operators import movement_gpu
+
+    cp = cupy
+    x = cp.empty(2**31 + 2**22, dtype=cp.uint8)
+    x.view(cp.uint32)[...] = cp.arange(x.size // 4, dtype=cp.uint32)
+    for view in (x[::-3], x[: 2**31][::2].reshape(-1, 2**20)[:, 7:]):
+        got = movement_gpu.strided_copy(cp, view)
+        assert bool(cp.array_equal(got, cp.ascontiguousarray(view)))
+        del got
+
+
+def test_slice_on_the_gpu_runs_the_gather_kernel(gpu_backend, monkeypatch):
+    """SLICE and SLICE1 on the GPU go through movement_gpu.strided_copy, with the CPU's bits."""
+    from dmlcli.operators import movement_gpu
+
+    used = []
+    real = movement_gpu.strided_copy
+    monkeypatch.setattr(movement_gpu, "strided_copy", lambda cp, view: used.append(view.shape) or real(cp, view))
+    x = random_bits((6, 50, 33), "float32", 4)
+    for op, parameters in (("slice", {"offsets": [1, 2, 3], "strides": [2, 3, 2], "sizes": [3, 10, 12]}),
+                           ("slice1", {"input_window_strides": [-1, 2, -3]})):
+        on_cpu = dmlcli.run(op, x, backend="cpu", **parameters)
+        on_gpu = dmlcli.run(op, x, backend=gpu_backend, **parameters)
+        assert np.array_equal(bits(on_cpu), bits(on_gpu)), op
+    assert len(used) == 2
+
+
+def test_tile_reads_the_input_once(gpu_backend, monkeypatch):
+    """TILE on the GPU runs movement_gpu.tile_by_kernel (one read of the input, each vector stored at every copy's
+    place), the copy engine only past TILE_MAX_COPIES copies; the CPU's bits either way, every width, last
+    dimensions that do and do not take 16-byte vectors."""
+    from dmlcli.operators import movement_gpu
+
+    engine_tiles = []
+    real = movement_gpu.tile
+    monkeypatch.setattr(movement_gpu, "tile", lambda cp, x, repeats: engine_tiles.append(repeats) or real(cp, x, repeats))
+    for dtype in ("uint8", "float16", "float32", "uint64"):
+        for shape, repeats in [((3, 8), (2, 3)), ((5, 7), (1, 4)), ((2, 3, 12), (3, 1, 2)), ((2, 1, 1, 1, 1, 1, 1, 6),
+                                                                                           (1, 2, 1, 1, 3, 1, 1, 2))]:
+            x = random_bits(shape, dtype, len(shape))
+            on_cpu = dmlcli.run("tile", x, backend="cpu", repeats=list(repeats))
+            on_gpu = dmlcli.run("tile", x, backend=gpu_backend, repeats=list(repeats))
+            assert np.array_equal(bits(on_cpu), bits(on_gpu)), (dtype, shape, repeats)
+    assert not engine_tiles
+    x = random_bits((3,), "float32", 1)
+    many = [movement_gpu.TILE_MAX_COPIES + 1]
+    assert np.array_equal(bits(dmlcli.run("tile", x, backend=gpu_backend, repeats=many)),
+                          bits(dmlcli.run("tile", x, backend="cpu", repeats=many)))
+    assert engine_tiles == [tuple(many)]

@@ -940,3 +940,24 @@ def test_describe_and_ops_list_the_family():
     assert "must have the same DimensionCount and Sizes" not in text  # a shaped operator's Sizes are its rule's
     result = CliRunner().invoke(cli, ["ops"])
     assert result.exit_code == 0 and "data movement (12)" in result.stdout
+
+
+def test_whole_word_reads_stay_inside_the_allocation():
+    """SLICE's GPU gather reads a thread's 16-byte words whole only where they start on 16-byte boundaries and the
+    last one ends inside the view's allocation (it reaches step - 1 elements past the last output)."""
+    from types import SimpleNamespace
+
+    from dmlcli.operators.movement_gpu import _reads_whole_words
+
+    def view(ptr, start, size, itemsize=4):
+        memory = SimpleNamespace(ptr=start, size=size)
+        return SimpleNamespace(dtype=np.dtype(f"uint{itemsize * 8}"), data=SimpleNamespace(ptr=ptr, mem=memory))
+
+    # 4 rows of 8 outputs, every other element of 16-element rows: the last output at element 62, its word to 63.
+    assert _reads_whole_words(view(4096, 4096, 64 * 4), [4, 8], [16, 2], 4)
+    assert not _reads_whole_words(view(4096, 4096, 63 * 4), [4, 8], [16, 2], 4)  # the last word would overrun
+    assert not _reads_whole_words(view(4100, 4096, 4096), [4, 8], [16, 2], 4)  # off a 16-byte boundary
+    assert not _reads_whole_words(view(4096, 4096, 4096), [4, 8], [18, 2], 4)  # a row step off the vectors
+    assert not _reads_whole_words(view(4096, 4096, 4096), [4, 8], [16, 5], 4)  # a step past SPAN_MAX_STEP
+    assert not _reads_whole_words(view(4096, 4096, 4096), [32], [-2], 4)  # backwards
+    assert _reads_whole_words(view(4096 + 3 * 64, 4096, 64 * 4), [4, 8], [-16, 2], 4)  # rows backwards, from the last

@@ -340,6 +340,12 @@ def slice_kernel(xp, inputs, outputs, params):
     return (_fresh(xp, x[window]),)
 
 
+def slice_gpu_kernel(cp, inputs, outputs, params):
+    """SLICE on the GPU: the window's view gathered by one kernel (movement_gpu.strided_copy)."""
+    (x,) = inputs
+    return (movement_gpu.strided_copy(cp, x[slice_window(_WindowCall(params, outputs[0]))]),)
+
+
 class _WindowCall:
     """What slice_window and slice1_window read of a call: its parameters and output (the kernels have those)."""
 
@@ -353,7 +359,8 @@ SLICE = Operator(
     formula="OutputTensor[c] = InputTensor[Offsets + Strides * c] for every output coordinate c",
     introduced=_SLICE_ROWS[-1].level, inputs=("InputTensor",), support=_SLICE_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(OFFSETS, SIZES, STRIDES), native_encoding=True,
-    shape_rule=slice_shape, array_kernel=slice_kernel, exactness=EXACT, dask_layout="index",
+    shape_rule=slice_shape, array_kernel=slice_kernel, gpu_array_kernel=slice_gpu_kernel, exactness=EXACT,
+    dask_layout="index",
     dask_index=slice_window,
     notes=("Offsets, Sizes and Strides have one value per dimension (DimensionCount); every element read must lie "
            "inside the input (Offsets + Strides * (Sizes - 1) < InputTensor.Sizes). The output's Sizes are Sizes.",
@@ -442,6 +449,12 @@ def slice1_kernel(xp, inputs, outputs, params):
     return (_fresh(xp, x[slice1_window(_WindowCall(params, outputs[0]), x.shape)]),)
 
 
+def slice1_gpu_kernel(cp, inputs, outputs, params):
+    """SLICE1 on the GPU: as SLICE's, negative strides included."""
+    (x,) = inputs
+    return (movement_gpu.strided_copy(cp, x[slice1_window(_WindowCall(params, outputs[0]), x.shape)]),)
+
+
 SLICE1 = Operator(
     name="SLICE1", enum_value=111, family=FAMILY, prefix="",
     summary="copies one strided subregion of an input window, backwards along dimensions with a negative stride",
@@ -449,7 +462,8 @@ SLICE1 = Operator(
             "(+ InputWindowSizes - 1 where the stride is negative)",
     introduced=_SLICE1_ROWS[-1].level, inputs=("InputTensor",), support=_SLICE1_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(WINDOW_OFFSETS, WINDOW_SIZES, WINDOW_STRIDES),
-    native_encoding=True, shape_rule=slice1_shape, array_kernel=slice1_kernel, exactness=EXACT,
+    native_encoding=True, shape_rule=slice1_shape, array_kernel=slice1_kernel, gpu_array_kernel=slice1_gpu_kernel,
+    exactness=EXACT,
     dask_layout="index", dask_index=lambda call: slice1_window(call, call.tensors["InputTensor"].shape),
     notes=("The output's Sizes may be anything from 1 to MaxCopiedElements = 1 + (InputWindowSizes - 1) // "
            "|InputWindowStrides| in each dimension; DirectML takes them from the output's desc (a DxDispatch "
@@ -677,8 +691,11 @@ def tile_kernel(xp, inputs, outputs, params):
 
 
 def tile_gpu_kernel(cp, inputs, outputs, params):
-    """TILE on the GPU by the copy engine (movement_gpu.py), CuPy's tile where that does not fit."""
-    tiled = movement_gpu.tile(cp, inputs[0], tuple(params["Repeats"]))
+    """TILE on the GPU by movement_gpu's read-once kernel, else the copy engine, else CuPy's tile."""
+    repeats = tuple(params["Repeats"])
+    tiled = movement_gpu.tile_by_kernel(cp, inputs[0], repeats)
+    if tiled is None:
+        tiled = movement_gpu.tile(cp, inputs[0], repeats)
     return (tiled,) if tiled is not None else tile_kernel(cp, inputs, outputs, params)
 
 

@@ -1,7 +1,9 @@
 """Data movement on the GPU: JOIN and TILE by the copy engine (cudaMemcpy2DAsync calls, each a block of equal rows
 copied at the device's copy bandwidth), PADDING by one kernel of its own for every mode (pad), with the copy engine's
-interior (place) where that kernel does not take the input (issue 23: data movement at >= 0.7 of the copy). CuPy's
-concatenate, tile and slice assignment run an indexing kernel at about half of it.
+interior (place) where that kernel does not take the input, SLICE and SLICE1 by a strided gather (strided_copy)
+(issue 23: data movement at >= 0.7 of the copy, and never slower than CuPy). CuPy's concatenate, tile and slice
+assignment run an indexing kernel at about half of it; its copy of a strided view, one element a thread with 64-bit
+index arithmetic, a few per cent under strided_copy.
 
 join, tile and place return None (or False) where their layout does not fit a few 2-D copies (a pitch past the
 device's limit, or more pieces than MAX_COPIES); the caller then runs the shared xp kernel. Bytes are copied as they
@@ -50,6 +52,71 @@ def join(cp, inputs, out_shape, axis: int):
         _copy_rows(cp, result.data.ptr + offset, out_row, x.data.ptr, row, row, outer)
         offset += row
     return result
+
+
+# TILE by one kernel that reads the input once and writes each element to all its copies: a thread loads one
+# 16-byte vector of the input (where the last dimension allows) and stores it at every copy's place, the copies'
+# offsets from a table computed once on the host (TILE_MAX_COPIES of them at most). The copy engine's 2-D copies
+# read the input once per copy: a tile of 2 along the rows moved 0.70-0.84 of the copy bandwidth's bytes.
+TILE_MAX_COPIES = 4096
+TILE_MAX_RANK = 8
+
+
+@functools.lru_cache(maxsize=128)  # the text is built once per rank, width, vector and index size
+def _tile_source(rank: int, word: str, vector: int, wide: bool) -> str:
+    index = "long long" if wide else "int"
+    arguments = ", ".join([f"const long long {name}{d}" for name in ("size", "out_step") for d in range(rank)]
+                          + [f"const unsigned int {name}{d}" for name in ("magic", "shift") for d in range(rank)])
+    last = rank - 1
+    lines = [FAST_DIVISION, f"typedef {word} T;", f"typedef {index} idx_t;",
+             f"struct __align__({vector} * sizeof(T)) V {{ T v[{vector}]; }};",
+             f'extern "C" __global__ void dml_kernel(const V* x, T* y, const long long* __restrict__ copies, '
+             f'const long long count, {arguments}, const long long n) {{',
+             "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
+             "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
+             "        idx_t t = i;",
+             "        long long target = 0;"]
+    for d in reversed(range(rank)):
+        lines.append("        {")
+        if wide:
+            lines.append(f"        const idx_t q = t / (idx_t)size{d};")
+        else:
+            lines.append(f"        const idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)size{d}, "
+                         f"magic{d}, shift{d});")
+        scale = f" * {vector}" if d == last and vector > 1 else ""
+        lines.append(f"        target += (long long)(t - q * (idx_t)size{d}){scale} * out_step{d}; t = q;")
+        lines.append("        }")
+    lines += ["        const V v = x[i];",
+              "        for (long long k = 0; k < count; ++k) *reinterpret_cast<V*>(y + target + copies[k]) = v;",
+              "    }", "}", ""]
+    return "\n".join(lines)
+
+
+def tile_by_kernel(cp, x, repeats):
+    """TILE of a CuPy array by the read-once kernel; None where it does not take the call (more than
+    TILE_MAX_COPIES copies, a rank past TILE_MAX_RANK, an empty input)."""
+    copies = math.prod(repeats)
+    if x.size == 0 or x.ndim == 0 or x.ndim > TILE_MAX_RANK or copies > TILE_MAX_COPIES:
+        return None
+    x = cp.ascontiguousarray(x)
+    itemsize = x.dtype.itemsize
+    out = cp.empty(tuple(size * repeat for size, repeat in zip(x.shape, repeats)), dtype=x.dtype)
+    vector = max(1, GATHER_VECTOR_BYTES // itemsize) if x.data.ptr % GATHER_VECTOR_BYTES == 0 else 1
+    while x.shape[-1] % vector:
+        vector //= 2
+    out_steps = [s // itemsize for s in out.strides]
+    # Each copy's offset: the copy's index along each axis times the input's size there, in output elements.
+    offsets = np.zeros(1, dtype=np.int64)
+    for size, repeat, step in zip(x.shape, repeats, out_steps):
+        offsets = (offsets[:, None] + np.arange(repeat, dtype=np.int64)[None, :] * (size * step)).reshape(-1)
+    counts = list(x.shape[:-1]) + [x.shape[-1] // vector]
+    wide = max(x.size, out.size) >= 2**31 - 2**24
+    word = f"uint{itemsize * 8}"
+    magic = [fast_division(count) for count in counts]
+    launch(cp, _tile_source(x.ndim, C_WORD_TYPES[itemsize * 8], vector, wide), x.view(word), out.view(word),
+           cp.asarray(offsets), np.int64(copies), *(np.int64(v) for v in (*counts, *out_steps)),
+           *(np.uint32(m) for m, _ in magic), *(np.uint32(r) for _, r in magic), count=x.size // vector)
+    return out
 
 
 def tile(cp, x, repeats):
@@ -170,3 +237,113 @@ def pad(cp, x, out_shape, start, mode: str, constant):
     launch(cp, source, x.view(word), out.view(word), value, *arguments, *(np.uint32(m) for m, _ in magic),
            *(np.uint32(r) for _, r in magic), count=out.size)
     return out
+
+
+# SLICE and SLICE1: a gather from a strided view of the input (negative steps included) into a fresh C-ordered
+# output. Dimensions that are contiguous in the view are merged first (a slice of whole rows is one dimension), so
+# that each thread divides its index by few sizes, by magic numbers (cuda_prelude.fast_division); a thread writes
+# GATHER_VECTOR_BYTES of consecutive outputs in one store where the last dimension allows.
+GATHER_MAX_RANK = 8
+GATHER_VECTOR_BYTES = 16
+
+
+def _merged(shape, steps) -> tuple[list[int], list[int]]:
+    """The view's dimensions with sizes of 1 left out and neighbours that read as one dimension merged."""
+    sizes, strides = [], []
+    for size, step in zip(shape, steps):
+        if size == 1:
+            continue
+        if sizes and strides[-1] == size * step:
+            sizes[-1] *= size
+            strides[-1] = step
+        else:
+            sizes.append(size)
+            strides.append(step)
+    return sizes or [1], strides or [1]
+
+
+# A last-dimension step of 2 to SPAN_MAX_STEP elements with 16-byte vectors: the thread reads the `step` 16-byte
+# words its outputs lie in and picks them (a slice of every other column: two 16-byte loads for four FLOAT32
+# outputs, where element loads take four instructions that each touch twice the sectors they use).
+SPAN_MAX_STEP = 4
+
+
+@functools.lru_cache(maxsize=128)  # the text is built once per rank, width, vector, span and index size
+def _gather_source(rank: int, word: str, vector: int, wide: bool, span: int = 0) -> str:
+    """y[i] = x[sum of coordinate * step] for `rank` dimensions; `vector` consecutive outputs a thread; `span`: the
+    last dimension's step where the thread reads its outputs' 16-byte words whole (0: element by element)."""
+    index = "long long" if wide else "int"
+    arguments = ", ".join([f"const long long {name}{d}" for name in ("size", "step") for d in range(rank)]
+                          + [f"const unsigned int {name}{d}" for name in ("magic", "shift") for d in range(rank)])
+    last = rank - 1
+    lines = [FAST_DIVISION, f"typedef {word} T;", f"typedef {index} idx_t;",
+             f"struct __align__({vector} * sizeof(T)) V {{ T v[{vector}]; }};",
+             f'extern "C" __global__ void dml_kernel(const T* x, V* y, {arguments}, const long long n) {{',
+             "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
+             "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
+             "        idx_t t = i, source = 0;"]
+    for d in reversed(range(rank)):
+        # size{last} is counted in vectors: the last dimension's coordinate is the vector's times `vector`.
+        lines.append("        {")
+        if wide:
+            lines.append(f"        const idx_t q = t / (idx_t)size{d};")
+        else:
+            lines.append(f"        const idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)size{d}, "
+                         f"magic{d}, shift{d});")
+        scale = f" * {vector}" if d == last and vector > 1 else ""
+        lines.append(f"        source += (t - q * (idx_t)size{d}){scale} * (idx_t)step{d}; t = q;")
+        lines.append("        }")
+    if span:
+        lines += ["        uint4 words[%d];" % span,
+                  "        #pragma unroll",
+                  f"        for (int q = 0; q < {span}; ++q) words[q] = reinterpret_cast<const uint4*>(x + source)[q];",
+                  "        const T* picked = reinterpret_cast<const T*>(words);",
+                  "        V v;",
+                  "        #pragma unroll",
+                  f"        for (int j = 0; j < {vector}; ++j) v.v[j] = picked[j * {span}];"]
+    else:
+        lines += ["        V v;",
+                  "        #pragma unroll",
+                  f"        for (int j = 0; j < {vector}; ++j) v.v[j] = x[source + j * (idx_t)step{last}];"]
+    lines += ["        y[i] = v;", "    }", "}", ""]
+    return "\n".join(lines)
+
+
+def strided_copy(cp, view):
+    """A C-ordered copy of the CuPy array `view` (a strided view of a bigger array, steps of any sign), made by one
+    gather kernel; CuPy's own copy where the kernel does not take it (more than GATHER_MAX_RANK dimensions that do
+    not merge), and a plain copy where the view is contiguous."""
+    itemsize = view.dtype.itemsize
+    if view.size == 0 or view.ndim == 0:
+        return cp.ascontiguousarray(view)
+    sizes, steps = _merged(view.shape, [s // itemsize for s in view.strides])
+    if len(sizes) > GATHER_MAX_RANK or (len(sizes) == 1 and steps[0] == 1):
+        return cp.ascontiguousarray(view)
+    out = cp.empty(view.shape, dtype=view.dtype)
+    vector = max(1, GATHER_VECTOR_BYTES // itemsize)
+    while sizes[-1] % vector:
+        vector //= 2
+    counts = sizes[:-1] + [sizes[-1] // vector]
+    reach = sum((size - 1) * abs(step) for size, step in zip(sizes, steps))
+    wide = max(view.size, reach) >= 2**31 - 2**24  # room for the grid-stride step past the last element
+    word = f"uint{itemsize * 8}"
+    magic = [fast_division(count) for count in counts]
+    span = steps[-1] if _reads_whole_words(view, sizes, steps, vector) else 0
+    launch(cp, _gather_source(len(sizes), C_WORD_TYPES[itemsize * 8], vector, wide, span), view.view(word),
+           out.view(word), *(np.int64(v) for v in (*counts, *steps)), *(np.uint32(m) for m, _ in magic),
+           *(np.uint32(r) for _, r in magic), count=out.size // vector)
+    return out
+
+
+def _reads_whole_words(view, sizes, steps, vector: int) -> bool:
+    """Whether each thread may read its outputs' 16-byte words whole: a last step of 2 to SPAN_MAX_STEP, 16-byte
+    vectors, every word on a 16-byte boundary (the view's start and every other step a multiple of a vector), and
+    the last word read still inside the view's allocation (it reaches step - 1 elements past the last output)."""
+    itemsize = view.dtype.itemsize
+    if not 2 <= steps[-1] <= SPAN_MAX_STEP or vector * itemsize != 16 or view.data.ptr % 16:
+        return False
+    if any(step % vector for step in steps[:-1]):
+        return False
+    furthest = sum(max(0, (size - 1) * step) for size, step in zip(sizes, steps)) + steps[-1] - 1
+    memory = view.data.mem
+    return view.data.ptr + (furthest + 1) * itemsize <= memory.ptr + memory.size
