@@ -143,3 +143,23 @@ def test_diagonal_matrix1(dtype):
         cpu_result, gpu_result = both("diagonal_matrix1", output_shape=shape, output_dtype=dtype,
                                       diagonal_fill_begin=begin, diagonal_fill_end=end)
         assert_same_bits(cpu_result, gpu_result, f"DIAGONAL_MATRIX1 {dtype} {shape} no input")
+
+
+@pytest.mark.parametrize("source,target", [("float32", "float16"), ("float64", "uint8"), ("uint8", "float64"),
+                                           ("float16", "int32"), ("int64", "int64")])
+def test_cast_vector_kernel_tails_and_unaligned_inputs(source, target):
+    """CAST's kernel converts cast_vector() elements a thread from 16-byte loads: every count up to past a few
+    vectors (the tail taken one element at a time) and an input that starts off a 16-byte boundary (the element
+    kernel) give the CPU's bits."""
+    from types import SimpleNamespace
+
+    from dmlcli.data_types import from_numpy
+    from dmlcli.operators.generation import cast_gpu_kernel
+
+    output = SimpleNamespace(data_type=from_numpy(np.dtype(target)))
+    x = random_bits(source, 200, seed=7)
+    on_device = cupy.asarray(x)
+    for start, count in [(0, n) for n in range(1, 40)] + [(1, 150), (3, 101)]:
+        cpu_result = api.run("cast", x[start:start + count], output_dtype=target, backend="cpu")
+        (gpu_result,) = cast_gpu_kernel(cupy, [on_device[start:start + count]], [output], {})
+        assert_same_bits(cpu_result, cupy.asnumpy(gpu_result), f"CAST {source} -> {target} [{start}:+{count}]")
