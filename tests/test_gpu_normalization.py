@@ -144,13 +144,13 @@ def test_value_scale_2d_same_bits(dtype):
 
 
 @pytest.mark.parametrize("shape, axes, scaled, by_rows", [
-    ((2, 8, 16, 16), [2, 3], True, True), ((3, 5, 7), [2], False, True), ((2, 4, 100, 128), [2, 3], True, False),
+    ((2, 8, 16, 16), [2, 3], True, True), ((3, 5, 7), [2], False, True), ((2, 4, 100, 128), [2, 3], True, True),
     ((2, 8, 6, 6), [1, 2, 3], False, True), ((2, 8, 6, 6), [1, 2, 3], True, False),
     ((2, 8, 6, 6), [0, 2, 3], False, False)])
 def test_mean_variance_normalization_one_block_per_row(shape, axes, scaled, by_rows, monkeypatch):
-    """Trailing axes whose row fits shared memory run the one-block-per-row kernel (Scale and Bias one value a row
-    or absent); a longer row, axes that do not trail or a Scale that varies within a row take the three-pass
-    path; both within the tolerance of the CPU's result."""
+    """Trailing axes run the one-block-per-row kernel (a row past shared memory: the long-row kernels) with Scale
+    and Bias one value a row or absent; axes that do not trail or a Scale that varies within a row take the
+    three-pass path; both within the tolerance of the CPU's result."""
     from dmlcli.operators import normalization
 
     taken = []
@@ -164,3 +164,39 @@ def test_mean_variance_normalization_one_block_per_row(shape, axes, scaled, by_r
         assert_within("mean_variance_normalization1", inputs, {"axes": axes, "normalize_variance": normalize_variance},
                       f"{shape} {axes}")
     assert taken and all((result is not None) == by_rows for result in taken), (shape, axes)
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    ((2, 3, 130, 130), "float32"), ((1, 2, 129, 127), "float32"), ((2, 2, 200, 300), "float32"),
+    ((1, 3, 128, 128), "float16"), ((3, 40000), "float32")])
+def test_mean_variance_normalization_long_rows(shape, dtype, monkeypatch):
+    """Rows past MVN_STAGE_BYTES run the two long-row kernels (chunks of MVN_CHUNK elements, FLOAT64 partial sums
+    about the row's first element): within the CPU's tolerance, with and without NormalizeVariance, Scale and
+    Bias, rows of a multiple of 4 elements (float4) and not (a mean far from zero: the next test)."""
+    from dmlcli.operators import normalization
+
+    taken = []
+    original = normalization._normalise_long_rows
+    monkeypatch.setattr(normalization, "_normalise_long_rows", lambda *args: taken.append(1) or original(*args))
+    x = data(shape, dtype)
+    rows = (1,) * len(shape)
+    per_row = shape[:2] + (1,) * (len(shape) - 2) if len(shape) > 2 else (shape[0], 1)
+    axes = list(range(2, len(shape))) if len(shape) > 2 else [1]
+    for scaled in (False, True):
+        inputs = [x, data(per_row, dtype, 1) if scaled else None, data(rows, dtype, 2) if scaled else None]
+        for normalize_variance in (True, False):
+            assert_within("mean_variance_normalization1", inputs,
+                          {"axes": axes, "normalize_variance": normalize_variance}, f"{shape} {scaled}")
+    assert len(taken) == 4
+
+
+def test_mean_variance_normalization_long_rows_far_mean():
+    """A mean far from zero against the spread (1000 + N(0, 1)): the long-row kernels' partial sums about the row's
+    first element keep the variance; the result is the FLOAT64 formula's within what rounding x to FLOAT32 allows
+    (the CPU's FLOAT32 mean is itself off by more there: MVN's tolerance has no floor for such cancellation)."""
+    x = (data((2, 2, 200, 300), "float32") + 1000.0).astype(np.float32)
+    got = api.run("mean_variance_normalization1", x, axes=[2, 3], backend="gpu")
+    wide = x.astype(np.float64)
+    mean = wide.mean(axis=(2, 3), keepdims=True)
+    expected = (wide - mean) / np.sqrt(((wide - mean) ** 2).mean(axis=(2, 3), keepdims=True) + 1e-5)
+    assert np.abs(got - expected).max() < 1e-3
