@@ -184,10 +184,8 @@ def test_gpu_window_kernel_is_the_one_that_runs(gpu_backend, monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
     """pooling_gpu's maximum over a window inside the input (PTX max.f32) and its element-by-element rule agree
-    with the CPU bit for bit: windows of zeros of both signs, subnormals, all-NaN windows, infinities, windows at
-    the edges. Which zero a tie of -0.0 and +0.0 gives is compared as a value here: both backends keep the first
-    (the CPU's fix-up after NumPy's fmax, whose vector loops give the later, is checked against the rule written
-    out in tests/test_ops_pooling.py), and this test ran on the GPU machine before that fix-up existed."""
+    with the CPU bit for bit: windows of zeros of both signs (the first zero of a tie, on both), subnormals, all-NaN
+    windows, infinities, windows at the edges."""
     rng = np.random.default_rng(3)
     shape = (2, 3, 17, 19)
     x = rng.standard_normal(shape).astype(dtype)
@@ -200,7 +198,34 @@ def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
     bits = np.uint32 if dtype == "float32" else np.uint16
     for geometry in GEOMETRIES + [dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])]:
         (c,), (g,) = both("max_pooling", [x], gpu_backend, **{k: v for k, v in geometry.items() if k != "dilations"})
-        zeros = (c == 0) & (g == 0)
-        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g)) | zeros
+        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
         assert same.all(), (geometry, c[~same][:4], g[~same][:4])
-        assert zeros.any() and (c[~zeros] != 0).any()  # the data made both kinds of window
+        zeros = c == 0
+        assert np.signbit(c[zeros]).any() and (~np.signbit(c[zeros])).any() and (c != 0).any()  # every kind made
+
+
+@pytest.mark.parametrize("window, start, end, shape", [
+    ([3, 3], [1, 1], [1, 1], (2, 3, 17, 19)), ([3, 1], [0, 0], [0, 0], (1, 2, 9, 5)),
+    ([5, 5], [2, 2], [2, 2], (1, 2, 23, 40)), ([3, 5], [0, 2], [2, 1], (2, 2, 8, 33)),
+    ([7, 7], [3, 3], [3, 3], (1, 1, 5, 6)), ([4, 2], [1, 1], [0, 0], (3, 1, 3, 70)),
+    ([7, 2], [6, 0], [6, 1], (1, 2, 2, 2))])
+def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, end, shape, monkeypatch):
+    """FLOAT32 max pooling with stride 1 (windows of 3 to 7 rows) runs the strip kernel (STRIP_ROWS outputs down a
+    column from one horizontal maximum per input row): the CPU's bits, zeros of both signs, subnormals, NaN and
+    infinities included, heights that are and are not a multiple of the strip, windows wider than the input."""
+    from dmlcli.operators import pooling_gpu
+
+    ran = []
+    real = pooling_gpu.max_strip_kernel
+    monkeypatch.setattr(pooling_gpu, "max_strip_kernel", lambda *args: ran.append(1) or real(*args))
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    pick = rng.random(shape)
+    x[pick < 0.2] = -0.0
+    x[(pick >= 0.2) & (pick < 0.4)] = 0.0
+    x[(pick >= 0.4) & (pick < 0.45)] = np.float32(np.finfo(np.float32).smallest_subnormal * 5)
+    x[(pick >= 0.45) & (pick < 0.5)] = np.nan
+    x[(pick >= 0.5) & (pick < 0.52)] = np.inf
+    (c,), (g,) = both("max_pooling", [x], gpu_backend, window_size=window, start_padding=start, end_padding=end)
+    same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
+    assert ran and same.all(), (c[~same][:4], g[~same][:4])
