@@ -4,7 +4,9 @@
    each already on the GPU: the kernel's throughput (bytes read + bytes written per second) as a
    fraction of the same GPU's device-to-device copy bandwidth (cudaMemcpy, 2 x bytes per second),
    measured in the same run; and the same figure for CuPy's plain ufunc (cupy.bitwise_xor,
-   cupy.isinf, cupy.equal, ...: bool outputs, no width rule) as the baseline. Goal: >= 0.85.
+   cupy.isinf, cupy.equal, ...: bool outputs, no width rule) as the baseline. Goal (issue 21): >= 0.9
+   for exact and one-rounding operators, >= 0.8 for approximate ones. The GPU is kept busy for 1.5 s first;
+   the copy's figure is the best of three medians (single copies vary by 10-15% in a run, kernels by 1-2%).
 2. End to end from .npy files. The inputs are .npy files (in the page cache: written just
    before), the output a .npy file (no fsync): each chunk is read by threads straight into
    pinned memory (the next chunk while the GPU works), goes through the backend's execute_chunks
@@ -87,6 +89,38 @@ def gpu_median_seconds(cp, launch, repeats: int) -> float:
     return statistics.median(times)
 
 
+def warm_up(cp, seconds: float = 1.5) -> str:
+    """Keep the GPU copying for `seconds` before anything is timed (an idle H100 was found at a 345 MHz SM clock at
+    the start of a run, and the first cases measured lower than the same cases later), then the clocks as
+    nvidia-smi reads them, where it can ("" otherwise)."""
+    import shutil
+    import subprocess
+    import time
+
+    source = cp.empty(1 << 28, cp.uint8)
+    target = cp.empty_like(source)
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        target[...] = source
+        cp.cuda.get_current_stream().synchronize()
+    del source, target
+    if shutil.which("nvidia-smi") is None:
+        return ""
+    done = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader"],
+                          capture_output=True, text=True, check=False)
+    return f"SM and memory clocks after warm-up: {done.stdout.strip()}" if done.returncode == 0 else ""
+
+
+def _buffer_copy_bandwidth(cp, source, target, repeats: int) -> float:
+    """cudaMemcpy from `source`'s memory into `target`'s (the smaller of their sizes): bytes read + written per
+    second."""
+    nbytes = min(source.nbytes, target.nbytes)
+    runtime = cp.cuda.runtime
+    seconds = gpu_median_seconds(cp, lambda: runtime.memcpyAsync(
+        target.data.ptr, source.data.ptr, nbytes, runtime.memcpyDeviceToDevice, 0), repeats)
+    return 2 * nbytes / seconds
+
+
 def copy_bandwidth(cp, nbytes: int, repeats: int) -> float:
     """Device-to-device cudaMemcpy: bytes read + bytes written per second."""
     source, target = cp.empty(nbytes, cp.uint8), cp.empty(nbytes, cp.uint8)
@@ -161,11 +195,15 @@ def check_sample(cp, backend, reference, operator, device_inputs, device_out, pa
 
 def resident(cp, backend, gib: float, repeats: int) -> None:
     nbytes = int(gib * (1 << 30))
-    copy_bw = copy_bandwidth(cp, nbytes, repeats)
+    clocks = warm_up(cp)
+    # The best of three medians: single copies vary by 10-15% in a run where the kernels' own times hold to 1-2%,
+    # and the best is the strictest yardstick.
+    copy_bw = max(copy_bandwidth(cp, nbytes, repeats) for _ in range(3))
     print(f"\n## Kernels on resident data: {gib:g} GiB per input; device-to-device copy "
-          f"{copy_bw / 1e9:.0f} GB/s (read + write)\n")
-    print("| operator | types | dmlcli GB/s | dmlcli / copy | CuPy GB/s | CuPy / copy | dmlcli / CuPy | goal |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+          f"{copy_bw / 1e9:.0f} GB/s (read + write), the best of three medians after a warm-up\n{clocks}\n")
+    print("| operator | types | dmlcli GB/s | dmlcli / copy | dmlcli / copy, same buffers | CuPy GB/s | CuPy / copy | "
+          "dmlcli / CuPy | goal |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     reference = cpu.create()
     fractions = []
     for name, in_dtype, out_dtype in CASES:
@@ -181,11 +219,14 @@ def resident(cp, backend, gib: float, repeats: int) -> None:
         backend.run_resident(operator, device_inputs, device_out, params)
         check_sample(cp, backend, reference, operator, device_inputs, device_out, params)
         moved = sum(x.nbytes for x in device_inputs) + device_out.nbytes
+        # The copy on the case's own buffers (its first input into its output), timed just before it: a fresh 1 GiB
+        # allocation copies 5-15% faster or slower than another, and this yardstick shares the case's.
+        here = _buffer_copy_bandwidth(cp, device_inputs[0], device_out, repeats)
         seconds = gpu_median_seconds(cp, lambda: backend.run_resident(operator, device_inputs, device_out, params),
                                      repeats)
         ours = moved / seconds
-        fractions.append(ours / copy_bw)
-        goal = GOALS.get(name, 0.85)
+        fractions.append((f"{name} {in_dtype}", ours / copy_bw, ours / here, GOALS.get(name, 0.9)))
+        goal = GOALS.get(name, 0.9)
         launch, base_out = baseline_ufunc(cp, name, device_inputs, count)
         if launch is None:
             base_cells = "-", "-", "-"
@@ -193,11 +234,15 @@ def resident(cp, backend, gib: float, repeats: int) -> None:
             base_moved = sum(x.nbytes for x in device_inputs) + base_out.nbytes
             base = base_moved / gpu_median_seconds(cp, launch, repeats)
             base_cells = f"{base / 1e9:.0f}", f"{base / copy_bw:.2f}", f"{ours / base:.1f}x"
-        print(f"| {name} | {in_dtype} -> {out_dtype} | {ours / 1e9:.0f} | {ours / copy_bw:.2f} | "
+        print(f"| {name} | {in_dtype} -> {out_dtype} | {ours / 1e9:.0f} | {ours / copy_bw:.2f} | {ours / here:.2f} | "
               f"{base_cells[0]} | {base_cells[1]} | {base_cells[2]} | {goal} |", flush=True)
         del device_inputs, device_out, base_out, launch
         cp.get_default_memory_pool().free_all_blocks()
-    print(f"\nkernel / copy: median {statistics.median(fractions):.2f}, lowest {min(fractions):.2f} (goal >= 0.85)")
+    for column, label in ((1, "the best copy"), (2, "the copy on the case's own buffers")):
+        missed = [f"{case[0]} {case[column]:.2f}" for case in fractions if case[column] < case[3]]
+        values = [case[column] for case in fractions]
+        print(f"\nkernel / {label}: median {statistics.median(values):.2f}, lowest {min(values):.2f}; under their "
+              f"goal (issue 21: 0.9 exact and one-rounding, 0.8 approximate): {', '.join(missed) or 'none'}")
 
 
 def pinned_bandwidths(cp, nbytes: int, repeats: int) -> tuple[float, float]:
