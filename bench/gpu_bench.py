@@ -89,6 +89,21 @@ def gpu_median_seconds(cp, launch, repeats: int) -> float:
     return statistics.median(times)
 
 
+def gpu_stream_seconds(cp, launch, repeats: int) -> float:
+    """CUDA-event time of `repeats` launches back to back on the current stream, per launch, after two warm-up
+    runs: the host's work for a call overlaps the GPU's work on the one before, as in a pipeline of operators
+    (gpu_median_seconds times a call alone, the GPU idle while the host prepares its launch)."""
+    for _ in range(2):
+        launch()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(repeats):
+        launch()
+    stop.record()
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / repeats
+
+
 def warm_up(cp, seconds: float = 1.5) -> str:
     """Keep the GPU copying for `seconds` before anything is timed (an idle H100 was found at a 345 MHz SM clock at
     the start of a run, and the first cases measured lower than the same cases later), then the clocks as
