@@ -1,9 +1,10 @@
-"""Data movement on the GPU: JOIN and TILE by the copy engine (cudaMemcpy2DAsync calls, each a block of equal rows
-copied at the device's copy bandwidth), PADDING by one kernel of its own for every mode (pad), with the copy engine's
-interior (place) where that kernel does not take the input, SLICE and SLICE1 by a strided gather (strided_copy)
-(issue 23: data movement at >= 0.7 of the copy, and never slower than CuPy). CuPy's concatenate, tile and slice
-assignment run an indexing kernel at about half of it; its copy of a strided view, one element a thread with 64-bit
-index arithmetic, a few per cent under strided_copy.
+"""Data movement on the GPU: JOIN by the copy engine (cudaMemcpy2DAsync calls, each a block of equal rows copied at
+the device's copy bandwidth), TILE by a kernel that reads the input once (tile_by_kernel; the copy engine's tile
+past TILE_MAX_COPIES copies), PADDING by one kernel of its own for every mode (pad), with the copy engine's interior
+(place) where that kernel does not take the input, SLICE and SLICE1 by a strided gather (strided_copy) (issue 23:
+data movement at >= 0.7 of the copy, and never slower than CuPy). CuPy's concatenate, tile and slice assignment run
+an indexing kernel at about half of it; its copy of a strided view, one element a thread with 64-bit index
+arithmetic, 10-15% slower than strided_copy.
 
 join, tile and place return None (or False) where their layout does not fit a few 2-D copies (a pitch past the
 device's limit, or more pieces than MAX_COPIES); the caller then runs the shared xp kernel. Bytes are copied as they
