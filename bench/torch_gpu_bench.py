@@ -53,6 +53,18 @@ def _cases(cp, torch, size: int, batch: int):
     big_image = (10 * batch, channels, side, side)
     pool_input = (batch, 32, max(8, size // 8), max(8, size // 8))  # 1 GiB at the defaults, as the copy
     per_channel = (1, channels, 1, 1)
+
+    def batch_normalization(label, shape):
+        return (label, "copy 0.6", "batch_normalization", {"epsilon": 1e-5},
+                [normal(shape), normal(per_channel), cp.abs(normal(per_channel)) + 0.5, normal(per_channel),
+                 normal(per_channel)],
+                lambda x, m, v, s, b: F.batch_norm(x, m.reshape(-1), v.reshape(-1), s.reshape(-1), b.reshape(-1),
+                                                   training=False, eps=1e-5))
+
+    def instance_normalization(label, shape):
+        return (label, "copy 0.6", "mean_variance_normalization1", {"axes": [2, 3], "epsilon": 1e-5},
+                [normal(shape), None, None], lambda x, s, b: F.instance_norm(x, eps=1e-5))
+
     return [
         ("gemm FLOAT32", "torch 0.8", "gemm", {}, [normal((size, size)), normal((size, size)), None],
          lambda a, b, c: torch.matmul(a, b)),
@@ -68,27 +80,13 @@ def _cases(cp, torch, size: int, batch: int):
         ("max_pooling 3x3 stride 1 pad 1", "copy 0.6", "max_pooling",
          {"window_size": [3, 3], "start_padding": [1, 1], "end_padding": [1, 1]}, [normal(pool_input)],
          lambda x: F.max_pool2d(x, 3, stride=1, padding=1)),
-        ("batch_normalization", "copy 0.6", "batch_normalization", {"epsilon": 1e-5},
-         [normal(image), normal(per_channel), cp.abs(normal(per_channel)) + 0.5, normal(per_channel),
-          normal(per_channel)],
-         lambda x, m, v, s, b: F.batch_norm(x, m.reshape(-1), v.reshape(-1), s.reshape(-1), b.reshape(-1),
-                                            training=False, eps=1e-5)),
-        ("mean_variance_normalization1 (H, W)", "copy 0.6", "mean_variance_normalization1",
-         {"axes": [2, 3], "epsilon": 1e-5}, [normal(image), None, None],
-         lambda x, s, b: F.instance_norm(x, eps=1e-5)),
+        batch_normalization("batch_normalization", image),
+        instance_normalization("mean_variance_normalization1 (H, W)", image),
         # The same at 1 GiB, the copy's size (at 100 MB the host side of a call, about 60 us, is half the time):
         # ten times the batch of 56 x 56 images, and the pooling input's 512 x 512 images (rows past shared memory).
-        ("batch_normalization, 10x batch", "copy 0.6", "batch_normalization", {"epsilon": 1e-5},
-         [normal(big_image), normal(per_channel), cp.abs(normal(per_channel)) + 0.5, normal(per_channel),
-          normal(per_channel)],
-         lambda x, m, v, s, b: F.batch_norm(x, m.reshape(-1), v.reshape(-1), s.reshape(-1), b.reshape(-1),
-                                            training=False, eps=1e-5)),
-        ("mean_variance_normalization1, 10x batch", "copy 0.6", "mean_variance_normalization1",
-         {"axes": [2, 3], "epsilon": 1e-5}, [normal(big_image), None, None],
-         lambda x, s, b: F.instance_norm(x, eps=1e-5)),
-        ("mean_variance_normalization1, 512x512", "copy 0.6", "mean_variance_normalization1",
-         {"axes": [2, 3], "epsilon": 1e-5}, [normal(pool_input), None, None],
-         lambda x, s, b: F.instance_norm(x, eps=1e-5)),
+        batch_normalization("batch_normalization, 10x batch", big_image),
+        instance_normalization("mean_variance_normalization1, 10x batch", big_image),
+        instance_normalization("mean_variance_normalization1, 512x512", pool_input),
     ]
 
 

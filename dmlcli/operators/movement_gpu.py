@@ -65,32 +65,51 @@ TILE_MAX_RANK = 8
 
 @functools.lru_cache(maxsize=128)  # the text is built once per rank, width, vector and index size
 def _tile_source(rank: int, word: str, vector: int, wide: bool) -> str:
-    index = "long long" if wide else "int"
-    arguments = ", ".join([f"const long long {name}{d}" for name in ("size", "out_step") for d in range(rank)]
-                          + [f"const unsigned int {name}{d}" for name in ("magic", "shift") for d in range(rank)])
-    last = rank - 1
-    lines = [FAST_DIVISION, f"typedef {word} T;", f"typedef {index} idx_t;",
-             f"struct __align__({vector} * sizeof(T)) V {{ T v[{vector}]; }};",
-             f'extern "C" __global__ void dml_kernel(const V* x, T* y, const long long* __restrict__ copies, '
-             f'const long long count, {arguments}, const long long n) {{',
-             "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
-             "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
-             "        idx_t t = i;",
-             "        long long target = 0;"]
-    for d in reversed(range(rank)):
-        lines.append("        {")
-        if wide:
-            lines.append(f"        const idx_t q = t / (idx_t)size{d};")
-        else:
-            lines.append(f"        const idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)size{d}, "
-                         f"magic{d}, shift{d});")
-        scale = f" * {vector}" if d == last and vector > 1 else ""
-        lines.append(f"        target += (long long)(t - q * (idx_t)size{d}){scale} * out_step{d}; t = q;")
-        lines.append("        }")
-    lines += ["        const V v = x[i];",
+    """For each input vector i (rank dimensions, the last counted in vectors): y[its place + copies[k]] = x[i] for
+    each of the `count` copies."""
+    lines = _indexing_head(word, vector, wide)
+    lines += [f'extern "C" __global__ void dml_kernel(const V* x, T* y, const long long* __restrict__ copies, '
+              f'const long long count, {_dimension_arguments(rank, "out_step")}, const long long n) {{',
+              *_grid_loop("long long target = 0;"),
+              *_coordinate_sums(rank, vector, wide, "target += (long long)({coordinate}) * out_step{d};"),
+              "        const V v = x[i];",
               "        for (long long k = 0; k < count; ++k) *reinterpret_cast<V*>(y + target + copies[k]) = v;",
               "    }", "}", ""]
     return "\n".join(lines)
+
+
+def _indexing_head(word: str, vector: int, wide: bool) -> list[str]:
+    """The definitions the tile and gather kernels share: the word type T, the index type, the vector V."""
+    return [FAST_DIVISION, f"typedef {word} T;", f"typedef {'long long' if wide else 'int'} idx_t;",
+            f"struct __align__({vector} * sizeof(T)) V {{ T v[{vector}]; }};"]
+
+
+def _dimension_arguments(rank: int, step_name: str) -> str:
+    """Each dimension's size and step, then its magic number and shift (cuda_prelude.fast_division)."""
+    return ", ".join([f"const long long {name}{d}" for name in ("size", step_name) for d in range(rank)]
+                     + [f"const unsigned int {name}{d}" for name in ("magic", "shift") for d in range(rank)])
+
+
+def _grid_loop(declaration: str) -> list[str]:
+    return ["    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
+            "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
+            f"        idx_t t = i; {declaration}"]
+
+
+def _coordinate_sums(rank: int, vector: int, wide: bool, accumulate: str) -> list[str]:
+    """Index i's coordinate in each dimension, last first (the last counted in vectors: its coordinate is the
+    vector's times `vector`), each added to a sum by `accumulate` (a format of {coordinate} and {d})."""
+    lines = []
+    for d in reversed(range(rank)):
+        if wide:
+            quotient = f"t / (idx_t)size{d}"
+        else:
+            quotient = f"(idx_t)dml_fast_divide((unsigned int)t, (unsigned int)size{d}, magic{d}, shift{d})"
+        scale = f" * {vector}" if d == rank - 1 and vector > 1 else ""
+        lines += ["        {", f"        const idx_t q = {quotient};",
+                  "        " + accumulate.format(coordinate=f"(t - q * (idx_t)size{d}){scale}", d=d) + " t = q;",
+                  "        }"]
+    return lines
 
 
 def tile_by_kernel(cp, x, repeats):
@@ -273,27 +292,12 @@ SPAN_MAX_STEP = 4
 def _gather_source(rank: int, word: str, vector: int, wide: bool, span: int = 0) -> str:
     """y[i] = x[sum of coordinate * step] for `rank` dimensions; `vector` consecutive outputs a thread; `span`: the
     last dimension's step where the thread reads its outputs' 16-byte words whole (0: element by element)."""
-    index = "long long" if wide else "int"
-    arguments = ", ".join([f"const long long {name}{d}" for name in ("size", "step") for d in range(rank)]
-                          + [f"const unsigned int {name}{d}" for name in ("magic", "shift") for d in range(rank)])
+    lines = _indexing_head(word, vector, wide)
+    lines += [f'extern "C" __global__ void dml_kernel(const T* x, V* y, {_dimension_arguments(rank, "step")}, '
+              "const long long n) {",
+              *_grid_loop("idx_t source = 0;"),
+              *_coordinate_sums(rank, vector, wide, "source += {coordinate} * (idx_t)step{d};")]
     last = rank - 1
-    lines = [FAST_DIVISION, f"typedef {word} T;", f"typedef {index} idx_t;",
-             f"struct __align__({vector} * sizeof(T)) V {{ T v[{vector}]; }};",
-             f'extern "C" __global__ void dml_kernel(const T* x, V* y, {arguments}, const long long n) {{',
-             "    const idx_t stride = (idx_t)gridDim.x * blockDim.x;",
-             "    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {",
-             "        idx_t t = i, source = 0;"]
-    for d in reversed(range(rank)):
-        # size{last} is counted in vectors: the last dimension's coordinate is the vector's times `vector`.
-        lines.append("        {")
-        if wide:
-            lines.append(f"        const idx_t q = t / (idx_t)size{d};")
-        else:
-            lines.append(f"        const idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)size{d}, "
-                         f"magic{d}, shift{d});")
-        scale = f" * {vector}" if d == last and vector > 1 else ""
-        lines.append(f"        source += (t - q * (idx_t)size{d}){scale} * (idx_t)step{d}; t = q;")
-        lines.append("        }")
     if span:
         lines += ["        uint4 words[%d];" % span,
                   "        #pragma unroll",
