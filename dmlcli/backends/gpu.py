@@ -137,7 +137,7 @@ class GpuBackend:
     def _function(self, operator: Operator, kind: str, signature):
         """The compiled kernel for one type signature; each signature is compiled once, on first use, and its
         kernels are looked up by one dictionary read afterwards (the support table's signatures take 40-70 us to
-        list: a fifth of a 1 GiB IDENTITY's time when they were listed on every launch)."""
+        list: up to a tenth of a 1 GiB IDENTITY's time when they were listed on every launch)."""
         key = (operator.dml_name, signature)  # IDENTITY and TANH exist as ELEMENT_WISE and ACTIVATION
         function = self._functions.get((key, kind))
         if function is not None:

@@ -152,11 +152,11 @@ def reduce(cp, function: str, work, axes):
     first = work.ndim - len(axes)
     count = math.prod(work.shape[first:])
     if function in _FUNCTIONS and axes == tuple(range(first, work.ndim)) and count >= ROW_MINIMUM:
-        return _reduce_rows(cp, function, _c_ordered(cp, work), count).reshape(work.shape[:first])
+        return _reduce_rows(cp, function, cp.ascontiguousarray(work), count).reshape(work.shape[:first])
     if (function in _FUNCTIONS and axes == tuple(range(len(axes))) and len(axes) < work.ndim
             and work.size >= COLUMN_MINIMUM):
         leading = math.prod(work.shape[:len(axes)])
-        columns = _c_ordered(cp, work).reshape(leading, -1)
+        columns = cp.ascontiguousarray(work).reshape(leading, -1)
         return _reduce_columns(cp, function, columns).reshape(work.shape[len(axes):])
     if function not in _ANY_AXES:
         return None
@@ -167,12 +167,6 @@ def reduce(cp, function: str, work, axes):
             "float32 x", "float32 y", map_expr, combine, f"y = {finish}", identity, f"dml_reduce_{function.lower()}",
             preamble=DEVICE_PRELUDE + _REDUCTION_PRIMITIVES, options=COMPILE_OPTIONS)
     return kernel(work, axis=axes[0] if len(axes) == 1 else axes)
-
-
-def _c_ordered(cp, array):
-    """`array` itself where it is C-ordered (CuPy's ascontiguousarray costs a few microseconds even then, before the
-    kernel starts: a few per cent of a 1 GiB reduction's time), else a C-ordered copy."""
-    return array if array.flags.c_contiguous else cp.ascontiguousarray(array)
 
 
 def _reduce_rows(cp, function: str, rows, count: int):
