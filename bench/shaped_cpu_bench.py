@@ -1,10 +1,13 @@
 """CPU benchmark (a script, not a test): shaped operators through dmlcli.run against the NumPy call that computes
 the same thing in memory. Goal: dmlcli at most 1.3x NumPy's time.
 
-Each row of ROWS is (name, the dmlcli call, the NumPy baseline, the inputs): both calls take the same arrays,
-made once per row (--mib MiB of FLOAT32 per input, as a 1024-row matrix). dmlcli's time includes everything
-dmlcli.run does (validation, the kernel, making the output its own C-ordered array). Times are medians of
---repeats runs, alternating dmlcli and NumPy. Families add their operators' rows to ROWS.
+Each row of ROWS is (name, the operator and its options for dmlcli.run, the NumPy baseline, the inputs): both
+calls take the same arrays, made once per row (--mib MiB of FLOAT32 per input, as a 1024-row matrix). dmlcli's
+time includes everything dmlcli.run does (validation, the kernel, making the output its own C-ordered array); the
+"kernel" columns time the operator's kernel alone on a call validated beforehand (engine.execute), as
+bench/generation_cpu_bench.py and bench/cpu_ops_bench.py do: the difference is dmlcli.run's per-call cost, which
+grows once the data push the interpreter's own code and objects out of the caches. Times are medians of --repeats
+runs, alternating dmlcli.run, the kernel and NumPy. Families add their operators' rows to ROWS.
 
 --clock cpu times each call by this thread's CPU time (time.thread_time) instead of the wall clock: on a machine
 whose cores other work shares, the time spent waiting for a core is left out (NumPy runs these calls on this
@@ -28,6 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dmlcli  # noqa: E402
+from dmlcli import engine  # noqa: E402
+from dmlcli.data_types import from_numpy  # noqa: E402
 
 GOAL = 1.3
 ROWS_OF_MATRIX = 1024
@@ -37,9 +42,21 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 @dataclass(frozen=True)
 class Row:
     name: str
-    dmlcli_call: Callable  # (*inputs) -> array
+    operator: str  # what dmlcli.run is given, with `options`
+    options: dict
     numpy_call: Callable  # (*inputs) -> array: the same result, as a NumPy user would compute it
     inputs: Callable  # (element count) -> tuple of arrays
+
+    def dmlcli_call(self, *inputs):
+        return dmlcli.run(self.operator, *inputs, **self.options)
+
+    def kernel_call(self, inputs) -> Callable:
+        """The operator's kernel alone, through the backend, on a call validated beforehand (engine.execute): what
+        dmlcli.run adds to it is its per-call cost, which grows once the data push the interpreter out of the
+        caches."""
+        verdict = engine.plan(engine.request(self.operator, **self.options),
+                              [(from_numpy(x.dtype), x.shape) for x in inputs])
+        return lambda *xs: engine.execute(verdict, list(xs), "cpu")
 
 
 def matrix(low: float = -4.0, high: float = 4.0):
@@ -66,29 +83,20 @@ def numpy_hardmax(x):
 
 ROWS: list[Row] = [
     # ---- the reduction family
-    Row("reduce_sum", lambda x: dmlcli.run("reduce", x, function="sum", axes=[1]),
-        lambda x: np.sum(x, axis=1, keepdims=True), matrix()),
-    Row("reduce_sum_all", lambda x: dmlcli.run("reduce", x, function="sum"), lambda x: np.sum(x, keepdims=True),
+    Row("reduce_sum", "reduce", {"function": "sum", "axes": [1]}, lambda x: np.sum(x, axis=1, keepdims=True), matrix()),
+    Row("reduce_sum_all", "reduce", {"function": "sum"}, lambda x: np.sum(x, keepdims=True), matrix()),
+    Row("reduce_max", "reduce", {"function": "max", "axes": [1]}, lambda x: np.max(x, axis=1, keepdims=True), matrix()),
+    Row("reduce_max_axis0", "reduce", {"function": "max", "axes": [0]}, lambda x: np.max(x, axis=0, keepdims=True),
         matrix()),
-    Row("reduce_max", lambda x: dmlcli.run("reduce", x, function="max", axes=[1]),
-        lambda x: np.max(x, axis=1, keepdims=True), matrix()),
-    Row("reduce_max_axis0", lambda x: dmlcli.run("reduce", x, function="max", axes=[0]),
-        lambda x: np.max(x, axis=0, keepdims=True), matrix()),
-    Row("argmax", lambda x: dmlcli.run("argmax", x, axes=[1]), lambda x: np.argmax(x, axis=1, keepdims=True),
-        matrix()),
-    Row("argmax_axis0", lambda x: dmlcli.run("argmax", x, axes=[0]), lambda x: np.argmax(x, axis=0, keepdims=True),
-        matrix()),
-    Row("argmin", lambda x: dmlcli.run("argmin", x, axes=[1]), lambda x: np.argmin(x, axis=1, keepdims=True),
-        matrix()),
-    Row("softmax", lambda x: dmlcli.run("softmax", x), numpy_softmax, matrix()),
-    Row("log_softmax", lambda x: dmlcli.run("log_softmax", x), numpy_log_softmax, matrix()),
-    Row("hardmax", lambda x: dmlcli.run("hardmax", x), numpy_hardmax, matrix()),
-    Row("cumulative_summation", lambda x: dmlcli.run("cumulative_summation", x, axis=1),
-        lambda x: np.cumsum(x, axis=1), matrix()),
-    Row("cumulative_summation_axis0", lambda x: dmlcli.run("cumulative_summation", x, axis=0),
-        lambda x: np.cumsum(x, axis=0), matrix()),
-    Row("cumulative_product", lambda x: dmlcli.run("cumulative_product", x, axis=1),
-        lambda x: np.cumprod(x, axis=1), matrix(0.99, 1.01)),
+    Row("argmax", "argmax", {"axes": [1]}, lambda x: np.argmax(x, axis=1, keepdims=True), matrix()),
+    Row("argmax_axis0", "argmax", {"axes": [0]}, lambda x: np.argmax(x, axis=0, keepdims=True), matrix()),
+    Row("argmin", "argmin", {"axes": [1]}, lambda x: np.argmin(x, axis=1, keepdims=True), matrix()),
+    Row("softmax", "softmax", {}, numpy_softmax, matrix()),
+    Row("log_softmax", "log_softmax", {}, numpy_log_softmax, matrix()),
+    Row("hardmax", "hardmax", {}, numpy_hardmax, matrix()),
+    Row("cumulative_summation", "cumulative_summation", {"axis": 1}, lambda x: np.cumsum(x, axis=1), matrix()),
+    Row("cumulative_summation_axis0", "cumulative_summation", {"axis": 0}, lambda x: np.cumsum(x, axis=0), matrix()),
+    Row("cumulative_product", "cumulative_product", {"axis": 1}, lambda x: np.cumprod(x, axis=1), matrix(0.99, 1.01)),
 ]
 
 
@@ -98,17 +106,21 @@ def timed(call: Callable, inputs, clock: Callable[[], float] = time.perf_counter
     return clock() - start
 
 
-def measure(row: Row, count: int, repeats: int, clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
-    """Median seconds of dmlcli and of NumPy, alternating, after one warm-up run of each."""
+def measure(row: Row, count: int, repeats: int,
+            clock: Callable[[], float] = time.perf_counter) -> tuple[float, float, float]:
+    """Median seconds of dmlcli.run, of the kernel alone and of NumPy, alternating, after one warm-up run of each."""
     inputs = row.inputs(count)
+    kernel = row.kernel_call(inputs)
     got, expected = row.dmlcli_call(*inputs), row.numpy_call(*inputs)
+    kernel(*inputs)
     if got.shape != expected.shape:
         raise SystemExit(f"{row.name}: dmlcli gave shape {got.shape}, NumPy {expected.shape}: not the same thing")
-    ours, theirs = [], []
+    ours, alone, theirs = [], [], []
     for _ in range(repeats):
         ours.append(timed(row.dmlcli_call, inputs, clock))
+        alone.append(timed(kernel, inputs, clock))
         theirs.append(timed(row.numpy_call, inputs, clock))
-    return statistics.median(ours), statistics.median(theirs)
+    return statistics.median(ours), statistics.median(alone), statistics.median(theirs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,17 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     fixed = statistics.median(timed(lambda x: dmlcli.run("reduce", x, axes=[1]), (tiny,), clock)
                               for _ in range(max(args.repeats, 20)))
     print(f"dmlcli.run's fixed cost per call (REDUCE of 2x4 elements): {fixed * 1e3:.2f} ms")
-    print(f"{'row':<28} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7}")
-    worst = 0.0
+    print(f"{'row':<28} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7} {'kernel ms':>10} {'kernel ratio':>13}")
+    worst = worst_kernel = 0.0
     for row in ROWS:
         if wanted and row.name not in wanted:
             continue
-        ours, theirs = measure(row, count, args.repeats, clock)
-        ratio = ours / theirs
-        worst = max(worst, ratio)
+        ours, alone, theirs = measure(row, count, args.repeats, clock)
+        ratio, kernel_ratio = ours / theirs, alone / theirs
+        worst, worst_kernel = max(worst, ratio), max(worst_kernel, kernel_ratio)
         flag = "" if ratio <= GOAL else "  over the goal"
-        print(f"{row.name:<28} {ours * 1e3:>10.2f} {theirs * 1e3:>10.2f} {ratio:>6.2f}x{flag}")
-    print(f"worst ratio {worst:.2f}x (goal {GOAL}x)")
+        print(f"{row.name:<28} {ours * 1e3:>10.2f} {theirs * 1e3:>10.2f} {ratio:>6.2f}x {alone * 1e3:>10.2f} "
+              f"{kernel_ratio:>12.2f}x{flag}")
+    print(f"worst ratio {worst:.2f}x, kernels alone {worst_kernel:.2f}x (goal {GOAL}x)")
     return 0
 
 
