@@ -117,6 +117,13 @@ def _coordinates(wide_indices: bool) -> str:
     return "".join(lines)
 
 
+# The maximum's rule for one element v against the best so far, as C++ conditions: whether v is a NaN, and whether it
+# takes the best's place (the first element; a number after NaN; a greater number). The generic kernel's loop and
+# the strip kernel's out-of-line fallback both use them.
+_V_IS_NAN = "(__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u"
+_V_TAKES_OVER = "!seen || (best_nan && !v_nan) || (!v_nan && dml_gt(v, best))"
+
+
 def _max_body(dtype: np.dtype, loops: str) -> str:
     if dtype.kind == "f":
         value = "dml_half_to_float(raw)" if dtype.name == "float16" else "raw"
@@ -126,8 +133,8 @@ def _max_body(dtype: np.dtype, loops: str) -> str:
         step = ("                    if (!inside) continue;\n"
                 f"                    const {_C_VALUE[dtype.name]} raw = plane[(x0 * i1 + x1) * i2 + x2];\n"
                 f"                    const float v = {value};\n"
-                "                    const bool v_nan = (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u;\n"
-                "                    if (!seen || (best_nan && !v_nan) || (!v_nan && dml_gt(v, best))) {\n"
+                f"                    const bool v_nan = {_V_IS_NAN};\n"
+                f"                    if ({_V_TAKES_OVER}) {{\n"
                 "                        best = v; best_raw = raw; best_nan = v_nan; seen = true;\n"
                 "                    }\n")
         return (inside + f"        {_C_VALUE[dtype.name]} best_raw = {_NAN_BITS[dtype.name]};\n"
@@ -176,21 +183,21 @@ def _sum_body(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, loops: str) ->
 # FLOAT32 max pooling with stride 1 and no dilation over two spatial dimensions and windows of 3 to 7 rows (a "same"
 # 3x3 or 5x5 maximum): a thread takes STRIP_ROWS outputs down one column. Each input row it reads gives one
 # horizontal maximum of the window's width, which serves every output of the strip whose window covers that row:
-# (STRIP_ROWS + h - 1) * w loads for STRIP_ROWS outputs instead of h * w each. The maxima are PTX max.f32 (a NaN
-# gives way to any number), padding reads as NaN; an output whose maximum is a zero or a NaN takes the rule element
-# by element (the first zero of a tie in window order; NaN bits as the generic kernel gives them), so every output
-# is the generic kernel's bit for bit. On the H100 (1 GiB of 512 x 512 planes, one run): 3x3 0.71 of the copy with
-# strips of 8 rows (4: 0.72, 2: 0.54; the generic kernel 0.58), 5x5 0.55 (4: 0.40; generic 0.32); 2x2 windows keep
-# the generic kernel (0.72 against 0.68 for strips). A shared-memory tile of 32 x 32 outputs measured slower (3x3
-# 0.49, 2x2 0.52).
+# (STRIP_ROWS + h - 1) * w loads for STRIP_ROWS outputs instead of h * w each. The maxima are PTX max.f32
+# (cuda_prelude's dml_fmax: a NaN gives way to any number), padding reads as NaN; an output whose maximum is a zero or
+# a NaN takes the rule element by element (the first zero of a tie in window order; NaN bits as the generic kernel
+# gives them), so every output is the generic kernel's bit for bit. On the H100 (1 GiB of 512 x 512 planes, one
+# run): 3x3 0.71 of the copy with strips of 8 rows (4: 0.72, 2: 0.54; the generic kernel 0.58), 5x5 0.55 (4: 0.40;
+# generic 0.32); 2x2 windows keep the generic kernel (0.72 against 0.68 for strips). A shared-memory tile of 32 x 32
+# outputs measured slower (3x3 0.49, 2x2 0.52).
 STRIP_ROWS = 8
 STRIP_MIN_ROWS, STRIP_MAX_WINDOW = 3, 7
 
 
 @functools.lru_cache(maxsize=64)
-def _strip_source(window_rows: int, window_cols: int, wide_indices: bool, strip_rows: int = STRIP_ROWS) -> str:
+def _strip_source(window_rows: int, window_cols: int, wide_indices: bool) -> str:
     index = "long long" if wide_indices else "int"
-    rows = strip_rows + window_rows - 1
+    rows = STRIP_ROWS + window_rows - 1
     division = ("        const idx_t c = t % wo; t /= wo;\n        const idx_t strip = t % strips; t /= strips;\n"
                 if wide_indices else
                 "        idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)wo, m_wo, r_wo);\n"
@@ -202,9 +209,6 @@ typedef {index} idx_t;
 #define WH {window_rows}
 #define WW {window_cols}
 #define ROWS {rows}
-__device__ __forceinline__ float dml_ptx_max(float a, float b) {{
-    float r; asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
-}}
 // The rule element by element, for an output whose maximum is a zero or a NaN (rare: kept out of line, so that the
 // strip's loop keeps few registers).
 __device__ __noinline__ float dml_window_rule(const float* plane, idx_t h, idx_t w, idx_t top_row, idx_t left) {{
@@ -217,8 +221,8 @@ __device__ __noinline__ float dml_window_rule(const float* plane, idx_t h, idx_t
             const idx_t col = left + k;
             if (col < 0 || col >= w) continue;
             const float v = plane[row * w + col];
-            const bool v_nan = (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u;
-            if (!seen || (best_nan && !v_nan) || (!v_nan && dml_gt(v, best))) {{
+            const bool v_nan = {_V_IS_NAN};
+            if ({_V_TAKES_OVER}) {{
                 best = v; best_raw = __float_as_uint(v); best_nan = v_nan; seen = true;
             }}
         }}
@@ -237,7 +241,7 @@ extern "C" __global__ void dml_kernel(const float* __restrict__ xs, float* __res
         idx_t t = i;
 {division}        const float* plane = xs + (long long)t * (h * w);
         float* out = ys + (long long)t * (ho * wo);
-        const idx_t top = strip * {strip_rows}, left = c - pl;
+        const idx_t top = strip * {STRIP_ROWS}, left = c - pl;
         // Every load unconditional, from a row and column clamped into the input (a padding element's value is
         // then replaced by NaN): the strip's loads issue back to back instead of one bounds test at a time
         // (Nsight Compute showed the kernel latency-bound, memory 52% and compute well under it).
@@ -259,17 +263,17 @@ extern "C" __global__ void dml_kernel(const float* __restrict__ xs, float* __res
             #pragma unroll
             for (int k = 0; k < WW; ++k) {{
                 const float v = line[cols[k]];
-                m = dml_ptx_max(m, row_in && col_in[k] ? v : nan);
+                m = dml_fmax(m, row_in && col_in[k] ? v : nan);
             }}
             across[r] = m;
         }}
         #pragma unroll
-        for (int o = 0; o < {strip_rows}; ++o) {{
+        for (int o = 0; o < {STRIP_ROWS}; ++o) {{
             const idx_t y = top + o;
             if (y >= ho) break;
             float m = across[o];
             #pragma unroll
-            for (int a = 1; a < WH; ++a) m = dml_ptx_max(m, across[o + a]);
+            for (int a = 1; a < WH; ++a) m = dml_fmax(m, across[o + a]);
             if ((__float_as_uint(m) & 0x7fffffffu) - 1u >= 0x7f800000u) m = dml_window_rule(plane, h, w, y - pt, left);
             out[y * wo + c] = m;
         }}
@@ -287,18 +291,18 @@ def strip_fits(x, geometry: dict, out_dtype) -> bool:
             and STRIP_MIN_ROWS <= window_rows <= STRIP_MAX_WINDOW and 1 <= window_cols <= STRIP_MAX_WINDOW)
 
 
-def max_strip_kernel(cp, x, geometry: dict, out_shape, strip_rows: int = STRIP_ROWS):
+def max_strip_kernel(cp, x, geometry: dict, out_shape):
     """MAX_POOLING of `x` (C-contiguous FLOAT32 CuPy array, N C H W) by the strip kernel into a new array."""
     result = cp.empty(tuple(out_shape), dtype=cp.float32)
     if result.size == 0:
         return result
     (h, w), (ho, wo) = x.shape[2:], out_shape[2:]
-    strips = -(-ho // strip_rows)
+    strips = -(-ho // STRIP_ROWS)
     count = x.shape[0] * x.shape[1] * strips * wo
     wide = max(x.size, result.size, count) >= 2**31 - 2**24
     window_rows, window_cols = geometry["WindowSize"]
     magic = [np.uint32(v) for size in (wo, strips) for v in fast_division(size)]
-    launch(cp, _strip_source(window_rows, window_cols, wide, strip_rows), x, result,
+    launch(cp, _strip_source(window_rows, window_cols, wide), x, result,
            *(np.int64(v) for v in (h, w, ho, wo, geometry["StartPadding"][0], geometry["StartPadding"][1], strips)),
            *magic, count=count)
     return result
