@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dmlcli  # noqa: E402
 from dmlcli import engine  # noqa: E402
 from dmlcli.data_types import from_numpy  # noqa: E402
+from dmlcli.operators import compiled_loops  # noqa: E402
 
 F64 = np.float64
 GOAL = 1.5
@@ -105,12 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="", help="comma-separated operators (default: every one with a baseline)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall: elapsed time; cpu: this thread's CPU time (leaves out waiting for a core)")
+    parser.add_argument("--compiled-loops", action="store_true",
+                        help="the kernels with Numba's compiled loops (as DMLCLI_COMPILED_LOOPS=1 runs them)")
     args = parser.parse_args(argv)
     chosen = [name for name in BASELINES if not args.ops or name in args.ops.split(",")]
     count = int(args.mib * (1 << 20)) // 4
     rng = np.random.default_rng(0)
+    loops = compiled_loops.use(args.compiled_loops)
+    if args.compiled_loops and loops is None:
+        parser.error("--compiled-loops needs numba (pip install 'dmlcli[compiled]')")
     print(f"| operator | dmlcli ms | NumPy ms | ratio | kernel ms | kernel ratio | (goal <= {GOAL}x; {args.mib:g} MiB "
-          f"FLOAT32 per input, {args.clock} clock) |")
+          f"FLOAT32 per input, {args.clock} clock, {'compiled' if loops else 'NumPy'} loops) |")
     print("|---|---:|---:|---:|---:|---:|---|")
     ratios, kernel_ratios = [], []
     for name in chosen:

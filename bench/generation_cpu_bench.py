@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dmlcli  # noqa: E402
 from dmlcli import engine  # noqa: E402
 from dmlcli.data_types import from_numpy  # noqa: E402
+from dmlcli.operators import compiled_loops  # noqa: E402
 
 GOAL = 1.3
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
@@ -86,12 +87,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall: elapsed time; cpu: this thread's CPU time (leaves out waiting for a core)")
+    parser.add_argument("--compiled-loops", action="store_true",
+                        help="the kernels with Numba's compiled loops (as DMLCLI_COMPILED_LOOPS=1 runs them)")
     args = parser.parse_args(argv)
     global clock
     clock = CLOCKS[args.clock]
     rng = np.random.default_rng(1)
     ratios = []
-    print(f"CAST, {args.mib} MiB inputs, medians of {args.repeats} ({args.clock} clock)")
+    loops = compiled_loops.use(args.compiled_loops)
+    if args.compiled_loops and loops is None:
+        parser.error("--compiled-loops needs numba (pip install 'dmlcli[compiled]')")
+    print(f"CAST, {args.mib} MiB inputs, medians of {args.repeats} ({args.clock} clock, "
+          f"{'compiled' if loops else 'NumPy'} loops)")
     for source, target in CAST_PAIRS:
         x = cast_input(source, target, args.mib * 2**20 // np.dtype(source).itemsize, rng)
         ratios.append(compare(f"cast {source} -> {target}", "cast", [x], lambda: x.astype(target), args.repeats,
@@ -101,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     with np.errstate(invalid="ignore"):
         compare("cast float32 -> int32, a NaN per block", "cast", [x], lambda: x.astype("int32"), args.repeats,
                 output_dtype="int32")
+    x = cast_input("float32", "uint8", args.mib * 2**18, rng) * np.float32(1.5)  # a third past 255
+    compare("cast float32 -> uint8, a third past 255", "cast", [x], lambda: x.astype("uint8"), args.repeats,
+            output_dtype="uint8")
     print(f"FILL_VALUE_SEQUENCE against np.arange, FILL_VALUE_CONSTANT against np.full, {args.mib} MiB outputs")
     for dtype, start, delta in [("float32", 0.5, 0.25), ("float16", 0.0, 0.001), ("int32", -5, 3), ("uint8", 0, 1),
                                 ("int64", 7, -2)]:

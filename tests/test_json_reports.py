@@ -127,7 +127,9 @@ def test_info_lists_the_backends():
     report = json.loads(result.stdout)
     assert set(report) == {"dmlcli", "backends", "auto"}
     cpu, gpu = report["backends"]
-    assert cpu == {"name": "cpu", "available": True, "numpy": np.__version__}
+    assert cpu == {"name": "cpu", "available": True, "numpy": np.__version__,
+                   "compiled_loops": cpu["compiled_loops"]}
+    assert set(cpu["compiled_loops"]) in ({"on", "numba"}, {"on", "numba", "reason"})
     assert gpu["name"] == "gpu" and isinstance(gpu["available"], bool)
     assert ("reason" in gpu) != gpu["available"]
     assert report["auto"] == ("gpu" if gpu["available"] else "cpu")

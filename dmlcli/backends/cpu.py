@@ -6,7 +6,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..operators import Operator
+from ..operators import Operator, compiled_loops
 from ..io.npy import to_native
 
 
@@ -52,7 +52,7 @@ class CpuBackend:
         return tuple(_own_result(result, info, arrays) for result, info in zip(results, outputs))
 
     def describe(self) -> dict:
-        return {"backend": "cpu", "numpy": np.__version__}
+        return {"backend": "cpu", "numpy": np.__version__, "compiled_loops": compiled_loops.state()}
 
 
 def _read_only(array: np.ndarray, shape: tuple) -> np.ndarray:

@@ -296,7 +296,9 @@ def info(output_format):
     cpu, gpu = report["backends"]
     found = [b["name"] for b in report["backends"] if b["available"]]
     click.echo(f"dmlcli {__version__}")
-    click.echo(f"CPU: NumPy {cpu['numpy']}")
+    loops = cpu["compiled_loops"]
+    loops_text = f"on (Numba {loops['numba']})" if loops["on"] else f"off ({loops['reason']})"
+    click.echo(f"CPU: NumPy {cpu['numpy']}; compiled loops {loops_text}")
     if not gpu["available"]:
         click.echo(f"GPU: not available ({gpu['reason']})")
     else:

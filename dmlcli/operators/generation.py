@@ -25,6 +25,7 @@ import numpy as np
 from ..data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10, UINT8, UINT16
 from ..errors import InputError
 from ..feature_levels import level
+from . import compiled_loops
 from .conversions import blockwise, float_to_integer, integer_bounds
 from .cuda_prelude import C_INTEGER_TYPES, C_WORD_TYPES, launch
 from .parameters import (INT32_RANGE, DataTypeParameter, FloatParameter, IntegerParameter, ScalarUnionParameter,
@@ -82,6 +83,11 @@ def quiet_nan_bits(dtype: np.dtype, negative: bool) -> int:
 def float_to_float(xp, x, target: np.dtype):
     """Between two float types: rounded to nearest even (astype); a NaN becomes the target's quiet NaN with
     the input's sign and no payload (hardware keeps different payload bits; this way both backends agree)."""
+    loops = compiled_loops.active() if xp is np else None
+    if loops is not None:  # one pass that applies the rule itself (DMLCLI_COMPILED_LOOPS): FLOAT32 <-> FLOAT64
+        converted = loops.convert_float(x, target, quiet_nan_bits(target, False), quiet_nan_bits(target, True))
+        if converted is not None:
+            return converted
     bits = _bits_dtype(target)
     positive, negative = (bits.type(quiet_nan_bits(target, sign)) for sign in (False, True))
 

@@ -25,6 +25,7 @@ from ..data_types import ALL11, FLOATS, TYPES_8, TYPES_10, UINT8, as_bits
 from ..feature_levels import level
 from .parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
                          ScaleBiasParameter)
+from . import compiled_loops
 from .float_specials import WHOLE_VECTORS, clip_keeps_nan_bits, fmax_fmin_follow_nan_rule, has_nan, has_zero
 from .scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from .schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
@@ -380,6 +381,11 @@ def _clip_checked_by_parts(g, low, high):
 
 def _clamp_floats(g, low, high):
     """min(high, max(low, g)) in float32 by the NaN rule."""
+    loops = compiled_loops.active()
+    if loops is not None:  # one pass that applies the rule itself (DMLCLI_COMPILED_LOOPS)
+        clamped = loops.clamp(g, np.float32(low), np.float32(high))
+        if clamped is not None:
+            return clamped
     clipped = _fast_clip(g, np.float32(low), np.float32(high))
     if clipped is not None:
         return clipped
@@ -410,8 +416,11 @@ def threshold(inputs, out_dtype, params):
     g = _scaled(x, params)
     if x.dtype.kind == "f":
         low = np.float32(params["Min"])
-        # max(g, Min) as a clip with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
-        clipped = _fast_clip(g, low, np.float32(np.inf))
+        loops = compiled_loops.active()
+        clipped = None if loops is None else loops.clamp(g, low, np.float32(np.inf))
+        if clipped is None:
+            # max(g, Min) as a clip with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
+            clipped = _fast_clip(g, low, np.float32(np.inf))
         if clipped is None:
             clipped = _pick(g, _typed(low, np.float32), True)
         return _narrowed(clipped, out_dtype)

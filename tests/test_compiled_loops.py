@@ -1,0 +1,211 @@
+"""The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the
+NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, CAST from FLOAT32/FLOAT64 to every integer type and
+between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the
+range edges of every integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
+The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
+held against Python's arithmetic directly too. Skipped where Numba is not installed.
+"""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+import dmlcli  # noqa: E402
+from dmlcli.errors import DmlcliWarning  # noqa: E402
+from dmlcli.operators import compiled_loops  # noqa: E402
+from dmlcli.operators.conversions import integer_bounds  # noqa: E402
+
+from conftest import REPO  # noqa: E402
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+INTEGERS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+FLOATS = ("float32", "float64")
+SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, -math.nan, 1e-45, -1e-45, 5e-324, 0.5, -0.5, 0.999, -0.999,
+            1e30, -1e30]
+
+
+@pytest.fixture
+def loops_state():
+    """Restores whatever the loops were before the test (tests turn them on and off)."""
+    saved = dict(compiled_loops._state)
+    yield
+    compiled_loops._state.clear()
+    compiled_loops._state.update(saved)
+
+
+def both_ways(function):
+    """function() with the compiled loops on, then off: the two results."""
+    assert compiled_loops.use(True) is not None
+    compiled = function()
+    compiled_loops.use(False)
+    return compiled, function()
+
+
+def bits(array: np.ndarray) -> np.ndarray:
+    array = np.asarray(array)
+    return array.view(f"uint{array.itemsize * 8}")
+
+
+def edges(target: str) -> list[float]:
+    """The values around each end of an integer type's range, as floats."""
+    low, above = integer_bounds(target)
+    near = [low - 1.0, low - 0.5, low, low + 0.5, above - 1.0, above - 0.5, above, above + 1.0, above * 2, low * 2]
+    return near + [float(np.nextafter(np.float32(v), np.float32(s))) for v in (low, above) for s in (-np.inf, np.inf)]
+
+
+def any_floats(dtype: str, extra: list[float]):
+    """Arrays of `dtype` from any bit pattern, the specials and `extra` values, mixed."""
+    width = np.dtype(dtype).itemsize * 8
+    pattern = st.integers(0, 2 ** width - 1).map(lambda b: ("bits", b))
+    value = st.sampled_from(SPECIALS + extra).map(lambda v: ("value", v))
+    ordinary = st.floats(-1e4, 1e4).map(lambda v: ("value", v))
+
+    def build(items) -> np.ndarray:
+        out = np.empty(len(items), dtype)
+        for index, (kind, item) in enumerate(items):
+            if kind == "bits":
+                bits(out)[index] = item
+            else:
+                with np.errstate(all="ignore"):
+                    out[index] = np.float64(item).astype(dtype)
+        return out
+
+    return st.lists(st.one_of(pattern, value, ordinary), min_size=1, max_size=300).map(build)
+
+
+@pytest.mark.parametrize("target", INTEGERS)
+@pytest.mark.parametrize("source", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_cast_to_integers_gives_the_numpy_kernels_bits(loops_state, source, target, data):
+    x = data.draw(any_floats(source, edges(target)))
+    compiled, numpy = both_ways(lambda: dmlcli.run("cast", x, output_dtype=target))
+    assert compiled.dtype == numpy.dtype == np.dtype(target)
+    assert np.array_equal(compiled, numpy)
+
+
+@pytest.mark.parametrize("source, target", [("float64", "float32"), ("float32", "float64")])
+@SETTINGS
+@given(data=st.data())
+def test_float_casts_give_the_numpy_kernels_bits(loops_state, source, target, data):
+    x = data.draw(any_floats(source, [3.4028235e38, 3.4028236e38, 1.4e-45, 7e-46, 1.1754942e-38]))
+    compiled, numpy = both_ways(lambda: dmlcli.run("cast", x, output_dtype=target))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+BOUNDS = [0.0, -0.0, 0.5, -0.5, 1e-45, -1e-45, math.inf, -math.inf, math.nan, 3.0]
+
+
+@SETTINGS
+@given(data=st.data(), op=st.sampled_from(["clip", "clip1"]), dtype=st.sampled_from(["float32", "float16"]),
+       low=st.sampled_from(BOUNDS), high=st.sampled_from(BOUNDS), scaled=st.booleans())
+def test_clip_gives_the_numpy_kernels_bits(loops_state, data, op, dtype, low, high, scaled):
+    x = data.draw(any_floats(dtype, [0.5, -0.5, 3.0]))
+    options = {"min": low, "max": high}
+    if scaled:
+        options.update(scale=2.0, bias=-0.5)
+    compiled, numpy = both_ways(lambda: dmlcli.run(op, x, **options))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+@SETTINGS
+@given(data=st.data(), low=st.sampled_from(BOUNDS))
+def test_threshold_gives_the_numpy_kernels_bits(loops_state, data, low):
+    x = data.draw(any_floats("float32", [0.5, -0.5, 3.0]))
+    compiled, numpy = both_ways(lambda: dmlcli.run("threshold", x, min=low))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+@pytest.mark.parametrize("target", ["uint8", "int32", "int64"])
+def test_large_casts_past_the_block_size(loops_state, target):
+    """More elements than the NumPy kernels' block (2^18), with NaN and values past the range in some blocks:
+    the blocks that take astype's result and the ones that take the rule."""
+    rng = np.random.default_rng(5)
+    low, above = integer_bounds(target)
+    x = rng.uniform(max(low, -1e6), min(above, 1e6), 3 * (1 << 18) + 7).astype(np.float32)
+    x[(1 << 18) + 3::997] = np.nan
+    x[2 * (1 << 18):2 * (1 << 18) + 50] = above * 4
+    compiled, numpy = both_ways(lambda: dmlcli.run("cast", x, output_dtype=target))
+    assert np.array_equal(compiled, numpy)
+
+
+def test_large_clip_and_strided_views(loops_state):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(3 * (1 << 20) + 5).astype(np.float32)
+    x[::4099] = np.nan
+    x[1::5003] = -0.0
+    for view in (x, x[::3], x.reshape(-1, 5)[:, 1:4] if x.size % 5 == 0 else x[1:]):
+        for low, high in ((-0.5, 0.5), (0.0, 1.0), (-1.0, -0.0)):
+            compiled, numpy = both_ways(lambda: dmlcli.run("clip", view, min=low, max=high))
+            assert np.array_equal(bits(compiled), bits(numpy))
+
+
+def test_cast_follows_the_rule_written_in_python(loops_state):
+    """Independent of the NumPy kernels: toward zero, saturating, NaN to 0."""
+    values = [-1.5, -0.7, -0.0, 0.0, 0.9, 254.99, 255.0, 255.5, 256.0, 1e10, -1e10, math.inf, -math.inf, math.nan]
+    x = np.array(values, np.float32)
+    compiled_loops.use(True)
+    for target in ("uint8", "int8", "int32"):
+        info = np.iinfo(target)
+        expected = [0 if v != v else info.max if v >= info.max + 1 else info.min if v <= info.min - 1 else math.trunc(v)
+                    for v in x.astype(np.float64)]
+        assert dmlcli.run("cast", x, output_dtype=target).tolist() == expected
+
+
+def test_an_unknown_setting_warns_and_keeps_numpy(loops_state, monkeypatch):
+    monkeypatch.setenv(compiled_loops.ENVIRONMENT_VARIABLE, "maybe")
+    compiled_loops._state.pop("loops", None)
+    with pytest.warns(DmlcliWarning, match="DMLCLI_COMPILED_LOOPS='maybe' is not one of"):
+        assert compiled_loops.active() is None
+    assert compiled_loops.state()["on"] is False
+
+
+def test_turned_on_without_numba_warns_and_keeps_numpy(loops_state, monkeypatch):
+    monkeypatch.setenv(compiled_loops.ENVIRONMENT_VARIABLE, "1")
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    compiled_loops._state.clear()
+    with pytest.warns(DmlcliWarning, match="numba is not installed"):
+        assert compiled_loops.active() is None
+    x = np.array([np.nan, 300.0, -2.0], np.float32)
+    assert dmlcli.run("cast", x, output_dtype="uint8").tolist() == [0, 255, 0]
+
+
+def _cli(*args: str, setting: str | None) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if key != compiled_loops.ENVIRONMENT_VARIABLE}
+    if setting is not None:
+        env[compiled_loops.ENVIRONMENT_VARIABLE] = setting
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run([sys.executable, "-m", "dmlcli", *args], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=REPO)
+
+
+def test_the_command_line_reads_the_setting():
+    args = ("run", "cast", "[-1.5, 300, NaN, 3.7, -0.0]", "--dtype", "float32", "--output-dtype", "uint8", "-o", "-")
+    on, off = _cli(*args, setting="1"), _cli(*args, setting=None)
+    assert on.returncode == off.returncode == 0, on.stderr + off.stderr
+    assert on.stdout == off.stdout
+    assert '"data": [0, 255, 0, 3, 0]' in on.stdout
+    info_on, info_off = _cli("info", setting="yes"), _cli("info", setting=None)
+    assert "compiled loops on (Numba " in info_on.stdout
+    assert "compiled loops off (set DMLCLI_COMPILED_LOOPS=1 to use them)" in info_off.stdout
+    odd = _cli(*args, setting="sometimes")
+    assert odd.returncode == 0 and odd.stdout == off.stdout
+    assert odd.stderr.count("\n") == 1 and "DMLCLI_COMPILED_LOOPS='sometimes' is not one of" in odd.stderr
+
+
+@pytest.mark.parametrize("script, arguments", [("cpu_ops_bench", ["--mib", "0.01", "--repeats", "1", "--ops", "clip"]),
+                                               ("generation_cpu_bench", ["--mib", "1", "--repeats", "1"])])
+def test_the_benches_time_the_compiled_loops(loops_state, monkeypatch, capsys, script, arguments):
+    import importlib
+
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    assert importlib.import_module(script).main([*arguments, "--compiled-loops"]) == 0
+    assert "compiled loops" in capsys.readouterr().out
