@@ -20,7 +20,7 @@ pytest.importorskip("numba")
 
 import dmlcli  # noqa: E402
 from dmlcli.errors import DmlcliWarning  # noqa: E402
-from dmlcli.operators import compiled_loops, selection  # noqa: E402
+from dmlcli.operators import compiled_loops  # noqa: E402
 from dmlcli.operators.conversions import integer_bounds  # noqa: E402
 
 from conftest import REPO  # noqa: E402
@@ -209,34 +209,3 @@ def test_the_benches_time_the_compiled_loops(loops_state, monkeypatch, capsys, s
     monkeypatch.syspath_prepend(str(REPO / "bench"))
     assert importlib.import_module(script).main([*arguments, "--compiled-loops"]) == 0
     assert "compiled loops" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("op", ["max", "min"])
-@SETTINGS
-@given(data=st.data(), broadcast=st.booleans())
-def test_max_and_min_give_the_numpy_kernels_bits(loops_state, data, op, dtype, broadcast):
-    a = data.draw(any_floats(dtype, [0.5, -0.5] + [0.0, -0.0] * 4))  # zeros often: their ties are the rule's edge
-    b = data.draw(any_floats(dtype, [0.5, -0.5]).map(lambda y: np.resize(y, 1 if broadcast else a.size)))
-    if not broadcast:  # ties: b takes a's own value or its negation (zeros of the other sign, NaN of either) here
-        choice = np.array(data.draw(st.lists(st.sampled_from([0, 1, 2]), min_size=a.size, max_size=a.size)))
-        b = np.where(choice == 1, a, np.where(choice == 2, -a, b)).astype(dtype)
-    if dtype == "float64":  # ELEMENT_WISE_MAX/MIN take no FLOAT64: the kernel alone, as MAX's and MIN's call it
-        compiled, numpy = both_ways(lambda: selection._pick(a, np.broadcast_to(b, a.shape), op == "max"))
-    else:
-        compiled, numpy = both_ways(lambda: dmlcli.run(op, a, b, broadcast=broadcast))
-    assert np.array_equal(bits(compiled), bits(numpy))
-
-
-def test_max_and_min_of_zeros_and_nan_follow_the_rule(loops_state):
-    """Independent of the NumPy kernels: the other operand for one NaN, the first of two NaN (bits as they are),
-    +0.0 from max and -0.0 from min of two zeros of different signs."""
-    nan_a = np.array([0x7FC00001], np.uint32).view(np.float32)[0]
-    nan_b = np.array([0xFFC00002], np.uint32).view(np.float32)[0]
-    a = np.array([0.0, -0.0, -0.0, 0.0, nan_a, 1.0, nan_a, -2.0], np.float32)
-    b = np.array([-0.0, 0.0, -0.0, 0.0, 3.0, nan_b, nan_b, -3.0], np.float32)
-    compiled_loops.use(True)
-    largest, smallest = dmlcli.run("max", a, b), dmlcli.run("min", a, b)
-    assert bits(largest).tolist() == bits(np.array([0.0, 0.0, -0.0, 0.0, 3.0, 1.0, nan_a, -2.0], np.float32)).tolist()
-    assert bits(smallest).tolist() == bits(np.array([-0.0, -0.0, -0.0, 0.0, 3.0, 1.0, nan_a, -3.0],
-                                                    np.float32)).tolist()

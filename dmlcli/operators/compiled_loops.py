@@ -1,13 +1,13 @@
-"""Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: MAX's, MIN's and CLIP's and THRESHOLD's
-clamp with DirectML's NaN and signed-zero rule, CAST's float-to-integer (Direct3D's: toward zero, saturating, NaN
-to 0) and FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its sign).
+"""Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: CLIP's and THRESHOLD's clamp with
+DirectML's NaN and signed-zero rule, CAST's float-to-integer (Direct3D's: toward zero, saturating, NaN to 0) and
+FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its sign).
 
 NumPy's kernels give the same bits with a pass and a check: np.clip keeps NaN, so its result is searched for NaN;
-np.fmax may return the wrong one of two zeros, so its result is searched for that zero; astype wraps or marks
-values past the range, so each block's range is read. The check costs 0.3 to 1.2 times the pass (issues 21 and
-23: CLIP 1.5-1.8x np.clip, CAST float32 -> uint8 about 2x astype); a compiled loop applies the rule as it goes, in
-one pass at np.clip's, np.fmax's and astype's own speed (bench/cpu_ops_bench.py and
-bench/generation_cpu_bench.py time the kernels with --compiled-loops).
+astype wraps or marks values past the range, so each block's range is read. The check costs 0.3 to 1.2 times the
+pass (issues 21 and 23: CLIP 1.5-1.8x np.clip, CAST float32 -> uint8 about 2x astype); a compiled loop applies the
+rule as it goes, in one pass at np.clip's and astype's own speed (bench/cpu_ops_bench.py and
+bench/generation_cpu_bench.py time the kernels with --compiled-loops). MAX and MIN keep NumPy's path: np.fmax's
+pass and a zero check measured as fast as a compiled loop (both bound by memory at 16 MiB).
 
 Opt-in, with the `compiled` extra installed (pip install 'dmlcli[compiled]'): DMLCLI_COMPILED_LOOPS=1 in the
 environment (read once per process). Off by default because importing Numba and loading its machine code
@@ -122,25 +122,6 @@ def _clamp_loop(values, low, high, low_takes_zero_ties, high_takes_zero_ties, ou
         out[i] = w if below_high else high
 
 
-def _max_loop(a, b, out):
-    """ELEMENT_WISE_MAX's rule: the larger; a NaN operand gives the other (of two NaN, the first, bits as they
-    are); of two zeros +0.0 unless both are -0.0, which is what their IEEE sum gives."""
-    for i in range(a.size):
-        x = a[i]
-        y = b[i]
-        r = x if (x > y or y != y) else y
-        out[i] = x + y if (x == 0 and y == 0) else r
-
-
-def _min_loop(a, b, out):
-    """ELEMENT_WISE_MIN's rule: as _max_loop's, the smaller; of two zeros -0.0 unless both are +0.0."""
-    for i in range(a.size):
-        x = a[i]
-        y = b[i]
-        r = x if (x < y or y != y) else y
-        out[i] = -((-x) + (-y)) if (x == 0 and y == 0) else r
-
-
 def _to_integer_loop(values, low, top, above, zero, largest, out):
     """Direct3D's float-to-integer conversion: toward zero, saturating, NaN to 0. `low` is the type's lowest value,
     `above` the first value past its largest, `top` the largest float below `above` (it truncates into the range),
@@ -170,8 +151,6 @@ class CompiledLoops:
     def __init__(self, numba):
         self.numba_version = numba.__version__
         self._clamp = _compiled(numba, _clamp_loop)
-        self._max = _compiled(numba, _max_loop)
-        self._min = _compiled(numba, _min_loop)
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
 
@@ -187,16 +166,6 @@ class CompiledLoops:
         self._clamp(flat, low, high, bool(low == 0 and not np.signbit(low)), bool(high == 0 and np.signbit(high)),
                     out)
         return out.reshape(values.shape)
-
-    def pick(self, a: np.ndarray, b: np.ndarray, larger: bool) -> np.ndarray | None:
-        """MAX (`larger`) or MIN of two C-ordered FLOAT32/FLOAT64 arrays of one type and shape by DirectML's NaN
-        and zero rules; None for anything else (broadcast operands, other types: NumPy's path)."""
-        if (a.dtype not in FLOAT_TYPES or a.dtype != b.dtype or a.shape != b.shape or not a.flags.c_contiguous
-                or not b.flags.c_contiguous):
-            return None
-        out = np.empty(a.shape, a.dtype)
-        (self._max if larger else self._min)(_flat_input(a), _flat_input(b), out.reshape(-1))
-        return out
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
         """FLOAT32/FLOAT64 values as the integer type `dtype` by Direct3D's rule (conversions.float_to_integer);

@@ -210,10 +210,6 @@ def _pick(a, b, larger: bool):
         return np.maximum(a, b) if larger else np.minimum(a, b)
     if np.shape(a) != np.shape(b):
         a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
-    loops = compiled_loops.active()
-    picked = None if loops is None else loops.pick(a, b, larger)  # one pass (DMLCLI_COMPILED_LOOPS)
-    if picked is not None:
-        return picked
     with np.errstate(all="ignore"):
         if _whole_vectors_apply(a, b):
             return _pick_by_whole_vectors(a, b, larger)
