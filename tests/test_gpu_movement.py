@@ -141,6 +141,39 @@ def test_gpu_padding_is_one_kernel(gpu_backend, monkeypatch):
                 assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (op, mode, shape)
 
 
+def test_padding_on_random_shapes_every_width_and_mode(gpu_backend):
+    """The vector kernel (PAD_VECTOR_BYTES of outputs a thread, rows of any width, several rows in one store for
+    short ones, a partial last store): 200 random calls, rank 1 to 6, every element width, zero and long pads on
+    either side, every mode; the CPU's bits."""
+    rng = np.random.default_rng(23)
+    for case in range(200):
+        rank = int(rng.integers(1, 7))
+        shape = tuple(int(rng.integers(1, 6 if rank > 3 else 30)) for _ in range(rank))
+        dtype = str(rng.choice(["uint8", "float16", "float32", "int32", "float64", "uint64"]))
+        x = random_bits(shape, dtype, case)
+        pads = {"start_padding": [int(rng.integers(0, 2 * s + 2)) for s in shape],
+                "end_padding": [int(rng.integers(0, 2 * s + 2)) for s in shape]}
+        mode = str(rng.choice(["constant", "edge", "reflection", "symmetric"]))
+        extra = {"padding_value": -1.5} if mode == "constant" else {}
+        on_cpu = dmlcli.run("padding", x, backend="cpu", padding_mode=mode, **pads, **extra)
+        on_gpu = dmlcli.run("padding", x, backend=gpu_backend, padding_mode=mode, **pads, **extra)
+        assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (shape, dtype, pads, mode)
+
+
+def test_padding_with_64_bit_indices(gpu_backend):
+    """An output past 2^31 elements takes the kernel's 64-bit index arithmetic; CuPy's own pad as the reference."""
+    from dmlcli.operators import movement_gpu
+
+    cp = cupy
+    x = (cp.arange(2**16 * (2**15 - 3), dtype=cp.uint32) % 251).astype(cp.uint8).reshape(2**16, 2**15 - 3)
+    for mode, cupy_mode in (("CONSTANT", "constant"), ("EDGE", "edge")):
+        got = movement_gpu.pad(cp, x, (2**16 + 3, 2**15 + 2), (1, 2), mode, 7)
+        assert got.size > 2**31
+        expected = cp.pad(x, ((1, 2), (2, 3)), mode=cupy_mode, **({"constant_values": 7} if mode == "CONSTANT" else {}))
+        assert bool(cp.array_equal(got, expected)), mode
+        del got, expected
+
+
 def _random_view(rng, cp):
     """A strided view of a random-bits array: rank 1 to 8, each dimension a slice with a step of either sign."""
     rank = int(rng.integers(1, 9))
