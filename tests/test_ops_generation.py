@@ -364,7 +364,8 @@ def test_cast_blocks_match_the_old_formulation(trust_marks, pair, data):
     """The blocked kernel (astype, then each block's check: the output's minimum where the cast marks what it
     gets wrong, else the input's extremes; NaNs mended in place, the rule only where a value is past the range)
     gives the whole-array rule's bits for every float source, with blocks of 8 elements and a last block of
-    any length; with the probe's answer and with the marks not trusted (the input's extremes everywhere)."""
+    any length; with the probe's answer and with the marks not trusted (the input's extremes everywhere); marked
+    places mended alone or the whole block taking the rule."""
     from dmlcli.operators import conversions
     from dmlcli.operators.generation import cast_values
 
@@ -374,6 +375,8 @@ def test_cast_blocks_match_the_old_formulation(trust_marks, pair, data):
     x = from_bits(bits[:len(bits) - data.draw(st.integers(0, 7))], source)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(conversions, "_BLOCK_ELEMENTS", 8)
+        # Marked places mended alone (every block, up to half of it, never), or the whole block by the rule.
+        patch.setattr(conversions, "_FEW_MARKS", data.draw(st.sampled_from([1, 2, 10**6])))
         if not trust_marks:
             patch.setattr(conversions, "astype_marks_misfits", lambda source, target: False)
         got = cast_values(np, x, np.dtype(target))

@@ -22,6 +22,11 @@ from .float_specials import has_nan, nan_patterns
 _BLOCK_ELEMENTS = 1 << 18
 
 
+# A block with at most 1/_FEW_MARKS of its elements marked by astype mends those alone (by the rule, gathered):
+# with a NaN every 1000 elements, 4.5x -> 3.1x astype's time (bench/generation_cpu_bench.py).
+_FEW_MARKS = 16
+
+
 def integer_bounds(dtype) -> tuple[float, float]:
     """The lowest value of an integer type and the first value past its largest, both exact as floats."""
     dtype = np.dtype(dtype)
@@ -56,7 +61,14 @@ def float_to_integer(xp, values, dtype):
         # type's lowest value), a result without the mark is the rule's: one reduction, of the output. One
         # with the mark takes the rule (a NaN, a value past the range, or the lowest value itself, in range).
         if marked and block.flags.aligned:
-            return bool(np.minimum.reduce(converted) > mark)
+            if np.minimum.reduce(converted) > mark:
+                return True
+            # The few marked places take the rule (a NaN in a block of data with gaps); many, the whole block.
+            places = np.flatnonzero(converted == mark)
+            if places.size > converted.size // _FEW_MARKS:
+                return False
+            converted[places] = _saturate_by_clipping(block[places], dtype)
+            return True
         # Every value v with low - 1 < v < above truncates into the range (NaN fails both tests, as the
         # reductions propagate it). The ufuncs' own reductions: ndarray.min goes through two more Python calls.
         return float(np.minimum.reduce(block)) > low - 1.0 and float(np.maximum.reduce(block)) < above
