@@ -356,3 +356,31 @@ def test_clip_by_parts_matches_the_rule_written_plainly(monkeypatch, dtype, data
     if data.draw(st.booleans()):
         low, high = sorted([low, high], key=lambda v: (v != v, v))
     assert _bits(dmlcli.run("clip", xs, min=low, max=high)) == _bits(_rule_clip(xs, low, high)), (xs, low, high)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_modulus_floor_by_np_remainder_matches_the_rule(monkeypatch, dtype, data):
+    """MODULUS_FLOOR's float kernel takes np.remainder where the probe says it is the rule and its result holds no
+    NaN: the same bits as the rule written out (arithmetic._floor_modulus), with and without NaN operands, zeros
+    of both signs, infinities and subnormals on either side."""
+    a = data.draw(_values(dtype, specials=True))
+    b = data.draw(_values(dtype, specials=True).map(lambda y: np.resize(y, a.size)))
+    fast = dmlcli.run("modulus_floor", a, b)
+    with monkeypatch.context() as patch:
+        patch.setattr(arithmetic, "remainder_is_floor_modulus", lambda: False)
+        careful = dmlcli.run("modulus_floor", a, b)
+    assert _bits(fast) == _bits(careful)
+
+
+def test_remainder_probe_finds_a_different_rule(monkeypatch):
+    """The probe answers no for a remainder that is not the floor rule (C's fmod, the truncating one)."""
+    arithmetic.remainder_is_floor_modulus.cache_clear()
+    try:
+        monkeypatch.setattr(np, "remainder", np.fmod)
+        assert arithmetic.remainder_is_floor_modulus() is False
+    finally:
+        monkeypatch.undo()
+        arithmetic.remainder_is_floor_modulus.cache_clear()
+    assert arithmetic.remainder_is_floor_modulus() in (True, False)

@@ -14,6 +14,8 @@ row 7 gives WebNN's tolerances). The NumPy kernels are the reference the GPU mus
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..data_types import (ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT32,
@@ -317,18 +319,55 @@ def modulus_floor(inputs, out_dtype, params):
     with np.errstate(all="ignore"):
         if a.dtype.kind == "f":
             x, y = _wide(a), _wide(b)
-            r = np.fmod(x, y)
-            # Each fix-up only where some element needs it: np.where over a whole tensor costs several passes.
-            wrong_side = (r != 0) & ((r < 0) != (y < 0))
-            if wrong_side.any():
-                r = np.where(wrong_side, r + y, r)
-            zero = r == 0
-            if zero.any():
-                r = np.where(zero, np.copysign(0.0, y), r)
-            return r.astype(out_dtype, copy=False)
+            if remainder_is_floor_modulus():  # the rule below in one pass (1.8x -> about 1x np.mod's time)
+                r = np.remainder(x, y)
+                if not has_nan(r):  # which NaN comes out of two NaN operands is not the rule's there
+                    return r.astype(out_dtype, copy=False)
+            return _floor_modulus(x, y).astype(out_dtype, copy=False)
         _, r, zero, divisor = _integer_division(a, b)
         r = np.where((r != 0) & ((r < 0) != (divisor < 0)), r + divisor, r)  # opposite signs: no overflow
     return np.where(zero, _all_bits_set(a.dtype), r).astype(out_dtype, copy=False)
+
+
+def _floor_modulus(x, y):
+    """MODULUS_FLOOR's float rule in float64: fmod, then the divisor added where the remainder's sign is not the
+    divisor's, and a zero remainder given the divisor's sign (NaN and infinities through the same arithmetic)."""
+    with np.errstate(all="ignore"):
+        r = np.fmod(x, y)
+        # Each fix-up only where some element needs it: np.where over a whole tensor costs several passes.
+        wrong_side = (r != 0) & ((r < 0) != (y < 0))
+        if wrong_side.any():
+            r = np.where(wrong_side, r + y, r)
+        zero = r == 0
+        if zero.any():
+            r = np.where(zero, np.copysign(0.0, y), r)
+        return r
+
+
+@functools.lru_cache(maxsize=None)
+def remainder_is_floor_modulus() -> bool:
+    """Whether np.remainder on float64 gives _floor_modulus's bits wherever that is not NaN, and NaN where it is:
+    NumPy's npy_remainder is that very rule (fmod, + y on the wrong side, copysign(0, y) for a zero; NaN for a
+    zero divisor), but does not promise it (of two NaN operands it may return the other's bits: the kernel takes
+    the rule itself for a result that holds a NaN). Asked once, on every pair of special and ordinary values
+    (NaN payloads of both signs, zeros, infinities, subnormals), in arrays long enough for any vector loop, at
+    two offsets."""
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -7.0, 0.1, -1e300, 1e300, 5e-324, -5e-324, np.inf,
+                         -np.inf, np.nan, -np.nan, 1e-310, 7.0e15, -3.0e-5])
+    bits = specials.view(np.uint64).copy()
+    bits[-5] |= 12345  # a NaN payload
+    specials = bits.view(np.float64)
+    x, y = (part.reshape(-1) for part in np.meshgrid(specials, specials))
+    for offset in (0, 1):
+        first, second = np.resize(x, 2048 + offset)[offset:], np.resize(y, 2048 + offset)[offset:]
+        with np.errstate(all="ignore"):
+            found = np.remainder(first, second)
+        expected = _floor_modulus(first, second)
+        numbers = ~np.isnan(expected)
+        if not (np.array_equal(np.isnan(found), ~numbers)
+                and np.array_equal(found[numbers].view(np.uint64), expected[numbers].view(np.uint64))):
+            return False
+    return True
 
 
 def recip(inputs, out_dtype, params):
