@@ -65,6 +65,7 @@ CASES = {
     "threshold": lambda xs, p: dmlcli.run("threshold", xs, min=p[0]),
     "activation_relu": lambda xs, p: dmlcli.run("activation_relu", xs),
     "sign": lambda xs, p: dmlcli.run("sign", xs),
+    "activation_hard_sigmoid": lambda xs, p: dmlcli.run("activation_hard_sigmoid", xs, alpha=p[0] or 0.2, beta=0.5),
 }
 BOUNDS = st.sampled_from([0.0, -0.0, 0.5, -0.5, 2.0, -3.0, np.inf, -np.inf, np.nan, 1e-45, 1e30])
 

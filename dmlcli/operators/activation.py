@@ -221,10 +221,13 @@ def _softplus64(t):
 
 
 def _hard_sigmoid64(v, alpha, beta):
-    t = np.float64(alpha) * v + np.float64(beta)
-    # np.minimum / np.maximum return a NaN operand itself (NaN kept), in one pass each, where np.where with a
-    # mask that changes element by element is several times slower. Only max(0, -0.0) is a tie they may settle
-    # either way (it must stay -0.0): where the minimum holds a -0.0, np.where decides.
+    t = np.multiply(v, np.float64(alpha))
+    np.add(t, np.float64(beta), out=t)  # in place: one array of the tensor's size, not three
+    # np.clip in place where it keeps a NaN as it is (a probe) and t holds no -0.0: the one tie it may settle
+    # otherwise (max(0, -0.0) must stay -0.0). Else np.minimum / np.maximum, which return a NaN operand itself,
+    # in one pass each, where np.where with a mask that changes element by element is several times slower.
+    if clip_keeps_nan_bits(t.dtype) and not has_zero(t, negative=True):
+        return np.clip(t, 0.0, 1.0, out=t)
     m = np.minimum(t, 1.0)  # min(t, 1), NaN kept
     if has_zero(m, negative=True):
         return np.where(m < 0.0, 0.0, m)  # max(0, m), NaN kept, -0.0 kept

@@ -159,10 +159,12 @@ def _c99_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     so (-inf)^0.5 would be NaN, not inf), so they are set here explicitly.
     """
     with np.errstate(all="ignore"):
-        x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        ordinary = _ordinary_powers(x, y)  # before broadcasting: a scalar exponent is read once
+        x, y = np.broadcast_arrays(x, y)
         power = np.power(x, y)
-        if not np.any((x <= 0) | (x == 1) | (y == 0) | ~np.isfinite(x) | ~np.isfinite(y)):
-            return power  # no special case: a positive finite base and a finite, non-zero exponent
+        if ordinary:
+            return power
         integral = np.isfinite(y) & (np.floor(y) == y)
         odd = integral & (np.fmod(y, 2.0) != 0.0)
         magnitude = np.abs(x)
@@ -190,6 +192,19 @@ def _c99_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             ((x < 0) & ~integral, np.nan),
         ]
         return np.select([c for c, _ in cases], [np.broadcast_to(v, x.shape) for _, v in cases], power)
+
+
+def _ordinary_powers(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether no pair is one of C99's special cases: every base positive and finite, every exponent finite and
+    not zero (a base of 1 then gives 1 either way). Four reductions and a count, where masks of each condition
+    took about ten passes over the tensor (CONSTANT_POW 1.5x np.power's time); NaN fails every comparison."""
+    if x.size == 0 or y.size == 0:
+        return True
+    if not (np.minimum.reduce(x, axis=None) > 0 and np.maximum.reduce(x, axis=None) < np.inf):
+        return False
+    if not (np.minimum.reduce(y, axis=None) > -np.inf and np.maximum.reduce(y, axis=None) < np.inf):
+        return False
+    return int(np.count_nonzero(y)) == y.size
 
 
 _SNAP = 2.0**-48  # a float POW result this close (relative) to an integer is that integer: see _POW_NOTES
