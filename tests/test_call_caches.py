@@ -82,3 +82,26 @@ def test_spellings_and_options_follow_the_table():
         options["axes"] = None  # kept once per entry, so read-only
     with pytest.raises(InputError, match="unknown operator"):
         dmlcli.find_operator("reduce_everything")
+
+
+def test_the_cpu_backend_is_made_once_and_the_gpu_is_asked_each_time(monkeypatch):
+    """get_backend keeps the stateless CPU backend; the GPU backend's create() runs at every request, since it
+    checks the device (a GPU that goes away, or CuPy hidden, must be found)."""
+    from dmlcli import backends
+    from dmlcli.backends import cpu
+    from dmlcli.errors import BackendUnavailableError
+
+    assert backends.get_backend("cpu") is backends.get_backend("cpu")
+    assert isinstance(backends.get_backend("CPU"), cpu.CpuBackend)
+    calls = []
+
+    def refuse():
+        calls.append(1)
+        raise BackendUnavailableError("GPU backend: none here")
+
+    gpu_module = pytest.importorskip("dmlcli.backends.gpu")
+    monkeypatch.setattr(gpu_module, "create", refuse)
+    for _ in range(2):
+        with pytest.raises(BackendUnavailableError):
+            backends.get_backend("gpu")
+    assert len(calls) == 2
