@@ -46,7 +46,8 @@ def _after(*arguments: str) -> tuple[set[str], str, int]:
             "with open(sys.argv[1], 'w') as handle:\n"
             "    json.dump({'modules': sorted(sys.modules), 'frozen': gc.get_freeze_count()}, handle)\n")
     listing = REPO / "tests" / f".modules-{os.getpid()}.json"
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    # The default configuration: the compiled loops (DMLCLI_COMPILED_LOOPS) import Numba by design.
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "DMLCLI_COMPILED_LOOPS": "0"}
     try:
         result = subprocess.run([sys.executable, "-c", code, str(listing), *arguments], capture_output=True,
                                 text=True, env=environment, check=True)
