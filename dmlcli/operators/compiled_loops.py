@@ -157,9 +157,11 @@ class CompiledLoops:
     def clamp(self, values: np.ndarray, low, high) -> np.ndarray | None:
         """min(high, max(low, values)) by DirectML's NaN and zero rules, for FLOAT32/FLOAT64 values and bounds of
         that type with low < high; None where that does not hold (NaN bounds, low >= high, another type)."""
+        if values.dtype not in FLOAT_TYPES:
+            return None
         kind = values.dtype.type
         low, high = kind(low), kind(high)
-        if values.dtype not in FLOAT_TYPES or not low < high:
+        if not low < high:
             return None
         flat = _flat_input(values)
         out = np.empty(flat.shape, values.dtype)
