@@ -10,17 +10,19 @@ CUPY_DISTRIBUTIONS = ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x")
 
 def versions() -> dict[str, str | None]:
     """{"dmlcli", "numpy", "cupy" (None where CuPy is not installed), "python"}."""
-    from importlib import metadata
-
     import numpy
 
     from .version import __version__
 
-    cupy = None
-    for distribution in CUPY_DISTRIBUTIONS:
-        try:
-            cupy = metadata.version(distribution)
-            break
-        except metadata.PackageNotFoundError:
-            continue
+    cupy = next((found for found in map(installed_version, CUPY_DISTRIBUTIONS) if found is not None), None)
     return {"dmlcli": __version__, "numpy": numpy.__version__, "cupy": cupy, "python": platform.python_version()}
+
+
+def installed_version(distribution: str) -> str | None:
+    """An installed distribution's version, read from its metadata (the package is not imported), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

@@ -55,12 +55,9 @@ def use(on: bool) -> "CompiledLoops | None":
 
 def state() -> dict:
     """What `dmlcli info` shows: {"on": bool, "numba": its version or None, "reason": why off (where off)}."""
-    try:
-        from importlib.metadata import version
+    from ..versions import installed_version
 
-        numba_version = version("numba")
-    except Exception:  # PackageNotFoundError, or metadata that cannot be read
-        numba_version = None
+    numba_version = installed_version("numba")
     if "loops" in _state:  # decided already (by a call, or by use())
         on = _state["loops"] is not None
     else:

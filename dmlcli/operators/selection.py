@@ -379,14 +379,18 @@ def _clip_checked_by_parts(g, low, high):
     return out
 
 
+def _clamp_in_one_pass(g, low, high):
+    """min(high, max(low, g)) by the NaN and zero rules in one pass (float32 bounds, low < high): the compiled
+    loop where DMLCLI_COMPILED_LOOPS turns the loops on, else np.clip where _fast_clip finds it gives the rule's
+    result; None where neither does (the careful path then)."""
+    loops = compiled_loops.active()
+    clamped = None if loops is None else loops.clamp(g, low, high)
+    return clamped if clamped is not None else _fast_clip(g, low, high)
+
+
 def _clamp_floats(g, low, high):
     """min(high, max(low, g)) in float32 by the NaN rule."""
-    loops = compiled_loops.active()
-    if loops is not None:  # one pass that applies the rule itself (DMLCLI_COMPILED_LOOPS)
-        clamped = loops.clamp(g, np.float32(low), np.float32(high))
-        if clamped is not None:
-            return clamped
-    clipped = _fast_clip(g, np.float32(low), np.float32(high))
+    clipped = _clamp_in_one_pass(g, np.float32(low), np.float32(high))
     if clipped is not None:
         return clipped
     return _pick(_typed(high, np.float32), _pick(_typed(low, np.float32), g, True), False)
@@ -416,11 +420,8 @@ def threshold(inputs, out_dtype, params):
     g = _scaled(x, params)
     if x.dtype.kind == "f":
         low = np.float32(params["Min"])
-        loops = compiled_loops.active()
-        clipped = None if loops is None else loops.clamp(g, low, np.float32(np.inf))
-        if clipped is None:
-            # max(g, Min) as a clip with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
-            clipped = _fast_clip(g, low, np.float32(np.inf))
+        # max(g, Min) as a clamp with +inf above: np.clip runs at memory speed, np.fmax by a scalar does not.
+        clipped = _clamp_in_one_pass(g, low, np.float32(np.inf))
         if clipped is None:
             clipped = _pick(g, _typed(low, np.float32), True)
         return _narrowed(clipped, out_dtype)
