@@ -40,9 +40,6 @@ class DataType(Frozen):
     def __str__(self) -> str:
         return self.name
 
-    def __repr__(self) -> str:
-        return f"DataType(name={self.name!r}, value={self.value!r}, bits={self.bits!r}, numpy_name={self.numpy_name!r})"
-
     def __eq__(self, other) -> bool:
         # Equal fields, same class (as a dataclass compares), with the name compared first: validation's
         # `data_type in row's types` compares a type with most of the eleven, which differ by name (issue 23).

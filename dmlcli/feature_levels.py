@@ -19,9 +19,6 @@ class FeatureLevel(Frozen):
     def __init__(self, major: int, minor: int) -> None:
         vars(self).update(major=major, minor=minor)
 
-    def __repr__(self) -> str:
-        return f"FeatureLevel(major={self.major!r}, minor={self.minor!r})"
-
     def __eq__(self, other) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented

@@ -29,9 +29,6 @@ class TensorInfo(Frozen):
     def __init__(self, name: str, data_type: DataType, shape: tuple[int, ...]) -> None:
         vars(self).update(name=name, data_type=data_type, shape=shape)
 
-    def __repr__(self) -> str:
-        return f"TensorInfo(name={self.name!r}, data_type={self.data_type!r}, shape={self.shape!r})"
-
     def describe(self) -> str:
         return f"{self.name} {self.data_type.name} {list(self.shape)}"
 
@@ -54,11 +51,6 @@ class Call(Frozen):
                  allow_tf32: bool = False) -> None:
         vars(self).update(operator=operator, tensors=tensors, parameters=parameters, broadcast=broadcast, absent=absent,
                           float_rules=float_rules, allow_tf32=allow_tf32)
-
-    def __repr__(self) -> str:
-        return (f"Call(operator={self.operator!r}, tensors={self.tensors!r}, parameters={self.parameters!r}, "
-                f"broadcast={self.broadcast!r}, absent={self.absent!r}, float_rules={self.float_rules!r}, "
-                f"allow_tf32={self.allow_tf32!r})")
 
     @property
     def data_types(self) -> dict[str, DataType]:
@@ -137,10 +129,6 @@ class Verdict(Frozen):
         if self._lowest is _NOT_YET:
             vars(self)["_lowest"] = lowest_accepting_level(self.call)
         return self._lowest
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__qualname__}(call={self.call!r}, feature_level={self.feature_level!r}, "
-                f"lowest_feature_level={self.lowest_feature_level!r})")
 
 
 def describe_shape(shape) -> str:

@@ -62,13 +62,6 @@ class Request(Frozen):
                           broadcast=broadcast, output_type=output_type, output_shape=output_shape,
                           float_rules=float_rules, output_shapes=output_shapes, allow_tf32=allow_tf32, key=key)
 
-    def __repr__(self) -> str:
-        return (f"Request(operator={self.operator!r}, feature_level={self.feature_level!r}, "
-                f"options={self.options!r}, desc_fields={self.desc_fields!r}, broadcast={self.broadcast!r}, "
-                f"output_type={self.output_type!r}, output_shape={self.output_shape!r}, "
-                f"float_rules={self.float_rules!r}, output_shapes={self.output_shapes!r}, "
-                f"allow_tf32={self.allow_tf32!r}, key={self.key!r})")
-
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
         typed = {}
@@ -95,14 +88,11 @@ class Outcome(Frozen):
         vars(self).update(output=output, verdict=verdict, backend=backend, warnings=warnings, inputs=inputs,
                           outputs=outputs)
 
-    def __repr__(self) -> str:
-        return (f"Outcome(output={self.output!r}, verdict={self.verdict!r}, backend={self.backend!r}, "
-                f"warnings={self.warnings!r}, inputs={self.inputs!r}, outputs={self.outputs!r})")
-
     @property
     def all_outputs(self) -> tuple:
         """Every output array in DESC order (one for most operators)."""
         return self.outputs if self.outputs is not None else (self.output,)
+
 
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,

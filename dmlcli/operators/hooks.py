@@ -34,9 +34,6 @@ class ShiftCountCheck(Frozen):
     def __init__(self, counts: str) -> None:
         vars(self).update(counts=counts)
 
-    def __repr__(self) -> str:
-        return f"ShiftCountCheck(counts={self.counts!r})"
-
     @property
     def tensors(self) -> tuple[str, ...]:
         return (self.counts,)

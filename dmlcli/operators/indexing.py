@@ -364,10 +364,6 @@ class _NdLayout(Frozen):
     def __init__(self, data: tuple[int, ...], indices: tuple[int, ...], batch: int, tuple_size: int) -> None:
         vars(self).update(data=data, indices=indices, batch=batch, tuple_size=tuple_size)
 
-    def __repr__(self) -> str:
-        return (f"_NdLayout(data={self.data!r}, indices={self.indices!r}, batch={self.batch!r}, "
-                f"tuple_size={self.tuple_size!r})")
-
     def _fields(self) -> tuple:
         return (self.data, self.indices, self.batch, self.tuple_size)
 

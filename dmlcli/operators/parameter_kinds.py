@@ -97,9 +97,6 @@ class CudaArgument(Frozen):
     def __init__(self, c_type: str, name: str, value: object) -> None:
         vars(self).update(c_type=c_type, name=name, value=value)
 
-    def __repr__(self) -> str:
-        return f"CudaArgument(c_type={self.c_type!r}, name={self.name!r}, value={self.value!r})"
-
 
 class EnumParameter(Parameter):
     """A DirectML enum field such as DML_IS_INFINITY_MODE InfinityMode; the typed value is the short name."""

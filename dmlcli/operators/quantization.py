@@ -43,9 +43,6 @@ class UndefinedScaleCheck(Frozen):
     def __init__(self, scales: tuple[str, ...], meaning: str) -> None:
         vars(self).update(scales=scales, meaning=meaning)
 
-    def __repr__(self) -> str:
-        return f"UndefinedScaleCheck(scales={self.scales!r}, meaning={self.meaning!r})"
-
     @property
     def tensors(self) -> tuple[str, ...]:
         return self.scales

@@ -39,9 +39,6 @@ class TensorSupport(Frozen):
     def __init__(self, dims: tuple[int, ...], data_types: tuple[DataType, ...]) -> None:
         vars(self).update(dims=dims, data_types=data_types)
 
-    def __repr__(self) -> str:
-        return f"TensorSupport(dims={self.dims!r}, data_types={self.data_types!r})"
-
     def describe_dims(self) -> str:
         if len(self.dims) > 1 and self.dims == tuple(range(self.dims[0], self.dims[-1] + 1)):
             return f"{self.dims[0]} to {self.dims[-1]}"
@@ -63,10 +60,6 @@ class SupportRow(Frozen):
     def __init__(self, level: FeatureLevel, tensors: Mapping[str, TensorSupport],
                  same_data_type: tuple[str, ...] = ()) -> None:
         vars(self).update(level=level, tensors=tensors, same_data_type=same_data_type)
-
-    def __repr__(self) -> str:
-        return f"SupportRow(level={self.level!r}, tensors={self.tensors!r}, same_data_type={self.same_data_type!r})"
-
 
 
 def rows(*sections) -> tuple[SupportRow, ...]:
@@ -142,11 +135,6 @@ class Tolerance(Frozen):
                  floor_float16: float | None = None, floor_source: str = "") -> None:
         vars(self).update(kind=kind, float32=float32, float16=float16, source=source, floor_float32=floor_float32,
                           floor_float16=floor_float16, floor_source=floor_source)
-
-    def __repr__(self) -> str:
-        return (f"Tolerance(kind={self.kind!r}, float32={self.float32!r}, float16={self.float16!r}, "
-                f"source={self.source!r}, floor_float32={self.floor_float32!r}, "
-                f"floor_float16={self.floor_float16!r}, floor_source={self.floor_source!r})")
 
     def for_dtype(self, dtype) -> float:
         return self.float16 if str(dtype) == "float16" else self.float32

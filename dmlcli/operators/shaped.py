@@ -41,10 +41,6 @@ class ShapeQuery(Frozen):
         vars(self).update(shapes=shapes, data_types=data_types, parameters=parameters,
                           given_outputs={} if given_outputs is None else given_outputs)
 
-    def __repr__(self) -> str:
-        return (f"ShapeQuery(shapes={self.shapes!r}, data_types={self.data_types!r}, parameters={self.parameters!r}, "
-                f"given_outputs={self.given_outputs!r})")
-
     def shape(self, name: str) -> Shape:
         found = self.shapes[name]
         if isinstance(found, list):
