@@ -5,6 +5,7 @@ The GPU backend is imported only when asked for, so the CPU path never pays for 
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Iterable, Iterator, Mapping, Protocol
 
@@ -33,9 +34,6 @@ class Backend(Protocol):
     def describe(self) -> dict:
         """Versions and device facts, for `dmlcli info`."""
 _MODULES = {"cpu": "dmlcli.backends.cpu", "gpu": "dmlcli.backends.gpu"}
-# The CPU backend holds no state: made once. (import_module's lookup cost a run about 10 us once a large tensor
-# had pushed the interpreter out of the caches.) The GPU backend is made anew, as create() checks the device.
-_CPU: list = []
 
 
 def get_backend(name: str) -> Backend:
@@ -45,14 +43,19 @@ def get_backend(name: str) -> Backend:
         raise InputError(f"unknown backend {name!r} (expected one of {', '.join(BACKEND_NAMES)})")
     if key == "auto":
         return _auto_backend()
-    if key == "cpu" and _CPU:
-        return _CPU[0]
+    if key == "cpu":
+        return _cpu_backend()
     # import_module, not a look in sys.modules: a module another thread is still importing is there already,
     # without its create(); import_module waits for it.
-    backend = importlib.import_module(_MODULES[key]).create()
-    if key == "cpu":
-        _CPU[:] = [backend]
-    return backend
+    return importlib.import_module(_MODULES[key]).create()
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_backend():
+    """The CPU backend holds no state: made once. (import_module's lookup cost a run about 10 us once a large
+    tensor had pushed the interpreter out of the caches.) The GPU backend is made anew, as create() checks the
+    device."""
+    return importlib.import_module(_MODULES["cpu"]).create()
 
 
 def _auto_backend():
