@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dmlcli  # noqa: E402
 from dmlcli import engine  # noqa: E402
 from dmlcli.data_types import from_numpy  # noqa: E402
-from dmlcli.operators import compiled_loops  # noqa: E402
+from dmlcli.operators.numerics import compiled_loops  # noqa: E402
 
 GOAL = 1.3
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from test_ops_generation import ALL, special_values
 
-    from dmlcli.operators import generation as g
+    from dmlcli.operators.generation import entries as g
 
     differing = 0
     for source in ALL:

@@ -20,8 +20,8 @@ pytest.importorskip("numba")
 
 import dmlcli  # noqa: E402
 from dmlcli.errors import DmlcliWarning  # noqa: E402
-from dmlcli.operators import compiled_loops  # noqa: E402
-from dmlcli.operators.conversions import integer_bounds  # noqa: E402
+from dmlcli.operators.numerics import compiled_loops  # noqa: E402
+from dmlcli.operators.numerics.conversions import integer_bounds  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 

@@ -62,7 +62,7 @@ def test_reduce_zarr_store_through_the_command_line(tmp_path):
 def test_a_shaped_operator_without_a_dask_layout_is_refused_in_words():
     from dmlcli.distributed import graph
     from dmlcli.errors import InputError
-    from dmlcli.operators.reduction import REDUCE
+    from dmlcli.operators.reduction.entries import REDUCE
     from dmlcli.records import replace
 
     plain = replace(REDUCE, dask_layout=None, dask_axes=None)

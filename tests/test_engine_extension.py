@@ -25,8 +25,8 @@ DEFINITION = textwrap.dedent('''
     from dmlcli.data_types import FLOATS, INT8, INT16
     from dmlcli.feature_levels import level
     from dmlcli.operators import register_family
-    from dmlcli.operators.parameters import EnumParameter, FloatParameter
-    from dmlcli.operators.schema import DIMS_1_TO_8, ONE_ROUNDING, Operator, Tolerance, rows
+    from dmlcli.operators.table.parameters import EnumParameter, FloatParameter
+    from dmlcli.operators.table.schema import DIMS_1_TO_8, ONE_ROUNDING, Operator, Tolerance, rows
 
 
     def gained_clamp(inputs, out_dtype, params):
@@ -159,8 +159,8 @@ def test_the_new_parameters_are_checked_and_described(inputs):
 def test_a_table_entry_that_contradicts_itself_fails_when_it_is_built():
     from dmlcli.data_types import UINT8
     from dmlcli.feature_levels import level
-    from dmlcli.operators.parameters import EnumParameter
-    from dmlcli.operators.schema import DIMS_1_TO_8, Operator, rows
+    from dmlcli.operators.table.parameters import EnumParameter
+    from dmlcli.operators.table.schema import DIMS_1_TO_8, Operator, rows
 
     def entry(**changes):
         fields = dict(name="BROKEN", enum_value=1, family="testing", summary="", formula="", introduced=level("3_0"),

@@ -84,7 +84,7 @@ def _signatures_at_newest(operator):
 
 
 def _inputs_for(operator, dtype, shape, rng, signature=None) -> list[np.ndarray]:
-    from dmlcli.operators.hooks import ShiftCountCheck
+    from dmlcli.operators.table.hooks import ShiftCountCheck
 
     dtypes = [np.dtype(each) for each in signature[:-1]] if signature is not None else [np.dtype(dtype)] * len(
         operator.inputs)
@@ -133,7 +133,7 @@ def _assert_same_bits(gpu_out: np.ndarray, cpu_out: np.ndarray, context: str, in
 def _parameter_sets(operator, signature):
     """The defaults, then each parameter changed on its own: every enum value, another FLOAT value,
     ScaleBias on, a fused activation."""
-    from dmlcli.operators.parameters import EnumParameter, FloatParameter, ScaleBiasParameter
+    from dmlcli.operators.table.parameters import EnumParameter, FloatParameter, ScaleBiasParameter
 
     data_types = gpu_kernels.data_types_of(operator, signature)
     defaults = {p.field: p.parse({}, data_types) for p in operator.parameters}
@@ -160,7 +160,7 @@ def _assert_parity(operator, got, expected, params, context, inputs=()):
     bitwise operators' results, must be equal.
     """
     from dmlcli.checking.comparison import EXACT, compare, rule_for
-    from dmlcli.operators.schema import APPROXIMATE, COMPOSITE
+    from dmlcli.operators.table.schema import APPROXIMATE, COMPOSITE
 
     rule = EXACT
     if operator.exactness in (APPROXIMATE, COMPOSITE):

@@ -154,7 +154,7 @@ def test_cast_vector_kernel_tails_and_unaligned_inputs(source, target):
     from types import SimpleNamespace
 
     from dmlcli.data_types import from_numpy
-    from dmlcli.operators.generation import cast_gpu_kernel
+    from dmlcli.operators.generation.entries import cast_gpu_kernel
 
     output = SimpleNamespace(data_type=from_numpy(np.dtype(target)))
     x = random_bits(source, 200, seed=7)

@@ -125,7 +125,7 @@ def test_gpu_large_inputs(gpu_backend):
 def test_gpu_padding_is_one_kernel(gpu_backend, monkeypatch):
     """PADDING and PADDING1 on the GPU run movement_gpu.pad (one kernel, every mode and padding length), not the
     copy engine's interior and slab assignments; their results are the CPU's bit for bit."""
-    from dmlcli.operators import movement_gpu
+    from dmlcli.operators.movement import gpu as movement_gpu
 
     def refuse(*args, **kwargs):
         raise AssertionError("the copy-engine padding ran")
@@ -162,7 +162,7 @@ def test_padding_on_random_shapes_every_width_and_mode(gpu_backend):
 
 def test_padding_with_64_bit_indices(gpu_backend):
     """An output past 2^31 elements takes the kernel's 64-bit index arithmetic; CuPy's own pad as the reference."""
-    from dmlcli.operators import movement_gpu
+    from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
     x = (cp.arange(2**16 * (2**15 - 3), dtype=cp.uint32) % 251).astype(cp.uint8).reshape(2**16, 2**15 - 3)
@@ -193,7 +193,7 @@ def test_strided_copy_gives_the_views_elements(gpu_backend):
     """movement_gpu.strided_copy (SLICE's and SLICE1's kernel) equals CuPy's copy of the view bit for bit: every
     rank to 8, steps of either sign, sizes of 1 and 0, widths 1 to 8 bytes, last dimensions that do and do not
     take a vector store, views that merge to one dimension."""
-    from dmlcli.operators import movement_gpu
+    from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
     rng = np.random.default_rng(5)
@@ -215,7 +215,7 @@ def test_strided_copy_gives_the_views_elements(gpu_backend):
 
 def test_strided_copy_with_64_bit_indices(gpu_backend):
     """A view reaching past 2^31 elements takes the kernel's 64-bit index arithmetic."""
-    from dmlcli.operators import movement_gpu
+    from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
     x = cp.empty(2**31 + 2**22, dtype=cp.uint8)
@@ -228,7 +228,7 @@ def test_strided_copy_with_64_bit_indices(gpu_backend):
 
 def test_slice_on_the_gpu_runs_the_gather_kernel(gpu_backend, monkeypatch):
     """SLICE and SLICE1 on the GPU go through movement_gpu.strided_copy, with the CPU's bits."""
-    from dmlcli.operators import movement_gpu
+    from dmlcli.operators.movement import gpu as movement_gpu
 
     used = []
     real = movement_gpu.strided_copy
@@ -246,7 +246,7 @@ def test_tile_reads_the_input_once(gpu_backend, monkeypatch):
     """TILE on the GPU runs movement_gpu.tile_by_kernel (one read of the input, each vector stored at every copy's
     place), the copy engine only past TILE_MAX_COPIES copies; the CPU's bits either way, every width, last
     dimensions that do and do not take 16-byte vectors."""
-    from dmlcli.operators import movement_gpu
+    from dmlcli.operators.movement import gpu as movement_gpu
 
     engine_tiles = []
     real = movement_gpu.tile

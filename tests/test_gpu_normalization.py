@@ -151,7 +151,7 @@ def test_mean_variance_normalization_one_block_per_row(shape, axes, scaled, by_r
     """Trailing axes run the one-block-per-row kernel (a row past shared memory: the long-row kernels) with Scale
     and Bias one value a row or absent; axes that do not trail or a Scale that varies within a row take the
     three-pass path; both within the tolerance of the CPU's result."""
-    from dmlcli.operators import normalization
+    from dmlcli.operators.normalization import entries as normalization
 
     taken = []
     original = normalization._normalise_rows
@@ -173,7 +173,7 @@ def test_mean_variance_normalization_long_rows(shape, dtype, monkeypatch):
     """Rows past MVN_STAGE_BYTES run the two long-row kernels (chunks of MVN_CHUNK elements, FLOAT64 partial sums
     about the row's first element): within the CPU's tolerance, with and without NormalizeVariance, Scale and
     Bias, rows of a multiple of 4 elements (float4) and not (a mean far from zero: the next test)."""
-    from dmlcli.operators import normalization
+    from dmlcli.operators.normalization import entries as normalization
 
     taken = []
     original = normalization._normalise_long_rows

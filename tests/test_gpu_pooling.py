@@ -167,7 +167,7 @@ def test_gpu_window_kernels_give_the_cpu_bits(gpu_backend, op, extra, dtype, sha
 def test_gpu_window_kernel_is_the_one_that_runs(gpu_backend, monkeypatch):
     """The GPU path of MAX_POOLING, AVERAGE_POOLING and LP_POOLING (P 1, 2) is pooling_gpu's kernel, not the xp one
     (which reads the padded input once per window element)."""
-    from dmlcli.operators import pooling
+    from dmlcli.operators.pooling import entries as pooling
 
     def refuse(*args, **kwargs):
         raise AssertionError("the xp kernel ran on the GPU")
@@ -213,7 +213,7 @@ def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, en
     """FLOAT32 max pooling with stride 1 (windows of 3 to 7 rows) runs the strip kernel (STRIP_ROWS outputs down a
     column from one horizontal maximum per input row): the CPU's bits, zeros of both signs, subnormals, NaN and
     infinities included, heights that are and are not a multiple of the strip, windows wider than the input."""
-    from dmlcli.operators import pooling_gpu
+    from dmlcli.operators.pooling import gpu as pooling_gpu
 
     ran = []
     real = pooling_gpu.max_strip_kernel

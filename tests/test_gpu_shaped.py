@@ -104,7 +104,7 @@ def test_gpu_matches_cpu(gpu_backend, name, params, dtype, shape):
 
 
 def test_every_shaped_operator_of_the_reduction_family_is_covered():
-    from dmlcli.operators import reduction
+    from dmlcli.operators.reduction import entries as reduction
 
     assert {op.cli_name for op in reduction.OPERATORS} <= {name for name, _, _, _ in CASES}
 
@@ -177,7 +177,7 @@ def test_gpu_row_kernels_take_views_that_start_anywhere(gpu_backend):
     """softmax_rows, cumsum_rows, reduce's rows and arg_rows read 16-byte vectors only from a 16-byte boundary: a contiguous view
     that starts one element in gives what the same values give from a fresh array (the one-by-one path adds in
     another order than the float4 one: within a few ULP for the sums, the same indices)."""
-    from dmlcli.operators import reduction_gpu
+    from dmlcli.operators.reduction import gpu as reduction_gpu
 
     cupy = pytest.importorskip("cupy")
     rng = np.random.default_rng(5)
@@ -208,7 +208,7 @@ def test_gpu_column_reductions(gpu_backend, shape, axes, function):
     """REDUCE over leading axes by reduction_gpu's column kernel (chunks of rows, then the chunks combined):
     the CPU's result within the tolerance, NaN where a column holds only NaN (MAX, MIN), and the kernel is the one
     that ran."""
-    from dmlcli.operators import reduction_gpu
+    from dmlcli.operators.reduction import gpu as reduction_gpu
 
     x = np.abs(np.random.default_rng(len(shape)).standard_normal(shape)).astype(np.float32)
     if function in ("max", "min"):

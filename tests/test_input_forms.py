@@ -18,7 +18,7 @@ from dmlcli.data_types import parse_data_type
 from dmlcli.errors import InputError
 from dmlcli.io.json_tensor import parse_json_tensor
 from dmlcli.io.sources import read_tensor
-from dmlcli.operators.onnx_names import ONNX_TO_DIRECTML
+from dmlcli.operators.table.onnx_names import ONNX_TO_DIRECTML
 
 INTEGER_TYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
 

@@ -16,6 +16,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dmlcli"
 LAYERS = [
     ["dmlcli.errors", "dmlcli.records", "dmlcli.data_types", "dmlcli.feature_levels", "dmlcli.version",
      "dmlcli.versions", "dmlcli.scalars"],
+    # The operator table, bottom up: what an entry is; what kernels share; the element-wise families (the shaped ones
+    # fuse their activations); the shaped families; the lookup of the whole table.
+    ["dmlcli.operators.table"],
+    ["dmlcli.operators.numerics"],
+    ["dmlcli.operators.elementwise", "dmlcli.operators.quantization"],
+    ["dmlcli.operators.reduction", "dmlcli.operators.movement", "dmlcli.operators.indexing", "dmlcli.operators.pooling",
+     "dmlcli.operators.generation", "dmlcli.operators.convolution", "dmlcli.operators.matmul",
+     "dmlcli.operators.recurrent", "dmlcli.operators.normalization", "dmlcli.operators.resampling"],
+    ["dmlcli.operators.attention", "dmlcli.operators.training"],  # built on the shaped families' rules and kernels
     ["dmlcli.operators"],
     ["dmlcli.io", "dmlcli.backends"],
     ["dmlcli.calls"],

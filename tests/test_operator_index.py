@@ -7,14 +7,14 @@ import sys
 
 import dmlcli
 from dmlcli import operators
-from dmlcli.operators import index
+from dmlcli.operators import regenerate
+from dmlcli.operators.table import index
 
 
 def test_the_index_is_what_the_table_generates():
-    names = list(dict.fromkeys(module for _, modules in index.FAMILY_MODULES for module in modules))
-    modules = [(module, operators._module(module).OPERATORS) for module in names]
-    assert index.SPELLINGS == operators.spelling_index(modules), "regenerate: python -m dmlcli.operators.index"
-    assert index.OPTIONS == operators.option_index(modules), "regenerate: python -m dmlcli.operators.index"
+    modules = regenerate.family_modules()
+    assert index.SPELLINGS == regenerate.spelling_index(modules), "regenerate: python -m dmlcli.operators.regenerate"
+    assert index.OPTIONS == regenerate.option_index(modules), "regenerate: python -m dmlcli.operators.regenerate"
 
 
 def test_every_operator_is_found_through_the_index_by_each_spelling():
@@ -27,13 +27,13 @@ def test_a_run_imports_only_its_family_module():
     code = ("import sys; from dmlcli.cli import main\n"
             "try:\n    main(['run', 'bit_xor', '[1,2]', '[3,4]', '--dtype', 'uint8', '-o', '-'])\n"
             "except SystemExit:\n    pass\n"
-            "loaded = sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('dmlcli.operators.'))\n"
+            "loaded = sorted(m.removeprefix('dmlcli.operators.') for m in sys.modules if m.startswith('dmlcli.operators.'))\n"
             "print(loaded, file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = eval(result.stderr.strip().splitlines()[-1])  # noqa: S307 - our own printed list
     families = {module for _, names in index.FAMILY_MODULES for module in names}
-    assert "bitwise" in loaded
-    assert not (families - {"bitwise"}) & set(loaded), loaded
+    assert "elementwise.bitwise" in loaded
+    assert not (families - {"elementwise.bitwise"}) & set(loaded), loaded
 
 
 def test_options_owners_resolve_to_the_parameter():

@@ -21,7 +21,7 @@ from dmlcli.api import plan
 from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
-from dmlcli.operators import activation as module
+from dmlcli.operators.elementwise import activation as module
 
 from conftest import SHARED, shared_params
 

@@ -470,7 +470,7 @@ def test_convolution_integer_wraps_like_an_int32_accumulator():
     x = np.full((1, 1, 1, 1), 255, np.uint8)
     w = np.full((1, 1, 1, 1), 255, np.uint8)
     assert dmlcli.run("convolution_integer", x, w).tolist() == [[[[65025]]]]
-    from dmlcli.operators.convolution import _wrap_int32
+    from dmlcli.operators.convolution.entries import _wrap_int32
 
     assert _wrap_int32(np, np.array([2.0 ** 31, -(2.0 ** 31) - 1])).tolist() == [-(2 ** 31), 2 ** 31 - 1]
 
@@ -515,7 +515,7 @@ def test_onnx_node_tests_pass(name):
 def test_small_column_budgets_tile_rows_and_batches_with_the_same_result(monkeypatch, direction):
     # The column buffer is bounded by COLUMN_BUDGET_BYTES: with a tiny budget every tile is one row of one
     # batch item, and the result must not change.
-    from dmlcli.operators import convolution
+    from dmlcli.operators.convolution import entries as convolution
 
     rng = np.random.default_rng(2)
     x = rng.integers(-4, 5, (3, 4, 7, 5)).astype(np.float32)

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dmlcli
-from dmlcli.operators import activation, arithmetic, float_specials, selection
+from dmlcli.operators.elementwise import activation, arithmetic, selection
+from dmlcli.operators.numerics import float_specials
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 FLOATS = ("float32", "float16")  # their float types (none takes FLOAT64)

@@ -366,8 +366,8 @@ def test_cast_blocks_match_the_old_formulation(trust_marks, pair, data):
     gives the whole-array rule's bits for every float source, with blocks of 8 elements and a last block of
     any length; with the probe's answer and with the marks not trusted (the input's extremes everywhere); marked
     places mended alone or the whole block taking the rule."""
-    from dmlcli.operators import conversions
-    from dmlcli.operators.generation import cast_values
+    from dmlcli.operators.numerics import conversions
+    from dmlcli.operators.generation.entries import cast_values
 
     source, target = pair
     blocks = data.draw(st.lists(block_values(source, target), min_size=2, max_size=6))
@@ -389,7 +389,7 @@ def test_the_mark_probe_tells_casts_apart():
     the range (the mark that lets CAST check its output once instead of the input twice); the narrower and
     unsigned targets wrap and are refused. The probe itself accepts the rule and refuses a cast that wraps
     or that saturates +inf to 0."""
-    from dmlcli.operators import conversions
+    from dmlcli.operators.numerics import conversions
 
     if platform.machine().lower() in ("x86_64", "amd64"):
         for source in ("float32", "float64"):

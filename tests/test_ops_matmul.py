@@ -26,7 +26,7 @@ from dmlcli.api import plan as api_plan
 from dmlcli.cli import cli
 from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.data_types import parse_data_type
-from dmlcli.operators import matmul as module
+from dmlcli.operators.matmul import entries as module
 import shaped_cli  # noqa: E402 - tests/ is on the path
 
 from conftest import SHARED

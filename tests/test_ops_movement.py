@@ -947,7 +947,7 @@ def test_whole_word_reads_stay_inside_the_allocation():
     last one ends inside the view's allocation (it reaches step - 1 elements past the last output)."""
     from types import SimpleNamespace
 
-    from dmlcli.operators.movement_gpu import _reads_whole_words
+    from dmlcli.operators.movement.gpu import _reads_whole_words
 
     def view(ptr, start, size, itemsize=4):
         memory = SimpleNamespace(ptr=start, size=size)

@@ -794,7 +794,7 @@ def test_fast_division_divides_every_32_bit_index(divisor, dividend):
     """The GPU kernels (pooling, padding, per-channel normalization) divide a 32-bit index by a size as
     (n * m >> 32) >> r (a divisor of 1 is skipped in the kernel): the quotient is exact for every index below 2^31,
     the multiplier fits 32 bits."""
-    from dmlcli.operators.cuda_prelude import fast_division
+    from dmlcli.operators.numerics.cuda_prelude import fast_division
 
     multiplier, shift = fast_division(divisor)
     assert 0 <= multiplier < 2**32

@@ -24,7 +24,7 @@ from dmlcli.cli import cli
 from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
-from dmlcli.operators import reduction as module
+from dmlcli.operators.reduction import entries as module
 import shaped_cli  # noqa: E402 - tests/ is on the path
 
 from conftest import SHARED, shared_params

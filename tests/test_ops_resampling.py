@@ -26,8 +26,8 @@ from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.data_types import parse_data_type
 from dmlcli.errors import InputError
 from dmlcli.io.json_tensor import tensor_from_object
-from dmlcli.operators import resampling as module
-from dmlcli.operators.parameters import FloatArrayParameter
+from dmlcli.operators.resampling import entries as module
+from dmlcli.operators.table.parameters import FloatArrayParameter
 import shaped_cli  # noqa: E402 - tests/ is on the path
 
 from conftest import SHARED, shared_params

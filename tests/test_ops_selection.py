@@ -516,7 +516,7 @@ def test_min_max_data_type_must_match():
 
 
 def test_scalar_union_desc_forms():
-    from dmlcli.operators.selection import CLIP1_MIN
+    from dmlcli.operators.elementwise.selection import CLIP1_MIN
 
     f16 = {"OutputTensor": parse_data_type("float16")}
     f32 = {"OutputTensor": parse_data_type("float32")}

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pytest
 
-from dmlcli.operators import index
+from dmlcli.operators.table import index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,17 +75,17 @@ def top_level_and_packages(loaded: set[str]) -> set[str]:
 
 def families_loaded(loaded: set[str]) -> set[str]:
     families = {module for _, modules in index.FAMILY_MODULES for module in modules}
-    return {name.rsplit(".", 1)[1] for name in loaded if name.startswith("dmlcli.operators.")} & families
+    return {name.removeprefix("dmlcli.operators.") for name in loaded if name.startswith("dmlcli.operators.")} & families
 
 
 def test_the_goal_run_loads_one_family_module_and_nothing_it_does_not_use():
     loaded, stdout = modules_after("run", "bit_xor", "[1,2]", "[3,4]", "--dtype", "uint8", "-o", "-")
     assert json.loads(stdout) == {"dtype": "uint8", "shape": [2], "data": [2, 6]}
-    assert families_loaded(loaded) == {"bitwise"}
+    assert families_loaded(loaded) == {"elementwise.bitwise"}
     assert not NEVER & top_level_and_packages(loaded), sorted(NEVER & top_level_and_packages(loaded))
     # BIT_XOR has no parameters: the parameter kinds' classes are not made; nor is a shape rule's query.
-    assert "dmlcli.operators.parameter_kinds" not in loaded
-    assert "dmlcli.operators.shaped" not in loaded
+    assert "dmlcli.operators.table.parameters" not in loaded
+    assert "dmlcli.operators.table.shaped" not in loaded
     # The records a run makes are plain classes (records.py): creating dataclasses cost ~7 ms of it (issue 23).
     # Integers in range are read without decimal (0.8 ms), which float values and huge integers load (scalars.py).
     assert "dataclasses" not in loaded and "decimal" not in loaded
@@ -97,7 +97,7 @@ def test_the_table_on_a_pipe_and_json_on_stdout_load_no_more():
                       ("run", "bit_xor", "[0,128]", "[255,1]", "--dtype", "uint8", "--format", "json")):
         loaded, stdout = modules_after(*arguments)
         assert stdout.strip()
-        assert families_loaded(loaded) == {"bitwise"}
+        assert families_loaded(loaded) == {"elementwise.bitwise"}
         forbidden = (NEVER - {"dmlcli.display.rendering"} | {"dataclasses", "decimal"}) & top_level_and_packages(loaded)
         assert not forbidden, (arguments, sorted(forbidden))
 
@@ -106,8 +106,8 @@ def test_a_run_with_parameters_loads_its_family_and_the_parameter_kinds():
     loaded, stdout = modules_after("run", "is_infinity", '[1, "inf", "-inf"]', "--dtype", "float32",
                                    "--infinity-mode", "positive", "-o", "-")
     assert json.loads(stdout)["data"] == [False, True, False]
-    assert families_loaded(loaded) == {"comparison"}
-    assert "dmlcli.operators.parameter_kinds" in loaded
+    assert families_loaded(loaded) == {"elementwise.comparison"}
+    assert "dmlcli.operators.table.parameters" in loaded
     assert not NEVER & top_level_and_packages(loaded)
     assert "dataclasses" not in loaded
 
@@ -135,7 +135,7 @@ def test_a_run_with_parameters_makes_no_dataclass(name):
     loaded, stdout = modules_after("run", *arguments, "-o", "-")
     assert json.loads(stdout)["data"] == expected
     # DEQUANTIZE_LINEAR has no parameters, but a hook (UndefinedScaleCheck) that was a dataclass.
-    assert ("dmlcli.operators.parameter_kinds" in loaded) == (name != "dequantize_linear")
+    assert ("dmlcli.operators.table.parameters" in loaded) == (name != "dequantize_linear")
     # Creating the parameter kinds as dataclasses was about 8 ms of such a run (issue 23): records.Frozen instead.
     assert "dataclasses" not in loaded
     assert not NEVER & top_level_and_packages(loaded), sorted(NEVER & top_level_and_packages(loaded))
@@ -163,15 +163,6 @@ def test_help_lists_every_command_without_importing_them_first():
     section = stdout.split("Commands:\n")[1].split("\n\n")[0]
     listed = {line.split()[0] for line in section.splitlines() if not line.startswith("   ")}
     assert listed == set(app.COMMAND_MODULES)
-
-
-def test_parameter_kinds_are_the_same_classes_through_either_module():
-    from dmlcli.operators import parameter_kinds, parameters
-
-    for name in parameters._KINDS:
-        assert getattr(parameters, name) is getattr(parameter_kinds, name)
-    with pytest.raises(AttributeError):
-        parameters.NoSuchKind  # noqa: B018
 
 
 def test_suffix_is_what_pathlib_says():
@@ -285,8 +276,8 @@ def test_parameter_kinds_are_frozen_records_that_pickle_repr_and_replace_as_the_
 
     from dmlcli import records
     from dmlcli.operators import all_operators, find_operator
-    from dmlcli.operators.matmul import GEMM_FUSED_ACTIVATION
-    from dmlcli.operators.parameter_kinds import CudaArgument, EnumParameter, FloatParameter
+    from dmlcli.operators.matmul.entries import GEMM_FUSED_ACTIVATION
+    from dmlcli.operators.table.parameters import CudaArgument, EnumParameter, FloatParameter
 
     made = [parameter for operator in all_operators() for parameter in operator.parameters]
     made += [hook for operator in all_operators() for hook in operator.hooks]

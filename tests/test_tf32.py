@@ -24,7 +24,7 @@ from dmlcli.dispatch import check, load_model
 from dmlcli.dispatch.model import parse_execution_flags
 from dmlcli.errors import InputError
 from dmlcli.operators import find_operator
-from dmlcli.operators.schema import TF32_WIDENING
+from dmlcli.operators.table.schema import TF32_WIDENING
 
 F32, F16 = np.float32, np.float16
 PRODUCTS = {"GEMM", "CONVOLUTION", "RNN", "GRU", "LSTM"}

@@ -20,7 +20,7 @@ from dmlcli import operators as table
 from dmlcli.cli import cli
 from dmlcli.checking.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
                                EVERY_BIT, Rule, compare_arrays, parse_tolerance, rule_for)
-from dmlcli.operators.schema import APPROXIMATE, COMPOSITE, Tolerance, smallest_normal
+from dmlcli.operators.table.schema import APPROXIMATE, COMPOSITE, Tolerance, smallest_normal
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 

@@ -6,7 +6,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..operators import Operator, compiled_loops
+from ..operators import Operator
+from ..operators.numerics import compiled_loops
 from ..io.npy import to_native
 
 

@@ -28,9 +28,8 @@ import numpy as np
 
 from ..data_types import DataType, from_numpy
 from ..operators import Operator
-from ..operators.cuda_prelude import (COMPILE_OPTIONS, DEVICE_BEGIN, DEVICE_END, DEVICE_PRELUDE,  # noqa: F401
-                                     _PRELUDE)
-from ..operators.parameters import CudaArgument
+from ..operators.numerics.cuda_prelude import COMPILE_OPTIONS, DEVICE_BEGIN, DEVICE_END, DEVICE_PRELUDE, _PRELUDE
+from ..operators.table.parameters import CudaArgument
 
 MAX_DIMS = 8
 VECTOR_BYTES = 16  # the widest single load a CUDA thread can issue

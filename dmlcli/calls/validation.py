@@ -394,7 +394,7 @@ def build_call(
 def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_types, out_types, parameters,
                  given: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
     """The outputs' Sizes from the operator's shape rule, each output tensor by its name."""
-    from ..operators.shaped import RuleViolation, ShapeQuery  # shaped operators only: element-wise ones go without
+    from ..operators.table.shaped import (RuleViolation, ShapeQuery)  # shaped operators only: element-wise ones go without
 
     found = list(_size_problems(tensors.values()))
     if found:  # a rule needs sane input Sizes: report the most fundamental problem first

@@ -138,7 +138,7 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
 
 
 def _widened_for_tf32(rule: Rule) -> Rule:
-    from ..operators.schema import TF32_WIDENING
+    from ..operators.table.schema import TF32_WIDENING
 
     why = "x 2^13 for TF32 products (--allow-tf32: TF32 keeps 10 of FLOAT32's 23 mantissa bits)"
     return Rule(rule.kind, rule.limit * TF32_WIDENING, f"{rule.source}; {why}", floor=rule.floor * TF32_WIDENING,

@@ -8,7 +8,7 @@ import click
 
 from .app import cli, exit_codes_help
 from .json_output import echo_json, format_option
-from ..operators.index import FAMILY_MODULES
+from ..operators.table.index import FAMILY_MODULES
 from .options import complete_operator
 
 
@@ -22,7 +22,7 @@ def _parameter_summary(op) -> str:
 
 def exactness_summary(op) -> str:
     """The operator's result class and tolerance, as describe and validate print them."""
-    from ..operators.schema import EXACT
+    from ..operators.table.schema import EXACT
 
     if op.exactness == EXACT:
         return "exact (bit for bit on every backend); integer results are always exact"
@@ -32,7 +32,7 @@ def exactness_summary(op) -> str:
 
 def tf32_summary(op) -> str:
     """What --allow-tf32 (DirectML's ALLOW_HALF_PRECISION_COMPUTATION) does to the operator, as describe prints it."""
-    from ..operators.schema import TF32_FLAG
+    from ..operators.table.schema import TF32_FLAG
 
     if not op.tf32_products:
         return (f"--allow-tf32 ({TF32_FLAG}) changes nothing for {op.name}: no FLOAT32 matrix products (the flag "
@@ -131,7 +131,8 @@ def describe(operator, output_format):
     """
     from ..feature_levels import ALL_FEATURE_LEVELS
     from ..operators import find_operator
-    from ..operators.parameters import EnumParameter, option_flag
+    from ..operators.table.options import option_flag
+    from ..operators.table.parameters import EnumParameter
     from ..display.rendering import make_console, show_records
 
     op = find_operator(operator)

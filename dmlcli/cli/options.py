@@ -12,11 +12,11 @@ import click
 
 from ..backends import BACKEND_NAMES
 from .. import operators as table
-from ..operators.parameters import option_flag
+from ..operators.table.options import option_flag
 
 
 def complete_operator(ctx, param, incomplete):
-    from ..operators.index import SPELLINGS
+    from ..operators.table.index import SPELLINGS
 
     names = sorted({key.removeprefix("ELEMENT_WISE_").lower() for key, (full, _) in SPELLINGS.items() if key == full})
     return [name for name in names if name.startswith(incomplete.lower())]

@@ -8,8 +8,9 @@ Feature levels are DirectML's full names (DML_FEATURE_LEVEL_3_0), data types Dir
 from __future__ import annotations
 
 from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
-from ..operators.parameters import EnumParameter, option_flag
-from ..operators.schema import Operator
+from ..operators.table.options import option_flag
+from ..operators.table.parameters import EnumParameter
+from ..operators.table.schema import Operator
 
 
 def _level(level: FeatureLevel | None) -> str | None:

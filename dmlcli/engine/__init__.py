@@ -28,12 +28,12 @@ from ..io.room import check_room_for_output
 from ..io.targets import is_stdout
 from .. import operators as table
 from ..operators import Operator, find_operator
-from ..operators.parameters import option_flag
+from ..operators.table.options import option_flag
 from ..calls.validation import Call, Verdict, build_call, check
 from ..records import Frozen
 
 if TYPE_CHECKING:  # annotations only: the parameter kinds load with the first operator that has parameters
-    from ..operators.parameter_kinds import Parameter
+    from ..operators.table.parameters import Parameter
 
 
 class Request(Frozen):

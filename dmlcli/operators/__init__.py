@@ -1,15 +1,27 @@
-"""The operator table: one declarative entry per DirectML operator, one module per family.
+"""The operator table: one declarative entry per DirectML operator, and finding an entry by any of its names.
 
-schema.py says what an entry holds (and checks each one as it is built), parameters.py the parameter kinds,
-shaped.py what a shaped operator's rule works with, hooks.py the value checks that warn. Each family module
-(bitwise, logical, comparison, ..., reduction, movement) holds its entries and their kernels. The validator,
-the command line, the API, `dispatch`, `describe` and both backends read these entries; nothing about a
-particular operator lives anywhere else. Adding an operator means adding its entry and kernel bodies to its
-family module (and regenerating index.py: `python -m dmlcli.operators.index`).
+The package is laid out by concern, each layer importing only the ones below it (tests/test_layout.py):
+- table/: what an entry is and how the table is indexed: schema (an entry and its self-checks), options and
+  parameters (the parameter kinds), shaped (what a shape rule works with), hooks (value checks that warn),
+  index (which module holds each operator and option), directml_names and onnx_names (other names).
+- numerics/: what kernels of several families share: the float specials, Direct3D's float-to-integer
+  conversions, ScaleBias, the compiled CPU loops and the CUDA prelude.
+- elementwise/: the element-wise families (bitwise, logical, comparison, arithmetic, selection, math,
+  activations), one module each: entries, NumPy kernels, CUDA bodies.
+- one package per family of shaped operators (quantization, reduction, movement, indexing, pooling,
+  generation, convolution, matmul, recurrent, normalization, resampling): entries.py holds the family's entries
+  with their shape rules and the kernel written once for NumPy and CuPy; gpu.py, where there is one, the
+  family's own CUDA kernels.
+- this module: find_operator and the whole table; regenerate.py writes table/index.py from it.
 
-The table is loaded lazily: index.py declares which module holds each operator (by every spelling) and which
-operator owns each parameter option, so that a one-operator run imports one family module, not all of them.
-`OPERATORS` and `FAMILIES` (the whole table) load every module on first use; tests check index.py against them.
+The validator, the command line, the API, `dispatch`, `describe` and both backends read these entries; nothing
+about a particular operator lives anywhere else. Adding an operator means adding its entry and kernel bodies to
+its family's module (and regenerating the index: `python -m dmlcli.operators.regenerate`).
+
+The table is loaded lazily: table/index.py declares which module holds each operator (by every spelling) and
+which operator owns each parameter option, so that a one-operator run imports one family module, not all of
+them. `OPERATORS` and `FAMILIES` (the whole table) load every module on first use; tests check the index
+against them.
 """
 
 from __future__ import annotations
@@ -19,13 +31,13 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, quoted
-from .directml_names import OPERATOR_ALIASES, OTHER_OPERATORS
-from .index import FAMILY_MODULES, SPELLINGS
-from .parameters import all_options
-from .schema import Operator, SupportRow, TensorSupport
+from .table.directml_names import OPERATOR_ALIASES, OTHER_OPERATORS
+from .table.index import FAMILY_MODULES, SPELLINGS
+from .table.options import all_options
+from .table.schema import Operator, SupportRow, TensorSupport
 
 if TYPE_CHECKING:  # annotations only: the parameter kinds are loaded with the first operator that has parameters
-    from .parameter_kinds import Parameter
+    from .table.parameters import Parameter
 
 __all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport",
            "find_operator", "known_options", "register_family", "table_summary", "all_operators"]
@@ -129,42 +141,9 @@ def spellings(op: Operator) -> tuple[str, ...]:
     return (op.key,) + ((op.name,) if op.prefix == "ELEMENT_WISE" else ())
 
 
-def spelling_index(modules) -> dict[str, tuple[str, str]]:
-    """Every accepted spelling -> (the operator's key, the family module that holds it): what index.py holds.
-
-    `modules`: (module name, its operators) pairs. An activation's bare name stands for it where no
-    ELEMENT_WISE operator has that name (IDENTITY and TANH exist in both families: the bare name is the
-    ELEMENT_WISE one).
-    """
-    by_key: dict[str, tuple[str, str]] = {}
-    for module, operators in modules:
-        for op in operators:
-            for key in spellings(op):
-                by_key[key] = (op.key, module)
-    for module, operators in modules:
-        for op in operators:
-            if op.prefix not in ("ELEMENT_WISE", ""):
-                by_key.setdefault(op.name, (op.key, module))
-    # DirectML.h's other names for an operator (DML_OPERATOR_SCATTER is SCATTER_ELEMENTS).
-    for alias, key in OPERATOR_ALIASES.items():
-        if key in by_key:
-            by_key.setdefault(alias, by_key[key])
-    return by_key
-
-
-def option_index(modules) -> dict[str, tuple[str, str]]:
-    """Each API keyword -> (the first operator that takes it, its module), in table order: what index.py holds."""
-    found: dict[str, tuple[str, str]] = {}
-    for module, operators in modules:
-        for op in operators:
-            for option in op.options:
-                found.setdefault(option, (op.key, module))
-    return found
-
-
 def option_owner(option: str) -> Parameter | None:
     """The parameter of the first operator that takes `option` (one module imported), or None."""
-    from .index import OPTIONS
+    from .table.index import OPTIONS
 
     if option in OPTIONS:
         return find_operator(OPTIONS[option][0]).options[option]
@@ -213,7 +192,7 @@ def find_operator(text: str | Operator) -> Operator:
 
 def _onnx_suggestion(text: str, key: str) -> str | None:
     """For an ONNX operator name dmlcli does not accept (Xor, Equal, BitShift): the DirectML operator(s) to use."""
-    from .onnx_names import ONNX_NOTES, ONNX_TO_DIRECTML, onnx_name
+    from .table.onnx_names import ONNX_NOTES, ONNX_TO_DIRECTML, onnx_name
 
     name = onnx_name(key)
     if name is None:

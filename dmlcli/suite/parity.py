@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..checking.comparison import EVERY_BIT, Rule, compare, rule_for
-from ..operators.schema import APPROXIMATE, COMPOSITE
+from ..operators.table.schema import APPROXIMATE, COMPOSITE
 
 # POW of an integer base by a float exponent is pow in double precision, truncated: where the power lies within
 # a last-place error of an integer the CPU's and the GPU's pow may fall on either side (POW's notes say so).

@@ -223,7 +223,7 @@ def _put(desc: dict, key: str, tensor: dict) -> None:
 def _desc_value(parameter, value):
     """An attribute's value as a DxDispatch desc writes it: a data type field holds DML_TENSOR_DATA_TYPE's number
     in the file, and its name in a desc; the other kinds read numbers as they are (an enum its number too)."""
-    from ...operators.parameters import DataTypeParameter
+    from ...operators.table.parameters import DataTypeParameter
 
     if isinstance(parameter, DataTypeParameter) and isinstance(value, int):
         for data_type in ALL_DATA_TYPES:

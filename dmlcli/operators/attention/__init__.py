@@ -1,0 +1,2 @@
+"""The attention family: MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1.
+"""

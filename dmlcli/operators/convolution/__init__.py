@@ -1,0 +1,2 @@
+"""The convolution family: CONVOLUTION, CONVOLUTION_INTEGER, QUANTIZED_LINEAR_CONVOLUTION (entries.py).
+"""

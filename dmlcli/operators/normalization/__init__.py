@@ -1,0 +1,2 @@
+"""The normalization family: batch, mean-variance, local response and Lp normalization (entries.py).
+"""

@@ -1,0 +1,211 @@
+"""Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: CLIP's and THRESHOLD's clamp with
+DirectML's NaN and signed-zero rule, CAST's float-to-integer (Direct3D's: toward zero, saturating, NaN to 0) and
+FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its sign).
+
+NumPy's kernels give the same bits with a pass and a check: np.clip keeps NaN, so its result is searched for NaN;
+astype wraps or marks values past the range, so each block's range is read. The check costs 0.3 to 1.2 times the
+pass (issues 21 and 23: CLIP 1.5-1.8x np.clip, CAST float32 -> uint8 about 2x astype); a compiled loop applies the
+rule as it goes, in one pass at np.clip's and astype's own speed (bench/cpu_ops_bench.py and
+bench/generation_cpu_bench.py time the kernels with --compiled-loops). MAX and MIN keep NumPy's path: np.fmax's
+pass and a zero check measured as fast as a compiled loop (both bound by memory at 16 MiB).
+
+Opt-in, with the `compiled` extra installed (pip install 'dmlcli[compiled]'): DMLCLI_COMPILED_LOOPS=1 in the
+environment (read once per process). Off by default because importing Numba and loading its machine code
+(compiled once per signature, then kept in Numba's cache) costs 0.3-0.5 s in each new process: more than a
+whole one-shot command-line run of most tensors. A program that runs many large calls gains.
+
+Every loop gives the NumPy kernels' bits: tests/test_compiled_loops.py holds them to it over random values and
+every special value (NaN of each sign and payload, zeros of both signs, infinities, subnormals, range edges).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+ENVIRONMENT_VARIABLE = "DMLCLI_COMPILED_LOOPS"
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+# The loops' input types: FLOAT16 has no arithmetic in Numba (the NumPy kernels widen it first, exactly).
+FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+# "loops": the loops in use, None where they are off (decided at the first call); "built": the loops once built.
+_state: dict[str, object] = {}
+
+
+def active() -> "CompiledLoops | None":
+    """The compiled loops, where DMLCLI_COMPILED_LOOPS turns them on and Numba is installed; else None.
+    Decided once per process (use() changes it, for tests and benchmarks)."""
+    try:
+        return _state["loops"]  # type: ignore[return-value]
+    except KeyError:
+        _state["loops"] = _from_environment()
+        return _state["loops"]  # type: ignore[return-value]
+
+
+def use(on: bool) -> "CompiledLoops | None":
+    """Turn the compiled loops on or off for this process, whatever the environment says; returns them (None:
+    off, or Numba missing)."""
+    _state["loops"] = _load() if on else None
+    return _state["loops"]  # type: ignore[return-value]
+
+
+def state() -> dict:
+    """What `dmlcli info` shows: {"on": bool, "numba": its version or None, "reason": why off (where off)}."""
+    from ...versions import installed_version
+
+    numba_version = installed_version("numba")
+    if "loops" in _state:  # decided already (by a call, or by use())
+        on = _state["loops"] is not None
+    else:
+        on = os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() in _ON and numba_version is not None
+    if on:
+        return {"on": True, "numba": numba_version}
+    if numba_version is None:
+        reason = "numba is not installed (pip install 'dmlcli[compiled]')"
+    else:
+        reason = f"set {ENVIRONMENT_VARIABLE}=1 to use them"
+    return {"on": False, "numba": numba_version, "reason": reason}
+
+
+def _from_environment() -> "CompiledLoops | None":
+    setting = os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower()
+    if setting in _OFF:
+        return None
+    if setting not in _ON:
+        _warn(f"{ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]!r} is not one of 1, true, yes, on, 0, "
+              "false, no, off: NumPy's loops are used")
+        return None
+    loops = _load()
+    if loops is None:
+        _warn(f"{ENVIRONMENT_VARIABLE} asks for compiled loops but numba is not installed "
+              "(pip install 'dmlcli[compiled]'): NumPy's loops are used")
+    return loops
+
+
+def _warn(message: str) -> None:
+    from ...errors import DmlcliWarning
+
+    warnings.warn(message, DmlcliWarning, stacklevel=3)
+
+
+def _load() -> "CompiledLoops | None":
+    """The loops, built once per process (each is compiled at its first call), or None without Numba."""
+    if "built" not in _state:
+        try:
+            import numba
+        except ImportError:
+            return None
+        _state["built"] = CompiledLoops(numba)
+    return _state["built"]  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- the loops, as plain Python (Numba compiles them)
+
+
+def _clamp_loop(values, low, high, low_takes_zero_ties, high_takes_zero_ties, out):
+    """out = min(high, max(low, values)) by the NaN rule (max and min give the operand that is not NaN) and the
+    zero rule (max(-0.0, +0.0) is +0.0, min is -0.0). `low` < `high`, neither NaN. A tie of equal values can
+    only differ in bits for zeros: `low_takes_zero_ties` where low is +0.0 (max's +0.0 wins), `high_takes...`
+    where high is -0.0 (min's -0.0 wins)."""
+    for i in range(values.size):
+        v = values[i]
+        above_low = v > low or (v == low and not low_takes_zero_ties)  # False for NaN: low
+        w = v if above_low else low
+        below_high = w < high or (w == high and not high_takes_zero_ties)
+        out[i] = w if below_high else high
+
+
+def _to_integer_loop(values, low, top, above, zero, largest, out):
+    """Direct3D's float-to-integer conversion: toward zero, saturating, NaN to 0. `low` is the type's lowest value,
+    `above` the first value past its largest, `top` the largest float below `above` (it truncates into the range),
+    all in the values' float type; `largest` the type's largest value."""
+    for i in range(values.size):
+        v = values[i]
+        w = v if v > low else low
+        w = w if w < top else top
+        w = w if v == v else zero
+        whole = out.dtype.type(w)  # in the range: the C conversion truncates, as the rule does
+        out[i] = largest if v >= above else whole
+
+
+def _convert_float_loop(values, signs, positive_nan, negative_nan, out):
+    """A float in another float type (rounded to nearest even where narrower, subnormals kept); a NaN becomes the
+    target type's quiet NaN of its sign (the quiet NaNs given), whatever its payload. `signs` is `values`
+    read as signed integers of its width: negative where the sign bit is set."""
+    for i in range(values.size):
+        v = values[i]
+        nan = negative_nan if signs[i] < 0 else positive_nan
+        out[i] = out.dtype.type(v) if v == v else nan
+
+
+class CompiledLoops:
+    """The loops compiled by Numba (each signature when first called; cached on disk where Numba can write)."""
+
+    def __init__(self, numba):
+        self.numba_version = numba.__version__
+        self._clamp = _compiled(numba, _clamp_loop)
+        self._to_integer = _compiled(numba, _to_integer_loop)
+        self._convert_float = _compiled(numba, _convert_float_loop)
+
+    def clamp(self, values: np.ndarray, low, high) -> np.ndarray | None:
+        """min(high, max(low, values)) by DirectML's NaN and zero rules, for FLOAT32/FLOAT64 values and bounds of
+        that type with low < high; None where that does not hold (NaN bounds, low >= high, another type)."""
+        if values.dtype not in FLOAT_TYPES:
+            return None
+        kind = values.dtype.type
+        low, high = kind(low), kind(high)
+        if not low < high:
+            return None
+        flat = _flat_input(values)
+        out = np.empty(flat.shape, values.dtype)
+        self._clamp(flat, low, high, bool(low == 0 and not np.signbit(low)), bool(high == 0 and np.signbit(high)),
+                    out)
+        return out.reshape(values.shape)
+
+    def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
+        """FLOAT32/FLOAT64 values as the integer type `dtype` by Direct3D's rule (conversions.float_to_integer);
+        `low` the type's lowest value, `above` the first value past its largest. None for another input type."""
+        if values.dtype not in FLOAT_TYPES:
+            return None
+        kind = values.dtype.type
+        dtype = np.dtype(dtype)
+        flat = _flat_input(values)
+        out = np.empty(flat.shape, dtype)
+        top = np.nextafter(kind(above), kind(0))
+        self._to_integer(flat, kind(low), top, kind(above), kind(0), dtype.type(np.iinfo(dtype).max), out)
+        return out.reshape(values.shape)
+
+    def convert_float(self, values: np.ndarray, dtype: np.dtype, positive_nan: int, negative_nan: int):
+        """FLOAT32 values as FLOAT64 or back (conversions' float_to_float rule); `positive_nan`/`negative_nan`
+        the bits of the target type's quiet NaNs. None for another pair of types (FLOAT16: NumPy's loops)."""
+        dtype = np.dtype(dtype)
+        if values.dtype not in FLOAT_TYPES or dtype not in FLOAT_TYPES or values.dtype == dtype:
+            return None
+        flat = _flat_input(values)
+        out = np.empty(flat.shape, dtype)
+        bits = np.dtype(f"uint{dtype.itemsize * 8}")
+        nans = np.array([positive_nan, negative_nan], bits).view(dtype)
+        self._convert_float(flat, flat.view(f"int{flat.itemsize * 8}"), nans[0], nans[1], out)
+        return out.reshape(values.shape)
+
+
+def _flat_input(values: np.ndarray) -> np.ndarray:
+    """An input as the loops read it: one C-ordered row, read-only (one compiled signature per type, whether the
+    caller's array was writable or not; a view of np.broadcast_arrays' also warns when its flags are read)."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    flat.flags.writeable = False
+    return flat
+
+
+def _compiled(numba, loop):
+    """`loop` compiled without the GIL, its machine code cached on disk; without a cache where Numba finds no
+    writable place for it (it raises at decoration then)."""
+    try:
+        return numba.njit(nogil=True, cache=True)(loop)
+    except RuntimeError:
+        return numba.njit(nogil=True)(loop)
+

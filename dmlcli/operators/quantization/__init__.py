@@ -1,0 +1,2 @@
+"""The quantization family: linear.py holds QUANTIZE_LINEAR, DEQUANTIZE_LINEAR and QUANTIZED_LINEAR_ADD (element-wise).
+"""

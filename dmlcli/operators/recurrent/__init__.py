@@ -1,0 +1,2 @@
+"""The recurrent family: RNN, LSTM, GRU (entries.py).
+"""

@@ -1,0 +1,416 @@
+"""The recurrent family: RNN, GRU and LSTM, one layer each, forward, backward or both directions.
+
+Sources: DirectML's pages (MicrosoftDocs/sdk-api, ns-directml-dml_rnn_operator_desc.md, ..._gru_..., ..._lstm_...:
+the fields, Sizes, "Tensor constraints" and the one support row each, from the 2023 versions; the formulas from
+the older versions that print them as text, the newer ones showing them as images), DML_RECURRENT_NETWORK_DIRECTION
+(FORWARD 0, BACKWARD 1, BIDIRECTIONAL 2) and the DML_OPERATOR_TYPE values of DirectML.h (RNN 76, LSTM 77, GRU 78).
+
+Layouts, as the pages give them (D = num_directions, 2 for BIDIRECTIONAL; H = hidden_size; G = the gates, 1 for
+RNN, 3 for GRU in the order z, r, h, 4 for LSTM in the order i, o, f, c):
+InputTensor {1, seq_length, batch_size, input_size}; WeightTensor {1, D, G*H, input_size}; RecurrenceTensor
+{1, D, G*H, H}; BiasTensor {1, 1, D, 2*G*H} (the G weight biases, then the G recurrence biases, per direction);
+HiddenInitTensor and CellMemInitTensor {1, D, batch_size, H}; SequenceLengthsTensor {1, 1, 1, batch_size} (UINT32);
+PeepholeTensor {1, 1, D, 3*H} (i, o, f); OutputSequenceTensor {seq_length, D, batch_size, H}; OutputSingleTensor
+and OutputCellSingleTensor {1, D, batch_size, H}.
+
+Numbers: one kernel for both backends (xp is numpy or cupy): FLOAT16 inputs are widened to FLOAT32, every step
+(the xp.matmul products, the additions, the activations, the state) runs in FLOAT32, and the outputs are rounded
+once to the tensors' type. The hidden (and cell) state is carried in FLOAT32 between steps, not rounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...data_types import FLOATS, UINT32
+from ...feature_levels import level
+from ..elementwise.activation import ACTIVATIONS
+from ..table.parameters import ActivationsParameter, BoolParameter, EnumParameter, FloatParameter
+from ..table.schema import APPROXIMATE, DIMS_4, Operator, Tolerance, rows
+from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+
+# ---------------------------------------------------------------- tensors and support tables (one row each)
+
+_RNN_INPUTS = ("InputTensor", "WeightTensor", "RecurrenceTensor", "BiasTensor", "HiddenInitTensor",
+               "SequenceLengthsTensor")
+_LSTM_INPUTS = ("InputTensor", "WeightTensor", "RecurrenceTensor", "BiasTensor", "HiddenInitTensor",
+                "CellMemInitTensor", "SequenceLengthsTensor", "PeepholeTensor")
+_OUTPUTS = ("OutputSequenceTensor", "OutputSingleTensor")
+_LSTM_OUTPUTS = _OUTPUTS + ("OutputCellSingleTensor",)
+
+
+def _support(inputs: tuple[str, ...], outputs: tuple[str, ...]):
+    tensors = {name: (DIMS_4, (UINT32,) if name == "SequenceLengthsTensor" else FLOATS) for name in inputs + outputs}
+    return rows(("1_0", tensors))
+
+
+def _float_tensors(inputs, outputs) -> tuple[str, ...]:
+    """'Tensor constraints': every tensor but SequenceLengthsTensor must have the same DataType."""
+    return tuple(name for name in inputs + outputs if name != "SequenceLengthsTensor")
+
+
+# ---------------------------------------------------------------- parameters
+
+DIRECTIONS = (("FORWARD", 0), ("BACKWARD", 1), ("BIDIRECTIONAL", 2))
+DIRECTION = EnumParameter(
+    field="Direction", help="forward (t = 0 up), backward (t = seq_length - 1 down) or bidirectional (both, "
+                            "num_directions 2)",
+    enum_prefix="DML_RECURRENT_NETWORK_DIRECTION_", values=DIRECTIONS, default_value="FORWARD")
+
+# The activations an ActivationDescs entry may name: the one-input activations whose fields are all FLOAT,
+# but GELU (erf has no NumPy function for the shared NumPy/CuPy kernel). DirectML's pages list none.
+_ACCEPTED = tuple(op for op in ACTIVATIONS if len(op.inputs) == 1 and op.name != "GELU")
+
+
+def _activations(defaults: tuple[str, ...], places: str) -> ActivationsParameter:
+    return ActivationsParameter(
+        field="ActivationDescs", defaults=defaults, activations=_ACCEPTED,
+        help=f"the activations {places} for each direction, forward's then backward's (--activations "
+             f"{','.join(d.lower() for d in defaults)}; fields in parentheses: elu(alpha=0.5)); left out: "
+             f"{', '.join(d.lower() for d in defaults)} for each direction (ONNX's defaults)")
+
+
+RNN_ACTIVATIONS = _activations(("TANH",), "f()")
+GRU_ACTIVATIONS = _activations(("SIGMOID", "TANH"), "f() and g()")
+LSTM_ACTIVATIONS = _activations(("SIGMOID", "TANH", "TANH"), "f(), g() and h()")
+LINEAR_BEFORE_RESET = BoolParameter(
+    field="LinearBeforeReset", help="true: the hidden gate multiplies r by (H*R_h^T + R_bh) (the linear "
+                                    "transformation before the reset gate), false: it multiplies H by r first")
+CLIP_THRESHOLD = FloatParameter(field="ClipThreshold", help="the cell clip threshold c: the inputs of the "
+                                "activations are clamped to [-c, c] where UseClipThreshold is true",
+                                default_value=0.0)
+USE_CLIP_THRESHOLD = BoolParameter(field="UseClipThreshold", help="true: clip the activations' inputs to "
+                                   "[-ClipThreshold, ClipThreshold]")
+COUPLE_INPUT_FORGET = BoolParameter(field="CoupleInputForget", help="true: the forget gate is 1 - the input "
+                                    "gate (f_t = 1 - i_t)")
+
+# ---------------------------------------------------------------- shape rules
+
+_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+_PER_DIRECTION = {"RNN": 1, "GRU": 2, "LSTM": 3}  # activations per direction: f; f, g; f, g, h
+
+
+def directions(parameters) -> int:
+    return 2 if parameters["Direction"] == "BIDIRECTIONAL" else 1
+
+
+def _expect(query: ShapeQuery, name: str, expected: tuple[int, ...], meaning: str) -> None:
+    if name not in query.shapes:
+        return  # an optional input left out
+    found = query.shape(name)
+    if tuple(found) != expected:
+        raise RuleViolation(f"{name} Sizes {describe_sizes(found)} must be {describe_sizes(expected)} ({meaning})")
+
+
+def _recurrent_shape(kind: str):
+    gates = _GATES[kind]
+
+    def rule(query: ShapeQuery) -> dict:
+        x = query.shape("InputTensor")
+        if x[0] != 1:
+            raise RuleViolation(f"InputTensor Sizes {describe_sizes(x)} must be {{1, seq_length, batch_size, "
+                                f"input_size}}: its first size is {x[0]}, not 1")
+        _, steps, batch, width = x
+        d = directions(query.parameters)
+        w = query.shape("WeightTensor")
+        if w[0] != 1 or w[1] != d or w[3] != width or w[2] % gates:
+            raise RuleViolation(
+                f"WeightTensor Sizes {describe_sizes(w)} must be {{1, num_directions, {_gate_text(gates)}hidden_size, "
+                f"input_size}} with num_directions {d} (Direction {query.parameters['Direction']}) and input_size "
+                f"{width} (InputTensor's last size)")
+        hidden = w[2] // gates
+        where = f"hidden_size {hidden}, from WeightTensor"
+        _expect(query, "RecurrenceTensor", (1, d, gates * hidden, hidden),
+                f"{{1, num_directions, {_gate_text(gates)}hidden_size, hidden_size}}; {where}")
+        _expect(query, "BiasTensor", (1, 1, d, 2 * gates * hidden),
+                f"{{1, 1, num_directions, {2 * gates} * hidden_size}}; {where}")
+        for name in ("HiddenInitTensor", "CellMemInitTensor"):
+            _expect(query, name, (1, d, batch, hidden), f"{{1, num_directions, batch_size, hidden_size}}; {where}")
+        _expect(query, "SequenceLengthsTensor", (1, 1, 1, batch), "{1, 1, 1, batch_size}")
+        _expect(query, "PeepholeTensor", (1, 1, d, 3 * hidden), f"{{1, 1, num_directions, 3 * hidden_size}}; {where}")
+        _check_activation_count(kind, query.parameters, d)
+        single = (1, d, batch, hidden)
+        found = {"OutputSequenceTensor": (steps, d, batch, hidden), "OutputSingleTensor": single}
+        if kind == "LSTM":
+            found["OutputCellSingleTensor"] = single
+        return found
+
+    return rule
+
+
+def _gate_text(gates: int) -> str:
+    return "" if gates == 1 else f"{gates} * "
+
+
+def _check_activation_count(kind: str, parameters, d: int) -> None:
+    given = parameters["ActivationDescs"]
+    expected = _PER_DIRECTION[kind] * d
+    if given is not None and len(given) != expected:
+        places = {"RNN": "f()", "GRU": "f() and g()", "LSTM": "f(), g() and h()"}[kind]
+        raise RuleViolation(f"ActivationDescs has {len(given)} activations; Direction {parameters['Direction']} "
+                            f"needs {expected} ({places} for each of {d} direction{'s' if d > 1 else ''})")
+
+
+def resolved_activations(kind: str, parameter: ActivationsParameter, parameters) -> tuple:
+    """The call's activations, or the operator's defaults (each with its own default fields) for each direction."""
+    given = parameters["ActivationDescs"]
+    if given is not None:
+        return tuple(given)
+    by_name = {op.name: op for op in parameter.activations}
+    one = tuple((by_name[name], {p.field: p.default for p in by_name[name].parameters}) for name in parameter.defaults)
+    return one * directions(parameters)
+
+
+# ---------------------------------------------------------------- activations in FLOAT32, on NumPy or CuPy
+
+
+def _f32(value) -> np.float32:
+    return np.float32(value)
+
+
+def _sigmoid(xp, v):
+    return 1 / (1 + xp.exp(-v))
+
+
+def _softplus(xp, v):
+    return xp.maximum(v, 0) + xp.log1p(xp.exp(-xp.abs(v)))
+
+
+def _hard_sigmoid(xp, v, alpha, beta):
+    return xp.minimum(xp.maximum(alpha * v + beta, 0), 1)
+
+
+# Each activation's formula as its page gives it (activation.py has the same in float64 for the operators
+# themselves); here float32 operations on float32 arrays, the fields float32 scalars.
+_FORMULAS = {
+    "ELU": lambda xp, v, f: xp.where(v >= 0, v, f["Alpha"] * xp.expm1(v)),
+    "HARD_SIGMOID": lambda xp, v, f: _hard_sigmoid(xp, v, f["Alpha"], f["Beta"]),
+    "IDENTITY": lambda xp, v, f: v,
+    "LEAKY_RELU": lambda xp, v, f: xp.where(v >= 0, v, f["Alpha"] * v),
+    "LINEAR": lambda xp, v, f: f["Alpha"] * v + f["Beta"],
+    "PARAMETRIC_SOFTPLUS": lambda xp, v, f: f["Alpha"] * _softplus(xp, f["Beta"] * v),
+    "RELU": lambda xp, v, f: xp.maximum(v, 0),
+    "SCALED_ELU": lambda xp, v, f: xp.where(v > 0, f["Gamma"] * v, f["Gamma"] * (f["Alpha"] * xp.expm1(v))),
+    "SCALED_TANH": lambda xp, v, f: f["Alpha"] * xp.tanh(f["Beta"] * v),
+    "SIGMOID": lambda xp, v, f: _sigmoid(xp, v),
+    "SOFTPLUS": lambda xp, v, f: _softplus(xp, f["Steepness"] * v) / f["Steepness"],
+    "SOFTSIGN": lambda xp, v, f: v / (1 + xp.abs(v)),
+    "TANH": lambda xp, v, f: xp.tanh(v),
+    "THRESHOLDED_RELU": lambda xp, v, f: xp.where(v > f["Alpha"], v, 0),
+    "SHRINK": lambda xp, v, f: xp.where(v < -f["Threshold"], v + f["Bias"],
+                                        xp.where(v > f["Threshold"], v - f["Bias"], 0)),
+    "CELU": lambda xp, v, f: xp.maximum(v, 0) + xp.minimum(0, f["Alpha"] * xp.expm1(v / f["Alpha"])),
+    "SWISH": lambda xp, v, f: v * _sigmoid(xp, f["SigmoidInputScale"] * v),
+    "HARD_SWISH": lambda xp, v, f: v * _hard_sigmoid(xp, v, f["Alpha"], f["Beta"]),
+}
+
+
+def prepared_activation(entry):
+    """(formula, FLOAT32 fields) of one ActivationDescs entry, looked up once per call, not once per step."""
+    activation, fields = entry
+    return _FORMULAS[activation.name], {name: _f32(value) for name, value in fields.items()}
+
+
+def apply_activation(xp, prepared, v):
+    """One prepared activation on a FLOAT32 array: FLOAT32 in, FLOAT32 out."""
+    formula, typed = prepared
+    return formula(xp, v, typed).astype(np.float32, copy=False)
+
+
+# ---------------------------------------------------------------- the kernels
+
+
+def _as32(xp, array):
+    return None if array is None else xp.asarray(array).astype(np.float32)
+
+
+def _direction_steps(parameters, d: int, steps: int) -> range:
+    backward = parameters["Direction"] == "BACKWARD" or (parameters["Direction"] == "BIDIRECTIONAL" and d == 1)
+    return range(steps - 1, -1, -1) if backward else range(steps)
+
+
+def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
+    gates, per_direction = _GATES[kind], _PER_DIRECTION[kind]
+    lstm = kind == "LSTM"
+
+    def kernel(xp, inputs, outputs, params):
+        if lstm:
+            x, w, r, bias, h_init, c_init, lengths, peephole = inputs
+        else:
+            x, w, r, bias, h_init, lengths = inputs
+            c_init = peephole = None
+        x, w, r = _as32(xp, x)[0], _as32(xp, w)[0], _as32(xp, r)[0]  # (S, B, I), (D, G*H, I), (D, G*H, H)
+        steps, batch = x.shape[0], x.shape[1]
+        d_count, hidden = w.shape[0], w.shape[1] // gates
+        bias = xp.zeros((d_count, 2 * gates * hidden), np.float32) if bias is None else _as32(xp, bias)[0, 0]
+        zero_state = xp.zeros((d_count, batch, hidden), np.float32)
+        h_init = zero_state if h_init is None else _as32(xp, h_init)[0]
+        c_init = zero_state if c_init is None else _as32(xp, c_init)[0]
+        peephole = (xp.zeros((d_count, 3 * hidden), np.float32) if peephole is None
+                    else _as32(xp, peephole)[0, 0])
+        # A length past seq_length counts as seq_length (the lengths are data: no rule can refuse them).
+        valid_steps = None if lengths is None else xp.minimum(
+            xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
+        activations = [prepared_activation(entry) for entry in resolved_activations(kind, parameter, params)]
+        sequence = xp.zeros((steps, d_count, batch, hidden), np.float32)
+        singles, cells = [], []
+        for d in range(d_count):
+            own = activations[d * per_direction:(d + 1) * per_direction]
+            # X_t * W^T + W_b for every t at once: one matmul; the recurrence is a loop over time.
+            projected = xp.matmul(x, w[d].T) + bias[d, :gates * hidden]
+            state = (h_init[d], c_init[d])
+            step = _STEPS[kind]
+            for t in _direction_steps(params, d, steps):
+                new_h, new_c = step(xp, projected[t], state, r[d], bias[d, gates * hidden:], peephole[d], own, params,
+                                    hidden)
+                if valid_steps is not None:
+                    # Past a sequence's length nothing changes and the output sequence holds zeros (ONNX's rule).
+                    keep = (t < valid_steps)[:, None]
+                    new_h = xp.where(keep, new_h, state[0])
+                    new_c = xp.where(keep, new_c, state[1])
+                    sequence[t, d] = xp.where(keep, new_h, 0)
+                else:
+                    sequence[t, d] = new_h
+                state = (new_h, new_c)
+            singles.append(state[0])
+            cells.append(state[1])
+        dtype = outputs[0].data_type.numpy_dtype
+        found = [sequence.astype(dtype), xp.stack(singles)[None].astype(dtype)]
+        if lstm:
+            found.append(xp.stack(cells)[None].astype(dtype))
+        return tuple(found)
+
+    return kernel
+
+
+def _rnn_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
+    h, c = state
+    (f,) = own
+    return apply_activation(xp, f, projected + xp.matmul(h, r.T) + recurrence_bias), c
+
+
+def _gru_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
+    h, c = state
+    f, g = own
+    zr = xp.matmul(h, r[:2 * hidden].T) + recurrence_bias[:2 * hidden]
+    z = apply_activation(xp, f, projected[:, :hidden] + zr[:, :hidden])
+    reset = apply_activation(xp, f, projected[:, hidden:2 * hidden] + zr[:, hidden:])
+    r_h, rb_h = r[2 * hidden:], recurrence_bias[2 * hidden:]
+    if params["LinearBeforeReset"]:
+        candidate = projected[:, 2 * hidden:] + reset * (xp.matmul(h, r_h.T) + rb_h)
+    else:
+        candidate = projected[:, 2 * hidden:] + xp.matmul(reset * h, r_h.T) + rb_h
+    new = apply_activation(xp, g, candidate)
+    return (1 - z) * new + z * h, c
+
+
+def _lstm_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
+    h, c = state
+    f, g, h_activation = own
+    pre = projected + xp.matmul(h, r.T) + recurrence_bias  # gates i, o, f, c
+    limit = _f32(params["ClipThreshold"])
+
+    def clip(v):
+        return xp.clip(v, -limit, limit) if params["UseClipThreshold"] else v
+
+    p_i, p_o, p_f = peephole[:hidden], peephole[hidden:2 * hidden], peephole[2 * hidden:]
+    i = apply_activation(xp, f, clip(pre[:, :hidden] + p_i * c))
+    if params["CoupleInputForget"]:
+        forget = 1 - i
+    else:
+        forget = apply_activation(xp, f, clip(pre[:, 2 * hidden:3 * hidden] + p_f * c))
+    cell_input = apply_activation(xp, g, clip(pre[:, 3 * hidden:]))
+    new_c = forget * c + i * cell_input
+    o = apply_activation(xp, f, clip(pre[:, hidden:2 * hidden] + p_o * new_c))
+    return o * apply_activation(xp, h_activation, new_c), new_c
+
+
+_STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
+
+# ---------------------------------------------------------------- tolerance
+
+
+def recurrent_tolerance_scale(call) -> int:
+    """How the tolerance grows: with the steps (errors carry through the state) and the length of each dot
+    product (input_size + hidden_size terms, plus the two biases)."""
+    _, steps, _, width = call.tensors["InputTensor"].shape
+    hidden = call.tensors["OutputSingleTensor"].shape[3]
+    return steps * (width + hidden + 2)
+
+
+_TOLERANCE = Tolerance(
+    "ulp", 3, 3,
+    "WebNN's figures are for a few small fixed cases (WPT gru.https.any.js 3 ULP, lstm.https.any.js 1 ULP, "
+    "FLOAT32 only; none for a simple RNN): dmlcli takes the larger, 3 ULP, for each step and each term of a "
+    "gate's dot product, so the figure is multiplied by seq_length * (input_size + hidden_size + 2); the same for "
+    "RNN, GRU and LSTM, and for FLOAT16 (computed in FLOAT32, rounded once)",
+    floor_float32=2.0 ** -16, floor_float16=2.0 ** -10,
+    floor_source=("an absolute 2^-16 (FLOAT32; 512 ULP of 1) or 2^-10 (FLOAT16; one ULP of 1): outputs near 0 "
+                  "(tanh and sigmoid gates of values about 1) carry the rounding of terms about 1, which their "
+                  "own ULP cannot measure"))
+
+_NOTES_COMMON = (
+    "FLOAT16 tensors are computed in FLOAT32 (xp.matmul, the additions, the activations, the hidden and cell "
+    "state between steps) and the outputs rounded once; the tolerance grows with seq_length and the gates' "
+    "dot-product length. With --allow-tf32 a FLOAT32 call's products (xp.matmul) on the GPU may run on TF32 "
+    "tensor cores (checked within 2^13 times the tolerance); FLOAT16 calls keep FLOAT32 products.",
+    "Both outputs (and LSTM's OutputCellSingleTensor) are always computed and returned; a DxDispatch desc may "
+    "leave any of them out (they are _Maybenull_), and dispatch writes those the desc has.",
+    "Optional inputs may be left out: give the inputs in DESC order and stop, or write none (command line) or "
+    "None (API) for one in the middle. Left out, BiasTensor, HiddenInitTensor (and CellMemInitTensor, "
+    "PeepholeTensor) are zeros and every sequence has length seq_length.",
+    "SequenceLengthsTensor (UINT32, one length per batch entry): DirectML's pages say only that each entry has "
+    "its own seq_length. dmlcli follows ONNX: a sequence runs over t < length (the backward direction starts "
+    "at t = length - 1), OutputSequenceTensor holds zeros at t >= length, OutputSingleTensor the last state "
+    "computed (HiddenInitTensor for a length of 0); a length past seq_length counts as seq_length.",
+    "ActivationDescs (ActivationDescCount is its length): each an activation desc with NULL tensors. dmlcli "
+    "takes the one-input activations but GELU; left out, ONNX's defaults for each direction.",
+)
+
+
+def _entry(name: str, enum_value: int, summary: str, formula: str, inputs, outputs, parameters, notes) -> Operator:
+    kind = name
+    activations = parameters[0]
+    # Every input after the first three is _Maybenull_; a shaped kernel receives None for one left out (the
+    # "like" tensor matters only to element-wise operators, which get zeros of its type).
+    optional = tuple((tensor, "InputTensor") for tensor in inputs[3:])
+    return Operator(
+        name=name, enum_value=enum_value, family="recurrent", prefix="", summary=summary, formula=formula,
+        introduced=level("1_0"), inputs=inputs, output=outputs[0], extra_outputs=outputs[1:],
+        support=_support(inputs, outputs), same_data_type=_float_tensors(inputs, outputs), same_sizes=(),
+        cpu_kernel=None, cuda_body="", parameters=parameters, shape_rule=_recurrent_shape(kind),
+        array_kernel=_recurrent_kernel(kind, activations), exactness=APPROXIMATE, tolerance=_TOLERANCE,
+        tolerance_scale=recurrent_tolerance_scale, optional_inputs=optional, optional_since=level("1_0"),
+        optional_outputs=outputs, notes=tuple(notes) + _NOTES_COMMON, tf32_products=True,
+    )
+
+
+OPERATORS: tuple[Operator, ...] = (
+    _entry(
+        "RNN", 76, "One-layer simple recurrent network: H_t = f(X_t*W^T + H_(t-1)*R^T + W_b + R_b) over the sequence.",
+        "H_t = f(X_t * W_i^T + H_(t-1) * R_i^T + W_bi + R_bi), t = 0 .. seq_length - 1 (backward: down to 0)",
+        _RNN_INPUTS, _OUTPUTS, (RNN_ACTIVATIONS, DIRECTION),
+        ("One activation f() per direction (2 for BIDIRECTIONAL), the forward direction's first.",),
+    ),
+    _entry(
+        "LSTM", 77, "One-layer long short-term memory: input, output, forget and cell gates over the sequence.",
+        ("i = f(clip(X W_i^T + H R_i^T + P_i.C + W_bi + R_bi)); f_t = f(clip(... P_f.C ...)) or 1 - i; "
+         "c = g(clip(X W_c^T + H R_c^T + W_bc + R_bc)); C' = f_t.C + i.c; o = f(clip(... P_o.C' ...)); H' = o.h(C')"),
+        _LSTM_INPUTS, _LSTM_OUTPUTS,
+        (LSTM_ACTIVATIONS, DIRECTION, CLIP_THRESHOLD, USE_CLIP_THRESHOLD, COUPLE_INPUT_FORGET),
+        ("Gates in the order i, o, f, c (W, R, the biases); PeepholeTensor in the order i, o, f. Three activations "
+         "f(), g(), h() per direction.",
+         "The output gate's peephole multiplies the new cell state C_t, as ONNX's LSTM does (DirectML's older page "
+         "prints P_o.C_(t-1), and H_t = o_t.h(ct) for h(C_t)); ONNX's lstm_with_peepholes case checks it.",
+         "clip() clamps the input of each gate's activation (i, f, c, o) to [-ClipThreshold, ClipThreshold] where "
+         "UseClipThreshold is true; h(C_t) is not clipped (the page's formula). CoupleInputForget: f_t = 1 - i_t."),
+    ),
+    _entry(
+        "GRU", 78, "One-layer gated recurrent unit: update (z), reset (r) and hidden (h) gates over the sequence.",
+        ("z = f(X W_z^T + H R_z^T + W_bz + R_bz); r = f(X W_r^T + H R_r^T + W_br + R_br); "
+         "h = g(X W_h^T + (r.H) R_h^T + R_bh + W_bh) or g(X W_h^T + r.(H R_h^T + R_bh) + W_bh); H' = (1 - z).h + z.H"),
+        _RNN_INPUTS, _OUTPUTS, (GRU_ACTIVATIONS, DIRECTION, LINEAR_BEFORE_RESET),
+        ("Gates in the order z, r, h (W, R and the biases); two activations f() (z and r) and g() (h) per "
+         "direction.",),
+    ),
+)

@@ -1,0 +1,2 @@
+"""The training family: the _GRAD operators, batch normalization's training forms and ADAM_OPTIMIZER.
+"""
