@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:  # annotations only: the module is imported without them at run time
     from typing import Mapping
 
-    from .parameters import Parameter
+
+class TakesOptions(Protocol):
+    """What all_options reads of a parameter (parameters.Parameter), named here so that this module, which
+    parameters.py imports, does not import it back."""
+
+    options: tuple[str, ...]
+
+
+Taking = TypeVar("Taking", bound=TakesOptions)
 
 # C++ type of each NumPy dtype's value as a CUDA kernel argument.
 CUDA_VALUE_TYPES = {
@@ -43,6 +51,6 @@ INT32_RANGE = (-(2**31), 2**31 - 1)
 UINT32_RANGE = (0, 2**32 - 1)
 
 
-def all_options(parameters: tuple[Parameter, ...]) -> dict[str, Parameter]:
+def all_options(parameters: tuple[Taking, ...]) -> dict[str, Taking]:
     """Each API keyword of `parameters`, mapped to the parameter that takes it."""
     return {option: parameter for parameter in parameters for option in parameter.options}
