@@ -453,6 +453,11 @@ def adapt_range(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, [], output_dtype=start.dtype.name)
 
 
+def adapt_one_input(call: OnnxCall, fixed) -> Prepared:
+    """An ONNX operator of one input whose attributes (none, or the table's `fixed` fields) are the DESC's."""
+    return Prepared(dict(fixed), [data_input(call)])
+
+
 def adapt_where(call: OnnxCall, fixed) -> Prepared:
     condition, a, b = call.inputs[:3]
     return Prepared(dict(fixed), [condition.astype(np.uint8), a, b], broadcast=True)

@@ -344,6 +344,9 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=a.adapt_range,
           outside=("ONNX's output length depends on the values; DirectML takes it from the OutputTensor's Sizes, "
                    "computed as ONNX defines it",)),
+    # ONNX's Softplus is ln(exp(x) + 1): DirectML's ln(1 + exp(Steepness * x)) / Steepness at Steepness 1.
+    Entry("Softplus", "ACTIVATION_SOFTPLUS", fields={"InputTensor": "X"}, fixed={"Steepness": 1.0},
+          adapter=a.adapt_one_input),
     Entry("Where", "ELEMENT_WISE_IF", fields={"ConditionTensor": "condition (bool, stored as UINT8 0/1)", "ATensor": "X",
                                  "BTensor": "Y"},
           adapter=a.adapt_where,
