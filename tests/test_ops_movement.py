@@ -800,6 +800,13 @@ def test_desc_fields_as_a_dxdispatch_model_writes_them():
     verdict = engine.plan(engine.request("depth_to_space1", desc_fields=desc), [(parse_data_type("uint32"),
                                                                                PAGE_DEPTH.shape)])
     assert engine.execute(verdict, [PAGE_DEPTH], "cpu").output.tolist() == PAGE_CRD
+    desc = {"PaddingMode": "DML_PADDING_MODE_WRAP", "PaddingValueDataType": "DML_TENSOR_DATA_TYPE_FLOAT32",
+            "PaddingValue": 0, "DimensionCount": 2, "StartPadding": [1, 2], "EndPadding": [0, 1]}
+    verdict = engine.plan(engine.request("padding1", desc_fields=desc), [(f32, (2, 3))])
+    assert engine.execute(verdict, [ramp[0, 0, :2, :3]], "cpu").output.tolist() == [
+        [7, 8, 6, 7, 8, 6], [2, 3, 1, 2, 3, 1], [7, 8, 6, 7, 8, 6]]
+    with pytest.raises(dmlcli.ValidationError, match="PaddingMode WRAP is not available at DML_FEATURE_LEVEL_6_3"):
+        engine.plan(engine.request("padding1", desc_fields=desc, feature_level="6_3"), [(f32, (2, 3))])
 
 
 # ---------------------------------------------------------------- ONNX node tests as extra vectors
