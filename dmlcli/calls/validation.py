@@ -256,8 +256,9 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
 # The support-table search below depends only on the operator, its tensors' data types and dimension
 # counts and the inputs left out -- except for an operator whose rows or level rule read the call's
 # parameters or Sizes (REDUCE's rows by Function, PADDING's SYMMETRIC, BATCH_NORMALIZATION's Spatial, a fused
-# SOFTPLUS's Steepness), which is searched every time; every run of an operator on like tensors asks it again, so its answers are kept
-# (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+# SOFTPLUS's Steepness), which is searched every time; every run of an operator on like tensors asks it again,
+# so its answers are kept (keyed by the operator's identity, which the value holds on to, so that the id is not
+# reused).
 _LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
 _LOWEST_LEVELS_LIMIT = 4096
 
