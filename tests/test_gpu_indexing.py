@@ -161,3 +161,22 @@ def test_top_k_long_rows():
 def test_nonzero_coordinates(shape, dtype):
     rng = np.random.default_rng(4)
     assert_same_bits(*both("nonzero_coordinates", values(rng, shape, dtype)))
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_gathers_clamp_the_index_types_extremes(index_dtype):
+    """DirectML's clamp of out-of-range gather indices at the index type's own limits (INT64's lowest, UINT64's
+    values past INT64's range, which a signed reading would turn negative): the GPU gives the CPU's bits, along
+    the outer, a middle and the last axis (GATHER's one kernel), and in GATHER_ELEMENTS and GATHER_ND."""
+    info = np.iinfo(index_dtype)
+    rng = np.random.default_rng(7)
+    x = values(rng, (3, 4, 5), "float32")
+    extremes = np.array([info.min, info.max, 0, info.max - 1, 1 if info.min == 0 else -1], dtype=index_dtype)
+    for axis in range(3):
+        row = extremes.reshape(1, 1, -1)
+        assert_same_bits(*both("gather", x, row, axis=axis, index_dimensions=1))
+    elements = np.resize(extremes, (3, 4, 2)).astype(index_dtype)
+    assert_same_bits(*both("gather_elements", x, elements, axis=2))
+    tuples = np.resize(extremes, (1, 5, 2)).astype(index_dtype)
+    assert_same_bits(*both("gather_nd", x, tuples))
+    assert_same_bits(*both("gather_nd1", x, tuples))

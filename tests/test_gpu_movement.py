@@ -63,6 +63,9 @@ def calls(shape, dtype):
         pads = {"start_padding": [d + 1 for d in range(rank)], "end_padding": [2 * s + 1 for s in shape]}
         found.append(("padding", [x], {"padding_mode": mode, "padding_value": -2.5, **pads}))
         found.append(("padding1", [x], {"padding_mode": mode, **pads}))
+    wrap = {"start_padding": [min(d + 1, s) for d, s in enumerate(shape)], "end_padding": list(shape)}  # one copy
+    found.append(("padding", [x], {"padding_mode": "wrap", **wrap}))
+    found.append(("padding1", [x], {"padding_mode": "wrap", **wrap}))
     if dtype != "float64":  # TILE's tables have no FLOAT64
         found.append(("tile", [x], {"repeats": [1 + d % 3 for d in range(rank)]}))
     if rank == 4:
@@ -141,23 +144,52 @@ def test_gpu_padding_is_one_kernel(gpu_backend, monkeypatch):
                 assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (op, mode, shape)
 
 
+def random_padding_call(rng, case: int, longest):
+    """A random-bits input of rank 1 to 6 and any element width, and StartPadding and EndPadding of 0 to
+    `longest(size)` in each dimension."""
+    rank = int(rng.integers(1, 7))
+    shape = tuple(int(rng.integers(1, 6 if rank > 3 else 30)) for _ in range(rank))
+    dtype = str(rng.choice(["uint8", "float16", "float32", "int32", "float64", "uint64"]))
+    pads = {"start_padding": [int(rng.integers(0, longest(s) + 1)) for s in shape],
+            "end_padding": [int(rng.integers(0, longest(s) + 1)) for s in shape]}
+    return random_bits(shape, dtype, case), pads
+
+
 def test_padding_on_random_shapes_every_width_and_mode(gpu_backend):
     """The vector kernel (PAD_VECTOR_BYTES of outputs a thread, rows of any width, several rows in one store for
     short ones, a partial last store): 200 random calls, rank 1 to 6, every element width, zero and long pads on
     either side, every mode; the CPU's bits."""
     rng = np.random.default_rng(23)
     for case in range(200):
-        rank = int(rng.integers(1, 7))
-        shape = tuple(int(rng.integers(1, 6 if rank > 3 else 30)) for _ in range(rank))
-        dtype = str(rng.choice(["uint8", "float16", "float32", "int32", "float64", "uint64"]))
-        x = random_bits(shape, dtype, case)
-        pads = {"start_padding": [int(rng.integers(0, 2 * s + 2)) for s in shape],
-                "end_padding": [int(rng.integers(0, 2 * s + 2)) for s in shape]}
+        x, pads = random_padding_call(rng, case, lambda size: 2 * size + 1)
+        shape, dtype = x.shape, x.dtype
         mode = str(rng.choice(["constant", "edge", "reflection", "symmetric"]))
         extra = {"padding_value": -1.5} if mode == "constant" else {}
         on_cpu = dmlcli.run("padding", x, backend="cpu", padding_mode=mode, **pads, **extra)
         on_gpu = dmlcli.run("padding", x, backend=gpu_backend, padding_mode=mode, **pads, **extra)
         assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (shape, dtype, pads, mode)
+
+
+def test_padding_wrap_on_random_shapes(gpu_backend):
+    """PaddingMode WRAP (6_4) in movement_gpu.pad's kernel: 100 random calls, rank 1 to 6, every element width,
+    padding from none to one copy of the input on either side; the CPU's bits. Then the kernel alone with padding
+    of several copies (which dmlcli's validation refuses, and the kernel folds modulo the size as
+    movement.source_index does), against numpy.pad's 'wrap'."""
+    from dmlcli.operators.movement import gpu as movement_gpu
+
+    rng = np.random.default_rng(29)
+    for case in range(100):
+        x, pads = random_padding_call(rng, case, lambda size: size)
+        for op in ("padding", "padding1"):
+            on_cpu = dmlcli.run(op, x, backend="cpu", padding_mode="wrap", **pads)
+            on_gpu = dmlcli.run(op, x, backend=gpu_backend, padding_mode="wrap", **pads)
+            assert on_cpu.shape == on_gpu.shape and np.array_equal(bits(on_cpu), bits(on_gpu)), (x.shape, x.dtype,
+                                                                                                  pads)
+    x = random_bits((3, 1, 4), "float32", 5)
+    start, end = (7, 2, 0), (1, 5, 9)
+    out_shape = tuple(a + n + b for a, n, b in zip(start, x.shape, end))
+    got = movement_gpu.pad(cupy, cupy.asarray(x), out_shape, start, "WRAP", 0)
+    assert np.array_equal(bits(cupy.asnumpy(got)), bits(np.pad(x, list(zip(start, end)), mode="wrap")))
 
 
 def test_padding_with_64_bit_indices(gpu_backend):

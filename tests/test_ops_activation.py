@@ -867,3 +867,103 @@ def test_onnx_vectors(path):
     rank = len(verdict.call.output.shape)
     assert verdict.lowest_feature_level.short == next(
         level for level in LEVELS if page_accepts(case["op"], level, type_name, rank))
+
+
+# ---------------------------------------------------------------- SOFTPLUS's Steepness below 1: from 6_4
+
+FOUR_D = np.float32([[[[2.0, -1.0]]]])  # 4-D: FLOAT32 at every level
+
+
+def softplus_reference(x: float, steepness: float) -> float:
+    """ln(1 + exp(s*x)) / s in double precision, rounded once to FLOAT32."""
+    t = steepness * x
+    return round_to((max(t, 0.0) + math.log1p(math.exp(-abs(t)))) / steepness, "float32")
+
+
+@pytest.mark.parametrize("level", ["1_0", "3_0", "6_2", "6_3"])
+def test_softplus_steepness_below_one_is_refused_before_6_4(level):
+    with pytest.raises(dmlcli.ValidationError, match=rf"^SOFTPLUS: Steepness 0.5 is less than 1, which DirectML "
+                                                     rf"allows from DML_FEATURE_LEVEL_6_4 \(at DML_FEATURE_LEVEL_{level} "
+                                                     r"it must be at least 1\); supported from DML_FEATURE_LEVEL_6_4$"):
+        run("activation_softplus", FOUR_D, steepness=0.5, feature_level=level)
+    for steepness in (1, 3.5):  # 1 and above: every level
+        got = run("activation_softplus", FOUR_D, steepness=steepness, feature_level=level)
+        assert got.reshape(-1).tolist() == [softplus_reference(v, steepness) for v in (2.0, -1.0)]
+
+
+@pytest.mark.parametrize("steepness", [0.5, 0.125, 0.999, -2.0])
+def test_softplus_steepness_below_one_at_6_4(steepness):
+    verdict = dmlcli.validate("activation_softplus", FOUR_D, steepness=steepness)
+    assert verdict.lowest_feature_level.short == "6_4"
+    got = run("activation_softplus", FOUR_D, steepness=steepness, feature_level="6_4")
+    assert got.reshape(-1).tolist() == [softplus_reference(v, steepness) for v in (2.0, -1.0)]
+
+
+def test_fused_softplus_steepness_is_checked_at_the_level_too():
+    """A SOFTPLUS desc fused into another operator's (ADD1's FusedActivation, a recurrent operator's
+    ActivationDescs) is DirectML's same desc: Steepness below 1 needs 6_4 there too."""
+    a = b = FOUR_D
+    with pytest.raises(dmlcli.ValidationError, match=r"^ADD1: FusedActivation SOFTPLUS: Steepness 0.25 is less than "
+                                                     r"1, which DirectML allows from DML_FEATURE_LEVEL_6_4 \(at "
+                                                     r"DML_FEATURE_LEVEL_6_3 it must be at least 1\); supported from "
+                                                     r"DML_FEATURE_LEVEL_6_4$"):
+        run("add1", a, b, fused_activation="softplus", fused_steepness=0.25, feature_level="6_3")
+    got = run("add1", a, b, fused_activation="softplus", fused_steepness=0.25)
+    assert got.reshape(-1).tolist() == [softplus_reference(v, 0.25) for v in (4.0, -2.0)]
+    assert run("add1", a, b, fused_activation="softplus", fused_steepness=2, feature_level="2_0").shape == a.shape
+    # The lowest level is worked out per call, not kept per operator and tensors: the same ADD1 without the
+    # fused activation goes back to ADD1's own 2_0.
+    assert dmlcli.validate("add1", a, b).lowest_feature_level.short == "2_0"
+    x, w, r = np.ones((1, 2, 1, 3), np.float32), np.ones((1, 1, 4, 3), np.float32), np.ones((1, 1, 4, 4), np.float32)
+    with pytest.raises(dmlcli.ValidationError, match=r"^RNN: ActivationDescs SOFTPLUS: Steepness 0.5 is less than 1"):
+        dmlcli.run("rnn", x, w, r, activations="softplus(steepness=0.5)", feature_level="6_2")
+    assert dmlcli.validate("rnn", x, w, r, activations="softplus(steepness=0.5)").lowest_feature_level.short == "6_4"
+
+
+def test_softplus_steepness_on_the_command_line_and_in_describe():
+    result = invoke("run", "activation_softplus", "[[[[2.0]]]]", "--dtype", "float32", "--steepness", "0.5",
+                    "--feature-level", "6_3")
+    assert result.exit_code == 3 and "supported from DML_FEATURE_LEVEL_6_4" in result.output, result.output
+    result = invoke("run", "activation_softplus", "[2.0]", "--dtype", "float32", "--steepness", "0.5", "-o", "-")
+    assert result.exit_code == 0, result.output
+    assert np.float32(json.loads(result.stdout)["data"]).tolist() == [softplus_reference(2.0, 0.5)]
+    result = invoke("describe", "activation_softplus")
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0 and "Steepness below 1 is refused before DML_FEATURE_LEVEL_6_4" in text
+
+
+def test_dxdispatch_softplus_steepness(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tensor = {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 2]}
+    model = {"resources": {"X": {"initialValuesDataType": "FLOAT32", "initialValues": [2.0, -1.0]},
+                           "Out": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 2, "value": 0}}},
+             "dispatchables": {"softplus": {"type": "DML_OPERATOR_ACTIVATION_SOFTPLUS",
+                                            "desc": {"InputTensor": tensor, "OutputTensor": tensor,
+                                                     "Steepness": 0.5}}},
+             "commands": [{"type": "dispatch", "dispatchable": "softplus", "bindings": {"InputTensor": "X",
+                                                                                       "OutputTensor": "Out"}},
+                          {"type": "print", "resource": "Out"}]}
+    path = tmp_path / "softplus.json"
+    path.write_text(json.dumps(model))
+    result = invoke("dispatch", str(path), "--no-timing")
+    assert result.exit_code == 0, result.output
+    assert f"Resource 'Out': {softplus_reference(2.0, 0.5):.6g}" in result.output
+    result = invoke("dispatch", str(path), "--no-timing", "--feature-level", "6_3")
+    assert result.exit_code == 3 and "Steepness 0.5 is less than 1" in result.output, result.output
+
+
+def test_onnx_softplus_cases_run_through_activation_softplus(shared_dir, tmp_path):
+    """The two Softplus cases of ../shared/onnx_operators_complete, mapped onto ACTIVATION_SOFTPLUS with
+    Steepness 1 (ONNX's Softplus is ln(exp(x) + 1)), pass within SOFTPLUS's tolerance."""
+    import shutil
+
+    from dmlcli.suite import run_suite
+    from dmlcli.suite.onnx import TABLE
+
+    cases = sorted((shared_dir / "onnx_operators_complete").glob("onnx__test_softplus*.json"))
+    assert len(cases) == 2
+    for case in cases:
+        shutil.copy(case, tmp_path)
+    assert TABLE["Softplus"].directml == "ACTIVATION_SOFTPLUS" and TABLE["Softplus"].fixed == {"Steepness": 1.0}
+    results = run_suite([tmp_path], backend="cpu", jobs=1).results
+    assert len(results) == 2 and all(r.passed for r in results), [(r.case_id, r.message) for r in results]

@@ -4,8 +4,9 @@ NONZERO_COORDINATES.
 Checked against a second transcription of the pages' support tables (the lowest accepting level in each
 error message), every rule the shape rules enforce (exit 3 through the command line), the pages' own
 examples, references written here with plain loops over indices (hypothesis draws shapes, axes, index types
-and values in and out of range), the rules dmlcli chose (negative and out-of-range indices, duplicate scatter
-targets, ties and NaN in TOP_K, -0 and NaN in NONZERO_COORDINATES), and ONNX's node tests mapped by hand.
+and values in and out of range), DirectML's clamp of a gather's out-of-range indices, the rules dmlcli chose
+(negative and out-of-range scatter indices, duplicate scatter targets, ties and NaN in TOP_K, -0 and NaN in
+NONZERO_COORDINATES), and ONNX's node tests mapped by hand.
 """
 
 from __future__ import annotations
@@ -315,10 +316,19 @@ def test_nonzero_page_example():
 
 
 def position(index: int, size: int, signed: bool):
-    """dmlcli's rule: negative signed indices count from the end; anything outside is None (read 0 / skip)."""
+    """A scatter's (and ONE_HOT's) rule: negative signed indices count from the end; anything outside is None
+    (the update is skipped)."""
     if signed and index < 0:
         index += size
     return index if 0 <= index < size else None
+
+
+def gathered_position(index: int, size: int, signed: bool) -> int:
+    """A gather's rule, DirectML's shader clamp: negative signed indices count from the end, then the index is
+    clamped to the dimension (below it the first element, past it the last). Python integers: no overflow."""
+    if signed and index < 0:
+        index += size
+    return min(max(index, 0), size - 1)
 
 
 def bits_equal(got, expected):
@@ -329,39 +339,36 @@ def bits_equal(got, expected):
 
 
 def ref_gather(data, indices, axis):
-    """numpy.take semantics with the out-of-range rule, over every index dimension."""
+    """numpy.take semantics with the clamp rule, over every index dimension."""
     signed = indices.dtype.kind == "i"
     shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
-    out = np.zeros(shape, data.dtype)
+    out = np.empty(shape, data.dtype)
     for a in itertools.product(*map(range, data.shape[:axis])):
         for j in itertools.product(*map(range, indices.shape)):
-            p = position(int(indices[j]), data.shape[axis], signed)
+            p = gathered_position(int(indices[j]), data.shape[axis], signed)
             for b in itertools.product(*map(range, data.shape[axis + 1:])):
-                if p is not None:
-                    out[a + j + b] = data[a + (p,) + b]
+                out[a + j + b] = data[a + (p,) + b]
     return out
 
 
 def ref_gather_elements(data, indices, axis):
     signed = indices.dtype.kind == "i"
-    out = np.zeros(indices.shape, data.dtype)
+    out = np.empty(indices.shape, data.dtype)
     for c in itertools.product(*map(range, indices.shape)):
-        p = position(int(indices[c]), data.shape[axis], signed)
-        if p is not None:
-            out[c] = data[c[:axis] + (p,) + c[axis + 1:]]
+        p = gathered_position(int(indices[c]), data.shape[axis], signed)
+        out[c] = data[c[:axis] + (p,) + c[axis + 1:]]
     return out
 
 
 def ref_gather_nd(data, indices, batch):
-    """ONNX GatherND with batch_dims, and the out-of-range rule (a zero block)."""
+    """ONNX GatherND with batch_dims, and the clamp rule coordinate by coordinate."""
     signed = indices.dtype.kind == "i"
     q = indices.shape[-1]
     tail = data.shape[batch + q:]
-    out = np.zeros(indices.shape[:-1] + tail, data.dtype)
+    out = np.empty(indices.shape[:-1] + tail, data.dtype)
     for j in itertools.product(*map(range, indices.shape[:-1])):
-        coords = [position(int(indices[j + (k,)]), data.shape[batch + k], signed) for k in range(q)]
-        if None not in coords:
-            out[j] = data[j[:batch] + tuple(coords)]
+        coords = [gathered_position(int(indices[j + (k,)]), data.shape[batch + k], signed) for k in range(q)]
+        out[j] = data[j[:batch] + tuple(coords)]
     return out
 
 
@@ -433,10 +440,14 @@ def array_of(draw, shape, dtype):
 
 
 def indices_of(draw, shape, dtype, size):
-    """Indices mostly in range, some negative (signed types), some out of range either side."""
+    """Indices mostly in range, some negative (signed types), some out of range either side, now and then the
+    type's own extremes (INT64's lowest, UINT64's largest: past any dimension, and past INT64's range)."""
     dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
     low = -size - 2 if dtype.kind == "i" else 0
-    items = draw(st.lists(st.integers(low, size + 2), min_size=math.prod(shape), max_size=math.prod(shape)))
+    near = st.integers(low, size + 2)
+    extreme = st.sampled_from([int(info.min), int(info.max)])
+    items = draw(st.lists(st.one_of(near, near, near, extreme), min_size=math.prod(shape), max_size=math.prod(shape)))
     return np.array(items, dtype).reshape(shape)
 
 
@@ -595,13 +606,32 @@ def test_nonzero_against_reference(data):
 # ---------------------------------------------------------------- the rules dmlcli chose
 
 
-def test_negative_and_out_of_range_gather_indices():
+def test_negative_and_out_of_range_gather_indices_are_clamped():
     data = np.float32([10, 20, 30])
     assert run("gather", data, np.int64([-1, -3, 0])).tolist() == [30, 10, 10]
-    assert run("gather", data, np.int32([3, -4, 1])).tolist() == [0, 0, 20]  # outside: 0
-    assert run("gather", data, np.uint64([2**64 - 1, 2])).tolist() == [0, 30]  # no wrap for unsigned
-    assert run("gather_elements", data, np.int32([-1, 5])).tolist() == [30, 0]
-    assert run("gather_nd", np.float32([[1, 2], [3, 4]]), np.int64([[-1, 0], [0, 2]])).tolist() == [[3, 0]]
+    # Outside the dimension: clamped into it (DirectML's shader clamp, which Chromium's WebNN relies on).
+    assert run("gather", data, np.int32([3, -4, 1, 2**31 - 1, -2**31])).tolist() == [30, 10, 20, 30, 10]
+    assert run("gather", data, np.uint64([2**64 - 1, 2**63, 2])).tolist() == [30, 30, 30]  # no wrap for unsigned
+    assert run("gather", data, np.uint32([2**32 - 1, 0])).tolist() == [30, 10]
+    assert run("gather_elements", data, np.int32([-1, 5, -7])).tolist() == [30, 30, 10]
+    # GATHER_ND: coordinate by coordinate ([-1, 0] is [1, 0]; [0, 2] is [0, 1]; [-9, 9] is [0, 1]).
+    table = np.float32([[1, 2], [3, 4]])
+    tuples = np.int64([[-1, 0], [0, 2], [-9, 9]])
+    assert run("gather_nd", table, tuples).tolist() == [[3, 2, 2]]
+    assert run("gather_nd1", table, tuples).tolist() == [[3, 2, 2]]
+    # Along an inner axis the index is clamped, not the flat address (which would read the next row).
+    grid = np.float32([[1, 2, 3], [4, 5, 6]])
+    assert run("gather", grid, np.uint32([[5]]), axis=1).tolist() == [[3], [6]]
+
+
+def test_gather_describes_where_the_clamp_comes_from():
+    result = CliRunner().invoke(cli, ["describe", "gather"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "clamped" in text and "graph_impl_dml.cc" in text and "clamping it in the shader" in text
+    for name in ("gather_elements", "gather_nd", "gather_nd1"):
+        notes = " ".join(find_operator(name).notes)
+        assert "clamp" in notes and "graph_impl_dml.cc" in notes, name
 
 
 def test_out_of_range_scatter_updates_are_skipped():

@@ -153,8 +153,34 @@ def test_padding_symmetric_needs_3_0_the_other_modes_do_not():
         plan("padding", [(f32, (1, 1, 2, 2))], padding_mode="symmetric", feature_level="2_1")
     assert plan("padding", [(f32, (1, 1, 2, 2))], padding_mode="DML_PADDING_MODE_SYMMETRIC",
                 feature_level="3_0").lowest_feature_level.short == "3_0"
-    with pytest.raises(dmlcli.InputError, match="unknown PaddingMode 'wrap'"):
-        plan("padding", [(f32, (1, 1, 2, 2))], padding_mode="wrap")
+    with pytest.raises(dmlcli.InputError, match="unknown PaddingMode 'mirror'"):
+        plan("padding", [(f32, (1, 1, 2, 2))], padding_mode="mirror")
+
+
+@pytest.mark.parametrize("op", ["padding", "padding1"])
+def test_padding_wrap_needs_6_4(op):
+    """DML_PADDING_MODE_WRAP (4) came with 6_4 for both operators (DirectML 1.15.0's release notes)."""
+    f32 = parse_data_type("float32")
+    for spelling in ("wrap", "WRAP", "DML_PADDING_MODE_WRAP", "4"):
+        verdict = plan(op, [(f32, (1, 1, 2, 2))], padding_mode=spelling, start_padding=[0, 0, 1, 2])
+        assert verdict.call.parameters["PaddingMode"] == "WRAP" and verdict.lowest_feature_level.short == "6_4"
+    for below in ("6_3", "6_2", "5_0"):
+        with pytest.raises(dmlcli.ValidationError, match=rf"{op.upper()}: PaddingMode WRAP is not available at "
+                                                         rf"DML_FEATURE_LEVEL_{below} \(introduced in "
+                                                         r"DML_FEATURE_LEVEL_6_4\); supported from DML_FEATURE_LEVEL_6_4"):
+            plan(op, [(f32, (1, 1, 2, 2))], padding_mode="wrap", feature_level=below)
+    assert plan(op, [(f32, (1, 1, 2, 2))], padding_mode="wrap", feature_level="6_4")
+
+
+@pytest.mark.parametrize("field, sizes", [("start_padding", [0, 3]), ("end_padding", [0, 4])])
+def test_padding_wrap_past_one_copy_of_the_input_is_refused(field, sizes):
+    name = "StartPadding" if field == "start_padding" else "EndPadding"
+    with pytest.raises(dmlcli.ValidationError, match=rf"{name}\[1\] {sizes[1]} is larger than InputTensor's size 2 "
+                                                     r"in that dimension; with PaddingMode WRAP"):
+        dmlcli.run("padding1", arr((3, 2)), padding_mode="wrap", **{field: sizes})
+    # Up to one copy on each side is taken, whatever the other dimensions' sizes.
+    got = dmlcli.run("padding1", arr((3, 2)), padding_mode="wrap", start_padding=[3, 2], end_padding=[3, 2])
+    assert got.shape == (9, 6)
 
 
 # ---------------------------------------------------------------- the rules the pages state (exit 3)
@@ -292,6 +318,12 @@ def fold(j, n, mode):
     previous padding regions'), not by a period formula."""
     if mode == "EDGE":
         return min(max(j, 0), n - 1)
+    if mode == "WRAP":  # the input laid end to end, stepped one copy at a time
+        while j < 0:
+            j += n
+        while j >= n:
+            j -= n
+        return j
     if n == 1:
         return 0
     while not 0 <= j < n:
@@ -472,7 +504,12 @@ def test_slice1_output_sizes_outside_max_copied_elements_are_refused():
         dmlcli.run("slice1", arr((4, 4)), input_window_strides=[1, -2], output_shape=(4, 3))
 
 
-PAD_MODES = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC"]
+PAD_MODES = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC", "WRAP"]
+
+
+def within_one_copy(mode, widths, shape):
+    """WRAP takes padding up to the input's size in each dimension (dmlcli refuses more); the others any."""
+    return [min(w, n) for w, n in zip(widths, shape)] if mode == "WRAP" else widths
 
 
 @SETTINGS
@@ -480,8 +517,8 @@ PAD_MODES = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC"]
 def test_padding1_matches_the_reference_with_padding_longer_than_the_input(data):
     x = data.draw(array_of())
     mode = data.draw(st.sampled_from(PAD_MODES))
-    start = data.draw(st.lists(st.integers(0, 9), min_size=x.ndim, max_size=x.ndim))
-    end = data.draw(st.lists(st.integers(0, 9), min_size=x.ndim, max_size=x.ndim))
+    start = within_one_copy(mode, data.draw(st.lists(st.integers(0, 9), min_size=x.ndim, max_size=x.ndim)), x.shape)
+    end = within_one_copy(mode, data.draw(st.lists(st.integers(0, 9), min_size=x.ndim, max_size=x.ndim)), x.shape)
     value = random_array(np.random.default_rng(data.draw(st.integers(0, 99))), (1,), x.dtype.name)[0]
     got = dmlcli.run("padding1", x, padding_mode=mode, padding_value=value if x.dtype.kind != "f" else None,
                      start_padding=start, end_padding=end)
@@ -494,8 +531,8 @@ def test_padding1_matches_the_reference_with_padding_longer_than_the_input(data)
 def test_padding_matches_the_reference(data):
     x = data.draw(array_of())
     mode = data.draw(st.sampled_from(PAD_MODES))
-    start = data.draw(st.lists(st.integers(0, 5), min_size=x.ndim, max_size=x.ndim))
-    end = data.draw(st.lists(st.integers(0, 5), min_size=x.ndim, max_size=x.ndim))
+    start = within_one_copy(mode, data.draw(st.lists(st.integers(0, 5), min_size=x.ndim, max_size=x.ndim)), x.shape)
+    end = within_one_copy(mode, data.draw(st.lists(st.integers(0, 5), min_size=x.ndim, max_size=x.ndim)), x.shape)
     got = dmlcli.run("padding", x, padding_mode=mode, padding_value=-3.75, start_padding=start, end_padding=end)
     value = {"f": -3.75}.get(x.dtype.kind, -3 if x.dtype.kind == "i" else 0)  # truncated; unsigned saturates to 0
     assert_same_bits(got, ref_pad(x, start, end, mode, np.asarray(value).astype(x.dtype)))
@@ -507,6 +544,20 @@ def test_padding_agrees_with_numpy_pad_on_long_padding(mode, numpy_mode):
     start, end = [7, 2, 0], [1, 5, 9]
     got = dmlcli.run("padding", x, padding_mode=mode, start_padding=start, end_padding=end)
     assert_same_bits(got, np.pad(x, list(zip(start, end)), mode=numpy_mode))
+
+
+@pytest.mark.parametrize("op", ["padding", "padding1"])
+def test_padding_wrap_agrees_with_numpy_pad_and_onnx(op):
+    """WRAP is ONNX's Pad mode wrap, numpy.pad's 'wrap', up to one copy of the input on each side; ONNX's own
+    example (onnx.defs Pad, opset 19: pads [2, 1, 1, 1] on a 3 x 2 input)."""
+    x = arr((3, 1, 4), "int32")
+    start, end = [3, 1, 0], [1, 0, 4]
+    got = dmlcli.run(op, x, padding_mode="wrap", start_padding=start, end_padding=end)
+    assert_same_bits(got, np.pad(x, list(zip(start, end)), mode="wrap"))
+    data = np.float32([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]])
+    row = [[3.4, 2.3, 3.4, 2.3], [5.7, 4.5, 5.7, 4.5], [1.2, 1.0, 1.2, 1.0]]
+    expected = np.float32(row + row)
+    assert_same_bits(dmlcli.run(op, data, padding_mode="wrap", start_padding=[2, 1], end_padding=[1, 1]), expected)
 
 
 @pytest.mark.parametrize("value, dtype, expected", [
@@ -749,6 +800,13 @@ def test_desc_fields_as_a_dxdispatch_model_writes_them():
     verdict = engine.plan(engine.request("depth_to_space1", desc_fields=desc), [(parse_data_type("uint32"),
                                                                                PAGE_DEPTH.shape)])
     assert engine.execute(verdict, [PAGE_DEPTH], "cpu").output.tolist() == PAGE_CRD
+    desc = {"PaddingMode": "DML_PADDING_MODE_WRAP", "PaddingValueDataType": "DML_TENSOR_DATA_TYPE_FLOAT32",
+            "PaddingValue": 0, "DimensionCount": 2, "StartPadding": [1, 2], "EndPadding": [0, 1]}
+    verdict = engine.plan(engine.request("padding1", desc_fields=desc), [(f32, (2, 3))])
+    assert engine.execute(verdict, [ramp[0, 0, :2, :3]], "cpu").output.tolist() == [
+        [7, 8, 6, 7, 8, 6], [2, 3, 1, 2, 3, 1], [7, 8, 6, 7, 8, 6]]
+    with pytest.raises(dmlcli.ValidationError, match="PaddingMode WRAP is not available at DML_FEATURE_LEVEL_6_3"):
+        engine.plan(engine.request("padding1", desc_fields=desc, feature_level="6_3"), [(f32, (2, 3))])
 
 
 # ---------------------------------------------------------------- ONNX node tests as extra vectors
@@ -846,7 +904,42 @@ def test_onnx_pad(name):
     assert_same_bits(got, expected)
     assert_same_bits(dmlcli.run("padding", x, padding_value=float(value), start_padding=start, end_padding=end),
                      expected)
-    # ONNX's reflect/edge/wrap cases are not among the shared vectors; wrap has no documented DirectML mode.
+    # ONNX's reflect/edge/wrap cases are not among the shared vectors (wrap: test_onnx_pad_wrap_through_the_suite).
+
+
+def _onnx_pad_case(folder, name, x, pads, mode):
+    """An ONNX node test of Pad (opset 19) in ../shared/onnx_operators's format, its expected output computed by
+    ONNX's own reference implementation."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+                                             helper.make_tensor_value_info("pads", TensorProto.INT64, [len(pads)])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    (y,) = ReferenceEvaluator(model).run(None, {"x": x, "pads": np.array(pads, np.int64)})
+    case = {"onnx_op": "Pad", "case_name": name, "attributes": {"mode": mode}, "input_names": ["x", "pads"],
+            "output_names": ["y"],
+            "inputs": [{"dtype": "float32", "shape": list(x.shape), "data": x.tolist()},
+                       {"dtype": "int64", "shape": [len(pads)], "data": pads}],
+            "expected": [{"dtype": "float32", "shape": list(y.shape), "data": y.tolist()}]}
+    (folder / f"onnx__{name}.json").write_text(json.dumps(case))
+
+
+def test_onnx_pad_wrap_through_the_suite(tmp_path):
+    """ONNX's Pad mode wrap runs as PADDING1 with PaddingMode WRAP (ONNX's own test_wrap_pad shape and pads); more
+    padding than the input's size is skipped, saying that DirectML documents no result for it."""
+    from dmlcli.suite import run_suite
+
+    x = np.arange(60, dtype=np.float32).reshape(1, 3, 4, 5) / 7
+    _onnx_pad_case(tmp_path, "test_wrap_pad", x, [0, 0, 1, 1, 0, 0, 1, 1], "wrap")
+    _onnx_pad_case(tmp_path, "test_wrap_pad_one_copy", x, [0, 3, 4, 5, 0, 0, 4, 5], "wrap")
+    _onnx_pad_case(tmp_path, "test_wrap_pad_past_one_copy", x, [0, 0, 5, 0, 0, 0, 0, 0], "wrap")
+    results = {r.case_id: r for r in run_suite([tmp_path], backend="cpu", jobs=1).results}
+    assert results["onnx__test_wrap_pad"].passed and results["onnx__test_wrap_pad_one_copy"].passed
+    skipped = results["onnx__test_wrap_pad_past_one_copy"]
+    assert skipped.verdict == "skipped" and "DirectML documents no result" in skipped.message
 
 
 def test_onnx_tile():
@@ -884,6 +977,8 @@ CLI_RUNS = [
     (["slice", "[1,2,3,4,5]", "--offsets", "1", "--strides", "2"], [2, 4]),
     (["slice1", "[1,2,3,4,5]", "--input-window-strides", "-2"], [5, 3, 1]),
     (["padding", "[1,2]", "--padding-mode", "symmetric", "--start-padding", "3"], [2, 2, 1, 1, 2]),
+    (["padding1", "[1,2,3]", "--padding-mode", "wrap", "--start-padding", "2", "--end-padding", "3"],
+     [2, 3, 1, 2, 3, 1, 2, 3]),
     (["padding1", "[1,2]", "--padding-value", "7", "--end-padding", "1", "--padding-value-data-type", "FLOAT32"],
      [1, 2, 7]),
     (["tile", "[1,2]", "--repeats", "2"], [1, 2, 1, 2]),
@@ -937,6 +1032,7 @@ def test_describe_and_ops_list_the_family():
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
     assert "DML_OPERATOR_PADDING1 (DML_OPERATOR_TYPE 155)" in text and "DML_PADDING_MODE_SYMMETRIC = 3" in text
+    assert "DML_PADDING_MODE_WRAP = 4" in text and "Releases.md" in text
     assert "must have the same DimensionCount and Sizes" not in text  # a shaped operator's Sizes are its rule's
     result = CliRunner().invoke(cli, ["ops"])
     assert result.exit_code == 0 and "data movement (12)" in result.stdout

@@ -21,7 +21,7 @@ from dmlcli.backends.tf32 import Tf32Allowed, with_tf32
 from dmlcli.checking.comparison import rule_for
 from dmlcli.cli import cli
 from dmlcli.dispatch import check, load_model
-from dmlcli.dispatch.model import parse_execution_flags
+from dmlcli.dispatch.dispatchable import parse_execution_flags
 from dmlcli.errors import InputError
 from dmlcli.operators import find_operator
 from dmlcli.operators.table.schema import TF32_WIDENING

@@ -204,6 +204,10 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
         message = op.level_rule(call, feature_level)
         if message:
             yield Problem(message, "table")
+    for field, activation, fields in _ruled_activations(call):
+        message = activation.level_rule(Call(activation, {}, fields), feature_level)
+        if message:
+            yield Problem(f"{field} {activation.name}: {message}", "table")
     if call.absent and (op.optional_since is None or feature_level < op.optional_since):
         yield Problem(f"{_join_names(call.absent)} may be left out only from {op.optional_since} "
                       f"(it is required at {feature_level})", "table")
@@ -218,6 +222,14 @@ def _table_problems(call: Call, feature_level: FeatureLevel):
             yield Problem(
                 f"{name} dimension count {len(tensor.shape)} is not supported at {feature_level} "
                 f"(allowed: {support.describe_dims()})", "table")
+
+
+def _ruled_activations(call: Call) -> list:
+    """(field, activation entry, its FLOAT fields) of each activation desc among the call's parameters (a fused
+    activation, a recurrent operator's) whose entry has a level rule: checked as the activation's own call is."""
+    return [(parameter.field, activation, fields) for parameter in call.operator.parameters
+            for activation, fields in parameter.activations_in(call.parameters.get(parameter.field))
+            if activation.level_rule is not None]
 
 
 def _type_problems(call: Call):
@@ -243,9 +255,10 @@ def problems(call: Call, feature_level: FeatureLevel) -> list[Problem]:
 
 # The support-table search below depends only on the operator, its tensors' data types and dimension
 # counts and the inputs left out -- except for an operator whose rows or level rule read the call's
-# parameters or Sizes (REDUCE's rows by Function, PADDING's SYMMETRIC, BATCH_NORMALIZATION's Spatial), which
-# is searched every time; every run of an operator on like tensors asks it again, so its answers are kept
-# (keyed by the operator's identity, which the value holds on to, so that the id is not reused).
+# parameters or Sizes (REDUCE's rows by Function, PADDING's SYMMETRIC, BATCH_NORMALIZATION's Spatial, a fused
+# SOFTPLUS's Steepness), which is searched every time; every run of an operator on like tensors asks it again,
+# so its answers are kept (keyed by the operator's identity, which the value holds on to, so that the id is not
+# reused).
 _LOWEST_LEVELS: dict[tuple, tuple[Operator, FeatureLevel | None]] = {}
 _LOWEST_LEVELS_LIMIT = 4096
 
@@ -253,7 +266,7 @@ _LOWEST_LEVELS_LIMIT = 4096
 def lowest_accepting_level(call: Call) -> FeatureLevel | None:
     if any(_shape_problems(call)) or any(_type_problems(call)):
         return None  # these rules hold at every level alike
-    if call.operator.level_rule is not None or call.operator.support_by is not None:
+    if call.operator.level_rule is not None or call.operator.support_by is not None or _ruled_activations(call):
         return next((candidate for candidate in ALL_FEATURE_LEVELS if not any(_table_problems(call, candidate))),
                     None)
     key = (id(call.operator), call.absent,

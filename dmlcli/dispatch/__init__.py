@@ -24,7 +24,8 @@ from .jsonc import shown
 from .memory import out_of_memory
 from .model import Model, read_model
 from .onnx import OnnxDispatchable, providers_for
-from .plan import PlannedDispatch, check_model
+from .binding import PlannedDispatch
+from .plan import check_model
 from .run import DispatchTiming, ModelRun, run_commands
 from ..engine import choose_backend
 from ..errors import InputError

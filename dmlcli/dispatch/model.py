@@ -4,57 +4,43 @@ The reference is DxDispatch itself (microsoft/DirectML, DxDispatch/doc/Guide.md 
 DxDispatch/src/model/JsonParsers.cpp); comments below name the behaviour followed. Parsing
 checks the model's structure and refuses, naming the item, whatever dmlcli cannot run (other
 operators, HLSL dispatchables, textures, mixed-type list-initialised buffers) so that nothing runs
-before the whole model is known to be runnable. ONNX dispatchables are dispatch/onnx.py, serialized
-DirectML graphs dispatch/serialized_graph/, image files dispatch/images.py.
+before the whole model is known to be runnable. Operator dispatchables are dispatch/dispatchable.py,
+ONNX dispatchables dispatch/onnx.py, serialized DirectML graphs dispatch/serialized_graph/, image files
+dispatch/images.py; the numbers and names in the JSON are read as dispatch/fields.py reads them.
 DirectML's own rules (data types, dimension counts, buffer sizes, alignment) are checked later,
-per dispatch, by dispatch_plan.
+per dispatch, by dispatch/plan.py.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ..data_types import ALL_DATA_TYPES, DataType, from_numpy
+from ..data_types import DataType, from_numpy
+from .dispatchable import (BindingSource, Dispatchable, DispatchCommand, binding_source, parse_bindings,
+                           parse_dispatchable)
+from .fields import UINT64_MAX, check_keys, element_value, element_values, parse_data_type_name, parse_uint
 from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, RegularFile, check_output_dir,
                     shown_path, source_file, write_target)
 from .jsonc import load_model_json, shown
 from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
 from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
-from ..io.strided import check_strides, little_endian
+from ..io.strided import little_endian
 from ..errors import InputError
-from ..operators import Operator, find_operator
 
 if TYPE_CHECKING:  # annotations only: reading a serialized graph imports it (and FlatBuffers) when needed
     from .serialized_graph.graph import GraphDispatchable
 
-_DATA_TYPE_PREFIX = "DML_TENSOR_DATA_TYPE_"
 # HLSL is the one kind dmlcli cannot run at all: it needs DirectX's shader compiler and a Direct3D device.
 HLSL_REFUSAL = ("HLSL dispatchables are compute shaders that need DirectX's shader compiler (dxc) and a Direct3D 12 "
                 "device, which dmlcli does not have; dmlcli runs DirectML operators and ONNX models")
-_COMPILE_TYPES = ("DmlCompileOp", "DmlCompileGraph")
 _RESOURCE_KEYS = ("initialValuesDataType", "initialValues", "sizeInBytes", "initialValuesOffsetInBytes",
                   "resampleSize", "resampleMode", "type")
-_TENSOR_KEYS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
-                "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment")
-# Dispatchable keys DxDispatch reads besides the operator's fields. dmlCompileType (operator or one-node graph)
-# does not change what an operator computes; executionFlags may (parse_execution_flags).
-_DISPATCHABLE_KEYS = ("type", "Type", "desc", "Desc", "bindings", "dmlCompileType", "executionFlags")
-# DML_EXECUTION_FLAGS as DxDispatch reads them (JsonParsersGenerated.cpp, ParseSingleFlagFromDmlExecutionFlags):
-# each with or without its DML_EXECUTION_FLAG_ prefix. Only ALLOW_HALF_PRECISION_COMPUTATION changes a result
-# (--allow-tf32); meta commands and descriptor lifetimes are Direct3D matters dmlcli has no counterpart of.
-_EXECUTION_FLAGS = ("NONE", "ALLOW_HALF_PRECISION_COMPUTATION", "DISABLE_META_COMMANDS", "DESCRIPTORS_VOLATILE")
-_EXECUTION_FLAG_PREFIX = "DML_EXECUTION_FLAG_"
-# Binding keys DxDispatch uses only for HLSL / ONNX bindings (Guide.md, "Advanced Binding").
-_BINDING_KEYS_IGNORED_FOR_DML = ("format", "elementCount", "elementStride", "counter", "counterOffsetBytes", "shape")
-UINT32_MAX = 0xFFFFFFFF
-UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 
 
 # ---------------------------------------------------------------- the model's parts
@@ -79,46 +65,6 @@ class BufferResource:
         contents = bytearray(self.size_in_bytes)
         contents[self.initial_offset:self.initial_offset + len(self.initial_values)] = self.initial_values
         return contents
-
-
-@dataclass(frozen=True)
-class TensorDesc:
-    """A DML_BUFFER_TENSOR_DESC as the model gives it (TotalTensorSizeInBytes 0 when left out)."""
-
-    field: str  # the operator DESC field, e.g. "ATensor"
-    data_type: DataType
-    sizes: tuple[int, ...]
-    strides: tuple[int, ...] | None
-    total_size_in_bytes: int  # as written; 0 means "compute it" (JsonParsers.cpp does the same)
-    base_offset_alignment: int  # GuaranteedBaseOffsetAlignment
-    owned_by_dml: bool
-
-
-@dataclass(frozen=True)
-class BindingSource:
-    """One resource bound to a tensor: a resource name, optionally an offset in elements."""
-
-    resource: str
-    element_offset: int = 0
-    element_size_in_bytes: int | None = None  # None: the resource's initialValuesDataType size
-    shape: tuple[int, ...] | None = None  # ONNX bindings only: the tensor's shape (overrides the model's)
-
-
-@dataclass(frozen=True)
-class Dispatchable:
-    name: str
-    operator: Operator
-    tensors: dict[str, TensorDesc]  # by DESC field name, inputs then output
-    parameters: dict[str, object]  # DESC fields as written, by field name, e.g. {"InfinityMode": "POSITIVE"}
-    init_bindings: dict[str, BindingSource]  # the dispatchable's own "bindings" (initialisation)
-    allow_tf32: bool = False  # executionFlags has ALLOW_HALF_PRECISION_COMPUTATION
-
-
-@dataclass(frozen=True)
-class DispatchCommand:
-    index: int
-    dispatchable: str
-    bindings: dict[str, BindingSource]
 
 
 @dataclass(frozen=True)
@@ -229,116 +175,6 @@ def _member(document: dict, key: str, kind: type, where: str):
     return value
 
 
-def _check_keys(value: dict, allowed, where: str, what: str) -> None:
-    unknown = [key for key in value if key not in allowed]
-    if unknown:
-        raise InputError(f"{where}: unknown key {shown(unknown[0])} in the {what} (expected {', '.join(allowed)})")
-
-
-# ---------------------------------------------------------------- numbers as DxDispatch reads them
-
-
-def _is_integer(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_long_integer(value) -> bool:
-    """An integer too long for int() (kept as Decimal by the JSON reader): out of every range."""
-    return isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value()
-
-
-def parse_uint(value, where: str, *, maximum: int = UINT32_MAX) -> int:
-    if not _is_integer(value) or not 0 <= value <= maximum:
-        raise InputError(f"{where}: expected an unsigned integer (0 to {maximum}), found {shown(value)}")
-    return value
-
-
-def parse_data_type_name(value, where: str) -> DataType:
-    """DML_TENSOR_DATA_TYPE_X or X (Guide.md, "Abbreviated Enum Values")."""
-    if not isinstance(value, str):
-        raise InputError(f"{where}: a data type must be a string such as \"FLOAT32\", found {shown(value)}")
-    key = value.strip().upper()
-    if key.startswith(_DATA_TYPE_PREFIX):
-        key = key[len(_DATA_TYPE_PREFIX):]
-    for data_type in ALL_DATA_TYPES:
-        if data_type.name == key:
-            if data_type.numpy_name is None:
-                raise InputError(f"{where}: data type {data_type.name} is not supported by dmlcli (NumPy has no 4-bit type)")
-            return data_type
-    if key == "UNKNOWN":
-        raise InputError(f"{where}: data type UNKNOWN is not supported by dmlcli (DxDispatch uses it for "
-                         "mixed-type list initialisers, which only HLSL constant buffers need)")
-    names = ", ".join(t.name for t in ALL_DATA_TYPES if t.numpy_name)
-    raise InputError(f"{where}: unknown data type {shown(value)} (expected one of {names}, optionally with the "
-                     f"{_DATA_TYPE_PREFIX} prefix)")
-
-
-def element_values(values: list, data_type: DataType, where: str) -> np.ndarray:
-    """JSON values as an array of `data_type`, converted as DxDispatch's JsonParsers.cpp does.
-
-    Floats: a number, or "nan" / "inf" / "-inf" in any case; the number is read as a double and
-    cast to float (FLOAT16 goes double -> float -> half, as ParseFloat16 does). Integers: JSON
-    integers only (1.0 is refused, as RapidJSON's IsInt64/IsUint64 refuse it), in range
-    (gsl::narrow throws otherwise).
-    """
-    np_dtype = data_type.numpy_dtype
-    if data_type.is_float:
-        doubles = [_as_double(value, data_type, f"{where}[{i}]") for i, value in enumerate(values)]
-        return _doubles_to(np.array(doubles, dtype=np.float64), values, data_type, where)
-    info = np.iinfo(np_dtype)
-    for i, value in enumerate(values):
-        if _is_long_integer(value):
-            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} "
-                             f"({info.min} to {info.max})")
-        if not _is_integer(value):
-            raise InputError(f"{where}[{i}]: {shown(value)} is not an integer, as {data_type.name} needs "
-                             "(DxDispatch refuses numbers written with a decimal point or exponent here)")
-        if not info.min <= value <= info.max:
-            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} ({info.min} to {info.max})")
-    return np.array(values, dtype=np_dtype)
-
-
-def _out_of_range(value, data_type: DataType, where: str) -> InputError:
-    # The wording of `run`'s JSON reader for the same value ("= 1e400 is out of range for float32").
-    return InputError(f"{where}: {shown(value)} is out of range for {data_type.name} (write \"inf\" for infinity)")
-
-
-def _as_double(value, data_type: DataType, where: str) -> float:
-    if isinstance(value, str):
-        special = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(value.lower())
-        if special is None:
-            raise InputError(f"{where}: {shown(value)} is not a number (expected a number, \"nan\", \"inf\" or \"-inf\")")
-        return special
-    if isinstance(value, Decimal) and not value.is_nan():
-        # Beyond a double's range (the JSON reader keeps those exact): RapidJSON refuses them.
-        raise _out_of_range(value, data_type, where)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: {shown(value)} is not a number")
-    try:
-        return float(value)
-    except OverflowError:
-        raise _out_of_range(value, data_type, where) from None
-
-
-def _doubles_to(doubles: np.ndarray, values: list, data_type: DataType, where: str) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        result = doubles
-        if data_type.bits <= 32:
-            result = result.astype(np.float32)  # static_cast<float>(value.GetDouble())
-        if data_type.bits == 16:
-            result = result.astype(np.float16)  # half_float::half(float), round to nearest even
-    overflow = np.isfinite(doubles) & ~np.isfinite(result)
-    if overflow.any():
-        index = int(np.flatnonzero(overflow)[0])
-        raise _out_of_range(values[index], data_type, f"{where}[{index}]")
-    return result
-
-
-def element_value(value, data_type: DataType, where: str):
-    """One JSON value as a NumPy scalar of `data_type`."""
-    return element_values([value], data_type, where)[0]
-
-
 # ---------------------------------------------------------------- resources
 
 
@@ -366,7 +202,7 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
     if not isinstance(kind, str) or kind.lower() != "buffer":
         raise InputError(f"{where}: resource type {shown(kind)} is not supported: dmlcli, like DxDispatch, "
                          "has buffer resources only (no textures)")
-    _check_keys(value, _RESOURCE_KEYS, where, "resource")
+    check_keys(value, _RESOURCE_KEYS, where, "resource")
     declared = None
     if "initialValuesDataType" in value:
         declared = parse_data_type_name(value["initialValuesDataType"], f"{where}: initialValuesDataType")
@@ -457,7 +293,7 @@ def _need_type(declared: DataType | None, kind: str, where: str) -> DataType:
 
 def _constant(initial: dict, declared, where: str) -> _Initialiser:
     """{ "valueCount": N, "value": v } (GenerateInitialValuesFromConstant)."""
-    _check_keys(initial, ("valueCount", "value"), where, "constant initialiser")
+    check_keys(initial, ("valueCount", "value"), where, "constant initialiser")
     data_type = _need_type(declared, "constant", where)
     count = parse_uint(initial.get("valueCount"), f"{where}: valueCount")
     value = element_value(initial["value"], data_type, f"{where}: value")
@@ -473,7 +309,7 @@ def _sequence(initial: dict, declared, where: str) -> _Initialiser:
     is that loop (sequential, rounding to the element type at each step, unlike np.sum's pairwise
     sums), at NumPy's speed: 4 billion elements are seconds, not hours.
     """
-    _check_keys(initial, ("valueCount", "valueStart", "valueDelta"), where, "sequence initialiser")
+    check_keys(initial, ("valueCount", "valueStart", "valueDelta"), where, "sequence initialiser")
     data_type = _need_type(declared, "sequence", where)
     count = parse_uint(initial.get("valueCount"), f"{where}: valueCount")
     if "valueDelta" not in initial:
@@ -524,7 +360,7 @@ def _from_file(initial: dict, declared, *, rules: PathRules, where: str, resampl
     """
     from ..io.npy import read_npy, read_npy_header
 
-    _check_keys(initial, ("sourcePath",), where, "file initialiser")
+    check_keys(initial, ("sourcePath",), where, "file initialiser")
     source = initial["sourcePath"]
     if not isinstance(source, str) or not source:
         raise InputError(f"{where}: sourcePath must be a file name")
@@ -563,216 +399,7 @@ def _from_file(initial: dict, declared, *, rules: PathRules, where: str, resampl
     return _Initialiser(data_type, size, make_from_raw)
 
 
-# ---------------------------------------------------------------- dispatchables
-
-
-def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Dispatchable:
-    """A DirectML operator dispatchable (ParseModelDmlDispatchableDesc)."""
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: must be a JSON object with a type")
-    type_name = value.get("Type", value.get("type"))
-    if not isinstance(type_name, str):
-        raise InputError(f"{where}: needs a string 'type' (an operator such as DML_OPERATOR_ELEMENT_WISE_BIT_XOR)")
-    operator = find_model_operator(type_name, where)
-    compile_type = value.get("dmlCompileType", "DmlCompileOp")
-    if compile_type not in _COMPILE_TYPES:
-        # A one-node graph (DmlCompileGraph) computes what the operator does, so both run the operator.
-        raise InputError(f"{where}: dmlCompileType must be DmlCompileOp or DmlCompileGraph, found {shown(compile_type)}")
-    flags = parse_execution_flags(value.get("executionFlags", "NONE"), f"{where}: executionFlags")
-    # An array field comes with its count field (SLICE's Offsets with DimensionCount), as DirectML reads them.
-    expected = operator.tensors + _count_fields(operator) + tuple(
-        dict.fromkeys(field for p in operator.parameters for field in p.desc_fields))
-    _check_keys(value, _DISPATCHABLE_KEYS + expected, where, "dispatchable")
-    desc = value.get("Desc", value.get("desc"))
-    if desc is None:
-        desc = {key: item for key, item in value.items() if key not in _DISPATCHABLE_KEYS}
-    if not isinstance(desc, dict):
-        raise InputError(f"{where}: desc must be a JSON object with the operator's fields")
-    _check_keys(desc, expected, f"{where}: desc", f"{operator.dml_name} desc")
-    tensors = {}
-    optional = {name for name, _ in operator.optional_inputs}
-    for tensor_field in operator.tensors:
-        if tensor_field in optional and desc.get(tensor_field) is None:
-            continue  # a _Maybenull_ tensor (a zero point) left out: the engine supplies zeros
-        if tensor_field in operator.optional_outputs and desc.get(tensor_field) is None:
-            continue  # a _Maybenull_ output (RNN's OutputSequenceTensor) left out: not written
-        if tensor_field not in desc:
-            raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
-                             f"{', '.join(expected)})")
-        if tensor_field == operator.variadic:
-            tensors.update(_tensor_array(operator, desc, where))
-            continue
-        tensors[tensor_field] = parse_tensor_desc(tensor_field, desc[tensor_field], where=f"{where}: {tensor_field}")
-    if operator.optional_outputs and not any(name in tensors for name in operator.outputs):
-        raise InputError(f"{where}: desc has none of {', '.join(operator.outputs)}; a {operator.dml_name} desc "
-                         "needs at least one output tensor")
-    for parameter in operator.parameters:
-        check_count = getattr(parameter, "check_desc_count", None)
-        if check_count is not None:
-            try:
-                check_count(desc)
-            except InputError as error:
-                raise InputError(f"{where}: desc: {error}") from None
-    # DESC fields as the model writes them; the engine reads them with each parameter's own kind.
-    parameters = {}
-    for parameter in operator.parameters:
-        if parameter.field not in desc:
-            if not parameter.required_in_desc:
-                continue
-            choices = parameter.choices(parameter.options[0])
-            choice_text = f" (one of {', '.join(c.upper() for c in choices)})" if choices else ""
-            raise InputError(f"{where}: desc has no {parameter.field}{choice_text}; DxDispatch requires every "
-                             "field that DirectML does not mark optional")
-        parameters[parameter.field] = desc[parameter.field]
-    init_bindings = {}
-    if "bindings" in value:
-        init_bindings = parse_bindings(value["bindings"], operator, resources, where=f"{where}: bindings")
-    return Dispatchable(name, operator, tensors, parameters, init_bindings,
-                        allow_tf32="ALLOW_HALF_PRECISION_COMPUTATION" in flags)
-
-
-def parse_execution_flags(value, where: str) -> frozenset[str]:
-    """DML_EXECUTION_FLAGS as DxDispatch takes them (ParseFlags): one flag as a string, or an array of them
-    (OR'd together), each as DirectML names it with or without DML_EXECUTION_FLAG_; returns the short names.
-    What DxDispatch refuses is refused (exit 2): another name, a "|"-joined string, null or a number."""
-    flags = value if isinstance(value, list) else [value]
-    found = set()
-    for flag in flags:
-        key = flag.strip().upper().removeprefix(_EXECUTION_FLAG_PREFIX) if isinstance(flag, str) else None
-        if key in _EXECUTION_FLAGS:
-            found.add(key)
-            continue
-        hint = (" (DxDispatch takes several flags as an array, not joined by |: [\"ALLOW_HALF_PRECISION_COMPUTATION\", "
-                "\"DESCRIPTORS_VOLATILE\"])" if isinstance(flag, str) and "|" in flag else "")
-        raise InputError(f"{where}: unknown execution flag {shown(flag)}{hint}; expected a string or an array of "
-                         f"strings, each one of {', '.join(_EXECUTION_FLAG_PREFIX + name for name in _EXECUTION_FLAGS)}"
-                         " (the prefix may be left out)")
-    return frozenset(found)
-
-
-def _count_fields(operator: Operator) -> tuple[str, ...]:
-    """The count field of the operator's tensor array: InputCount (JOIN) or OutputCount (SPLIT)."""
-    if operator.variadic is None:
-        return ()
-    return ("InputCount",) if operator.variadic in operator.inputs else ("OutputCount",)
-
-
-def _tensor_array(operator: Operator, desc: dict, where: str) -> dict[str, TensorDesc]:
-    """A tensor array field (JOIN's InputTensors): one tensor desc each, named InputTensors[0], ...; the
-    count field, where given, must equal the array's length, as DirectML reads that many descs."""
-    field_name = operator.variadic
-    values = desc[field_name]
-    if not isinstance(values, list) or not values:
-        raise InputError(f"{where}: {field_name} must be a non-empty array of tensor descs")
-    (count_field,) = _count_fields(operator)
-    if count_field in desc and parse_uint(desc[count_field], f"{where}: {count_field}") != len(values):
-        raise InputError(f"{where}: {count_field} {desc[count_field]} does not match the {len(values)} tensor descs "
-                         f"of {field_name}")
-    return {f"{field_name}[{i}]": parse_tensor_desc(f"{field_name}[{i}]", item, where=f"{where}: {field_name}[{i}]")
-            for i, item in enumerate(values)}
-
-
-def find_model_operator(type_name: str, where: str) -> Operator:
-    try:
-        return find_operator(type_name)
-    except InputError as error:
-        raise InputError(f"{where}: {error}") from None
-
-
-def parse_tensor_desc(tensor_field: str, value, *, where: str) -> TensorDesc:
-    """A DML_TENSOR_DESC with DxDispatch's defaults (Guide.md, "DML_TENSOR_DESC"; ParseDmlBufferTensorDesc)."""
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: must be a tensor desc object with DataType and Sizes")
-    tensor_type = value.get("Type", "BUFFER")
-    if not isinstance(tensor_type, str) or tensor_type.upper().removeprefix("DML_TENSOR_TYPE_") != "BUFFER":
-        raise InputError(f"{where}: tensor Type {shown(tensor_type)} is not supported (only DML_TENSOR_TYPE_BUFFER exists)")
-    if "Desc" in value:
-        _check_keys(value, ("Type", "Desc"), where, "tensor desc")
-        value = value["Desc"]
-        if not isinstance(value, dict):
-            raise InputError(f"{where}: Desc must be a buffer tensor desc object")
-    _check_keys(value, _TENSOR_KEYS, where, "tensor desc")
-    if "DataType" not in value:
-        raise InputError(f"{where}: has no DataType")
-    data_type = parse_data_type_name(value["DataType"], f"{where}: DataType")
-    sizes = value.get("Sizes")
-    if not isinstance(sizes, list):
-        raise InputError(f"{where}: Sizes must be a list of unsigned integers")
-    sizes = tuple(parse_uint(s, f"{where}: Sizes") for s in sizes)
-    if "DimensionCount" in value:
-        count = parse_uint(value["DimensionCount"], f"{where}: DimensionCount")
-        if count != len(sizes):
-            raise InputError(f"{where}: DimensionCount {count} does not match the {len(sizes)} Sizes")
-    strides = value.get("Strides")
-    if strides == []:
-        strides = None  # DxDispatch passes an empty Strides array as nullptr (packed)
-    if strides is not None:
-        strides = check_strides(sizes, strides, where=f"{where}: Strides")
-    total = parse_uint(value.get("TotalTensorSizeInBytes", 0), f"{where}: TotalTensorSizeInBytes", maximum=UINT64_MAX)
-    alignment = parse_uint(value.get("GuaranteedBaseOffsetAlignment", 0), f"{where}: GuaranteedBaseOffsetAlignment")
-    owned = _parse_flags(value.get("Flags", "NONE"), f"{where}: Flags")
-    return TensorDesc(tensor_field, data_type, sizes, strides, total, alignment, owned)
-
-
-def _parse_flags(value, where: str) -> bool:
-    """DML_TENSOR_FLAGS as a string or an array of strings (ParseFlags); True when OWNED_BY_DML is set."""
-    flags = value if isinstance(value, list) else [value]
-    owned = False
-    for flag in flags:
-        key = flag.strip().upper().removeprefix("DML_TENSOR_FLAG_") if isinstance(flag, str) else None
-        if key == "OWNED_BY_DML":
-            owned = True
-        elif key != "NONE":
-            raise InputError(f"{where}: unknown tensor flag {shown(flag)} (expected NONE or OWNED_BY_DML)")
-    return owned
-
-
 # ---------------------------------------------------------------- bindings and commands
-
-
-def parse_bindings(value, operator: Operator, resources: dict, *, where: str) -> dict[str, BindingSource]:
-    """Bindings by tensor field name: a resource name, {"name", "elementOffset"}, or a one-item array of those."""
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: must be an object mapping tensor names to resources")
-    bindings = {}
-    for tensor_field, source in value.items():
-        if tensor_field not in operator.tensors:
-            raise InputError(f"{where}: {operator.dml_name} has no tensor {shown(tensor_field)} to bind "
-                             f"(its tensors: {', '.join(operator.tensors)})")
-        if tensor_field == operator.variadic:
-            # A tensor array binds one resource per tensor, in order (DxDispatch's array of bindings).
-            items = source if isinstance(source, list) else [source]
-            for index, item in enumerate(items):
-                name = f"{tensor_field}[{index}]"
-                bindings[name] = binding_source(item, resources, where=f"{where}: {name}")
-            continue
-        if isinstance(source, list):
-            if len(source) != 1:
-                raise InputError(f"{where}: bind point {shown(tensor_field)} requires 1 resource, but {len(source)} were bound")
-            source = source[0]
-        bindings[tensor_field] = binding_source(source, resources, where=f"{where}: {tensor_field}")
-    return bindings
-
-
-def binding_source(source, resources: dict, *, where: str) -> BindingSource:
-    if isinstance(source, str):
-        binding = BindingSource(source)
-    elif isinstance(source, dict):
-        _check_keys(source, ("name", "elementOffset", "elementSizeInBytes") + _BINDING_KEYS_IGNORED_FOR_DML,
-                    where, "binding")
-        if not isinstance(source.get("name"), str):
-            raise InputError(f"{where}: a binding object needs a \"name\" (the resource)")
-        size = source.get("elementSizeInBytes")
-        binding = BindingSource(
-            source["name"],
-            parse_uint(source.get("elementOffset", 0), f"{where}: elementOffset", maximum=UINT64_MAX),
-            None if size in (None, 0) else parse_uint(size, f"{where}: elementSizeInBytes"),
-        )
-    else:
-        raise InputError(f"{where}: a binding is a resource name or an object with \"name\" and \"elementOffset\"")
-    if binding.resource not in resources:
-        raise InputError(f"{where}: there is no resource named {shown(binding.resource)}")
-    return binding
 
 
 def parse_command(index: int, value, model: Model, *, where: str, rules: PathRules | None = None,
@@ -784,7 +411,7 @@ def parse_command(index: int, value, model: Model, *, where: str, rules: PathRul
     if kind == "dispatch":
         return _dispatch_command(index, value, model, where=f"{where} (dispatch)")
     if kind == "print":
-        _check_keys(value, ("type", "resource", "verbose"), where, "print command")
+        check_keys(value, ("type", "resource", "verbose"), where, "print command")
         verbose = value.get("verbose", False)
         if not isinstance(verbose, bool):
             raise InputError(f"{where}: verbose must be true or false")
@@ -805,7 +432,7 @@ def _resource_name(value: dict, model: Model, where: str) -> str:
 
 
 def _dispatch_command(index: int, value: dict, model: Model, *, where: str) -> DispatchCommand:
-    _check_keys(value, ("type", "dispatchable", "bindings", "threadGroupCount"), where, "dispatch command")
+    check_keys(value, ("type", "dispatchable", "bindings", "threadGroupCount"), where, "dispatch command")
     name = value.get("dispatchable")
     if not isinstance(name, str):
         raise InputError(f"{where}: needs a \"dispatchable\" name")
@@ -847,7 +474,7 @@ def parse_onnx_bindings(value: dict, resources: dict, *, where: str) -> dict[str
 
 
 def _write_file_command(index: int, value: dict, model: Model, *, rules: PathRules, where: str) -> WriteFileCommand:
-    _check_keys(value, ("type", "resource", "targetPath", "dimensions"), where, "writeFile command")
+    check_keys(value, ("type", "resource", "targetPath", "dimensions"), where, "writeFile command")
     resource = _resource_name(value, model, where)
     target = value.get("targetPath")
     if not isinstance(target, str) or not target:

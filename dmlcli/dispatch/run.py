@@ -25,8 +25,9 @@ from ..engine import HookTally, execute
 from ..calls.validation import field_of
 from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
-from .model import DispatchCommand, Model, PrintCommand, WriteFileCommand
-from .plan import BoundTensor, PlannedDispatch
+from .binding import BoundTensor, PlannedDispatch
+from .dispatchable import DispatchCommand
+from .model import Model, PrintCommand, WriteFileCommand
 from .images import check_image_write, encode_image, image_suffix
 from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
 from .printing import format_resource, format_timing, format_values

@@ -28,8 +28,9 @@ KNOWN_KEYS = frozenset({
     "float_rules", "allow_tf32", "skip", "source", "source_commit", "case_name", "notes", "also_in", "tolerance_source",
     "directml_support", "dmlcli_version",
     # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
-    # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
-    "onnx_op", "attributes", "input_names", "output_names", "source_version",
+    # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them;
+    # ../shared/onnx_operators_complete's also name the operator's domain (ai.onnx, ai.onnx.preview.training).
+    "onnx_op", "attributes", "input_names", "output_names", "source_version", "domain",
 })
 # What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
 REJECTION_CODES = (2, 3)
@@ -196,6 +197,8 @@ def _onnx_fields(document: dict, where: str) -> dict:
     version = document.get("source_version")
     if version is not None and not isinstance(version, str):
         raise CaseError(f"{where}: \"source_version\" must be text, such as \"1.23.2\"")
+    if not isinstance(document.get("domain", ""), str):
+        raise CaseError(f"{where}: \"domain\" must be text, such as \"ai.onnx\"")
     return {"onnx_op": onnx_op, "attributes": _attribute_values(attributes), "source_version": version, **names}
 
 

@@ -4,9 +4,9 @@ As DxDispatch runs it (DxDispatch/src/dxdispatch/DmlDispatchable.cpp, BuildAndCo
 of GetSerializedBindPoints): `sourcePath` names the graph file, read as reader.py reads it; a constant node that
 names its data reads the file NAME.bin beside the graph, and its consumers' tensors are OWNED_BY_DML; a dispatch
 binds the graph's inputs and outputs by their names (graphInputNames, graphOutputNames). Each operator node
-becomes the operator dispatchable a DxDispatch JSON desc would give (model.parse_dispatchable, with the node's
-tensor descs and attributes under DirectML's field names), is validated as one (plan.check_dispatchable) and runs
-through the engine, in the file's order, which lists producers first.
+becomes the operator dispatchable a DxDispatch JSON desc would give (dispatchable.parse_dispatchable, with the
+node's tensor descs and attributes under DirectML's field names), is validated as one (binding.check_dispatchable)
+and runs through the engine, in the file's order, which lists producers first.
 
 Where the values live while the graph runs: a graph input is read in place from the buffer bound to it; a
 constant from its bytes; an operator's output is written, through its desc's Strides, into a buffer of the
@@ -28,9 +28,9 @@ from ...errors import InputError, ValidationError
 from ..files import PathRules, RegularFile, file_beside, shown_path, source_file
 from ..jsonc import shown
 from ..memory import MemoryBudget
-from ..model import (BindingSource, Dispatchable, DispatchCommand, Model, binding_source, find_model_operator,
-                     parse_dispatchable)
-from ..plan import BoundTensor, CheckedDispatchable, bind_tensor, check_dispatchable, tensors_overlap
+from ..binding import BoundTensor, CheckedDispatchable, bind_tensor, check_dispatchable, tensors_overlap
+from ..dispatchable import (BindingSource, Dispatchable, DispatchCommand, binding_source, find_model_operator,
+                            parse_dispatchable)
 from .reader import GraphRecord, NodeRecord, read_graph
 
 GRAPH_KEYS = ("type", "sourcePath", "executionFlags")
@@ -296,9 +296,10 @@ def parse_graph_bindings(value: dict, dispatchable: GraphDispatchable, resources
 
 
 def plan_graph_dispatch(command: DispatchCommand, dispatchable: GraphDispatchable,
-                        checked: tuple[CheckedDispatchable, ...], model: Model) -> PlannedGraphDispatch:
-    """Bind one dispatch of the graph: each node's tensors to a bound resource or a buffer of the graph's own,
-    each checked as DirectML checks a binding (range, alignment) or as an edge (one data type, enough bytes)."""
+                        checked: tuple[CheckedDispatchable, ...], resources: dict) -> PlannedGraphDispatch:
+    """Bind one dispatch of the graph: each node's tensors to a bound resource (of the model's `resources`) or a
+    buffer of the graph's own, each checked as DirectML checks a binding (range, alignment) or as an edge (one data
+    type, enough bytes)."""
     prefix = f"command {command.index} (dispatch {shown(dispatchable.name)})"
     made: dict[str, tuple[BoundTensor, int, int, str]] = {}  # edge -> its producer's tensor, size, step, tensor key
     planned, sizes, inputs = [], {}, []  # inputs: (what, bound tensor) of each graph input read
@@ -315,8 +316,8 @@ def plan_graph_dispatch(command: DispatchCommand, dispatchable: GraphDispatchabl
                 continue
             kind, edge = step.sources[key]
             if kind == INPUT:
-                tensors[key] = bind_tensor(key, desc, _bound(command, edge, "input", here), False, step_checked, model,
-                                           here)
+                tensors[key] = bind_tensor(key, desc, _bound(command, edge, "input", here), False, step_checked,
+                                           resources, here)
                 inputs.append((f"graph input {shown(edge)}", tensors[key]))
             elif kind == CONSTANT:
                 tensors[key] = _constant(key, desc, edge, dispatchable.constants[edge], strides, total, here)
@@ -328,7 +329,7 @@ def plan_graph_dispatch(command: DispatchCommand, dispatchable: GraphDispatchabl
         produced, _, step_index, key = made[edge]
         here = f"{prefix}: {dispatchable.steps[step_index].label}"
         bound = bind_tensor(key, produced.desc, _bound(command, edge, "output", here), False, checked[step_index],
-                            model, here)
+                            resources, here)
         outputs.append((produced, bound))
         bound_outputs.append((f"graph output {shown(edge)}", bound))
     _check_output_aliasing(bound_outputs, inputs, prefix)

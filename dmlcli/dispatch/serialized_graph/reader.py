@@ -63,7 +63,7 @@ class TensorRecord:
     total_size_in_bytes: int
 
     def as_desc(self, owned_by_dml: bool = False) -> dict:
-        """The tensor desc in DxDispatch's JSON spelling (what model.parse_tensor_desc reads)."""
+        """The tensor desc in DxDispatch's JSON spelling (what dispatchable.parse_tensor_desc reads)."""
         desc = {"DataType": self.data_type, "Sizes": list(self.sizes),
                 "TotalTensorSizeInBytes": self.total_size_in_bytes}
         if self.strides is not None:

@@ -600,7 +600,7 @@ _FUSABLE = "May be fused into ELEMENT_WISE_ADD1 (--fused-activation) as its Fuse
 
 def _activation(name, enum_value, summary, formula, introduced, support, kernel, cuda_body, *, exactness,
                 tolerance=None, parameters=(), notes=(), inputs=X, output="OutputTensor", cuda_names=(),
-                fusable=True) -> Operator:
+                fusable=True, level_rule=None) -> Operator:
     tensors = inputs + (output,)
     return Operator(
         name=name, enum_value=enum_value, family="activation", summary=summary, formula=formula,
@@ -608,7 +608,21 @@ def _activation(name, enum_value, summary, formula, introduced, support, kernel,
         same_sizes=tensors, cpu_kernel=kernel, cuda_body=cuda_body, prefix="ACTIVATION", parameters=parameters,
         in_place=True, cuda_names=cuda_names, cuda_helpers=_COMMON_CUDA + _CUDA[name],
         notes=tuple(notes) + ((_FUSABLE,) if fusable else ()), exactness=exactness, tolerance=tolerance,
+        level_rule=level_rule,
     )
+
+
+# SOFTPLUS's Steepness below 1: refused before 6_4 (the page: 'This value cannot be less than 1'), accepted from it
+# (microsoft/DirectML Releases.md, DirectML 1.15.0: FL 6.4 updated ACTIVATION_SOFTPLUS 'to allow Steepness < 1').
+STEEPNESS_BELOW_ONE_SINCE = level("6_4")
+
+
+def softplus_level_rule(call, feature_level) -> str | None:
+    steepness = call.parameters["Steepness"]
+    if steepness < 1 and feature_level < STEEPNESS_BELOW_ONE_SINCE:
+        return (f"Steepness {_STEEPNESS.describe(steepness)} is less than 1, which DirectML allows from "
+                f"{STEEPNESS_BELOW_ONE_SINCE} (at {feature_level} it must be at least 1)")
+    return None
 
 
 ACTIVATIONS: tuple[Operator, ...] = (
@@ -701,9 +715,13 @@ ACTIVATIONS: tuple[Operator, ...] = (
         "SOFTPLUS", 49, "Softplus: ln(1 + exp(Steepness*x)) / Steepness.",
         "f(x) = ln(1 + exp(Steepness * x)) / Steepness", "1_0", _CLASSIC, softplus,
         "dml_softplus_apply(x, Steepness)", exactness=APPROXIMATE, tolerance=_TOL_SOFTPLUS, parameters=(_STEEPNESS,),
-        notes=("Any Steepness is accepted, as DML_FEATURE_LEVEL_6_4 allows; the page's 'cannot be less than 1' "
-               "held before 6_4 (reference D item 6), and dmlcli does not check it at older levels. Steepness "
-               "0 divides by zero (inf).", _FLOAT64,
+        level_rule=softplus_level_rule,
+        notes=("Steepness below 1 is refused before DML_FEATURE_LEVEL_6_4 (the page: 'This value cannot be less "
+               "than 1') and accepted from 6_4 (microsoft/DirectML Releases.md, DirectML 1.15.0: FL 6.4 updated "
+               "ACTIVATION_SOFTPLUS 'to allow Steepness < 1'; the page was not updated); the same holds for a "
+               "SOFTPLUS fused into another operator's desc. No source bounds it below at 6_4: Steepness 0 divides "
+               "by zero (inf), a negative one mirrors the curve. The absolute floor is an ULP of 1 at Steepness 1; "
+               "the division by a Steepness below 1 scales that error by 1/Steepness (pass --tolerance).", _FLOAT64,
                "ln(1 + exp(t)) is evaluated as max(t, 0) + log1p(exp(-|t|)), so exp never overflows: "
                "softplus(100) = 100, not inf.", _NAN_INF),
     ),

@@ -7,10 +7,11 @@ function for both backends (`xp` is numpy or cupy) and gives the same bits on bo
 Rules dmlcli had to choose where the pages are silent or disagree, each in the entry's notes:
 - Negative indices count from the end of their dimension for signed index types (the pages: from 3_0, the
   first level with signed index types, so every signed index a valid call can hold).
-- An index outside its dimension (after the negative wrap) reads 0 in a gather (every bit of the element zero;
-  a GATHER_ND tuple with any coordinate out of range reads a zero block) and is skipped by a scatter (the
-  output keeps the input's element there). DirectML does not fault on them; GATHER's page calls the result
-  "incorrect" and the others are silent, so dmlcli fixes one value rather than an arbitrary one.
+- An index outside its dimension (after the negative wrap) is clamped into it by a gather (GATHER,
+  GATHER_ELEMENTS, GATHER_ND, GATHER_ND1: below it the first element, past it the last; a GATHER_ND tuple
+  coordinate by coordinate), as DirectML's shaders do: Chromium's WebNN back end relies on it
+  (services/webnn/dml/graph_impl_dml.cc). A scatter skips it (the output keeps the input's element there); its
+  pages are silent and no source says what DirectML writes.
 - SCATTER_ELEMENTS and SCATTER_ND with two updates for one output element: the last update in row-major
   order of UpdatesTensor (of the index tuples for SCATTER_ND) wins, on both backends (the pages call such
   calls invalid and promise no winner).
@@ -151,31 +152,41 @@ def _as_type(xp, bits, dtype):
     return bits.view(dtype) if bits.dtype != dtype else bits
 
 
+def _all_within(indices, size: int) -> bool:
+    """Whether every index lies in [0, size): the common case, checked in one pass, then used as it is."""
+    return indices.size == 0 or (int(indices.min()) >= 0 and int(indices.max()) < size)
+
+
+def _wrapped(xp, indices, size: int):
+    """Signed indices as int64 with the negative ones counted from the end of a dimension of `size`."""
+    wide = indices.astype(np.int64)
+    return xp.where(wide < 0, wide + size, wide)
+
+
 def _positions(xp, indices, size: int):
-    """(positions as intp, valid mask or None where every index is valid) for indices into a dimension of `size`.
+    """(positions as intp, valid mask or None where every index is valid) for a scatter's (or ONE_HOT's) indices
+    into a dimension of `size`.
 
     Negative values of signed types count from the end; out-of-range indices are marked invalid (their
-    position is 0, so that a gather can read it safely and then zero it)."""
-    if indices.size == 0:
-        return indices.astype(np.intp), None
-    low = int(indices.min())
-    high = int(indices.max())
-    if low >= 0 and high < size:
-        return indices.astype(np.intp, copy=False), None  # the common case: one pass to check, no masks
+    position is 0, so that they can be read safely and then dropped)."""
+    if _all_within(indices, size):
+        return indices.astype(np.intp, copy=False), None
     if indices.dtype.kind == "u":
         valid = indices < size
         return xp.where(valid, indices, 0).astype(np.intp), valid
-    wide = indices.astype(np.int64)
-    wrapped = xp.where(wide < 0, wide + size, wide)
+    wrapped = _wrapped(xp, indices, size)
     valid = (wrapped >= 0) & (wrapped < size)
     return xp.where(valid, wrapped, 0).astype(np.intp), valid
 
 
-def _zero_where(xp, values, valid, shape):
-    """`values` with 0 wherever `valid` (broadcast to it by `shape`) is False."""
-    if valid is None:
-        return values
-    return xp.where(valid.reshape(shape), values, xp.zeros((), values.dtype))
+def _clamped_positions(xp, indices, size: int):
+    """Positions as intp for a gather from a dimension of `size`: negative values of signed types count from the
+    end, then every index is clamped to [0, size - 1] (DirectML's shaders clamp out-of-range indices)."""
+    if _all_within(indices, size):
+        return indices.astype(np.intp, copy=False)
+    if indices.dtype.kind == "u":  # compared in their own type: a UINT64 past INT64's range stays large
+        return xp.minimum(indices, indices.dtype.type(size - 1)).astype(np.intp)
+    return xp.clip(_wrapped(xp, indices, size), 0, size - 1).astype(np.intp)
 
 
 def _last_wins(xp, targets):
@@ -223,19 +234,30 @@ def gather_kernel(xp, inputs, outputs, params):
     count = params["IndexDimensions"]
     count = indices.ndim if count is None else count
     index_sizes = indices.shape[indices.ndim - count:]
-    positions, valid = _positions(xp, indices.reshape(index_sizes), data.shape[axis])
+    positions = _clamped_positions(xp, indices.reshape(index_sizes), data.shape[axis])
     taken = xp.take(_bits(xp, data), positions, axis=axis)
-    taken = _zero_where(xp, taken, valid, (1,) * axis + index_sizes + (1,) * (data.ndim - axis - 1))
     return (_as_type(xp, taken, out.data_type.numpy_dtype).reshape(out.shape),)
 
 
+def _clamped_position_source(index_dtype: np.dtype) -> str:
+    """CUDA that reads `indices[j]` into `position` as _clamped_positions does: a negative signed index counts from
+    the end, then the result is clamped into [0, size - 1]; an unsigned one is compared as unsigned (a UINT64 past
+    INT64's range stays large)."""
+    if index_dtype.kind == "u":
+        return ("        const unsigned long long raw = (unsigned long long)indices[j];\n"
+                "        const long long position = raw >= (unsigned long long)size ? (long long)size - 1 "
+                ": (long long)raw;\n")
+    return ("        long long position = (long long)indices[j];\n"
+            "        if (position < 0) position += size;\n"
+            "        position = position < 0 ? 0 : (position >= size ? (long long)size - 1 : position);\n")
+
+
 def _gather_source(item_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
-    """GATHER in one pass: each output element reads its index, wraps a negative one, and copies the input's
-    bits or writes 0 where the index is outside the dimension (the rule gather_kernel applies in four passes)."""
+    """GATHER in one pass: each output element reads its index, wraps a negative one, clamps it into the
+    dimension and copies the input's bits (the rule gather_kernel applies in three passes)."""
     from ..numerics.cuda_prelude import C_INTEGER_TYPES, C_WORD_TYPES, DEVICE_PRELUDE
 
     bits, index = C_WORD_TYPES[8 * item_bytes], C_INTEGER_TYPES[index_dtype.name]
-    signed = "if (position < 0) position += size;\n" if index_dtype.kind == "i" else ""
     return (DEVICE_PRELUDE + f"\ntypedef {'long long' if wide else 'int'} idx_t;\n"
             f'extern "C" __global__ void dml_kernel(const {bits}* data, const {index}* indices, {bits}* ys,\n'
             "    const long long lsize, const long long lcount, const long long linner, const long long n) {\n"
@@ -246,11 +268,8 @@ def _gather_source(item_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
             "        const idx_t t = i / inner;\n"
             "        const idx_t j = t % count;\n"
             "        const idx_t outer = t / count;\n"
-            "        long long position = (long long)indices[j];\n"
-            f"        {signed}"
-            "        ys[i] = (position >= 0 && position < size)\n"
-            "            ? data[((long long)outer * size + position) * inner + within] : ("
-            f"{bits})0;\n"
+            + _clamped_position_source(index_dtype) +
+            "        ys[i] = data[((long long)outer * size + position) * inner + within];\n"
             "    }\n}\n")
 
 
@@ -284,9 +303,17 @@ _GATHER_ROWS = rows(
 
 _NEGATIVE_NOTE = ("Negative indices of signed index types (INT32, INT64, from 3_0) count from the end of their "
                   "dimension, as the page says: -1 is the last element.")
-_GATHER_OUT_OF_RANGE = ("An index outside its dimension (after the negative wrap) reads 0: every bit of that "
-                        "output element is zero. DirectML does not fault on it and promises no value (GATHER's "
-                        "page: 'incorrect outputs, but no failure'; the others are silent): this is dmlcli's rule.")
+_CLAMP_SOURCE = ("Chromium's WebNN DirectML back end (chromium/chromium services/webnn/dml/graph_impl_dml.cc, "
+                 "CreateOperatorNodeForGather and ...GatherElements) passes out-of-range indices to DirectML "
+                 "unchanged, relying on it: 'DirectML implementation for gather operator has already handled the "
+                 "indices tensor by clamping it in the shader to prevent out-of-bounds access'")
+_GATHER_OUT_OF_RANGE = (
+    "An index outside its dimension is clamped into it, as DirectML's shader does: past the end it reads the last "
+    "element, a negative one still outside after counting from the end (below -size) the first, so clamping before "
+    "or after the negative wrap gives the same element; an unsigned index is never negative (UINT64 values past "
+    "INT64's range read the last element). Source: " + _CLAMP_SOURCE + ". GATHER's page says only that invalid "
+    "indices 'will yield incorrect outputs, but no failure will occur, and all reads will be clamped safely within "
+    "the input tensor's memory'; dmlcli clamps the index, as Chromium describes, not the flat address.")
 
 GATHER = Operator(
     name="GATHER", enum_value=67, family=FAMILY, prefix="",
@@ -324,9 +351,8 @@ def gather_elements_kernel(xp, inputs, outputs, params):
     data, indices = inputs
     (out,) = outputs
     axis = params["Axis"]
-    positions, valid = _positions(xp, indices, data.shape[axis])
+    positions = _clamped_positions(xp, indices, data.shape[axis])
     taken = xp.take_along_axis(_bits(xp, data), positions, axis=axis)
-    taken = _zero_where(xp, taken, valid, taken.shape)
     return (_as_type(xp, taken, out.data_type.numpy_dtype),)
 
 
@@ -409,8 +435,10 @@ def gather_nd_shape(query: ShapeQuery) -> dict:
     return {"OutputTensor": _right_aligned(layout.gathered, rank, "OutputTensor")}
 
 
-def _nd_targets(xp, layout: _NdLayout, indices):
-    """Each index tuple's row in the input seen as (batch * addressed blocks, block elements): (rows, valid)."""
+def _nd_targets(xp, layout: _NdLayout, indices, *, clamped: bool):
+    """Each index tuple's row in the input seen as (batch * addressed blocks, block elements): (rows, valid).
+    `clamped` (a gather): each coordinate is clamped into its dimension and valid is None; otherwise (a scatter)
+    valid marks the tuples whose coordinates all lie in their dimensions (None where all do)."""
     addressed = layout.data[layout.batch:layout.batch + layout.tuple_size]
     tuples = indices.reshape(-1, layout.tuple_size)
     batches = math.prod(layout.data[:layout.batch])
@@ -418,7 +446,8 @@ def _nd_targets(xp, layout: _NdLayout, indices):
     linear = xp.zeros(tuples.shape[0], dtype=np.intp)
     valid = None
     for k, size in enumerate(addressed):
-        positions, ok = _positions(xp, xp.ascontiguousarray(tuples[:, k]), size)
+        column = xp.ascontiguousarray(tuples[:, k])
+        positions, ok = (_clamped_positions(xp, column, size), None) if clamped else _positions(xp, column, size)
         linear = linear * size + positions
         if ok is not None:
             valid = ok if valid is None else valid & ok
@@ -433,8 +462,8 @@ def gather_nd_kernel(xp, inputs, outputs, params):
     layout = _nd_layout(data.shape, indices.shape, _nd_params(params), batch=params.get("BatchDimensionCount", 0))
     block = math.prod(layout.data[layout.batch + layout.tuple_size:])
     rows_of_data = _bits(xp, data).reshape(-1, block)
-    targets, valid = _nd_targets(xp, layout, indices.reshape(layout.indices))
-    taken = _zero_where(xp, xp.take(rows_of_data, targets, axis=0), valid, (-1, 1))
+    targets, _ = _nd_targets(xp, layout, indices.reshape(layout.indices), clamped=True)
+    taken = xp.take(rows_of_data, targets, axis=0)
     return (_as_type(xp, taken, out.data_type.numpy_dtype).reshape(out.shape),)
 
 
@@ -449,8 +478,13 @@ _ND_SIZES_NOTE = ("OutputTensor Sizes = IndicesTensor's meaningful Sizes without
                   "InputTensor's meaningful Sizes after the first q, right-aligned into the common DimensionCount. "
                   "The page's pseudo-code takes InputTensor.Sizes[DimensionCount - q ..], which contradicts its own "
                   "examples ({3,4,5,6,7} with q 3 gives {.., 6, 7}); dmlcli follows the examples (= ONNX GatherND).")
-_ND_OUT_OF_RANGE = ("An index tuple with a coordinate outside its dimension (after the negative wrap) reads a "
-                    "block of zeros (every bit zero). The page is silent; DirectML does not fault on it.")
+_ND_OUT_OF_RANGE = (
+    "Each coordinate of an index tuple outside its dimension is clamped into it (past the end: the last position; "
+    "below -size: the first), as GATHER's and GATHER_ELEMENTS's indices are. The page is silent; Chromium's WebNN "
+    "back end (services/webnn/dml/graph_impl_dml.cc, CreateOperatorNodeForGatherND) passes such tuples to "
+    "DirectML unchanged: 'DirectML handles out-of-bounds indices internally and ensures no invalid reads outside "
+    "of input tensor', and says of DirectML's gathers that they clamp the indices in the shader; dmlcli applies "
+    "that clamp coordinate by coordinate.")
 _ND_COUNTS_NOTE = ("InputDimensionCount and IndicesDimensionCount count the meaningful trailing dimensions (the "
                    "leading ones must be 1): 1 to the DimensionCount, which they are when left out.")
 
@@ -534,7 +568,7 @@ def scatter_nd_kernel(xp, inputs, outputs, params):
     layout = _nd_layout(data.shape, indices.shape, _nd_params(params))
     block = math.prod(layout.data[layout.tuple_size:])
     result = _bits(xp, data).copy()
-    targets, valid = _nd_targets(xp, layout, indices.reshape(layout.indices))
+    targets, valid = _nd_targets(xp, layout, indices.reshape(layout.indices), clamped=False)
     values = _bits(xp, updates).reshape(-1, block)
     if valid is not None:
         targets, values = targets[valid], values[valid]

@@ -485,14 +485,17 @@ _PADDING_ROWS = rows(
 )
 _PADDING1_ROWS = rows(_io_row("5_0", DIMS_1_TO_8, ALL11))
 
-# DML_PADDING_MODE (DirectML.h). WRAP (4, DML_TARGET_VERSION 0x6400) is left out: no page says what it copies.
-PADDING_MODES = (("CONSTANT", 0), ("EDGE", 1), ("REFLECTION", 2), ("SYMMETRIC", 3))
-SYMMETRIC_SINCE = level("3_0")
+# DML_PADDING_MODE (DirectML.h 0x6400), and the feature level that brought each mode past the first three:
+# SYMMETRIC the pages' ('This mode was introduced in DML_FEATURE_LEVEL_3_0'), WRAP DirectML 1.15.0's release notes
+# (microsoft/DirectML Releases.md: FL 6.4 updated PADDING and PADDING1 'to accept DML_PADDING_MODE_WRAP').
+PADDING_MODES = (("CONSTANT", 0), ("EDGE", 1), ("REFLECTION", 2), ("SYMMETRIC", 3), ("WRAP", 4))
+PADDING_MODE_SINCE = {"SYMMETRIC": level("3_0"), "WRAP": level("6_4")}
 
 PADDING_MODE = EnumParameter(
     field="PaddingMode", enum_prefix="DML_PADDING_MODE_", values=PADDING_MODES, default_value="CONSTANT",
-    help="constant (PaddingValue), edge (the edge element repeated), reflection (mirrored, edges not repeated) or "
-         "symmetric (mirrored, edges repeated; from 3_0)")
+    help="constant (PaddingValue), edge (the edge element repeated), reflection (mirrored, edges not repeated), "
+         "symmetric (mirrored, edges repeated; from 3_0) or wrap (the input repeated as on a torus; from 6_4, "
+         "padding at most the input's size)")
 PADDING_VALUE = PaddingFloatParameter(
     field="PaddingValue", default_value=0.0,
     help="the FLOAT written into the padding in constant mode (integer tensors: truncated toward zero, then "
@@ -513,12 +516,28 @@ def padding_shape(query: ShapeQuery) -> dict:
     shape = query.shape("InputTensor")
     start = _per_dimension(query.parameters["StartPadding"], len(shape), "StartPadding", 0)
     end = _per_dimension(query.parameters["EndPadding"], len(shape), "EndPadding", 0)
+    if query.parameters["PaddingMode"] == "WRAP":
+        _check_one_period(shape, start, end)
     return {"OutputTensor": tuple(s + size + e for s, size, e in zip(start, shape, end))}
 
 
+def _check_one_period(shape, start, end) -> None:
+    """WRAP's padding may be at most the input's size in each dimension: past one period no source says what
+    DirectML copies (its pages do not describe WRAP at all), so dmlcli does not pick a value."""
+    for field_name, values in (("StartPadding", start), ("EndPadding", end)):
+        for dim, (count, size) in enumerate(zip(values, shape)):
+            if count > size:
+                raise RuleViolation(
+                    f"{field_name}[{dim}] {count} is larger than InputTensor's size {size} in that dimension; with "
+                    "PaddingMode WRAP dmlcli takes padding up to one copy of the input (DirectML documents no "
+                    "result for more)")
+
+
 def padding_level_rule(call, feature_level) -> str | None:
-    if call.parameters["PaddingMode"] == "SYMMETRIC" and feature_level < SYMMETRIC_SINCE:
-        return f"PaddingMode SYMMETRIC is not available at {feature_level} (introduced in {SYMMETRIC_SINCE})"
+    mode = call.parameters["PaddingMode"]
+    since = PADDING_MODE_SINCE.get(mode)
+    if since is not None and feature_level < since:
+        return f"PaddingMode {mode} is not available at {feature_level} (introduced in {since})"
     return None
 
 
@@ -544,6 +563,8 @@ def source_index(mode: str, coordinates: np.ndarray, size: int) -> np.ndarray:
     padding longer than the input ('folding them over previous padding regions')."""
     if mode == "EDGE" or size == 1:  # a one-element dimension mirrors onto its only element
         return np.clip(coordinates, 0, size - 1)
+    if mode == "WRAP":  # the input repeated end to end (ONNX's Pad mode wrap, numpy.pad's 'wrap')
+        return coordinates % size
     if mode == "REFLECTION":
         period = 2 * (size - 1)
         folded = coordinates % period
@@ -581,8 +602,8 @@ def _pad(xp, x, shape, start, end, mode: str, constant, place=None):
 
 def _as_slice(index: np.ndarray) -> slice | None:
     """The slice that picks the same elements as `index` where there is one: a run forwards or backwards
-    (REFLECTION, SYMMETRIC no longer than the input), or one element repeated (EDGE, broadcast by assignment);
-    None where the indices fold back (padding longer than the input)."""
+    (REFLECTION, SYMMETRIC no longer than the input, WRAP), or one element repeated (EDGE, broadcast by
+    assignment); None where the indices fold back (padding longer than the input)."""
     first, last = int(index[0]), int(index[-1])
     steps = np.diff(index)
     if not steps.size or not steps.any():
@@ -626,12 +647,19 @@ _PADDING_NOTES = (
     "REFLECTION and SYMMETRIC padding may be longer than the input: it folds over the padding already made, "
     "periodically (period 2 * (size - 1) and 2 * size). Along a dimension of size 1, REFLECTION repeats the one "
     "element (the page is silent; there is nothing else to mirror).",
-    "DML_PADDING_MODE_WRAP (4, DirectML 1.15 / 6_4) is not offered: no page says what it copies.",
+    "WRAP (DML_PADDING_MODE_WRAP, 4 in DirectML.h 0x6400) is accepted from 6_4: DirectML 1.15.0's release notes "
+    "(microsoft/DirectML Releases.md, 'DML_FEATURE_LEVEL 6.4') and the feature level history say FL 6_4 updated "
+    "PADDING and PADDING1 to accept it; the pages describe no WRAP. dmlcli copies what the name and ONNX's Pad "
+    "mode 'wrap' (opset 19: 'wrap-around padding as if the data tensor forms a torus', numpy.pad's 'wrap') say: "
+    "output coordinate c - StartPadding taken modulo the input's size. Padding longer than the input is refused "
+    "(StartPadding and EndPadding at most InputTensor's size in each dimension), where the modulo and a single "
+    "wrap-around agree: no source says which DirectML does past one period (PyTorch's circular padding refuses it "
+    "too).",
 )
 
 PADDING = Operator(
     name="PADDING", enum_value=64, family=FAMILY, prefix="",
-    summary="surrounds the input with constant, edge or mirrored values",
+    summary="surrounds the input with constant, edge, mirrored or wrapped-around values",
     formula="OutputTensor = InputTensor with StartPadding elements before and EndPadding after it in each "
             "dimension, filled by PaddingMode",
     introduced=_PADDING_ROWS[-1].level, inputs=("InputTensor",), support=_PADDING_ROWS, same_data_type=IO,
@@ -649,14 +677,15 @@ PADDING = Operator(
 
 PADDING1 = Operator(
     name="PADDING1", enum_value=155, family=FAMILY, prefix="",
-    summary="surrounds the input with constant, edge or mirrored values (the constant typed like the output)",
+    summary="surrounds the input with constant, edge, mirrored or wrapped-around values (the constant typed like "
+            "the output)",
     formula="OutputTensor = InputTensor with StartPadding elements before and EndPadding after it in each "
             "dimension, filled by PaddingMode",
     introduced=_PADDING1_ROWS[-1].level, inputs=("InputTensor",), support=_PADDING1_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(PADDING_MODE, PADDING_VALUE_TYPE, TYPED_PADDING_VALUE, START_PADDING, END_PADDING),
     native_encoding=True, shape_rule=padding_shape, array_kernel=padding_kernel,
-    gpu_array_kernel=padding_gpu_kernel, exactness=EXACT,
+    gpu_array_kernel=padding_gpu_kernel, exactness=EXACT, level_rule=padding_level_rule,
     notes=_PADDING_NOTES + (
         "PaddingValue is a DML_SCALAR_UNION of PaddingValueDataType, which must be OutputTensor's type: read "
         "exactly in that type (INT64 and UINT64 values are never routed through a double); left out, 0.",),

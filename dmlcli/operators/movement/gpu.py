@@ -203,6 +203,8 @@ _PAD_FOLD = {
     "SYMMETRIC": ("if (size == 1) { c = 0; } else { const idx_t period = 2 * size; "
                   "idx_t folded = c % period; if (folded < 0) folded += period; "
                   "c = folded < size ? folded : period - 1 - folded; }"),
+    # The input repeated end to end: the coordinate modulo the size (source_index's WRAP).
+    "WRAP": "{ idx_t folded = c % size; if (folded < 0) folded += size; c = folded; }",
 }
 
 

@@ -95,6 +95,11 @@ class Parameter(Frozen):
         """The DESC fields this parameter reads in a DxDispatch model (an array's count field too)."""
         return (self.field,)
 
+    def activations_in(self, value) -> tuple:
+        """The operator descs a typed value holds, each (activation entry, {FLOAT field: value}): validation checks
+        them at the call's feature level as the activation's own calls are. None for most kinds."""
+        return ()
+
 
 class CudaArgument(Frozen):
     """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value.
@@ -693,6 +698,9 @@ class FusedActivationParameter(Parameter):
     def describe_default(self) -> str:
         return "none"
 
+    def activations_in(self, value) -> tuple:
+        return () if value is None else (value,)
+
     def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
         activation, typed = (None, {}) if value is None else value
         number = 0 if activation is None else activation.enum_value
@@ -955,6 +963,10 @@ class ActivationsParameter(FusedActivationParameter):
 
     def describe_default(self) -> str:
         return ", ".join(name.lower() for name in self.defaults) + " (for each direction)"
+
+    def activations_in(self, value) -> tuple:
+        # Left out (None), the defaults apply: activations without FLOAT fields, so nothing to check.
+        return () if value is None else tuple(value)
 
     def cuda_arguments(self, value, data_types) -> tuple[CudaArgument, ...]:
         return ()  # shaped operators' kernels take their parameters whole (array_kernel)

@@ -238,9 +238,9 @@ def adapt_slice(call: OnnxCall, fixed) -> Prepared:
 PAD_MODES = {"constant": "CONSTANT", "edge": "EDGE", "reflect": "REFLECTION", "wrap": "WRAP"}
 
 
-def adapt_pad(call: OnnxCall, fixed) -> Prepared:
-    data = data_input(call)
-    rank = data.ndim
+def pad_widths(call: OnnxCall) -> tuple[list[int], list[int]]:
+    """ONNX's pads (for the axes given, or every axis) as DirectML's StartPadding and EndPadding, one per axis."""
+    rank = data_input(call).ndim
     pads = [int(v) for v in call.input(1).reshape(-1)]
     axes_given = call.input(3)
     axes = [normalised_axis(a, rank, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
@@ -250,6 +250,20 @@ def adapt_pad(call: OnnxCall, fixed) -> Prepared:
     start, end = [0] * rank, [0] * rank
     for index, axis in enumerate(axes):
         start[axis], end[axis] = pads[index], pads[index + len(axes)]
+    return start, end
+
+
+def wraps_past_the_input(call: OnnxCall) -> bool:
+    """Pad mode wrap with more padding than the input's size along an axis (numpy.pad repeats it periodically)."""
+    if str(call.attr("mode", "constant")) != "wrap":
+        return False
+    shape = data_input(call).shape
+    return any(count > size for widths in pad_widths(call) for count, size in zip(widths, shape))
+
+
+def adapt_pad(call: OnnxCall, fixed) -> Prepared:
+    data = data_input(call)
+    start, end = pad_widths(call)
     mode = str(call.attr("mode", "constant"))
     value = call.input(2)
     values = {**fixed, "PaddingMode": PAD_MODES[mode], "StartPadding": tuple(start), "EndPadding": tuple(end)}
@@ -437,6 +451,11 @@ def adapt_range(call: OnnxCall, fixed) -> Prepared:
     count = max(math.ceil((last - first) / step), 0)  # ONNX's number_of_elements, computed outside the operator
     values = {**fixed, "ValueStart": exact_text(first), "ValueDelta": exact_text(step), "OutputTensor.Sizes": (count,)}
     return Prepared(values, [], output_dtype=start.dtype.name)
+
+
+def adapt_one_input(call: OnnxCall, fixed) -> Prepared:
+    """An ONNX operator of one input whose attributes (none, or the table's `fixed` fields) are the DESC's."""
+    return Prepared(dict(fixed), [data_input(call)])
 
 
 def adapt_where(call: OnnxCall, fixed) -> Prepared:

@@ -264,7 +264,10 @@ ENTRIES: tuple[Entry, ...] = (
                          "(padding only)"),
                   Cannot(lambda c: str(c.attr("mode", "constant")) not in a.PAD_MODES,
                          "DirectML has no padding mode for ONNX's Pad mode {mode} (DML_PADDING_MODE: CONSTANT, "
-                         "EDGE, REFLECTION, SYMMETRIC, WRAP)")),
+                         "EDGE, REFLECTION, SYMMETRIC, WRAP)"),
+                  Cannot(a.wraps_past_the_input,
+                         "ONNX's wrap pads more than the input's size along an axis (numpy.pad repeats the input); "
+                         "DirectML documents no result for PADDING1's WRAP past one copy of the input")),
           outside=(NEGATIVE_AXIS, "pads given for some axes are expanded to every axis")),
     Entry("Tile", "TILE", fields={"Repeats": "the repeats input"}, adapter=a.adapt_tile,
           cannot=(Cannot(lambda c: bool((c.input(1) == 0).any()),
@@ -341,6 +344,9 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=a.adapt_range,
           outside=("ONNX's output length depends on the values; DirectML takes it from the OutputTensor's Sizes, "
                    "computed as ONNX defines it",)),
+    # ONNX's Softplus is ln(exp(x) + 1): DirectML's ln(1 + exp(Steepness * x)) / Steepness at Steepness 1.
+    Entry("Softplus", "ACTIVATION_SOFTPLUS", fields={"InputTensor": "X"}, fixed={"Steepness": 1.0},
+          adapter=a.adapt_one_input),
     Entry("Where", "ELEMENT_WISE_IF", fields={"ConditionTensor": "condition (bool, stored as UINT8 0/1)", "ATensor": "X",
                                  "BTensor": "Y"},
           adapter=a.adapt_where,
