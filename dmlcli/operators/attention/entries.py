@@ -404,13 +404,15 @@ def _with_past(xp, past, new, found: Layout, past_lengths):
         return joined
     position = xp.arange(found.total)[None, :]  # {1, T}
     start = past_lengths[:, None]  # {B, 1}: where this call's rows go
-    from_past = position < start
-    from_new = (position >= start) & (position < start + found.kv_sequence)
-    new_index = xp.clip(position - start, 0, max(found.kv_sequence - 1, 0)) + found.past  # into `joined`
+    from_past = (position < start)[:, None, :, None]
+    kept = xp.where(from_past, joined, np.float32(0))
+    if found.kv_sequence == 0:
+        return kept
+    from_new = ((position >= start) & (position < start + found.kv_sequence))[:, None, :, None]
+    new_index = xp.clip(position - start, 0, found.kv_sequence - 1) + found.past  # this call's row in `joined`
     gathered = xp.take_along_axis(joined, xp.broadcast_to(new_index[:, None, :, None], (batch, heads, found.total, 1)),
                                   axis=2)
-    return xp.where(from_past[:, None, :, None], joined,
-                    xp.where(from_new[:, None, :, None], gathered, np.float32(0)))
+    return xp.where(from_new, gathered, kept)
 
 
 def _past_lengths(xp, given, found: Layout):
@@ -443,8 +445,10 @@ def masked_positions(xp, given, params, found: Layout, past_lengths):
             masked = _start_end_mask(xp, mask.reshape(-1), batch, row, key)
     if past_lengths is not None:
         # MULTIHEAD_ATTENTION1 with past lengths (ONNX Runtime's GroupQueryAttention, which is causal): query i of
-        # batch entry b sits at position past_lengths[b] + i and sees the keys up to it.
-        causal = (key > past_lengths[:, None, None] + row)[:, None]
+        # batch entry b sits at position past_lengths[b] + i and sees the keys up to it; the rows after this call's
+        # (past_lengths[b] + kv on) hold no key.
+        start = past_lengths[:, None, None]
+        causal = ((key > start + row) | (key >= start + found.kv_sequence))[:, None]
         masked = causal if masked is None else (masked | causal)
     return masked
 
