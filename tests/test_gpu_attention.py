@@ -12,23 +12,13 @@ import pytest
 
 from dmlcli import api
 from dmlcli.checking.comparison import rule_for, ulp_distance
-from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")
+pytestmark = pytest.mark.usefixtures("gpu_usable")  # conftest: skips where no device can run
 
 MHA1_INPUTS = ("QueryTensor", "KeyTensor", "ValueTensor", "StackedQueryKeyTensor", "StackedKeyValueTensor",
                "StackedQueryKeyValueTensor", "BiasTensor", "MaskTensor", "RelativePositionBiasTensor", "PastKeyTensor",
                "PastValueTensor", "PastSequenceLengthsTensor")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def gpu_usable():
-    from dmlcli.backends import gpu
-
-    try:
-        gpu.create()
-    except BackendUnavailableError as why:
-        pytest.skip(f"no usable GPU: {why}")
 
 
 def data(shape, dtype, seed):

@@ -25,7 +25,7 @@ from dmlcli.checking.comparison import rule_for, ulp_distance
 from dmlcli.cli import cli
 from dmlcli.operators.attention import entries as module
 
-from conftest import SHARED
+from conftest import SHARED, SHARED_MISSING
 
 # DirectML.h's DESC order (a second transcription: the entries' own tuples are not read here).
 MHA_INPUTS = ("QueryTensor", "KeyTensor", "ValueTensor", "StackedQueryKeyTensor", "StackedKeyValueTensor",
@@ -257,40 +257,29 @@ def _last(array, rank: int) -> np.ndarray:
     return np.asarray(array, np.float64).reshape(np.asarray(array).shape[-rank:])
 
 
+def _split_heads(t: dict, name: str, heads: int) -> dict:
+    """{(b, head, row): vector} of a {batchSize, rows, heads * size} tensor (any leading 1s), head-major."""
+    array = _last(t[name], 3)
+    size = array.shape[2] // heads
+    return {(b, h, row): array[b, row, h * size:(h + 1) * size]
+            for b, row, h in np.ndindex(array.shape[0], array.shape[1], heads)}
+
+
 def _read_layout(t: dict, qh: int, kvh: int):
-    """Queries q[b][h][i], keys k[b][g][j] and values v[b][g][j] (float64 vectors) of this call, as the page
+    """Queries q[b, h, i], keys k[b, g, j] and values v[b, g, j] (float64 vectors) of this call, as the page
     lays each layout out."""
-    q, k, v = {}, {}, {}
-    if "QueryTensor" in t:
-        q3 = _last(t["QueryTensor"], 3)
-        hs = q3.shape[2] // qh
-        for b in range(q3.shape[0]):
-            for h in range(qh):
-                for i in range(q3.shape[1]):
-                    q[b, h, i] = q3[b, i, h * hs:(h + 1) * hs]
-    for name, count in (("StackedQueryKeyTensor", 2), ("StackedQueryKeyValueTensor", 3)):
+    q = _split_heads(t, "QueryTensor", qh) if "QueryTensor" in t else {}
+    k = _split_heads(t, "KeyTensor", kvh) if "KeyTensor" in t else {}
+    v = _split_heads(t, "ValueTensor", kvh) if "ValueTensor" in t else {}
+    # Stacks on the fourth dimension: {batchSize, rows, heads, 2 or 3, headSize}.
+    stacks = {"StackedQueryKeyTensor": (q, k), "StackedKeyValueTensor": (k, v),
+              "StackedQueryKeyValueTensor": (q, k, v)}
+    for name, targets in stacks.items():
         if name in t:
             stack = _last(t[name], 5)
-            for b, i, h in np.ndindex(stack.shape[0], stack.shape[1], stack.shape[2]):
-                q[b, h, i] = stack[b, i, h, 0]
-                k[b, h, i] = stack[b, i, h, 1]
-                if count == 3:
-                    v[b, h, i] = stack[b, i, h, 2]
-    if "KeyTensor" in t:
-        k3 = _last(t["KeyTensor"], 3)
-        hs = k3.shape[2] // kvh
-        for b, j, g in np.ndindex(k3.shape[0], k3.shape[1], kvh):
-            k[b, g, j] = k3[b, j, g * hs:(g + 1) * hs]
-    if "StackedKeyValueTensor" in t:
-        stack = _last(t["StackedKeyValueTensor"], 5)
-        for b, j, g in np.ndindex(stack.shape[0], stack.shape[1], stack.shape[2]):
-            k[b, g, j] = stack[b, j, g, 0]
-            v[b, g, j] = stack[b, j, g, 1]
-    if "ValueTensor" in t:
-        v3 = _last(t["ValueTensor"], 3)
-        vhs = v3.shape[2] // kvh
-        for b, j, g in np.ndindex(v3.shape[0], v3.shape[1], kvh):
-            v[b, g, j] = v3[b, j, g * vhs:(g + 1) * vhs]
+            for b, row, h in np.ndindex(stack.shape[:3]):
+                for position, target in enumerate(targets):
+                    target[b, h, row] = stack[b, row, h, position]
     return q, k, v
 
 
@@ -653,6 +642,21 @@ def test_the_tolerance_grows_with_the_head_size_and_the_keys():
     assert rule_for(verdict.call.operator, np.float32, call=verdict.call).limit == 2 * 8 + 5 * (3 + 7) + 3
 
 
+def test_blocks_of_query_rows_give_the_whole_result(monkeypatch):
+    rng = np.random.default_rng(44)
+    tensors = {"QueryTensor": data((2, 5, 8), 45), "KeyTensor": data((2, 5, 4), 46), "ValueTensor": data((2, 5, 4), 47),
+               "PastKeyTensor": data((2, 2, 2, 2), 48), "PastValueTensor": data((2, 2, 2, 2), 49),
+               "RelativePositionBiasTensor": data((2, 1, 5, 7), 50),
+               "MaskTensor": (rng.random((1, 4, 5, 7)) > 0.3).astype(np.int32),
+               "PastSequenceLengthsTensor": np.array([1, 2], np.int32)}
+    keywords = dict(heads=4, kv_heads=2, mask_type="boolean", mask_filter=-math.inf)
+    whole = check_against_reference(MHA1, tensors, **keywords)
+    monkeypatch.setattr(module, "SCORE_BUDGET_BYTES", 1)  # one query row at a time
+    rows = check_against_reference(MHA1, tensors, **keywords)
+    for a, b in zip(whole, rows):
+        assert np.array_equal(np.isnan(a), np.isnan(b)) and a.shape == b.shape
+
+
 # ---------------------------------------------------------------- the command line, the API and DxDispatch
 
 
@@ -667,8 +671,9 @@ def test_command_line_run_with_none_in_the_middle():
     assert result.exit_code == 0, result.output
     written = json.loads(result.output)
     assert list(written) == list(OUTPUTS)
-    expected = run(MHA, {"QueryTensor": query, "StackedKeyValueTensor": stacked, "MaskTensor": np.array([[2]], np.int32)},
-                   mask_type="key_sequence_length", mask_filter_value="-inf")
+    expected = run(MHA, {"QueryTensor": query, "StackedKeyValueTensor": stacked,
+                         "MaskTensor": np.array([[2]], np.int32)}, mask_type="key_sequence_length",
+                   mask_filter_value="-inf")
     for name, want in zip(OUTPUTS, expected):
         assert np.array_equal(np.array(written[name]["data"], np.float32).reshape(want.shape), want)
 
@@ -757,7 +762,7 @@ COMPLETE = SHARED / "onnx_operators_complete"
 
 def test_onnx_attention_cases_pass_or_are_skipped_for_a_directml_reason():
     if not COMPLETE.is_dir():
-        pytest.skip("../shared/onnx_operators_complete is not here")
+        pytest.skip(SHARED_MISSING)
     from dmlcli.suite import run_suite
 
     outcome = run_suite([COMPLETE], backend="cpu", jobs=1, keyword="Attention")

@@ -20,7 +20,6 @@ attention needs no copy of the keys), a stable softmax (the row's maximum subtra
 
 from __future__ import annotations
 
-import math
 from typing import Mapping
 
 import numpy as np
@@ -389,9 +388,9 @@ def _projections(xp, given: Mapping[str, object], found: Layout):
 
 
 def _with_past(xp, past, new, found: Layout, past_lengths):
-    """The present: the past rows then this call's rows, {B, KVH, past + kv, size}. With past lengths (MULTIHEAD_ATTENTION1's
-    PastSequenceLengthsTensor), batch entry b keeps its first past_lengths[b] past rows and puts this call's rows
-    right after them; the rows after those hold zeros."""
+    """The present: the past rows then this call's rows, {B, KVH, past + kv, size}. With past lengths
+    (MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor), batch entry b keeps its first past_lengths[b] past rows and
+    puts this call's rows right after them; the rows after those hold zeros."""
     batch, heads, size = found.batch, found.kv_heads, (past if past is not None else new).shape[-1]
     if past is None:
         past = xp.zeros((batch, heads, 0, size), np.float32)
@@ -425,17 +424,19 @@ def _past_lengths(xp, given, found: Layout):
     return xp.clip(lengths, 0, found.past)
 
 
-def masked_positions(xp, given, params, found: Layout, past_lengths):
-    """True where MaskFilterValue is added to a score, {B or 1, QH or 1, S, T}; None where nothing is masked."""
-    batch, sequence, total = found.batch, found.sequence, found.total
-    row = xp.arange(sequence)[:, None]  # query index i
+def masked_positions(xp, given, params, found: Layout, past_lengths, rows: range):
+    """True where MaskFilterValue is added to a score of the query rows `rows`, {B or 1, QH or 1, len(rows), T};
+    None where nothing is masked."""
+    batch, total = found.batch, found.total
+    row = xp.arange(rows.start, rows.stop)[:, None]  # query index i
     key = xp.arange(total)[None, :]  # key index j
     masked = None
     mask_type = params["MaskType"]
     if mask_type != "NONE":
         mask = xp.asarray(given["MaskTensor"]).astype(np.int64)
         if mask_type == "BOOLEAN":
-            masked = (mask == 0).reshape(mask.shape[-4:])
+            mask = mask.reshape(mask.shape[-4:])
+            masked = (_query_rows(mask, found, rows) == 0)
         elif mask_type == "KEY_SEQUENCE_LENGTH":
             masked = (key >= mask.reshape(batch)[:, None, None])[:, None]
         elif mask_type == "KEY_SEQUENCE_END_START":
@@ -451,6 +452,11 @@ def masked_positions(xp, given, params, found: Layout, past_lengths):
         causal = ((key > start + row) | (key >= start + found.kv_sequence))[:, None]
         masked = causal if masked is None else (masked | causal)
     return masked
+
+
+def _query_rows(array, found: Layout, rows: range):
+    """The query rows `rows` of a {.., .., sequenceLength or 1, ..} tensor (a size of 1 is every row's)."""
+    return array if array.shape[2] == 1 else array[:, :, rows.start:rows.stop]
 
 
 def _start_end_mask(xp, values, batch: int, row, key):
@@ -477,6 +483,14 @@ def attention_kernel(names: tuple[str, ...]):
     return kernel
 
 
+# The scores of one block of query rows, {B, QH, rows, T} FLOAT32, and the two arrays the softmax makes of them stay
+# within this many bytes (at least one row at a time): like CONVOLUTION's column buffer, the scratch is bounded
+# whatever the sequence lengths (the room check counts about twice the largest input as scratch). The GPU's
+# budget is larger: fewer, larger cuBLAS products.
+SCORE_BUDGET_BYTES = 64 * 2 ** 20
+GPU_SCORE_BUDGET_BYTES = 1024 * 2 ** 20
+
+
 def attend(xp, given: Mapping[str, object], outputs, params) -> tuple:
     """The outputs (OutputTensor, OutputPresentKeyTensor, OutputPresentValueTensor) from the inputs given."""
     found = layout({name: tuple(array.shape) for name, array in given.items()}, params)
@@ -484,25 +498,37 @@ def attend(xp, given: Mapping[str, object], outputs, params) -> tuple:
     queries, keys, values = _projections(xp, given, found)
     keys = _with_past(xp, given.get("PastKeyTensor"), keys, found, past_lengths)
     values = _with_past(xp, given.get("PastValueTensor"), values, found, past_lengths)
-    b, qh, kvh, s, t = found.batch, found.query_heads, found.kv_heads, found.sequence, found.total
-    # The query heads of one key/value head as one batch of rows: {B, KVH, group * S, hs} x {B, KVH, hs, T}.
-    grouped = queries.reshape(b, kvh, found.group * s, found.head_size)
-    scores = xp.matmul(grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, s, t) * np.float32(params["Scale"])
+    b, qh, s = found.batch, found.query_heads, found.sequence
+    budget = SCORE_BUDGET_BYTES if xp is np else GPU_SCORE_BUDGET_BYTES
+    block = max(1, budget // (3 * 4 * b * qh * found.total))
+    attended = xp.empty((b, s, qh, found.value_head_size), np.float32)
+    for first in range(0, s, block):
+        rows = range(first, min(first + block, s))
+        attended[:, rows.start:rows.stop] = _attend_rows(xp, given, params, found, past_lengths, queries, keys, values,
+                                                         rows)
+    present_length = outputs[1].shape[-2]
+    results = (attended.reshape(outputs[0].shape), keys[:, :, :present_length].reshape(outputs[1].shape),
+               values[:, :, :present_length].reshape(outputs[2].shape))
+    return tuple(result.astype(np.dtype(out.data_type.numpy_dtype)) for result, out in zip(results, outputs))
+
+
+def _attend_rows(xp, given, params, found: Layout, past_lengths, queries, keys, values, rows: range):
+    """The attention of the query rows `rows`: {B, rows, QH, vhs} in FLOAT32."""
+    b, qh, kvh, t, count = found.batch, found.query_heads, found.kv_heads, found.total, len(rows)
+    # The query heads of one key/value head as one batch of rows: {B, KVH, group * rows, hs} x {B, KVH, hs, T}.
+    grouped = queries[:, :, rows.start:rows.stop].reshape(b, kvh, found.group * count, found.head_size)
+    scores = xp.matmul(grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, count, t) * np.float32(params["Scale"])
     if "RelativePositionBiasTensor" in given:
         bias = _as_float32(xp, given["RelativePositionBiasTensor"])
-        scores = scores + bias.reshape(bias.shape[-4:])
-    masked = masked_positions(xp, given, params, found, past_lengths)
+        scores = scores + _query_rows(bias.reshape(bias.shape[-4:]), found, rows)
+    masked = masked_positions(xp, given, params, found, past_lengths, rows)
     if masked is not None:
         scores = xp.where(masked, scores + np.float32(params["MaskFilterValue"]), scores)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf in a row of infinities: NaN, as IEEE gives it
         scores = xp.exp(scores - xp.max(scores, axis=-1, keepdims=True))
         scores = scores / xp.sum(scores, axis=-1, keepdims=True)
-    attended = xp.matmul(scores.reshape(b, kvh, found.group * s, t), values)  # {B, KVH, group * S, vhs}
-    attended = xp.transpose(attended.reshape(b, qh, s, found.value_head_size), (0, 2, 1, 3))
-    present_length = outputs[1].shape[-2]
-    results = (attended.reshape(outputs[0].shape), keys[:, :, :present_length].reshape(outputs[1].shape),
-               values[:, :, :present_length].reshape(outputs[2].shape))
-    return tuple(result.astype(np.dtype(out.data_type.numpy_dtype)) for result, out in zip(results, outputs))
+    attended = xp.matmul(scores.reshape(b, kvh, found.group * count, t), values)  # {B, KVH, group * rows, vhs}
+    return xp.transpose(attended.reshape(b, qh, count, found.value_head_size), (0, 2, 1, 3))
 
 
 # ---------------------------------------------------------------- tolerance
@@ -574,7 +600,12 @@ _NOTES = (
     "unmasked softmax (as the shifted scores round), with -inf NaN (-inf - -inf), as the page's formula gives it; "
     "no row is zeroed. NaN and infinite inputs propagate by IEEE arithmetic.",
     "Scale and MaskFilterValue have no default in DirectML (every DESC field is given); dmlcli's API and command "
-    "line default to 1 and -10000 (the page's usual value). HeadCount 0 is refused (exit 3).",
+    "line default to 1 and -10000 (the page's usual value). HeadCount 0 is refused (exit 3), and so are a "
+    "MaskTensor with MaskType NONE and a MaskType without MaskTensor (dmlcli's rules: the page gives neither a "
+    "meaning).",
+    "The scores are computed for blocks of query rows whose {batchSize, headCount, rows, T} FLOAT32 scores stay "
+    "within 64 MiB (1 GiB on the GPU; one row at least), so the kernel's scratch is bounded whatever the sequence "
+    "lengths; each row's result is the same computation.",
 )
 _NOTES_MHA1 = (
     "MULTIHEAD_ATTENTION1's page is 'TBD' (its member texts are MULTIHEAD_ATTENTION's); its support table is taken "

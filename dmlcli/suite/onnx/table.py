@@ -495,9 +495,9 @@ ENTRIES: tuple[Entry, ...] = (
                      "ONNX's softcap={softcap} caps the scores with softcap * tanh(score / softcap) before the mask; "
                      "DirectML's MULTIHEAD_ATTENTION1 has no such step (Scale, biases and the mask only)"),
               Cannot(aa.asks_for_qk_output,
-                     "ONNX's fourth output, qk_matmul_output, exposes the scores (qk_matmul_output_mode={qk_matmul_output_mode}); DirectML's "
-                     "MULTIHEAD_ATTENTION1 writes only OutputTensor, OutputPresentKeyTensor and "
-                     "OutputPresentValueTensor"),
+                     "ONNX's fourth output, qk_matmul_output, exposes the scores (qk_matmul_output_mode="
+                     "{qk_matmul_output_mode}); DirectML's MULTIHEAD_ATTENTION1 writes only OutputTensor, "
+                     "OutputPresentKeyTensor and OutputPresentValueTensor"),
               Cannot(aa.softmax_precision_differs,
                      "ONNX's softmax_precision={softmax_precision} asks for the softmax in another type than the "
                      "inputs'; DirectML's MULTIHEAD_ATTENTION1 has no field for the softmax's precision"),
