@@ -51,7 +51,8 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
     Warnings (such as shift counts past the width) are issued as dmlcli.DmlcliWarning.
     `float_rules="d3d"` gives the result under Direct3D's float rules instead of IEEE-754's.
     `allow_tf32=True` (DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION) lets FLOAT32 matrix
-    products on the GPU (GEMM, CONVOLUTION, RNN, GRU, LSTM) use TF32 tensor cores; elsewhere it changes nothing.
+    products on the GPU (GEMM, CONVOLUTION, RNN, GRU, LSTM, MULTIHEAD_ATTENTION(1)) use TF32 tensor cores;
+    elsewhere it changes nothing.
     """
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
                          float_rules=float_rules, allow_tf32=allow_tf32, **parameters)

@@ -41,3 +41,16 @@ def _no_colour(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("DMLCLI_DEBUG", raising=False)
     yield
+
+
+@pytest.fixture(scope="module")
+def gpu_usable():
+    """Skips a GPU test module where CuPy is installed but no device (or driver) can run it: a module asks for it
+    with `pytestmark = pytest.mark.usefixtures("gpu_usable")` after `pytest.importorskip("cupy")`."""
+    from dmlcli.backends import gpu
+    from dmlcli.errors import BackendUnavailableError
+
+    try:
+        gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")

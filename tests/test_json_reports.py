@@ -22,7 +22,9 @@ OPS_KEYS = {"name", "dml_name", "family", "summary", "inputs", "parameters", "ou
 DESCRIBE_KEYS = OPS_KEYS | {"enum_value", "formula", "tensors", "output", "exactness", "tolerance", "same_data_type",
                             "same_sizes", "in_place", "notes", "support",
                             # added with the shaped operators (keys are added, never renamed or removed)
-                            "outputs", "variadic", "support_by", "support_groups", "tf32_products"}
+                            "outputs", "variadic", "support_by", "support_groups", "tf32_products",
+                            # added with the attention family
+                            "optional_inputs", "optional_since", "optional_outputs"}
 
 
 def invoke(*args):

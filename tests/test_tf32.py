@@ -27,7 +27,7 @@ from dmlcli.operators import find_operator
 from dmlcli.operators.table.schema import TF32_WIDENING
 
 F32, F16 = np.float32, np.float16
-PRODUCTS = {"GEMM", "CONVOLUTION", "RNN", "GRU", "LSTM"}
+PRODUCTS = {"GEMM", "CONVOLUTION", "RNN", "GRU", "LSTM", "MULTIHEAD_ATTENTION", "MULTIHEAD_ATTENTION1"}
 
 
 class SpyBackend(CpuBackend):

@@ -42,6 +42,20 @@ def tf32_summary(op) -> str:
             "calls do not change")
 
 
+def optional_tensors_summary(op) -> str:
+    """Which inputs a call may leave out (and from which level) and which outputs a DxDispatch desc may leave out."""
+    parts = []
+    if op.optional_inputs:
+        names = ", ".join(name for name, _ in op.optional_inputs)
+        parts.append(f"Optional inputs (_Maybenull_; may be left out from {op.optional_since}): {names}: give the "
+                     "inputs in DESC order and stop, or write none (command line) or None (API) for one in the "
+                     "middle; a DxDispatch desc leaves them out or sets them null.")
+    if op.optional_outputs:
+        parts.append(f"Optional outputs (_Maybenull_): {', '.join(op.optional_outputs)}: always computed and "
+                     "returned; a DxDispatch desc may leave them out.")
+    return " ".join(parts)
+
+
 def _same_bare_name(op) -> str | None:
     from .. import operators as table_of
 
@@ -147,6 +161,8 @@ def describe(operator, output_format):
     console.print(f"  {op.formula}", markup=False)
     shown_tensors = [f"{name} (one or more)" if name == op.variadic else name for name in op.tensors]
     console.print(f"Introduced in {op.introduced}. Tensors: {', '.join(shown_tensors)}.", markup=False)
+    if op.optional_inputs or op.optional_outputs:
+        console.print(optional_tensors_summary(op), markup=False)
     console.print(f"Result: {exactness_summary(op)}", markup=False)
     console.print(f"TF32: {tf32_summary(op)}.", markup=False)
     same_name = _same_bare_name(op)

@@ -104,6 +104,11 @@ def operator_details(op: Operator) -> dict:
                            for values, group in op.support_groups] or None,
         # Added with --allow-tf32: whether it changes the operator's FLOAT32 results (GPU) and their tolerance.
         "tf32_products": op.tf32_products,
+        # Added with the attention family: the _Maybenull_ inputs (and the first level that lets a call leave them
+        # out) and outputs.
+        "optional_inputs": [name for name, _ in op.optional_inputs],
+        "optional_since": _level(op.optional_since) if op.optional_since is not None else None,
+        "optional_outputs": list(op.optional_outputs),
     }
 
 

@@ -139,6 +139,14 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
     if not isinstance(op, str) or (not op and not onnx):
         raise CaseError(f"{where}: \"op\" must name the operator, such as \"bit_xor\"")
     params = _params(document.get("params", {}), where)
+    foreign = _foreign_data_type(document) if onnx else None
+    if foreign is not None:
+        # An ONNX case in a data type DirectML does not have (bfloat16, float8): skipped with that reason, its
+        # tensors unread (dmlcli cannot hold them).
+        return Case(path=path, case_id=case_id or path.stem, op=op, params=params, inputs=(), expected=None,
+                    skip=f"ONNX's {foreign} tensors: DirectML has no such data type (DML_TENSOR_DATA_TYPE has "
+                         "FLOAT32, FLOAT16, FLOAT64, the 8- to 64-bit integers and, from 6_3, INT4 and UINT4)",
+                    name=str(document.get("case_name") or ""), document=document, **onnx)
     raw_inputs = document.get("inputs")
     if not isinstance(raw_inputs, list):  # empty for the generators (fill_value_constant), which take no input
         raise CaseError(f"{where}: \"inputs\" must be a list of tensors or .npy file names")
@@ -164,6 +172,22 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
                 allow_tf32=_allow_tf32(document.get("allow_tf32"), where), skip=_skip(document.get("skip"), where),
                 name=str(document.get("case_name") or ""), document=document, expected_outputs=expected_outputs,
                 **onnx)
+
+
+def _foreign_data_type(document: dict) -> str | None:
+    """The first "dtype" of the case's tensor objects that is no DirectML data type (ONNX's bfloat16), or None."""
+    from ..data_types import parse_data_type
+
+    expected = document.get("expected")
+    tensors = list(document.get("inputs") or []) + (expected if isinstance(expected, list) else [expected])
+    for tensor in tensors:
+        declared = tensor.get("dtype") if isinstance(tensor, dict) else None
+        if isinstance(declared, str):
+            try:
+                parse_data_type(declared)
+            except InputError:
+                return declared
+    return None
 
 
 def _expected_list(value, path: Path, where: str) -> tuple[np.ndarray, ...]:

@@ -27,6 +27,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recurrent", ("recurrent.entries",)),
     ("normalization", ("normalization.entries",)),
     ("resampling", ("resampling.entries",)),
+    ("attention", ("attention.entries",)),
 )
 
 # ---- generated: python -m dmlcli.operators.regenerate ----
@@ -250,6 +251,8 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'RESAMPLE': ('RESAMPLE', 'resampling.entries'),
     'RESAMPLE1': ('RESAMPLE1', 'resampling.entries'),
     'VALUE_SCALE_2D': ('VALUE_SCALE_2D', 'resampling.entries'),
+    'MULTIHEAD_ATTENTION': ('MULTIHEAD_ATTENTION', 'attention.entries'),
+    'MULTIHEAD_ATTENTION1': ('MULTIHEAD_ATTENTION1', 'attention.entries'),
     'ELU': ('ACTIVATION_ELU', 'elementwise.activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'elementwise.activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'elementwise.activation'),
@@ -369,6 +372,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'scales': ('RESAMPLE', 'resampling.entries'),
     'input_pixel_offsets': ('RESAMPLE1', 'resampling.entries'),
     'output_pixel_offsets': ('RESAMPLE1', 'resampling.entries'),
+    'mask_filter_value': ('MULTIHEAD_ATTENTION', 'attention.entries'),
+    'head_count': ('MULTIHEAD_ATTENTION', 'attention.entries'),
+    'mask_type': ('MULTIHEAD_ATTENTION', 'attention.entries'),
+    'query_head_count': ('MULTIHEAD_ATTENTION1', 'attention.entries'),
+    'key_value_head_count': ('MULTIHEAD_ATTENTION1', 'attention.entries'),
 }
 # ---- end of generated part ----
 

@@ -26,6 +26,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import adapters as a
+from . import adapters_attention as aa
 
 NEXT_ISSUE = 24
 
@@ -472,6 +473,45 @@ ENTRIES: tuple[Entry, ...] = (
           rounded_expected={name: "ONNX's expected values are written with 4 decimals"
                             for name in ("test_roialign_aligned_false", "test_roialign_aligned_true")},
           issue=19),
+    # ---- attention (issue 30)
+    Entry("Attention", "MULTIHEAD_ATTENTION1",
+          fields={"QueryTensor": "Q (4-D: {B, heads, S, size} transposed to {B, S, heads * size})",
+                  "KeyTensor": "K (likewise)", "ValueTensor": "V (likewise)",
+                  "RelativePositionBiasTensor": "a float attn_mask (leading 1s up to 4-D; keys past a short "
+                                                "mask: -inf, ONNX's rule)",
+                  "MaskTensor": "a boolean attn_mask, is_causal, left/right_window_size and nonpad_kv_seqlen as "
+                                "one INT32 mask (1: attend), or nonpad_kv_seqlen alone as {1, B} key lengths",
+                  "MaskType": "BOOLEAN, KEY_SEQUENCE_LENGTH (nonpad_kv_seqlen alone) or NONE",
+                  "MaskFilterValue": "-inf (ONNX adds -inf where a boolean mask is false)",
+                  "PastKeyTensor": "past_key", "PastValueTensor": "past_value",
+                  "Scale": "scale (default 1 / sqrt(head size))",
+                  "QueryHeadCount": "q_num_heads, or Q's heads (4-D)", "KeyValueHeadCount": "kv_num_heads, or K's "
+                                                                                           "heads (4-D)"},
+          adapter=aa.adapt_attention,
+          outside=("4-D Q, K, V are transposed to DirectML's {batch, sequence, heads * size} and Y back (ONNX's "
+                   "own reshape of 3-D inputs is DirectML's layout); present_key and present_value are DirectML's "
+                   "{batch, heads, past + sequence, size} as they are",
+                   "ONNX's causal frontier (bottom-right: query i sees key j <= i + past, or + nonpad_kv_seqlen - "
+                   "sequence), its windows and nonpad_kv_seqlen's padding are written into the boolean mask, as "
+                   "ONNX Runtime's DirectML provider hands causality to MULTIHEAD_ATTENTION as a mask",
+                   "ONNX's bool attn_mask (written as uint8) is the INT32 mask's 0/1; a mask of rank below 4 gets "
+                   "leading 1s (ONNX's right-aligned broadcast)"),
+          cannot=(
+              Cannot(lambda c: c.attr("softcap") is not None and float(c.attr("softcap")) > 0,
+                     "ONNX's softcap={softcap} caps the scores with softcap * tanh(score / softcap) before the mask; "
+                     "DirectML's MULTIHEAD_ATTENTION1 has no such step (Scale, biases and the mask only)"),
+              Cannot(aa.asks_for_qk_output,
+                     "ONNX's fourth output, qk_matmul_output, exposes the scores (qk_matmul_output_mode="
+                     "{qk_matmul_output_mode}); DirectML's MULTIHEAD_ATTENTION1 writes only OutputTensor, "
+                     "OutputPresentKeyTensor and OutputPresentValueTensor"),
+              Cannot(aa.softmax_precision_differs,
+                     "ONNX's softmax_precision={softmax_precision} asks for the softmax in another type than the "
+                     "inputs'; DirectML's MULTIHEAD_ATTENTION1 has no field for the softmax's precision"),
+              Cannot(aa.fully_masked_row,
+                     "a query row has every key masked: ONNX zeroes such a row, while DirectML's "
+                     "MULTIHEAD_ATTENTION1 adds MaskFilterValue (-inf, ONNX's masking value) to every score of it "
+                     "and takes the softmax, which has no such guard (NaN)"),
+          ), issue=30),
     # ---- the next issue's operators
     _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
     _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
