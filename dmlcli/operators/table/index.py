@@ -27,6 +27,7 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recurrent", ("recurrent.entries",)),
     ("normalization", ("normalization.entries",)),
     ("resampling", ("resampling.entries",)),
+    ("training", ("training.normalization", "training.optimizers")),
 )
 
 # ---- generated: python -m dmlcli.operators.regenerate ----
@@ -251,6 +252,11 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'RESAMPLE': ('RESAMPLE', 'resampling.entries'),
     'RESAMPLE1': ('RESAMPLE1', 'resampling.entries'),
     'VALUE_SCALE_2D': ('VALUE_SCALE_2D', 'resampling.entries'),
+    'BATCH_NORMALIZATION_TRAINING': ('BATCH_NORMALIZATION_TRAINING', 'training.normalization'),
+    'BATCH_NORMALIZATION_GRAD': ('BATCH_NORMALIZATION_GRAD', 'training.normalization'),
+    'BATCH_NORMALIZATION_TRAINING_GRAD': ('BATCH_NORMALIZATION_TRAINING_GRAD', 'training.normalization'),
+    'LOCAL_RESPONSE_NORMALIZATION_GRAD': ('LOCAL_RESPONSE_NORMALIZATION_GRAD', 'training.normalization'),
+    'ADAM_OPTIMIZER': ('ADAM_OPTIMIZER', 'training.optimizers'),
     'ELU': ('ACTIVATION_ELU', 'elementwise.activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'elementwise.activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'elementwise.activation'),
@@ -371,6 +377,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'scales': ('RESAMPLE', 'resampling.entries'),
     'input_pixel_offsets': ('RESAMPLE1', 'resampling.entries'),
     'output_pixel_offsets': ('RESAMPLE1', 'resampling.entries'),
+    'learning_rate': ('ADAM_OPTIMIZER', 'training.optimizers'),
+    'beta1': ('ADAM_OPTIMIZER', 'training.optimizers'),
+    'beta2': ('ADAM_OPTIMIZER', 'training.optimizers'),
 }
 # ---- end of generated part ----
 
