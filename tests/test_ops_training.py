@@ -6,7 +6,8 @@ the rules its shape rule enforces (exit 3), an independent reference written her
 float64, math.fsum), and for each gradient an independent derivative: central finite differences in float64 of
 the forward formula, written here, and the adjoint identity <J^T dy, v> = <dy, J v>. ADAM_OPTIMIZER is checked
 bit for bit against the page's order of operations done one element at a time with NumPy's float32 scalars. Then
-the command line, the API and a DxDispatch model using DirectML.h's DESC field names.
+the command line, the API, a DxDispatch model using DirectML.h's DESC field names, and ONNX's training operators
+through `dmlcli test`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.operators.training import normalization as norm_module
 from dmlcli.operators.training import optimizers as optimizer_module
+from dmlcli.suite import run_suite
+from dmlcli.suite.onnx import TABLE, Planned, Skipped, plan as onnx_plan
+from dmlcli.suite.onnx.adapters import OnnxCall
+from dmlcli.suite.onnx.table import entry_for
 import shaped_cli  # noqa: E402 - tests/ is on the path
 
 ENTRIES = {  # key: (DML_OPERATOR_TYPE value, introduced, exactness, parameters' fields, outputs)
@@ -682,3 +687,104 @@ def test_a_dxdispatch_model_runs_the_family(tmp_path, monkeypatch):
         "Resource 'dx': 0, 0, 0, 0", "Resource 'dscale': -1, 3", "Resource 'dbias': 1, 1",
         "Resource 'lrn_dx': 1, -1, 0, 2",
         "Resource 'x': 0.5, 3.5, 1.5, 5.5", "Resource 'm': 0.5, -0.5, 2, 1", "Resource 'v': 0.25, 0.25, 4, 1"]
+
+
+# ---------------------------------------------------------------- ONNX's training operators through `dmlcli test`
+
+def _tensor(array):
+    array = np.asarray(array)
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "data": array.tolist()}
+
+
+def onnx_adam(x, g, v, h, r, t, alpha, beta, epsilon):
+    """ONNX's reference (onnx/backend/test/case/node/adam.py) without its regularisation terms, in float64."""
+    v_new = alpha * v + (1 - alpha) * g
+    h_new = beta * h + (1 - beta) * (g * g)
+    rate = r * math.sqrt(1 - beta ** t) / (1 - alpha ** t) if t > 0 else r
+    return x - rate * (v_new / (np.sqrt(h_new) + epsilon)), v_new, h_new
+
+
+def adam_case(t=3, **attributes):
+    x, g, v, h = (RNG.standard_normal(5) for _ in range(4))
+    h = np.abs(h)
+    attrs = {"alpha": 0.9, "beta": 0.999, "epsilon": 1e-7, **attributes}
+    wide = [np.float32(a).astype(np.float64) for a in (x, g, v, h)]
+    expected = onnx_adam(*wide, float(np.float32(0.1)), t, *(float(np.float32(attrs[k]))
+                                                             for k in ("alpha", "beta", "epsilon")))
+    return {"onnx_op": "Adam", "domain": "ai.onnx.preview.training", "attributes": attrs,
+            "input_names": ["R", "T", "X", "G", "V", "H"], "output_names": ["X_new", "V_new", "H_new"],
+            "inputs": [_tensor(np.float32(0.1)), _tensor(np.int64(t))] + [_tensor(a.astype(F)) for a in (x, g, v, h)],
+            "expected": [_tensor(e.astype(F)) for e in expected]}
+
+
+def bn_training_case(momentum):
+    x, scale, bias = RNG.standard_normal((2, 3, 2, 2)), RNG.standard_normal(3), RNG.standard_normal(3)
+    mean, var = RNG.standard_normal(3), np.abs(RNG.standard_normal(3))
+    x32 = [t.astype(F) for t in (x, scale, bias, mean, var)]
+    xw = x32[0].astype(np.float64)
+    batch_mean, batch_var = xw.mean(axis=(0, 2, 3)), xw.var(axis=(0, 2, 3))
+    eps = float(np.float32(1e-5))
+    y = bn_forward(xw, x32[1].reshape(1, 3, 1, 1), x32[2].reshape(1, 3, 1, 1), batch_mean.reshape(1, 3, 1, 1),
+                   batch_var.reshape(1, 3, 1, 1), eps)
+    running_mean = x32[3] * momentum + batch_mean * (1 - momentum)
+    running_var = x32[4] * momentum + batch_var * (1 - momentum)
+    return {"onnx_op": "BatchNormalization", "attributes": {"training_mode": 1, "momentum": momentum},
+            "input_names": ["x", "s", "bias", "mean", "var"], "output_names": ["y", "output_mean", "output_var"],
+            "inputs": [_tensor(t) for t in x32],
+            "expected": [_tensor(t.astype(F)) for t in (y, running_mean, running_var)]}
+
+
+def test_onnx_training_cases_map_where_directml_expresses_them(tmp_path):
+    cases = {"adam_t3": adam_case(), "adam_t1_no_epsilon": adam_case(t=1, epsilon=0.0),
+             "adam_t0": adam_case(t=0), "adam_norm": adam_case(norm_coefficient=0.01),
+             "adam_post": adam_case(norm_coefficient_post=0.5),
+             "bn_momentum_0": bn_training_case(0.0), "bn_momentum_default": bn_training_case(0.9)}
+    cases["bn_momentum_default"]["attributes"].pop("momentum")
+    for name, document in cases.items():
+        (tmp_path / f"onnx__{name}.json").write_text(json.dumps(document))
+    run = run_suite([tmp_path], backend="cpu", jobs=1)
+    verdicts = {r.case_id.removeprefix("onnx__"): (r.verdict, r.message) for r in run.results}
+    assert verdicts["adam_t3"][0] == "passed", verdicts["adam_t3"]
+    assert verdicts["adam_t1_no_epsilon"][0] == "passed", verdicts["adam_t1_no_epsilon"]
+    assert verdicts["bn_momentum_0"][0] == "passed", verdicts["bn_momentum_0"]
+    skips = {name: message for name, (verdict, message) in verdicts.items() if verdict == "skipped"}
+    assert "at T = 0 skips the bias correction" in skips["adam_t0"]
+    assert "norm_coefficient (0.01) adds norm_coefficient * X" in skips["adam_norm"]
+    assert "norm_coefficient_post (0.5)" in skips["adam_post"]
+    assert "with momentum (default) (0.9 when left out)" in skips["bn_momentum_default"]
+    assert len(skips) == 4 and all("DirectML" in message for message in skips.values())
+
+
+def test_batch_normalization_picks_its_directml_operator_by_training_mode():
+    x, c = np.ones((2, 3, 1, 1), F), np.ones(3, F)
+    training = OnnxCall("BatchNormalization", (x, c, c, c, c), {"training_mode": 1}, 3)
+    inference = OnnxCall("BatchNormalization", (x, c, c, c, c), {"training_mode": 0}, 1)
+    assert entry_for(training).directml == "BATCH_NORMALIZATION_TRAINING"
+    assert entry_for(inference) is TABLE["BatchNormalization"] and TABLE["BatchNormalization"].directml == \
+        "BATCH_NORMALIZATION"
+    # Only y expected: the running statistics are not compared, so any momentum maps.
+    only_y = OnnxCall("BatchNormalization", (x, c, c, c, c), {"training_mode": 1, "momentum": 0.5}, 1)
+    assert not any(condition.when(only_y) for condition in entry_for(only_y).cannot)
+    infinite = OnnxCall("BatchNormalization", (x, c, c, np.full(3, np.inf, F), c), {"training_mode": 1,
+                                                                                    "momentum": 0.0}, 3)
+    assert any(condition.when(infinite) for condition in entry_for(infinite).cannot)
+
+
+def test_adam_updating_several_tensors_is_skipped():
+    one = np.ones(2, F)
+    call = OnnxCall("Adam", (np.float32(0.1), np.int64(2)) + (one,) * 8, {}, 6)
+    reasons = [c.describe(call) for c in TABLE["Adam"].cannot if c.when(call)]
+    assert reasons[0] == ("ONNX's Adam updates several tensors in one call; DirectML's ADAM_OPTIMIZER updates one "
+                          "InputParametersTensor")
+
+
+def test_the_shared_onnx_training_cases_are_skipped_for_a_directml_reason(shared_dir):
+    from dmlcli.suite import load_case
+
+    adam = onnx_plan(load_case(shared_dir / "onnx_operators_complete" / "onnx__test_adam.json"))
+    assert isinstance(adam, Skipped) and "norm_coefficient" in adam.reason and "DirectML" in adam.reason
+    for name in ("epsilon", "example"):
+        planned = onnx_plan(load_case(shared_dir / "onnx_operators" / f"onnx__test_batchnorm_{name}_training_mode.json"))
+        assert isinstance(planned, Skipped) and "momentum" in planned.reason
+    plain = onnx_plan(load_case(shared_dir / "onnx_operators" / "onnx__test_batchnorm_epsilon.json"))
+    assert isinstance(plain, Planned) and plain.operator.name == "BATCH_NORMALIZATION"
