@@ -202,7 +202,8 @@ MODEL = {
         # The first call's OutputStateTensor is the second's InputStateTensor; the second leaves its state out.
         {"type": "dispatch", "dispatchable": "first",
          "bindings": {"InputStateTensor": "state", "OutputTensor": "bits", "OutputStateTensor": "next"}},
-        {"type": "dispatch", "dispatchable": "second", "bindings": {"InputStateTensor": "next", "OutputTensor": "more"}},
+        {"type": "dispatch", "dispatchable": "second",
+         "bindings": {"InputStateTensor": "next", "OutputTensor": "more"}},
         {"type": "print", "resource": "bits"},
         {"type": "print", "resource": "next"},
         {"type": "print", "resource": "more"},

@@ -784,7 +784,8 @@ def test_the_shared_onnx_training_cases_are_skipped_for_a_directml_reason(shared
     adam = onnx_plan(load_case(shared_dir / "onnx_operators_complete" / "onnx__test_adam.json"))
     assert isinstance(adam, Skipped) and "norm_coefficient" in adam.reason and "DirectML" in adam.reason
     for name in ("epsilon", "example"):
-        planned = onnx_plan(load_case(shared_dir / "onnx_operators" / f"onnx__test_batchnorm_{name}_training_mode.json"))
+        path = shared_dir / "onnx_operators" / f"onnx__test_batchnorm_{name}_training_mode.json"
+        planned = onnx_plan(load_case(path))
         assert isinstance(planned, Skipped) and "momentum" in planned.reason
     plain = onnx_plan(load_case(shared_dir / "onnx_operators" / "onnx__test_batchnorm_epsilon.json"))
     assert isinstance(plain, Planned) and plain.operator.name == "BATCH_NORMALIZATION"

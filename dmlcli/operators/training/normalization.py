@@ -215,6 +215,7 @@ def lrn_grad_kernel(xp, inputs, outputs, params):
 _ARITHMETIC = ("FLOAT32 and FLOAT16 inputs are widened exactly to FLOAT64, every formula (means, variances and "
                "sums included) is computed there, and each output is rounded once to its type (dmlcli's rule for "
                "composite operators); the GPU runs the same kernel in double precision. NaN propagates.")
+_EPSILON_DEFAULT = "Epsilon defaults to 0.00001 (the page gives none), as BATCH_NORMALIZATION's."
 _STATISTICS_FLOOR = ("the results are sums or normalised values of about unit size that may cancel (x - mean, "
                      "sums of signed gradients): near 0 their absolute error stays near the terms' FLOAT32 (FLOAT16) "
                      "rounding, which 2^-16 (2^-8) bounds for sums of up to a few hundred unit-sized terms, however "
@@ -263,50 +264,49 @@ BATCH_NORMALIZATION_TRAINING = Operator(
            "The sum is ((Scale * normalised) + Bias) + FusedAdd, in the page's order; the fused activation "
            "(--fused-activation NAME, with --fused-alpha, ...) then runs on OutputTensor rounded to its type, "
            "exactly as the activation operator would; OutputMeanTensor and OutputVarianceTensor are not activated.",
-           "Epsilon defaults to 0.00001 (the page gives none), as BATCH_NORMALIZATION's.",
+           _EPSILON_DEFAULT,
            "ONNX's BatchNormalization with training_mode=1 also returns running statistics blended with momentum "
            "(input_mean * momentum + mean * (1 - momentum)); DirectML outputs the batch's own mean and variance, "
            "which are ONNX's running ones only for momentum 0.", _ARITHMETIC),
 )
 
-BATCH_NORMALIZATION_GRAD = Operator(
-    name="BATCH_NORMALIZATION_GRAD", enum_value=146, family=FAMILY, prefix="",
+def _batch_normalization_gradient(*, name: str, enum_value: int, summary: str, formula: str, support, kernel,
+                                  reduced: str, reading: str) -> Operator:
+    """BATCH_NORMALIZATION_GRAD and BATCH_NORMALIZATION_TRAINING_GRAD share their DESC, shape rule and tolerance;
+    their formulas, kernels and levels differ."""
+    return Operator(
+        name=name, enum_value=enum_value, family=FAMILY, prefix="", summary=summary, formula=formula,
+        introduced=support[-1].level, inputs=_GRAD_INPUTS, support=support, same_data_type=_GRAD_INPUTS + _GRAD_OUTPUTS,
+        same_sizes=(), cpu_kernel=None, cuda_body="", output=_GRAD_OUTPUTS[0], extra_outputs=_GRAD_OUTPUTS[1:],
+        parameters=(EPSILON,), shape_rule=batch_normalization_grad_shape, array_kernel=kernel, exactness=COMPOSITE,
+        tolerance=_GRAD_TOLERANCE, tolerance_scale=grad_tolerance_scale,
+        notes=(_PER_CHANNEL.format(tensors="MeanTensor, VarianceTensor and ScaleTensor", what=reduced),
+               "InputGradientTensor and OutputGradientTensor have InputTensor's Sizes; OutputScaleGradientTensor and "
+               "OutputBiasGradientTensor MeanTensor's (the page's constraints).", reading, _EPSILON_DEFAULT,
+               _ARITHMETIC))
+
+
+BATCH_NORMALIZATION_GRAD = _batch_normalization_gradient(
+    name="BATCH_NORMALIZATION_GRAD", enum_value=146,
     summary="backpropagates through BATCH_NORMALIZATION: the input's, the scale's and the bias's gradients",
     formula="OutputGradient = InputGradient * (Scale / sqrt(Variance + Epsilon)); OutputScaleGradient = "
             "sum(InputGradient * (Input - Mean) / sqrt(Variance + Epsilon)); OutputBiasGradient = "
             "sum(InputGradient), the sums over the dimensions where MeanTensor's size is 1",
-    introduced=_GRAD_ROWS[-1].level, inputs=_GRAD_INPUTS, support=_GRAD_ROWS,
-    same_data_type=_GRAD_INPUTS + _GRAD_OUTPUTS, same_sizes=(), cpu_kernel=None, cuda_body="",
-    output=_GRAD_OUTPUTS[0], extra_outputs=_GRAD_OUTPUTS[1:], parameters=(EPSILON,),
-    shape_rule=batch_normalization_grad_shape, array_kernel=batch_normalization_grad_kernel, exactness=COMPOSITE,
-    tolerance=_GRAD_TOLERANCE, tolerance_scale=grad_tolerance_scale,
-    notes=(_PER_CHANNEL.format(tensors="MeanTensor, VarianceTensor and ScaleTensor", what="sums"),
-           "InputGradientTensor and OutputGradientTensor have InputTensor's Sizes; OutputScaleGradientTensor and "
-           "OutputBiasGradientTensor MeanTensor's (the page's constraints).",
-           "Mean and Variance are constants here (BATCH_NORMALIZATION's inputs): OutputGradient is the derivative "
-           "of BATCH_NORMALIZATION's output with them held fixed, in the page's grouping InputGradient * (Scale / "
-           "sqrt(Variance + Epsilon)).",
-           "Epsilon defaults to 0.00001 (the page gives none), as BATCH_NORMALIZATION's.", _ARITHMETIC),
-)
+    support=_GRAD_ROWS, kernel=batch_normalization_grad_kernel, reduced="sums",
+    reading="Mean and Variance are constants here (BATCH_NORMALIZATION's inputs): OutputGradient is the derivative "
+            "of BATCH_NORMALIZATION's output with them held fixed, in the page's grouping InputGradient * (Scale / "
+            "sqrt(Variance + Epsilon)).")
 
-BATCH_NORMALIZATION_TRAINING_GRAD = Operator(
-    name="BATCH_NORMALIZATION_TRAINING_GRAD", enum_value=152, family=FAMILY, prefix="",
+BATCH_NORMALIZATION_TRAINING_GRAD = _batch_normalization_gradient(
+    name="BATCH_NORMALIZATION_TRAINING_GRAD", enum_value=152,
     summary="backpropagates through BATCH_NORMALIZATION_TRAINING (the batch's own statistics): the input's, the "
             "scale's and the bias's gradients",
     formula="Coef0 = 1 / sqrt(Variance + Epsilon); Coef1 = InputGradient * (Input - Mean); OutputGradient = Scale * "
             "Coef0 * ((InputGradient - mean(InputGradient)) - (Input - Mean) * mean(Coef1) / (Variance + Epsilon)); "
             "OutputScaleGradient = sum(InputGradient * (Input - Mean) / sqrt(Variance + Epsilon)); "
             "OutputBiasGradient = sum(InputGradient); means and sums over the dimensions where MeanTensor's size is 1",
-    introduced=_TRAINING_GRAD_ROWS[-1].level, inputs=_GRAD_INPUTS, support=_TRAINING_GRAD_ROWS,
-    same_data_type=_GRAD_INPUTS + _GRAD_OUTPUTS, same_sizes=(), cpu_kernel=None, cuda_body="",
-    output=_GRAD_OUTPUTS[0], extra_outputs=_GRAD_OUTPUTS[1:], parameters=(EPSILON,),
-    shape_rule=batch_normalization_grad_shape, array_kernel=batch_normalization_training_grad_kernel,
-    exactness=COMPOSITE, tolerance=_GRAD_TOLERANCE, tolerance_scale=grad_tolerance_scale,
-    notes=(_PER_CHANNEL.format(tensors="MeanTensor, VarianceTensor and ScaleTensor", what="means and sums"),
-           "InputGradientTensor and OutputGradientTensor have InputTensor's Sizes; OutputScaleGradientTensor and "
-           "OutputBiasGradientTensor MeanTensor's (the page's constraints).", _MEAN_READ,
-           "Epsilon defaults to 0.00001 (the page gives none), as BATCH_NORMALIZATION's.", _ARITHMETIC),
-)
+    support=_TRAINING_GRAD_ROWS, kernel=batch_normalization_training_grad_kernel, reduced="means and sums",
+    reading=_MEAN_READ)
 
 LOCAL_RESPONSE_NORMALIZATION_GRAD = Operator(
     name="LOCAL_RESPONSE_NORMALIZATION_GRAD", enum_value=144, family=FAMILY, prefix="",
