@@ -1,4 +1,5 @@
-"""CAST and the generators on the GPU: the same bits as the CPU, for every type pair and the special values.
+"""CAST and the generators on the GPU: the same bits as the CPU, for every type pair and the special values
+(RANDOM_GENERATOR: the same Philox bits and state).
 
 CuPy's own astype and float32 arithmetic would not give them (flush-to-zero of FLOAT32 subnormals, C casts of
 out-of-range floats and NaN to integers, NaN payloads), so CAST and FILL_VALUE_SEQUENCE have CUDA kernels of
@@ -163,3 +164,19 @@ def test_cast_vector_kernel_tails_and_unaligned_inputs(source, target):
         cpu_result = api.run("cast", x[start:start + count], output_dtype=target, backend="cpu")
         (gpu_result,) = cast_gpu_kernel(cupy, [on_device[start:start + count]], [output], {})
         assert_same_bits(cpu_result, cupy.asnumpy(gpu_result), f"CAST {source} -> {target} [{start}:+{count}]")
+
+
+# ---------------------------------------------------------------- RANDOM_GENERATOR: integer arithmetic only
+
+PHILOX_STATES = [(0, 0, 0, 0, 0, 0), (0xFFFFFFF0, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xDEADBEEF, 1),
+                 (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344, 0xA4093822, 0x299F31D0)]
+
+
+@pytest.mark.parametrize("state", PHILOX_STATES)
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1), (1, 1, 3, 7), (2, 3, 64, 129), (4, 8, 256, 257)])
+def test_random_generator_gives_the_cpus_bits(state, shape):
+    """The same xp kernel on CuPy (UINT64 products split into 32-bit words): the output and the advanced state."""
+    words = np.array(state, np.uint32).reshape(1, 1, 1, 6)
+    (cpu_bits, cpu_state), (gpu_bits, gpu_state) = both("random_generator", words, output_shape=shape)
+    assert gpu_bits.dtype == np.uint32 and gpu_bits.shape == shape
+    assert np.array_equal(cpu_bits, gpu_bits) and np.array_equal(cpu_state, gpu_state)

@@ -22,7 +22,7 @@ from dmlcli.suite.case import CaseError
 from dmlcli.suite.onnx import ENTRIES, TABLE, Planned, Skipped, plan
 from dmlcli.suite.onnx.adapters import OnnxCall, onnx_call
 from dmlcli.suite.onnx.mapping import SIZES, directml_operator, keyword_for
-from dmlcli.suite.onnx.table import NEXT_ISSUE
+from dmlcli.suite.onnx.table import NEXT_ISSUE, entry_for
 from dmlcli.suite.runner import _compared_all
 
 from conftest import SHARED, SHARED_MISSING
@@ -257,7 +257,7 @@ def _mapped_cases():
     params = []
     for path in CASES:
         case = load_case(path)
-        entry = TABLE.get(case.onnx_op)
+        entry = entry_for(onnx_call(case))
         if entry is not None and entry.adapter is not None:
             params.append(pytest.param(case, entry, id=path.stem.removeprefix("onnx__test_")))
     return params or [pytest.param(None, None, id="no-shared", marks=pytest.mark.skip(reason=SHARED_MISSING))]

@@ -164,11 +164,13 @@ CAST = Operator(
 # ---------------------------------------------------------------- shared by the generators
 
 
-def output_sizes_given(query: ShapeQuery, op_name: str) -> tuple[int, ...]:
-    """The Sizes a generator's caller gave for OutputTensor (DirectML takes them from the output's desc)."""
+def output_sizes_given(query: ShapeQuery, op_name: str,
+                       why: str = "has no input to take them from") -> tuple[int, ...]:
+    """The Sizes a generator's caller gave for OutputTensor (DirectML takes them from the output's desc); `why`
+    says why no input gives them."""
     given = query.given_outputs.get("OutputTensor")
     if given is None:
-        raise RuleViolation(f"OutputTensor Sizes are not given; {op_name} has no input to take them from, so give "
+        raise RuleViolation(f"OutputTensor Sizes are not given; {op_name} {why}, so give "
                             f"them with {option_flag('output_shape')} (output_shape= in the API, the OutputTensor's "
                             "Sizes in a DxDispatch model)")
     return tuple(int(size) for size in given)

@@ -21,13 +21,14 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("indexing", ("indexing.entries",)),
     ("pooling", ("pooling.entries",)),
     ("conversion", ("generation.entries",)),
-    ("generation", ("generation.entries",)),
+    ("generation", ("generation.entries", "generation.random")),
     ("convolution", ("convolution.entries",)),
     ("matrix multiplication", ("matmul.entries",)),
     ("recurrent", ("recurrent.entries",)),
     ("normalization", ("normalization.entries",)),
     ("resampling", ("resampling.entries",)),
     ("attention", ("attention.entries",)),
+    ("training", ("training.normalization", "training.optimizers")),
 )
 
 # ---- generated: python -m dmlcli.operators.regenerate ----
@@ -232,6 +233,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'FILL_VALUE_SEQUENCE': ('FILL_VALUE_SEQUENCE', 'generation.entries'),
     'DIAGONAL_MATRIX': ('DIAGONAL_MATRIX', 'generation.entries'),
     'DIAGONAL_MATRIX1': ('DIAGONAL_MATRIX1', 'generation.entries'),
+    'RANDOM_GENERATOR': ('RANDOM_GENERATOR', 'generation.random'),
     'CONVOLUTION': ('CONVOLUTION', 'convolution.entries'),
     'CONVOLUTION_INTEGER': ('CONVOLUTION_INTEGER', 'convolution.entries'),
     'QUANTIZED_LINEAR_CONVOLUTION': ('QUANTIZED_LINEAR_CONVOLUTION', 'convolution.entries'),
@@ -253,6 +255,11 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'VALUE_SCALE_2D': ('VALUE_SCALE_2D', 'resampling.entries'),
     'MULTIHEAD_ATTENTION': ('MULTIHEAD_ATTENTION', 'attention.entries'),
     'MULTIHEAD_ATTENTION1': ('MULTIHEAD_ATTENTION1', 'attention.entries'),
+    'BATCH_NORMALIZATION_TRAINING': ('BATCH_NORMALIZATION_TRAINING', 'training.normalization'),
+    'BATCH_NORMALIZATION_GRAD': ('BATCH_NORMALIZATION_GRAD', 'training.normalization'),
+    'BATCH_NORMALIZATION_TRAINING_GRAD': ('BATCH_NORMALIZATION_TRAINING_GRAD', 'training.normalization'),
+    'LOCAL_RESPONSE_NORMALIZATION_GRAD': ('LOCAL_RESPONSE_NORMALIZATION_GRAD', 'training.normalization'),
+    'ADAM_OPTIMIZER': ('ADAM_OPTIMIZER', 'training.optimizers'),
     'ELU': ('ACTIVATION_ELU', 'elementwise.activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'elementwise.activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'elementwise.activation'),
@@ -352,6 +359,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'offset': ('DIAGONAL_MATRIX', 'generation.entries'),
     'diagonal_fill_begin': ('DIAGONAL_MATRIX1', 'generation.entries'),
     'diagonal_fill_end': ('DIAGONAL_MATRIX1', 'generation.entries'),
+    'type': ('RANDOM_GENERATOR', 'generation.random'),
     'mode': ('CONVOLUTION', 'convolution.entries'),
     'direction': ('CONVOLUTION', 'convolution.entries'),
     'output_padding': ('CONVOLUTION', 'convolution.entries'),
@@ -377,6 +385,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'mask_type': ('MULTIHEAD_ATTENTION', 'attention.entries'),
     'query_head_count': ('MULTIHEAD_ATTENTION1', 'attention.entries'),
     'key_value_head_count': ('MULTIHEAD_ATTENTION1', 'attention.entries'),
+    'learning_rate': ('ADAM_OPTIMIZER', 'training.optimizers'),
+    'beta1': ('ADAM_OPTIMIZER', 'training.optimizers'),
+    'beta2': ('ADAM_OPTIMIZER', 'training.optimizers'),
 }
 # ---- end of generated part ----
 

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import InputError
 from ..case import Case
 from .adapters import MappingError, OnnxCall, Prepared, data_input, onnx_call, resize_plan
-from .table import NEXT_ISSUE, TABLE, Entry
+from .table import NEXT_ISSUE, TABLE, Entry, entry_for
 
 SIZES = ".Sizes"
 # ONNX's backend tests compare with np.testing.assert_allclose(rtol=1e-3, atol=1e-7) (onnx/backend/test/runner):
@@ -74,13 +74,13 @@ def keyword_for(entry: Entry, operator, destination: str) -> str:
 def plan(case: Case) -> Planned | Skipped:
     """The DirectML call for an ONNX case, or why DirectML cannot compute it. InputError for a case the
     table cannot read (an unknown ONNX operator, a malformed ONNX call, a table out of step with dmlcli)."""
-    entry = TABLE.get(case.onnx_op)
+    call = onnx_call(case)
+    entry = entry_for(call)
     if entry is None:
         raise InputError(f"ONNX operator {case.onnx_op!r} has no entry in dmlcli's ONNX table "
                          "(dmlcli/suite/onnx/table.py)")
     if entry.directml is None:
         return Skipped(entry.reason)
-    call = onnx_call(case)
     try:
         # What DirectML can never compute says so first, whether or not dmlcli has the operator yet.
         for condition in entry.cannot:

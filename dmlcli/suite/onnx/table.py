@@ -27,6 +27,7 @@ import numpy as np
 
 from . import adapters as a
 from . import adapters_attention as aa
+from . import adapters_training as t
 
 NEXT_ISSUE = 24
 
@@ -64,6 +65,10 @@ class Entry:
     # ONNX case names whose expected values the ONNX test writes rounded (so no ULP rule can hold), each with
     # what is rounded: compared as ONNX's backend tests compare (mapping.ROUNDED_RTOL, ROUNDED_ATOL).
     rounded_expected: Mapping[str, str] = field(default_factory=dict)
+    # A variant: the entry stands for its ONNX operator only on the calls `selects` picks, which another DirectML
+    # operator computes (BatchNormalization with training_mode=1 is BATCH_NORMALIZATION_TRAINING). None: the
+    # operator's plain entry, for every call no variant picks.
+    selects: Callable[[a.OnnxCall], bool] | None = None
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -360,11 +365,18 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("BatchNormalization", "BATCH_NORMALIZATION",
           fields={"InputTensor": "X", "MeanTensor": "input_mean", "VarianceTensor": "input_var",
                   "ScaleTensor": "scale", "BiasTensor": "B", "Epsilon": "epsilon (default 1e-5)"},
-          fixed={"Spatial": True}, adapter=a.adapt_batch_normalization, outside=(PER_CHANNEL,),
-          cannot=(Cannot(lambda c: bool(c.attr("training_mode", 0)),
-                         "ONNX's training_mode=1 normalises by the batch's own statistics and returns running "
-                         "means; DirectML computes that with BATCH_NORMALIZATION_TRAINING, not "
-                         "BATCH_NORMALIZATION"),)),
+          fixed={"Spatial": True}, adapter=a.adapt_batch_normalization, outside=(PER_CHANNEL,)),
+    Entry("BatchNormalization", "BATCH_NORMALIZATION_TRAINING", selects=lambda c: bool(c.attr("training_mode", 0)),
+          fields={"InputTensor": "X", "ScaleTensor": "scale", "BiasTensor": "B", "Epsilon": "epsilon (default 1e-5)"},
+          adapter=t.adapt_batch_normalization_training,
+          outside=(PER_CHANNEL, "ONNX's running_mean and running_var are OutputMeanTensor and OutputVarianceTensor "
+                                "{1, C, 1, ...}, reshaped to 1-D; input_mean and input_var are not read (momentum 0)"),
+          cannot=(Cannot(t.blends_running_statistics,
+                         "ONNX's training_mode=1 blends running_mean and running_var with momentum {momentum} (0.9 "
+                         "when left out): input_mean * momentum + batch mean * (1 - momentum); DirectML's "
+                         "BATCH_NORMALIZATION_TRAINING writes the batch's own mean and variance and has no momentum "
+                         "or running statistics"),),
+          issue=30),
     Entry("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
           fields={"InputTensor": "input", "ScaleTensor": "scale", "BiasTensor": "B",
                   "Axes": "{2, ..., rank - 1}", "Epsilon": "epsilon (default 1e-5)"},
@@ -512,11 +524,48 @@ ENTRIES: tuple[Entry, ...] = (
                      "MULTIHEAD_ATTENTION1 adds MaskFilterValue (-inf, ONNX's masking value) to every score of it "
                      "and takes the softmax, which has no such guard (NaN)"),
           ), issue=30),
+    # ---- training (issue 30)
+    Entry("Adam", "ADAM_OPTIMIZER",
+          fields={"InputParametersTensor": "X", "InputFirstMomentTensor": "V", "InputSecondMomentTensor": "H",
+                  "GradientTensor": "G", "TrainingStepTensor": "T (as UINT32)", "LearningRate": "R",
+                  "Beta1": "alpha (default 0.9)", "Beta2": "beta (default 0.999)", "Epsilon": "epsilon (default 0)"},
+          adapter=t.adapt_adam,
+          outside=("X, V, H and G are read as {1, 1, 1, size} (ADAM_OPTIMIZER takes 4 dimensions and works element "
+                   "by element) and X_new, V_new, H_new reshaped back",
+                   "the int64 T is given as a UINT32 TrainingStepTensor {1, 1, 1, 1} (the same value)"),
+          cannot=(Cannot(lambda c: t.adam_groups(c) > 1,
+                         "ONNX's Adam updates several tensors in one call; DirectML's ADAM_OPTIMIZER updates one "
+                         "InputParametersTensor"),
+                  Cannot(lambda c: float(c.attr("norm_coefficient", 0.0)) != 0.0,
+                         "ONNX's norm_coefficient ({norm_coefficient}) adds norm_coefficient * X to the gradient; "
+                         "DirectML's ADAM_OPTIMIZER has no regularisation term"),
+                  Cannot(lambda c: float(c.attr("norm_coefficient_post", 0.0)) != 0.0,
+                         "ONNX's norm_coefficient_post ({norm_coefficient_post}) scales the updated X by 1 - "
+                         "norm_coefficient_post; DirectML's ADAM_OPTIMIZER has no such term"),
+                  Cannot(lambda c: t.adam_step(c) == 0,
+                         "ONNX's Adam at T = 0 skips the bias correction; DirectML's ADAM_OPTIMIZER always applies "
+                         "it, and 1 - Beta1^0 = 0 divides by zero"),
+                  Cannot(t.adam_step_outside_uint32,
+                         "ONNX's T lies outside UINT32; DirectML's TrainingStepTensor is UINT32")),
+          issue=30),
     # ---- the next issue's operators
     _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
     _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
 )
 
-TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES}
-if len(TABLE) != len(ENTRIES):  # pragma: no cover - a table typo fails at import
-    raise ValueError("ONNX table: an ONNX operator has two entries")
+TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES if entry.selects is None}
+VARIANTS: dict[str, tuple[Entry, ...]] = {}
+for _variant in (entry for entry in ENTRIES if entry.selects is not None):
+    VARIANTS[_variant.onnx_op] = VARIANTS.get(_variant.onnx_op, ()) + (_variant,)
+if len(TABLE) + sum(map(len, VARIANTS.values())) != len(ENTRIES) or not set(VARIANTS) <= set(TABLE):
+    # A table typo fails at import.
+    raise ValueError("ONNX table: an ONNX operator has two plain entries, or a variant without its plain entry")
+
+
+def entry_for(call: a.OnnxCall) -> Entry | None:
+    """The entry that maps this call: the first variant of its ONNX operator that selects it, else the plain
+    entry (None for an ONNX operator outside the table)."""
+    for variant in VARIANTS.get(call.op, ()):
+        if variant.selects(call):
+            return variant
+    return TABLE.get(call.op)
