@@ -30,6 +30,8 @@ KNOWN_KEYS = frozenset({
     # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
     # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
     "onnx_op", "attributes", "input_names", "output_names", "source_version",
+    # ../shared/onnx_operators_complete names each case's ONNX domain (ai.onnx, ai.onnx.preview.training): for people.
+    "domain",
 })
 # What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
 REJECTION_CODES = (2, 3)
