@@ -58,6 +58,8 @@ def test_fold_takes_the_types_directml_sums(dtype, accepted):
     params = dict(window_sizes=[2, 2], output_shape=(1, 1, 3, 3))
     if accepted:
         assert api_plan("fold", inputs, **params).lowest_feature_level.short == "6_4"
+        with pytest.raises(dmlcli.ValidationError, match="introduced in DML_FEATURE_LEVEL_6_4"):
+            api_plan("fold", inputs, feature_level="6_3", **params)
     else:
         with pytest.raises(dmlcli.ValidationError, match="no feature level accepts this call"):
             api_plan("fold", inputs, **params)
