@@ -53,3 +53,18 @@ def refused_in_one_line(args: list[str], exit_code: int, text: str) -> Result:
     assert result.stdout == ""
     assert text in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     return result
+
+
+def dispatch_one(folder, operator: str, desc: dict, inputs: dict[str, list], output_count: int) -> Result:
+    """`dmlcli dispatch` of a DxDispatch model (written in `folder`) with one dispatchable of DML_OPERATOR_`operator`:
+    each input tensor's FLOAT32 values by its DESC field, OutputTensor `output_count` zeros, printed after the
+    dispatch as "Resource 'OutputTensor': ..."."""
+    resources = {name: {"initialValuesDataType": "FLOAT32", "initialValues": values} for name, values in inputs.items()}
+    resources["OutputTensor"] = {"initialValuesDataType": "FLOAT32",
+                                 "initialValues": {"valueCount": output_count, "value": 0}}
+    model = {"resources": resources, "dispatchables": {"op": {"type": f"DML_OPERATOR_{operator}", "desc": desc}},
+             "commands": [{"type": "dispatch", "dispatchable": "op", "bindings": {name: name for name in resources}},
+                          {"type": "print", "resource": "OutputTensor"}]}
+    path = folder / "model.json"
+    path.write_text(json.dumps(model))
+    return CliRunner().invoke(cli, ["dispatch", str(path), "--no-timing"])

@@ -200,3 +200,46 @@ def test_mean_variance_normalization_long_rows_far_mean():
     mean = wide.mean(axis=(2, 3), keepdims=True)
     expected = (wide - mean) / np.sqrt(((wide - mean) ** 2).mean(axis=(2, 3), keepdims=True) + 1e-5)
     assert np.abs(got - expected).max() < 1e-3
+
+
+# ---------------------------------------------------------------- MEAN_VARIANCE_NORMALIZATION2, RESAMPLE2, RESAMPLE3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("use_mean, use_variance", [(True, True), (False, True), (True, False), (False, False)])
+@pytest.mark.parametrize("shape, axes", [((2, 3, 4, 5), [2, 3]), ((4, 64, 32, 32), [1, 2, 3]), ((3, 40, 5), [0, 2]),
+                                         ((2, 3, 130, 130), [2, 3])])
+def test_mean_variance_normalization2(dtype, use_mean, use_variance, shape, axes):
+    """Every path of the GPU's normalisation (one block per row, long rows, the three-pass fallback for axes that do
+    not trail) with UseMean and UseVariance: within the tolerance of the CPU's result."""
+    channel = tuple(1 if axis in axes else size for axis, size in enumerate(shape))
+    assert_within("mean_variance_normalization2", [data(shape, dtype), data(channel, dtype, 1)],
+                  {"axes": axes, "use_mean": use_mean, "use_variance": use_variance}, f"{shape} {axes}")
+
+
+def test_mean_variance_normalization2_rms_far_from_zero_on_long_rows():
+    """UseMean FALSE on the long-row kernels: the partial sums are taken about 0 (the mean of the squares, not the
+    variance), so an input far from zero normalises to about 1, as the formula says."""
+    x = (data((1, 2, 200, 300), "float32") + 1000.0).astype(np.float32)
+    got = api.run("mean_variance_normalization2", x, axes=[2, 3], use_mean=False, backend="gpu")
+    wide = x.astype(np.float64)
+    expected = wide / np.sqrt((wide ** 2).mean(axis=(2, 3), keepdims=True) + 1e-5)
+    assert np.abs(got - expected).max() < 1e-5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", ["increasing", "decreasing"])
+def test_resample2_nearest_same_bits(dtype, direction):
+    x = data((2, 3, 19, 23), dtype)
+    options = {"scales": [1, 2, 0.5, 1.75], "input_pixel_offsets": [0.5, 0, 0.25, 1],
+               "output_pixel_offsets": [-0.5, 0, 0, -0.5], "rounding_direction": direction}
+    cpu_result, gpu_result = both("resample2", x, **options)
+    assert np.array_equal(cpu_result, gpu_result)
+    assert_within("resample2", [x], {**options, "interpolation_mode": "linear"})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scales", [[1, 1, 0.5, 0.5], [1, 1, 0.3, 1.5], [0.75, 1, 0.45, 0.6]])
+def test_resample3_antialiased(dtype, scales):
+    assert_within("resample3", [data((4, 3, 37, 41), dtype)],
+                  {"scales": scales, "interpolation_mode": "linear", "antialiased": True}, f"{scales}")

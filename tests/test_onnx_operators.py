@@ -80,9 +80,16 @@ def test_the_operators_this_branch_has_pass_or_are_skipped_for_a_directml_reason
 @needs_folder
 def test_the_next_issues_operators_are_skipped_saying_so(suite_run):
     by_case = {r.case_id: r for r in suite_run.results}
-    assert by_case["onnx__test_col2im_5d"].message == (
-        "DirectML's FOLD is not implemented in dmlcli yet (ONNX's Col2Im is one of the next issue's operators)")
     assert "DirectML has no transpose operator" in by_case["onnx__test_transpose_default"].message
+
+
+@needs_folder
+def test_col2im_and_resize_run_through_fold_and_resample3(suite_run):
+    by_case = {r.case_id: r for r in suite_run.results}
+    assert all(by_case[f"onnx__test_col2im_{name}"].passed for name in ("5d", "dilations", "pads"))
+    resize = [r for r in suite_run.results if r.op == "Resize"]
+    assert sum(r.passed for r in resize) == 23
+    assert all("mode cubic" in r.message for r in resize if not r.passed)  # all that DirectML lacks
 
 
 @needs_folder
@@ -245,6 +252,14 @@ def f32_array(*values):
     ("OneHot", (np.array([-4], np.int64), np.array(3.0, np.float32), f32_array(0, 1)), {}, "below -depth"),
     ("Gather", (np.ones((1,) * 8, np.float32), np.zeros((2, 2), np.int64)), {}, "more than 8 dimensions"),
     ("ReduceSum", (f32_array(1, 2), np.zeros((0,), np.int64)), {"noop_with_empty_axes": 1}, "no such mode"),
+    ("Resize", (np.ones((1, 1, 2, 2), np.float32), f32_array(0, 0, -0.5, 0, 1, 1, 1, 1), None,
+                np.array([1, 1, 3, 2], np.int64)),
+     {"coordinate_transformation_mode": "tf_crop_and_resize", "mode": "linear"}, "no extrapolation value"),
+    ("Resize", (np.ones((1, 1, 2, 2), np.float32), None, f32_array(1, 1, 2, 2)), {"mode": "linear",
+                                                                                 "exclude_outside": 1},
+     "repeats the edge element"),
+    ("GroupNormalization", (np.ones((1, 2) + (1,) * 6, np.float32), f32_array(1, 1), f32_array(0, 0)),
+     {"num_groups": 2}, "more than 8 dimensions"),
 ])
 def test_a_condition_directml_cannot_express_is_found(onnx_op, inputs, attributes, words):
     entry = TABLE[onnx_op]

@@ -36,6 +36,8 @@ ENTRIES = {  # key: (DML_OPERATOR_TYPE value, introduced, exactness, parameters'
                                     ("CrossChannel", "NormalizeVariance", "Epsilon", "FusedActivation")),
     "MEAN_VARIANCE_NORMALIZATION1": (115, "2_1", "approximate",
                                      ("Axes", "NormalizeVariance", "Epsilon", "FusedActivation")),
+    "MEAN_VARIANCE_NORMALIZATION2": (171, "6_3", "approximate",  # test_ops_mvn2.py tests it
+                                     ("Axes", "UseMean", "UseVariance", "Epsilon", "FusedActivation")),
     "LOCAL_RESPONSE_NORMALIZATION": (74, "1_0", "approximate", ("CrossChannel", "LocalSize", "Alpha", "Beta", "Bias")),
     "LP_NORMALIZATION": (75, "1_0", "approximate", ("Axis", "Epsilon", "P")),
 }
@@ -193,7 +195,10 @@ def ref_batch_norm(x, mean, var, scale, bias, epsilon):
     return out
 
 
-def ref_mvn(x, axes, scale, bias, normalize_variance, epsilon):
+def ref_mvn(x, axes, scale, bias, normalize_variance, epsilon, use_mean=True):
+    """The MEAN_VARIANCE_NORMALIZATION operators over each group of the elements that `axes` span, in float64;
+    without `use_mean` (MEAN_VARIANCE_NORMALIZATION2's UseMean FALSE) the mean is 0 and the variance the mean of
+    the squares. Scale and Bias each where given."""
     out = np.empty(x.shape, np.float64)
     kept = [a for a in range(x.ndim) if a not in axes]
     for outer in itertools.product(*[range(x.shape[a]) for a in kept]):
@@ -206,14 +211,16 @@ def ref_mvn(x, axes, scale, bias, normalize_variance, epsilon):
                 index[a] = i
             members.append(tuple(index))
         values = [float(x[i]) for i in members]
-        mean = sum(values) / len(values)
-        variance = sum((v - mean) ** 2 for v in values) / len(values)
+        mean = math.fsum(values) / len(values) if use_mean else 0.0
+        variance = math.fsum((v - mean) ** 2 for v in values) / len(values)
         for index, value in zip(members, values):
             y = value - mean
             if normalize_variance:
                 y = y / math.sqrt(variance + float(epsilon))
             if scale is not None:
-                y = y * _broadcast_at(scale, index) + _broadcast_at(bias, index)
+                y = y * _broadcast_at(scale, index)
+            if bias is not None:
+                y = y + _broadcast_at(bias, index)
             out[index] = y
     return out
 
@@ -407,6 +414,8 @@ CLI_RUNS = [
     (["mean_variance_normalization", "[[[[1,3]]]]", "--dtype", "float32", "--epsilon", "0"], [[[[-1, 1]]]]),
     (["mean_variance_normalization1", "[[1,3],[2,2]]", "--dtype", "float16", "--axes", "1"],
      [[-1, 1], [0, 0]]),
+    (["mean_variance_normalization2", "[[3,4]]", "--dtype", "float32", "--axes", "1", "--use-mean", "false",
+      "--epsilon", "0"], [[3 / math.sqrt(12.5), 4 / math.sqrt(12.5)]]),
     (["local_response_normalization", "[[[[2]]]]", "--dtype", "float32", "--local-size", "1", "--alpha", "0.75",
       "--beta", "1", "--bias", "1"], [[[[0.5]]]]),
     (["lp_normalization", "[[3,4]]", "--dtype", "float32", "--axis", "1", "--p", "1"], [[3 / 7, 4 / 7]]),
@@ -520,9 +529,9 @@ def test_dmlcli_test_runs_the_onnx_normalization_and_resize_cases(shared_dir, tm
     assert result.exit_code == 0, result.output
     document = json.loads(report.read_text())
     assert document["totals"]["failed"] == 0 and document["totals"]["error"] == 0
-    assert document["totals"]["passed"] == 23 and document["totals"]["skipped"] == 37
+    assert document["totals"]["passed"] == 34 and document["totals"]["skipped"] == 26
     reasons = {entry["message"] for entry in document["results"] if entry["verdict"] == "skipped"}
-    assert len(reasons) == 7
+    assert len(reasons) == 3  # LayerNormalization's Mean and InvStdDev, cubic, training_mode
     assert not any("not implemented in dmlcli yet" in reason for reason in reasons), reasons
     assert all("DirectML" in reason for reason in reasons), reasons
 

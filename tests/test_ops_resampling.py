@@ -1,10 +1,11 @@
-"""The resampling family: UPSAMPLE_2D, RESAMPLE, RESAMPLE1, VALUE_SCALE_2D.
+"""The resampling family: UPSAMPLE_2D, RESAMPLE, RESAMPLE1, VALUE_SCALE_2D (RESAMPLE2 and RESAMPLE3: test_ops_resample23.py).
 
 Each operator against: a second transcription of its support table (spot checks by level), every rule its shape
 rule enforces (exit 3 on the command line), an independent reference written here from the pages' coordinate
 relation with plain Python loops (NEAREST_NEIGHBOR bit for bit; LINEAR as the multilinear weighted average of the
 2^k neighbours, within the tolerance), FloatArrayParameter's three spellings, and ONNX's Resize and Upsample
-node-test vectors mapped by hand (skipped with the DirectML reason where RESAMPLE1 cannot express them).
+node-test vectors mapped by the suite runner's table onto RESAMPLE3 and RESAMPLE2 (skipped with the DirectML reason
+where those cannot express them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ ENTRIES = {  # key: (DML_OPERATOR_TYPE value, introduced, exactness, parameters'
     "RESAMPLE": (96, "2_0", "approximate", ("InterpolationMode", "Scales")),
     "RESAMPLE1": (116, "2_1", "approximate", ("InterpolationMode", "Scales", "InputPixelOffsets",
                                               "OutputPixelOffsets")),
+    "RESAMPLE2": (161, "5_1", "approximate", ("InterpolationMode", "RoundingDirection", "Scales", "InputPixelOffsets",
+                                              "OutputPixelOffsets")),
+    "RESAMPLE3": (175, "6_4", "approximate", ("InterpolationMode", "RoundingDirection", "Scales", "InputPixelOffsets",
+                                              "OutputPixelOffsets", "Antialiased")),
     "VALUE_SCALE_2D": (65, "1_0", "composite", ("Scale", "Bias")),
 }
 
@@ -300,6 +305,10 @@ CLI_RUNS = [
     (["resample1", "[1,2,3]", "--dtype", "float32", "--scales", "1", "--input-pixel-offsets", "0",
       "--output-pixel-offsets", "1"], [1, 1, 2]),
     (["value_scale_2d", "[[[[1]]]]", "--dtype", "float32", "--scale", "2", "--bias", "0.5"], [[[[2.5]]]]),
+    (["resample2", "[1,2,3,4]", "--dtype", "float32", "--scales", "0.5", "--rounding-direction", "increasing"],
+     [2, 4]),
+    (["resample3", "[1,2,3,4,5,6,7,8]", "--dtype", "float32", "--scales", "0.5", "--interpolation-mode", "linear",
+      "--antialiased", "true"], [1.625, 3.5, 5.5, 7.375]),
 ]
 
 
@@ -350,7 +359,8 @@ def test_the_onnx_cases_are_there(shared_dir):
 
 
 def map_onnx(case) -> tuple[dict, np.ndarray] | str:
-    """RESAMPLE1's parameters for an ONNX Resize/Upsample case, or why DirectML cannot express it."""
+    """The parameters of RESAMPLE3 (Resize) or RESAMPLE2 (Upsample) for an ONNX case, or why DirectML cannot express
+    it."""
     from dmlcli.suite.onnx.mapping import resize_mapping
 
     return resize_mapping(case["onnx_op"], case["attributes"], case["input_names"],
@@ -366,17 +376,20 @@ def test_onnx_vector(path):
         pytest.skip(mapped)
     params, x = mapped
     expected = tensor_from_object(case["expected"][0], where=path.name)
-    verdict = dmlcli.validate("resample1", x, **params)
-    got = dmlcli.run("resample1", x, **params)
+    name = "resample3" if case["onnx_op"] == "Resize" else "resample2"
+    verdict = dmlcli.validate(name, x, **params)
+    got = dmlcli.run(name, x, **params)
     assert_close(got, expected.astype(np.float64), verdict.call.operator, verdict.call, case["case_name"])
 
 
 def test_onnx_skips_are_only_what_directml_cannot_express(shared_dir):
     reasons = {p.stem: map_onnx(json.loads(p.read_text())) for p in ONNX_CASES}
     skipped = {name: why for name, why in reasons.items() if isinstance(why, str)}
-    allowed = {"cubic": 10, "antialias=1": 2, "tf_crop_and_resize": 1, "nearest_mode ceil": 1, "exact tie": 7}
-    assert {word: sum(word in why for why in skipped.values()) for word in allowed} == allowed
-    assert len(skipped) == sum(allowed.values()) and len(reasons) - len(skipped) == 13
+    # Cubic is all DirectML lacks here: RESAMPLE2/3's RoundingDirection gives every nearest_mode (ties included),
+    # RESAMPLE3's Antialiased the antialias cases, the offsets tf_crop_and_resize's region (no coordinate of the
+    # case falls outside the input, where ONNX's extrapolation_value would be needed).
+    assert all("mode cubic" in why for why in skipped.values()) and len(skipped) == 10
+    assert len(reasons) - len(skipped) == 24
 
 
 def _dispatch(tmp_path, dispatchable: dict, values: list, out_count: int) -> object:

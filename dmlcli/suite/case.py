@@ -28,9 +28,10 @@ KNOWN_KEYS = frozenset({
     "float_rules", "allow_tf32", "skip", "source", "source_commit", "case_name", "notes", "also_in", "tolerance_source",
     "directml_support", "dmlcli_version",
     # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
-    # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them;
-    # ../shared/onnx_operators_complete's also name the operator's domain (ai.onnx, ai.onnx.preview.training).
-    "onnx_op", "attributes", "input_names", "output_names", "source_version", "domain",
+    # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
+    "onnx_op", "attributes", "input_names", "output_names", "source_version",
+    # ../shared/onnx_operators_complete names each case's ONNX domain (ai.onnx, ai.onnx.preview.training): for people.
+    "domain",
 })
 # What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
 REJECTION_CODES = (2, 3)

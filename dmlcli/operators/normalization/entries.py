@@ -1,12 +1,14 @@
-"""The normalization family: BATCH_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION (and its "1" form with Axes),
-LOCAL_RESPONSE_NORMALIZATION and LP_NORMALIZATION.
+"""The normalization family: BATCH_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION (its "1" form with Axes, its "2"
+form with UseMean and UseVariance), LOCAL_RESPONSE_NORMALIZATION and LP_NORMALIZATION.
 
 Sources: DirectML's pages for each DESC (MicrosoftDocs/sdk-api, ns-directml-dml_<name>_operator_desc.md, the
 newest stored version of each: batch_normalization 9ade0e62, mean_variance_normalization db7dd4d9,
 mean_variance_normalization1 5b9c53c5, local_response_normalization 2cd469d9, lp_normalization f4acb9bc): fields,
 formulas, broadcasting rules and support tables; the DML_OPERATOR_TYPE values of DirectML.h (BATCH_NORMALIZATION 72,
 MEAN_VARIANCE_NORMALIZATION 73, LOCAL_RESPONSE_NORMALIZATION 74, LP_NORMALIZATION 75,
-MEAN_VARIANCE_NORMALIZATION1 115). Each kernel is one function for both backends (`xp` is numpy or cupy).
+MEAN_VARIANCE_NORMALIZATION1 115, MEAN_VARIANCE_NORMALIZATION2 171). MEAN_VARIANCE_NORMALIZATION2 (6_3) has no
+stored page: its fields are DirectML.h's, its meaning ONNX Runtime's DirectML provider's (the entry's notes). Each
+kernel is one function for both backends (`xp` is numpy or cupy).
 
 One arithmetic rule for the family: FLOAT32 and FLOAT16 tensors are computed in FLOAT32 (FLOAT16 widened
 exactly) and rounded once to the output type; a fused activation then runs on that rounded result, exactly as
@@ -42,6 +44,9 @@ def _all(level_name, dims, tensors):
 _BN_ROWS = rows(_all("3_1", DIMS_1_TO_8, _BN_TENSORS), _all("1_0", DIMS_4, _BN_TENSORS))
 _MVN_ROWS = rows(_all("1_0", DIMS_4, _MVN_TENSORS))
 _MVN1_ROWS = rows(_all("3_1", DIMS_1_TO_8, _MVN_TENSORS), _all("2_1", DIMS_4, _MVN_TENSORS))
+# No stored page: MEAN_VARIANCE_NORMALIZATION1's newest row (1 to 8 dimensions, FLOAT32 and FLOAT16) at the level
+# DirectML.h declares it (`#if DML_TARGET_VERSION >= 0x6300`).
+_MVN2_ROWS = rows(_all("6_3", DIMS_1_TO_8, _MVN_TENSORS))
 _LRN_ROWS = rows(_all("1_0", DIMS_4, IO))
 _LP_ROWS = rows(_all("3_1", DIMS_1_TO_8, IO), _all("1_0", DIMS_4, IO))
 
@@ -63,6 +68,11 @@ CROSS_CHANNEL_MVN = BoolParameter(field="CrossChannel", help="true: mean and var
                                                              "Width}; false: over {Height, Width}, each channel apart")
 NORMALIZE_VARIANCE = BoolParameter(field="NormalizeVariance", help="true: divide by sqrt(Variance + Epsilon); "
                                                                    "false: only subtract the mean", default_value=True)
+USE_MEAN = BoolParameter(field="UseMean", help="true: subtract the mean over Axes; false: subtract nothing (and the "
+                                                "variance is the mean of the squares: RMS normalization)",
+                         default_value=True)
+USE_VARIANCE = BoolParameter(field="UseVariance", help="true: divide by sqrt(Variance + Epsilon); false: do not",
+                             default_value=True)
 MVN_AXES = IntArrayParameter(field="Axes", count_field="AxisCount", default_text="every axis",
                              help="the axes the mean and variance are computed over, each from 0 to the input's "
                                   "DimensionCount - 1")
@@ -349,10 +359,11 @@ def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon)
     return y
 
 
-def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon):
-    """(x - mean) [/ sqrt(variance + epsilon)], then Scale and Bias where given; all in FLOAT32."""
-    mean = xp.mean(x, axis=axes, keepdims=True, dtype=xp.float32)
-    centred = x - mean
+def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon, use_mean: bool = True):
+    """(x - mean) [/ sqrt(variance + epsilon)], then Scale and Bias where given; all in FLOAT32. Without
+    `use_mean` (MEAN_VARIANCE_NORMALIZATION2's UseMean FALSE) nothing is subtracted and the variance is the mean
+    of the squares (about 0: RMS normalization)."""
+    centred = x - xp.mean(x, axis=axes, keepdims=True, dtype=xp.float32) if use_mean else x
     if normalize_variance:
         # The mean of the squared deviations (two passes): the page's E[X^2] - E[X]^2 without its cancellation.
         variance = xp.mean(centred * centred, axis=axes, keepdims=True, dtype=xp.float32)
@@ -371,10 +382,20 @@ def mvn_kernel(xp, inputs, outputs, params):
     return _finish(xp, y, outputs[0], params["FusedActivation"])
 
 
-def mvn1_kernel(xp, inputs, outputs, params):
+def _statistics(params) -> tuple[bool, bool]:
+    """(subtract the mean, divide by the standard deviation): MEAN_VARIANCE_NORMALIZATION1's NormalizeVariance
+    (the mean always), MEAN_VARIANCE_NORMALIZATION2's UseMean and UseVariance."""
+    if "UseMean" in params:
+        return params["UseMean"], params["UseVariance"]
+    return True, params["NormalizeVariance"]
+
+
+def mvn_axes_kernel(xp, inputs, outputs, params):
+    """MEAN_VARIANCE_NORMALIZATION1 and 2: the statistics over Axes."""
     x, scale, bias = (_f32(xp, t) for t in inputs)
     axes = resolve_axes(params["Axes"], x.ndim, "Axes")
-    y = _normalise(xp, x, axes, scale, bias, params["NormalizeVariance"], params["Epsilon"])
+    use_mean, use_variance = _statistics(params)
+    y = _normalise(xp, x, axes, scale, bias, use_variance, params["Epsilon"], use_mean)
     return _finish(xp, y, outputs[0], params["FusedActivation"])
 
 
@@ -387,7 +408,8 @@ def mvn1_kernel(xp, inputs, outputs, params):
 _MVN_ROWS_SOURCE = """
 extern "C" __global__ void dml_kernel(const float* xs, float* ys, const float* scales, const float* biases,
                                       const long long count, const int normalize_variance, const int has_scale,
-                                      const int has_bias, const float epsilon, const long long rows) {
+                                      const int has_bias, const float epsilon, const long long rows,
+                                      const int use_mean) {
     __shared__ float shared[33];
     extern __shared__ float stage[];
     const float divisor = (float)count;
@@ -400,7 +422,8 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const float* s
             stage[i] = v;
             total = dml_add(total, v);
         }
-        const float mean = dml_div(dml_block_combine(total, shared, false), divisor);
+        const float sum = dml_block_combine(total, shared, false);  // every thread takes part, used or not
+        const float mean = use_mean ? dml_div(sum, divisor) : 0.0f;  // x - 0 is x: UseMean FALSE subtracts nothing
         float inverse = 1.0f;
         if (normalize_variance) {
             float squares = 0.0f;
@@ -439,11 +462,11 @@ __device__ __forceinline__ void dml_warp_sums(double& a, double& b) {
 }
 
 extern "C" __global__ void dml_mvn_partials(const float* xs, double* partials, const long long count,
-                                            const long long chunk, const long long chunks) {
+                                            const long long chunk, const long long chunks, const int use_mean) {
     __shared__ double shared[64];
     const long long row = blockIdx.x / chunks, part = blockIdx.x % chunks;
     const float* x = xs + row * count;
-    const double k = (double)x[0];
+    const double k = use_mean ? (double)x[0] : 0.0;  // UseMean FALSE: the raw sums of x and x^2
     const long long first = part * chunk, last = count < first + chunk ? count : first + chunk;
     double s1 = 0.0, s2 = 0.0;
 #if DML_VECTOR == 4
@@ -475,7 +498,7 @@ extern "C" __global__ void dml_mvn_partials(const float* xs, double* partials, c
 extern "C" __global__ void dml_mvn_apply(const float* xs, float* ys, const double* partials, const float* scales,
                                          const float* biases, const long long count, const long long chunk,
                                          const long long chunks, const int normalize_variance, const int has_scale,
-                                         const int has_bias, const float epsilon) {
+                                         const int has_bias, const float epsilon, const int use_mean) {
     __shared__ float stats[2];
     const long long row = blockIdx.x / chunks, part = blockIdx.x % chunks;
     const float* x = xs + row * count;
@@ -488,8 +511,8 @@ extern "C" __global__ void dml_mvn_apply(const float* xs, float* ys, const doubl
         }
         dml_warp_sums(s1, s2);
         if (threadIdx.x == 0) {
-            const double n = (double)count, m = s1 / n, variance = s2 / n - m * m;
-            stats[0] = (float)((double)x[0] + m);
+            const double n = (double)count, m = use_mean ? s1 / n : 0.0, variance = s2 / n - m * m;
+            stats[0] = use_mean ? (float)((double)x[0] + m) : 0.0f;
             stats[1] = (float)(variance > 0.0 ? variance : 0.0);
         }
     }
@@ -547,7 +570,7 @@ def _per_row(cp, tensor, x, first: int):
     return cp.ascontiguousarray(cp.broadcast_to(tensor.reshape(shape), x.shape[:first] + shape[first:])).reshape(-1)
 
 
-def _normalise_rows(cp, x, axes, scale, bias, normalize_variance: bool, epsilon):
+def _normalise_rows(cp, x, axes, scale, bias, normalize_variance: bool, epsilon, use_mean: bool):
     """_normalise by the one-block-per-row kernel (rows past MVN_STAGE_BYTES: the long-row kernels), or None where
     they do not take the call (axes that do not trail, a Scale or Bias that varies within a row)."""
     first = x.ndim - len(axes)
@@ -559,7 +582,7 @@ def _normalise_rows(cp, x, axes, scale, bias, normalize_variance: bool, epsilon)
         return None
     if count * 4 > MVN_STAGE_BYTES:
         return _normalise_long_rows(cp, cp.ascontiguousarray(x), count, scales, biases, normalize_variance,
-                                    epsilon, scale is not None, bias is not None)
+                                    epsilon, scale is not None, bias is not None, use_mean)
     kernel = _GPU_KERNELS.get("dml_mvn_rows")
     if kernel is None:
         from ..numerics.cuda_prelude import BLOCK_COMBINE, COMPILE_OPTIONS, DEVICE_PRELUDE
@@ -572,12 +595,13 @@ def _normalise_rows(cp, x, axes, scale, bias, normalize_variance: bool, epsilon)
     threads = 1024 if count >= 8192 else 256 if count >= 1024 else 64
     kernel((int(min(rows, 65535)),), (threads,),
            (x, y, scales, biases, np.int64(count), np.int32(bool(normalize_variance)), np.int32(scale is not None),
-            np.int32(bias is not None), np.float32(epsilon), np.int64(rows)), shared_mem=count * 4)
+            np.int32(bias is not None), np.float32(epsilon), np.int64(rows), np.int32(bool(use_mean))),
+           shared_mem=count * 4)
     return y
 
 
 def _normalise_long_rows(cp, x, count: int, scales, biases, normalize_variance: bool, epsilon, has_scale: bool,
-                         has_bias: bool):
+                         has_bias: bool, use_mean: bool):
     """_normalise_rows for rows past MVN_STAGE_BYTES: the two kernels of _MVN_LONG_ROWS_SOURCE."""
     vector = 4 if count % 4 == 0 and x.data.ptr % 16 == 0 else 1
     module = _GPU_KERNELS.get(("dml_mvn_long_rows", vector))
@@ -591,22 +615,26 @@ def _normalise_long_rows(cp, x, count: int, scales, biases, normalize_variance: 
     y = cp.empty_like(x)
     grid, threads = (rows * chunks,), (256,)
     sizes = (np.int64(count), np.int64(MVN_CHUNK), np.int64(chunks))
-    module.get_function("dml_mvn_partials")(grid, threads, (x, partials, *sizes))
+    module.get_function("dml_mvn_partials")(grid, threads, (x, partials, *sizes, np.int32(bool(use_mean))))
     module.get_function("dml_mvn_apply")(grid, threads, (x, y, partials, scales, biases, *sizes,
                                                          np.int32(bool(normalize_variance)), np.int32(has_scale),
-                                                         np.int32(has_bias), np.float32(epsilon)))
+                                                         np.int32(has_bias), np.float32(epsilon),
+                                                         np.int32(bool(use_mean))))
     return y
 
 
-def _gpu_normalise(cp, x, axes, scale, bias, normalize_variance: bool, epsilon):
+def _gpu_normalise(cp, x, axes, scale, bias, normalize_variance: bool, epsilon, use_mean: bool = True):
     """_normalise on the GPU: one block per row where the kernel takes the call (_normalise_rows), else three
     passes over the input instead of about ten: the mean (CuPy's, as the xp kernel's), the variance as one
     reduction of the squared deviations (no temporary), and one elementwise kernel for (x - mean) /
     sqrt(variance + epsilon) * Scale + Bias, each operation correctly rounded as on the CPU."""
-    by_rows = _normalise_rows(cp, x, axes, scale, bias, normalize_variance, epsilon)
+    by_rows = _normalise_rows(cp, x, axes, scale, bias, normalize_variance, epsilon, use_mean)
     if by_rows is not None:
         return by_rows
-    mean = cp.mean(x, axis=axes, keepdims=True, dtype=cp.float32)
+    if use_mean:
+        mean = cp.mean(x, axis=axes, keepdims=True, dtype=cp.float32)
+    else:  # x - 0 is x, and the squared deviations from 0 are the squares
+        mean = cp.zeros(tuple(1 if axis in axes else size for axis, size in enumerate(x.shape)), dtype=cp.float32)
     variance = mean  # unused by the final kernel without NormalizeVariance
     if normalize_variance:
         squares = _GPU_KERNELS.get("dml_squared_deviations")
@@ -640,10 +668,12 @@ def mvn_gpu_kernel(cp, inputs, outputs, params):
     return _finish(cp, y, outputs[0], params["FusedActivation"])
 
 
-def mvn1_gpu_kernel(cp, inputs, outputs, params):
+def mvn_axes_gpu_kernel(cp, inputs, outputs, params):
+    """mvn_axes_kernel on the GPU: MEAN_VARIANCE_NORMALIZATION1 and 2."""
     x, scale, bias = (_f32(cp, t) for t in inputs)
     axes = resolve_axes(params["Axes"], x.ndim, "Axes")
-    y = _gpu_normalise(cp, x, axes, scale, bias, params["NormalizeVariance"], params["Epsilon"])
+    use_mean, use_variance = _statistics(params)
+    y = _gpu_normalise(cp, x, axes, scale, bias, use_variance, params["Epsilon"], use_mean)
     return _finish(cp, y, outputs[0], params["FusedActivation"])
 
 
@@ -769,8 +799,8 @@ MEAN_VARIANCE_NORMALIZATION1 = Operator(
     same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(MVN_AXES, NORMALIZE_VARIANCE, EPSILON, FUSED_ACTIVATION),
     optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("2_1"),
-    shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn1_kernel,
-    gpu_array_kernel=mvn1_gpu_kernel, level_rule=mvn1_level_rule,
+    shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn_axes_kernel,
+    gpu_array_kernel=mvn_axes_gpu_kernel, level_rule=mvn1_level_rule,
     exactness=APPROXIMATE,
     tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale,
     notes=("Axes may be left out in the API and on the command line: every axis (DirectML's desc needs them). Each "
@@ -779,6 +809,48 @@ MEAN_VARIANCE_NORMALIZATION1 = Operator(
            "must be the input's.", _SCALE_BIAS, _MVN_VARIANCE,
            "ONNX's InstanceNormalization is Axes {2, 3, ...}; LayerNormalization is Axes {axis, ..., last}; "
            "MeanVarianceNormalization is Axes {0, 2, 3} with Epsilon 0.", _ARITHMETIC, _FUSED),
+)
+
+_MVN2_MEANING = (
+    "No stored page (the 6_3 operators' pages are not published): the fields are DirectML.h's; the meaning of UseMean "
+    "and UseVariance is ONNX Runtime's DirectML provider's, which builds MEAN_VARIANCE_NORMALIZATION2 for "
+    "LayerNormalization with UseMean TRUE, UseVariance TRUE and for SimplifiedLayerNormalization and "
+    "SkipSimplifiedLayerNormalization (RMS normalization: x / sqrt(mean(x^2) + epsilon) * scale) with UseMean "
+    "FALSE, UseVariance TRUE (microsoft/onnxruntime onnxruntime/core/providers/dml/DmlExecutionProvider/src/"
+    "Operators/DmlOperatorSkipLayerNormalization.cpp: UseMean = !simplified; DmlOperatorLayerNormalization.cpp at "
+    "b19adb63, where the fields were still named NormalizeMean and NormalizeVariance: NormalizeMean = !simplified).")
+_MVN2_FORMULAS = (
+    "The four combinations, M and V over Axes, in FLOAT32: UseMean TRUE, UseVariance TRUE: Scale * (x - M) / "
+    "sqrt(V + Epsilon) + Bias, V the mean of (x - M)^2 (MEAN_VARIANCE_NORMALIZATION1 with NormalizeVariance TRUE); "
+    "UseMean FALSE, UseVariance TRUE: Scale * x / sqrt(mean(x^2) + Epsilon) + Bias (RMS normalization, as the "
+    "provider's SimplifiedLayerNormalization needs); UseMean TRUE, UseVariance FALSE: Scale * (x - M) + Bias "
+    "(NormalizeVariance FALSE); UseMean FALSE, UseVariance FALSE: Scale * x + Bias (dmlcli's reading: the two "
+    "flags switch the centring and the scaling independently; no source builds this case).")
+
+MEAN_VARIANCE_NORMALIZATION2 = Operator(
+    name="MEAN_VARIANCE_NORMALIZATION2", enum_value=171, family=FAMILY, prefix="",
+    summary="normalises the input over Axes, the mean and the variance each optional (RMS normalization)",
+    formula="OutputTensor = FusedActivation(Scale * ((Input - [Mean]) / [sqrt(Variance + Epsilon)]) + Bias) over "
+            "Axes; UseMean FALSE: no mean subtracted, Variance = mean(Input^2)",
+    introduced=_MVN2_ROWS[-1].level, inputs=_MVN_TENSORS[:-1], support=_MVN2_ROWS, same_data_type=_MVN_TENSORS,
+    same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(MVN_AXES, USE_MEAN, USE_VARIANCE, EPSILON, FUSED_ACTIVATION),
+    optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("6_3"),
+    shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn_axes_kernel,
+    gpu_array_kernel=mvn_axes_gpu_kernel, exactness=APPROXIMATE,
+    tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale,
+    notes=(_MVN2_MEANING, _MVN2_FORMULAS,
+           "Axes may be left out in the API and on the command line: every axis. Each axis below the "
+           "DimensionCount, none twice, at least one (MEAN_VARIANCE_NORMALIZATION1's rule). UseMean and UseVariance "
+           "default to TRUE in the API and on the command line (a DxDispatch desc needs both).",
+           _BROADCAST.format(tensors="ScaleTensor and BiasTensor"),
+           "ScaleTensor and BiasTensor are optional, each on its own (_Maybenull_ in DirectML.h; the provider gives "
+           "Scale without Bias): give ScaleTensor alone as the second input, BiasTensor alone after 'none' (API: "
+           "None). Left out: no scale, no bias.",
+           "Support table: no page, so MEAN_VARIANCE_NORMALIZATION1's newest row (1 to 8 dimensions, FLOAT32 and "
+           "FLOAT16) from 6_3, the level DirectML.h declares it at.",
+           "ONNX's RMSNormalization is UseMean FALSE, UseVariance TRUE over Axes {axis, ..., last}; "
+           "LayerNormalization UseMean TRUE.", _ARITHMETIC, _FUSED),
 )
 
 LOCAL_RESPONSE_NORMALIZATION = Operator(
@@ -820,4 +892,4 @@ LP_NORMALIZATION = Operator(
 )
 
 OPERATORS = (BATCH_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION1,
-             LOCAL_RESPONSE_NORMALIZATION, LP_NORMALIZATION)
+             MEAN_VARIANCE_NORMALIZATION2, LOCAL_RESPONSE_NORMALIZATION, LP_NORMALIZATION)

@@ -1,16 +1,22 @@
-"""The resampling family: UPSAMPLE_2D, RESAMPLE, RESAMPLE1 (nearest neighbour and linear) and VALUE_SCALE_2D.
+"""The resampling family: UPSAMPLE_2D, RESAMPLE, RESAMPLE1, RESAMPLE2, RESAMPLE3 (nearest neighbour and linear)
+and VALUE_SCALE_2D.
 
 Sources: DirectML's pages for each DESC (MicrosoftDocs/sdk-api, ns-directml-dml_<name>_operator_desc.md, the
-newest stored version of each: upsample_2d 2cd469d9, resample f2d501f7, resample1 883ac18d, value_scale_2d
-0f132192), the enum DML_INTERPOLATION_MODE (NEAREST_NEIGHBOR = 0, LINEAR = 1), and the DML_OPERATOR_TYPE values of
-DirectML.h (VALUE_SCALE_2D 65, UPSAMPLE_2D 66, RESAMPLE 96, RESAMPLE1 116).
+newest stored version of each: upsample_2d 2cd469d9, resample f2d501f7, resample1 883ac18d, resample2 of
+07/21/2022 (its ms.date), value_scale_2d 0f132192), the enums DML_INTERPOLATION_MODE (NEAREST_NEIGHBOR = 0,
+LINEAR = 1) and DML_AXIS_DIRECTION (INCREASING = 0, DECREASING = 1), and the DML_OPERATOR_TYPE values of
+DirectML.h (VALUE_SCALE_2D 65, UPSAMPLE_2D 66, RESAMPLE 96, RESAMPLE1 116, RESAMPLE2 161, RESAMPLE3 175).
+RESAMPLE3 (6_4) has no stored page: RESAMPLE2's fields plus BOOL Antialiased (DirectML.h), whose meaning is
+ONNX's Resize antialias, which ONNX Runtime's DirectML provider passes to it unchanged (the entry's notes).
 
 One coordinate rule for the family (RESAMPLE1's page, which says RESAMPLE and UPSAMPLE_2D are its case with
 InputPixelOffsets 0.5 and OutputPixelOffsets -0.5): output coordinate o along a dimension reads the input at
 x = (o - OutputPixelOffset) / Scale - InputPixelOffset, computed in FLOAT32, where element i sits at x = i.
 NEAREST_NEIGHBOR takes element floor(x + 0.5) (the page: "the input element nearest to the corresponding pixel
-center"; a tie takes the higher index), LINEAR the weighted average of elements floor(x) and floor(x) + 1 along
-each resampled dimension; x is clamped to the input (the page: "the output edges are clamped").
+center"; a tie takes the higher index); RESAMPLE2's and RESAMPLE3's take ceil(x) (RoundingDirection INCREASING) or
+floor(x) (DECREASING). LINEAR takes the weighted average of elements floor(x) and floor(x) + 1 along each
+resampled dimension; x is clamped to the input (the page: "the output edges are clamped"). RESAMPLE3's
+Antialiased LINEAR widens that triangle filter by 1 / Scale where Scale < 1.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import numpy as np
 from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, UINT8
 from ...errors import InputError, cut, quoted
 from ..table.options import _given, option_flag
-from ..table.parameters import CudaArgument, EnumParameter, FloatArrayParameter, FloatParameter, Parameter
+from ..table.parameters import (BoolParameter, CudaArgument, EnumParameter, FloatArrayParameter, FloatParameter,
+    Parameter)
 from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_4, Operator, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
@@ -44,6 +51,8 @@ _RESAMPLE_ROWS = rows(_same("6_2", _DIMS_1_TO_4, _WITH_BYTES), _same("5_1", _DIM
                       _same("2_0", DIMS_4, FLOATS))
 _RESAMPLE1_ROWS = rows(_same("6_2", _DIMS_1_TO_4, _WITH_BYTES), _same("5_1", _DIMS_1_TO_4, FLOATS),
                        _same("2_1", DIMS_4, FLOATS))
+_RESAMPLE2_ROWS = rows(_same("5_1", _DIMS_1_TO_4, FLOATS))
+_RESAMPLE3_ROWS = rows(_same("6_4", _DIMS_1_TO_4, FLOATS))  # no page: RESAMPLE2's table, from 6_4 (DirectML.h)
 _VALUE_SCALE_ROWS = rows(_same("1_0", DIMS_4, FLOATS))
 
 # ---------------------------------------------------------------- parameters
@@ -53,6 +62,16 @@ INTERPOLATION_MODE = EnumParameter(
                                     "of the 2 nearest per resampled dimension)",
     enum_prefix="DML_INTERPOLATION_MODE_", values=(("NEAREST_NEIGHBOR", 0), ("LINEAR", 1)),
     default_value="NEAREST_NEIGHBOR")
+
+ROUNDING_DIRECTION = EnumParameter(
+    field="RoundingDirection",
+    help="NEAREST_NEIGHBOR's rounding of a fractional input coordinate: increasing (ceil) or decreasing (floor); "
+         "LINEAR ignores it",
+    enum_prefix="DML_AXIS_DIRECTION_", values=(("INCREASING", 0), ("DECREASING", 1)), default_value="DECREASING")
+ANTIALIASED = BoolParameter(
+    field="Antialiased", help="true: LINEAR downsampling (Scale < 1) widens its triangle filter by 1 / Scale, so every "
+                              "input element within it is averaged (ONNX's Resize antialias); NEAREST_NEIGHBOR ignores "
+                              "it")
 
 
 class Size2DParameter(Parameter):
@@ -215,8 +234,16 @@ def value_scale_shape(query: ShapeQuery) -> dict:
 # ---------------------------------------------------------------- tolerances
 
 def resample_tolerance_scale(call) -> int:
-    """LINEAR: WebNN's resample2d figure as it stands; NEAREST_NEIGHBOR copies an element: 0 ULP."""
-    return 0 if call.parameters["InterpolationMode"] == "NEAREST_NEIGHBOR" else 1
+    """LINEAR: WebNN's resample2d figure as it stands (its 4 taps of bilinear); NEAREST_NEIGHBOR copies an element:
+    0 ULP. RESAMPLE3's Antialiased LINEAR averages about 2 / Scale elements per dimension where Scale < 1 instead
+    of 2: the figure times ceil(1 / Scale) for each such dimension (dmlcli's choice, after WebNN's pooling figures,
+    which grow with the elements a window averages)."""
+    if call.parameters["InterpolationMode"] == "NEAREST_NEIGHBOR":
+        return 0
+    if not call.parameters.get("Antialiased"):
+        return 1
+    scales = resample_scales(call.tensors["InputTensor"].shape, call.output.shape, call.parameters["Scales"])
+    return math.prod(math.ceil(1 / scale) for scale in scales if scale < 1)
 
 
 _RESAMPLE_TOLERANCE = Tolerance(
@@ -238,16 +265,59 @@ def _coordinates(xp, out_size: int, in_size: int, scale: float, input_offset: fl
     return xp.clip(x, xp.float32(0), xp.float32(in_size - 1))
 
 
+# How an output element is computed from the input coordinate x along one dimension (resample_values' `method`).
+NEAREST = "nearest"  # RESAMPLE, RESAMPLE1, UPSAMPLE_2D: element floor(x + 0.5)
+NEAREST_DOWN = "floor"  # RESAMPLE2/3 with RoundingDirection DECREASING: element floor(x)
+NEAREST_UP = "ceil"  # RoundingDirection INCREASING: element ceil(x)
+LINEAR = "linear"  # the two neighbours' weighted average
+WIDENED_LINEAR = "antialiased"  # RESAMPLE3's Antialiased LINEAR: the triangle widened by 1 / Scale where Scale < 1
+_ROUNDINGS = {NEAREST: lambda xp, x: xp.floor(x + xp.float32(0.5)), NEAREST_DOWN: lambda xp, x: xp.floor(x),
+              NEAREST_UP: lambda xp, x: xp.ceil(x)}
+
+
+def _along(values, axis: int, vector):
+    """A per-output-position vector shaped to broadcast along `axis` of `values`."""
+    return vector.reshape((-1,) + (1,) * (values.ndim - axis - 1))
+
+
+def _antialiased_axis(xp, values, axis: int, out_size: int, scale: float, input_offset: float, output_offset: float):
+    """ONNX's antialiased linear filter along one dimension (Scale < 1): output o averages every element j with
+    |j - x| < 1 / Scale, weighted 1 - |j - x| * Scale and normalised by the weights' sum; x is not clamped, an
+    element past an edge reads the edge element (ONNX's edge padding). FLOAT32 throughout, taps in increasing j."""
+    in_size = values.shape[axis]
+    o = xp.arange(out_size, dtype=xp.float32)
+    x = (o - xp.float32(output_offset)) / xp.float32(scale) - xp.float32(input_offset)
+    reach = math.ceil(1 / float(scale)) + 1  # taps on each side of floor(x) that may lie within 1 / Scale
+    first = xp.floor(x).astype(xp.int64) - reach
+    taps = [first + k for k in range(2 * reach + 2)]
+    weights = [xp.maximum(xp.float32(1) - xp.abs(j.astype(xp.float32) - x) * xp.float32(scale), xp.float32(0))
+               for j in taps]
+    total = weights[0]
+    for weight in weights[1:]:
+        total = total + weight
+    result = None
+    for j, weight in zip(taps, weights):
+        share = _along(values, axis, weight / total)
+        term = xp.take(values, xp.clip(j, 0, in_size - 1), axis=axis)
+        term = xp.where(share > 0, share * term, xp.float32(0))  # an element outside the filter is not read
+        result = term if result is None else result + term
+    return result
+
+
 def _resample_axis(xp, values, axis: int, out_size: int, scale: float, input_offset: float, output_offset: float,
-                   linear: bool):
+                   method: str):
+    if method == WIDENED_LINEAR:
+        if float(scale) < 1:
+            return _antialiased_axis(xp, values, axis, out_size, scale, input_offset, output_offset)
+        method = LINEAR  # ONNX's filter is min(Scale, 1) wide: upsampling is plain linear
     in_size = values.shape[axis]
     x = _coordinates(xp, out_size, in_size, scale, input_offset, output_offset)
-    if not linear:
-        index = xp.minimum(xp.floor(x + xp.float32(0.5)).astype(xp.int64), in_size - 1)
+    if method != LINEAR:
+        index = xp.clip(_ROUNDINGS[method](xp, x).astype(xp.int64), 0, in_size - 1)
         return xp.take(values, index, axis=axis)
     low = xp.floor(x).astype(xp.int64)
     high = xp.minimum(low + 1, in_size - 1)
-    weight = (x - low.astype(xp.float32)).reshape((-1,) + (1,) * (values.ndim - axis - 1))
+    weight = _along(values, axis, x - low.astype(xp.float32))
     a = xp.take(values, low, axis=axis)
     b = xp.take(values, high, axis=axis)
     return a + weight * (b - a)
@@ -262,18 +332,30 @@ def _to_output(xp, work, dtype):
     return xp.ascontiguousarray(xp.clip(xp.rint(work), info.min, info.max).astype(dtype))
 
 
-def resample_values(xp, x, out_shape, scales, input_offsets, output_offsets, linear: bool, out_dtype):
+def resample_values(xp, x, out_shape, scales, input_offsets, output_offsets, method: str, out_dtype):
     """Resample every dimension whose mapping is not the identity, one after another (separable)."""
-    work = x if not linear else x.astype(xp.float32)
+    interpolates = method in (LINEAR, WIDENED_LINEAR)
+    work = x.astype(xp.float32) if interpolates else x
     for axis in range(x.ndim):
         identity = (out_shape[axis] == x.shape[axis] and float(scales[axis]) == 1.0
                     and float(input_offsets[axis]) + float(output_offsets[axis]) == 0.0)
         if not identity:
             work = _resample_axis(xp, work, axis, out_shape[axis], scales[axis], input_offsets[axis],
-                                  output_offsets[axis], linear)
-    if not linear:
+                                  output_offsets[axis], method)
+    if not interpolates:
         return xp.ascontiguousarray(work.astype(out_dtype, copy=False))
     return _to_output(xp, work, out_dtype)
+
+
+def resample_method(params) -> str:
+    """The family's `method` for a call's InterpolationMode, RoundingDirection (RESAMPLE2/3) and Antialiased
+    (RESAMPLE3)."""
+    if params["InterpolationMode"] == "LINEAR":
+        return WIDENED_LINEAR if params.get("Antialiased") else LINEAR
+    direction = params.get("RoundingDirection")
+    if direction is None:
+        return NEAREST
+    return NEAREST_UP if direction == "INCREASING" else NEAREST_DOWN
 
 
 def resample_kernel(xp, inputs, outputs, params):
@@ -283,8 +365,8 @@ def resample_kernel(xp, inputs, outputs, params):
     rank = x.ndim
     input_offsets = params.get("InputPixelOffsets") or (0.5,) * rank
     output_offsets = params.get("OutputPixelOffsets") or (-0.5,) * rank
-    return (resample_values(xp, x, out.shape, scales, input_offsets, output_offsets,
-                            params["InterpolationMode"] == "LINEAR", out.data_type.numpy_dtype),)
+    return (resample_values(xp, x, out.shape, scales, input_offsets, output_offsets, resample_method(params),
+                            out.data_type.numpy_dtype),)
 
 
 def upsample_kernel(xp, inputs, outputs, params):
@@ -292,12 +374,11 @@ def upsample_kernel(xp, inputs, outputs, params):
     (out,) = outputs
     height, width = params["ScaleSize"]
     scales = (1.0,) * (x.ndim - 2) + (float(height), float(width))
-    linear = params["InterpolationMode"] == "LINEAR"
-    if not linear:
+    if params["InterpolationMode"] != "LINEAR":
         # Whole-number scales at pixel centres: output o reads floor((o + 0.5) / s - 0.5 + 0.5) = o // s (never a
         # tie), so each element is repeated s times: the rule's exact result, without FLOAT32 coordinates.
         return (xp.ascontiguousarray(xp.repeat(xp.repeat(x, height, axis=-2), width, axis=-1)),)
-    return (resample_values(xp, x, out.shape, scales, (0.5,) * x.ndim, (-0.5,) * x.ndim, linear,
+    return (resample_values(xp, x, out.shape, scales, (0.5,) * x.ndim, (-0.5,) * x.ndim, LINEAR,
                             out.data_type.numpy_dtype),)
 
 
@@ -371,6 +452,65 @@ RESAMPLE1 = Operator(
            _NEAREST, _LINEAR),
 )
 
+_ROUNDING = ("NEAREST_NEIGHBOR takes element ceil(x) with RoundingDirection INCREASING, floor(x) with DECREASING (the "
+             "page: 'round fractional coordinates toward increasing axis values (ceil)' / 'decreasing (floor)'); x "
+             "is clamped to the input first, so the index lies in it. LINEAR ignores RoundingDirection (the page). "
+             "The results are input elements, bit for bit.")
+_RESAMPLE1_EQUIVALENCE = (
+    "The page's remark: LINEAR is RESAMPLE1's; NEAREST_NEIGHBOR with DECREASING is RESAMPLE1's with the offsets "
+    "adjusted by -0.5. floor(x') = floor(x + 0.5) needs x' = x + 0.5, which InputPixelOffsets - 0.5 gives at any "
+    "Scale (OutputPixelOffsets - 0.5, as the page words it, only at Scale 1): dmlcli follows the coordinate formula, "
+    "as ONNX Runtime's DirectML provider does (DmlOperatorResize.cpp at 59e75cf6 adjusts the input offsets: "
+    "ONNX's round_prefer_ceil is DECREASING with InputPixelOffsets - 0.5, round_prefer_floor INCREASING with + 0.5, "
+    "floor DECREASING, ceil INCREASING).")
+_OFFSETS = ("Scales, InputPixelOffsets and OutputPixelOffsets: one value per dimension each (DimensionCount is their "
+            "common length and must be the tensors' DimensionCount); offsets finite. Left out in the API and on the "
+            "command line: 0.5 and -0.5 (pixel centres); RoundingDirection DECREASING.")
+
+RESAMPLE2 = Operator(
+    name="RESAMPLE2", enum_value=161, family=FAMILY, prefix="",
+    summary="RESAMPLE1 with the nearest neighbour's rounding direction (ceil or floor) as a field",
+    formula="OutputTensorX = (InputTensorX + InputPixelOffset) * Scale + OutputPixelOffset, per dimension; "
+            "NEAREST_NEIGHBOR rounds InputTensorX by RoundingDirection",
+    introduced=_RESAMPLE2_ROWS[-1].level, inputs=("InputTensor",), support=_RESAMPLE2_ROWS, same_data_type=IO,
+    same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(INTERPOLATION_MODE, ROUNDING_DIRECTION, RESAMPLE1_SCALES, INPUT_PIXEL_OFFSETS, OUTPUT_PIXEL_OFFSETS),
+    shape_rule=resample1_shape, array_kernel=resample_kernel, exactness=APPROXIMATE, tolerance=_RESAMPLE_TOLERANCE,
+    tolerance_scale=resample_tolerance_scale,
+    notes=(_OFFSETS, _OUTPUT_SIZES, _COORDINATES, _ROUNDING, _RESAMPLE1_EQUIVALENCE, _LINEAR,
+           "Support table: the stored page's one row (5_1: 1 to 4 dimensions, FLOAT32 and FLOAT16). RESAMPLE's and "
+           "RESAMPLE1's pages add INT8 and UINT8 at 6_2; RESAMPLE2's does not, and dmlcli follows it."),
+)
+
+RESAMPLE3 = Operator(
+    name="RESAMPLE3", enum_value=175, family=FAMILY, prefix="",
+    summary="RESAMPLE2 with an antialiasing filter for linear downsampling (ONNX's Resize antialias)",
+    formula="RESAMPLE2's coordinates; Antialiased LINEAR with Scale < 1: sum over |j - x| < 1 / Scale of "
+            "(1 - |j - x| * Scale) * Input[j], divided by the sum of those weights",
+    introduced=_RESAMPLE3_ROWS[-1].level, inputs=("InputTensor",), support=_RESAMPLE3_ROWS, same_data_type=IO,
+    same_sizes=(), cpu_kernel=None, cuda_body="",
+    parameters=(INTERPOLATION_MODE, ROUNDING_DIRECTION, RESAMPLE1_SCALES, INPUT_PIXEL_OFFSETS, OUTPUT_PIXEL_OFFSETS,
+                ANTIALIASED),
+    shape_rule=resample1_shape, array_kernel=resample_kernel, exactness=APPROXIMATE, tolerance=_RESAMPLE_TOLERANCE,
+    tolerance_scale=resample_tolerance_scale,
+    notes=("No stored page (6_4): the fields are DirectML.h's (RESAMPLE2's and BOOL Antialiased), RESAMPLE2's page "
+           "gives everything but Antialiased. ONNX Runtime's DirectML provider (DmlOperatorResize.cpp at 59e75cf6) "
+           "builds RESAMPLE3 for ONNX's Resize with Antialiased = Resize's antialias attribute and the offsets and "
+           "RoundingDirection it gives RESAMPLE2, so Antialiased is taken to mean ONNX's antialias (onnx/reference/"
+           "ops/op_resize.py, _linear_coeffs_antialias): where a dimension is downsampled (Scale < 1) the linear "
+           "triangle is stretched by 1 / Scale: output o averages every element j with |j - x| < 1 / Scale, "
+           "weighted 1 - |j - x| * Scale, the weights normalised to sum to 1; Scale >= 1 is plain LINEAR.",
+           "Antialiased: x is not clamped; an element j past an edge reads the edge element (ONNX's reference pads "
+           "by edge), which for plain LINEAR and NEAREST_NEIGHBOR is the same as clamping x. NEAREST_NEIGHBOR "
+           "ignores Antialiased (ONNX defines antialias for its linear and cubic modes only). The weights, their sum "
+           "and the weighted sum are FLOAT32, the elements in increasing order, one dimension after another; the "
+           "tolerance is LINEAR's times ceil(1 / Scale) for each downsampled dimension (dmlcli's choice: more "
+           "elements averaged).",
+           _OFFSETS, _OUTPUT_SIZES, _COORDINATES, _ROUNDING, _LINEAR,
+           "Support table: RESAMPLE2's (1 to 4 dimensions, FLOAT32 and FLOAT16) from 6_4, the level DirectML.h "
+           "declares RESAMPLE3 at."),
+)
+
 VALUE_SCALE_2D = Operator(
     name="VALUE_SCALE_2D", enum_value=65, family=FAMILY, prefix="",
     summary="Scale * Input + Bias[channel]: one scale, one bias per channel",
@@ -386,4 +526,4 @@ VALUE_SCALE_2D = Operator(
            "FLOAT16 for FLOAT16 tensors. NaN propagates."),
 )
 
-OPERATORS = (UPSAMPLE_2D, RESAMPLE, RESAMPLE1, VALUE_SCALE_2D)
+OPERATORS = (UPSAMPLE_2D, RESAMPLE, RESAMPLE1, RESAMPLE2, RESAMPLE3, VALUE_SCALE_2D)

@@ -512,18 +512,32 @@ def adapt_lp_normalization(call: OnnxCall, fixed) -> Prepared:
                     [data])
 
 
-# ---------------------------------------------------------------- Resize and Upsample -> RESAMPLE1
+# ---------------------------------------------------------------- Resize -> RESAMPLE3, Upsample -> RESAMPLE2
 
 
 @dataclass(frozen=True)
 class ResizeMapping:
-    """RESAMPLE1's fields for an ONNX Resize or Upsample call (per dimension), and the output's Sizes."""
+    """RESAMPLE2's (RESAMPLE3's) fields for an ONNX Resize or Upsample call (per dimension), and the output's Sizes."""
 
     mode: str  # NEAREST_NEIGHBOR or LINEAR
+    rounding: str  # RoundingDirection: INCREASING (ceil) or DECREASING (floor)
     scales: tuple[float, ...]
     input_offsets: tuple[float, ...]
     output_offsets: tuple[float, ...]
     output_shape: tuple[int, ...]
+    antialiased: bool  # RESAMPLE3's Antialiased: ONNX's antialias with mode linear
+
+
+# ONNX's nearest_mode as RESAMPLE2's RoundingDirection and an adjustment of InputPixelOffsets, as ONNX Runtime's
+# DirectML provider maps it (DmlOperatorResize.cpp): round_prefer_floor(x) = ceil(x - 0.5), round_prefer_ceil(x) =
+# floor(x + 0.5), and x - 0.5 is InputPixelOffset + 0.5.
+NEAREST_MODES = {"round_prefer_floor": ("INCREASING", 0.5), "round_prefer_ceil": ("DECREASING", -0.5),
+                 "floor": ("DECREASING", 0.0), "ceil": ("INCREASING", 0.0)}
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # a Scale that maps every output coordinate onto one input coordinate
+
+
+def _resize_axes(call: OnnxCall, rank: int) -> list[int]:
+    return [normalised_axis(a, rank, "axes") for a in call.attr("axes", list(range(rank)))]
 
 
 def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[list[float], list[int]]:
@@ -532,7 +546,7 @@ def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[li
     if call.op == "Upsample":
         scales = [float(s) for s in call.input(1).ravel()]
         return scales, [int(math.floor(n * s)) for n, s in zip(shape, scales)]
-    axes = [normalised_axis(a, rank, "axes") for a in call.attr("axes", list(range(rank)))]
+    axes = _resize_axes(call, rank)
     scales_in, sizes_in = call.input(2), call.input(3)
     scales, sizes = [1.0] * rank, list(shape)
     if scales_in is not None and scales_in.size:
@@ -554,57 +568,95 @@ def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[li
     return scales, sizes
 
 
+def _crop_region(call: OnnxCall, rank: int) -> tuple[list[float], list[float]]:
+    """tf_crop_and_resize's region of interest per dimension (start, end), normalised coordinates: the roi input
+    over `axes`, 0 and 1 elsewhere."""
+    starts, ends = [0.0] * rank, [1.0] * rank
+    roi = call.input(1)
+    if roi is None or roi.size == 0:
+        raise MappingError("ONNX's tf_crop_and_resize needs its roi input")
+    values = [float(v) for v in roi.ravel()]
+    axes = _resize_axes(call, rank)
+    for i, axis in enumerate(axes):
+        starts[axis], ends[axis] = values[i], values[len(axes) + i]
+    return starts, ends
+
+
+def _crop_coordinates(n: int, length: float, start: float, end: float, out: int) -> np.ndarray:
+    """ONNX's tf_crop_and_resize input coordinates of one dimension (onnx/reference/ops/op_resize.py), float64."""
+    o = np.arange(out, dtype=np.float64)
+    if length == 1:
+        return np.full(out, (end - start) * (n - 1) / 2 + start * (n - 1))
+    return o * (end - start) * (n - 1) / (length - 1) + start * (n - 1)
+
+
+def resize_extrapolates(call: OnnxCall) -> bool:
+    """Whether a tf_crop_and_resize coordinate falls outside the input, where ONNX writes extrapolation_value."""
+    if call.op != "Resize" or str(call.attr("coordinate_transformation_mode", "half_pixel")) != "tf_crop_and_resize":
+        return False
+    shape = data_input(call).shape
+    scales, sizes = _resize_sizes_and_scales(call, shape)
+    starts, ends = _crop_region(call, len(shape))
+    for n, out, scale, start, end in zip(shape, sizes, scales, starts, ends):
+        x = _crop_coordinates(n, scale * n, start, end, out)
+        if np.any((x < 0) | (x > n - 1)):
+            return True
+    return False
+
+
+def _pixel_offsets(transform: str, n: int, out: int, scale: float, crop: tuple[float, float]):
+    """(Scale, InputPixelOffset, OutputPixelOffset) that make x = (o - OutputPixelOffset) / Scale - InputPixelOffset
+    ONNX's coordinate_transformation_mode along one dimension."""
+    if transform == "asymmetric" or (transform == "pytorch_half_pixel" and out == 1):
+        return scale, 0.0, 0.0
+    if transform == "align_corners":
+        # ONNX's x = o * (n - 1) / (length - 1), the length being n * scale before rounding down.
+        length = n * scale
+        return ((length - 1) / (n - 1) if length > 1 and n > 1 else 1.0), 0.0, 0.0
+    if transform == "half_pixel_symmetric":
+        return scale, 0.5 - (n / 2) * (1 - out / (n * scale)), -0.5
+    if transform == "tf_crop_and_resize":
+        # x = o * (end - start) * (n - 1) / (length - 1) + start * (n - 1): a Scale and an InputPixelOffset.
+        start, end = crop
+        length = n * scale
+        if length == 1:
+            return 1.0, -((end - start) * (n - 1) / 2 + start * (n - 1)), 0.0
+        span = (end - start) * (n - 1)
+        return ((length - 1) / span if span else FLOAT32_MAX), -start * (n - 1), 0.0
+    return scale, 0.5, -0.5  # half_pixel, and pytorch_half_pixel with more than one output element
+
+
 def resize_plan(call: OnnxCall) -> ResizeMapping:
-    """The pixel offsets that make RESAMPLE1's x = (o - OutputPixelOffset) / Scale - InputPixelOffset ONNX's
-    coordinate_transformation_mode, and floor(x + 0.5) (DirectML's nearest) ONNX's nearest_mode."""
+    """RESAMPLE2's (RESAMPLE3's) fields for ONNX's Resize or Upsample: the pixel offsets that make x = (o -
+    OutputPixelOffset) / Scale - InputPixelOffset ONNX's coordinate_transformation_mode, and RoundingDirection with
+    an offset adjustment ONNX's nearest_mode (NEAREST_MODES)."""
     data = data_input(call)
     shape = data.shape
     scales, sizes = _resize_sizes_and_scales(call, shape)
     transform = "asymmetric" if call.op == "Upsample" else str(call.attr("coordinate_transformation_mode", "half_pixel"))
     mode = "NEAREST_NEIGHBOR" if str(call.attr("mode", "nearest")) == "nearest" else "LINEAR"
     nearest_mode = "floor" if call.op == "Upsample" else str(call.attr("nearest_mode", "round_prefer_floor"))
+    if nearest_mode not in NEAREST_MODES:
+        raise MappingError(f"ONNX's nearest_mode {nearest_mode!r} is none of {', '.join(NEAREST_MODES)}")
+    rounding, adjustment = NEAREST_MODES[nearest_mode] if mode == "NEAREST_NEIGHBOR" else ("DECREASING", 0.0)
+    crops = list(zip(*_crop_region(call, len(shape)))) if transform == "tf_crop_and_resize" else [(0.0, 1.0)] * len(shape)
     used, ins, outs = [], [], []
-    for n, out, scale in zip(shape, sizes, scales):
-        in_offset, out_offset = 0.5, -0.5
-        if transform == "asymmetric" or (transform == "pytorch_half_pixel" and out == 1):
-            in_offset, out_offset = 0.0, 0.0
-        elif transform == "align_corners":
-            # ONNX's x = o * (n - 1) / (length - 1), the length being n * scale before rounding down.
-            in_offset, out_offset = 0.0, 0.0
-            length = n * scale
-            scale = (length - 1) / (n - 1) if length > 1 and n > 1 else 1.0
-        elif transform == "half_pixel_symmetric":
-            in_offset = 0.5 - (n / 2) * (1 - out / (n * scale))
-        if mode == "NEAREST_NEIGHBOR" and nearest_mode == "floor":
-            in_offset += 0.5  # floor(x) = floor((x - 0.5) + 0.5)
+    for n, out, scale, crop in zip(shape, sizes, scales, crops):
+        scale, in_offset, out_offset = _pixel_offsets(transform, n, out, scale, crop)
         used.append(float(np.float32(scale)))
-        ins.append(float(np.float32(in_offset)))
+        ins.append(float(np.float32(in_offset + adjustment)))
         outs.append(float(np.float32(out_offset)))
-    return ResizeMapping(mode, tuple(used), tuple(ins), tuple(outs), tuple(sizes))
-
-
-def resize_has_exact_tie(call: OnnxCall) -> bool:
-    """Whether a nearest-neighbour coordinate falls exactly halfway between two elements (in FLOAT32, as the
-    kernel computes it): there ONNX's round_prefer_floor and DirectML's nearest rounding differ."""
-    if str(call.attr("mode", "nearest")) != "nearest" or call.op == "Upsample":
-        return False
-    if str(call.attr("nearest_mode", "round_prefer_floor")) != "round_prefer_floor":
-        return False
-    plan = resize_plan(call)
-    for n, out, scale, in_offset, out_offset in zip(data_input(call).shape, plan.output_shape, plan.scales,
-                                                    plan.input_offsets, plan.output_offsets):
-        o = np.arange(out, dtype=np.float32)
-        x = (o - np.float32(out_offset)) / np.float32(scale) - np.float32(in_offset)
-        inside = (x >= 0) & (x <= n - 1)
-        if np.any(inside & (x - np.floor(x) == np.float32(0.5))):
-            return True
-    return False
+    antialiased = mode == "LINEAR" and bool(call.attr("antialias", 0))
+    return ResizeMapping(mode, rounding, tuple(used), tuple(ins), tuple(outs), tuple(sizes), antialiased)
 
 
 def adapt_resize(call: OnnxCall, fixed) -> Prepared:
     plan = resize_plan(call)
-    values = {**fixed, "InterpolationMode": plan.mode, "Scales": plan.scales, "InputPixelOffsets": plan.input_offsets,
-              "OutputPixelOffsets": plan.output_offsets, "OutputTensor.Sizes": plan.output_shape}
+    values = {**fixed, "InterpolationMode": plan.mode, "RoundingDirection": plan.rounding, "Scales": plan.scales,
+              "InputPixelOffsets": plan.input_offsets, "OutputPixelOffsets": plan.output_offsets,
+              "OutputTensor.Sizes": plan.output_shape}
+    if call.op == "Resize":  # RESAMPLE3; Upsample maps onto RESAMPLE2, which has no Antialiased
+        values["Antialiased"] = plan.antialiased
     return Prepared(values, [data_input(call)])
 
 

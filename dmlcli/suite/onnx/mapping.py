@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..case import Case
-from .adapters import MappingError, OnnxCall, Prepared, data_input, onnx_call, resize_plan
+from .adapters import MappingError, OnnxCall, Prepared, data_input, onnx_call
 from .table import NEXT_ISSUE, TABLE, Entry, entry_for
 
 SIZES = ".Sizes"
@@ -164,14 +164,16 @@ def _unsupported(operator, prepared: Prepared, case: Case) -> str | None:
 
 
 def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape):
-    """For tests: RESAMPLE1's API keywords and the data for a case, or the reason DirectML cannot compute it."""
+    """For tests: the API keywords of the DirectML operator the table maps ONNX's Resize or Upsample onto
+    (RESAMPLE3, RESAMPLE2) and the data for a case, or the reason DirectML cannot compute it."""
     given = iter(inputs)
     call = OnnxCall(onnx_op, tuple(None if not name else next(given) for name in input_names), dict(attributes))
-    for condition in TABLE[onnx_op].cannot:
+    entry = TABLE[onnx_op]
+    for condition in entry.cannot:
         if condition.when(call):
             return condition.describe(call)
-    plan = resize_plan(call)
-    if plan.output_shape != tuple(expected_shape):
-        raise MappingError(f"the mapped output Sizes {plan.output_shape} are not ONNX's {tuple(expected_shape)}")
-    return ({"interpolation_mode": plan.mode, "scales": list(plan.scales), "input_pixel_offsets": list(plan.input_offsets),
-             "output_pixel_offsets": list(plan.output_offsets), "output_shape": plan.output_shape}, data_input(call))
+    planned = _planned(entry, directml_operator(entry), entry.adapter(call, dict(entry.fixed)))
+    shape = tuple(planned.output_shapes["OutputTensor"])
+    if shape != tuple(expected_shape):
+        raise MappingError(f"the mapped output Sizes {shape} are not ONNX's {tuple(expected_shape)}")
+    return {**planned.keywords, "output_shape": shape}, data_input(call)

@@ -28,6 +28,7 @@ import numpy as np
 from . import adapters as a
 from . import adapters_attention as aa
 from . import adapters_training as t
+from . import adapters_normalization as an
 
 NEXT_ISSUE = 24
 
@@ -185,35 +186,37 @@ PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input
 
 
 def _resize(onnx_op: str) -> Entry:
-    """Resize (and the deprecated Upsample: asymmetric coordinates, nearest_mode floor) -> RESAMPLE1."""
+    """Resize -> RESAMPLE3 and the deprecated Upsample (asymmetric coordinates, nearest_mode floor) -> RESAMPLE2, as
+    ONNX Runtime's DirectML provider maps them (DmlOperatorResize.cpp: RESAMPLE3 from DML_TARGET_VERSION 0x6300)."""
     attr = (lambda c, name, default: c.attr(name, default)) if onnx_op == "Resize" else (lambda c, n, d: d)
+    directml = "RESAMPLE3" if onnx_op == "Resize" else "RESAMPLE2"
+    fields = {"InterpolationMode": "mode: nearest NEAREST_NEIGHBOR, linear LINEAR",
+              "RoundingDirection": "nearest_mode: round_prefer_floor and ceil INCREASING (ceil), round_prefer_ceil "
+                                   "and floor DECREASING (floor); linear: DECREASING (ignored)",
+              "Scales": "scales, or sizes / input Sizes (keep_aspect_ratio_policy's common scale; align_corners: "
+                        "(out - 1) / (in - 1); tf_crop_and_resize: (out - 1) / ((end - start) * (in - 1)))",
+              "InputPixelOffsets": "coordinate_transformation_mode: half_pixel 0.5, asymmetric and align_corners 0, "
+                                   "half_pixel_symmetric 0.5 - its offset, tf_crop_and_resize -start * (in - 1); "
+                                   "nearest_mode round_prefer_floor adds 0.5, round_prefer_ceil -0.5",
+              "OutputPixelOffsets": "half_pixel -0.5, asymmetric, align_corners and tf_crop_and_resize 0",
+              "OutputTensor.Sizes": "floor(input Sizes * scales), or sizes (keep_aspect_ratio_policy applied)"}
+    if onnx_op == "Resize":
+        fields["Antialiased"] = "antialias (mode linear)"
     return Entry(
-        onnx_op, "RESAMPLE1",
-        fields={"InterpolationMode": "mode: nearest NEAREST_NEIGHBOR, linear LINEAR",
-                "Scales": "scales, or sizes / input Sizes (keep_aspect_ratio_policy's common scale; "
-                          "align_corners: (out - 1) / (in - 1))",
-                "InputPixelOffsets": "coordinate_transformation_mode: half_pixel 0.5, asymmetric and align_corners 0, "
-                                     "half_pixel_symmetric 0.5 - its offset; nearest_mode floor adds 0.5",
-                "OutputPixelOffsets": "half_pixel -0.5, asymmetric and align_corners 0",
-                "OutputTensor.Sizes": "floor(input Sizes * scales), or sizes (keep_aspect_ratio_policy applied)"},
-        adapter=a.adapt_resize,
-        outside=("axes: the dimensions not named keep scale 1",),
+        onnx_op, directml, fields=fields, adapter=a.adapt_resize,
+        outside=("axes: the dimensions not named keep scale 1",
+                 "tf_crop_and_resize: the roi input becomes Scales and InputPixelOffsets"),
         cannot=(
             Cannot(lambda c: str(attr(c, "mode", "nearest")) == "cubic",
                    "ONNX's mode cubic has no DirectML counterpart: DML_INTERPOLATION_MODE has NEAREST_NEIGHBOR and "
                    "LINEAR only"),
-            Cannot(lambda c: bool(attr(c, "antialias", 0)),
-                   "ONNX's antialias=1 widens the filter when downsampling; DirectML's RESAMPLE1 has no antialiasing"),
-            Cannot(lambda c: str(attr(c, "coordinate_transformation_mode", "")) == "tf_crop_and_resize",
-                   "ONNX's tf_crop_and_resize reads a region of interest and an extrapolation value; DirectML's "
-                   "RESAMPLE1 has neither"),
-            Cannot(lambda c: str(attr(c, "mode", "nearest")) == "nearest"
-                   and str(attr(c, "nearest_mode", "")) == "ceil",
-                   "ONNX's nearest_mode ceil rounds every coordinate up; DirectML's nearest neighbour takes "
-                   "floor(x + 0.5), which no pixel offset turns into ceil(x)"),
-            Cannot(a.resize_has_exact_tie,
-                   "ONNX's nearest_mode round_prefer_floor picks the lower element at an exact tie, where DirectML's "
-                   "nearest neighbour picks the higher, and this case has such an exact tie"),
+            Cannot(lambda c: bool(attr(c, "exclude_outside", 0)),
+                   "ONNX's exclude_outside=1 gives the weights outside the input zero and renormalises; DirectML's "
+                   f"{directml} repeats the edge element (it has no such field)"),
+            Cannot(a.resize_extrapolates,
+                   "ONNX's tf_crop_and_resize writes extrapolation_value where a coordinate falls outside the input, "
+                   f"as one does here; DirectML's {directml} clamps coordinates to the input (it has no "
+                   "extrapolation value)"),
         ))
 
 _CONV_FIELDS = {"Strides": "strides (default 1)", "Dilations": "dilations (default 1)",
@@ -389,6 +392,23 @@ ENTRIES: tuple[Entry, ...] = (
           cannot=(Cannot(lambda c: c.outputs > 1,
                          "ONNX's LayerNormalization case also expects the Mean and InvStdDev outputs; DirectML's "
                          "MEAN_VARIANCE_NORMALIZATION1 writes only the normalised output"),)),
+    Entry("RMSNormalization", "MEAN_VARIANCE_NORMALIZATION2",
+          fields={"InputTensor": "X", "ScaleTensor": "scale", "Axes": "{axis, ..., rank - 1} (axis default -1)",
+                  "Epsilon": "epsilon (default 1e-5)"},
+          fixed={"UseMean": False, "UseVariance": True}, adapter=an.adapt_rms_normalization,
+          outside=(NEGATIVE_AXIS, "scale gets leading size-1 axes up to X's rank (a reshape); BiasTensor is left "
+                                  "out (null)")),
+    Entry("GroupNormalization", "MEAN_VARIANCE_NORMALIZATION1",
+          fields={"InputTensor": "X as {N, num_groups, C / num_groups, D1, ...}",
+                  "ScaleTensor": "scale as {1, num_groups, C / num_groups, 1, ...} (opset 18's one value per group: "
+                                 "{1, num_groups, 1, ...})",
+                  "BiasTensor": "bias, as scale", "Axes": "{2, ..., rank}", "Epsilon": "epsilon (default 1e-5)"},
+          fixed={"NormalizeVariance": True}, adapter=an.adapt_group_normalization,
+          outside=("X's channel axis is split into num_groups groups of C / num_groups channels (a reshape), the "
+                   "output joined back to X's Sizes", "scale and bias, one per channel, are reshaped to the grouped "
+                   "view's channel axes"),
+          cannot=(Cannot(lambda c: an.group_normalization_rank(c) > a.MAX_RANK,
+                         "X split into groups needs more than 8 dimensions; DirectML tensors have 1 to 8"),)),
     Entry("MeanVarianceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
           fields={"InputTensor": "X", "Axes": "axes (default {0, 2, 3})"},
           fixed={"NormalizeVariance": True, "Epsilon": 0.0}, adapter=a.adapt_mean_variance_normalization,
@@ -550,7 +570,15 @@ ENTRIES: tuple[Entry, ...] = (
           issue=30),
     # ---- the next issue's operators
     _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
-    _next("Col2Im", "FOLD"), _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
+    Entry("Col2Im", "FOLD", fields={"WindowSizes": "block_shape", "Strides": "strides (default 1)",
+                                    "Dilations": "dilations (default 1)", "StartPadding": "pads[:n] (default 0)",
+                                    "EndPadding": "pads[n:] (default 0)",
+                                    "OutputTensor.Sizes": "{N, C, image_shape...}, C = input's C x prod(block_shape) "
+                                                          "/ prod(block_shape)"},
+          adapter=an.adapt_col2im,
+          outside=("image_shape and block_shape are ONNX inputs; DirectML takes the image's Sizes from the output's "
+                   "tensor desc and the block's from WindowSizes",)),
+    _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
 )
 
 TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES if entry.selects is None}
