@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .data_types import DataType
+from .data_types import DataType, integer_limits
 from .errors import InputError
 
 # decimal is imported where a number needs it (a fraction, an exponent, a float value, a huge integer): a tensor of
@@ -117,18 +117,17 @@ class BadValue(Exception):
 
 
 def integer_converter(np_dtype: np.dtype):
-    info = np.iinfo(np_dtype)
-    lowest, highest = int(info.min), int(info.max)
+    lowest, highest = integer_limits(np_dtype)
 
     def convert(value) -> int:
         if type(value) is int and lowest <= value <= highest:
             return value  # a JSON integer in range: what most integer tensors hold
-        return _other_integer(value, np_dtype, info)
+        return _other_integer(value, np_dtype, lowest, highest)
 
     return convert
 
 
-def _other_integer(value, np_dtype: np.dtype, info: np.iinfo) -> int:
+def _other_integer(value, np_dtype: np.dtype, lowest: int, highest: int) -> int:
     """integer_converter's reading of anything but an int in range: literals, floats, Decimals, refusals."""
     Decimal = _decimal()[0]
     shown_literal = None
@@ -148,9 +147,9 @@ def _other_integer(value, np_dtype: np.dtype, info: np.iinfo) -> int:
         if not value.is_finite() or value != value.to_integral_value():
             raise BadValue(f"= {shorten(str(value))} is not an integer, as {np_dtype} needs")
     # Compared before int(): int(Decimal("1e999999999")) would build a billion-digit number.
-    if not info.min <= value <= info.max:
+    if not lowest <= value <= highest:
         shown = shown_literal or shorten(str(value))
-        raise BadValue(f"= {shown} is out of range for {np_dtype} ({info.min} to {info.max})")
+        raise BadValue(f"= {shown} is out of range for {np_dtype} ({lowest} to {highest})")
     return int(value)
 
 

@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..data_types import from_kernel_array, to_kernel_array
 from ..engine import HookTally, execute
 from ..calls.validation import field_of
 from .jsonc import shown
@@ -317,14 +318,15 @@ class _KernelTimedGpu:
         """A shaped operator: its kernel timed on arrays already on the device, as a dispatch's GPU time."""
         import cupy
 
-        device_inputs = [None if x is None else cupy.asarray(np.ascontiguousarray(x)) for x in inputs]
+        device_inputs = [None if x is None else cupy.asarray(np.ascontiguousarray(to_kernel_array(x))) for x in inputs]
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         results = self.backend.execute_shaped_device(operator, device_inputs, outputs, parameters)
         end.record()
         end.synchronize()
         self.samples.add(float(cupy.cuda.get_elapsed_time(start, end)))
-        return tuple(cupy.asnumpy(result) for result in results)
+        # A 4-bit output is int8/uint8 on the device (execute_shaped_device): int4/uint4 again on the host.
+        return tuple(from_kernel_array(cupy.asnumpy(result), info.data_type) for result, info in zip(results, outputs))
 
     def execute(self, operator, inputs, out_shape, out_dtype, parameters):
         import cupy
