@@ -109,8 +109,11 @@ CMP8 = TYPES_8
 def as_bits(array):
     """The native encoding: the same bytes seen as the unsigned integer of the same width.
 
-    Works on NumPy and CuPy arrays alike (a view, no copy).
+    Works on NumPy and CuPy arrays alike (a view, no copy); a 4-bit array's four bits, a byte's low half (a copy:
+    a '|V1' file read as int4 may hold anything in the high half, which is no part of the value).
     """
+    if is_four_bit_dtype(array.dtype):
+        return array.view(np.uint8) & np.uint8(0xF)
     return array.view(f"uint{array.dtype.itemsize * 8}")
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .data_types import DataType, integer_limits
+from .data_types import DataType, integer_limits, is_four_bit_dtype
 from .errors import InputError
 
 # decimal is imported where a number needs it (a fraction, an exponent, a float value, a huge integer): a tensor of
@@ -257,9 +257,14 @@ def _scalar_text(text: str, where: str):
 def format_value(value, dtype: np.dtype, style: str) -> str:
     """One element as text: its value ("table"), bit pattern ("bits") or hex encoding ("hex")."""
     if style in ("bits", "hex"):
-        width = dtype.itemsize * 8
-        # In native byte order first: a big-endian file's bytes seen as a native integer would be swapped.
-        pattern = int(np.asarray(value, dtype=dtype.newbyteorder("=")).reshape(1).view(f"uint{width}")[0])
+        if is_four_bit_dtype(dtype):
+            # Four bits, as a DirectML buffer holds them (ml_dtypes keeps them in the low half of a byte).
+            width = 4
+            pattern = int(np.asarray(value, dtype=dtype).reshape(1).view(np.uint8)[0]) & 0xF
+        else:
+            width = dtype.itemsize * 8
+            # In native byte order first: a big-endian file's bytes seen as a native integer would be swapped.
+            pattern = int(np.asarray(value, dtype=dtype.newbyteorder("=")).reshape(1).view(f"uint{width}")[0])
         if style == "hex":
             return f"0x{pattern:0{width // 4}x}"
         binary = f"{pattern:0{width}b}"

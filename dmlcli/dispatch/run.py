@@ -31,7 +31,7 @@ from .plan import BoundTensor, PlannedDispatch
 from .images import check_image_write, encode_image, image_suffix
 from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
 from .printing import format_resource, format_timing, format_values
-from ..io.strided import little_endian, strided_view
+from ..io.strided import buffer_bytes_for, from_buffer_bytes, store_four_bit, strided_view
 from ..errors import DmlcliWarning, InputError
 
 
@@ -272,8 +272,8 @@ def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: Memo
     writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
     prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
     operators = [p for p in planned if isinstance(p, PlannedDispatch)]
-    owned = sum(t.desc.data_type.bits // 8 * _element_count(t) for p in operators for t in p.tensors.values()
-                if t.at_initialisation)
+    owned = sum(buffer_bytes_for(_element_count(t), t.desc.data_type.bits) for p in operators
+                for t in p.tensors.values() if t.at_initialisation)
     dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in operators]
     # An ONNX dispatch's inputs and outputs as arrays, twice (the feeds and ONNX Runtime's results); the
     # session's own intermediates are ONNX Runtime's to allocate and are not counted here.
@@ -353,11 +353,21 @@ def _timed(backend, warmup: int):
 
 
 def _element_view(buffers: dict[str, bytearray], tensor: BoundTensor, where: str) -> np.ndarray:
-    raw = buffers[tensor.resource]
-    dtype = little_endian(tensor.desc.data_type.numpy_dtype)
-    count = (len(raw) - tensor.offset_in_bytes) // dtype.itemsize
-    flat = np.frombuffer(raw, dtype=dtype, count=count, offset=tensor.offset_in_bytes)
+    """The tensor's elements in its buffer: a strided view (writable through), or for a 4-bit tensor, whose
+    elements are half bytes, a view of an unpacked copy (read it; write with _store)."""
+    flat = from_buffer_bytes(buffers[tensor.resource], tensor.desc.data_type, offset=tensor.offset_in_bytes)
     return strided_view(flat, tensor.desc.sizes, tensor.strides, where=where)
+
+
+def _store(buffers: dict[str, bytearray], tensor: BoundTensor, result: np.ndarray, where: str) -> None:
+    """An output written into its buffer: through the strided view, or half byte by half byte (4-bit)."""
+    if tensor.desc.data_type.is_four_bit:
+        store_four_bit(buffers[tensor.resource], tensor.offset_in_bytes, tensor.desc.sizes, tensor.strides, result)
+        return
+    target = _element_view(buffers, tensor, where)
+    if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
+        result = np.array(result)
+    target[...] = result
 
 
 def _initialisation_inputs(dispatch: PlannedDispatch, buffers) -> dict[str, np.ndarray]:
@@ -384,10 +394,7 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
             if tensor.name not in dispatch.tensors:
                 continue  # an optional output the desc leaves out (RNN's OutputSequenceTensor)
-            target = _element_view(buffers, dispatch.tensors[tensor.name], tensor.name)
-            if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
-                result = np.array(result)
-            target[...] = result
+            _store(buffers, dispatch.tensors[tensor.name], result, tensor.name)
         cpu_samples.add((time.perf_counter() - start) * 1000.0)
     for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: "):
         warnings.warn(message, DmlcliWarning, stacklevel=2)
@@ -411,18 +418,20 @@ def stage_resource(command: WriteFileCommand, model: Model, buffers) -> bytes:
         return encode_image(bytes(contents), resource.data_type, command.dimensions, suffix)
     if Path(command.target_path).suffix.lower() != ".npy":
         return bytes(contents)
-    itemsize = resource.data_type.bits // 8
-    count = _npy_element_count(command, resource.size_in_bytes, itemsize)
-    if count * itemsize > len(contents):
+    bits = resource.data_type.bits
+    count = _npy_element_count(command, resource.size_in_bytes * 8 // bits)
+    needed = buffer_bytes_for(count, bits)
+    if needed > len(contents):
         shape = command.dimensions or (count,)
-        raise InputError(f"{_write_where(command)}: dimensions {list(shape)} need {count * itemsize} bytes, but "
+        raise InputError(f"{_write_where(command)}: dimensions {list(shape)} need {needed} bytes, but "
                          f"buffer {shown(command.resource)} holds {len(contents)}")
-    return bytes(memoryview(contents)[:count * itemsize])
+    return bytes(memoryview(contents)[:needed])
 
 
-def _npy_element_count(command: WriteFileCommand, size_in_bytes: int, itemsize: int) -> int:
+def _npy_element_count(command: WriteFileCommand, whole_buffer: int) -> int:
+    """The elements the .npy holds: its dimensions', or the whole buffer's (`whole_buffer` elements)."""
     count = 1
-    for size in command.dimensions or (size_in_bytes // itemsize,):
+    for size in command.dimensions or (whole_buffer,):
         count *= size
     return count
 
@@ -439,6 +448,7 @@ def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layou
     was read, to lie inside the output folder (unless paths outside were allowed), so they are too.
     """
     from ..io.atomic import write_atomically
+    from ..io.npy import save_npy
 
     resource = model.resources[command.resource]
     path = Path(command.resolved_path or command.target_path)
@@ -449,13 +459,11 @@ def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layou
         return
     if layout is not None:
         data_type, shape = layout
-        dtype = little_endian(data_type.numpy_dtype)
     else:
-        dtype = little_endian(resource.data_type.numpy_dtype)
-        shape = command.dimensions or (resource.size_in_bytes // dtype.itemsize,)
-    array = np.frombuffer(contents, dtype=dtype).reshape(shape)
-    write_atomically(path, lambda handle: np.save(handle, array.astype(array.dtype.newbyteorder("=")),
-                                                  allow_pickle=False))
+        data_type = resource.data_type
+        shape = command.dimensions or (resource.size_in_bytes * 8 // data_type.bits,)
+    array = from_buffer_bytes(contents, data_type, count=math.prod(shape)).reshape(shape)
+    write_atomically(path, lambda handle: save_npy(handle, array))
 
 
 def write_resource(command: WriteFileCommand, model: Model, buffers) -> None:

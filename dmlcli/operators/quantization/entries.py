@@ -104,8 +104,9 @@ def _check_quantization_tensors(query: ShapeQuery) -> None:
     if len(given) != wanted:
         other = {1: "scale", 2: "scale_zero_point"}.get(len(given))
         hint = f" (--quantization-type {other} for {len(given)})" if other else ""
-        raise RuleViolation(f"QuantizationType {kind} takes {wanted} QuantizationTensors (the scale"
-                            f"{', then the zero point' if wanted == 2 else ''}); {len(given)} given{hint}")
+        what = "the scale, then the zero point" if wanted == 2 else "the scale"
+        raise RuleViolation(f"QuantizationType {kind} takes {wanted} tensor{'s' if wanted > 1 else ''} in "
+                            f"QuantizationTensors ({what}); {len(given)} given{hint}")
     for index, sizes in enumerate(given):
         check_blocks(f"{ARRAY}[{index}]", sizes, shape)
     if len(given) == 2 and tuple(given[0]) != tuple(given[1]):
