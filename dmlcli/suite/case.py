@@ -30,7 +30,15 @@ KNOWN_KEYS = frozenset({
     # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
     # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
     "onnx_op", "attributes", "input_names", "output_names", "source_version",
+    # The ONNX operator's domain (ai.onnx, ai.onnx.preview.training: ../shared/onnx_operators_complete), for people.
+    "domain",
 })
+# ONNX's tensor types that no DirectML data type holds: an ONNX case with such a tensor is skipped saying so.
+ONNX_TYPES_DIRECTML_LACKS = {
+    "bfloat16": "bfloat16", "float8_e4m3fn": "float8 (E4M3FN)", "float8_e4m3fnuz": "float8 (E4M3FNUZ)",
+    "float8_e5m2": "float8 (E5M2)", "float8_e5m2fnuz": "float8 (E5M2FNUZ)", "float4_e2m1": "float4 (E2M1)",
+    "complex64": "complex", "complex128": "complex", "string": "string",
+}
 # What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
 REJECTION_CODES = (2, 3)
 
@@ -141,6 +149,10 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
     raw_inputs = document.get("inputs")
     if not isinstance(raw_inputs, list):  # empty for the generators (fill_value_constant), which take no input
         raise CaseError(f"{where}: \"inputs\" must be a list of tensors or .npy file names")
+    lacking = _type_directml_lacks(document) if onnx else None
+    if lacking is not None:
+        return Case(path=path, case_id=case_id or path.stem, op=op, params=params, inputs=(), expected=None,
+                    skip=lacking, name=str(document.get("case_name") or ""), document=document, **onnx)
     inputs = tuple(_tensor(t, path, f"input {i + 1}") for i, t in enumerate(raw_inputs))
     expect_error = _expect_error(document, where)
     expected, expected_outputs = None, ()
@@ -163,6 +175,19 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
                 allow_tf32=_allow_tf32(document.get("allow_tf32"), where), skip=_skip(document.get("skip"), where),
                 name=str(document.get("case_name") or ""), document=document, expected_outputs=expected_outputs,
                 **onnx)
+
+
+def _type_directml_lacks(document: dict) -> str | None:
+    """The skip reason of an ONNX case with a tensor of a type DirectML has none of (float8, bfloat16), or None."""
+    expected = document.get("expected")
+    tensors = list(document.get("inputs") or []) + (expected if isinstance(expected, list) else [expected])
+    for tensor in tensors:
+        name = tensor.get("dtype") if isinstance(tensor, dict) else None
+        if isinstance(name, str) and name.lower() in ONNX_TYPES_DIRECTML_LACKS:
+            return (f"ONNX's {name} tensor has no DirectML data type: DML_TENSOR_DATA_TYPE has no "
+                    f"{ONNX_TYPES_DIRECTML_LACKS[name.lower()]} (its types: FLOAT16/32/64, 8- to 64-bit integers, "
+                    "INT4/UINT4 from 6_3)")
+    return None
 
 
 def _expected_list(value, path: Path, where: str) -> tuple[np.ndarray, ...]:
