@@ -198,6 +198,7 @@ QUANTIZATION_ENTRIES = (
                          "ONNX's output_dtype {output_dtype} differs from the scale's type; DirectML's DEQUANTIZE "
                          "writes the scale's type")), issue=30),
     Entry("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR", adapter=aq.adapt_dynamic_quantize,
+          fields={"InputTensor": "x"},
           outside=("ONNX's 0-D y_scale and y_zero_point are one-element tensors of the input's rank in DirectML "
                    "(reshaped back); the output type is UINT8, ONNX's one",), issue=30),
 )
