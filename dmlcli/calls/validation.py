@@ -297,17 +297,19 @@ def output_data_types(operator: Operator, input_types: Mapping[str, DataType], r
     allows (LOGICAL_EQUALS at 1_0 writes UINT32 only). `input_types` is by field, and by tensor name for the places
     of a variadic field (which a tie may name)."""
     row = operator.row_at(feature_level, parameters) if feature_level is not None else None
+    # The ties of a level where the operator is absent are its newest row's: the call is typed as it would run.
+    ties = row if row is not None else operator.rows_for(parameters)[0]
     target = operator.choice_output or operator.output
     found = {}
     for name in operator.outputs:
         if requested is not None and name == target:
             found[name] = requested
             continue
-        tied = _tied_input(operator, row, name, input_types)
+        tied = _tied_input(operator, ties, name, input_types)
         if tied is not None:
             found[name] = input_types[tied]
             continue
-        earlier = _tied_input(operator, row, name, found)
+        earlier = _tied_input(operator, ties, name, found)
         if earlier is not None:
             found[name] = found[earlier]
             continue
