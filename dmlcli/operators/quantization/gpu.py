@@ -35,7 +35,7 @@ def quantize_values(cp, x, scale, zero_point, limits: tuple[int, int], kernel_dt
         cp, "dml_quantize_values", "float32 x, float32 s, int32 z, int32 lowest, int32 highest", "Y y",
         "y = (Y)dml_requantize(dml_div(x, s), z, lowest, highest)", preamble=_REQUANTIZE)
     zero = cp.int32(0) if zero_point is None else zero_point.astype(cp.int32)
-    shape = cp.broadcast_shapes(x.shape, scale.shape)
+    shape = np.broadcast_shapes(x.shape, scale.shape)
     result = cp.empty(shape, dtype=kernel_dtype)
     kernel(x, scale, zero, cp.int32(limits[0]), cp.int32(limits[1]), result)
     return result
@@ -45,7 +45,7 @@ def dequantize_values(cp, x, scale, zero_point, out_dtype):
     """float32(x - zero_point) * scale (one IEEE multiplication) into a new array of `out_dtype` (FLOAT32, or
     FLOAT16 rounded once from that product); `x` and `zero_point` integer arrays (None: 0), `scale` FLOAT32."""
     zero = cp.int32(0) if zero_point is None else zero_point.astype(cp.int32)
-    shape = cp.broadcast_shapes(x.shape, scale.shape)
+    shape = np.broadcast_shapes(x.shape, scale.shape)
     if np.dtype(out_dtype) == np.float16:
         kernel = elementwise_kernel(cp, "dml_dequantize_values_f16", "int32 x, int32 z, float32 s", "uint16 y",
                                     "y = dml_float_to_half(dml_mul((float)(x - z), s))")
