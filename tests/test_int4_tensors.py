@@ -135,6 +135,19 @@ def test_numpy_save_of_ml_dtypes_is_read_only_under_a_4_bit_dtype(tmp_path):
     assert values_of(read_tensor(str(path), label="input 1", dtype=UINT4)) == [8, 15, 0, 7]  # the same four bits
 
 
+def test_a_4_bit_dtype_leaves_the_other_inputs_their_own_types(tmp_path):
+    """--dtype int4 says what a '<V1' file holds; a float scale that names its type keeps it."""
+    path = tmp_path / "saved.npy"
+    np.save(path, np.array([-8, 1, 7], dtype=ml_dtypes.int4))
+    result = CliRunner().invoke(cli, ["run", "dequantize", str(path), '{"dtype": "float32", "data": [0.5]}',
+                                      "--dtype", "int4", "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"dtype": "float32", "shape": [3], "data": [-4.0, 0.5, 3.5]}
+    typed = CliRunner().invoke(cli, ["run", "dequantize", '{"dtype": "int8", "data": [1]}',
+                                     '{"dtype": "float32", "data": [0.5]}', "--dtype", "int8"])
+    assert typed.exit_code == 2 and "declares dtype FLOAT32 but --dtype says INT8" in typed.output  # as ever
+
+
 def test_a_4_bit_npy_on_stdin_and_through_a_pipe():
     array = np.array([1, 2, 3], dtype=ml_dtypes.uint4)
     stream = io.BytesIO()

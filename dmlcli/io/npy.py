@@ -40,9 +40,11 @@ def _header_problem(error: BaseException) -> str:
 
 
 def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str) -> None:
-    """A file's own dtype must agree with --dtype where both are given."""
+    """A file's own dtype must agree with --dtype where both are given; except a 4-bit --dtype, which says what
+    '|V1' files (and bare lists) hold, a file of a type of its own keeping it (DEQUANTIZE's float scale beside a
+    numpy.save'd INT4 input)."""
     stored = stored_as(stored, dtype, where=where)
-    if dtype is not None and from_numpy(stored) != dtype:
+    if dtype is not None and not dtype.is_four_bit and from_numpy(stored) != dtype:
         raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}")
 
 
