@@ -307,33 +307,37 @@ _DYNAMIC_TOLERANCE = Tolerance(
     source="dmlcli's choice for OutputScaleTensor: (InputMax - InputMin) / (Max - Min) is two float32 roundings, "
            "1 ULP each; the quantized outputs are integers and always compared exactly")
 
-QUANTIZE = Operator(
-    name="QUANTIZE", enum_value=173, family=FAMILY, prefix="",
-    summary="quantizes each element with its block's scale (and zero point): per tensor, per axis or blocked, to "
-            "8 or 4 bits",
-    formula="OutputTensor = clamp(round(InputTensor / scale) + zero_point, Min, Max), scale and zero_point those of "
-            "the element's block (QuantizationTensors)",
-    introduced=level("6_3"), inputs=Q_TENSORS, support=_QUANTIZE_ROWS, same_data_type=(ZERO_POINT, "OutputTensor"),
-    same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(QUANTIZATION_TYPE,), variadic=ARRAY,
-    variadic_count="QuantizationTensorCount", default_output_type=UINT8, shape_rule=quantization_shape,
-    array_kernel=quantize_kernel, gpu_array_kernel=quantize_gpu_kernel, exactness=COMPOSITE,
-    tolerance=_QUANTIZE_TOLERANCE,
-    notes=(_PAGE_NOTE, _TYPE_NOTE, _BLOCKS_NOTE, _QUANTIZE_STEPS_NOTE, _QUANTIZE_TIES_NOTE, _FOUR_BIT_NOTE),
-)
+def _quantization_entry(name: str, enum_value: int, summary: str, formula: str, support, tied: str, kernels,
+                        notes: tuple[str, ...], **extra) -> Operator:
+    """QUANTIZE or DEQUANTIZE: an input, the QuantizationTensors array and QuantizationType, the output tied to
+    `tied` (the zero point's type, or the scale's)."""
+    array_kernel, gpu_array_kernel = kernels
+    return Operator(
+        name=name, enum_value=enum_value, family=FAMILY, prefix="", summary=summary, formula=formula,
+        introduced=level("6_3"), inputs=Q_TENSORS, support=support, same_data_type=(tied, "OutputTensor"),
+        same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(QUANTIZATION_TYPE,), variadic=ARRAY,
+        variadic_count="QuantizationTensorCount", shape_rule=quantization_shape, array_kernel=array_kernel,
+        gpu_array_kernel=gpu_array_kernel, notes=(_PAGE_NOTE, _TYPE_NOTE, _BLOCKS_NOTE) + notes + (_FOUR_BIT_NOTE,),
+        **extra)
 
-DEQUANTIZE = Operator(
-    name="DEQUANTIZE", enum_value=174, family=FAMILY, prefix="",
-    summary="dequantizes each element with its block's scale (and zero point): per tensor, per axis or blocked, "
-            "from 8 or 4 bits",
-    formula="OutputTensor = (InputTensor - zero_point) * scale, scale and zero_point those of the element's block "
-            "(QuantizationTensors)",
-    introduced=level("6_3"), inputs=Q_TENSORS, support=_DEQUANTIZE_ROWS, same_data_type=(SCALE, "OutputTensor"),
-    same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(QUANTIZATION_TYPE,), variadic=ARRAY,
-    variadic_count="QuantizationTensorCount", shape_rule=quantization_shape, array_kernel=dequantize_kernel,
-    gpu_array_kernel=dequantize_gpu_kernel, exactness=ONE_ROUNDING,
-    tolerance=Tolerance(kind="ulp", float32=1, float16=1, source="WebNN conformance: dequantizeLinear 1 ULP"),
-    notes=(_PAGE_NOTE, _TYPE_NOTE, _BLOCKS_NOTE, _DEQUANTIZE_STEPS_NOTE, _DEQUANTIZE_TIES_NOTE, _FOUR_BIT_NOTE),
-)
+
+QUANTIZE = _quantization_entry(
+    "QUANTIZE", 173,
+    "quantizes each element with its block's scale (and zero point): per tensor, per axis or blocked, to 8 or 4 bits",
+    "OutputTensor = clamp(round(InputTensor / scale) + zero_point, Min, Max), scale and zero_point those of the "
+    "element's block (QuantizationTensors)",
+    _QUANTIZE_ROWS, ZERO_POINT, (quantize_kernel, quantize_gpu_kernel), (_QUANTIZE_STEPS_NOTE, _QUANTIZE_TIES_NOTE),
+    default_output_type=UINT8, exactness=COMPOSITE, tolerance=_QUANTIZE_TOLERANCE)
+
+DEQUANTIZE = _quantization_entry(
+    "DEQUANTIZE", 174,
+    "dequantizes each element with its block's scale (and zero point): per tensor, per axis or blocked, from 8 or "
+    "4 bits",
+    "OutputTensor = (InputTensor - zero_point) * scale, scale and zero_point those of the element's block "
+    "(QuantizationTensors)",
+    _DEQUANTIZE_ROWS, SCALE, (dequantize_kernel, dequantize_gpu_kernel),
+    (_DEQUANTIZE_STEPS_NOTE, _DEQUANTIZE_TIES_NOTE), exactness=ONE_ROUNDING,
+    tolerance=Tolerance(kind="ulp", float32=1, float16=1, source="WebNN conformance: dequantizeLinear 1 ULP"))
 
 DYNAMIC_QUANTIZE_LINEAR = Operator(
     name="DYNAMIC_QUANTIZE_LINEAR", enum_value=148, family=FAMILY, prefix="",
