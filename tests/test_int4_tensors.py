@@ -312,3 +312,29 @@ def test_a_strided_4_bit_input_reads_half_bytes(tmp_path):
     result = CliRunner().invoke(cli, ["dispatch", str(_model(tmp_path, dispatchables, commands, resources))])
     assert result.exit_code == 0, result.output
     assert "Resource 'Y': 2, 4, 6" in result.output
+
+
+def test_a_serialized_graph_passes_an_int4_edge_between_its_nodes(tmp_path):
+    """QUANTIZE to INT4 then DEQUANTIZE inside a dmlSerializedGraph: the intermediate edge is a packed buffer of the
+    graph's own, written and read half byte by half byte on every iteration."""
+    import serialized_graphs as sg  # tests/ is on the path
+
+    scale = {"name": "scale", "raw": sg.floats(0.5), "outputs": ["s"]}
+    attributes = [("QuantizationType", "UInt32", 1), ("QuantizationTensorCount", "UInt32", 1)]
+    nodes = [scale,
+             {"name": "q", "op": "DML_OPERATOR_QUANTIZE", "inputs": ["x", "s"], "outputs": ["q4"],
+              "in": [sg.tensor([1, 4]), sg.tensor([1, 1])], "out": [sg.tensor([1, 4], "INT4", total=4)],
+              "attributes": attributes},
+             {"name": "d", "op": "DML_OPERATOR_DEQUANTIZE", "inputs": ["q4", "s"], "outputs": ["y"],
+              "in": [sg.tensor([1, 4], "INT4", total=4), sg.tensor([1, 1])], "out": [sg.tensor([1, 4])],
+              "attributes": attributes}]
+    (tmp_path / "graph.bin").write_bytes(sg.graph_file(nodes, ["x"], ["y"]))
+    model = {"resources": {"X": {"initialValuesDataType": "FLOAT32", "initialValues": [-1.0, 0.3, 2.6, 100.0]},
+                           "Y": {"initialValuesDataType": "FLOAT32", "initialValues": [0, 0, 0, 0]}},
+             "dispatchables": {"graph": {"type": "dmlSerializedGraph", "sourcePath": "graph.bin"}},
+             "commands": [{"type": "dispatch", "dispatchable": "graph", "bindings": {"x": "X", "y": ["Y"]}},
+                          {"type": "print", "resource": "Y"}]}
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    result = CliRunner().invoke(cli, ["dispatch", str(tmp_path / "model.json"), "--no-timing"])
+    assert result.exit_code == 0, result.output
+    assert "Resource 'Y': -1, 0.5, 2.5, 3.5" in result.output  # -2, 1, 5, 7 (saturated) times 0.5

@@ -196,22 +196,22 @@ def _run_graph(dispatch, buffers, backend, iterations: int, warmup: int) -> Disp
     steps = []
     for step in dispatch.steps:
         op = step.checked.verdict.call.operator
-        inputs = [_element_view(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
-        outputs = {name: _element_view(local, tensor, name) for name, tensor in step.tensors.items()
+        inputs = [_reader(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
+        outputs = {name: _writer(local, tensor, name) for name, tensor in step.tensors.items()
                    if field_of(name) in op.outputs}
         steps.append((step.checked.verdict, inputs, outputs, HookTally(step.checked.verdict.call)))
-    copies = [(_element_view(buffers, bound, bound.resource), _element_view(local, made, made.resource.name))
+    copies = [(_writer(buffers, bound, bound.resource), _reader(local, made, made.resource.name))
               for made, bound in dispatch.outputs]
     samples = SampleReservoir(warmup)
     for _ in range(iterations):
         start = time.perf_counter()
         for verdict, inputs, outputs, tally in steps:
-            outcome = execute(verdict, inputs, backend, tally=tally)
+            outcome = execute(verdict, [read() for read in inputs], backend, tally=tally)
             for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
                 if tensor.name in outputs:  # an optional output the node leaves out is not kept
-                    outputs[tensor.name][...] = result
-        for target, made in copies:
-            target[...] = made
+                    outputs[tensor.name](result)
+        for write, read in copies:
+            write(read())
         samples.add((time.perf_counter() - start) * 1000.0)
     for step, (_, _, _, tally) in zip(dispatch.steps, steps):
         for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: {step.step.label}: "):
@@ -357,6 +357,26 @@ def _element_view(buffers: dict[str, bytearray], tensor: BoundTensor, where: str
     elements are half bytes, a view of an unpacked copy (read it; write with _store)."""
     flat = from_buffer_bytes(buffers[tensor.resource], tensor.desc.data_type, offset=tensor.offset_in_bytes)
     return strided_view(flat, tensor.desc.sizes, tensor.strides, where=where)
+
+
+def _reader(buffers, tensor: BoundTensor, where: str):
+    """What gives a tensor's current elements each time it is called: its view, made once (4-bit: read anew)."""
+    if tensor.desc.data_type.is_four_bit:
+        return lambda: _element_view(buffers, tensor, where)
+    view = _element_view(buffers, tensor, where)
+    return lambda: view
+
+
+def _writer(buffers, tensor: BoundTensor, where: str):
+    """What writes a result into a tensor each time it is called: through its view, made once (4-bit: _store)."""
+    if tensor.desc.data_type.is_four_bit:
+        return lambda result: _store(buffers, tensor, result, where)
+    view = _element_view(buffers, tensor, where)
+
+    def write(result) -> None:
+        view[...] = result
+
+    return write
 
 
 def _store(buffers: dict[str, bytearray], tensor: BoundTensor, result: np.ndarray, where: str) -> None:
