@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .data_types import DataType
+from .data_types import DataType, integer_limits, is_four_bit_dtype
 from .errors import InputError
 
 # decimal is imported where a number needs it (a fraction, an exponent, a float value, a huge integer): a tensor of
@@ -117,18 +117,17 @@ class BadValue(Exception):
 
 
 def integer_converter(np_dtype: np.dtype):
-    info = np.iinfo(np_dtype)
-    lowest, highest = int(info.min), int(info.max)
+    lowest, highest = integer_limits(np_dtype)
 
     def convert(value) -> int:
         if type(value) is int and lowest <= value <= highest:
             return value  # a JSON integer in range: what most integer tensors hold
-        return _other_integer(value, np_dtype, info)
+        return _other_integer(value, np_dtype, lowest, highest)
 
     return convert
 
 
-def _other_integer(value, np_dtype: np.dtype, info: np.iinfo) -> int:
+def _other_integer(value, np_dtype: np.dtype, lowest: int, highest: int) -> int:
     """integer_converter's reading of anything but an int in range: literals, floats, Decimals, refusals."""
     Decimal = _decimal()[0]
     shown_literal = None
@@ -148,9 +147,9 @@ def _other_integer(value, np_dtype: np.dtype, info: np.iinfo) -> int:
         if not value.is_finite() or value != value.to_integral_value():
             raise BadValue(f"= {shorten(str(value))} is not an integer, as {np_dtype} needs")
     # Compared before int(): int(Decimal("1e999999999")) would build a billion-digit number.
-    if not info.min <= value <= info.max:
+    if not lowest <= value <= highest:
         shown = shown_literal or shorten(str(value))
-        raise BadValue(f"= {shown} is out of range for {np_dtype} ({info.min} to {info.max})")
+        raise BadValue(f"= {shown} is out of range for {np_dtype} ({lowest} to {highest})")
     return int(value)
 
 
@@ -258,9 +257,14 @@ def _scalar_text(text: str, where: str):
 def format_value(value, dtype: np.dtype, style: str) -> str:
     """One element as text: its value ("table"), bit pattern ("bits") or hex encoding ("hex")."""
     if style in ("bits", "hex"):
-        width = dtype.itemsize * 8
-        # In native byte order first: a big-endian file's bytes seen as a native integer would be swapped.
-        pattern = int(np.asarray(value, dtype=dtype.newbyteorder("=")).reshape(1).view(f"uint{width}")[0])
+        if is_four_bit_dtype(dtype):
+            # Four bits, as a DirectML buffer holds them (ml_dtypes keeps them in the low half of a byte).
+            width = 4
+            pattern = int(np.asarray(value, dtype=dtype).reshape(1).view(np.uint8)[0]) & 0xF
+        else:
+            width = dtype.itemsize * 8
+            # In native byte order first: a big-endian file's bytes seen as a native integer would be swapped.
+            pattern = int(np.asarray(value, dtype=dtype.newbyteorder("=")).reshape(1).view(f"uint{width}")[0])
         if style == "hex":
             return f"0x{pattern:0{width // 4}x}"
         binary = f"{pattern:0{width}b}"

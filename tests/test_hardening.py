@@ -252,7 +252,7 @@ INLINE_CASES = {
     "--dtype disagrees with the tensor": ('{"dtype": "int8", "data": [1]}', "uint8",
                                           "declares dtype INT8 but --dtype says UINT8"),
     "unknown --dtype": ("[1]", "blob", "unknown data type 'blob'"),
-    "4-bit --dtype": ("[1]", "uint4", "has no NumPy equivalent"),
+    "4-bit value out of range": ("[16]", "uint4", "data[0] = 16 is out of range for uint4 (0 to 15)"),
 }
 
 

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 # writers of files and archives, the terminal renderer and the stdlib modules only they need.
 NEVER = {
     "rich", "multiprocessing", "zipfile", "tempfile", "shutil", "pathlib", "difflib", "signal", "dask", "zarr",
-    "flatbuffers",
+    "flatbuffers", "ml_dtypes",  # ml_dtypes: only a run that meets a 4-bit tensor (data_types.four_bit_dtype)
     "dmlcli.engine.streaming", "dmlcli.engine.streaming_shaped", "dmlcli.dispatch", "dmlcli.suite",
     "dmlcli.distributed", "dmlcli.checking", "dmlcli.display.rendering", "dmlcli.cli.reports", "dmlcli.api",
     "dmlcli.cli.catalog", "dmlcli.cli.suite", "dmlcli.cli.inspect",

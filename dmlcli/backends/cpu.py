@@ -6,6 +6,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ..data_types import from_kernel_array, to_kernel_array
 from ..operators import Operator
 from ..operators.numerics import compiled_loops
 from ..io.npy import to_native
@@ -42,7 +43,8 @@ class CpuBackend:
 
     def execute_shaped(self, operator: Operator, inputs, outputs, parameters) -> tuple[np.ndarray, ...]:
         """A shaped operator's array_kernel on NumPy: every output, as its own C-ordered array."""
-        arrays = [None if x is None else to_native(np.asarray(x)) for x in inputs]
+        # 4-bit tensors (ml_dtypes' int4, uint4) reach the kernel as int8/uint8 values and leave it as such.
+        arrays = [None if x is None else to_kernel_array(to_native(np.asarray(x))) for x in inputs]
         with np.errstate(all="ignore"):
             results = list(operator.array_kernel(np, arrays, outputs, parameters))
             fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
@@ -72,12 +74,15 @@ def create() -> CpuBackend:
 
 
 def _own_result(result, info, inputs) -> np.ndarray:
-    """The kernel's result as a fresh C-ordered array of the output's type and Sizes (never an input's buffer)."""
+    """The kernel's result as a fresh C-ordered array of the output's type and Sizes (never an input's buffer);
+    a 4-bit output, which the kernel gives as int8/uint8 values, as ml_dtypes' int4/uint4."""
     result = np.asarray(result)
-    expected = np.dtype(info.data_type.numpy_dtype)
+    expected = np.dtype(info.data_type.kernel_dtype)
     if result.dtype != expected or tuple(result.shape) != tuple(info.shape):
         raise AssertionError(f"kernel gave {result.dtype} {list(result.shape)} for {info.name} "
                              f"({expected} {list(info.shape)})")
+    if info.data_type.is_four_bit:
+        return from_kernel_array(result, info.data_type)  # a fresh array
     if any(x is not None and np.may_share_memory(result, x) for x in inputs) or not result.flags.c_contiguous:
         return np.ascontiguousarray(result).copy()
     return result

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from . import gpu_kernels
+from ..data_types import from_kernel_array, to_kernel_array
 from ..errors import BackendUnavailableError, InputError
 from ..operators import Operator
 from ..io.npy import to_native
@@ -218,15 +219,21 @@ class GpuBackend:
         between the steps of one operator. `allow_tf32`: see execute_shaped_device."""
         results = self.execute_shaped_device(operator, [None if x is None else to_native(np.asarray(x))
                                                         for x in inputs], outputs, parameters, allow_tf32=allow_tf32)
-        return tuple(self._cp.asnumpy(result) for result in results)
+        return tuple(from_kernel_array(self._cp.asnumpy(result), info.data_type)
+                     for result, info in zip(results, outputs))
 
     def execute_shaped_device(self, operator: Operator, inputs, outputs, parameters, *, allow_tf32: bool = False):
         """The same with CuPy arrays in and out (host arrays are copied to the device first).
 
+        CuPy has no 4-bit type: an INT4 or UINT4 tensor lives on the device as int8 or uint8 values (its
+        kernel_dtype), a host array of ml_dtypes' int4/uint4 being converted before its copy, and a 4-bit output
+        is returned so (execute_shaped turns it back into int4/uint4 on the host).
+
         With `allow_tf32`, the kernel of an operator whose FLOAT32 work is matrix products (tf32_products) and
         whose output is FLOAT32 runs with TF32 tensor cores allowed (tf32_products()); other calls as without."""
         cp = self._cp
-        arrays = [None if x is None else _contiguous_on_device(cp, x) for x in inputs]
+        arrays = [None if x is None else _contiguous_on_device(cp, to_kernel_array(x) if isinstance(x, np.ndarray) else x)
+                  for x in inputs]
         kernel = operator.gpu_array_kernel or operator.array_kernel
         with self._products(operator, outputs, allow_tf32):
             results = list(kernel(cp, arrays, outputs, parameters))
@@ -238,7 +245,7 @@ class GpuBackend:
         found = []
         for result, info in zip(results, outputs):
             result = _contiguous_on_device(cp, result)
-            expected = np.dtype(info.data_type.numpy_dtype)
+            expected = np.dtype(info.data_type.kernel_dtype)
             if result.dtype != expected or tuple(result.shape) != tuple(info.shape):
                 raise AssertionError(f"GPU kernel gave {result.dtype} {list(result.shape)} for {info.name} "
                                      f"({expected} {list(info.shape)})")

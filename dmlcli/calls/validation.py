@@ -238,8 +238,9 @@ def _type_problems(call: Call):
 
 
 def _mismatched_data_types(call: Call, names, qualifier: str, kind: str):
-    """The tensors among `names` (those the call gives) whose DataType differs from the first one's."""
-    tied = [tensor for name, tensor in call.tensors.items() if field_of(name) in names]
+    """The tensors among `names` (those the call gives) whose DataType differs from the first one's. A name is a
+    field (every tensor of it) or one place of a variadic field ("QuantizationTensors[1]")."""
+    tied = [tensor for name, tensor in call.tensors.items() if field_of(name) in names or name in names]
     for tensor in tied[1:]:
         if tensor.data_type != tied[0].data_type:
             yield Problem(
@@ -304,18 +305,26 @@ def output_data_types(operator: Operator, input_types: Mapping[str, DataType], r
                       parameters: Mapping[str, object] | None = None) -> dict[str, DataType]:
     """Each output's DataType: the requested type for the output the caller chooses (--output-dtype; the
     first output where every output is tied, so that a wrong request is reported like any tensor), else
-    the type of the input it is tied to, else the operator's default where the level allows it, else the
-    first type the level's row allows (LOGICAL_EQUALS at 1_0 writes UINT32 only)."""
+    the type of the input it is tied to (or of an earlier output: DYNAMIC_QUANTIZE_LINEAR's zero point has its
+    OutputTensor's), else the operator's default where the level allows it, else the first type the level's row
+    allows (LOGICAL_EQUALS at 1_0 writes UINT32 only). `input_types` is by field, and by tensor name for the places
+    of a variadic field (which a tie may name)."""
     row = operator.row_at(feature_level, parameters) if feature_level is not None else None
+    # The ties of a level where the operator is absent are its newest row's: the call is typed as it would run.
+    ties = row if row is not None else operator.rows_for(parameters)[0]
     target = operator.choice_output or operator.output
     found = {}
     for name in operator.outputs:
         if requested is not None and name == target:
             found[name] = requested
             continue
-        tied = _tied_input(operator, row, name, input_types)
+        tied = _tied_input(operator, ties, name, input_types)
         if tied is not None:
             found[name] = input_types[tied]
+            continue
+        earlier = _tied_input(operator, ties, name, found)
+        if earlier is not None:
+            found[name] = found[earlier]
             continue
         allowed = row.tensors[name].data_types if row is not None else ()
         if name == target and operator.default_output_type is not None and (
@@ -382,12 +391,14 @@ def build_call(
         shapes = {name: common for name in shapes}
     types = {name: data_type for name, (data_type, _) in zip(names, inputs)}
     by_field = {field_of(name): data_type for name, data_type in types.items()}
-    out_types = output_data_types(operator, by_field, output_type, feature_level)
-    parameters = parse_parameters({**by_field, **out_types}) if parse_parameters is not None else {}
+    # Ties and parameters see a variadic field's tensors by their own names too (QuantizationTensors[1]).
+    by_name = {**types, **by_field}
+    out_types = output_data_types(operator, by_name, output_type, feature_level)
+    parameters = parse_parameters({**by_name, **out_types}) if parse_parameters is not None else {}
     if operator.support_by is not None and parse_parameters is not None:
         # The support rows (and with them the output types) depend on a parameter (REDUCE's Function).
-        out_types = output_data_types(operator, by_field, output_type, feature_level, parameters)
-        parameters = parse_parameters({**by_field, **out_types})
+        out_types = output_data_types(operator, by_name, output_type, feature_level, parameters)
+        parameters = parse_parameters({**by_name, **out_types})
     tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in names}
     given = dict(output_shapes or {})
     if output_shape is not None:
@@ -398,7 +409,7 @@ def build_call(
         out_shape = given.get(operator.output, shapes[names[0]])
         tensors[operator.output] = TensorInfo(operator.output, out_types[operator.output], tuple(out_shape))
     else:
-        for name, shape in _rule_shapes(operator, tensors, by_field, out_types, parameters, given).items():
+        for name, shape in _rule_shapes(operator, tensors, by_name, out_types, parameters, given).items():
             tensors[name] = TensorInfo(name, out_types[field_of(name)], shape)
     absent = tuple(name for name in operator.inputs if name not in by_field)
     return Call(operator, tensors, parameters, broadcast, absent)

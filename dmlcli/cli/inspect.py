@@ -19,7 +19,8 @@ from .options import complete_data_type, complete_path
               help="table, bits or hex: the values, type, shape and counts on stdout; json: the JSON tensor "
                    "alone on stdout (the counts go to stderr).")
 @click.option("--dtype", "dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
-              help="Data type of a bare JSON list (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...).")
+              help="Data type of a bare JSON list (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...), or int4/uint4 "
+                   "for a .npy that numpy.save wrote from ml_dtypes' int4/uint4 ('<V1').")
 def show(source, style, dtype):
     """Show the tensor in FILE: its values, data type, shape, and how many elements are zero,
     NaN, +inf, -inf or subnormal (floats).

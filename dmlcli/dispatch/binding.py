@@ -17,7 +17,7 @@ import numpy as np
 from ..calls.validation import Verdict, field_of
 from ..engine import plan, request
 from ..errors import InputError, ValidationError
-from ..io.strided import calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
+from ..io.strided import buffer_bytes_for, calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
 from .dispatchable import BindingSource, Dispatchable, DispatchCommand, TensorDesc
 from .jsonc import shown
 
@@ -130,7 +130,7 @@ def _total_size(desc: TensorDesc, where: str) -> int:
 
 def _check_alignment_field(desc: TensorDesc, where: str) -> None:
     alignment = desc.base_offset_alignment
-    element_size = desc.data_type.bits // 8
+    element_size = max(1, desc.data_type.bits // 8)  # a 4-bit element lies within one byte
     if alignment and (alignment & (alignment - 1) or alignment < element_size):
         raise ValidationError(
             f"{where}: GuaranteedBaseOffsetAlignment {alignment} must be 0 or a power of two at least as large "
@@ -190,13 +190,17 @@ def bind_tensor(name: str, desc: TensorDesc, source: BindingSource, at_init: boo
                          "output, and DirectML operators need a buffer")
     # The offset counts elements of the binding's element size, which defaults to the size of the
     # resource's initialValuesDataType, not the tensor's (Executor.cpp ResolveBindings, DmlDispatchable.cpp).
-    element_size = source.element_size_in_bytes or resource.data_type.bits // 8
-    offset = source.element_offset * element_size
+    # A 4-bit resource's elements are half bytes: its offset is elementOffset / 2 bytes (a whole number, as the
+    # alignment below asks anyway).
+    element_bits = 8 * source.element_size_in_bytes if source.element_size_in_bytes else resource.data_type.bits
+    offset, part = divmod(source.element_offset * element_bits, 8)
     alignment = desc.base_offset_alignment or MINIMUM_BUFFER_TENSOR_ALIGNMENT
-    if offset % alignment:
+    if offset % alignment or part:
+        size = f"{element_bits // 8} bytes" if element_bits >= 8 else f"{element_bits} bits"
         raise ValidationError(
-            f"{where}: the binding starts at byte {offset} (elementOffset {source.element_offset} x {element_size} bytes), "
-            f"which is not a multiple of {alignment}; DirectML needs binding offsets aligned to 16 bytes, or to the "
+            f"{where}: the binding starts at byte {offset}{'.5' if part else ''} (elementOffset "
+            f"{source.element_offset} x {size}), which is not a multiple of {alignment}; DirectML needs binding "
+            "offsets aligned to 16 bytes, or to the "
             "tensor's GuaranteedBaseOffsetAlignment")
     available = resource.size_in_bytes - offset
     needed = checked.total_sizes[name]
@@ -208,17 +212,17 @@ def bind_tensor(name: str, desc: TensorDesc, source: BindingSource, at_init: boo
 
 
 def _touched_bytes(tensor: BoundTensor) -> np.ndarray:
-    size = tensor.desc.data_type.bits // 8
-    starts = tensor.offset_in_bytes + element_offsets(tensor.desc.sizes, tensor.strides).reshape(-1) * size
+    bits = tensor.desc.data_type.bits
+    size = max(1, bits // 8)  # a 4-bit element touches one byte: element e the (e // 2)th
+    starts = tensor.offset_in_bytes + element_offsets(tensor.desc.sizes, tensor.strides).reshape(-1) * bits // 8
     return np.unique((starts[:, None] + np.arange(size)[None, :]).reshape(-1))
 
 
 def _spans_meet(a: BoundTensor, b: BoundTensor) -> bool:
     """Whether the byte spans [first byte, last byte] of the two tensors intersect."""
     def span(t: BoundTensor):
-        size = t.desc.data_type.bits // 8
         last = sum((n - 1) * stride for n, stride in zip(t.desc.sizes, t.strides))
-        return t.offset_in_bytes, t.offset_in_bytes + (last + 1) * size - 1
+        return t.offset_in_bytes, t.offset_in_bytes + buffer_bytes_for(last + 1, t.desc.data_type.bits) - 1
 
     (a_first, a_last), (b_first, b_last) = span(a), span(b)
     return a_first <= b_last and b_first <= a_last

@@ -157,10 +157,10 @@ def parse_execution_flags(value, where: str) -> frozenset[str]:
 
 
 def _count_fields(operator: Operator) -> tuple[str, ...]:
-    """The count field of the operator's tensor array: InputCount (JOIN) or OutputCount (SPLIT)."""
-    if operator.variadic is None:
-        return ()
-    return ("InputCount",) if operator.variadic in operator.inputs else ("OutputCount",)
+    """The count field of the operator's tensor array: InputCount (JOIN), OutputCount (SPLIT), or the entry's own
+    (QUANTIZE's QuantizationTensorCount)."""
+    count = operator.variadic_count_field
+    return () if count is None else (count,)
 
 
 def _tensor_array(operator: Operator, desc: dict, where: str) -> dict[str, TensorDesc]:

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from ..data_types import ALL_DATA_TYPES, DataType
+from ..data_types import ALL_DATA_TYPES, DataType, integer_limits
 from ..errors import InputError
 from .jsonc import shown
 
@@ -52,13 +52,11 @@ def parse_data_type_name(value, where: str) -> DataType:
         key = key[len(_DATA_TYPE_PREFIX):]
     for data_type in ALL_DATA_TYPES:
         if data_type.name == key:
-            if data_type.numpy_name is None:
-                raise InputError(f"{where}: data type {data_type.name} is not supported by dmlcli (NumPy has no 4-bit type)")
             return data_type
     if key == "UNKNOWN":
         raise InputError(f"{where}: data type UNKNOWN is not supported by dmlcli (DxDispatch uses it for "
                          "mixed-type list initialisers, which only HLSL constant buffers need)")
-    names = ", ".join(t.name for t in ALL_DATA_TYPES if t.numpy_name)
+    names = ", ".join(t.name for t in ALL_DATA_TYPES)
     raise InputError(f"{where}: unknown data type {shown(value)} (expected one of {names}, optionally with the "
                      f"{_DATA_TYPE_PREFIX} prefix)")
 
@@ -75,16 +73,16 @@ def element_values(values: list, data_type: DataType, where: str) -> np.ndarray:
     if data_type.is_float:
         doubles = [_as_double(value, data_type, f"{where}[{i}]") for i, value in enumerate(values)]
         return _doubles_to(np.array(doubles, dtype=np.float64), values, data_type, where)
-    info = np.iinfo(np_dtype)
+    lowest, highest = integer_limits(np_dtype)
     for i, value in enumerate(values):
         if _is_long_integer(value):
             raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} "
-                             f"({info.min} to {info.max})")
+                             f"({lowest} to {highest})")
         if not _is_integer(value):
             raise InputError(f"{where}[{i}]: {shown(value)} is not an integer, as {data_type.name} needs "
                              "(DxDispatch refuses numbers written with a decimal point or exponent here)")
-        if not info.min <= value <= info.max:
-            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} ({info.min} to {info.max})")
+        if not lowest <= value <= highest:
+            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} ({lowest} to {highest})")
     return np.array(values, dtype=np_dtype)
 
 

@@ -30,7 +30,7 @@ from .jsonc import load_model_json, shown
 from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
 from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
-from ..io.strided import little_endian
+from ..io.strided import buffer_bytes_for, to_buffer_bytes
 from ..errors import InputError
 
 if TYPE_CHECKING:  # annotations only: reading a serialized graph imports it (and FlatBuffers) when needed
@@ -59,7 +59,7 @@ class BufferResource:
 
     @property
     def initial_element_count(self) -> int:
-        return len(self.initial_values) // (self.data_type.bits // 8)
+        return len(self.initial_values) * 8 // self.data_type.bits  # a 4-bit type's: two a byte
 
     def initial_contents(self) -> bytearray:
         contents = bytearray(self.size_in_bytes)
@@ -267,8 +267,8 @@ def _initial_values(initial, declared: DataType | None, *, rules: PathRules, whe
     if isinstance(initial, list):
         if declared is None:
             raise InputError(f"{where}: an array of values needs initialValuesDataType")
-        return _Initialiser(declared, len(initial) * (declared.bits // 8),
-                            lambda: _as_buffer_bytes(element_values(initial, declared, where)))
+        return _Initialiser(declared, buffer_bytes_for(len(initial), declared.bits),
+                            lambda: to_buffer_bytes(element_values(initial, declared, where), declared))
     if not isinstance(initial, dict):
         raise InputError(f"{where}: must be an array of numbers or an object (constant, sequence or sourcePath)")
     if "value" in initial:
@@ -279,10 +279,6 @@ def _initial_values(initial, declared: DataType | None, *, rules: PathRules, whe
         return _from_file(initial, declared, rules=rules, where=where, resample_size=resample_size,
                           budget=budget or MemoryBudget())
     raise InputError(f"{where}: unknown initialiser (expected \"value\", \"valueStart\" or \"sourcePath\")")
-
-
-def _as_buffer_bytes(array: np.ndarray) -> bytes:
-    return np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).tobytes()
 
 
 def _need_type(declared: DataType | None, kind: str, where: str) -> DataType:
@@ -297,8 +293,8 @@ def _constant(initial: dict, declared, where: str) -> _Initialiser:
     data_type = _need_type(declared, "constant", where)
     count = parse_uint(initial.get("valueCount"), f"{where}: valueCount")
     value = element_value(initial["value"], data_type, f"{where}: value")
-    return _Initialiser(data_type, count * (data_type.bits // 8),
-                        lambda: _as_buffer_bytes(np.full(count, value, dtype=data_type.numpy_dtype)))
+    return _Initialiser(data_type, buffer_bytes_for(count, data_type.bits),
+                        lambda: to_buffer_bytes(np.full(count, value, dtype=data_type.numpy_dtype), data_type))
 
 
 def _sequence(initial: dict, declared, where: str) -> _Initialiser:
@@ -320,14 +316,16 @@ def _sequence(initial: dict, declared, where: str) -> _Initialiser:
     def make() -> bytes:
         if count == 0:
             return b""
-        steps = np.full(count, delta, dtype=data_type.numpy_dtype)
+        # A 4-bit sequence adds in int64 and wraps to its four bits at the end (ml_dtypes' conversion wraps).
+        work = np.dtype(np.int64) if data_type.is_four_bit else data_type.numpy_dtype
+        steps = np.full(count, delta, dtype=work)
         steps[0] = start
         with np.errstate(all="ignore"):  # floats may overflow to inf step by step, as in C++
-            values = np.add.accumulate(steps, dtype=data_type.numpy_dtype)  # integers wrap, as C++'s do
+            values = np.add.accumulate(steps, dtype=work)  # integers wrap, as C++'s do
         del steps
-        return _as_buffer_bytes(values)
+        return to_buffer_bytes(values.astype(data_type.numpy_dtype, copy=False), data_type)
 
-    return _Initialiser(data_type, count * (data_type.bits // 8), make)
+    return _Initialiser(data_type, buffer_bytes_for(count, data_type.bits), make)
 
 
 def _from_image(path: Path, declared, resample_size, *, budget: MemoryBudget, where: str,
@@ -358,7 +356,7 @@ def _from_file(initial: dict, declared, *, rules: PathRules, where: str, resampl
     The path is tried relative to the model's folder first, then to the current folder; either way
     it must resolve inside the model's folder (unless paths outside are allowed) to a regular file.
     """
-    from ..io.npy import read_npy, read_npy_header
+    from ..io.npy import as_declared, read_npy, read_npy_header, stored_as
 
     check_keys(initial, ("sourcePath",), where, "file initialiser")
     source = initial["sourcePath"]
@@ -374,18 +372,19 @@ def _from_file(initial: dict, declared, *, rules: PathRules, where: str, resampl
     if suffix == ".npy":
         with RegularFile(path, where, shown_source) as handle:
             shape, _, dtype, _ = read_npy_header(handle.reopenable_path, where=shown_where)
-        file_type = from_numpy(dtype)
+        file_type = from_numpy(stored_as(dtype, declared, where=shown_where))  # '<V1': INT4/UINT4 if declared so
         if declared is not None and declared != file_type:
             raise InputError(f"{shown_where}: holds {file_type.name} but initialValuesDataType says {declared.name}")
 
         def make_from_npy() -> bytes:
             with RegularFile(path, where, shown_source) as again:
-                array = np.asarray(read_npy(again.reopenable_path, where=shown_where, mmap=False))
+                array = as_declared(np.asarray(read_npy(again.reopenable_path, where=shown_where, mmap=False)),
+                                    declared, where=shown_where)
             if from_numpy(array.dtype) != file_type:
                 raise InputError(f"{shown_where}: changed while being read")
-            return _as_buffer_bytes(array)
+            return to_buffer_bytes(array, file_type)
 
-        return _Initialiser(file_type, math.prod(shape) * dtype.itemsize, make_from_npy)
+        return _Initialiser(file_type, buffer_bytes_for(math.prod(shape), file_type.bits), make_from_npy)
     data_type = _need_type(declared, "raw binary file", where)
     with RegularFile(path, where, shown_source) as handle:
         size = handle.size

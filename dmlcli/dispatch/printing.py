@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from .model import BufferResource
-from ..io.strided import little_endian
+from ..data_types import as_bits, is_four_bit_dtype
+from ..io.strided import from_buffer_bytes
 
 
 def resource_values(resource: BufferResource, contents: bytearray) -> np.ndarray:
@@ -22,9 +23,8 @@ def resource_values(resource: BufferResource, contents: bytearray) -> np.ndarray
 
     DxDispatch trims the view to the initial values so that the 4-byte padding is not shown.
     """
-    dtype = little_endian(resource.data_type.numpy_dtype)
-    # A view, not a copy: a print shows a few values of what may be a large buffer.
-    return np.frombuffer(contents, dtype=dtype, count=resource.initial_element_count)
+    # A view, not a copy (but for 4-bit elements, unpacked): a print shows a few values of what may be a large buffer.
+    return from_buffer_bytes(contents, resource.data_type, count=resource.initial_element_count)
 
 
 def format_value(value) -> str:
@@ -45,8 +45,7 @@ def format_resource(resource: BufferResource, contents: bytearray, *, verbose: b
 
 def format_values(name: str, data_type, contents: bytes, count: int, *, verbose: bool = False) -> str:
     """A deferred resource's print: `count` elements of the type its ONNX output gave it (Executor.cpp)."""
-    values = np.frombuffer(contents, dtype=little_endian(data_type.numpy_dtype), count=count)
-    return _format(name, values, verbose)
+    return _format(name, from_buffer_bytes(contents, data_type, count=count), verbose)
 
 
 def _format(name: str, values: np.ndarray, verbose: bool) -> str:
@@ -55,8 +54,10 @@ def _format(name: str, values: np.ndarray, verbose: bool) -> str:
     # fmt's "[{:{}}] ... (0x{:{}X})": the index right-aligned to the width of the element count, and the
     # element's bytes as hex right-aligned (space-filled, as fmt pads numbers) to two digits per byte.
     index_width = int(math.floor(math.log10(len(values)))) + 1 if len(values) else 1
-    hex_width = values.dtype.itemsize * 2
-    bits = values.view(f"<u{values.dtype.itemsize}")
+    if is_four_bit_dtype(values.dtype):  # a 4-bit element's four bits: one hex digit
+        hex_width, bits = 1, as_bits(values)
+    else:
+        hex_width, bits = values.dtype.itemsize * 2, values.view(f"<u{values.dtype.itemsize}")
     lines = [f"Resource '{name}':"]
     for index, (value, pattern) in enumerate(zip(values, bits)):
         lines.append(f"[{index:>{index_width}}] {format_value(value)} (0x{int(pattern):>{hex_width}X})")

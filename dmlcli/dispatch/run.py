@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..data_types import from_kernel_array, to_kernel_array
 from ..engine import HookTally, execute
 from ..calls.validation import field_of
 from .jsonc import shown
@@ -31,7 +32,7 @@ from .model import Model, PrintCommand, WriteFileCommand
 from .images import check_image_write, encode_image, image_suffix
 from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
 from .printing import format_resource, format_timing, format_values
-from ..io.strided import little_endian, strided_view
+from ..io.strided import buffer_bytes_for, from_buffer_bytes, store_four_bit, strided_view
 from ..errors import DmlcliWarning, InputError
 
 
@@ -196,22 +197,22 @@ def _run_graph(dispatch, buffers, backend, iterations: int, warmup: int) -> Disp
     steps = []
     for step in dispatch.steps:
         op = step.checked.verdict.call.operator
-        inputs = [_element_view(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
-        outputs = {name: _element_view(local, tensor, name) for name, tensor in step.tensors.items()
+        inputs = [_reader(local, step.tensors[name], name) for name in step.tensors if field_of(name) in op.inputs]
+        outputs = {name: _writer(local, tensor, name) for name, tensor in step.tensors.items()
                    if field_of(name) in op.outputs}
         steps.append((step.checked.verdict, inputs, outputs, HookTally(step.checked.verdict.call)))
-    copies = [(_element_view(buffers, bound, bound.resource), _element_view(local, made, made.resource.name))
+    copies = [(_writer(buffers, bound, bound.resource), _reader(local, made, made.resource.name))
               for made, bound in dispatch.outputs]
     samples = SampleReservoir(warmup)
     for _ in range(iterations):
         start = time.perf_counter()
         for verdict, inputs, outputs, tally in steps:
-            outcome = execute(verdict, inputs, backend, tally=tally)
+            outcome = execute(verdict, [read() for read in inputs], backend, tally=tally)
             for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
                 if tensor.name in outputs:  # an optional output the node leaves out is not kept
-                    outputs[tensor.name][...] = result
-        for target, made in copies:
-            target[...] = made
+                    outputs[tensor.name](result)
+        for write, read in copies:
+            write(read())
         samples.add((time.perf_counter() - start) * 1000.0)
     for step, (_, _, _, tally) in zip(dispatch.steps, steps):
         for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: {step.step.label}: "):
@@ -272,8 +273,8 @@ def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: Memo
     writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
     prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
     operators = [p for p in planned if isinstance(p, PlannedDispatch)]
-    owned = sum(t.desc.data_type.bits // 8 * _element_count(t) for p in operators for t in p.tensors.values()
-                if t.at_initialisation)
+    owned = sum(buffer_bytes_for(_element_count(t), t.desc.data_type.bits) for p in operators
+                for t in p.tensors.values() if t.at_initialisation)
     dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in operators]
     # An ONNX dispatch's inputs and outputs as arrays, twice (the feeds and ONNX Runtime's results); the
     # session's own intermediates are ONNX Runtime's to allocate and are not counted here.
@@ -318,14 +319,15 @@ class _KernelTimedGpu:
         """A shaped operator: its kernel timed on arrays already on the device, as a dispatch's GPU time."""
         import cupy
 
-        device_inputs = [None if x is None else cupy.asarray(np.ascontiguousarray(x)) for x in inputs]
+        device_inputs = [None if x is None else cupy.asarray(np.ascontiguousarray(to_kernel_array(x))) for x in inputs]
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         results = self.backend.execute_shaped_device(operator, device_inputs, outputs, parameters)
         end.record()
         end.synchronize()
         self.samples.add(float(cupy.cuda.get_elapsed_time(start, end)))
-        return tuple(cupy.asnumpy(result) for result in results)
+        # A 4-bit output is int8/uint8 on the device (execute_shaped_device): int4/uint4 again on the host.
+        return tuple(from_kernel_array(cupy.asnumpy(result), info.data_type) for result, info in zip(results, outputs))
 
     def execute(self, operator, inputs, out_shape, out_dtype, parameters):
         import cupy
@@ -352,11 +354,41 @@ def _timed(backend, warmup: int):
 
 
 def _element_view(buffers: dict[str, bytearray], tensor: BoundTensor, where: str) -> np.ndarray:
-    raw = buffers[tensor.resource]
-    dtype = little_endian(tensor.desc.data_type.numpy_dtype)
-    count = (len(raw) - tensor.offset_in_bytes) // dtype.itemsize
-    flat = np.frombuffer(raw, dtype=dtype, count=count, offset=tensor.offset_in_bytes)
+    """The tensor's elements in its buffer: a strided view (writable through), or for a 4-bit tensor, whose
+    elements are half bytes, a view of an unpacked copy (read it; write with _store)."""
+    flat = from_buffer_bytes(buffers[tensor.resource], tensor.desc.data_type, offset=tensor.offset_in_bytes)
     return strided_view(flat, tensor.desc.sizes, tensor.strides, where=where)
+
+
+def _reader(buffers, tensor: BoundTensor, where: str):
+    """What gives a tensor's current elements each time it is called: its view, made once (4-bit: read anew)."""
+    if tensor.desc.data_type.is_four_bit:
+        return lambda: _element_view(buffers, tensor, where)
+    view = _element_view(buffers, tensor, where)
+    return lambda: view
+
+
+def _writer(buffers, tensor: BoundTensor, where: str):
+    """What writes a result into a tensor each time it is called: through its view, made once (4-bit: _store)."""
+    if tensor.desc.data_type.is_four_bit:
+        return lambda result: _store(buffers, tensor, result, where)
+    view = _element_view(buffers, tensor, where)
+
+    def write(result) -> None:
+        view[...] = result
+
+    return write
+
+
+def _store(buffers: dict[str, bytearray], tensor: BoundTensor, result: np.ndarray, where: str) -> None:
+    """An output written into its buffer: through the strided view, or half byte by half byte (4-bit)."""
+    if tensor.desc.data_type.is_four_bit:
+        store_four_bit(buffers[tensor.resource], tensor.offset_in_bytes, tensor.desc.sizes, tensor.strides, result)
+        return
+    target = _element_view(buffers, tensor, where)
+    if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
+        result = np.array(result)
+    target[...] = result
 
 
 def _initialisation_inputs(dispatch: PlannedDispatch, buffers) -> dict[str, np.ndarray]:
@@ -383,10 +415,7 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
             if tensor.name not in dispatch.tensors:
                 continue  # an optional output the desc leaves out (RNN's OutputSequenceTensor)
-            target = _element_view(buffers, dispatch.tensors[tensor.name], tensor.name)
-            if np.may_share_memory(result, target):  # a backend handing back a view of an aliased input
-                result = np.array(result)
-            target[...] = result
+            _store(buffers, dispatch.tensors[tensor.name], result, tensor.name)
         cpu_samples.add((time.perf_counter() - start) * 1000.0)
     for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: "):
         warnings.warn(message, DmlcliWarning, stacklevel=2)
@@ -410,18 +439,20 @@ def stage_resource(command: WriteFileCommand, model: Model, buffers) -> bytes:
         return encode_image(bytes(contents), resource.data_type, command.dimensions, suffix)
     if Path(command.target_path).suffix.lower() != ".npy":
         return bytes(contents)
-    itemsize = resource.data_type.bits // 8
-    count = _npy_element_count(command, resource.size_in_bytes, itemsize)
-    if count * itemsize > len(contents):
+    bits = resource.data_type.bits
+    count = _npy_element_count(command, resource.size_in_bytes * 8 // bits)
+    needed = buffer_bytes_for(count, bits)
+    if needed > len(contents):
         shape = command.dimensions or (count,)
-        raise InputError(f"{_write_where(command)}: dimensions {list(shape)} need {count * itemsize} bytes, but "
+        raise InputError(f"{_write_where(command)}: dimensions {list(shape)} need {needed} bytes, but "
                          f"buffer {shown(command.resource)} holds {len(contents)}")
-    return bytes(memoryview(contents)[:count * itemsize])
+    return bytes(memoryview(contents)[:needed])
 
 
-def _npy_element_count(command: WriteFileCommand, size_in_bytes: int, itemsize: int) -> int:
+def _npy_element_count(command: WriteFileCommand, whole_buffer: int) -> int:
+    """The elements the .npy holds: its dimensions', or the whole buffer's (`whole_buffer` elements)."""
     count = 1
-    for size in command.dimensions or (size_in_bytes // itemsize,):
+    for size in command.dimensions or (whole_buffer,):
         count *= size
     return count
 
@@ -438,6 +469,7 @@ def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layou
     was read, to lie inside the output folder (unless paths outside were allowed), so they are too.
     """
     from ..io.atomic import write_atomically
+    from ..io.npy import save_npy
 
     resource = model.resources[command.resource]
     path = Path(command.resolved_path or command.target_path)
@@ -448,13 +480,11 @@ def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layou
         return
     if layout is not None:
         data_type, shape = layout
-        dtype = little_endian(data_type.numpy_dtype)
     else:
-        dtype = little_endian(resource.data_type.numpy_dtype)
-        shape = command.dimensions or (resource.size_in_bytes // dtype.itemsize,)
-    array = np.frombuffer(contents, dtype=dtype).reshape(shape)
-    write_atomically(path, lambda handle: np.save(handle, array.astype(array.dtype.newbyteorder("=")),
-                                                  allow_pickle=False))
+        data_type = resource.data_type
+        shape = command.dimensions or (resource.size_in_bytes * 8 // data_type.bits,)
+    array = from_buffer_bytes(contents, data_type, count=math.prod(shape)).reshape(shape)
+    write_atomically(path, lambda handle: save_npy(handle, array))
 
 
 def write_resource(command: WriteFileCommand, model: Model, buffers) -> None:

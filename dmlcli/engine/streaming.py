@@ -165,7 +165,7 @@ def held_bytes(inputs: Sequence[NpyInput], out_shape, *, in_order: bool) -> int:
 
 def open_input(source: str, *, label: str, dtype: DataType | None = None) -> NpyInput:
     """Read and check one input's .npy header (or .npz array's); `dtype` (from --dtype) must agree with it."""
-    from ..io.npy import check_declared_dtype, read_npy_header
+    from ..io.npy import check_declared_dtype, read_npy_header, stored_as
     from ..io.sources import check_input_file, npz_source
 
     where = f"{label} {quoted(source)}"
@@ -176,15 +176,18 @@ def open_input(source: str, *, label: str, dtype: DataType | None = None) -> Npy
         check_input_file(Path(npz[0]), where=where)
         found = inspect_npz(npz[0], npz[1], where=where)  # header and zip directory; nothing inflated
         check_declared_dtype(found.dtype, dtype, where=where)
-        return NpyInput(Path(npz[0]), label, tuple(int(s) for s in found.shape), np.dtype(found.dtype),
-                        found.fortran_order, found.header_bytes, found)
+        return NpyInput(Path(npz[0]), label, tuple(int(s) for s in found.shape),
+                        stored_as(np.dtype(found.dtype), dtype, where=where), found.fortran_order, found.header_bytes,
+                        found)
     path = Path(source)
     check_input_file(path, where=where)
     if not path.is_file():
         raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
     shape, fortran_order, stored_dtype, offset = read_npy_header(path, where=where)
     check_declared_dtype(stored_dtype, dtype, where=where)
-    return NpyInput(path, label, tuple(int(s) for s in shape), np.dtype(stored_dtype), bool(fortran_order), offset)
+    # A '|V1' file (numpy.save of ml_dtypes' int4/uint4) is read as the 4-bit type --dtype names.
+    return NpyInput(path, label, tuple(int(s) for s in shape), stored_as(np.dtype(stored_dtype), dtype, where=where),
+                    bool(fortran_order), offset)
 
 
 def stream(call: Call, inputs: list[NpyInput], output: Path, engine, *, chunk_bytes: int,

@@ -131,7 +131,9 @@ def write_output(array: np.ndarray, target: str, *, stdout=None, output_format: 
     check_output_path(target, output_format)
     path = Path(target)
     if written_suffix(target, output_format) == ".npy":
-        write_atomically(path, lambda handle: np.save(handle, to_native(np.asarray(array)), allow_pickle=False))
+        from .npy import save_npy
+
+        write_atomically(path, lambda handle: save_npy(handle, array))
     else:  # the text piece by piece: never the whole of it in memory
         write_atomically(path, lambda handle: write_json_text(array, lambda text: handle.write(text.encode("utf-8"))))
 

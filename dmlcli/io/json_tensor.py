@@ -135,7 +135,8 @@ def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = N
             declared_type = parse_data_type(declared)
         except InputError as error:
             raise InputError(f"{where}: {error}") from None
-        if dtype is not None and dtype != declared_type:
+        # A 4-bit --dtype is for '|V1' files and bare lists: a tensor naming its own type keeps it (io/npy.py).
+        if dtype is not None and dtype != declared_type and not dtype.is_four_bit:
             raise InputError(f"{where}: declares dtype {declared_type.name} but --dtype says {dtype.name}")
         dtype = declared_type
     shape = document.get("shape")

@@ -10,7 +10,8 @@ import os
 
 import numpy as np
 
-from ..data_types import DataType, from_numpy
+from ..data_types import (RAW_BYTES_HINT, DataType, four_bit_dtype, from_numpy, is_four_bit_dtype,
+                          is_raw_byte_dtype)
 from ..errors import InputError, cut, first_line as _first_line
 
 if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
@@ -39,9 +40,30 @@ def _header_problem(error: BaseException) -> str:
 
 
 def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str) -> None:
-    """A file's own dtype must agree with --dtype where both are given."""
-    if dtype is not None and from_numpy(stored) != dtype:
+    """A file's own dtype must agree with --dtype where both are given; except a 4-bit --dtype, which says what
+    '|V1' files (and bare lists) hold, a file of a type of its own keeping it (DEQUANTIZE's float scale beside a
+    numpy.save'd INT4 input)."""
+    stored = stored_as(stored, dtype, where=where)
+    if dtype is not None and not dtype.is_four_bit and from_numpy(stored) != dtype:
         raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}")
+
+
+def stored_as(stored: np.dtype, dtype: DataType | None, *, where: str) -> np.dtype:
+    """The dtype a file's data are read as: its own, except one-byte voids ('|V1', what numpy.save writes for
+    ml_dtypes' int4 and uint4 arrays), which are read as the 4-bit type --dtype names and refused without it."""
+    if not is_raw_byte_dtype(stored):
+        return stored
+    if dtype is not None and dtype.is_four_bit:
+        return dtype.numpy_dtype
+    said = f" (--dtype says {dtype.name})" if dtype is not None else ""
+    raise InputError(f"{where}: holds no DirectML data type{said}: {RAW_BYTES_HINT}")
+
+
+def as_declared(array: np.ndarray, dtype: DataType | None, *, where: str) -> np.ndarray:
+    """`array` checked against --dtype (check_declared_dtype), one-byte voids seen as the 4-bit type it names."""
+    check_declared_dtype(array.dtype, dtype, where=where)
+    wanted = stored_as(array.dtype, dtype, where=where)
+    return array if wanted == array.dtype else array.view(wanted)
 
 
 def check_npy_dtype(dtype: np.dtype, *, where: str) -> None:
@@ -49,6 +71,8 @@ def check_npy_dtype(dtype: np.dtype, *, where: str) -> None:
     if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
         raise InputError(f"{where}: holds Python objects or records ({dtype}); dmlcli reads only plain numeric "
                          "arrays and never unpickles")
+    if is_raw_byte_dtype(dtype):
+        return  # read as the 4-bit type --dtype names, or refused saying so (stored_as)
     if dtype.kind == "b":
         # NumPy writes masks as bool; DirectML has no boolean type, and its logical operators take UINT8 0/1.
         raise InputError(f"{where}: holds bool values, and DirectML has no boolean data type (use uint8 0/1 for "
@@ -65,13 +89,17 @@ def read_npy_stream_header(handle, *, where: str):
     from numpy.lib import format as npy_format
 
     try:
-        version = npy_format.read_magic(handle)
+        # The header is read first and parsed from memory: a descr of 'int4' or 'uint4' (dmlcli's 4-bit .npy
+        # files) needs ml_dtypes loaded before NumPy parses it, and a pipe cannot be read twice.
+        raw = _raw_header(handle)
+        if b"int4" in raw:
+            four_bit_dtype("int4")  # imports ml_dtypes, which gives NumPy the names int4 and uint4
+        header = io.BytesIO(raw)
+        version = npy_format.read_magic(header)
         if version == (1, 0):
-            shape, fortran_order, dtype = npy_format.read_array_header_1_0(handle, max_header_size=1 << 16)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran_order, dtype = npy_format.read_array_header_2_0(handle, max_header_size=1 << 16)
+            shape, fortran_order, dtype = npy_format.read_array_header_1_0(header, max_header_size=_MAX_HEADER)
         else:
-            raise ValueError(f"unsupported .npy format version {version}")
+            shape, fortran_order, dtype = npy_format.read_array_header_2_0(header, max_header_size=_MAX_HEADER)
     except (InputError, OSError):
         raise
     except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile text
@@ -90,6 +118,35 @@ def read_npy_stream_header(handle, *, where: str):
         raise InputError(f"{where}: malformed .npy header (shape {tuple(shape)} of {dtype} is larger than "
                          "NumPy can describe)")
     return tuple(shape), bool(fortran_order), dtype
+
+
+_MAX_HEADER = 1 << 16  # the longest .npy header dmlcli reads (NumPy's own default limit is 10000)
+
+
+def _raw_header(handle) -> bytes:
+    """The magic string, the version, the header's length and the header itself, read from `handle` (which is
+    left at the data); ValueError in NumPy's words where they are short or of an unknown version."""
+    head = _read_fully(handle, 8, "magic string")
+    if head[:6] != NPY_MAGIC:
+        raise ValueError(f"the magic string is not correct; expected {NPY_MAGIC!r}, got {head[:6]!r}")
+    version = (head[6], head[7])
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise ValueError(f"we only support format version (1,0), (2,0), and (3,0), not {version}")
+    length_bytes = _read_fully(handle, 2 if version == (1, 0) else 4, "array header length")
+    length = int.from_bytes(length_bytes, "little")
+    if length > _MAX_HEADER:
+        raise ValueError(f"Header length {length} is larger than dmlcli reads ({_MAX_HEADER} bytes)")
+    return head + length_bytes + _read_fully(handle, length, "array header")
+
+
+def _read_fully(handle, count: int, what: str) -> bytes:
+    data = handle.read(count)
+    while len(data) < count:
+        more = handle.read(count - len(data))
+        if not more:
+            raise ValueError(f"EOF: reading {what}, expected {count} bytes got {len(data)}")
+        data += more
+    return data
 
 
 def read_npy_header(path: Path, *, where: str):
@@ -158,7 +215,9 @@ def read_mapped(array: np.ndarray, *, where: str) -> np.ndarray:
     """
     mapped = array if isinstance(array, np.memmap) else getattr(array, "base", None)  # np.asarray makes a view
     if (not isinstance(mapped, np.memmap) or not mapped.filename or array.size == 0
-            or (mapped.shape, mapped.dtype, mapped.strides) != (array.shape, array.dtype, array.strides)):
+            or (mapped.shape, mapped.dtype.itemsize, mapped.strides) != (array.shape, array.dtype.itemsize,
+                                                                          array.strides)):
+        # (A view of another dtype of one size, as a '|V1' file seen as int4 is, reads the same bytes.)
         return array
     from pathlib import Path  # only for a mapped file: arrays in memory come back without it
 
@@ -175,13 +234,27 @@ def to_native(array: np.ndarray) -> np.ndarray:
 
 
 def npy_header(shape, dtype: np.dtype) -> bytes:
-    """The header np.save writes for a C-order array of `shape` and `dtype` (the same bytes)."""
+    """The header np.save writes for a C-order array of `shape` and `dtype` (the same bytes), except for ml_dtypes'
+    int4 and uint4: their descr is 'int4' or 'uint4', which np.load reads once ml_dtypes is imported, where
+    np.save writes '<V1' and loses the type."""
     from numpy.lib import format as npy_format
 
-    header = {"descr": npy_format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": tuple(shape)}
+    dtype = np.dtype(dtype)
+    descr = dtype.name if is_four_bit_dtype(dtype) else npy_format.dtype_to_descr(dtype)
+    header = {"descr": descr, "fortran_order": False, "shape": tuple(shape)}
     buffer = io.BytesIO()
     npy_format.write_array_header_1_0(buffer, header)
     return buffer.getvalue()
+
+
+def save_npy(handle, array: np.ndarray) -> None:
+    """np.save(handle, array) in native byte order, never pickling; a 4-bit array with its type kept (npy_header)."""
+    array = to_native(np.asarray(array))
+    if not is_four_bit_dtype(array.dtype):
+        np.save(handle, array, allow_pickle=False)
+        return
+    handle.write(npy_header(array.shape, array.dtype))
+    handle.write(np.ascontiguousarray(array).tobytes())
 
 
 def npy_file_bytes(shape, dtype: np.dtype) -> int:

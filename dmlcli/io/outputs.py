@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError, quoted
-from .npy import to_native
+from .npy import save_npy
 
 
 def member_name(tensor_name: str) -> str:
@@ -93,7 +93,7 @@ def archive_bytes(arrays: Sequence[np.ndarray], names: Sequence[str]) -> bytes:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for array, name in zip(arrays, names):
             member = io.BytesIO()
-            np.save(member, to_native(np.asarray(array)), allow_pickle=False)
+            save_npy(member, array)
             archive.writestr(member_name(name) + ".npy", member.getvalue())
     return buffer.getvalue()
 

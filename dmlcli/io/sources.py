@@ -14,7 +14,7 @@ from ..data_types import DataType
 from ..errors import InputError, quoted
 from ..errors import first_line as _first_line
 from .json_tensor import parse_json_tensor
-from .npy import NPY_MAGIC, check_declared_dtype, read_npy
+from .npy import NPY_MAGIC, as_declared, read_npy
 
 if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
     from pathlib import Path
@@ -43,9 +43,7 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
         where = f"{label} (stdin)"
         raw = read_stdin_bytes(stdin if stdin is not None else sys.stdin, where=where)
         if raw.startswith(NPY_MAGIC):
-            array = npy_from_bytes(raw, where=where)
-            _check_declared_dtype(array, dtype, where)
-            return array, "npy"
+            return as_declared(npy_from_bytes(raw, where=where), dtype, where=where), "npy"
         return parse_json_tensor(decode_text(raw, where=where), where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
     npz = npz_source(source)
     if npz is not None:
@@ -72,9 +70,7 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     if is_npy:
         if not path.is_file():
             raise InputError(f"{where}: a .npy input must be a regular file (it is memory-mapped), not a pipe")
-        array = read_npy(path, where=where)
-        _check_declared_dtype(array, dtype, where)
-        return array, "npy"
+        return as_declared(read_npy(path, where=where), dtype, where=where), "npy"
     from .formats import decode_text
 
     text = decode_text(raw, where=where)
@@ -113,8 +109,7 @@ def _read_npz(npz: tuple[str, str | None], source: str, *, label: str, dtype: Da
         array = np.broadcast_to(np.zeros((), stored), shape)
     else:
         array = read_npz(path, name, where=where)
-    _check_declared_dtype(array, dtype, where)
-    return array
+    return as_declared(array, dtype, where=where)
 
 
 def check_stdin_read_once(sources) -> None:
@@ -160,6 +155,3 @@ def check_input_file(path: Path, *, where: str) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise InputError(f"{where}: is not a regular file (a device or socket), expected a .npy or .json file")
 
-
-def _check_declared_dtype(array: np.ndarray, dtype: DataType | None, where: str) -> None:
-    check_declared_dtype(array.dtype, dtype, where=where)

@@ -5,6 +5,12 @@ DirectML's DML_BUFFER_TENSOR_DESC gives Sizes and optional Strides, both in elem
 repeats (broadcasts) the lower dimensions, and no Strides means packed row-major
 (../shared/reference/directml_ops.md §4). This module is the one place that turns such a
 description into NumPy views; both `dmlcli dispatch` and JSON tensors with "strides" use it.
+
+4-bit types (INT4, UINT4) count elements of four bits: a buffer holds two a byte, element 2k in the low four
+bits of byte k and element 2k + 1 in the high four (ONNX's int4 packing, which ONNX Runtime's DirectML provider
+binds unchanged: its Int4x2 stores element 0 in bits 0-3), so Strides and offsets count half bytes and
+TotalTensorSizeInBytes is DMLCalcBufferTensorSize's (bits counted, rounded up to a byte, then to 4 bytes). In
+memory dmlcli holds them one a byte (ml_dtypes): to_buffer_bytes and from_buffer_bytes pack and unpack them.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import sys
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..data_types import MAX_ELEMENTS
+from ..data_types import MAX_ELEMENTS, DataType, to_kernel_array
 from ..errors import InputError, ValidationError
 
 
@@ -139,3 +145,47 @@ def tensor_from_buffer(data: np.ndarray, shape, strides, *, where: str) -> np.nd
     flat = np.array(data).reshape(-1)
     flat.setflags(write=False)
     return strided_view(flat, shape, strides, where=where)
+
+
+def buffer_bytes_for(count: int, bits: int) -> int:
+    """The bytes `count` packed elements of `bits` each take (two 4-bit elements a byte)."""
+    return (count * bits + 7) // 8
+
+
+def to_buffer_bytes(array: np.ndarray, data_type: DataType) -> bytes:
+    """Elements as a D3D12 buffer holds them, in C order: little-endian; 4-bit ones two a byte, the first in the
+    low four bits (an odd count leaves the last byte's high half 0)."""
+    if data_type.is_four_bit:
+        nibbles = (to_kernel_array(np.asarray(array)).astype(np.uint8) & np.uint8(0xF)).reshape(-1)
+        if nibbles.size % 2:
+            nibbles = np.append(nibbles, np.uint8(0))
+        return (nibbles[0::2] | (nibbles[1::2] << np.uint8(4))).tobytes()
+    return np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).tobytes()
+
+
+def from_buffer_bytes(raw, data_type: DataType, count: int | None = None, offset: int = 0) -> np.ndarray:
+    """The elements in a buffer's bytes from byte `offset` (`count` of them, or as many as there are): a view for
+    the byte-sized types, a fresh unpacked array (ml_dtypes' int4/uint4, one element a byte) for the 4-bit ones."""
+    if data_type.is_four_bit:
+        whole = (len(raw) - offset) if count is None else buffer_bytes_for(count, 4)
+        packed = np.frombuffer(raw, dtype=np.uint8, count=whole, offset=offset)
+        nibbles = np.empty(packed.size * 2, dtype=np.uint8)
+        nibbles[0::2] = packed & np.uint8(0xF)
+        nibbles[1::2] = packed >> np.uint8(4)
+        return nibbles[:count].view(data_type.numpy_dtype)  # ml_dtypes reads a byte's low four bits, signed or not
+    dtype = little_endian(data_type.numpy_dtype)
+    if count is None:
+        count = (len(raw) - offset) // dtype.itemsize
+    return np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
+
+
+def store_four_bit(raw: bytearray, offset: int, sizes, strides, values: np.ndarray) -> None:
+    """Write a 4-bit tensor (`values`, C order, of `sizes`) into `raw` at byte `offset` with element `strides`,
+    each element into its half byte, the other half of its byte kept. The tensor must not overlap itself."""
+    positions = offset * 2 + element_offsets(sizes, strides).reshape(-1)
+    nibbles = (to_kernel_array(np.asarray(values)).astype(np.uint8) & np.uint8(0xF)).reshape(-1)
+    buffer = np.frombuffer(raw, dtype=np.uint8)
+    for half, keep, shift in ((0, 0xF0, 0), (1, 0x0F, 4)):
+        chosen = positions % 2 == half
+        where = positions[chosen] // 2
+        buffer[where] = (buffer[where] & np.uint8(keep)) | (nibbles[chosen] << np.uint8(shift))

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..data_types import DataType, from_numpy
+from ..data_types import DataType, from_numpy, is_four_bit_dtype
 from ..errors import BackendUnavailableError, InputError, first_line, quoted
 from .atomic import sync_folder
 from .remote import store_failure
@@ -160,6 +160,9 @@ def output_store(target: str, *, shape, chunks, dtype: np.dtype, zarr_format: in
 
     The compressor is Zarr's default for the format.
     """
+    if is_four_bit_dtype(np.dtype(dtype)):
+        raise InputError(f"{target}: Zarr has no 4-bit data type, so an INT4 or UINT4 result cannot be a Zarr store; "
+                         "write it to a .npy file (dmlcli keeps int4 and uint4 there)")
     zarr = require_zarr()
     check_output_store(target)
     settings = dict(shape=tuple(shape), chunks=tuple(chunks), dtype=np.dtype(dtype), zarr_format=zarr_format)

@@ -30,9 +30,15 @@ KNOWN_KEYS = frozenset({
     # ONNX node tests (../shared/onnx_operators): the ONNX operator, its attributes, the inputs' and outputs'
     # names in ONNX's order ("" for an optional input left out) and the version of onnx that generated them.
     "onnx_op", "attributes", "input_names", "output_names", "source_version",
-    # ../shared/onnx_operators_complete names each case's ONNX domain (ai.onnx, ai.onnx.preview.training): for people.
+    # The ONNX operator's domain (ai.onnx, ai.onnx.preview.training: ../shared/onnx_operators_complete), for people.
     "domain",
 })
+# ONNX's tensor types that no DirectML data type holds: an ONNX case with such a tensor is skipped saying so.
+ONNX_TYPES_DIRECTML_LACKS = {
+    "bfloat16": "bfloat16", "float8_e4m3fn": "float8 (E4M3FN)", "float8_e4m3fnuz": "float8 (E4M3FNUZ)",
+    "float8_e5m2": "float8 (E5M2)", "float8_e5m2fnuz": "float8 (E5M2FNUZ)", "float4_e2m1": "float4 (E2M1)",
+    "complex64": "complex", "complex128": "complex", "string": "string",
+}
 # What a call can be rejected with: 2 a malformed call (an unknown parameter value), 3 a call DirectML refuses.
 REJECTION_CODES = (2, 3)
 
@@ -140,17 +146,13 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
     if not isinstance(op, str) or (not op and not onnx):
         raise CaseError(f"{where}: \"op\" must name the operator, such as \"bit_xor\"")
     params = _params(document.get("params", {}), where)
-    foreign = _foreign_data_type(document) if onnx else None
-    if foreign is not None:
-        # An ONNX case in a data type DirectML does not have (bfloat16, float8): skipped with that reason, its
-        # tensors unread (dmlcli cannot hold them).
-        return Case(path=path, case_id=case_id or path.stem, op=op, params=params, inputs=(), expected=None,
-                    skip=f"ONNX's {foreign} tensors: DirectML has no such data type (DML_TENSOR_DATA_TYPE has "
-                         "FLOAT32, FLOAT16, FLOAT64, the 8- to 64-bit integers and, from 6_3, INT4 and UINT4)",
-                    name=str(document.get("case_name") or ""), document=document, **onnx)
     raw_inputs = document.get("inputs")
     if not isinstance(raw_inputs, list):  # empty for the generators (fill_value_constant), which take no input
         raise CaseError(f"{where}: \"inputs\" must be a list of tensors or .npy file names")
+    lacking = _type_directml_lacks(document) if onnx else None
+    if lacking is not None:
+        return Case(path=path, case_id=case_id or path.stem, op=op, params=params, inputs=(), expected=None,
+                    skip=lacking, name=str(document.get("case_name") or ""), document=document, **onnx)
     inputs = tuple(_tensor(t, path, f"input {i + 1}") for i, t in enumerate(raw_inputs))
     expect_error = _expect_error(document, where)
     expected, expected_outputs = None, ()
@@ -175,19 +177,16 @@ def load_case(path: str | Path, case_id: str | None = None, document: dict | Non
                 **onnx)
 
 
-def _foreign_data_type(document: dict) -> str | None:
-    """The first "dtype" of the case's tensor objects that is no DirectML data type (ONNX's bfloat16), or None."""
-    from ..data_types import parse_data_type
-
+def _type_directml_lacks(document: dict) -> str | None:
+    """The skip reason of an ONNX case with a tensor of a type DirectML has none of (float8, bfloat16), or None."""
     expected = document.get("expected")
     tensors = list(document.get("inputs") or []) + (expected if isinstance(expected, list) else [expected])
     for tensor in tensors:
-        declared = tensor.get("dtype") if isinstance(tensor, dict) else None
-        if isinstance(declared, str):
-            try:
-                parse_data_type(declared)
-            except InputError:
-                return declared
+        name = tensor.get("dtype") if isinstance(tensor, dict) else None
+        if isinstance(name, str) and name.lower() in ONNX_TYPES_DIRECTML_LACKS:
+            return (f"ONNX's {name} tensor has no DirectML data type: DML_TENSOR_DATA_TYPE has no "
+                    f"{ONNX_TYPES_DIRECTML_LACKS[name.lower()]} (its types: FLOAT16/32/64, 8- to 64-bit integers, "
+                    "INT4/UINT4 from 6_3)")
     return None
 
 

@@ -209,3 +209,17 @@ def launch(cp, source: str, *arguments, count: int | None = None) -> None:
     count = arguments[-1].size if count is None else count
     blocks = max(1, min((count + _THREADS - 1) // _THREADS, 65535))
     kernel((blocks,), (_THREADS,), (*arguments, cp.int64(count)))
+
+
+def elementwise_kernel(cp, name: str, in_params: str, out_params: str, body: str, preamble: str = ""):
+    """A CuPy ElementwiseKernel whose body is written against dmlcli's IEEE device primitives (DEVICE_PRELUDE: no
+    flush to zero, no contraction), with `preamble`'s device functions after them; built once per name.
+
+    For an operator's own element-by-element step on the GPU where CuPy's operators would flush subnormals
+    (CuPy compiles with -ftz=true). `cp` is the caller's CuPy module."""
+    kernel = _BUILT_KERNELS.get(name)
+    if kernel is None:
+        kernel = _BUILT_KERNELS[name] = cp.ElementwiseKernel(in_params, out_params, body, name,
+                                                             preamble=DEVICE_PRELUDE + preamble,
+                                                             options=COMPILE_OPTIONS)
+    return kernel

@@ -261,9 +261,10 @@ def _valid_counts(xp, x_shape, out_shape, geometry):
     return xp.asarray(count)
 
 
-def average_kernel(xp, inputs, outputs, params):
-    (x,) = inputs
-    (out,) = outputs
+def average_values(xp, x, params):
+    """Each window's average in FLOAT32 (FLOAT16 widened exactly), before any rounding to the output's type: the sum
+    of the window's elements in row-major order, divided by the window's size (IncludePadding) or by the input
+    elements it reads. QUANTIZED_LINEAR_AVERAGE_POOLING averages its dequantized values through this too."""
     geometry, out_shape = _geometry_of(x.shape, params)
     work = x.astype(xp.float32, copy=False)  # FLOAT16 widens exactly; the sum runs in FLOAT32
     total = _window_sum(xp, _padded(xp, work, geometry, 0), geometry, out_shape)
@@ -271,7 +272,13 @@ def average_kernel(xp, inputs, outputs, params):
         total /= xp.float32(math.prod(geometry["WindowSize"]))
     else:
         total /= _valid_counts(xp, x.shape, out_shape, geometry)
-    return (total.astype(out.data_type.numpy_dtype, copy=False),)
+    return total
+
+
+def average_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    (out,) = outputs
+    return (average_values(xp, x, params).astype(out.data_type.numpy_dtype, copy=False),)
 
 
 def lp_kernel(xp, inputs, outputs, params):
@@ -347,9 +354,18 @@ def max_gpu_kernel(cp, inputs, outputs, params):
     return fast or max_kernel(cp, inputs, outputs, params)
 
 
+def average_values_gpu(cp, x, params, out_dtype=np.float32):
+    """average_values on the GPU by pooling_gpu's kernel (the CPU's FLOAT32 operations in its order), rounded once
+    to `out_dtype`; where that kernel does not apply, the xp kernel's."""
+    if not pooling_gpu.fits(x):
+        return average_values(cp, x, params).astype(out_dtype, copy=False)
+    geometry, out_shape = _geometry_of(x.shape, params)
+    return pooling_gpu.window_kernel(cp, "average", x, geometry, out_shape, out_dtype, bool(params["IncludePadding"]))
+
+
 def average_gpu_kernel(cp, inputs, outputs, params):
-    return (_gpu_window(cp, "average", inputs, outputs, params, bool(params["IncludePadding"]))
-            or average_kernel(cp, inputs, outputs, params))
+    (x,) = inputs
+    return (average_values_gpu(cp, x, params, outputs[0].data_type.numpy_dtype),)
 
 
 def lp_gpu_kernel(cp, inputs, outputs, params):

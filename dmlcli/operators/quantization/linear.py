@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT32, INTS_32_16_8, UINT8
+from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT32, INTS_32_16_8, UINT8, integer_limits
 from ...feature_levels import level
 from ...records import Frozen
 from ..table.schema import COMPOSITE, DIMS_1_TO_8, DIMS_4, ONE_ROUNDING, Operator, Tolerance, rows
@@ -164,26 +164,28 @@ _QLA_SHAPE_RULE_NOTE = (
 # ---------------------------------------------------------------- NumPy kernels
 
 
-def _requantize(value, zero_point, out_dtype):
-    """saturate(rint(value) + zero_point) into the 8-bit `out_dtype`; a NaN value gives the lowest value.
+def requantize(xp, value, zero_point, out_dtype, limits: tuple[int, int] | None = None):
+    """saturate(rint(value) + zero_point) into `out_dtype`; a NaN value gives the lowest value. NumPy or CuPy (xp).
 
-    `value` is float32. Clamping rint(value) to +-1024 first changes nothing (the zero point is within
-    -128..255) and keeps the sum an exact int32.
+    `value` is float32; `zero_point` an integer array (None: 0); `limits` the (lowest, highest) to saturate to,
+    by default `out_dtype`'s (a 4-bit type, computed as int8/uint8, passes its own: -8..7, 0..15). Clamping
+    rint(value) to +-1024 first changes nothing (the zero point is within -128..255) and keeps the sum an exact
+    int32. Every step is exact but the rounding, half to even in both libraries.
     """
-    info = np.iinfo(out_dtype)
-    with np.errstate(all="ignore"):
-        whole = np.rint(value)
-        nan = np.isnan(whole)
-        limited = np.clip(np.where(nan, np.float32(0), whole), np.float32(-1024), np.float32(1024)).astype(np.int32)
-        total = np.clip(limited + zero_point.astype(np.int32), info.min, info.max)
-    return np.where(nan, info.min, total).astype(out_dtype, copy=False)
+    lowest, highest = limits or integer_limits(out_dtype)
+    whole = xp.rint(value)
+    nan = xp.isnan(whole)
+    limited = xp.clip(xp.where(nan, xp.float32(0), whole), xp.float32(-1024), xp.float32(1024)).astype(xp.int32)
+    total = limited if zero_point is None else limited + zero_point.astype(xp.int32)
+    total = xp.clip(total, lowest, highest)
+    return xp.where(nan, lowest, total).astype(out_dtype, copy=False)
 
 
 def quantize_linear(inputs, out_dtype, params):
     x, scale, zero_point = inputs
     with np.errstate(all="ignore"):
         quotient = x.astype(np.float32) / scale.astype(np.float32)
-    return _requantize(quotient, zero_point, out_dtype)
+    return requantize(np, quotient, zero_point, out_dtype)
 
 
 def dequantize_linear(inputs, out_dtype, params):
@@ -203,7 +205,7 @@ def quantized_linear_add(inputs, out_dtype, params):
     with np.errstate(all="ignore"):
         total = _dequantized(a, a_scale, a_zero) + _dequantized(b, b_scale, b_zero)
         quotient = total / out_scale.astype(np.float32)
-    return _requantize(quotient, out_zero, out_dtype)
+    return requantize(np, quotient, out_zero, out_dtype)
 
 
 # ---------------------------------------------------------------- CUDA helpers

@@ -233,8 +233,13 @@ class Operator(Frozen):
     gpu_array_kernel: Callable | None
     extra_outputs: tuple[str, ...]  # output tensors after `output` (TOP_K's OutputIndexTensor)
     # The one tensor field that is an array of tensors (JOIN's InputTensors, SPLIT's OutputTensors): a call
-    # gives (or gets) one or more tensors for it, named InputTensors[0], InputTensors[1], ...
+    # gives (or gets) one or more tensors for it, named InputTensors[0], InputTensors[1], ... A data-type tie
+    # (same_data_type, a support row's) may name one of them by its place (QUANTIZE's "QuantizationTensors[1]",
+    # its zero point): the tensor the call gives there, where it gives one.
     variadic: str | None
+    # The DESC field that counts the array's tensors (QUANTIZE's QuantizationTensorCount); None: DirectML's usual
+    # InputCount (an array of inputs) or OutputCount (of outputs).
+    variadic_count: str | None
     # Support rows picked by a parameter's value (REDUCE's tables by Function): the parameter's field and,
     # per group of its values, the rows. `support` then holds the rows of the first group (for describe's
     # summary); validation uses the group of the call's value.
@@ -273,7 +278,8 @@ class Operator(Frozen):
                  optional_inputs: tuple[tuple[str, str], ...] = (), optional_since: FeatureLevel | None = None,
                  optional_outputs: tuple[str, ...] = (), shape_rule: Callable | None = None,
                  array_kernel: Callable | None = None, gpu_array_kernel: Callable | None = None,
-                 extra_outputs: tuple[str, ...] = (), variadic: str | None = None, support_by: str | None = None,
+                 extra_outputs: tuple[str, ...] = (), variadic: str | None = None,
+                 variadic_count: str | None = None, support_by: str | None = None,
                  support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...] = (),
                  level_rule: Callable | None = None, tolerance_scale: Callable | None = None,
                  dask_layout: str | None = None, dask_axes: Callable | None = None, dask_index: Callable | None = None,
@@ -287,6 +293,7 @@ class Operator(Frozen):
                           optional_inputs=optional_inputs, optional_since=optional_since,
                           optional_outputs=optional_outputs, shape_rule=shape_rule, array_kernel=array_kernel,
                           gpu_array_kernel=gpu_array_kernel, extra_outputs=extra_outputs, variadic=variadic,
+                          variadic_count=variadic_count,
                           support_by=support_by, support_groups=support_groups, level_rule=level_rule,
                           tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
                           dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products)
@@ -329,6 +336,20 @@ class Operator(Frozen):
     @property
     def tensors(self) -> tuple[str, ...]:
         return self.inputs + self.outputs
+
+    @property
+    def variadic_count_field(self) -> str | None:
+        """The DESC field that counts the variadic tensor array's descs (None without one)."""
+        if self.variadic is None:
+            return None
+        return self.variadic_count or ("InputCount" if self.variadic in self.inputs else "OutputCount")
+
+    def names_tensor(self, name: str) -> bool:
+        """Whether `name` is one of its tensor fields, or one place of its variadic array ("InputTensors[1]")."""
+        if name in self.tensors:
+            return True
+        field, _, index = name.partition("[")
+        return field == self.variadic and index.endswith("]") and index[:-1].isdigit()
 
     @property
     def is_elementwise(self) -> bool:
@@ -386,7 +407,7 @@ def check_entry(op: Operator) -> None:
         fail(f"a tensor is named twice in {tensors}")
     for constraint, names in (("same_data_type", op.same_data_type), ("same_sizes", op.same_sizes)):
         for name in names:
-            if name not in tensors:
+            if not (op.names_tensor(name) if constraint == "same_data_type" else name in tensors):
                 fail(f"{constraint} names {name}, which is not one of its tensors {tensors}")
     if not op.support:
         fail("has no support rows")
@@ -401,7 +422,7 @@ def check_entry(op: Operator) -> None:
         _check_support_groups(op, fail)
     for row in every_row:
         for name in row.same_data_type:
-            if name not in tensors:
+            if not op.names_tensor(name):
                 fail(f"the {row.level.short} row ties {name}, which is not one of its tensors")
         if set(row.tensors) != set(tensors):
             fail(f"the {row.level.short} support row covers {sorted(row.tensors)}, not every tensor {sorted(tensors)}")
@@ -445,6 +466,8 @@ def check_entry(op: Operator) -> None:
         fail("runs on Dask with whole axes, so it needs dask_axes")
     if op.variadic is not None and op.variadic not in tensors:
         fail(f"variadic names {op.variadic}, which is not one of its tensors {tensors}")
+    if op.variadic_count is not None and op.variadic is None:
+        fail(f"variadic_count names {op.variadic_count}, but it has no variadic tensor")
     if op.exactness not in EXACTNESS_CLASSES:
         fail(f"exactness {op.exactness!r} is not one of {EXACTNESS_CLASSES}")
     if op.exactness == EXACT and op.tolerance is not None:

@@ -25,6 +25,8 @@ class ShapeQuery(Frozen):
     """What a shape rule may look at (an immutable record, records.py; compared by identity).
 
     `shapes`: each input's Sizes by DESC field name; a variadic input (JOIN's InputTensors) has a list.
+    `data_types`: each tensor's DataType by DESC field name, and by its own name for the tensors of a variadic
+    field (QuantizationTensors[0], QuantizationTensors[1]).
     `given_outputs`: output Sizes the caller stated (a DxDispatch desc's OutputTensor, --output-shape),
     by name; a rule uses them where DirectML takes the output's Sizes from its desc (FILL_VALUE_*, SPLIT)
     and otherwise the validator checks them against what the rule computes.

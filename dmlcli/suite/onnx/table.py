@@ -27,8 +27,9 @@ import numpy as np
 
 from . import adapters as a
 from . import adapters_attention as aa
-from . import adapters_training as t
 from . import adapters_normalization as an
+from . import adapters_quantization as aq
+from . import adapters_training as t
 
 NEXT_ISSUE = 24
 
@@ -177,6 +178,37 @@ def _recurrent(onnx_op: str) -> Entry:
                           "(OutputCellSingleTensor) without its leading size-1 axis; the gate orders are the same"),
                  issue=19)
 
+
+_QUANTIZATION_FIELDS = {
+    "QuantizationType": "SCALE_ZERO_POINT with the zero point input, else SCALE",
+    "QuantizationTensors": "the scale, then the zero point: per tensor { 1, ..., 1 }, per axis { 1, ..., C, ..., 1 } "
+                           "(axis), blocked as ONNX gives them (the input's rank, D / block_size along axis)",
+}
+_QUANTIZATION_OUTSIDE = ("ONNX's 0-D or one-element (per tensor) and 1-D (per axis) scales and zero points take the "
+                         "input's rank with sizes of 1 (reshapes)",)
+_PARTIAL_BLOCKS = Cannot(aq.partial_blocks,
+                         "block_size {block_size} does not divide the input's size along axis {axis}: ONNX pads the "
+                         "last block, DirectML takes whole blocks only (ONNX Runtime's DirectML provider asks "
+                         "K % block_size == 0: 'DML only supports perfect blocks')")
+QUANTIZATION_ENTRIES = (
+    Entry("QuantizeLinear", "QUANTIZE", fields=_QUANTIZATION_FIELDS, adapter=aq.adapt_quantize,
+          outside=_QUANTIZATION_OUTSIDE + ("without a zero point the output type is ONNX's output_dtype (uint8 by "
+                                           "default): --output-dtype",),
+          cannot=(_PARTIAL_BLOCKS,
+                  Cannot(aq.unwritable_output_type,
+                         "ONNX's output_dtype {output_dtype} (a TensorProto code) is not a type DirectML's QUANTIZE "
+                         "writes: 3 INT8, 22 INT4, 2 UINT8, 21 UINT4")), issue=30),
+    Entry("DequantizeLinear", "DEQUANTIZE", fields=_QUANTIZATION_FIELDS, adapter=aq.adapt_dequantize,
+          outside=_QUANTIZATION_OUTSIDE,
+          cannot=(_PARTIAL_BLOCKS,
+                  Cannot(aq.other_dequantized_type,
+                         "ONNX's output_dtype {output_dtype} differs from the scale's type; DirectML's DEQUANTIZE "
+                         "writes the scale's type")), issue=30),
+    Entry("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR", adapter=aq.adapt_dynamic_quantize,
+          fields={"InputTensor": "x"},
+          outside=("ONNX's 0-D y_scale and y_zero_point are one-element tensors of the input's rank in DirectML "
+                   "(reshaped back); the output type is UINT8, ONNX's one",), issue=30),
+)
 
 _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
                "strided tensor into a packed array before the call, so the operator would only copy a result "
@@ -578,7 +610,8 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=an.adapt_col2im,
           outside=("image_shape and block_shape are ONNX inputs; DirectML takes the image's Sizes from the output's "
                    "tensor desc and the block's from WindowSizes",)),
-    _next("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR"),
+    # ---- quantization (adapters_quantization.py)
+    *QUANTIZATION_ENTRIES,
 )
 
 TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES if entry.selects is None}
