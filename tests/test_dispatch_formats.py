@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import dmlcli
 from dmlcli.cli import cli
-from dmlcli.errors import InputError
 
 from conftest import SHARED
 
@@ -44,14 +43,6 @@ def one_line_error(result, code: int) -> None:
     assert result.exit_code == code, result.output
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmlcli: error: ")
     assert "Traceback" not in result.stderr
-
-
-def _implemented(name: str) -> bool:
-    try:
-        dmlcli.find_operator(name)
-    except InputError:
-        return False
-    return True
 
 
 def _gpu_usable() -> bool:
@@ -124,13 +115,6 @@ def _grayscale_expected(path: Path) -> np.ndarray:
 def test_shared_image_model_writes_the_grayscale_png(backend, shared_dir, tmp_path, monkeypatch):
     _backend_or_skip(backend)
     monkeypatch.chdir(tmp_path)
-    if not _implemented("CONVOLUTION"):
-        # The image resource is read (resources come first); only the operator stops it, naming itself.
-        result = dispatch(SHARED_MODELS / "image_io.json", "--backend", backend)
-        one_line_error(result, 2)
-        assert "DML_OPERATOR_CONVOLUTION is a DirectML operator that dmlcli does not implement" in result.stderr
-        assert list(tmp_path.iterdir()) == []
-        pytest.skip("DML_OPERATOR_CONVOLUTION is not in this build's table (branch ops-conv adds it)")
     result = dispatch(SHARED_MODELS / "image_io.json", "--no-timing", "--backend", backend)
     assert result.exit_code == 0, result.output
     assert printed(result) == [line.format(folder=tmp_path) for line in FORMAT_MODELS["image_io.json"]]

@@ -283,8 +283,6 @@ MALFORMED_GRAPHS = {
     "fewer tensor descs than names": (_change(gemm={"in": [tensor([1, 1, 2, 3])]}), 2,
                                       "inputs has 1 tensor descs, fewer than the names in inputNames"),
     "an unknown operator": (_change(relu={"op": "DML_OPERATOR_NOT_AN_OPERATOR"}), 2, "nodes[4] ('relu'): "),
-    "an operator dmlcli lacks": (_change(relu={"op": "DML_OPERATOR_QUANTIZE"}), 2,
-                                 "is a DirectML operator that dmlcli does not implement"),
     "an unknown attribute": (_change(clip={"attributes": [("Min", "Float32", -1.0), ("Max", "Float32", 1.0),
                                                           ("Gamma", "Float32", 2.0)]}), 2, "unknown key 'Gamma'"),
     "an edge read as another type": (_change(relu={"in": [tensor([1, 1, 2, 3], "FLOAT16")],

@@ -31,7 +31,6 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, quoted
-from .table.directml_names import OPERATOR_ALIASES, OTHER_OPERATORS
 from .table.index import FAMILY_MODULES, SPELLINGS
 from .table.options import all_options
 from .table.schema import Operator, SupportRow, TensorSupport
@@ -40,7 +39,7 @@ if TYPE_CHECKING:  # annotations only: the parameter kinds are loaded with the f
     from .table.parameters import Parameter
 
 __all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport",
-           "find_operator", "known_options", "register_family", "table_summary", "all_operators"]
+           "find_operator", "known_options", "register_family", "all_operators"]
 
 _registered: list[tuple[str, tuple[Operator, ...]]] = []  # families added by register_family (plug-ins, tests)
 _registered_keys: dict[str, Operator] = {}
@@ -85,11 +84,6 @@ def __getattr__(name: str):
 
 def all_operators() -> tuple[Operator, ...]:
     return __getattr__("OPERATORS")
-
-
-def table_summary() -> str:
-    """What the table as a whole covers, for messages that must not name operators themselves."""
-    return "DirectML's operators (" + ", ".join(family for family, _ in FAMILY_MODULES) + ")"
 
 
 def known_options() -> dict[str, Parameter]:
@@ -156,8 +150,8 @@ def option_owner(option: str) -> Parameter | None:
 def find_operator(text: str | Operator) -> Operator:
     """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR.
 
-    Only the family module that holds it is imported. A DirectML operator dmlcli does not implement gets a
-    message saying so; a name DirectML does not have gets the closest names suggested.
+    Only the family module that holds it is imported. A name DirectML does not have gets the closest names
+    suggested (or, for an ONNX operator's name, the DirectML operators it maps to).
     """
     if isinstance(text, Operator):
         return text
@@ -174,10 +168,7 @@ def find_operator(text: str | Operator) -> Operator:
                 if isinstance(text, str):
                     _found[text] = op
                 return op
-        raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.index)")
-    if key in OTHER_OPERATORS:
-        raise InputError(f"DML_OPERATOR_{key} is a DirectML operator that dmlcli does not implement: dmlcli runs "
-                         f"{table_summary()} (see 'dmlcli ops')")
+        raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.regenerate)")
     onnx = _onnx_suggestion(text, key)
     if onnx is not None:
         raise InputError(onnx)
