@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import dmlcli
 from dmlcli.cli import cli
 from dmlcli.suite import load_case, run_suite
 from dmlcli.suite.case import CaseError
 from dmlcli.suite.onnx import ENTRIES, TABLE, Planned, Skipped, plan
 from dmlcli.suite.onnx.adapters import OnnxCall, onnx_call
 from dmlcli.suite.onnx.mapping import SIZES, directml_operator, keyword_for
-from dmlcli.suite.onnx.table import NEXT_ISSUE, entry_for
+from dmlcli.suite.onnx.table import entry_for
 from dmlcli.suite.runner import _compared_all
 
 from conftest import SHARED, SHARED_MISSING
@@ -206,10 +207,9 @@ def test_every_onnx_operator_of_the_folder_has_an_entry():
 def test_an_entry_says_what_computes_it(entry):
     if entry.directml is None:
         assert "DirectML" in entry.reason and entry.adapter is None
-    elif entry.issue == NEXT_ISSUE:
-        assert entry.adapter is None
     else:
         assert entry.adapter is not None and entry.destinations
+        assert dmlcli.find_operator(entry.directml).key == entry.directml
 
 
 @pytest.mark.parametrize("entry", _entry_params())
@@ -218,8 +218,6 @@ def test_every_desc_field_of_an_entry_exists_on_its_operator(entry):
     if entry.directml is None:
         assert not entry.destinations  # nothing to check: no DirectML operator computes it
         return
-    if operator is None:
-        pytest.skip(f"dmlcli has no DirectML {entry.directml} on this branch yet")
     fields = {parameter.field for parameter in operator.parameters}
     for destination in entry.destinations:
         if destination.endswith(SIZES):

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import InputError
 from ..case import Case
 from .adapters import MappingError, OnnxCall, Prepared, data_input, onnx_call
-from .table import NEXT_ISSUE, TABLE, Entry, entry_for
+from .table import TABLE, Entry, entry_for
 
 SIZES = ".Sizes"
 # ONNX's backend tests compare with np.testing.assert_allclose(rtol=1e-3, atol=1e-7) (onnx/backend/test/runner):
@@ -46,16 +46,12 @@ class TableError(Exception):
 
 
 def directml_operator(entry: Entry):
-    """dmlcli's entry for the DirectML operator the table names, or None while dmlcli lacks it."""
+    """dmlcli's entry for the DirectML operator the table names (None where no DirectML operator computes it)."""
     if entry.directml is None:
         return None
-    from ...operators import OPERATORS
+    from ...operators import find_operator
 
-    aliases = {"SCATTER_ELEMENTS": ("SCATTER_ELEMENTS", "SCATTER")}.get(entry.directml, (entry.directml,))
-    for op in OPERATORS:
-        if op.key in aliases:
-            return op
-    return None
+    return find_operator(entry.directml)
 
 
 def keyword_for(entry: Entry, operator, destination: str) -> str:
@@ -87,12 +83,6 @@ def plan(case: Case) -> Planned | Skipped:
             if condition.when(call):
                 return Skipped(condition.describe(call))
         operator = directml_operator(entry)
-        if operator is None:
-            note = f" (ONNX's {entry.onnx_op} is one of the next issue's operators)" if entry.issue == NEXT_ISSUE else ""
-            return Skipped(f"DirectML's {entry.directml} is not implemented in dmlcli yet{note}")
-        if entry.adapter is None:
-            return Skipped(f"the mapping of ONNX's {entry.onnx_op} onto DirectML's {entry.directml} is not written "
-                           f"yet (issue {entry.issue})")
         prepared: Prepared = entry.adapter(call, dict(entry.fixed))
     except MappingError as error:
         raise InputError(f"ONNX {case.onnx_op}: {error}") from None

@@ -13,9 +13,6 @@ the operator takes, a size of zero) are checked for every entry from the operato
 A DESC destination "<Tensor>.Sizes" is an output's Sizes the caller states (DirectML takes them from the
 output's tensor desc); `keywords` routes a destination to another API keyword where dmlcli's operator
 takes it as a parameter (fix it here when an operator's entry names a field differently).
-
- Operators of the next issue (normalizations, RESAMPLE, ...) are listed with
-issue=24 and no adapter: their cases are skipped saying DirectML's operator is not implemented in dmlcli yet.
 """
 
 from __future__ import annotations
@@ -30,8 +27,6 @@ from . import adapters_attention as aa
 from . import adapters_normalization as an
 from . import adapters_quantization as aq
 from . import adapters_training as t
-
-NEXT_ISSUE = 24
 
 
 class _Attributes(dict):
@@ -63,7 +58,6 @@ class Entry:
     keywords: Mapping[str, str] = field(default_factory=dict)  # destination -> API keyword, where not snake_case
     cannot: tuple[Cannot, ...] = ()  # the conditions under which DirectML cannot compute a case
     reason: str = ""  # directml None: why DirectML cannot compute the operator at all
-    issue: int = 23
     # ONNX case names whose expected values the ONNX test writes rounded (so no ULP rule can hold), each with
     # what is rounded: compared as ONNX's backend tests compare (mapping.ROUNDED_RTOL, ROUNDED_ATOL).
     rounded_expected: Mapping[str, str] = field(default_factory=dict)
@@ -127,10 +121,6 @@ def _axis_activation(onnx_op: str, directml: str) -> Entry:
                  adapter=a.adapt_axis_activation, outside=(NEGATIVE_AXIS,))
 
 
-def _next(onnx_op: str, directml: str) -> Entry:
-    return Entry(onnx_op, directml, issue=NEXT_ISSUE)
-
-
 _POOL_FIELDS = {"WindowSize": "kernel_shape", "Strides": "strides (default 1)",
                 "StartPadding": "pads' first half, or auto_pad SAME_UPPER/SAME_LOWER's share",
                 "EndPadding": "pads' second half, or auto_pad's share, plus what ceil_mode=1 adds"}
@@ -175,8 +165,7 @@ def _recurrent(onnx_op: str) -> Entry:
                  outside=(PADDED_RANK, "layout=1 (batch-major X, Y, Y_h): X's first two axes are swapped before the "
                           "call and the outputs' after it (DirectML would read them through Strides)",
                           "ONNX's outputs Y, Y_h (Y_c) are OutputSequenceTensor, OutputSingleTensor "
-                          "(OutputCellSingleTensor) without its leading size-1 axis; the gate orders are the same"),
-                 issue=19)
+                          "(OutputCellSingleTensor) without its leading size-1 axis; the gate orders are the same"))
 
 
 _QUANTIZATION_FIELDS = {
@@ -197,17 +186,17 @@ QUANTIZATION_ENTRIES = (
           cannot=(_PARTIAL_BLOCKS,
                   Cannot(aq.unwritable_output_type,
                          "ONNX's output_dtype {output_dtype} (a TensorProto code) is not a type DirectML's QUANTIZE "
-                         "writes: 3 INT8, 22 INT4, 2 UINT8, 21 UINT4")), issue=30),
+                         "writes: 3 INT8, 22 INT4, 2 UINT8, 21 UINT4"))),
     Entry("DequantizeLinear", "DEQUANTIZE", fields=_QUANTIZATION_FIELDS, adapter=aq.adapt_dequantize,
           outside=_QUANTIZATION_OUTSIDE,
           cannot=(_PARTIAL_BLOCKS,
                   Cannot(aq.other_dequantized_type,
                          "ONNX's output_dtype {output_dtype} differs from the scale's type; DirectML's DEQUANTIZE "
-                         "writes the scale's type")), issue=30),
+                         "writes the scale's type"))),
     Entry("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR", adapter=aq.adapt_dynamic_quantize,
           fields={"InputTensor": "x"},
           outside=("ONNX's 0-D y_scale and y_zero_point are one-element tensors of the input's rank in DirectML "
-                   "(reshaped back); the output type is UINT8, ONNX's one",), issue=30),
+                   "(reshaped back); the output type is UINT8, ONNX's one",)),
 )
 
 _NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
@@ -396,7 +385,7 @@ ENTRIES: tuple[Entry, ...] = (
                                  "through " + _NO_STRIDES.format(what="zero")),
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
-    # ---- normalization and resampling (issue 19)
+    # ---- normalization and resampling
     Entry("BatchNormalization", "BATCH_NORMALIZATION",
           fields={"InputTensor": "X", "MeanTensor": "input_mean", "VarianceTensor": "input_var",
                   "ScaleTensor": "scale", "BiasTensor": "B", "Epsilon": "epsilon (default 1e-5)"},
@@ -410,8 +399,7 @@ ENTRIES: tuple[Entry, ...] = (
                          "ONNX's training_mode=1 blends running_mean and running_var with momentum {momentum} (0.9 "
                          "when left out): input_mean * momentum + batch mean * (1 - momentum); DirectML's "
                          "BATCH_NORMALIZATION_TRAINING writes the batch's own mean and variance and has no momentum "
-                         "or running statistics"),),
-          issue=30),
+                         "or running statistics"),)),
     Entry("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
           fields={"InputTensor": "input", "ScaleTensor": "scale", "BiasTensor": "B",
                   "Axes": "{2, ..., rank - 1}", "Epsilon": "epsilon (default 1e-5)"},
@@ -476,7 +464,7 @@ ENTRIES: tuple[Entry, ...] = (
                   "OutputZeroPointTensor": "y_zero_point"},
           adapter=a.adapt_qlinear_matmul,
           outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}"), cannot=(_PAST_RANK_4,)),
-    # ---- the next issue's operators
+    # ---- convolution
     Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
           adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
     Entry("ConvTranspose", "CONVOLUTION",
@@ -495,27 +483,26 @@ ENTRIES: tuple[Entry, ...] = (
           cannot=(_NEGATIVE_PADS,),
           outside=_CONV_OUTSIDE + ("scales and zero points become {1, 1, 1, 1} (per channel: {1, M, 1, 1}); a "
                                    "left-out B is an INT32 zero bias {1, M, 1, 1} (the same result)",)),
-    # ---- pooling (issue 19)
+    # ---- pooling
     Entry("AveragePool", "AVERAGE_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)",
                                                                    "IncludePadding": "count_include_pad"},
-          adapter=a.adapt_pool, cannot=(_AVERAGE_CEIL,), outside=_POOL_OUTSIDE, issue=19,
+          adapter=a.adapt_pool, cannot=(_AVERAGE_CEIL,), outside=_POOL_OUTSIDE,
           rounded_expected={"test_averagepool_2d_ceil_last_window_starts_on_pad":
                             "ONNX's expected values are written with 4 decimals (0.1511 for 1.3595 / 9)"}),
     Entry("MaxPool", "MAX_POOLING2", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)"},
           adapter=a.adapt_pool, cannot=(_COLUMN_MAJOR,),
           outside=_POOL_OUTSIDE + ("MAX_POOLING2 always writes OutputIndicesTensor (UINT64, 5_0): ONNX's Indices "
-                                   "read as int64 (the same bits), or dropped where ONNX asks for Y only",),
-          issue=19),
+                                   "read as int64 (the same bits), or dropped where ONNX asks for Y only",)),
     Entry("LpPool", "LP_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)", "P": "p (default 2)"},
-          adapter=a.adapt_pool, outside=_POOL_OUTSIDE, issue=19),
+          adapter=a.adapt_pool, outside=_POOL_OUTSIDE),
     Entry("GlobalAveragePool", "AVERAGE_POOLING",
           fields=_GLOBAL_FIELDS, fixed={"IncludePadding": False},
-          adapter=a.adapt_pool, outside=(_ONE_D,), issue=19),
+          adapter=a.adapt_pool, outside=(_ONE_D,)),
     Entry("GlobalMaxPool", "MAX_POOLING", fields=_GLOBAL_FIELDS,
-          adapter=a.adapt_pool, outside=(_ONE_D,), issue=19),
+          adapter=a.adapt_pool, outside=(_ONE_D,)),
     Entry("MaxUnpool", "MAX_UNPOOLING", fields={"OutputTensor.Sizes": "output_shape, else (in - 1) * strides + "
                                                                       "kernel_shape - pads"},
-          adapter=a.adapt_max_unpool, outside=(INT64_INDICES.replace("INT64", "UINT64 (5_0)"),), issue=19),
+          adapter=a.adapt_max_unpool, outside=(INT64_INDICES.replace("INT64", "UINT64 (5_0)"),)),
     Entry("RoiAlign", "ROI_ALIGN1",
           fields={"SpatialScaleX": "spatial_scale", "SpatialScaleY": "spatial_scale",
                   "InputPixelOffset": "coordinate_transformation_mode: half_pixel 0.5, output_half_pixel 0",
@@ -535,9 +522,8 @@ ENTRIES: tuple[Entry, ...] = (
           outside=("ONNX's int64 batch_indices are given as DirectML's UINT64 BatchIndicesTensor (5_0), the same "
                    "bits",),
           rounded_expected={name: "ONNX's expected values are written with 4 decimals"
-                            for name in ("test_roialign_aligned_false", "test_roialign_aligned_true")},
-          issue=19),
-    # ---- attention (issue 30)
+                            for name in ("test_roialign_aligned_false", "test_roialign_aligned_true")}),
+    # ---- attention
     Entry("Attention", "MULTIHEAD_ATTENTION1",
           fields={"QueryTensor": "Q (4-D: {B, heads, S, size} transposed to {B, S, heads * size})",
                   "KeyTensor": "K (likewise)", "ValueTensor": "V (likewise)",
@@ -575,8 +561,8 @@ ENTRIES: tuple[Entry, ...] = (
                      "a query row has every key masked: ONNX zeroes such a row, while DirectML's "
                      "MULTIHEAD_ATTENTION1 adds MaskFilterValue (-inf, ONNX's masking value) to every score of it "
                      "and takes the softmax, which has no such guard (NaN)"),
-          ), issue=30),
-    # ---- training (issue 30)
+          )),
+    # ---- training
     Entry("Adam", "ADAM_OPTIMIZER",
           fields={"InputParametersTensor": "X", "InputFirstMomentTensor": "V", "InputSecondMomentTensor": "H",
                   "GradientTensor": "G", "TrainingStepTensor": "T (as UINT32)", "LearningRate": "R",
@@ -598,9 +584,8 @@ ENTRIES: tuple[Entry, ...] = (
                          "ONNX's Adam at T = 0 skips the bias correction; DirectML's ADAM_OPTIMIZER always applies "
                          "it, and 1 - Beta1^0 = 0 divides by zero"),
                   Cannot(t.adam_step_outside_uint32,
-                         "ONNX's T lies outside UINT32; DirectML's TrainingStepTensor is UINT32")),
-          issue=30),
-    # ---- the next issue's operators
+                         "ONNX's T lies outside UINT32; DirectML's TrainingStepTensor is UINT32"))),
+    # ---- recurrent networks, FOLD
     _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM"),
     Entry("Col2Im", "FOLD", fields={"WindowSizes": "block_shape", "Strides": "strides (default 1)",
                                     "Dilations": "dilations (default 1)", "StartPadding": "pads[:n] (default 0)",
