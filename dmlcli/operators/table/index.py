@@ -27,6 +27,8 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recurrent", ("recurrent.entries",)),
     ("normalization", ("normalization.entries",)),
     ("resampling", ("resampling.entries",)),
+    ("training", ("training.pooling_grad", "training.resampling_grad", "training.slice_grad",
+                  "training.roi_align_grad")),
 )
 
 # ---- generated: python -m dmlcli.operators.regenerate ----
@@ -250,6 +252,12 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'RESAMPLE': ('RESAMPLE', 'resampling.entries'),
     'RESAMPLE1': ('RESAMPLE1', 'resampling.entries'),
     'VALUE_SCALE_2D': ('VALUE_SCALE_2D', 'resampling.entries'),
+    'AVERAGE_POOLING_GRAD': ('AVERAGE_POOLING_GRAD', 'training.pooling_grad'),
+    'MAX_POOLING_GRAD': ('MAX_POOLING_GRAD', 'training.pooling_grad'),
+    'RESAMPLE_GRAD': ('RESAMPLE_GRAD', 'training.resampling_grad'),
+    'RESAMPLE_GRAD1': ('RESAMPLE_GRAD1', 'training.resampling_grad'),
+    'SLICE_GRAD': ('SLICE_GRAD', 'training.slice_grad'),
+    'ROI_ALIGN_GRAD': ('ROI_ALIGN_GRAD', 'training.roi_align_grad'),
     'ELU': ('ACTIVATION_ELU', 'elementwise.activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'elementwise.activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'elementwise.activation'),
@@ -369,6 +377,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     'scales': ('RESAMPLE', 'resampling.entries'),
     'input_pixel_offsets': ('RESAMPLE1', 'resampling.entries'),
     'output_pixel_offsets': ('RESAMPLE1', 'resampling.entries'),
+    'rounding_direction': ('RESAMPLE_GRAD1', 'training.resampling_grad'),
 }
 # ---- end of generated part ----
 
