@@ -44,7 +44,8 @@ def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None
 def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
         allow_tf32=False, **parameters) -> np.ndarray:
     """Validate and run a DirectML operator; return the output as a NumPy array (a tuple of arrays for an
-    operator with several outputs, such as SPLIT or TOP_K).
+    operator with several outputs, such as SPLIT or TOP_K: those the call gives, in DESC order; ROI_ALIGN_GRAD
+    without its optional InputTensor gives only OutputGradientTensor).
 
     Raises dmlcli.ValidationError when the call breaks the operator's rules at `feature_level`
     (default: the newest, 6_4), and dmlcli.BackendUnavailableError when `backend` cannot run.

@@ -436,6 +436,8 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
         raise ValidationError(f"{operator.name}: {violation}") from None
     expanded: dict[str, tuple[int, ...]] = {}
     for name in operator.outputs:
+        if name not in computed and name in operator.optional_outputs:
+            continue  # an optional output the call cannot give: it has none (see Operator.optional_outputs)
         value = computed[name]
         if name == operator.variadic:
             for index, shape in enumerate(value):

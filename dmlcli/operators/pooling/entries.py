@@ -30,6 +30,7 @@ import numpy as np
 
 from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from ...errors import InputError
+from ...records import Frozen
 from . import gpu as pooling_gpu
 from ..table.parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
@@ -304,15 +305,22 @@ def _lowest(dtype):
     return dtype.type(np.nan) if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def max_kernel(xp, inputs, outputs, params):
-    (x,) = inputs
-    out = outputs[0]
-    geometry, out_shape = _geometry_of(x.shape, params)
+def window_maxima(xp, x, geometry, out_shape):
+    """The input padded with a value that is never the maximum (_lowest), and each window's maximum (NaN skipped:
+    NaN only where the window reads nothing but NaN): what MAX_POOLING and MAX_POOLING_GRAD select by."""
     padded = _padded(xp, x, geometry, _lowest(x.dtype))
     combine = xp.fmax if x.dtype.kind == "f" else xp.maximum
     best = None
     for _, view in _window_views(padded, geometry, out_shape):
         best = xp.array(view, copy=True) if best is None else combine(best, view, out=best)
+    return padded, best
+
+
+def max_kernel(xp, inputs, outputs, params):
+    (x,) = inputs
+    out = outputs[0]
+    geometry, out_shape = _geometry_of(x.shape, params)
+    padded, best = window_maxima(xp, x, geometry, out_shape)
     if x.dtype.kind == "f":
         _keep_the_first_zero(xp, best, padded, geometry, out_shape)
     if len(outputs) == 1:
@@ -393,18 +401,14 @@ def _tap_reads_input(xp, x_shape, out_shape, geometry, offsets):
     return None if mask is None else xp.asarray(mask)
 
 
-def _max_indices(xp, x, padded, best, geometry, out_shape, indices_info):
-    """The flat (row-major, whole-tensor) index of each window's maximum `best`: the first window element (in
-    row-major window order) that reads the input and equals it, as the page says of ties; a window of nothing
-    but NaN gives its first input element. The loop keeps which window element matched (a small integer) and
-    turns it into the index at the end: the window origin's flat index + that element's offset."""
-    spatial = len(out_shape) - 2
-    in_strides = [math.prod(x.shape[d + 3:]) for d in range(spatial)]
+def max_window_taps(xp, x, padded, best, geometry, out_shape):
+    """Which window element (its number in row-major window order) holds each window's maximum `best`: the first
+    that reads the input and equals it, as the pages say of ties (MAX_POOLING2: the first encountered;
+    MAX_POOLING_GRAD: the lowest logical element index, the same element); a window of nothing but NaN gives its
+    first input element. An int32 array of the output's Sizes."""
     best_tap = xp.full(out_shape, -1, dtype=xp.int32)
-    offsets, reads_by_tap = [], []
+    reads_by_tap = []
     for tap, (window_offsets, view) in enumerate(_window_views(padded, geometry, out_shape)):
-        offsets.append(sum((window_offsets[d] * geometry["Dilations"][d] - geometry["StartPadding"][d])
-                           * in_strides[d] for d in range(spatial)))
         reads = _tap_reads_input(xp, x.shape, out_shape, geometry, window_offsets)
         reads_by_tap.append(reads)
         hit = view == best
@@ -418,6 +422,18 @@ def _max_indices(xp, x, padded, best, geometry, out_shape, indices_info):
             if reads is not None:
                 unset &= reads
             xp.copyto(best_tap, xp.int32(tap), where=unset)
+    return best_tap
+
+
+def _max_indices(xp, x, padded, best, geometry, out_shape, indices_info):
+    """The flat (row-major, whole-tensor) index of each window's maximum `best`: the window element
+    max_window_taps picks, turned into the index: the window origin's flat index + that element's offset."""
+    spatial = len(out_shape) - 2
+    in_strides = [math.prod(x.shape[d + 3:]) for d in range(spatial)]
+    best_tap = max_window_taps(xp, x, padded, best, geometry, out_shape)
+    offsets = [sum((window_offsets[d] * geometry["Dilations"][d] - geometry["StartPadding"][d]) * in_strides[d]
+                   for d in range(spatial))
+               for window_offsets in itertools.product(*(range(w) for w in geometry["WindowSize"]))]
     # The flat index of each output's window origin (its first padded position, before the offsets).
     origin = xp.arange(out_shape[0] * out_shape[1], dtype=xp.int64).reshape(tuple(out_shape[:2]) + (1,) * spatial)
     origin = origin * math.prod(x.shape[2:])
@@ -634,10 +650,32 @@ def roi_align_shape(query: ShapeQuery) -> dict:
     return {"OutputTensor": given}
 
 
-def _sample_axis(first, last, out_size, size, params, align):
-    """One axis of one region: each sample's input coordinate (out_size * samples of them, output-major), the
-    two neighbours and weight of each (ONNX's RoiAlign bilinear rule: a sample below -1 or past `size` is out
-    of bounds, the others clamped to [0, size - 1]), and the samples per output element."""
+class SampleAxis(Frozen):
+    """One axis of one region's samples (out_size * samples of them, output-major), host NumPy arrays."""
+
+    samples: int  # per output element
+    outside: np.ndarray  # bool: the sample reads OutOfBoundsInputValue
+    low: np.ndarray  # int64: the neighbour at or below the (clamped) coordinate
+    high: np.ndarray  # int64: the neighbour above it (low itself at the last element)
+    weight: np.ndarray  # float32: the high neighbour's share (0 at the last element)
+    nearest: np.ndarray  # int64: NEAREST_NEIGHBOR's element
+    # float32: d(the coordinate a sample reads) / d(its position): 1 where the clamp lets the position through,
+    # 0 where it holds the sample at the first or last element or the sample is outside (what a gradient
+    # with respect to the region's corners needs)
+    slope: np.ndarray
+    # float64: d(position) / d(last corner); d(position) / d(first corner) is 1 - this (the sample's fraction of
+    # the region, from the position formula; it does not depend on the corners themselves)
+    fraction: np.ndarray
+
+    def __init__(self, samples, outside, low, high, weight, nearest, slope, fraction) -> None:
+        vars(self).update(samples=samples, outside=outside, low=low, high=high, weight=weight, nearest=nearest,
+                          slope=slope, fraction=fraction)
+
+
+def sample_axis(first, last, out_size, size, params, align) -> SampleAxis:
+    """One axis of one region: each sample's input coordinate, the two neighbours and weight of each (ONNX's
+    RoiAlign bilinear rule: a sample below -1 or past `size` is out of bounds, the others clamped to
+    [0, size - 1]), and the samples per output element."""
     region = last - first
     wanted = math.ceil(abs(region) / out_size) if math.isfinite(region) else 0  # NaN/inf corners: the fewest
     samples = int(min(max(wanted, params["MinimumSamplesPerOutput"]), params["MaximumSamplesPerOutput"]))
@@ -647,8 +685,10 @@ def _sample_axis(first, last, out_size, size, params, align):
     input_offset, output_offset = params.get("InputPixelOffset", 0.5), params.get("OutputPixelOffset", -0.5)
     if align and total > 1:
         position = index * (region / (total - 1)) + first - input_offset
+        fraction = index / (total - 1)
     else:
         position = (index - output_offset) * (region / total) + first - input_offset
+        fraction = (index - float(output_offset)) / total
     with np.errstate(all="ignore"):
         position = position.astype(np.float32)
     outside = ~((position >= -1.0) & (position <= size))  # NaN (from NaN or infinite corners) is outside too
@@ -660,7 +700,21 @@ def _sample_axis(first, last, out_size, size, params, align):
     high = np.where(at_edge, low, low + 1)
     weight = np.where(at_edge, np.float32(0), clamped - low.astype(np.float32)).astype(np.float32)
     nearest = np.minimum(np.floor(clamped + np.float32(0.5)).astype(np.int64), size - 1)
-    return samples, outside, low, high, weight, nearest
+    slope = (~outside & ~at_edge & (position >= 0)).astype(np.float32)
+    return SampleAxis(samples, outside, low, high, weight, nearest, slope, fraction)
+
+
+def bilinear_terms(xp, plane, y: SampleAxis, x: SampleAxis):
+    """Each sample's four neighbours (planes of { ChannelCount, y samples, x samples }) with their FLOAT32 weights,
+    in the order ROI_ALIGN adds them: top-left, top-right, bottom-left, bottom-right."""
+    top, bottom = xp.take(plane, xp.asarray(y.low), axis=1), xp.take(plane, xp.asarray(y.high), axis=1)
+    lx, hx = xp.asarray(x.low), xp.asarray(x.high)
+    wy, wx = xp.asarray(y.weight)[:, None], xp.asarray(x.weight)[None, :]
+    one = xp.float32(1)
+    yield (one - wy) * (one - wx), xp.take(top, lx, axis=2)
+    yield (one - wy) * wx, xp.take(top, hx, axis=2)
+    yield wy * (one - wx), xp.take(bottom, lx, axis=2)
+    yield wy * wx, xp.take(bottom, hx, axis=2)
 
 
 # The most bytes one region's samples may take (every sample of every channel, a few FLOAT32 arrays of them).
@@ -684,6 +738,27 @@ def _check_sample_grid(region_index, y_axis, x_axis, channels, params) -> None:
                          "(--maximum-samples-per-output) or the region's size")
 
 
+def region_samples(xp, plane, y: SampleAxis, x: SampleAxis, linear: bool, fill):
+    """The value every sample of one region reads from `plane` ({ ChannelCount, H, W }, FLOAT32): bilinear or
+    nearest, OutOfBoundsInputValue `fill` outside the input; { ChannelCount, y samples, x samples }."""
+    if linear:
+        values = None
+        for weight, neighbour in bilinear_terms(xp, plane, y, x):
+            if values is None:
+                values = weight * neighbour
+            else:
+                values += weight * neighbour
+    else:
+        values = xp.take(xp.take(plane, xp.asarray(y.nearest), axis=1), xp.asarray(x.nearest), axis=2)
+    return xp.where(xp.asarray(y.outside[:, None] | x.outside[None, :]), fill, values)
+
+
+def region_corners(roi, params) -> tuple[float, float, float, float]:
+    """One ROI's [x1, y1, x2, y2] in input coordinates: each a FLOAT32 product with SpatialScaleX or Y."""
+    sx, sy = np.float32(params["SpatialScaleX"]), np.float32(params["SpatialScaleY"])
+    return tuple(float(v) for v in (roi[0] * sx, roi[1] * sy, roi[2] * sx, roi[3] * sy))
+
+
 def roi_align_kernel(xp, inputs, outputs, params):
     x, rois, batches = inputs
     (out,) = outputs
@@ -695,33 +770,20 @@ def roi_align_kernel(xp, inputs, outputs, params):
     linear = params["InterpolationMode"] == "LINEAR"
     fill = xp.float32(params["OutOfBoundsInputValue"])
     for r, (roi, batch) in enumerate(zip(host_rois, host_batches)):
-        sx, sy = np.float32(params["SpatialScaleX"]), np.float32(params["SpatialScaleY"])
-        x1, y1, x2, y2 = (float(v) for v in (roi[0] * sx, roi[1] * sy, roi[2] * sx, roi[3] * sy))
+        x1, y1, x2, y2 = region_corners(roi, params)
         plane = x[int(batch)].astype(xp.float32, copy=False) if int(batch) < x.shape[0] else None
         if plane is None:  # a batch index past the input: every sample is out of bounds
             result[r] = fill
             continue
         _check_sample_grid(r, (y1, y2, out_h), (x1, x2, out_w), x.shape[1], params)
-        samples_y, out_y, low_y, high_y, wy, near_y = _sample_axis(y1, y2, out_h, x.shape[2], params, align)
-        samples_x, out_x, low_x, high_x, wx, near_x = _sample_axis(x1, x2, out_w, x.shape[3], params, align)
-        if linear:
-            top, bottom = xp.take(plane, xp.asarray(low_y), axis=1), xp.take(plane, xp.asarray(high_y), axis=1)
-            lx, hx = xp.asarray(low_x), xp.asarray(high_x)
-            wy_, wx_ = xp.asarray(wy)[:, None], xp.asarray(wx)[None, :]
-            one = xp.float32(1)
-            values = ((one - wy_) * (one - wx_)) * xp.take(top, lx, axis=2)
-            values += ((one - wy_) * wx_) * xp.take(top, hx, axis=2)
-            values += (wy_ * (one - wx_)) * xp.take(bottom, lx, axis=2)
-            values += (wy_ * wx_) * xp.take(bottom, hx, axis=2)
-        else:
-            values = xp.take(xp.take(plane, xp.asarray(near_y), axis=1), xp.asarray(near_x), axis=2)
-        outside = xp.asarray(out_y[:, None] | out_x[None, :])
-        values = xp.where(outside, fill, values)
-        grouped = values.reshape(x.shape[1], out_h, samples_y, out_w, samples_x)
+        y_axis = sample_axis(y1, y2, out_h, x.shape[2], params, align)
+        x_axis = sample_axis(x1, x2, out_w, x.shape[3], params, align)
+        grouped = region_samples(xp, plane, y_axis, x_axis, linear, fill).reshape(
+            x.shape[1], out_h, y_axis.samples, out_w, x_axis.samples)
         if params["ReductionFunction"] == "MAX":
             result[r] = xp.max(grouped, axis=(2, 4))
         else:
-            result[r] = xp.sum(grouped, axis=(2, 4), dtype=xp.float32) / xp.float32(samples_y * samples_x)
+            result[r] = xp.sum(grouped, axis=(2, 4), dtype=xp.float32) / xp.float32(y_axis.samples * x_axis.samples)
     return (result.astype(out.data_type.numpy_dtype, copy=False),)
 
 

@@ -28,7 +28,8 @@ FAMILY_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("normalization", ("normalization.entries",)),
     ("resampling", ("resampling.entries",)),
     ("attention", ("attention.entries",)),
-    ("training", ("training.normalization", "training.optimizers")),
+    ("training", ("training.normalization", "training.optimizers", "training.pooling_grad",
+                  "training.resampling_grad", "training.slice_grad", "training.roi_align_grad")),
 )
 
 # ---- generated: python -m dmlcli.operators.regenerate ----
@@ -269,6 +270,12 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     'BATCH_NORMALIZATION_TRAINING_GRAD': ('BATCH_NORMALIZATION_TRAINING_GRAD', 'training.normalization'),
     'LOCAL_RESPONSE_NORMALIZATION_GRAD': ('LOCAL_RESPONSE_NORMALIZATION_GRAD', 'training.normalization'),
     'ADAM_OPTIMIZER': ('ADAM_OPTIMIZER', 'training.optimizers'),
+    'AVERAGE_POOLING_GRAD': ('AVERAGE_POOLING_GRAD', 'training.pooling_grad'),
+    'MAX_POOLING_GRAD': ('MAX_POOLING_GRAD', 'training.pooling_grad'),
+    'RESAMPLE_GRAD': ('RESAMPLE_GRAD', 'training.resampling_grad'),
+    'RESAMPLE_GRAD1': ('RESAMPLE_GRAD1', 'training.resampling_grad'),
+    'SLICE_GRAD': ('SLICE_GRAD', 'training.slice_grad'),
+    'ROI_ALIGN_GRAD': ('ROI_ALIGN_GRAD', 'training.roi_align_grad'),
     'ELU': ('ACTIVATION_ELU', 'elementwise.activation'),
     'HARD_SIGMOID': ('ACTIVATION_HARD_SIGMOID', 'elementwise.activation'),
     'LEAKY_RELU': ('ACTIVATION_LEAKY_RELU', 'elementwise.activation'),

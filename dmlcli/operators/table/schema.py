@@ -218,7 +218,9 @@ class Operator(Frozen):
     optional_since: FeatureLevel | None
     # Outputs a DxDispatch desc may leave out (RNN's OutputSequenceTensor, OutputSingleTensor: _Maybenull_).
     # The API and the command line compute and return every output; a dispatch writes those its desc has
-    # (at least one).
+    # (at least one). The shape rule may leave an optional output out of its result where the call's inputs
+    # cannot give it (ROI_ALIGN_GRAD's OutputROIGradientTensor without its optional InputTensor): the call then
+    # has no such tensor, and the kernel is asked for the others only.
     optional_outputs: tuple[str, ...]
     # ---- shaped operators (everything beyond element-wise; see shaped.py) ----
     # The output-shape rule: (ShapeQuery) -> {output name: Sizes} (a list of Sizes for a variadic output).
