@@ -385,6 +385,10 @@ ENTRIES: tuple[Entry, ...] = (
                                  "through " + _NO_STRIDES.format(what="zero")),
     Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
                                     + _NO_STRIDES.format(what="permuted")),
+    Entry("RotaryEmbedding", None,
+          reason="DirectML has no rotary embedding operator (DML_OPERATOR_TYPE up to 0x6400 has none): ONNX Runtime's "
+                 "DirectML provider builds it from other operators (slices, multiplications, additions, joins) in a "
+                 "graph, which `dmlcli test` does not run"),
     # ---- normalization and resampling
     Entry("BatchNormalization", "BATCH_NORMALIZATION",
           fields={"InputTensor": "X", "MeanTensor": "input_mean", "VarianceTensor": "input_var",
