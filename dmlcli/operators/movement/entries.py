@@ -337,17 +337,17 @@ def slice_window(call) -> tuple[slice, ...]:
 
 def slice_kernel(xp, inputs, outputs, params):
     (x,) = inputs
-    window = slice_window(_WindowCall(params, outputs[0]))
+    window = slice_window(WindowCall(params, outputs[0]))
     return (_fresh(xp, x[window]),)
 
 
 def slice_gpu_kernel(cp, inputs, outputs, params):
     """SLICE on the GPU: the window's view gathered by one kernel (movement_gpu.strided_copy)."""
     (x,) = inputs
-    return (movement_gpu.strided_copy(cp, x[slice_window(_WindowCall(params, outputs[0]))]),)
+    return (movement_gpu.strided_copy(cp, x[slice_window(WindowCall(params, outputs[0]))]),)
 
 
-class _WindowCall:
+class WindowCall:
     """What slice_window and slice1_window read of a call: its parameters and output (the kernels have those)."""
 
     def __init__(self, parameters, output):
@@ -447,13 +447,13 @@ def slice1_window(call, input_shape) -> tuple[slice, ...]:
 
 def slice1_kernel(xp, inputs, outputs, params):
     (x,) = inputs
-    return (_fresh(xp, x[slice1_window(_WindowCall(params, outputs[0]), x.shape)]),)
+    return (_fresh(xp, x[slice1_window(WindowCall(params, outputs[0]), x.shape)]),)
 
 
 def slice1_gpu_kernel(cp, inputs, outputs, params):
     """SLICE1 on the GPU: as SLICE's, negative strides included."""
     (x,) = inputs
-    return (movement_gpu.strided_copy(cp, x[slice1_window(_WindowCall(params, outputs[0]), x.shape)]),)
+    return (movement_gpu.strided_copy(cp, x[slice1_window(WindowCall(params, outputs[0]), x.shape)]),)
 
 
 SLICE1 = Operator(

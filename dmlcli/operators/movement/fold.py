@@ -176,7 +176,6 @@ def fold_shape(query: ShapeQuery) -> dict:
                             "DirectML reads them from the output's tensor desc, as many spatial sizes give one "
                             "BlockCount")
     given = tuple(given)
-    columns = query.shape("InputTensor")
     if len(given) < 3:
         raise RuleViolation(f"OutputTensor Sizes {describe_sizes(given)} need N, C and at least one spatial size")
     windows = Windows(query.parameters, given, "OutputTensor")

@@ -24,6 +24,7 @@ import numpy as np
 from ...data_types import FLOATS
 from ...feature_levels import level
 from ..elementwise.activation import FUSABLE, FUSABLE_NAMES
+from ..numerics.cuda_prelude import elementwise_kernel
 from ..table.parameters import (BoolParameter, FloatParameter, FusedActivationParameter, IntArrayParameter,
     IntegerParameter)
 from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
@@ -92,7 +93,7 @@ LP_ORDER = IntegerParameter(field="P", help="the order of the norm: 1 or 2", def
 
 # ---------------------------------------------------------------- shape rules
 
-def _check_broadcastable(query: ShapeQuery, name: str, input_shape) -> None:
+def check_broadcastable(query: ShapeQuery, name: str, input_shape) -> None:
     """A per-element tensor (Mean, Scale, ...): the input's DimensionCount, each size 1 or the input's."""
     if name not in query.shapes:
         return
@@ -109,14 +110,14 @@ def _check_broadcastable(query: ShapeQuery, name: str, input_shape) -> None:
 def batch_normalization_shape(query: ShapeQuery) -> dict:
     shape = query.shape("InputTensor")
     for name in ("MeanTensor", "VarianceTensor", "ScaleTensor", "BiasTensor"):
-        _check_broadcastable(query, name, shape)
+        check_broadcastable(query, name, shape)
     return {"OutputTensor": shape}
 
 
 def mvn_shape(query: ShapeQuery) -> dict:
     shape = query.shape("InputTensor")
     for name in ("ScaleTensor", "BiasTensor"):
-        _check_broadcastable(query, name, shape)
+        check_broadcastable(query, name, shape)
     return {"OutputTensor": shape}
 
 
@@ -249,18 +250,6 @@ def batch_normalization_kernel(xp, inputs, outputs, params):
 _GPU_KERNELS: dict = {}
 
 
-def _gpu_elementwise(cp, name: str, in_params: str, out_params: str, body: str):
-    """A CuPy ElementwiseKernel over dmlcli's IEEE device primitives (cuda_prelude.py: no flush to zero, no
-    contraction), built once."""
-    kernel = _GPU_KERNELS.get(name)
-    if kernel is None:
-        from ..numerics.cuda_prelude import COMPILE_OPTIONS, DEVICE_PRELUDE
-
-        kernel = _GPU_KERNELS[name] = cp.ElementwiseKernel(in_params, out_params, body, name,
-                                                           preamble=DEVICE_PRELUDE, options=COMPILE_OPTIONS)
-    return kernel
-
-
 def batch_normalization_gpu_kernel(cp, inputs, outputs, params):
     """batch_normalization_kernel's four FLOAT32 operations per element in one pass over the input (the xp kernel
     makes a temporary per operation): Scale * ((x - Mean) / sqrt(Variance + Epsilon)) + Bias, each operation
@@ -271,7 +260,7 @@ def batch_normalization_gpu_kernel(cp, inputs, outputs, params):
             and all(_per_channel(t, x) for t in (mean, variance, scale, bias))):
         y = _batch_normalization_by_channel(cp, cp.ascontiguousarray(x), mean, variance, scale, bias, epsilon)
     else:
-        kernel = _gpu_elementwise(
+        kernel = elementwise_kernel(
             cp, "dml_batch_normalization", "float32 x, float32 m, float32 v, float32 s, float32 b, float32 e",
             "float32 y", "y = dml_add(dml_mul(s, dml_div(dml_sub(x, m), dml_sqrt_rn(dml_add(v, e)))), b)")
         y = kernel(x, mean, variance, scale, bias, epsilon)
@@ -654,7 +643,7 @@ def _gpu_normalise(cp, x, axes, scale, bias, normalize_variance: bool, epsilon, 
     if bias is not None:
         body += " c = dml_add(c, b);"
     name = f"dml_normalise_{int(normalize_variance)}{int(scale is not None)}{int(bias is not None)}"
-    kernel = _gpu_elementwise(cp, name, "float32 x, float32 m, float32 v, float32 s, float32 b, float32 e",
+    kernel = elementwise_kernel(cp, name, "float32 x, float32 m, float32 v, float32 s, float32 b, float32 e",
                               "float32 y", body + " y = c;")
     unused = cp.float32(0)  # an absent Scale or Bias: the kernel's body does not read it
     return kernel(x, mean, variance, unused if scale is None else scale, unused if bias is None else bias,
@@ -677,7 +666,7 @@ def mvn_axes_gpu_kernel(cp, inputs, outputs, params):
     return _finish(cp, y, outputs[0], params["FusedActivation"])
 
 
-def _window_sum(xp, values, axis: int, size: int):
+def window_sum(xp, values, axis: int, size: int):
     """The sum over a window of `size` along `axis`, from i - floor((size - 1) / 2) to i + ceil((size - 1) / 2),
     the part outside the tensor counting as 0 (ONNX LRN's window)."""
     before = (size - 1) // 2
@@ -701,9 +690,9 @@ def lrn_kernel(xp, inputs, outputs, params):
     size = params["LocalSize"]
     squares = x * x
     if params["CrossChannel"]:
-        total = _window_sum(xp, squares, 1, size)
+        total = window_sum(xp, squares, 1, size)
     else:
-        total = _window_sum(xp, _window_sum(xp, squares, 2, size), 3, size)
+        total = window_sum(xp, window_sum(xp, squares, 2, size), 3, size)
     scale = xp.float32(params["Alpha"]) / xp.float32(size)
     y = x / (xp.float32(params["Bias"]) + scale * total) ** xp.float32(params["Beta"])
     return _finish(xp, y, outputs[0], None)

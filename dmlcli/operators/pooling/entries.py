@@ -52,7 +52,7 @@ def _with_indices(level, types, index_types):
     return (level, DIMS_4_TO_5, {"InputTensor": types, "OutputTensor": types, "OutputIndicesTensor": index_types})
 
 
-_AVERAGE_ROWS = rows(_io("1_0", FLOATS))
+AVERAGE_ROWS = rows(_io("1_0", FLOATS))
 _AVERAGE1_ROWS = rows(_io("6_2", FLOATS))
 _LP_ROWS = rows(_io("1_0", FLOATS))
 _LP1_ROWS = rows(_io("6_2", FLOATS))
@@ -152,7 +152,7 @@ def output_sizes(input_shape, geometry, dilated: bool = True) -> tuple[int, ...]
     return tuple(sizes)
 
 
-def _taps(dim: int, size: int, out_size: int, geometry) -> np.ndarray:
+def window_taps(dim: int, size: int, out_size: int, geometry) -> np.ndarray:
     """For one spatial dimension: the input coordinate each window element reads, shape (out_size, window),
     negative or >= size where it reads padding."""
     stride, window = geometry["Strides"][dim], geometry["WindowSize"][dim]
@@ -164,7 +164,7 @@ def _check_windows_read_input(input_shape, out_shape, geometry) -> None:
     """dmlcli's rule where the pages are silent: every window reads at least one input element (a window wholly
     in padding has no maximum and no average without IncludePadding)."""
     for dim, size in enumerate(input_shape[2:]):
-        taps = _taps(dim, size, out_shape[dim + 2], geometry)
+        taps = window_taps(dim, size, out_shape[dim + 2], geometry)
         inside = ((taps >= 0) & (taps < size)).any(axis=1)
         if not inside.all():
             first = int(np.argmin(inside))
@@ -224,7 +224,7 @@ def _padded(xp, x, geometry, value):
     return xp.pad(x, pads, mode="constant", constant_values=value)
 
 
-def _window_views(padded, geometry, out_shape):
+def window_views(padded, geometry, out_shape):
     """Each window element's strided view of the padded input, in row-major window order (the 'first encountered'
     order of the pages' ties): views of shape out_shape."""
     spatial = len(out_shape) - 2
@@ -239,7 +239,7 @@ def _window_views(padded, geometry, out_shape):
 
 def _window_sum(xp, padded, geometry, out_shape, transform=None):
     total = None
-    for _, view in _window_views(padded, geometry, out_shape):
+    for _, view in window_views(padded, geometry, out_shape):
         term = view if transform is None else transform(view)
         if total is None:
             total = xp.array(term, dtype=xp.float32, copy=True)
@@ -248,13 +248,13 @@ def _window_sum(xp, padded, geometry, out_shape, transform=None):
     return total
 
 
-def _valid_counts(xp, x_shape, out_shape, geometry):
+def valid_counts(xp, x_shape, out_shape, geometry):
     """How many input (not padding) elements each window reads: the product over spatial dimensions of each
     dimension's count, broadcast to the output's spatial Sizes."""
     spatial = len(out_shape) - 2
     count = np.ones(out_shape[2:], dtype=np.float32)
     for dim in range(spatial):
-        taps = _taps(dim, x_shape[dim + 2], out_shape[dim + 2], geometry)
+        taps = window_taps(dim, x_shape[dim + 2], out_shape[dim + 2], geometry)
         per_dim = ((taps >= 0) & (taps < x_shape[dim + 2])).sum(axis=1).astype(np.float32)
         shape = [1] * spatial
         shape[dim] = out_shape[dim + 2]
@@ -272,7 +272,7 @@ def average_values(xp, x, params):
     if params["IncludePadding"]:
         total /= xp.float32(math.prod(geometry["WindowSize"]))
     else:
-        total /= _valid_counts(xp, x.shape, out_shape, geometry)
+        total /= valid_counts(xp, x.shape, out_shape, geometry)
     return total
 
 
@@ -311,7 +311,7 @@ def window_maxima(xp, x, geometry, out_shape):
     padded = _padded(xp, x, geometry, _lowest(x.dtype))
     combine = xp.fmax if x.dtype.kind == "f" else xp.maximum
     best = None
-    for _, view in _window_views(padded, geometry, out_shape):
+    for _, view in window_views(padded, geometry, out_shape):
         best = xp.array(view, copy=True) if best is None else combine(best, view, out=best)
     return padded, best
 
@@ -336,7 +336,7 @@ def _keep_the_first_zero(xp, best, padded, geometry, out_shape) -> None:
     pending = best == 0
     if not pending.any():
         return
-    for _, view in _window_views(padded, geometry, out_shape):
+    for _, view in window_views(padded, geometry, out_shape):
         first = pending & (view == 0)
         best[first] = view[first]
         pending &= ~first
@@ -408,7 +408,7 @@ def max_window_taps(xp, x, padded, best, geometry, out_shape):
     first input element. An int32 array of the output's Sizes."""
     best_tap = xp.full(out_shape, -1, dtype=xp.int32)
     reads_by_tap = []
-    for tap, (window_offsets, view) in enumerate(_window_views(padded, geometry, out_shape)):
+    for tap, (window_offsets, view) in enumerate(window_views(padded, geometry, out_shape)):
         reads = _tap_reads_input(xp, x.shape, out_shape, geometry, window_offsets)
         reads_by_tap.append(reads)
         hit = view == best
@@ -721,7 +721,7 @@ def bilinear_terms(xp, plane, y: SampleAxis, x: SampleAxis):
 SAMPLE_GRID_BYTES = 2**30
 
 
-def _check_sample_grid(region_index, y_axis, x_axis, channels, params) -> None:
+def check_sample_grid(region_index, y_axis, x_axis, channels, params) -> None:
     """Refuse, before allocating it, a region whose samples would not fit SAMPLE_GRID_BYTES (a huge region with
     the adaptive count: DirectML loops over them, dmlcli holds them at once)."""
     counts = []
@@ -775,7 +775,7 @@ def roi_align_kernel(xp, inputs, outputs, params):
         if plane is None:  # a batch index past the input: every sample is out of bounds
             result[r] = fill
             continue
-        _check_sample_grid(r, (y1, y2, out_h), (x1, x2, out_w), x.shape[1], params)
+        check_sample_grid(r, (y1, y2, out_h), (x1, x2, out_w), x.shape[1], params)
         y_axis = sample_axis(y1, y2, out_h, x.shape[2], params, align)
         x_axis = sample_axis(x1, x2, out_w, x.shape[3], params, align)
         grouped = region_samples(xp, plane, y_axis, x_axis, linear, fill).reshape(
@@ -846,7 +846,7 @@ _LP_NOTE = ("P must be at least 1 (the page: usually 1 or 2). |x| is taken befor
 _MAX_FORMULA = "OutputTensor[n, c, o] = max(window elements), padding ignored"
 
 AVERAGE_POOLING = _pool_entry(
-    "AVERAGE_POOLING", 56, "the average of each sliding window (4-D or 5-D input)", _AVERAGE_FORMULA, _AVERAGE_ROWS,
+    "AVERAGE_POOLING", 56, "the average of each sliding window (4-D or 5-D input)", _AVERAGE_FORMULA, AVERAGE_ROWS,
     _PLAIN + (INCLUDE_PADDING,), average_kernel, (_INCLUDE_NOTE, _F16), dilations=False, exactness=APPROXIMATE,
     gpu_array_kernel=average_gpu_kernel,
     tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale)

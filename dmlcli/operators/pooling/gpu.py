@@ -160,7 +160,7 @@ def _sum_body(kind: str, in_dtype: np.dtype, out_dtype: np.dtype, loops: str) ->
             "                    total = first ? term : dml_add(total, term);\n"
             "                    first = false;\n")
     # The divisor without IncludePadding: each dimension's count of input elements read, multiplied in FLOAT32
-    # in pooling.py's order (_valid_counts; exact for any real window).
+    # in pooling.py's order (valid_counts; exact for any real window).
     counts = ("        idx_t n0 = 0, n1 = 0, n2 = 0;\n"
               "        for (idx_t a = 0; a < w0; ++a) { const idx_t x0 = c0 * s0 - p0 + a * d0; "
               "n0 += (x0 >= 0 && x0 < i0); }\n"

@@ -258,7 +258,7 @@ _RESAMPLE_TOLERANCE = Tolerance(
 
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
 
-def _coordinates(xp, out_size: int, in_size: int, scale: float, input_offset: float, output_offset: float):
+def resample_coordinates(xp, out_size: int, in_size: int, scale: float, input_offset: float, output_offset: float):
     """Each output element's input coordinate along one dimension, in FLOAT32, clamped to the input."""
     o = xp.arange(out_size, dtype=xp.float32)
     x = (o - xp.float32(output_offset)) / xp.float32(scale) - xp.float32(input_offset)
@@ -311,7 +311,7 @@ def _resample_axis(xp, values, axis: int, out_size: int, scale: float, input_off
             return _antialiased_axis(xp, values, axis, out_size, scale, input_offset, output_offset)
         method = LINEAR  # ONNX's filter is min(Scale, 1) wide: upsampling is plain linear
     in_size = values.shape[axis]
-    x = _coordinates(xp, out_size, in_size, scale, input_offset, output_offset)
+    x = resample_coordinates(xp, out_size, in_size, scale, input_offset, output_offset)
     if method != LINEAR:
         index = xp.clip(_ROUNDINGS[method](xp, x).astype(xp.int64), 0, in_size - 1)
         return xp.take(values, index, axis=axis)

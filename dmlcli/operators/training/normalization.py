@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...data_types import FLOATS
 from ...feature_levels import level
 from ..normalization.entries import (CROSS_CHANNEL_LRN, EPSILON, FUSED_ACTIVATION, LOCAL_SIZE, LRN_ALPHA, LRN_BETA,
-    LRN_BIAS, _check_broadcastable, _window_sum, lrn_window)
+                                     LRN_BIAS, check_broadcastable, lrn_window, window_sum)
 from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
@@ -69,7 +67,7 @@ def _per_channel_sizes(query: ShapeQuery, names: tuple[str, ...]) -> tuple[int, 
     dimension the statistics reduce) or the input's."""
     shape = query.shape("InputTensor")
     for name in names:
-        _check_broadcastable(query, name, shape)
+        check_broadcastable(query, name, shape)
     _same_sizes(query, names)
     return query.shape(names[0])
 
@@ -186,7 +184,7 @@ def batch_normalization_training_grad_kernel(xp, inputs, outputs, params):
 def _adjoint_window_sum(xp, values, axis: int, size: int):
     """Each j's sum over the outputs whose LRN window holds j: [j - ceil((size - 1) / 2), j + floor((size - 1) /
     2)], the window reflected (the same window for an odd size). The reflected array's window sum, reflected."""
-    return xp.flip(_window_sum(xp, xp.flip(values, axis), axis, size), axis)
+    return xp.flip(window_sum(xp, xp.flip(values, axis), axis, size), axis)
 
 
 def _lrn_window_axes(params) -> tuple[int, ...]:
@@ -199,7 +197,7 @@ def lrn_grad_kernel(xp, inputs, outputs, params):
     alpha, beta, bias = (float(params[name]) for name in ("Alpha", "Beta", "Bias"))
     total = x * x
     for axis in _lrn_window_axes(params):
-        total = _window_sum(xp, total, axis, size)
+        total = window_sum(xp, total, axis, size)
     base = bias + (alpha / size) * total  # LOCAL_RESPONSE_NORMALIZATION's denominator before the power
     # d/dx_j of sum_i dy_i * x_i * base_i^-Beta: the direct term, and base_i's dependence on x_j^2 for every i
     # whose window holds j.

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ...data_types import FLOATS, UINT32
-from ..normalization.entries import _gpu_elementwise
+from ..numerics.cuda_prelude import elementwise_kernel
 from ..table.parameters import FloatParameter
 from ..table.schema import COMPOSITE, DIMS_4, Operator, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
@@ -109,7 +109,7 @@ def adam_gpu_kernel(cp, inputs, outputs, params):
     arithmetic would flush them): the CPU's bits."""
     parameters, first, second, gradient = (_f32(cp, t) for t in inputs[:4])
     scalars = adam_scalars(params, training_step(inputs[4]))
-    kernel = _gpu_elementwise(
+    kernel = elementwise_kernel(
         cp, "dml_adam_optimizer",
         "float32 x, float32 first, float32 second, float32 g, float32 beta1, float32 rest1, float32 beta2, "
         "float32 rest2, float32 rate, float32 epsilon", "float32 out_x, float32 out_m, float32 out_v", _ADAM_BODY)

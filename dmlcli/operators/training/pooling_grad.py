@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 from ...data_types import FLOATS
-from ..pooling.entries import (DILATIONS, END_PADDING, INCLUDE_PADDING, START_PADDING, STRIDES, WINDOW_SIZE, _taps,
-                               _valid_counts, _window_views, max_window_taps, pooling_shape, window_geometry,
+from ..pooling.entries import (DILATIONS, END_PADDING, INCLUDE_PADDING, START_PADDING, STRIDES, WINDOW_SIZE, window_taps,
+                               valid_counts, window_views, max_window_taps, pooling_shape, window_geometry,
                                window_maxima)
 from ..table.schema import COMPOSITE, DIMS_4, DIMS_4_TO_5, Operator, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
@@ -31,7 +31,7 @@ from .adjoint import FAMILY, FORWARD_NAMES, forward_rule, stated_gradient_sizes,
 GRADIENTS = ("InputGradientTensor", "OutputGradientTensor")
 _MAX_TENSORS = ("InputTensor",) + GRADIENTS
 
-_AVERAGE_ROWS = rows(("3_0", DIMS_4_TO_5, {"InputGradientTensor": FLOATS, "OutputGradientTensor": FLOATS}))
+AVERAGE_ROWS = rows(("3_0", DIMS_4_TO_5, {"InputGradientTensor": FLOATS, "OutputGradientTensor": FLOATS}))
 _MAX_ROWS = rows(("3_0", DIMS_4, {name: FLOATS for name in _MAX_TENSORS}))
 
 
@@ -73,7 +73,7 @@ def windows_per_element(input_shape, pooled_shape, params) -> int:
     geometry = window_geometry(input_shape, params)
     count = 1
     for dim, size in enumerate(input_shape[2:]):
-        taps = _taps(dim, size, pooled_shape[dim + 2], geometry).reshape(-1)
+        taps = window_taps(dim, size, pooled_shape[dim + 2], geometry).reshape(-1)
         count *= int(np.bincount(taps[(taps >= 0) & (taps < size)], minlength=1).max())
     return count
 
@@ -111,9 +111,9 @@ def average_grad_kernel(xp, inputs, outputs, params):
     if params["IncludePadding"]:
         share = share / xp.float32(math.prod(geometry["WindowSize"]))
     else:
-        share = share / _valid_counts(xp, out.shape, incoming.shape, geometry)
+        share = share / valid_counts(xp, out.shape, incoming.shape, geometry)
     total, inside = _accumulator(xp, out.shape, geometry)
-    for _, view in _window_views(total, geometry, incoming.shape):
+    for _, view in window_views(total, geometry, incoming.shape):
         view += share  # a strided view of `total`: each window's element at this offset gets its window's share
     return (xp.ascontiguousarray(total[inside].astype(out.data_type.numpy_dtype, copy=False)),)
 
@@ -127,7 +127,7 @@ def max_grad_kernel(xp, inputs, outputs, params):
     gradient = incoming.astype(xp.float32)
     zero = xp.float32(0)
     total, inside = _accumulator(xp, x.shape, geometry)
-    for tap, (_, view) in enumerate(_window_views(total, geometry, incoming.shape)):
+    for tap, (_, view) in enumerate(window_views(total, geometry, incoming.shape)):
         view += xp.where(chosen == tap, gradient, zero)
     return (xp.ascontiguousarray(total[inside].astype(out.data_type.numpy_dtype, copy=False)),)
 
@@ -150,8 +150,8 @@ AVERAGE_POOLING_GRAD = Operator(
             "among the elements it averaged",
     formula="OutputGradientTensor[i] = sum over the windows w that read i of InputGradientTensor[w] / (IncludePadding "
             "? WindowSize product : the input elements w reads)",
-    introduced=_AVERAGE_ROWS[-1].level, inputs=("InputGradientTensor",), output="OutputGradientTensor",
-    support=_AVERAGE_ROWS, same_data_type=GRADIENTS, same_sizes=(), cpu_kernel=None, cuda_body="",
+    introduced=AVERAGE_ROWS[-1].level, inputs=("InputGradientTensor",), output="OutputGradientTensor",
+    support=AVERAGE_ROWS, same_data_type=GRADIENTS, same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(STRIDES, WINDOW_SIZE, START_PADDING, END_PADDING, INCLUDE_PADDING), shape_rule=average_grad_shape,
     array_kernel=average_grad_kernel, exactness=COMPOSITE,
     tolerance=sum_tolerance("an element's terms (a division each) and their sums"),

@@ -20,8 +20,7 @@ import numpy as np
 
 from ...data_types import FLOATS
 from ..resampling.entries import (INPUT_PIXEL_OFFSETS, INTERPOLATION_MODE, OUTPUT_PIXEL_OFFSETS, RESAMPLE1_SCALES,
-                                  _coordinates, resample1_shape, resample_scales)
-from ..table.parameters import EnumParameter
+                                  ROUNDING_DIRECTION, resample_coordinates, resample1_shape, resample_scales)
 from ..table.schema import COMPOSITE, DIMS_4, Operator, rows
 from ..table.shaped import ShapeQuery
 from .adjoint import FAMILY, AxisTaps, adjoint_along_axis, forward_rule, stated_gradient_sizes, sum_tolerance
@@ -31,11 +30,6 @@ _DIMS_1_TO_4 = (1, 2, 3, 4)
 
 _GRAD_ROWS = rows(("3_0", DIMS_4, {"InputGradientTensor": FLOATS, "OutputGradientTensor": FLOATS}))
 _GRAD1_ROWS = rows(("5_1", _DIMS_1_TO_4, {"InputGradientTensor": FLOATS, "OutputGradientTensor": FLOATS}))
-
-ROUNDING_DIRECTION = EnumParameter(
-    field="RoundingDirection", help="NEAREST_NEIGHBOR's rounding of a fractional input coordinate: decreasing "
-                                    "(floor) or increasing (ceil); LINEAR ignores it",
-    enum_prefix="DML_AXIS_DIRECTION_", values=(("INCREASING", 0), ("DECREASING", 1)), default_value="DECREASING")
 
 
 # ---------------------------------------------------------------- the forward's taps, one dimension at a time
@@ -52,8 +46,8 @@ def _nearest_index(x: np.ndarray, in_size: int, rounding: str | None) -> np.ndar
 def axis_taps(in_size: int, out_size: int, scale, input_offset, output_offset, linear: bool,
               rounding: str | None) -> AxisTaps:
     """Which input elements each output element reads along one dimension, and with which weights: the
-    resampling family's coordinates (_coordinates, FLOAT32, clamped) and its neighbours and weights."""
-    x = _coordinates(np, out_size, in_size, scale, input_offset, output_offset)
+    resampling family's coordinates (resample_coordinates, FLOAT32, clamped) and its neighbours and weights."""
+    x = resample_coordinates(np, out_size, in_size, scale, input_offset, output_offset)
     if not linear:
         return AxisTaps.nearest(_nearest_index(x, in_size, rounding))
     low = np.floor(x).astype(np.int64)

@@ -23,7 +23,7 @@ import numpy as np
 from ...data_types import FLOATS, UINT32
 from ..pooling.entries import (ALIGN_TO_CORNERS, INPUT_PIXEL_OFFSET, INTERPOLATION, MAXIMUM_SAMPLES, MINIMUM_SAMPLES,
                                OUTPUT_PIXEL_OFFSET, ROI_REDUCTION, SPATIAL_SCALE_X, SPATIAL_SCALE_Y, SampleAxis,
-                               _check_sample_grid, bilinear_terms, region_corners, region_samples, roi_align_shape,
+                               check_sample_grid, bilinear_terms, region_corners, region_samples, roi_align_shape,
                                sample_axis)
 from ..table.schema import COMPOSITE, DIMS_4, Operator, rows
 from ..table.shaped import RuleViolation, ShapeQuery
@@ -159,7 +159,7 @@ def roi_align_grad_kernel(xp, inputs, outputs, params):
         if int(batch) >= batch_count:
             continue  # the forward reads OutOfBoundsInputValue everywhere: a constant, no gradient
         x1, y1, x2, y2 = region_corners(roi, params)
-        _check_sample_grid(r, (y1, y2, out_h), (x1, x2, out_w), channels, params)
+        check_sample_grid(r, (y1, y2, out_h), (x1, x2, out_w), channels, params)
         y_axis = sample_axis(y1, y2, out_h, height, params, align)
         x_axis = sample_axis(x1, x2, out_w, width, params, align)
         plane = None if x is None else x[int(batch)].astype(xp.float32, copy=False)

@@ -8,7 +8,7 @@ DML_OPERATOR_TYPE value (135). The window is SLICE1's (movement/entries.py): the
 from __future__ import annotations
 
 from ...data_types import TYPES_8
-from ..movement.entries import WINDOW_OFFSETS, WINDOW_SIZES, WINDOW_STRIDES, _WindowCall, slice1_shape, slice1_window
+from ..movement.entries import WINDOW_OFFSETS, WINDOW_SIZES, WINDOW_STRIDES, WindowCall, slice1_shape, slice1_window
 from ..table.schema import DIMS_1_TO_8, EXACT, Operator, rows
 from ..table.shaped import ShapeQuery
 from .adjoint import FAMILY, forward_rule, stated_gradient_sizes
@@ -28,7 +28,7 @@ def slice_grad_kernel(xp, inputs, outputs, params):
     (out,) = outputs
     result = xp.zeros(out.shape, dtype=out.data_type.numpy_dtype)
     # SLICE1's window of the forward's input (this output), read by an output of the incoming gradient's Sizes.
-    window = slice1_window(_WindowCall(params, _IncomingSizes(incoming.shape)), out.shape)
+    window = slice1_window(WindowCall(params, _IncomingSizes(incoming.shape)), out.shape)
     result[window] = incoming
     return (result,)
 
