@@ -91,7 +91,11 @@ def test_the_gpu_gives_the_cpu_result(op, arrays, options):
     for tensor, on_cpu, on_gpu in zip(verdict.call.outputs, cpu, gpu):
         assert on_cpu.dtype == on_gpu.dtype and on_cpu.shape == on_gpu.shape, tensor.name
         if tensor.name != "OutputROIGradientTensor":
-            assert on_cpu.tobytes() == on_gpu.tobytes(), f"{tensor.name}: the GPU's bits differ"
+            # Every bit but a NaN's payload: IEEE-754 does not fix it, and the GPU's arithmetic gives the canonical
+            # NaN where the CPU's keeps an operand's (tests/test_gpu.py's parity rule).
+            assert np.array_equal(np.isnan(on_cpu), np.isnan(on_gpu)), f"{tensor.name}: NaN in other places"
+            numbers = ~np.isnan(on_cpu)
+            assert on_cpu[numbers].tobytes() == on_gpu[numbers].tobytes(), f"{tensor.name}: the GPU's bits differ"
             continue
         rule = rule_for(verdict.call.operator, on_cpu.dtype, call=verdict.call, parameters=verdict.call.parameters)
         distance = np.where(np.isnan(on_cpu), 0, ulp_distance(on_cpu, on_gpu))
