@@ -29,9 +29,8 @@ class ElementBound:
     absolute), which adds to the error the activation carries from the sum.
     """
 
-    def __init__(self, values: np.ndarray, magnitude: np.ndarray, figures: BoundFigures) -> None:
+    def __init__(self, values: np.ndarray, figures: BoundFigures) -> None:
         self.values = values
-        self.magnitude = magnitude
         self.figures = figures
 
     def allowed(self, positions: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -156,7 +155,7 @@ def element_bounds(call: Call, arrays: Sequence[np.ndarray | None]) -> tuple[Ele
             values = figure.factor * magnitude
         # An infinite or NaN magnitude (an infinity among the inputs) bounds nothing: such an element has its ULP
         # figure and floor alone, so an infinity against a number never passes by it.
-        bounds.append(ElementBound(np.where(np.isfinite(values), values, 0.0), magnitude, figure))
+        bounds.append(ElementBound(np.where(np.isfinite(values), values, 0.0), figure))
     return tuple(bounds)
 
 

@@ -407,8 +407,9 @@ class Tally:
                 position = int(positions[at])
                 index = tuple(int(i) for i in np.unravel_index(start + position, c.shape)) if c.shape else ()
                 kind = next(k for k in (SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT) if kinds[k][at])
-                measures = None if ulps is None else Measures(float(ulps[at]), float(absolute[at]),
-                                                              None if allowed is None else float(allowed[at]))
+                # An element out of tolerance says which figures it is past (a NaN or a flush says its kind).
+                measures = None if ulps is None or kind != OUT else Measures(
+                    float(ulps[at]), float(absolute[at]), None if allowed is None else float(allowed[at]))
                 c.differences.append((index, result[position], expected[position], kind, measures))
         c.mismatches += count
 

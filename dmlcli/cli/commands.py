@@ -242,9 +242,10 @@ def validate(operator, inputs, dtype, output_format, **arguments):
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")
-    from .catalog import exactness_summary
+    from .catalog import check_summary, exactness_summary
 
     click.echo(f"result: {exactness_summary(req.operator)}")
+    click.echo(f"check: {check_summary(verdict.call)}")
 
 
 @cli.command(epilog=exit_codes_help(0, 2, 3, 4, 5))

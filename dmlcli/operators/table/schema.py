@@ -155,8 +155,12 @@ class Tolerance(Frozen):
             return None
         return self.floor_source or PLAIN_UNDERFLOW
 
-    def describe(self) -> str:
+    def describe(self, scaled: bool = False) -> str:
+        """The figures, their floors and where they come from. `scaled`: the operator multiplies the figure by a
+        count of each call (Operator.tolerance_scale), which the source describes."""
         unit = " ULP" if self.kind == "ulp" else " absolute"
+        if scaled:
+            unit += " times a count of the call (the source below says which; validate gives a call's figure)"
         same = self.float32 == self.float16
         figures = (f"{self.float32:g}{unit}" if same else
                    f"{self.float32:g}{unit} (FLOAT32), {self.float16:g}{unit} (FLOAT16)")
@@ -165,9 +169,12 @@ class Tolerance(Frozen):
                         f"{self.floor_for('float16'):.3g} (FLOAT16): {self.floor_reason}")
         return f"{figures}; {self.source}"
 
-    def describe_tf32(self) -> str:
-        """The FLOAT32 figures a call with --allow-tf32 is checked by (an operator with tf32_products)."""
+    def describe_tf32(self, scaled: bool = False) -> str:
+        """The FLOAT32 figures a call with --allow-tf32 is checked by (an operator with tf32_products); `scaled` as
+        describe's."""
         unit = " ULP" if self.kind == "ulp" else " absolute"
+        if scaled:
+            unit += " times the call's count"
         floor = (f" or an absolute difference up to {self.floor_for('float32') * TF32_WIDENING:.3g}"
                  if self.kind == "ulp" else "")
         return (f"{self.float32 * TF32_WIDENING:g}{unit}{floor} (FLOAT32; 2^13 = {TF32_WIDENING} times the figures "
