@@ -96,6 +96,12 @@ def paired_product(rng, m, k, n, scale=1.0):
     return a[:, order].astype(np.float32), b[order].astype(np.float32)
 
 
+def saved(folder, **arrays):
+    """Each array as folder/NAME.npy."""
+    for name, array in arrays.items():
+        np.save(folder / f"{name}.npy", array)
+
+
 def wide(*arrays):
     return [None if a is None else np.asarray(a, np.float64) for a in arrays]
 
@@ -129,9 +135,7 @@ def test_issue_convolution_with_a_correctly_rounded_reference_passes_on_the_comm
     "54 ULP"; each is within its sum bound."""
     rng = np.random.default_rng(0)
     x, w = signed(rng, 1, 3, 34, 34), signed(rng, 64, 3, 3, 3)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "w.npy", w)
-    np.save(tmp_path / "ref.npy", conv2d_reference(x, w).astype(np.float32))
+    saved(tmp_path, x=x, w=w, ref=conv2d_reference(x, w).astype(np.float32))
     report = tmp_path / "report.json"
     result = invoke("run", "convolution", tmp_path / "x.npy", tmp_path / "w.npy", "--check", tmp_path / "ref.npy",
                     "--report", report)
@@ -160,8 +164,7 @@ def test_a_moved_element_fails_saying_which_figures_it_is_past(tmp_path):
     a, b = signed(rng, 8, 30), signed(rng, 30, 5)
     want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     want[3, 2] += np.float32(0.01)
-    for name, array in (("a", a), ("b", b), ("want", want)):
-        np.save(tmp_path / f"{name}.npy", array)
+    saved(tmp_path, a=a, b=b, want=want)
     report = tmp_path / "r.json"
     result = invoke("run", "gemm", tmp_path / "a.npy", tmp_path / "b.npy", "--check", tmp_path / "want.npy",
                     "--report", report)
@@ -190,8 +193,7 @@ def test_describe_states_the_rule_in_words_and_as_json():
 
 def test_validate_states_the_figures_of_the_call(tmp_path):
     rng = np.random.default_rng(3)
-    np.save(tmp_path / "x.npy", signed(rng, 1, 3, 8, 8))
-    np.save(tmp_path / "w.npy", signed(rng, 4, 3, 3, 3))
+    saved(tmp_path, x=signed(rng, 1, 3, 8, 8), w=signed(rng, 4, 3, 3, 3))
     text = invoke("validate", "convolution", tmp_path / "x.npy", tmp_path / "w.npy").output
     assert ("check: --check compares OutputTensor within 54 ULP or 1.18e-38 absolute (2 ULP times this call's "
             "count, 27), or within each element's sum bound 2 x (27 x 2^-24 + 2^-24) x M: K = 27") in text
@@ -289,9 +291,7 @@ def test_the_api_check_uses_the_sum_bound():
 def test_a_case_without_a_tolerance_is_checked_with_the_sum_bound(tmp_path):
     rng = np.random.default_rng(7)
     x, w = signed(rng, 1, 3, 20, 20), signed(rng, 16, 3, 3, 3)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "w.npy", w)
-    np.save(tmp_path / "want.npy", conv2d_reference(x, w).astype(np.float32))
+    saved(tmp_path, x=x, w=w, want=conv2d_reference(x, w).astype(np.float32))
     case = tmp_path / "conv.json"
     case.write_text(json.dumps({"op": "convolution", "inputs": ["x.npy", "w.npy"], "expected": "want.npy"}))
     result = dmlcli.run_case(case)
@@ -301,8 +301,7 @@ def test_a_case_without_a_tolerance_is_checked_with_the_sum_bound(tmp_path):
 def test_a_checked_reduce_runs_in_memory_where_its_bound_needs_the_inputs(tmp_path):
     rng = np.random.default_rng(8)
     x = cancelling(rng, (64, 512), 1)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "want.npy", x.astype(np.float64).sum(axis=1, keepdims=True).astype(np.float32))
+    saved(tmp_path, x=x, want=x.astype(np.float64).sum(axis=1, keepdims=True).astype(np.float32))
     result = invoke("run", "reduce", tmp_path / "x.npy", "--function", "sum", "--axes", "1", "-o",
                     tmp_path / "out.npy", "--check", tmp_path / "want.npy")
     assert result.exit_code == 0 and "sum bound" in result.output, result.output

@@ -220,13 +220,35 @@ def apply_activation(xp, prepared, v):
 # ---------------------------------------------------------------- the kernels
 
 
-def _as32(xp, array):
-    return None if array is None else xp.asarray(array).astype(np.float32)
-
-
 def _direction_steps(parameters, d: int, steps: int) -> range:
     backward = parameters["Direction"] == "BACKWARD" or (parameters["Direction"] == "BIDIRECTIONAL" and d == 1)
     return range(steps - 1, -1, -1) if backward else range(steps)
+
+
+def recurrent_inputs(xp, kind: str, inputs, dtype=np.float32) -> tuple:
+    """A call's inputs in `dtype` (FLOAT32 for the kernel, float64 for the sum bound's run), those left out as zeros:
+    x (S, B, I), w (D, G*H, I), r (D, G*H, H), bias (D, 2*G*H), h_init and c_init (D, B, H), peephole (D, 3*H), and
+    the steps each batch entry runs (None: every one)."""
+    if kind == "LSTM":
+        x, w, r, bias, h_init, c_init, lengths, peephole = inputs
+    else:
+        x, w, r, bias, h_init, lengths = inputs
+        c_init = peephole = None
+
+    def typed(array):
+        return xp.asarray(array).astype(dtype)
+
+    x, w, r = typed(x)[0], typed(w)[0], typed(r)[0]
+    steps, batch = x.shape[0], x.shape[1]
+    d_count, hidden = w.shape[0], w.shape[1] // _GATES[kind]
+    bias = xp.zeros((d_count, 2 * _GATES[kind] * hidden), dtype) if bias is None else typed(bias)[0, 0]
+    zero_state = xp.zeros((d_count, batch, hidden), dtype)
+    h_init = zero_state if h_init is None else typed(h_init)[0]
+    c_init = zero_state if c_init is None else typed(c_init)[0]
+    peephole = xp.zeros((d_count, 3 * hidden), dtype) if peephole is None else typed(peephole)[0, 0]
+    # A length past seq_length counts as seq_length (the lengths are data: no rule can refuse them).
+    valid_steps = None if lengths is None else xp.minimum(xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
+    return x, w, r, bias, h_init, c_init, peephole, valid_steps
 
 
 def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
@@ -234,23 +256,9 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
     lstm = kind == "LSTM"
 
     def kernel(xp, inputs, outputs, params):
-        if lstm:
-            x, w, r, bias, h_init, c_init, lengths, peephole = inputs
-        else:
-            x, w, r, bias, h_init, lengths = inputs
-            c_init = peephole = None
-        x, w, r = _as32(xp, x)[0], _as32(xp, w)[0], _as32(xp, r)[0]  # (S, B, I), (D, G*H, I), (D, G*H, H)
+        x, w, r, bias, h_init, c_init, peephole, valid_steps = recurrent_inputs(xp, kind, inputs)
         steps, batch = x.shape[0], x.shape[1]
         d_count, hidden = w.shape[0], w.shape[1] // gates
-        bias = xp.zeros((d_count, 2 * gates * hidden), np.float32) if bias is None else _as32(xp, bias)[0, 0]
-        zero_state = xp.zeros((d_count, batch, hidden), np.float32)
-        h_init = zero_state if h_init is None else _as32(xp, h_init)[0]
-        c_init = zero_state if c_init is None else _as32(xp, c_init)[0]
-        peephole = (xp.zeros((d_count, 3 * hidden), np.float32) if peephole is None
-                    else _as32(xp, peephole)[0, 0])
-        # A length past seq_length counts as seq_length (the lengths are data: no rule can refuse them).
-        valid_steps = None if lengths is None else xp.minimum(
-            xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
         activations = [prepared_activation(entry) for entry in resolved_activations(kind, parameter, params)]
         sequence = xp.zeros((steps, d_count, batch, hidden), np.float32)
         singles, cells = [], []
@@ -437,21 +445,9 @@ def _recurrent_magnitude(kind: str, parameter: ActivationsParameter):
     lstm = kind == "LSTM"
 
     def magnitude(xp, inputs, outputs, params):
-        if lstm:
-            x, w, r, bias, h_init, c_init, lengths, peephole = inputs
-        else:
-            x, w, r, bias, h_init, lengths = inputs
-            c_init = peephole = None
-        x, w, r = x[0], w[0], r[0]
+        x, w, r, bias, h_init, c_init, peephole, valid_steps = recurrent_inputs(xp, kind, inputs, np.float64)
         steps, batch = x.shape[0], x.shape[1]
         d_count, hidden = w.shape[0], w.shape[1] // gates
-        bias = xp.zeros((d_count, 2 * gates * hidden)) if bias is None else bias[0, 0]
-        zero_state = xp.zeros((d_count, batch, hidden))
-        h_init = zero_state if h_init is None else h_init[0]
-        c_init = zero_state if c_init is None else c_init[0]
-        peephole = xp.zeros((d_count, 3 * hidden)) if peephole is None else peephole[0, 0]
-        valid_steps = None if lengths is None else xp.minimum(
-            xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
         entries = resolved_activations(kind, parameter, params)
         slopes = [None if a.largest_slope is None else a.largest_slope(fields) for a, fields in entries]
         if any(slope is None for slope in slopes):  # an activation that jumps: no slope bounds it, no bound

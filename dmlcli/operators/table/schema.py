@@ -208,16 +208,22 @@ class SumBound(Frozen):
     - `magnitude`, where that is not M: a kernel (xp, inputs, outputs, params) -> M for the first output, given
       the float inputs in float64 (attention: the scores' magnitudes, which the softmax turns into the output's
       error; a recurrence: the error carried from step to step).
-    A fused activation carries the bound through its largest slope (Operator.largest_slope); one that jumps
-    (THRESHOLDED_RELU, SHRINK) leaves the operator with its ULP figure alone.
+    The bound covers the first output, or each output `terms` names (a gradient's sums, a recurrence's states); a
+    fused activation carries it through its largest slope (Operator.largest_slope); one that jumps
+    (THRESHOLDED_RELU, SHRINK) leaves the operator with its ULP figure alone. K = 0 (a selection: REDUCE's MAX and
+    MIN) means no bound.
     """
 
-    terms: Callable  # (call) -> K: the terms summed into an element (the most any element sums)
+    # (call) -> K, the terms summed into an element of the first output (the most any element sums), or
+    # {output name: K} for each output the bound covers
+    terms: Callable
     terms_text: str  # what K is, in words (describe)
     magnitude_text: str  # what M is, in words (describe)
     absolute: tuple[str, ...]  # the inputs the run takes as absolute values
     parameters: Callable | None  # (typed parameters) -> the run's; None: the call's
-    magnitude: Callable | None  # the run's kernel where it is not the operator's own
+    # The run's kernel where it is not the operator's own: M of the first output, or a tuple with one M per output
+    # (None where an output has none)
+    magnitude: Callable | None
 
     def __init__(self, terms: Callable, terms_text: str, magnitude_text: str, absolute: tuple[str, ...] = (),
                  parameters: Callable | None = None, magnitude: Callable | None = None) -> None:
