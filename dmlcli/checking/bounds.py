@@ -22,7 +22,7 @@ from ..operators.table.schema import BOUND_MULTIPLE, FLOAT32_ROUNDOFF, TF32_ROUN
 
 
 class ElementBound:
-    """The sum bound of one call's first output, element by element (flat, C order), and its figures.
+    """The sum bound of one of a call's outputs, element by element (flat, C order), and its figures.
 
     An element passes by it where |got - expected| <= values[i] + ulp_allowance x ULP(expected) +
     absolute_allowance; the allowances are a fused activation's own tolerance (its figure in ULP of the result, or

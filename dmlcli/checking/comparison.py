@@ -48,7 +48,7 @@ class Rule:
     # "exact" only: a flushed subnormal or a zero's sign fails too (--tolerance bits); else such an element
     # passes, as Direct3D's float rules allow a device to give it (the verdict says how many).
     every_bit: bool = False
-    # "ulp" only: the call's sum bound (bounds.py), element by element: an element also passes within it.
+    # "ulp" and "atol": the call's sum bound (bounds.py), element by element: an element also passes within it.
     bound: ElementBound | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
@@ -58,8 +58,11 @@ class Rule:
             return f"within {self.limit:g} + {self.rtol:g}*|expected|"
         if self.kind == "ulp":
             return (f"within {self.limit:g} ULP" + (f" or {self.floor:.3g} absolute" if self.floor else "")
-                    + (f" or the sum bound {self.bound.describe()}" if self.bound is not None else ""))
-        return f"within {self.limit:g} absolute"
+                    + self._bound_text())
+        return f"within {self.limit:g} absolute" + self._bound_text()
+
+    def _bound_text(self) -> str:
+        return f" or the sum bound {self.bound.describe()}" if self.bound is not None else ""
 
 
 EXACT = Rule("exact")
@@ -220,8 +223,9 @@ class Comparison:
     # out: their ULP, of a value near 0, means nothing), absolute over all that differ but the flushes.
     max_ulp: float = 0.0
     max_abs: float = 0.0
-    # With a sum bound: the largest |got - expected| / bound over the elements that differ (flushes left out), 0 to
-    # 1 on a PASS where the bound was needed; None where the rule has no bound.
+    # With a sum bound: the largest |got - expected| / bound over the elements that differ (flushes left out): how
+    # much of its bound the worst element used (past 1 only where the ULP figure or the floor passed it, or where it
+    # fails); None where the rule has no bound.
     max_bound_share: float | None = None
     # (index, got, expected, kind, Measures or None) for the first few
     differences: list = field(default_factory=list)

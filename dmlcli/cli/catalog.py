@@ -26,7 +26,7 @@ def exactness_summary(op) -> str:
 
     if op.exactness == EXACT:
         return "exact (bit for bit on every backend); integer results are always exact"
-    bound = f". Sum bound: {op.sum_bound.describe()}" if op.sum_bound is not None else ""
+    bound = f". Sum bound: {op.sum_bound.describe(op.tf32_products)}" if op.sum_bound is not None else ""
     return (f"{op.exactness} for float outputs, checked within {op.tolerance.describe(op.tolerance_scale is not None)}"
             f"{bound}; integer results are exact")
 

@@ -178,6 +178,17 @@ def write_report(report: str, comparison, outcome) -> None:
     write_atomically(Path(report), lambda handle: handle.write(text.encode("utf-8")))
 
 
+def bound_needs_inputs(req, sources, dtype, override) -> bool:
+    """Whether the check of this call needs its inputs whole: a sum bound for its first output (an operator that sums
+    terms, a float output, terms to sum), and no --tolerance. The call is planned from the inputs' headers."""
+    if override is not None or req.operator.sum_bound is None:
+        return False
+    from ..checking.bounds import bound_figures
+    from ..engine import plan_sources
+
+    return bound_figures(plan_sources(req, sources, dtype).call) is not None
+
+
 def inputs_for_bound(outcome, sources, dtype, override):
     """The input arrays a sum bound is computed from (None where the check needs none: --tolerance given, or an
     operator without one). A run in memory recorded them; a run on Dask did not, and they are read here (the
@@ -189,17 +200,15 @@ def inputs_for_bound(outcome, sources, dtype, override):
         return outcome.inputs
     import numpy as np
 
-    from ..data_types import parse_data_type
     from ..engine import read_sources
     from ..io.zarr_names import is_zarr_source
 
-    declared = parse_data_type(dtype) if dtype else None
     arrays = []
     for position, source in enumerate(sources):
         if is_zarr_source(source):
             from ..io.zarr_store import open_input
 
-            arrays.append(np.asarray(open_input(source, label=f"input {position + 1}", dtype=declared)[...]))
+            arrays.append(np.asarray(open_input(source, label=f"input {position + 1}", dtype=dtype)[...]))
         else:
-            arrays.extend(read_sources([source], declared, operator=call.operator))
+            arrays.extend(read_sources([source], dtype, operator=call.operator))
     return arrays

@@ -125,7 +125,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
     # --save-case needs the inputs and the result in memory, so a checked run with it does not stream; nor does the
     # check of an operator that sums terms by its own rule: its sum bound is computed from the inputs.
     streamed_check = (save_case is None and checking.streams_with_check(inputs, output, expected, output_format)
-                      and (override is not None or req.operator.sum_bound is None))
+                      and not checking.bound_needs_inputs(req, inputs, _declared_dtype(dtype), override))
     if streamed_check:
         checking.check_expected_header(expected)
 
@@ -154,8 +154,9 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         listed = MAX_LISTED if max_diffs is None else max_diffs
         out_dtype = outcome.verdict.call.output.data_type.numpy_dtype
         call = outcome.verdict.call
-        rule = rule_for(req.operator, out_dtype, override, call.parameters, call,
-                        inputs=None if streamed_check else checking.inputs_for_bound(outcome, inputs, dtype, override))
+        declared = _declared_dtype(dtype)
+        arrays = None if streamed_check else checking.inputs_for_bound(outcome, inputs, declared, override)
+        rule = rule_for(req.operator, out_dtype, override, call.parameters, call, inputs=arrays)
         flushes = not req.operator.native_encoding  # --float-rules d3d leaves bit-pattern operators alone
         if streamed_check:  # both files chunk by chunk, in constant memory, as the run itself streamed
             from ..engine.streaming import chunk_bytes_from_environment

@@ -124,8 +124,10 @@ def _sum_bound_record(op: Operator) -> dict | None:
 
     return {"rule": "|got - expected| <= multiple * (terms * roundoff + output_roundoff) * magnitude",
             "multiple": BOUND_MULTIPLE, "terms": op.sum_bound.terms_text, "magnitude": op.sum_bound.magnitude_text,
-            "roundoff": {"float32": FLOAT32_ROUNDOFF, "float16": FLOAT32_ROUNDOFF, "tf32": TF32_ROUNDOFF},
-            "output_roundoff": {"float32": 2.0 ** -24, "float16": 2.0 ** -11}, "text": op.sum_bound.describe()}
+            "roundoff": {"float32": FLOAT32_ROUNDOFF, "float16": FLOAT32_ROUNDOFF,
+                         "tf32": TF32_ROUNDOFF if op.tf32_products else None},
+            "output_roundoff": {"float32": 2.0 ** -24, "float16": 2.0 ** -11},
+            "text": op.sum_bound.describe(op.tf32_products)}
 
 
 def check_record(call) -> dict:

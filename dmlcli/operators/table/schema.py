@@ -230,11 +230,12 @@ class SumBound(Frozen):
         vars(self).update(terms=terms, terms_text=terms_text, magnitude_text=magnitude_text, absolute=absolute,
                           parameters=parameters, magnitude=magnitude)
 
-    def describe(self) -> str:
-        """The rule in words, as describe prints it."""
+    def describe(self, tf32: bool = False) -> str:
+        """The rule in words, as describe prints it; `tf32`: the operator's products may run on TF32 tensor cores."""
+        tf32_roundoff = "; TF32's 2^-11 with --allow-tf32" if tf32 else ""
         return (f"an element also passes within its sum bound {BOUND_MULTIPLE} x (K x u + u_out) x M, where K is "
-                f"{self.terms_text}; u the unit roundoff of the accumulation (FLOAT32's 2^-24, for FLOAT16 calls too; "
-                f"TF32's 2^-11 with --allow-tf32) and u_out the output type's (2^-24 FLOAT32, 2^-11 FLOAT16); M is "
+                f"{self.terms_text}; u the unit roundoff of the accumulation (FLOAT32's 2^-24, for FLOAT16 calls too"
+                f"{tf32_roundoff}) and u_out the output type's (2^-24 FLOAT32, 2^-11 FLOAT16); M is "
                 f"{self.magnitude_text} (any order of summation stays within K x u x M)")
 
 
