@@ -298,13 +298,24 @@ def test_a_case_without_a_tolerance_is_checked_with_the_sum_bound(tmp_path):
     assert result.passed and "or the sum bound 2 x (27 x 2^-24 + 2^-24) x M" in result.differences
 
 
-def test_a_checked_reduce_runs_in_memory_where_its_bound_needs_the_inputs(tmp_path):
+def test_a_checked_reduce_runs_in_memory_where_its_bound_needs_the_inputs(tmp_path, monkeypatch):
+    from dmlcli.checking import comparison
+
+    streamed = []
+    original = comparison.compare_npy_files
+    monkeypatch.setattr(comparison, "compare_npy_files", lambda *a, **k: streamed.append(1) or original(*a, **k))
     rng = np.random.default_rng(8)
     x = cancelling(rng, (64, 512), 1)
-    saved(tmp_path, x=x, want=x.astype(np.float64).sum(axis=1, keepdims=True).astype(np.float32))
+    counts = rng.integers(-9, 9, (64, 512)).astype(np.int32)
+    saved(tmp_path, x=x, want=x.astype(np.float64).sum(axis=1, keepdims=True).astype(np.float32), counts=counts,
+          total=counts.sum(axis=1, keepdims=True, dtype=np.int32))
     result = invoke("run", "reduce", tmp_path / "x.npy", "--function", "sum", "--axes", "1", "-o",
                     tmp_path / "out.npy", "--check", tmp_path / "want.npy")
-    assert result.exit_code == 0 and "sum bound" in result.output, result.output
+    assert result.exit_code == 0 and "sum bound" in result.output and not streamed, result.output
+    # An integer sum is compared bit for bit: no bound, and the check streams as before.
+    result = invoke("run", "reduce", tmp_path / "counts.npy", "--function", "sum", "--axes", "1", "-o",
+                    tmp_path / "out.npy", "--check", tmp_path / "total.npy")
+    assert result.exit_code == 0 and streamed == [1], result.output
 
 
 # ---------------------------------------------------------------- a correctly rounded reference always passes
