@@ -242,6 +242,16 @@ def test_an_infinite_magnitude_bounds_nothing():
     assert not compare_arrays(outcome.output, np.float32([[1.0]]), rule).passed
 
 
+def test_a_key_of_probability_zero_leaves_the_others_their_bound():
+    x = np.float32([[0, -np.inf, 1, 2]])
+    bound = bounded_rule(outcome_of("activation_softmax", [x])).bound.values
+    assert bound[1] == 0 and (bound[[0, 2, 3]] > 0).all()
+    tensors = [np.float32([[[1, 2]]]), np.float32([[[1, 0], [0, 1]]]), np.float32([[[1, -1], [2, 3]]])]
+    outcome = outcome_of("multihead_attention", tensors + [None, None, None, None, np.int32([[[[1, 0]]]])],
+                         head_count=1, mask_type="boolean", mask_filter_value=-np.inf)
+    assert (bounded_rule(outcome).bound.values > 0).all()
+
+
 # ---------------------------------------------------------------- --tolerance rtol:R,atol:A
 
 

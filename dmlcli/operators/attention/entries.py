@@ -592,10 +592,11 @@ def _magnitude_rows(xp, given, params, found: Layout, past_lengths, queries, key
         sizes = sizes + xp.abs(shifted)  # the shift's own rounding, which exp turns into a relative error of p
         weights = xp.exp(shifted)
         weights = weights / xp.sum(weights, axis=-1, keepdims=True)
-        spread = xp.sum(weights * sizes, axis=-1, keepdims=True)  # B: {B, QH, rows, 1}
+        weighted = xp.where(weights > 0, weights * sizes, 0)  # a key of weight 0 (masked by -inf) adds nothing
+        spread = xp.sum(weighted, axis=-1, keepdims=True)  # B: {B, QH, rows, 1}
         magnitudes = xp.abs(values)
         plain = xp.matmul(weights.reshape(b, kvh, found.group * count, t), magnitudes)  # P
-        grown = xp.matmul((weights * sizes).reshape(b, kvh, found.group * count, t), magnitudes)  # A
+        grown = xp.matmul(weighted.reshape(b, kvh, found.group * count, t), magnitudes)  # A
         vhs = found.value_head_size
         total = plain.reshape(b, qh, count, vhs) * (1 + spread) + grown.reshape(b, qh, count, vhs)
     return xp.transpose(total, (0, 2, 1, 3))

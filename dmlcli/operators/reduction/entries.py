@@ -279,7 +279,9 @@ def _softmax_parts(xp, x, params):
     exponentials = xp.exp(shifted)
     total = xp.sum(exponentials, axis=axes, keepdims=True)
     probabilities = exponentials / total
-    spread = xp.sum(probabilities * xp.abs(shifted), axis=axes, keepdims=True)
+    # An element of probability 0 (-inf, or far below the maximum) adds nothing, however far its shift.
+    weighted = xp.where(probabilities > 0, probabilities * xp.abs(shifted), 0)
+    spread = xp.sum(weighted, axis=axes, keepdims=True)
     return shifted, probabilities, spread, xp.log(total)
 
 
