@@ -1,4 +1,5 @@
-"""The Python API: `run`, `validate` and `run_files`, thin over the engine (which the command line uses too).
+"""The Python API: `run`, `validate`, `check` and `run_files`, thin over the engine (which the command line uses
+too).
 
 Parameters are keyword arguments named after the operator's DESC fields in snake_case
 (`infinity_mode=`, later `scale=`, `alpha=`, ...), as `dmlcli describe OP` lists them.
@@ -63,6 +64,37 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
     if op.extra_outputs or (op.variadic is not None and op.variadic in op.outputs):
         return outcome.all_outputs  # SPLIT, TOP_K: a tuple, one array per output tensor in DESC order
     return outcome.output
+
+
+def check(op, *arrays, expected, tolerance=None, feature_level=None, broadcast=False, output_dtype=None,
+          backend="cpu", float_rules=None, allow_tf32=False, max_listed=None, **parameters):
+    """Run a call and compare its (first) output with `expected`, as `dmlcli run ... --check` does; return the
+    Comparison: `passed`, `mismatches`, `kinds`, `text()` (the verdict --check prints) and `to_json()` (its
+    --report fields).
+
+    Without `tolerance`, the operator's own rule: bit for bit for exact operators and integer outputs, else its
+    ULP figure for the call or its absolute floor, and for an operator that sums terms each element's sum bound
+    (computed from `arrays`). `tolerance` takes --tolerance's text ("rtol:1e-5,atol:1e-6" as numpy.allclose,
+    "ulp:4", "atol:1e-6", "ulp:4,atol:1e-6", "exact", "bits") or a dmlcli.checking.comparison.Rule.
+    """
+    from .checking.comparison import MAX_LISTED, Rule, compare_arrays, parse_tolerance, rule_for
+
+    override = None
+    if tolerance is not None:
+        override = tolerance if isinstance(tolerance, Rule) else parse_tolerance(tolerance, "tolerance")
+    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
+    outcome = engine.run(req, arrays, backend=backend)
+    _warn(outcome.warnings)
+    call = outcome.verdict.call
+    rule = rule_for(req.operator, outcome.output.dtype, override, call.parameters, call,
+                    inputs=None if override is not None else outcome.inputs)
+    # A list has no type of its own: it takes the output's (as a bare JSON list after --check does); an array keeps
+    # its own, which must be the output's.
+    expected = expected if isinstance(expected, np.ndarray) else np.asarray(expected, dtype=outcome.output.dtype)
+    return compare_arrays(outcome.output, expected, rule,
+                          max_listed=MAX_LISTED if max_listed is None else max_listed,
+                          d3d_flushes=not req.operator.native_encoding)
 
 
 def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_level=None, broadcast=False,

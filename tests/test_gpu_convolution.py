@@ -1,19 +1,18 @@
 """The convolution family on the GPU: CPU and GPU results side by side. Skipped without CuPy or a usable GPU.
 
 CONVOLUTION runs the same loop over filter taps on CuPy (each tap one cuBLAS GEMM through cupy.matmul), so its
-float results may differ from NumPy's BLAS in the order of the additions: they are compared within the float32
-accumulation bound (a multiple of epsilon times sum |x| |w|). CONVOLUTION_INTEGER and
-QUANTIZED_LINEAR_CONVOLUTION are exact on both (float64 sums of integers, then fixed float32 steps): bit for bit.
+float results may differ from NumPy's BLAS in the order of the additions: they are compared within the operator's
+rule for the call, whose sum bound is 2 (K u + u_out) times the convolution of |x| and |w| (+ |bias|).
+CONVOLUTION_INTEGER and QUANTIZED_LINEAR_CONVOLUTION are exact on both (float64 sums of integers, then fixed float32 steps): bit for bit.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 
 import dmlcli
+from dmlcli.checking.comparison import compare_arrays, rule_for
 from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")
@@ -27,11 +26,6 @@ def gpu_backend():
         return gpu.create()
     except BackendUnavailableError as why:
         pytest.skip(f"no usable GPU: {why}")
-
-
-def _bound(x, w, groups):
-    products = (x.shape[1] // groups) * math.prod(w.shape[2:])
-    return (products + 2) * np.finfo(np.float32).eps
 
 
 FLOAT_CALLS = [
@@ -52,18 +46,16 @@ def test_convolution_gpu_matches_cpu(gpu_backend, dtype, x_shape, w_shape, param
     rng = np.random.default_rng(sum(x_shape))
     x = rng.standard_normal(x_shape).astype(dtype)
     w = rng.standard_normal(w_shape).astype(dtype)
-    groups = parameters.get("group_count", 1)
-    channels = w_shape[1] * groups if parameters.get("direction") == "backward" else w_shape[0]
+    backward = parameters.get("direction") == "backward"
+    channels = w_shape[1] * parameters.get("group_count", 1) if backward else w_shape[0]
     extra = [rng.standard_normal((1, channels) + (1,) * (len(x_shape) - 2)).astype(dtype)] if with_bias else []
     on_cpu = dmlcli.run("convolution", x, w, *extra, backend="cpu", **parameters)
     on_gpu = dmlcli.run("convolution", x, w, *extra, backend=gpu_backend, **parameters)
     assert on_cpu.dtype == on_gpu.dtype == np.dtype(dtype) and on_cpu.shape == on_gpu.shape
-    magnitude = dmlcli.run("convolution", np.abs(x).astype(np.float32), np.abs(w).astype(np.float32),
-                           *[np.abs(e).astype(np.float32) for e in extra], backend="cpu", **parameters)
-    limit = 2 * _bound(x, w, groups) * magnitude + 1e-30
-    if dtype == "float16":
-        limit = limit + np.abs(on_cpu.astype(np.float64)) * 2.0 ** -10 + 2.0 ** -24
-    assert np.all(np.abs(on_cpu.astype(np.float64) - on_gpu.astype(np.float64)) <= limit)
+    call = dmlcli.validate("convolution", x, w, *extra, **parameters).call
+    rule = rule_for(call.operator, on_cpu.dtype, call=call, inputs=[x, w, *extra])
+    comparison = compare_arrays(on_gpu, on_cpu, rule)
+    assert comparison.passed, comparison.text()
 
 
 @pytest.mark.parametrize("activation, fields", [("relu", {}), ("elu", {"fused_alpha": 0.5}), ("sigmoid", {})])
@@ -73,7 +65,9 @@ def test_fused_activation_on_the_gpu(gpu_backend, activation, fields):
     w = rng.standard_normal((3, 4, 3, 3)).astype(np.float32)
     on_cpu = dmlcli.run("convolution", x, w, backend="cpu", fused_activation=activation, **fields)
     on_gpu = dmlcli.run("convolution", x, w, backend=gpu_backend, fused_activation=activation, **fields)
-    assert np.allclose(on_cpu, on_gpu, rtol=1e-4, atol=1e-5)
+    call = dmlcli.validate("convolution", x, w, fused_activation=activation, **fields).call
+    comparison = compare_arrays(on_gpu, on_cpu, rule_for(call.operator, on_cpu.dtype, call=call, inputs=[x, w]))
+    assert comparison.passed, comparison.text()
     if activation == "relu":
         assert (on_gpu >= 0).all() and (on_gpu == 0).any()
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dmlcli import api
-from dmlcli.checking.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import compare_arrays, rule_for
 from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")
@@ -73,8 +73,7 @@ def test_fold(dtype, spatial, params):
         assert np.array_equal(cpu_result, gpu_result)
         return
     call = api.validate("fold", columns, **options).call
-    rule = rule_for(call.operator, cpu_result.dtype, call=call)
-    assert rule.limit == math.prod(params["window_sizes"])
-    distance = ulp_distance(cpu_result, gpu_result)
-    absolute = np.abs(cpu_result.astype(np.float64) - gpu_result.astype(np.float64))
-    assert ((distance <= rule.limit) | (absolute <= rule.floor)).all()
+    rule = rule_for(call.operator, cpu_result.dtype, call=call, inputs=[columns])
+    assert rule.limit == math.prod(params["window_sizes"]) and rule.bound is not None
+    comparison = compare_arrays(gpu_result, cpu_result, rule)  # the ULP figure, the floor or the sum bound
+    assert comparison.passed, comparison.text()

@@ -1,8 +1,9 @@
 """The matrix multiplication family on the GPU: the CPU's result against the GPU's.
 
 GEMM runs through CuPy's matmul (cuBLAS sgemm, TF32 off unless the call allows it); it agrees with
-the CPU's BLAS within GEMM's tolerance (2K ULP + Alpha/Beta terms) on inputs that do not cancel, and within the
-dot-product bound K eps sum |a||b| on signed ones; it is not bit-identical (the summation orders differ). The
+the CPU's BLAS within GEMM's rule for the call: its ULP figure (2K ULP + Alpha/Beta terms), its floor, or each
+element's sum bound 2 (K u + u_out) |A||B| (signed inputs that cancel); it is not bit-identical (the summation orders
+differ). The
 integer operators (MATRIX_MULTIPLY_INTEGER, QUANTIZED_LINEAR_MATRIX_MULTIPLY, MATRIX_MULTIPLY_INTEGER_TO_FLOAT
 with 8- and 16-bit inputs) are bit-identical. A fused activation runs on the GPU as the activation's own kernel.
 With --allow-tf32 (allow_tf32=True) FLOAT32 products run on TF32 tensor cores: 2-D and batched GEMMs and
@@ -19,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import dmlcli
-from dmlcli.checking.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import compare_arrays, rule_for
 from dmlcli.cli import cli
 from dmlcli.errors import BackendUnavailableError
 
@@ -64,14 +65,13 @@ GEMM_SHAPES = [  # (A, B, C or None, parameters)
 @pytest.mark.parametrize("a_shape, b_shape, c_shape, params", GEMM_SHAPES, ids=[str(s[0]) for s in GEMM_SHAPES])
 def test_gemm_cpu_and_gpu_agree_within_the_rule(gpu, dtype, a_shape, b_shape, c_shape, params):
     rng = np.random.default_rng(11)
-    arrays = [rng.uniform(0, 1, s).astype(dtype) for s in (a_shape, b_shape, c_shape) if s is not None]
-    if params.get("alpha", 1.0) < 0:
-        params = {**params, "alpha": 1.0}  # positive data and factors: nothing cancels, ULP measure the error
+    arrays = [rng.uniform(-1, 1, s).astype(dtype) for s in (a_shape, b_shape, c_shape) if s is not None]
     cpu, gpu_result = both("gemm", *arrays, **params)
     call = _call("gemm", arrays, **params)
-    rule = rule_for(call.operator, cpu.dtype, call=call)
+    rule = rule_for(call.operator, cpu.dtype, call=call, inputs=arrays)
     assert gpu_result.dtype == cpu.dtype and gpu_result.shape == cpu.shape
-    assert ulp_distance(cpu, gpu_result).max() <= rule.limit
+    comparison = compare_arrays(gpu_result, cpu, rule)
+    assert comparison.passed, comparison.text()
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
@@ -79,10 +79,9 @@ def test_gemm_signed_inputs_agree_within_the_dot_product_bound(gpu, dtype):
     rng = np.random.default_rng(12)
     a, b = rng.uniform(-1, 1, (2, 70, 300)).astype(dtype), rng.uniform(-1, 1, (2, 300, 40)).astype(dtype)
     cpu, gpu_result = both("gemm", a, b)
-    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    eps = np.finfo(F32).eps
-    bound = 2 * 303 * eps * magnitude + (np.finfo(F16).eps * np.abs(cpu.astype(np.float64)) if dtype == F16 else 0)
-    assert np.all(np.abs(cpu.astype(np.float64) - gpu_result.astype(np.float64)) <= bound + 1e-30)
+    rule = rule_for(dmlcli.find_operator("gemm"), cpu.dtype, call=_call("gemm", [a, b]), inputs=[a, b])
+    comparison = compare_arrays(gpu_result, cpu, rule)
+    assert comparison.passed, comparison.text()
 
 
 @pytest.mark.parametrize("activation, fields", [("elu", {"fused_alpha": 0.5}), ("sigmoid", {}), ("relu", {}),
@@ -95,8 +94,11 @@ def test_gemm_fused_activation_on_the_gpu(gpu, activation, fields):
     own = dmlcli.run(f"activation_{activation}", plain, backend="gpu",
                      **{k.removeprefix("fused_"): v for k, v in fields.items()})
     assert np.array_equal(gpu_result, own)  # the activation's own GPU kernel on the GPU's product
-    # Within the product's rule (2K) + the activation's, as the rule for a fused call gives it.
-    assert np.allclose(cpu, gpu_result, rtol=2 * 64 * np.finfo(F32).eps * 4, atol=1e-6)
+    # Within the rule for a fused call: the product's and the activation's figures, or the product's sum bound
+    # carried through the activation's slope.
+    call = _call("gemm", [a, b], fused_activation=activation, **fields)
+    comparison = compare_arrays(gpu_result, cpu, rule_for(call.operator, cpu.dtype, call=call, inputs=[a, b]))
+    assert comparison.passed, comparison.text()
 
 
 def _ints(rng, dtype, shape):
@@ -175,10 +177,13 @@ def test_allow_tf32_gemm_uses_tf32_and_only_for_that_call(gpu):
     assert np.array_equal(dmlcli.run("gemm", a, b, backend="gpu"), fp32)
     fp32_error, tf32_error = np.abs(fp32 - cpu).max(), np.abs(tf32 - cpu).max()
     assert not np.array_equal(tf32, fp32) and tf32_error > 16 * fp32_error  # TF32 keeps 10 of 23 mantissa bits
-    # Each TF32 input is within 2^-10 of its FLOAT32 value (rounded or truncated), so each product within 2^-9.
-    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    bound = (2.0 ** -9 + 2 * 1024 * np.finfo(F32).eps) * magnitude
-    assert np.all(np.abs(tf32 - cpu) <= bound)
+    # Each TF32 input is within 2^-10 of its FLOAT32 value (rounded or truncated), so each product within 2^-9: the
+    # call's sum bound takes TF32's unit roundoff, 2 (K 2^-11 + 2^-24) |A||B|.
+    call = dmlcli.validate("gemm", a, b, allow_tf32=True).call
+    rule = rule_for(call.operator, F32, call=call, inputs=[a, b])
+    assert rule.bound.figures.roundoff == 2.0 ** -11
+    comparison = compare_arrays(tf32, cpu.astype(F32), rule)
+    assert comparison.passed, comparison.text()
 
 
 @pytest.mark.parametrize("op, shapes", [

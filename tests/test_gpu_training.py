@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dmlcli import api
-from dmlcli.checking.comparison import rule_for, ulp_distance
+from dmlcli.checking.comparison import compare_arrays, rule_for
 from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")
@@ -31,16 +31,16 @@ def data(shape, dtype="float32", seed=0, low=None):
     return (np.abs(values) + low if low is not None else values).astype(dtype)
 
 
-def assert_within(op, got, want, arrays, options, context=""):
-    """`got` within the operator's rule for the call of `want` (ULP or the absolute floor)."""
+def assert_within(op, got, want, arrays, options, context="", output=0):
+    """`got` within the operator's rule for the call of `want`, its output at position `output` (ULP, the absolute
+    floor, or the sum bound of the call's inputs)."""
     assert got.dtype == want.dtype and got.shape == want.shape, context
     verdict = api.validate(op, *arrays, **options)
-    rule = rule_for(verdict.call.operator, want.dtype, call=verdict.call, parameters=verdict.call.parameters)
+    rule = rule_for(verdict.call.operator, want.dtype, call=verdict.call, parameters=verdict.call.parameters,
+                    inputs=arrays, output=output)
     assert np.array_equal(np.isnan(got), np.isnan(want)), context
-    distance = np.where(np.isnan(want), 0, ulp_distance(got, want))
-    absolute = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    ok = (distance <= rule.limit) | (absolute <= rule.floor) | np.isnan(want)
-    assert ok.all(), f"{context}: {distance[~ok].max()} ULP > {rule.limit}"
+    comparison = compare_arrays(got, want, rule)
+    assert comparison.passed, f"{context}: {comparison.text()}"
 
 
 def both(op, arrays, options):
@@ -66,8 +66,8 @@ def test_normalization_training_operators_match_the_cpu(shape, per_channel, dtyp
              ("batch_normalization_training_grad", [x, dy, mean, variance, scale], {})]
     for op, arrays, options in calls:
         cpu_results, gpu_results = (_as_tuple(r) for r in both(op, arrays, options))
-        for cpu_out, gpu_out in zip(cpu_results, gpu_results):
-            assert_within(op, gpu_out, cpu_out, arrays, options, f"{op} {shape}")
+        for output, (cpu_out, gpu_out) in enumerate(zip(cpu_results, gpu_results)):
+            assert_within(op, gpu_out, cpu_out, arrays, options, f"{op} {shape}", output)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -110,8 +110,8 @@ def _grads(torch, device, forward, dy, *tensors):
     return [leaf.grad.cpu().numpy() for leaf in leaves]
 
 
-def _close(op, got, want, arrays, options, context):
-    assert_within(op, got, want.astype(got.dtype), arrays, options, context)
+def _close(op, got, want, arrays, options, context, output=0):
+    assert_within(op, got, want.astype(got.dtype), arrays, options, context, output)
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-4, atol=1e-4, err_msg=context)
 
 
@@ -129,8 +129,9 @@ def test_batch_normalization_training_grad_is_torchs(shape):
         return torch.nn.functional.batch_norm(x_, None, None, w_, b_, training=True, eps=eps)
 
     want = _grads(torch, device, forward, dy, x, scale.reshape(-1), bias.reshape(-1))
-    for name, out, expected in zip(("dx", "dscale", "dbias"), got, want):
-        _close("batch_normalization_training_grad", out, expected.reshape(out.shape), arrays, {"epsilon": 1e-3}, name)
+    for output, (name, out, expected) in enumerate(zip(("dx", "dscale", "dbias"), got, want)):
+        _close("batch_normalization_training_grad", out, expected.reshape(out.shape), arrays, {"epsilon": 1e-3}, name,
+               output)
 
 
 def test_batch_normalization_grad_is_torchs_inference_gradient():
@@ -148,8 +149,8 @@ def test_batch_normalization_grad_is_torchs_inference_gradient():
         return torch.nn.functional.batch_norm(x_, running_mean, running_var, w_, b_, training=False, eps=eps)
 
     want = _grads(torch, device, forward, dy, x, scale.reshape(-1), bias.reshape(-1))
-    for name, out, expected in zip(("dx", "dscale", "dbias"), got, want):
-        _close("batch_normalization_grad", out, expected.reshape(out.shape), arrays, {"epsilon": 1e-3}, name)
+    for output, (name, out, expected) in enumerate(zip(("dx", "dscale", "dbias"), got, want)):
+        _close("batch_normalization_grad", out, expected.reshape(out.shape), arrays, {"epsilon": 1e-3}, name, output)
 
 
 @pytest.mark.parametrize("size", [1, 3, 5])  # odd sizes: torch's window is then DirectML's (even ones differ)
@@ -187,5 +188,5 @@ def test_adam_is_torchs_step_without_epsilon(step):
     optimizer.step()
     state = optimizer.state[parameter]
     want = (parameter.detach().cpu().numpy(), state["exp_avg"].cpu().numpy(), state["exp_avg_sq"].cpu().numpy())
-    for name, out, expected in zip(("x", "m", "v"), got, want):
-        _close("adam_optimizer", out, expected, arrays, options, name)
+    for output, (name, out, expected) in enumerate(zip(("x", "m", "v"), got, want)):
+        _close("adam_optimizer", out, expected, arrays, options, name, output)

@@ -159,12 +159,14 @@ def test_report_is_written_on_a_failure_and_on_a_pass(tmp_path):
     assert document["tolerance"] == {"kind": "ulp", "limit": 1.0, "source": document["tolerance"]["source"],
                                      "text": "within 1 ULP or 1.18e-38 absolute",
                                      "atol_floor": float(np.finfo(np.float32).smallest_normal),
-                                     "floor_source": document["tolerance"]["floor_source"], "every_bit": False}
+                                     "floor_source": document["tolerance"]["floor_source"], "every_bit": False,
+                                     "rtol": None, "sum_bound": None}
     assert "smallest normal" in document["tolerance"]["floor_source"]
     assert document["difference_kinds"] == {"identical": 2, "within_tolerance": 0, "subnormal_or_zero_sign": 0,
                                             "nan_vs_number": 0, "out_of_tolerance": 0,
                                             "subnormal_or_zero_sign_d3d_accepts": 0,
-                                            "within_tolerance_by_floor_alone": 0}
+                                            "within_tolerance_by_floor_alone": 0,
+                                            "within_tolerance_by_sum_bound_alone": 0}
     assert document["max_ulp"] == 0 and document["max_abs_error"] == 0
 
 

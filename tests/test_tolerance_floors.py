@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import dmlcli
 from dmlcli import operators as table
 from dmlcli.cli import cli
-from dmlcli.checking.comparison import (BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
+from dmlcli.checking.comparison import (BY_BOUND, BY_FLOOR, D3D_ACCEPTS, IDENTICAL, NAN_VS_NUMBER, OUT, SUBNORMAL_OR_ZERO_SIGN, WITHIN,
                                EVERY_BIT, Rule, compare_arrays, parse_tolerance, rule_for)
 from dmlcli.operators.table.schema import APPROXIMATE, COMPOSITE, Tolerance, smallest_normal
 
@@ -234,7 +234,7 @@ def test_kinds_are_told_apart_and_only_nan_and_out_of_tolerance_fail():
     want = np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), 0.0, 0.0, -0.0, np.nan, 1.0], np.float32)
     comparison = compare_arrays(got, want, parse_tolerance("ulp:1"))
     assert comparison.kinds == {IDENTICAL: 1, WITHIN: 1, SUBNORMAL_OR_ZERO_SIGN: 3, NAN_VS_NUMBER: 1, OUT: 1,
-                                D3D_ACCEPTS: 1, BY_FLOOR: 0}
+                                D3D_ACCEPTS: 1, BY_FLOOR: 0, BY_BOUND: 0}
     assert comparison.mismatches == 2 and not comparison.passed
     text = comparison.text()
     assert text.splitlines()[0].startswith("FAILED: 2 of 7 elements are not within 1 ULP (28.6%)")
@@ -288,7 +288,7 @@ def test_exit_codes_by_kind_on_the_command_line(tmp_path):
     assert out.exit_code == 1
     document = json.loads(report.read_text())
     assert document["difference_kinds"] == {IDENTICAL: 0, WITHIN: 0, SUBNORMAL_OR_ZERO_SIGN: 1, NAN_VS_NUMBER: 0,
-                                            OUT: 1, D3D_ACCEPTS: 1, BY_FLOOR: 0}
+                                            OUT: 1, D3D_ACCEPTS: 1, BY_FLOOR: 0, BY_BOUND: 0}
     assert document["mismatches"] == 1 and document["first_differences"][0]["kind"] == OUT
     assert document["tolerance"]["atol_floor"] == smallest_normal("float32")
 
@@ -308,7 +308,7 @@ def test_exact_check_with_flushed_outputs_reports_them_and_passes(tmp_path):
     document = json.loads(report.read_text())
     assert document["verdict"] == "PASSED" and document["mismatches"] == 0 and document["first_differences"] == []
     assert document["difference_kinds"] == {IDENTICAL: 1, WITHIN: 0, SUBNORMAL_OR_ZERO_SIGN: 3, NAN_VS_NUMBER: 0,
-                                            OUT: 0, D3D_ACCEPTS: 2, BY_FLOOR: 0}
+                                            OUT: 0, D3D_ACCEPTS: 2, BY_FLOOR: 0, BY_BOUND: 0}
     assert document["tolerance"]["kind"] == "exact" and document["tolerance"]["every_bit"] is False
     every = tmp_path / "every.json"
     failed = invoke(*args[:-3], "--tolerance", "bits", "--report", every)

@@ -3,7 +3,9 @@
 Exact operators and integer outputs are compared bit for bit. Float outputs of operators that are
 not exact are compared within the operator's tolerance (operators/schema.py): ULP of the output
 type OR an absolute floor (an element passes when either holds), or an absolute difference; NaN
-matches NaN and equal infinities match. `--tolerance` overrides it: ulp:N, atol:X, ulp:N,atol:X,
+matches NaN and equal infinities match. An operator that sums terms has a third way to pass, its sum
+bound (bounds.py): the rounding error its sums may carry, computed for each element from the call's
+inputs. `--tolerance` overrides it: ulp:N, atol:X, ulp:N,atol:X, rtol:R,atol:A (NumPy's allclose),
 exact or bits (bit for bit with no exception: `EVERY_BIT`).
 
 Every element falls in one of the kinds of `KINDS`: identical; within tolerance; differing only by a
@@ -16,7 +18,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +27,9 @@ from ..data_types import as_bits
 from ..errors import InputError, quoted
 from ..io.npy import to_native
 from ..scalars import format_value
+
+if TYPE_CHECKING:  # annotations only: a check without a sum bound never imports bounds.py
+    from .bounds import ElementBound
 
 MAX_LISTED = 5
 
@@ -42,6 +48,8 @@ class Rule:
     # "exact" only: a flushed subnormal or a zero's sign fails too (--tolerance bits); else such an element
     # passes, as Direct3D's float rules allow a device to give it (the verdict says how many).
     every_bit: bool = False
+    # "ulp" and "atol": the call's sum bound (bounds.py), element by element: an element also passes within it.
+    bound: ElementBound | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         if self.kind == "exact":
@@ -49,8 +57,12 @@ class Rule:
         if self.kind == "allclose":
             return f"within {self.limit:g} + {self.rtol:g}*|expected|"
         if self.kind == "ulp":
-            return f"within {self.limit:g} ULP" + (f" or {self.floor:.3g} absolute" if self.floor else "")
-        return f"within {self.limit:g} absolute"
+            return (f"within {self.limit:g} ULP" + (f" or {self.floor:.3g} absolute" if self.floor else "")
+                    + self._bound_text())
+        return f"within {self.limit:g} absolute" + self._bound_text()
+
+    def _bound_text(self) -> str:
+        return f" or the sum bound {self.bound.describe()}" if self.bound is not None else ""
 
 
 EXACT = Rule("exact")
@@ -65,12 +77,18 @@ OUT = "out_of_tolerance"
 KINDS = (IDENTICAL, WITHIN, SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT)
 D3D_ACCEPTS = "subnormal_or_zero_sign_d3d_accepts"  # of those, the ones --float-rules d3d gives
 BY_FLOOR = "within_tolerance_by_floor_alone"  # of the within ones, those past the ULP limit but within the floor
-SUB_COUNTS = (D3D_ACCEPTS, BY_FLOOR)
+BY_BOUND = "within_tolerance_by_sum_bound_alone"  # of the within ones, those past the ULP limit and the floor
+SUB_COUNTS = (D3D_ACCEPTS, BY_FLOOR, BY_BOUND)
 
 
-def parse_tolerance(text: str) -> Rule:
-    """`ulp:N`, `atol:X`, both (`ulp:N,atol:X`: either may hold), `exact` or `bits` (every bit: a flushed
-    subnormal or a zero's sign fails too), as --tolerance takes it."""
+TOLERANCE_FORMS = ("ulp:N (N >= 0), atol:X (X >= 0), both as ulp:N,atol:X (either may hold), rtol:R,atol:A "
+                   "(NumPy's allclose: |got - expected| <= A + R*|expected|), exact, or bits")
+
+
+def parse_tolerance(text: str, source: str = "--tolerance") -> Rule:
+    """`ulp:N`, `atol:X`, both (`ulp:N,atol:X`: either may hold), `rtol:R,atol:A` or `rtol:R` (NumPy's allclose,
+    atol 0 when left out), `exact` or `bits` (every bit: a flushed subnormal or a zero's sign fails too), as
+    --tolerance takes it; `source` names where the text came from (messages, the rule's source)."""
     key = str(text).strip().lower()
     if key == "exact":
         return EXACT
@@ -83,18 +101,27 @@ def parse_tolerance(text: str) -> Rule:
             limit = float(number)
         except ValueError:
             limit = -1.0
-        if kind not in ("ulp", "atol") or not np.isfinite(limit) or limit < 0 or kind in limits:
-            raise InputError(f"--tolerance {quoted(text)}: expected ulp:N (N >= 0), atol:X (X >= 0), "
-                             "both as ulp:N,atol:X, exact, or bits")
+        if kind not in ("ulp", "atol", "rtol") or not np.isfinite(limit) or limit < 0 or kind in limits:
+            raise InputError(f"{source} {quoted(text)}: expected {TOLERANCE_FORMS}")
         limits[kind] = limit
+    if "rtol" in limits:
+        if "ulp" in limits:
+            raise InputError(f"{source} {quoted(text)}: rtol goes with atol (rtol:R,atol:A, NumPy's allclose), not "
+                             "with ulp")
+        return Rule("allclose", limits.get("atol", 0.0), source, rtol=limits["rtol"])
     if "ulp" in limits:
-        return Rule("ulp", limits["ulp"], "--tolerance", floor=limits.get("atol", 0.0),
-                    floor_source="--tolerance" if "atol" in limits else "")
-    return Rule("atol", limits["atol"], "--tolerance")
+        return Rule("ulp", limits["ulp"], source, floor=limits.get("atol", 0.0),
+                    floor_source=source if "atol" in limits else "")
+    return Rule("atol", limits["atol"], source)
 
 
-def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None, call=None) -> Rule:
+def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters=None, call=None,
+             inputs=None, output: int = 0) -> Rule:
     """The rule a result of `operator` in `dtype` is checked by: exact for integers and exact operators.
+
+    With the `call` and the `inputs` it was run on (the arrays, in DESC order, None for one left out), an
+    operator that sums terms gets its sum bound for the call's output at position `output` (bounds.py: one extra
+    run of the operator on the CPU). An override (--tolerance, a case's tolerance) has none.
 
     With a fused activation among the call's `parameters` (ADD1, the normalisations), the looser of the
     operator's rule and the activation's applies (the activation's alone where their kinds differ). A
@@ -134,7 +161,26 @@ def rule_for(operator, dtype: np.dtype, override: Rule | None = None, parameters
             rule = Rule(rule.kind, max(rule.limit, fused_rule.limit), f"{rule.source}; with {fused_rule.source}",
                         floor=max(rule.floor, fused_rule.floor),
                         floor_source=rule.floor_source if rule.floor >= fused_rule.floor else fused_rule.floor_source)
-    return EXACT if rule is None else rule
+    if rule is None:
+        return EXACT
+    if inputs is not None and call is not None and getattr(operator, "sum_bound", None) is not None:
+        rule = with_sum_bound(rule, call, inputs, output)
+    return rule
+
+
+def with_sum_bound(rule: Rule, call, inputs, output: int = 0) -> Rule:
+    """`rule` with the call's sum bound for its output at position `output`, where the operator has one."""
+    from .bounds import element_bound
+
+    return with_bound(rule, element_bound(call, inputs, output))
+
+
+def with_bound(rule: Rule, bound: ElementBound | None) -> Rule:
+    """`rule` with an output's sum bound (bounds.element_bounds gives every output's from one run); an exact rule
+    or an override's allclose has none."""
+    if bound is None or rule.kind not in ("ulp", "atol"):
+        return rule
+    return replace(rule, bound=bound)
 
 
 def _widened_for_tf32(rule: Rule) -> Rule:
@@ -177,7 +223,12 @@ class Comparison:
     # out: their ULP, of a value near 0, means nothing), absolute over all that differ but the flushes.
     max_ulp: float = 0.0
     max_abs: float = 0.0
-    differences: list = field(default_factory=list)  # (index, got, expected, kind) for the first few
+    # With a sum bound: the largest |got - expected| / bound over the elements that differ (flushes left out): how
+    # much of its bound the worst element used (past 1 only where the ULP figure or the floor passed it, or where it
+    # fails); None where the rule has no bound.
+    max_bound_share: float | None = None
+    # (index, got, expected, kind, Measures or None) for the first few
+    differences: list = field(default_factory=list)
     max_listed: int = MAX_LISTED
     nan_equal: bool = False  # a NaN matches any NaN: the expected side is JSON, which holds no payloads
     loose_nans: int = 0  # NaN pairs that matched although their bits differ (nan_equal)
@@ -217,6 +268,8 @@ class Comparison:
             return f"FAILED: {self.reason}"
         summary = "" if self.rule.kind == "exact" else (f"; largest error {self.max_ulp:.0f} ULP, "
                                                          f"{self.max_abs:.3g} absolute")
+        if self.max_bound_share is not None and self.max_bound_share > 0:
+            summary += f", {self.max_bound_share:.2g} of its sum bound"
         breakdown = self._breakdown()
         if self.passed:
             how = self.rule.describe()
@@ -229,10 +282,12 @@ class Comparison:
         what = "differ" if self.rule.kind == "exact" else f"are not {self.rule.describe()}"
         lines = [f"FAILED: {self.mismatches} of {self.elements} elements {what} ({100.0 * self.share:.3g}%)"
                  f"{summary}{breakdown}"]
-        for index, got, want, kind in self.differences[:self.max_listed]:
+        for index, got, want, kind, measures in self.differences[:self.max_listed]:
             position = "[" + ", ".join(str(i) for i in index) + "]"
             tag = {NAN_VS_NUMBER: " (NaN against a number)",
                    SUBNORMAL_OR_ZERO_SIGN: " (only a flushed subnormal or the sign of a zero)"}.get(kind, "")
+            if kind == OUT and measures is not None:
+                tag = f": {measures.describe(self.rule)}"
             lines.append(f"  at {position}: got {format_value(got, self.dtype, 'table')} "
                          f"({format_value(got, self.dtype, 'hex')}), expected "
                          f"{format_value(want, self.dtype, 'table')} ({format_value(want, self.dtype, 'hex')}){tag}")
@@ -253,8 +308,9 @@ class Comparison:
             return ""
         parts = [f"{k[IDENTICAL]} identical"]
         if self.rule.kind != "exact":
-            parts.append(f"{k[WITHIN]} within tolerance" +
-                         (f" ({k[BY_FLOOR]} by the absolute floor alone)" if k[BY_FLOOR] else ""))
+            alone = [f"{k[BY_FLOOR]} by the absolute floor alone"] if k[BY_FLOOR] else []
+            alone += [f"{k[BY_BOUND]} by the sum bound alone"] if k[BY_BOUND] else []
+            parts.append(f"{k[WITHIN]} within tolerance" + (f" ({', '.join(alone)})" if alone else ""))
         if k[SUBNORMAL_OR_ZERO_SIGN]:
             accepted = ", which --tolerance bits does not accept" if self.rule.every_bit else ""
             parts.append(f"{k[SUBNORMAL_OR_ZERO_SIGN]} only by a flushed subnormal or the sign of a zero "
@@ -287,21 +343,26 @@ class Comparison:
                           "text": self.rule.describe(),
                           "atol_floor": self.rule.floor if self.rule.kind == "ulp" else None,
                           "floor_source": (self.rule.floor_source or None) if self.rule.kind == "ulp" else None,
-                          "every_bit": self.rule.every_bit},
+                          "every_bit": self.rule.every_bit,
+                          "rtol": self.rule.rtol if self.rule.kind == "allclose" else None,
+                          "sum_bound": self.rule.bound.figures.to_json() if self.rule.bound is not None else None},
             "nan_payloads_compared": (not self.nan_equal) if self.dtype.kind == "f" else None,
             "difference_kinds": dict(self.kinds) if self.reason is None else None,
         }
         if self.rule.kind != "exact":
             report["max_ulp"] = self.max_ulp
             report["max_abs_error"] = self.max_abs if math.isfinite(self.max_abs) else "inf"
+            report["max_sum_bound_share"] = self.max_bound_share
         first = []
-        for index, got, want, kind in self.differences[:self.max_listed]:
+        for index, got, want, kind, measures in self.differences[:self.max_listed]:
             entry = {"index": list(index), "expected": json.loads(format_json_value(want, self.dtype)),
                      "got": json.loads(format_json_value(got, self.dtype))}
             if self.dtype.kind == "f":
                 entry["expected_bits"] = format_value(want, self.dtype, "hex")
                 entry["got_bits"] = format_value(got, self.dtype, "hex")
                 entry["kind"] = kind
+                if measures is not None:
+                    entry["failed"] = measures.to_json(self.rule)
             first.append(entry)
         report["first_differences"] = first
         return report
@@ -322,7 +383,11 @@ class Tally:
         if c.dtype.kind == "f":
             c.nans_compared += int(np.count_nonzero(np.isnan(result) & np.isnan(expected)))
         got, want = result[positions], expected[positions]
-        kinds, ulps, absolute = classify(got, want, c.rule, nan_equal=c.nan_equal, d3d_flushes=c.d3d_flushes)
+        allowed = None
+        if c.rule.bound is not None and c.rule.kind != "exact":
+            allowed = c.rule.bound.allowed(start + positions, want.astype(np.float64))
+        kinds, ulps, absolute = classify(got, want, c.rule, nan_equal=c.nan_equal, d3d_flushes=c.d3d_flushes,
+                                         bound=allowed)
         if c.nan_equal and c.rule.kind == "exact":
             c.loose_nans += int(np.count_nonzero(kinds[IDENTICAL]))  # NaN pairs whose bits differ
         c.kinds[IDENTICAL] += result.size - positions.size
@@ -332,7 +397,9 @@ class Tally:
             measured = ~(kinds[IDENTICAL] | kinds[SUBNORMAL_OR_ZERO_SIGN])  # a flush is no error of the formula
             if measured.any():
                 c.max_abs = max(c.max_abs, float(absolute[measured].max()))
-            measured &= ~kinds[BY_FLOOR]
+            if allowed is not None:
+                c.max_bound_share = max(c.max_bound_share or 0.0, _largest_share(absolute, allowed, measured))
+            measured &= ~(kinds[BY_FLOOR] | kinds[BY_BOUND])
             if measured.any():
                 c.max_ulp = max(c.max_ulp, float(ulps[measured].max()))
         differ = kinds[NAN_VS_NUMBER] | kinds[OUT]
@@ -344,8 +411,54 @@ class Tally:
                 position = int(positions[at])
                 index = tuple(int(i) for i in np.unravel_index(start + position, c.shape)) if c.shape else ()
                 kind = next(k for k in (SUBNORMAL_OR_ZERO_SIGN, NAN_VS_NUMBER, OUT) if kinds[k][at])
-                c.differences.append((index, result[position], expected[position], kind))
+                # An element out of tolerance says which figures it is past (a NaN or a flush says its kind).
+                measures = None if ulps is None or kind != OUT else Measures(
+                    float(ulps[at]), float(absolute[at]), None if allowed is None else float(allowed[at]))
+                c.differences.append((index, result[position], expected[position], kind, measures))
         c.mismatches += count
+
+
+def _largest_share(absolute: np.ndarray, allowed: np.ndarray, measured: np.ndarray) -> float:
+    """The largest |got - expected| / bound over the `measured` elements (an element with no bound: left out)."""
+    with np.errstate(all="ignore"):
+        share = np.where(measured & (allowed > 0), absolute / np.where(allowed > 0, allowed, 1.0), 0.0)
+    finite = share[np.isfinite(share)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+@dataclass(frozen=True)
+class Measures:
+    """What a differing element was measured by: its ULP distance, its absolute error and its sum bound (None
+    without one), so that a failing element says which figure it is past."""
+
+    ulps: float
+    absolute: float
+    bound: float | None
+
+    def describe(self, rule: Rule) -> str:
+        """'1.2e-05 off (17553 ULP): past 54 ULP, the floor 9.54e-07 and its sum bound 3.1e-06'."""
+        off = f"{self.absolute:.3g} off ({self.ulps:.0f} ULP)"
+        if rule.kind == "allclose":
+            return f"{off}: past {rule.limit:g} + {rule.rtol:g}*|expected|"
+        if rule.kind == "atol":
+            past = [f"{rule.limit:g} absolute"]
+        else:
+            past = [f"{rule.limit:g} ULP"] + ([f"the floor {rule.floor:.3g}"] if rule.floor else [])
+        if self.bound is not None:
+            past.append(f"its sum bound {self.bound:.3g}")
+        return f"{off}: past " + (past[0] if len(past) == 1 else ", ".join(past[:-1]) + " and " + past[-1])
+
+    def to_json(self, rule: Rule) -> dict:
+        """The element's measures and the figures it is past, in the --report file."""
+        found = {"ulp": self.ulps, "abs_error": self.absolute if math.isfinite(self.absolute) else "inf"}
+        if rule.kind == "ulp":
+            found.update(ulp_limit=rule.limit, atol_floor=rule.floor)
+        elif rule.kind == "atol":
+            found.update(atol=rule.limit)
+        else:
+            found.update(atol=rule.limit, rtol=rule.rtol)
+        found["sum_bound"] = self.bound
+        return found
 
 
 def compare_arrays(result: np.ndarray, expected: np.ndarray, rule: Rule = EXACT, *, nan_equal: bool = False,
@@ -391,8 +504,10 @@ def compare_npy_files(result_path, expected_path, rule: Rule = EXACT, *, chunk_b
 
 
 def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal: bool = False,
-             d3d_flushes: bool = True):
+             d3d_flushes: bool = True, bound: np.ndarray | None = None):
     """({kind: mask} over `KINDS` and `SUB_COUNTS`, ULP distances, absolute errors) elementwise.
+
+    `bound`: each element's sum bound (absolute), a third way to be within a "ulp" or "atol" rule.
 
     The two measures are None for the exact rule. NaN matches NaN under a tolerance (and bit for bit
     where `nan_equal`), never a number however close its bits. A zero against a subnormal, or +0
@@ -403,7 +518,7 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
     none = np.zeros(result.shape, bool)
     if result.dtype.kind != "f":
         return {IDENTICAL: bits_equal, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: none, NAN_VS_NUMBER: none,
-                OUT: ~bits_equal, D3D_ACCEPTS: none, BY_FLOOR: none}, None, None
+                OUT: ~bits_equal, D3D_ACCEPTS: none, BY_FLOOR: none, BY_BOUND: none}, None, None
     nan_got, nan_want = np.isnan(result), np.isnan(expected)
     both_nan = nan_got & nan_want
     identical = bits_equal | (both_nan if (nan_equal or rule.kind != "exact") else False)
@@ -418,7 +533,7 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
     rest = ~identical & ~flush & ~one_nan
     if rule.kind == "exact":
         return {IDENTICAL: identical, WITHIN: none, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
-                OUT: rest, D3D_ACCEPTS: d3d, BY_FLOOR: none}, None, None
+                OUT: rest, D3D_ACCEPTS: d3d, BY_FLOOR: none, BY_BOUND: none}, None, None
     with np.errstate(all="ignore"):
         wide = result.astype(np.float64), expected.astype(np.float64)
         absolute = np.where(identical, 0.0, np.abs(wide[0] - wide[1]))
@@ -430,7 +545,11 @@ def classify(result: np.ndarray, expected: np.ndarray, rule: Rule, *, nan_equal:
             inside = (ulps <= rule.limit) | (absolute <= rule.floor)
         else:
             inside = absolute <= rule.limit
+        beyond = none
+        if bound is not None and rule.kind != "allclose":
+            beyond = ~inside & (absolute <= bound)
+            inside = inside | beyond
     within = rest & inside
-    by_floor = within & (ulps > rule.limit) if rule.kind == "ulp" else none
+    by_floor = within & (ulps > rule.limit) & (absolute <= rule.floor) if rule.kind == "ulp" else none
     return {IDENTICAL: identical, WITHIN: within, SUBNORMAL_OR_ZERO_SIGN: flush, NAN_VS_NUMBER: one_nan,
-            OUT: rest & ~inside, D3D_ACCEPTS: d3d, BY_FLOOR: by_floor}, ulps, absolute
+            OUT: rest & ~inside, D3D_ACCEPTS: d3d, BY_FLOOR: by_floor, BY_BOUND: within & beyond}, ulps, absolute

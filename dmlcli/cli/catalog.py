@@ -26,8 +26,28 @@ def exactness_summary(op) -> str:
 
     if op.exactness == EXACT:
         return "exact (bit for bit on every backend); integer results are always exact"
-    return (f"{op.exactness} for float outputs, checked within {op.tolerance.describe()}; "
-            "integer results are exact")
+    bound = f". Sum bound: {op.sum_bound.describe(op.tf32_products)}" if op.sum_bound is not None else ""
+    return (f"{op.exactness} for float outputs, checked within {op.tolerance.describe(op.tolerance_scale is not None)}"
+            f"{bound}; integer results are exact")
+
+
+def check_summary(call) -> str:
+    """The rule --check uses for a call's first output, with the figures of this call (validate prints it)."""
+    from ..checking.bounds import bound_figures
+    from ..checking.comparison import rule_for
+
+    dtype = call.output.data_type.numpy_dtype
+    rule = rule_for(call.operator, dtype, None, call.parameters, call)
+    text = f"--check compares {call.output.name} {rule.describe()}"
+    own = call.operator.tolerance
+    if rule.kind == "ulp" and own is not None and call.operator.tolerance_scale is not None:
+        text += f" ({own.for_dtype(dtype):g} ULP times this call's count, {call.operator.tolerance_scale(call)})"
+    figures = bound_figures(call)
+    if figures is not None:
+        text += (f", or within each element's sum bound {figures.describe()}: K = {figures.terms}, u = "
+                 f"{figures.roundoff:.3g}, u_out = {figures.output_roundoff:.3g}, M from the inputs "
+                 f"({call.operator.sum_bound.magnitude_text})")
+    return text
 
 
 def tf32_summary(op) -> str:
@@ -38,8 +58,9 @@ def tf32_summary(op) -> str:
         return (f"--allow-tf32 ({TF32_FLAG}) changes nothing for {op.name}: no FLOAT32 matrix products (the flag "
                 "only allows)")
     return (f"--allow-tf32 ({TF32_FLAG}): FLOAT32 matrix products on the GPU may run on TF32 tensor cores, and "
-            f"FLOAT32 results are then checked within {op.tolerance.describe_tf32()}; the CPU's result and FLOAT16 "
-            "calls do not change")
+            f"FLOAT32 results are then checked within {op.tolerance.describe_tf32(op.tolerance_scale is not None)}"
+            + ("; a sum bound takes TF32's unit roundoff, 2^-11" if op.sum_bound is not None else "")
+            + "; the CPU's result and FLOAT16 calls do not change")
 
 
 def optional_tensors_summary(op) -> str:

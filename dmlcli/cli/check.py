@@ -176,3 +176,39 @@ def write_report(report: str, comparison, outcome) -> None:
     document.update(dmlcli_version=found["dmlcli"], numpy_version=found["numpy"])
     text = json.dumps(document, indent=2) + "\n"
     write_atomically(Path(report), lambda handle: handle.write(text.encode("utf-8")))
+
+
+def bound_needs_inputs(req, sources, dtype, override) -> bool:
+    """Whether the check of this call needs its inputs whole: a sum bound for its first output (an operator that sums
+    terms, a float output, terms to sum), and no --tolerance. The call is planned from the inputs' headers."""
+    if override is not None or req.operator.sum_bound is None:
+        return False
+    from ..checking.bounds import bound_figures
+    from ..engine import plan_sources
+
+    return bound_figures(plan_sources(req, sources, dtype).call) is not None
+
+
+def inputs_for_bound(outcome, sources, dtype, override):
+    """The input arrays a sum bound is computed from (None where the check needs none: --tolerance given, or an
+    operator without one). A run in memory recorded them; a run on Dask did not, and they are read here (the
+    magnitude run needs them whole, as the operator's own run on one machine would)."""
+    call = outcome.verdict.call
+    if override is not None or call.operator.sum_bound is None:
+        return None
+    if outcome.inputs:
+        return outcome.inputs
+    import numpy as np
+
+    from ..engine import read_sources
+    from ..io.zarr_names import is_zarr_source
+
+    arrays = []
+    for position, source in enumerate(sources):
+        if is_zarr_source(source):
+            from ..io.zarr_store import open_input
+
+            arrays.append(np.asarray(open_input(source, label=f"input {position + 1}", dtype=dtype)[...]))
+        else:
+            arrays.extend(read_sources([source], dtype, operator=call.operator))
+    return arrays

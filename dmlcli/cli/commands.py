@@ -56,12 +56,14 @@ def _declared_dtype(text):
 @click.option("--check", "expected", metavar="EXPECTED", default=None, shell_complete=complete_path,
               help="Compare the result with EXPECTED (.npy, .json or inline JSON): bit for bit for exact operators "
                    "and integer outputs, else within the operator's tolerance (see describe: ULP or an absolute "
-                   "floor); exit 1 for a NaN against a number or an element out of tolerance. An element that "
-                   "differs only by a flushed subnormal or the sign of a zero passes, and the verdict counts it.")
+                   "floor, and for an operator that sums terms each element's sum bound, K x u x the sum of the "
+                   "terms' magnitudes); exit 1 for a NaN against a number or an element out of tolerance. An "
+                   "element that differs only by a flushed subnormal or the sign of a zero passes, and the verdict "
+                   "counts it.")
 @click.option("--tolerance", metavar="RULE", default=None,
               help="Override the tolerance of --check for float outputs: ulp:N, atol:X, ulp:N,atol:X (either may "
-                   "hold), exact, or bits (bit for bit with no exception: a flushed subnormal or a zero's sign "
-                   "fails too).")
+                   "hold), rtol:R,atol:A (numpy.allclose: |got - expected| <= A + R*|expected|), exact, or bits "
+                   "(bit for bit with no exception: a flushed subnormal or a zero's sign fails too).")
 @max_diffs_option
 @report_option
 @backend_option
@@ -89,6 +91,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
       dmlcli run bit_xor a.zarr b.zarr -o out.zarr --workers 4
       dmlcli run fill_value_sequence --output-shape 2,3 --output-dtype int32 --value-start 5 --value-delta -1
       dmlcli run gemm a.npy b.npy --backend gpu --allow-tf32 --check expected.npy
+      dmlcli run convolution x.npy w.npy --check ref.npy --tolerance rtol:1e-5,atol:1e-6
     """
     from ..engine import run_sources
     from ..display.progress import progress_bar_factory
@@ -119,8 +122,10 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
 
         override = parse_tolerance(tolerance)
     expected_array = []
-    # --save-case needs the inputs and the result in memory, so a checked run with it does not stream.
-    streamed_check = save_case is None and checking.streams_with_check(inputs, output, expected, output_format)
+    # --save-case needs the inputs and the result in memory, so a checked run with it does not stream; nor does the
+    # check of an operator that sums terms by its own rule: its sum bound is computed from the inputs.
+    streamed_check = (save_case is None and checking.streams_with_check(inputs, output, expected, output_format)
+                      and not checking.bound_needs_inputs(req, inputs, _declared_dtype(dtype), override))
     if streamed_check:
         checking.check_expected_header(expected)
 
@@ -148,7 +153,10 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
 
         listed = MAX_LISTED if max_diffs is None else max_diffs
         out_dtype = outcome.verdict.call.output.data_type.numpy_dtype
-        rule = rule_for(req.operator, out_dtype, override, outcome.verdict.call.parameters, outcome.verdict.call)
+        call = outcome.verdict.call
+        declared = _declared_dtype(dtype)
+        arrays = None if streamed_check else checking.inputs_for_bound(outcome, inputs, declared, override)
+        rule = rule_for(req.operator, out_dtype, override, call.parameters, call, inputs=arrays)
         flushes = not req.operator.native_encoding  # --float-rules d3d leaves bit-pattern operators alone
         if streamed_check:  # both files chunk by chunk, in constant memory, as the run itself streamed
             from ..engine.streaming import chunk_bytes_from_environment
@@ -235,9 +243,10 @@ def validate(operator, inputs, dtype, output_format, **arguments):
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")
-    from .catalog import exactness_summary
+    from .catalog import check_summary, exactness_summary
 
     click.echo(f"result: {exactness_summary(req.operator)}")
+    click.echo(f"check: {check_summary(verdict.call)}")
 
 
 @cli.command(epilog=exit_codes_help(0, 2, 3, 4, 5))

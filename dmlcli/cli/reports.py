@@ -82,7 +82,11 @@ def operator_details(op: Operator) -> dict:
                      # A "ulp" tolerance's absolute floors (an element passes within either) and their reason.
                      "atol_floor": ({"float32": op.tolerance.floor_for("float32"),
                                      "float16": op.tolerance.floor_for("float16")} if ulp else None),
-                     "floor_source": op.tolerance.floor_reason}
+                     "floor_source": op.tolerance.floor_reason,
+                     # Added with the sum bounds (issue 31): whether the figure is multiplied by a count of each call
+                     # (validate gives a call's), and the per-element bound of an operator that sums terms.
+                     "scaled_by_call": op.tolerance_scale is not None,
+                     "sum_bound": _sum_bound_record(op)}
     return {
         **operator_record(op),
         "enum_value": op.enum_value,
@@ -112,6 +116,34 @@ def operator_details(op: Operator) -> dict:
     }
 
 
+def _sum_bound_record(op: Operator) -> dict | None:
+    """describe's structured form of the sum bound: the rule 2 x (K x u + u_out) x M and what K and M are."""
+    if op.sum_bound is None:
+        return None
+    from ..operators.table.schema import BOUND_MULTIPLE, FLOAT32_ROUNDOFF, TF32_ROUNDOFF
+
+    return {"rule": "|got - expected| <= multiple * (terms * roundoff + output_roundoff) * magnitude",
+            "multiple": BOUND_MULTIPLE, "terms": op.sum_bound.terms_text, "magnitude": op.sum_bound.magnitude_text,
+            "roundoff": {"float32": FLOAT32_ROUNDOFF, "float16": FLOAT32_ROUNDOFF,
+                         "tf32": TF32_ROUNDOFF if op.tf32_products else None},
+            "output_roundoff": {"float32": 2.0 ** -24, "float16": 2.0 ** -11},
+            "text": op.sum_bound.describe(op.tf32_products)}
+
+
+def check_record(call) -> dict:
+    """validate's structured form of the rule --check uses for the call's first output, with this call's figures."""
+    from ..checking.bounds import bound_figures
+    from ..checking.comparison import rule_for
+
+    rule = rule_for(call.operator, call.output.data_type.numpy_dtype, None, call.parameters, call)
+    figures = bound_figures(call)
+    return {"output": call.output.name, "kind": rule.kind,
+            "ulp_limit": rule.limit if rule.kind == "ulp" else None,
+            "atol": rule.limit if rule.kind == "atol" else None,
+            "atol_floor": rule.floor if rule.kind == "ulp" else None,
+            "sum_bound": None if figures is None else figures.to_json(), "text": rule.describe()}
+
+
 def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None, error=None) -> dict:
     """The verdict of `dmlcli validate`: ok with the tensors, or rejected with the broken rule."""
     from ..errors import EXIT_OK
@@ -119,14 +151,14 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
     if error is not None:
         return {"verdict": "rejected", "operator": op.dml_name, "feature_level": feature_level.name,
                 "lowest_feature_level": _level(getattr(error, "lowest_feature_level", None)),
-                "message": str(error), "exit_code": error.exit_code, "tensors": None}
+                "message": str(error), "exit_code": error.exit_code, "tensors": None, "check": None}
     tensors = {name: {"data_type": t.data_type.name, "shape": list(t.shape)}
                for name, t in verdict.call.tensors.items()}
     described = ", ".join(t.describe() for t in verdict.call.tensors.values())
     return {"verdict": "ok", "operator": op.dml_name, "feature_level": verdict.feature_level.name,
             "lowest_feature_level": _level(verdict.lowest_feature_level),
             "message": f"valid: {op.name} accepts {described} at {verdict.feature_level}",
-            "exit_code": EXIT_OK, "tensors": tensors}
+            "exit_code": EXIT_OK, "tensors": tensors, "check": check_record(verdict.call)}
 
 
 def backends_report() -> dict:

@@ -303,13 +303,20 @@ def _number(value, where: str, key: str) -> float:
 
 def _tolerance(value, where: str) -> Rule | None:
     """{"exact": true}, {"bits": true} (every bit, as --tolerance bits), {"rtol": R, "atol": A} (NumPy's allclose),
-    {"ulp": N}, {"atol": A} or {"ulp": N, "atol": A} (either may hold, as --tolerance ulp:N,atol:X); absent or
-    null: the operator's own rule."""
+    {"ulp": N}, {"atol": A} or {"ulp": N, "atol": A} (either may hold, as --tolerance ulp:N,atol:X), or the same
+    as --tolerance's text ("rtol:1e-5,atol:1e-6"); absent or null: the operator's own rule."""
     if value is None:
         return None
+    if isinstance(value, str):
+        from ..checking.comparison import parse_tolerance
+
+        try:
+            return parse_tolerance(value, "the case's tolerance")
+        except InputError as error:
+            raise CaseError(f"{where}: {error}") from None
     if not isinstance(value, dict) or not value:
         raise CaseError(f"{where}: \"tolerance\" must be an object: {{\"exact\": true}}, {{\"rtol\": R, \"atol\": A}} "
-                        "or {\"ulp\": N}")
+                        "or {\"ulp\": N}, or --tolerance's text (\"rtol:R,atol:A\")")
     keys = set(value)
     if keys == {"exact"} and value["exact"] is True:
         return EXACT

@@ -28,7 +28,7 @@ from ...data_types import FLOATS, INT32
 from ...feature_levels import level
 from ...records import Frozen
 from ..table.parameters import EnumParameter, FloatParameter, IntegerParameter
-from ..table.schema import APPROXIMATE, Operator, Tolerance, rows
+from ..table.schema import APPROXIMATE, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "attention"
@@ -344,8 +344,9 @@ def attention_shape(query: ShapeQuery) -> dict:
 # ---------------------------------------------------------------- the kernel (NumPy or CuPy)
 
 
-def _as_float32(xp, array):
-    return xp.asarray(array).astype(np.float32)
+def _as_float32(xp, array, dtype=np.float32):
+    """An input in the computation's type: FLOAT32 (FLOAT16 widened exactly), or float64 for the sum bound's run."""
+    return xp.asarray(array).astype(dtype)
 
 
 def _heads_major(xp, rows_by_hidden, batch: int, length: int, heads: int, size: int):
@@ -353,29 +354,29 @@ def _heads_major(xp, rows_by_hidden, batch: int, length: int, heads: int, size: 
     return xp.transpose(rows_by_hidden.reshape(batch, length, heads, size), (0, 2, 1, 3))
 
 
-def _projections(xp, given: Mapping[str, object], found: Layout):
-    """The queries {B, QH, S, hs}, keys {B, KVH, kv, hs} and values {B, KVH, kv, vhs} of this call, in FLOAT32 with
-    BiasTensor added (None for keys and values that come from the past alone)."""
+def _projections(xp, given: Mapping[str, object], found: Layout, dtype=np.float32):
+    """The queries {B, QH, S, hs}, keys {B, KVH, kv, hs} and values {B, KVH, kv, vhs} of this call, in FLOAT32 (or
+    `dtype`) with BiasTensor added (None for keys and values that come from the past alone)."""
     b, s, kv = found.batch, found.sequence, found.kv_sequence
     qh, kvh, hs, vhs = found.query_heads, found.kv_heads, found.head_size, found.value_head_size
-    stacked = {name: _as_float32(xp, given[name]) for name in _STACKS if name in given}
+    stacked = {name: _as_float32(xp, given[name], dtype) for name in _STACKS if name in given}
     if found.query_from == "QueryTensor":
-        queries = _as_float32(xp, given["QueryTensor"]).reshape(b, s, qh * hs)
+        queries = _as_float32(xp, given["QueryTensor"], dtype).reshape(b, s, qh * hs)
     else:
         queries = stacked[found.query_from][:, :, :, 0, :].reshape(b, s, qh * hs)
     keys = values = None
     if found.key_from == "KeyTensor":
-        keys = _as_float32(xp, given["KeyTensor"]).reshape(b, kv, kvh * hs)
+        keys = _as_float32(xp, given["KeyTensor"], dtype).reshape(b, kv, kvh * hs)
     elif found.key_from is not None:
         position = 0 if found.key_from == "StackedKeyValueTensor" else 1
         keys = stacked[found.key_from][:, :, :, position, :].reshape(b, kv, kvh * hs)
     if found.value_from == "ValueTensor":
-        values = _as_float32(xp, given["ValueTensor"]).reshape(b, kv, kvh * vhs)
+        values = _as_float32(xp, given["ValueTensor"], dtype).reshape(b, kv, kvh * vhs)
     elif found.value_from is not None:
         position = 1 if found.value_from == "StackedKeyValueTensor" else 2
         values = stacked[found.value_from][:, :, :, position, :].reshape(b, kv, kvh * vhs)
     if "BiasTensor" in given:
-        bias = _as_float32(xp, given["BiasTensor"]).reshape(-1)
+        bias = _as_float32(xp, given["BiasTensor"], dtype).reshape(-1)
         queries = queries + bias[:qh * hs]
         if keys is not None:
             keys = keys + bias[qh * hs:(qh + kvh) * hs]
@@ -387,24 +388,24 @@ def _projections(xp, given: Mapping[str, object], found: Layout):
     return queries, keys, values
 
 
-def _with_past(xp, past, new, found: Layout, past_lengths):
+def _with_past(xp, past, new, found: Layout, past_lengths, dtype=np.float32):
     """The present: the past rows then this call's rows, {B, KVH, past + kv, size}. With past lengths
     (MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor), batch entry b keeps its first past_lengths[b] past rows and
     puts this call's rows right after them; the rows after those hold zeros."""
     batch, heads, size = found.batch, found.kv_heads, (past if past is not None else new).shape[-1]
     if past is None:
-        past = xp.zeros((batch, heads, 0, size), np.float32)
+        past = xp.zeros((batch, heads, 0, size), dtype)
     else:
-        past = _as_float32(xp, past).reshape(batch, heads, found.past, size)
+        past = _as_float32(xp, past, dtype).reshape(batch, heads, found.past, size)
     if new is None:
-        new = xp.zeros((batch, heads, 0, size), np.float32)
+        new = xp.zeros((batch, heads, 0, size), dtype)
     joined = xp.concatenate([past, new], axis=2)
     if past_lengths is None:
         return joined
     position = xp.arange(found.total)[None, :]  # {1, T}
     start = past_lengths[:, None]  # {B, 1}: where this call's rows go
     from_past = (position < start)[:, None, :, None]
-    kept = xp.where(from_past, joined, np.float32(0))
+    kept = xp.where(from_past, joined, np.dtype(dtype).type(0))
     if found.kv_sequence == 0:
         return kept
     from_new = ((position >= start) & (position < start + found.kv_sequence))[:, None, :, None]
@@ -531,6 +532,76 @@ def _attend_rows(xp, given, params, found: Layout, past_lengths, queries, keys, 
     return xp.transpose(attended.reshape(b, qh, count, found.value_head_size), (0, 2, 1, 3))
 
 
+# ---------------------------------------------------------------- the sum bound (checking/bounds.py)
+
+
+def attention_terms(call) -> int:
+    """K of the attention's sum bound: headSize + T + 4 for T = pastSequenceLength + keyValueSequenceLength keys
+    (the terms of a score, those of the product with Value, and the softmax's few roundings)."""
+    shapes = {name: tensor.shape for name, tensor in call.tensors.items() if name in call.operator.inputs}
+    found = layout(shapes, call.parameters)
+    return {"OutputTensor": found.head_size + found.total + 4}
+
+
+def attention_magnitude(names: tuple[str, ...]):
+    """M of an entry whose inputs are `names`: for each output element (query row i, value column v),
+    P (1 + B) + A with P = sum_j p_ij |v_j|, A = sum_j p_ij S_ij |v_j| and B = sum_j p_ij S_ij, in float64: p the
+    softmax of the scores, S_ij the magnitude of score ij (|Scale| x |q_i| . |k_j| + |RelativePositionBias| +
+    |MaskFilterValue| where masked + |s_ij - max_j s_ij|). A score's rounding error, about headSize x u x S_ij,
+    moves p_ij by p_ij times it (the softmax turns the scores' absolute errors into the probabilities' relative
+    ones), and the output by p_ij |v_j| times it: where the scores are large (unscaled) that is far past the
+    output's own ULP. The present key and value outputs are copies: no bound."""
+    def magnitude(xp, inputs, outputs, params):
+        given = {name: array for name, array in zip(names, inputs) if array is not None}
+        found = layout({name: tuple(array.shape) for name, array in given.items()}, params)
+        past_lengths = _past_lengths(xp, given, found)
+        queries, keys, values = _projections(xp, given, found, np.float64)
+        keys = _with_past(xp, given.get("PastKeyTensor"), keys, found, past_lengths, np.float64)
+        values = _with_past(xp, given.get("PastValueTensor"), values, found, past_lengths, np.float64)
+        b, qh, s = found.batch, found.query_heads, found.sequence
+        block = max(1, SCORE_BUDGET_BYTES // (6 * 8 * b * qh * max(found.total, 1)))
+        found_magnitude = xp.empty((b, s, qh, found.value_head_size), np.float64)
+        for first in range(0, s, block):
+            rows = range(first, min(first + block, s))
+            found_magnitude[:, rows.start:rows.stop] = _magnitude_rows(xp, given, params, found, past_lengths,
+                                                                       queries, keys, values, rows)
+        return found_magnitude.reshape(outputs[0].shape), None, None
+
+    return magnitude
+
+
+def _magnitude_rows(xp, given, params, found: Layout, past_lengths, queries, keys, values, rows: range):
+    """The magnitudes of the query rows `rows`: {B, rows, QH, vhs} in float64."""
+    b, qh, kvh, t, count = found.batch, found.query_heads, found.kv_heads, found.total, len(rows)
+    grouped = queries[:, :, rows.start:rows.stop].reshape(b, kvh, found.group * count, found.head_size)
+    scale = float(params["Scale"])
+    scores = xp.matmul(grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, count, t) * scale
+    sizes = xp.matmul(xp.abs(grouped), xp.swapaxes(xp.abs(keys), 2, 3)).reshape(b, qh, count, t) * abs(scale)
+    if "RelativePositionBiasTensor" in given:
+        bias = _query_rows(_as_float32(xp, given["RelativePositionBiasTensor"], np.float64).reshape(
+            given["RelativePositionBiasTensor"].shape[-4:]), found, rows)
+        scores = scores + bias
+        sizes = sizes + xp.abs(bias)
+    masked = masked_positions(xp, given, params, found, past_lengths, rows)
+    if masked is not None:
+        filter_value = float(params["MaskFilterValue"])
+        scores = xp.where(masked, scores + filter_value, scores)
+        sizes = xp.where(masked, sizes + abs(filter_value), sizes)
+    with np.errstate(invalid="ignore", over="ignore"):
+        shifted = scores - xp.max(scores, axis=-1, keepdims=True)
+        sizes = sizes + xp.abs(shifted)  # the shift's own rounding, which exp turns into a relative error of p
+        weights = xp.exp(shifted)
+        weights = weights / xp.sum(weights, axis=-1, keepdims=True)
+        weighted = xp.where(weights > 0, weights * sizes, 0)  # a key of weight 0 (masked by -inf) adds nothing
+        spread = xp.sum(weighted, axis=-1, keepdims=True)  # B: {B, QH, rows, 1}
+        magnitudes = xp.abs(values)
+        plain = xp.matmul(weights.reshape(b, kvh, found.group * count, t), magnitudes)  # P
+        grown = xp.matmul(weighted.reshape(b, kvh, found.group * count, t), magnitudes)  # A
+        vhs = found.value_head_size
+        total = plain.reshape(b, qh, count, vhs) * (1 + spread) + grown.reshape(b, qh, count, vhs)
+    return xp.transpose(total, (0, 2, 1, 3))
+
+
 # ---------------------------------------------------------------- tolerance
 
 
@@ -640,6 +711,14 @@ def _entry(name: str, enum_value: int, introduced: str, inputs: tuple[str, ...],
         parameters=(SCALE, MASK_FILTER_VALUE) + heads + (MASK_TYPE,), shape_rule=attention_shape,
         array_kernel=attention_kernel(inputs), exactness=APPROXIMATE, tolerance=_TOLERANCE,
         tolerance_scale=attention_tolerance_scale, tf32_products=True,
+        sum_bound=SumBound(
+            attention_terms, "headSize + T + 4, T = pastSequenceLength + keyValueSequenceLength keys (OutputTensor; "
+                             "the present keys and values are copies, without a bound)",
+            "P (1 + B) + A in float64, P = sum_j p_ij |v_j|, A = sum_j p_ij S_ij |v_j|, B = sum_j p_ij S_ij: p the "
+            "softmax of the scores and S_ij the magnitude of score ij (|Scale| x |q_i| . |k_j| + "
+            "|RelativePositionBias| + |MaskFilterValue| where masked + |s_ij - max_j s_ij|), since the softmax turns "
+            "the scores' absolute rounding errors into relative errors of the probabilities",
+            magnitude=attention_magnitude(inputs)),
         optional_inputs=tuple((tensor, "OutputTensor") for tensor in inputs), optional_since=level(introduced),
         optional_outputs=_OUTPUTS[1:], notes=_NOTES + notes,
     )

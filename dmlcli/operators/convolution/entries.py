@@ -35,7 +35,7 @@ import numpy as np
 from ...data_types import FLOAT32, FLOATS, INT8, INT32, UINT8
 from ..elementwise.activation import FUSABLE
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
-from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, Operator, Tolerance, rows
+from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "convolution"
@@ -424,13 +424,15 @@ def _float_result(xp, inputs, outputs, params):
     out = outputs[0]
     rank = x.ndim
     geo = geometry(params, rank)
-    w = w.astype(np.float32)
+    # FLOAT32 and FLOAT16 accumulate in FLOAT32; float64 (the sum bound's magnitude run) in float64.
+    accumulation = np.float64 if x.dtype == np.float64 else np.float32
+    w = w.astype(accumulation)
     if params.get("Mode") == "CONVOLUTION":
         w = _flipped(w)
-    result = convolve(xp, x.astype(np.float32), w, params.get("GroupCount", 1), geo, out.shape[2:],
+    result = convolve(xp, x.astype(accumulation), w, params.get("GroupCount", 1), geo, out.shape[2:],
                       backward=params.get("Direction") == "BACKWARD")
     if bias is not None:
-        result += bias.astype(np.float32).reshape((1, -1) + (1,) * (rank - 2))
+        result += bias.astype(accumulation).reshape((1, -1) + (1,) * (rank - 2))
     return result.astype(out.data_type.numpy_dtype, copy=False)  # FLOAT16: the one rounding
 
 
@@ -505,6 +507,19 @@ def convolution_tolerance_scale(call) -> int:
     return max(1, (x[1] // groups) * math.prod(w[2:]))
 
 
+def convolution_terms(call) -> int:
+    """K of CONVOLUTION's sum bound: the products summed into an output element at most (the input channels per
+    group times the filter's spatial elements), + 1 with BiasTensor."""
+    with_bias = "BiasTensor" not in call.absent and "BiasTensor" in call.tensors
+    return convolution_tolerance_scale(call) + with_bias
+
+
+CONVOLUTION_SUM_BOUND = SumBound(
+    convolution_terms, "the input channels per group times the filter's spatial elements (the products summed into "
+                       "an output element), + 1 with BiasTensor",
+    "CONVOLUTION itself run on |InputTensor|, |FilterTensor| and |BiasTensor| with the call's parameters (no "
+    "activation) in float64", absolute=("InputTensor", "FilterTensor", "BiasTensor"))
+
 _WEBNN_CONV = ("WebNN's conv2d and convTranspose2d tolerance (web-platform-tests webnn/resources/utils.js, "
                "getConv2dPrecisionTolerance): filterWidth x filterHeight x (inputChannels / groups) x 2 ULP, for "
                "FLOAT32 and FLOAT16; dmlcli takes every spatial dimension of the filter (1-D and 3-D too)")
@@ -531,7 +546,7 @@ CONVOLUTION = Operator(
     optional_inputs=(("BiasTensor", "InputTensor"),), optional_since=_CONV_ROWS[-1].level,
     shape_rule=convolution_shape, array_kernel=convolution_kernel, fused_activation="FusedActivation",
     exactness=APPROXIMATE, tolerance=Tolerance("ulp", 2, 2, _WEBNN_CONV),
-    tolerance_scale=convolution_tolerance_scale, tf32_products=True,
+    tolerance_scale=convolution_tolerance_scale, tf32_products=True, sum_bound=CONVOLUTION_SUM_BOUND,
     notes=(
         "Tensors {N, C, [D], [H], W}: 1 to 3 spatial dimensions from 4_0 (3 to 5 dimensions), 2 to 3 at 1_0. "
         "FORWARD: FilterTensor is {OutputChannelCount, InputChannelCount / GroupCount, spatial...}; BACKWARD "

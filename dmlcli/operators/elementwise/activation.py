@@ -600,7 +600,7 @@ _FUSABLE = "May be fused into ELEMENT_WISE_ADD1 (--fused-activation) as its Fuse
 
 def _activation(name, enum_value, summary, formula, introduced, support, kernel, cuda_body, *, exactness,
                 tolerance=None, parameters=(), notes=(), inputs=X, output="OutputTensor", cuda_names=(),
-                fusable=True, level_rule=None) -> Operator:
+                fusable=True, level_rule=None, slope=None) -> Operator:
     tensors = inputs + (output,)
     return Operator(
         name=name, enum_value=enum_value, family="activation", summary=summary, formula=formula,
@@ -608,7 +608,7 @@ def _activation(name, enum_value, summary, formula, introduced, support, kernel,
         same_sizes=tensors, cpu_kernel=kernel, cuda_body=cuda_body, prefix="ACTIVATION", parameters=parameters,
         in_place=True, cuda_names=cuda_names, cuda_helpers=_COMMON_CUDA + _CUDA[name],
         notes=tuple(notes) + ((_FUSABLE,) if fusable else ()), exactness=exactness, tolerance=tolerance,
-        level_rule=level_rule,
+        level_rule=level_rule, largest_slope=slope,
     )
 
 
@@ -625,6 +625,60 @@ def softplus_level_rule(call, feature_level) -> str | None:
     return None
 
 
+# Each activation's largest slope sup |f'(x)| (Operator.largest_slope), from its formula, for its typed fields: how far
+# it carries a change of its input (a sum bound through a fused activation, a recurrence's error from step to step).
+# None: it jumps, and no slope bounds that.
+def _slope_one(fields) -> float:
+    return 1.0
+
+
+def _slope_alpha(fields) -> float:
+    """LINEAR, HARD_SIGMOID: |Alpha|."""
+    return abs(float(fields["Alpha"]))
+
+
+def _slope_alpha_or_one(fields) -> float:
+    """ELU (Alpha exp(x) below 0), LEAKY_RELU: the larger of 1 and |Alpha|."""
+    return max(1.0, abs(float(fields["Alpha"])))
+
+
+def _slope_alpha_beta(fields) -> float:
+    """SCALED_TANH, PARAMETRIC_SOFTPLUS: |Alpha x Beta|."""
+    return abs(float(fields["Alpha"]) * float(fields["Beta"]))
+
+
+def _slope_scaled_elu(fields) -> float:
+    return abs(float(fields["Gamma"])) * max(1.0, abs(float(fields["Alpha"])))
+
+
+def _slope_sigmoid(fields) -> float:
+    return 0.25
+
+
+def _slope_celu(fields) -> float | None:
+    """exp(x / Alpha) below 0: at most 1 for Alpha > 0, unbounded for Alpha < 0."""
+    return 1.0 if fields["Alpha"] > 0 else None
+
+
+def _slope_gelu(fields) -> float:
+    return 1.13  # Phi(x) + x phi(x) peaks at x = sqrt(2): 1.1289
+
+
+def _slope_swish(fields) -> float:
+    return 1.1  # sigmoid(t) + t sigmoid(t) (1 - sigmoid(t)) peaks at t = 2.40: 1.0998, whatever the scale
+
+
+def _slope_hard_swish(fields) -> float:
+    """2 (Alpha x + Beta) - Beta where the hard sigmoid is between 0 and 1, 1 above, 0 below."""
+    beta = float(fields["Beta"])
+    return max(1.0, abs(beta), abs(2.0 - beta))
+
+
+def _shrink_slope(fields) -> float | None:
+    """SHRINK jumps by |Threshold - Bias| at +-Threshold; slope 1 where they are equal (no jump)."""
+    return 1.0 if fields["Bias"] == fields["Threshold"] else None
+
+
 ACTIVATIONS: tuple[Operator, ...] = (
     _activation(
         "ELU", 35, "Exponential linear unit: x where x >= 0, else Alpha*(exp(x) - 1).",
@@ -632,6 +686,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         exactness=APPROXIMATE, tolerance=_TOL_ELU, parameters=(_ELU_ALPHA,),
         notes=(_FLOAT64, "exp(x) - 1 is evaluated as expm1(x): the same value, without cancellation near 0. "
                "ELU(-inf) = -Alpha; -0.0 stays -0.0 (x >= 0 holds).", _NAN_INF),
+        slope=_slope_alpha_or_one,
     ),
     _activation(
         "HARD_SIGMOID", 37, "Hard sigmoid: Alpha*x + Beta clamped to [0, 1].",
@@ -640,6 +695,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         parameters=(_HARD_SIGMOID_ALPHA, _HARD_SIGMOID_BETA),
         notes=(_FLOAT64, "NaN gives NaN: dmlcli's min and max keep a NaN (D3D's min/max would return the other "
                "operand, 0 or 1, so DirectML hardware may differ).", _NAN_INF),
+        slope=_slope_alpha,
     ),
     _activation(
         "IDENTITY", 38, "Copies every element unchanged.", "f(x) = x", "1_0", _CLASSIC, identity, "x",
@@ -648,6 +704,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "which has ScaleBias: the bare name 'identity' means that one; write activation_identity.)",
                "DirectML's page describes InputTensor as 'the output tensor to write the results to' (a copy "
                "slip, reference D item 7); it is the input."),
+        slope=_slope_one,
     ),
     _activation(
         "LEAKY_RELU", 39, "Leaky rectified linear unit: x where x >= 0, else Alpha*x.",
@@ -655,6 +712,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         exactness=ONE_ROUNDING, tolerance=_TOL_ONE, parameters=(_LEAKY_ALPHA,),
         notes=("Alpha*x is one correctly rounded float32 multiplication (FLOAT16 inputs widened exactly, the "
                "float32 product rounded to FLOAT16). -0.0 stays -0.0; NaN gives NaN.",),
+        slope=_slope_alpha_or_one,
     ),
     _activation(
         "LINEAR", 40, "Linear function: Alpha*x + Beta.", "f(x) = Alpha * x + Beta", "1_0", _CLASSIC, linear,
@@ -663,6 +721,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         notes=("DirectML's page gives Alpha and Beta no default; dmlcli takes Alpha 1 and Beta 0 (the identity "
                "line, except that -0.0 + 0 gives +0.0).", _FLOAT64,
                "Alpha*x is exact in float64, so the only double rounding is the addition's."),
+        slope=_slope_alpha,
     ),
     _activation(
         "PARAMETERIZED_RELU", 42, "Parametric ReLU: x where x >= 0, else SlopeTensor's element times x.",
@@ -682,6 +741,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         notes=("DirectML's page gives Alpha and Beta no default; dmlcli takes 1 and 1 (plain softplus).",
                _FLOAT64, "ln(1 + exp(t)) is evaluated as max(t, 0) + log1p(exp(-|t|)), so exp never overflows: "
                "f(100) = 100*Alpha, not inf.", _NAN_INF),
+        slope=_slope_alpha_beta,
     ),
     _activation(
         "RELU", 44, "Rectified linear unit: max(0, x).", "f(x) = max(0, x)", "1_0", _RELU, relu,
@@ -689,6 +749,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         notes=("RELU(-0.0) is +0.0 (the 0 of max(0, x); DirectML leaves max of two zeros to the hardware). "
                "NaN gives NaN, as in ONNX and NumPy's maximum; D3D's max returns the non-NaN operand, so "
                "DirectML hardware may give 0.", _INTEGER_51),
+        slope=_slope_one,
     ),
     _activation(
         "SCALED_ELU", 45, "Scaled ELU (SELU): Gamma*x where x > 0, else Gamma*(Alpha*exp(x) - Alpha).",
@@ -699,17 +760,20 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "uses 1.67326319... and 1.05070102...: pass them for SELU exactly).", _FLOAT64,
                "Alpha*exp(x) - Alpha is evaluated as Alpha*expm1(x): the same value, without cancellation. "
                "-0.0 takes the second branch and gives -0.0.", _NAN_INF),
+        slope=_slope_scaled_elu,
     ),
     _activation(
         "SCALED_TANH", 46, "Scaled hyperbolic tangent: Alpha*tanh(Beta*x).", "f(x) = Alpha * tanh(Beta * x)",
         "1_0", _CLASSIC, scaled_tanh, "dml_scaled_tanh_apply(x, Alpha, Beta)", exactness=APPROXIMATE,
         tolerance=_TOL_SCALED_TANH, parameters=(_STANH_ALPHA, _STANH_BETA), notes=(_FLOAT64, _NAN_INF),
+        slope=_slope_alpha_beta,
     ),
     _activation(
         "SIGMOID", 47, "Logistic sigmoid: 1/(1 + exp(-x)).", "f(x) = 1 / (1 + exp(-x))", "1_0", _CLASSIC,
         sigmoid, "dml_sigmoid_apply(x)", exactness=APPROXIMATE, tolerance=_TOL_SIGMOID,
         notes=(_FLOAT64, "exp(-x) may overflow to inf in float64 (x < -709): 1/inf gives 0, the limit; "
                "sigmoid(-100) is a float32 subnormal, kept.", _NAN_INF),
+        slope=_slope_sigmoid,
     ),
     _activation(
         "SOFTPLUS", 49, "Softplus: ln(1 + exp(Steepness*x)) / Steepness.",
@@ -724,12 +788,14 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "the division by a Steepness below 1 scales that error by 1/Steepness (pass --tolerance).", _FLOAT64,
                "ln(1 + exp(t)) is evaluated as max(t, 0) + log1p(exp(-|t|)), so exp never overflows: "
                "softplus(100) = 100, not inf.", _NAN_INF),
+        slope=_slope_one,
     ),
     _activation(
         "SOFTSIGN", 50, "Softsign: x/(1 + |x|).", "f(x) = x / (1 + abs(x))", "1_0", _CLASSIC, softsign,
         "dml_softsign_apply(x)", exactness=COMPOSITE, tolerance=_TOL_SOFTSIGN,
         notes=(_FLOAT64, "softsign(+-inf) = +-1, the limit (inf/inf in IEEE arithmetic would be NaN, which "
                "DirectML hardware may give).", "NaN gives NaN."),
+        slope=_slope_one,
     ),
     _activation(
         "TANH", 51, "Hyperbolic tangent.", "f(x) = (1 - exp(-2x)) / (1 + exp(-2x)) = tanh(x)", "1_0", _CLASSIC,
@@ -737,6 +803,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         notes=("Computed as tanh(x), the page's quotient's value without its overflow (exp(-2x) is inf for "
                "x < -355 in float64; tanh(-inf) = -1).", _FLOAT64, _NAN_INF,
                "Not ELEMENT_WISE_TANH (with ScaleBias): the bare name 'tanh' means that one; write activation_tanh."),
+        slope=_slope_one,
     ),
     _activation(
         "THRESHOLDED_RELU", 52, "Thresholded ReLU: x where x > Alpha, else 0.",
@@ -764,6 +831,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "this.",
                "Default Bias 0 and Threshold 0.5 as the current page ('typical default'; an older page "
                "suggested Bias 1.0)."),
+        slope=_shrink_slope,
     ),
     _activation(
         "CELU", 128, "Continuously differentiable ELU: max(0, x) + min(0, Alpha*(exp(x/Alpha) - 1)).",
@@ -771,6 +839,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         "dml_celu_apply(x, Alpha)", exactness=APPROXIMATE, tolerance=_TOL_CELU, parameters=(_CELU_ALPHA,),
         notes=(_FLOAT64, "exp(x/Alpha) - 1 is evaluated as expm1(x/Alpha). max and min keep a NaN. Alpha 0 "
                "divides by zero, and the formula's IEEE result is returned (NaN for x >= 0, 0 below).", _NAN_INF),
+        slope=_slope_celu,
     ),
     _activation(
         "RELU_GRAD", 129, "ReLU's backpropagation: InputGradientTensor where InputTensor > 0, else 0.",
@@ -790,6 +859,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "Evaluated as 0.5*x*erfc(-x/sqrt(2)), the same value without cancellation for negative x. "
                "GELU(-inf) = -0.0, the limit (-inf * 0 in IEEE arithmetic would be NaN, which DirectML "
                "hardware may give).", _NAN_INF),
+        slope=_slope_gelu,
     ),
     _activation(
         "SWISH", 167, "Swish (SiLU): x*sigmoid(SigmoidInputScale*x).",
@@ -798,6 +868,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
         parameters=(_SIGMOID_INPUT_SCALE,), fusable=False,
         notes=(_FLOAT64, "Where the sigmoid is 0 the result is a zero of x's sign, so swish(-inf) = -0.0, the "
                "limit (-inf * 0 would be NaN in IEEE arithmetic).", _NAN_INF),
+        slope=_slope_swish,
     ),
     _activation(
         "HARD_SWISH", 168, "Hard swish: x*max(0, min(Alpha*x + Beta, 1)).",
@@ -808,6 +879,7 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "default' of 0.2, copied from HARD_SIGMOID, and Beta none; with 0.2 it would not be hard swish.",
                _FLOAT64, "Where the hard sigmoid is 0 the result is a zero of x's sign, so hard_swish(-inf) = "
                "-0.0, the limit (-inf * 0 would be NaN in IEEE arithmetic). NaN gives NaN.", _NAN_INF),
+        slope=_slope_hard_swish,
     ),
 )
 

@@ -31,7 +31,7 @@ from ...feature_levels import level
 from ...records import replace
 from ..elementwise.activation import FUSED_ACTIVATION
 from ..table.parameters import EnumParameter, FloatParameter
-from ..table.schema import COMPOSITE, DIMS_4, EXACT, Operator, Tolerance, rows
+from ..table.schema import COMPOSITE, DIMS_4, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "matrix multiplication"
@@ -245,6 +245,47 @@ def mmitf_tolerance_scale(call) -> int:
     return 2 * _inner_length(call) + 2
 
 
+def gemm_terms(call) -> int:
+    """K of GEMM's sum bound: the products of each dot product, + 1 for CTensor."""
+    with_c = "CTensor" not in call.absent and "CTensor" in call.tensors
+    return _inner_length(call) + with_c
+
+
+def mmitf_terms(call) -> int:
+    """K of MATRIX_MULTIPLY_INTEGER_TO_FLOAT's sum bound: the products of each dot product, + 1 for BiasTensor."""
+    with_bias = "BiasTensor" not in call.absent and "BiasTensor" in call.tensors
+    return _inner_length(call) + with_bias
+
+
+def _absolute_scalars(params):
+    """GEMM's parameters for its magnitude run: |Alpha| and |Beta|."""
+    return {**params, "Alpha": abs(params["Alpha"]), "Beta": abs(params["Beta"])}
+
+
+GEMM_SUM_BOUND = SumBound(
+    gemm_terms, "the length of each dot product (ATensor's last dimension, its next-to-last with TransA), + 1 with "
+                "CTensor",
+    "GEMM itself run on |A|, |B| and |C| with |Alpha| and |Beta| (no activation) in float64: |Alpha| x |A| x |B| + "
+    "|Beta| x |C|", absolute=("ATensor", "BTensor", "CTensor"), parameters=_absolute_scalars)
+
+
+def mmitf_magnitude(xp, inputs, outputs, params):
+    """M of MATRIX_MULTIPLY_INTEGER_TO_FLOAT: the operator's product of the magnitudes, |A - AZeroPoint| x |AScale|
+    times |B - BZeroPoint| x |BScale|, + |Bias| (what a device that dequantizes and multiplies in float sums)."""
+    a, a_scale, a_zero_point, b, b_scale, b_zero_point, bias = inputs
+    shifted_a = xp.abs(_shifted(xp, a, a_zero_point, True))
+    shifted_b = xp.abs(_shifted(xp, b, b_zero_point, False))
+    absolute = [shifted_a, xp.abs(a_scale), None, shifted_b, xp.abs(b_scale), None,
+                None if bias is None else xp.abs(bias)]
+    return mmitf_kernel(xp, absolute, outputs, params)[0]
+
+
+MMITF_SUM_BOUND = SumBound(
+    mmitf_terms, "the length of each dot product, + 1 with BiasTensor",
+    "the operator run on |A - AZeroPoint|, |AScale|, |B - BZeroPoint|, |BScale| and |Bias| in float64 (the sum a "
+    "device that dequantizes and multiplies in float rounds)", magnitude=mmitf_magnitude)
+
+
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
 
 def _widened(xp, x):
@@ -371,7 +412,7 @@ GEMM = Operator(
                      "partial sums, about K ULP of 1 rather than of the result: BLAS and cuBLAS add in different "
                      "orders (the H100 gave 33 ULP, 1.2e-7 absolute, on ONNX's matmul_2d); 2^-20 (FLOAT16 2^-10) "
                      "covers data of about unit scale, dmlcli's choice"),
-    tolerance_scale=gemm_tolerance_scale,
+    tolerance_scale=gemm_tolerance_scale, sum_bound=GEMM_SUM_BOUND,
     notes=(
         "FLOAT32 accumulates in FLOAT32 through NumPy's BLAS (CPU) or CuPy's matmul = cuBLAS (GPU); FLOAT16 inputs "
         "are widened exactly to FLOAT32, computed there and rounded once to FLOAT16. Alpha and Beta * C are "
@@ -433,7 +474,7 @@ MATRIX_MULTIPLY_INTEGER_TO_FLOAT = Operator(
         "ulp", 1, 1,
         "dmlcli's choice after WebNN's matmul figure (webnn/conformance_tests/matmul.https.any.js: 2K ULP for K "
         "terms), for a device that dequantizes and multiplies in float, +1 for the scales, +1 for the bias"),
-    tolerance_scale=mmitf_tolerance_scale,
+    tolerance_scale=mmitf_tolerance_scale, sum_bound=MMITF_SUM_BOUND,
     notes=(
         "Since AScale is per tensor or per row and BScale per tensor or per column, the product factors: dmlcli "
         "computes the integer sum exactly (float64; exact for 8- and 16-bit inputs; 32-bit inputs exact while "

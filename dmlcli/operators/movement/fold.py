@@ -25,7 +25,7 @@ import numpy as np
 from ...data_types import ALL11, FLOAT16, FLOAT32, INT32, INT64, UINT32, UINT64
 from ...errors import InputError
 from ..table.parameters import IntArrayParameter
-from ..table.schema import COMPOSITE, EXACT, Operator, Tolerance, rows
+from ..table.schema import COMPOSITE, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "data movement"
@@ -189,6 +189,11 @@ def fold_tolerance_scale(call) -> int:
     return math.prod(call.parameters["WindowSizes"])
 
 
+FOLD_SUM_BOUND = SumBound(
+    fold_tolerance_scale, "prod(WindowSizes), the most terms an output element sums",
+    "FOLD itself run on |InputTensor| in float64 (each position's sum of magnitudes)", absolute=("InputTensor",))
+
+
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
 
 
@@ -265,7 +270,7 @@ FOLD = Operator(
     tolerance=Tolerance("ulp", 1, 1, "WebNN's reduceSum tolerance (web-platform-tests webnn/conformance_tests/"
                                      "reduce_sum.https.any.js), N ULP for N elements summed, N = prod(WindowSizes), "
                                      "the most terms one output element sums"),
-    tolerance_scale=fold_tolerance_scale,
+    tolerance_scale=fold_tolerance_scale, sum_bound=FOLD_SUM_BOUND,
     notes=("OutputTensor is {N, C, S1, ..., Sd}: its Sizes come from its tensor desc (--output-shape, API "
            "output_shape=), which DirectML reads; InputTensor must then be {N, C x prod(WindowSizes), BlockCount}. "
            "Values that fall in the padding are dropped.", _LAYOUT, _BLOCKS, _DIMENSION_COUNTS, _FIELDS, _TYPES,

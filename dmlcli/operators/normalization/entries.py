@@ -27,7 +27,7 @@ from ..elementwise.activation import FUSABLE, FUSABLE_NAMES
 from ..numerics.cuda_prelude import elementwise_kernel
 from ..table.parameters import (BoolParameter, FloatParameter, FusedActivationParameter, IntArrayParameter,
     IntegerParameter)
-from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
+from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, check_axis, describe_sizes, resolve_axes
 
 FAMILY = "normalization"
@@ -225,6 +225,64 @@ def lrn_axes(call) -> tuple[int, ...]:
 
 def lp_axes(call) -> tuple[int, ...]:
     return (call.parameters["Axis"],)
+
+
+# ---------------------------------------------------------------- sum bounds (checking/bounds.py)
+
+
+def batch_normalization_magnitude(xp, inputs, outputs, params):
+    """M of BATCH_NORMALIZATION: |Scale| x |x - Mean| / sqrt(Variance + Epsilon) + |Bias|: the result cancels where
+    the scaled term and Bias are near opposite."""
+    x, mean, variance, scale, bias = inputs
+    return xp.abs(scale) * xp.abs(x - mean) / xp.sqrt(variance + np.float64(params["Epsilon"])) + xp.abs(bias)
+
+
+def batch_normalization_terms(call) -> int:
+    """K of BATCH_NORMALIZATION's sum bound: its five roundings (subtraction, square root of the sum, division,
+    Scale, Bias)."""
+    return 5
+
+
+BATCH_NORMALIZATION_SUM_BOUND = SumBound(
+    batch_normalization_terms, "5, the roundings of an element (Mean and Variance are given: nothing is reduced)",
+    "|Scale| x |x - Mean| / sqrt(Variance + Epsilon) + |Bias| in float64 (Scale x t + Bias cancels where the two are "
+    "near opposite)", magnitude=batch_normalization_magnitude)
+
+
+def mvn_terms(call) -> int:
+    """K of the normalisations' sum bound: the N elements of each mean and variance, + 5 for the subtraction, the
+    square root, the division, Scale and Bias."""
+    return mvn_reduced_count(call) + 5
+
+
+def mvn_magnitude(xp, inputs, outputs, params):
+    """M of MEAN_VARIANCE_NORMALIZATION(1, 2): |Scale| x (mean|x| + |x - mean|) / sqrt(variance + Epsilon) + |Bias|.
+    The mean's rounding error, N x u x mean|x|, stays in x - mean, which is near 0 where x is near its mean (a
+    result many ULP of itself off); the variance's is relative (a sum of squares). Without UseMean nothing is
+    subtracted; without the variance nothing divides."""
+    x, scale, bias = inputs
+    axes = (resolve_axes(params["Axes"], x.ndim, "Axes") if "Axes" in params
+            else (1, 2, 3) if params["CrossChannel"] else (2, 3))
+    use_mean, use_variance = _statistics(params)
+    if use_mean:
+        centred = x - xp.mean(x, axis=axes, keepdims=True)
+        spread = xp.mean(xp.abs(x), axis=axes, keepdims=True) + xp.abs(centred)
+    else:
+        centred = x
+        spread = xp.abs(x)
+    if use_variance:
+        spread = spread / xp.sqrt(xp.mean(centred * centred, axis=axes, keepdims=True) + np.float64(params["Epsilon"]))
+    if scale is not None:
+        spread = spread * xp.abs(scale)
+    if bias is not None:
+        spread = spread + xp.abs(bias)
+    return spread
+
+
+MVN_SUM_BOUND = SumBound(
+    mvn_terms, "N + 5, N the elements each mean and variance reduce",
+    "|Scale| x (mean|x| + |x - mean|) / sqrt(variance + Epsilon) + |Bias| in float64, the statistics the call's "
+    "(x - mean carries the mean's rounding error, N x u x mean|x|)", magnitude=mvn_magnitude)
 
 
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
@@ -745,7 +803,7 @@ BATCH_NORMALIZATION = Operator(
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(SPATIAL, EPSILON, FUSED_ACTIVATION),
     shape_rule=batch_normalization_shape, fused_activation="FusedActivation",
     array_kernel=batch_normalization_kernel, gpu_array_kernel=batch_normalization_gpu_kernel,
-    level_rule=batch_normalization_level_rule, exactness=COMPOSITE,
+    level_rule=batch_normalization_level_rule, exactness=COMPOSITE, sum_bound=BATCH_NORMALIZATION_SUM_BOUND,
     tolerance=Tolerance("ulp", 6, 6, "WebNN's batchNormalization tolerance (web-platform-tests webnn/resources/"
                                      "utils.js): 6 ULP for FLOAT32 and FLOAT16 (the mean and variance are given: "
                                      "nothing is reduced, so the figure does not grow)",
@@ -773,7 +831,7 @@ MEAN_VARIANCE_NORMALIZATION = Operator(
     level_rule=mvn_level_rule,
     exactness=APPROXIMATE,
     tolerance=_MVN_TOLERANCE,
-    tolerance_scale=mvn_tolerance_scale,
+    tolerance_scale=mvn_tolerance_scale, sum_bound=MVN_SUM_BOUND,
     notes=(_BROADCAST.format(tensors="ScaleTensor and BiasTensor"), _SCALE_BIAS, _MVN_VARIANCE,
            "CrossChannel FALSE is MEAN_VARIANCE_NORMALIZATION1 with Axes {2, 3}; TRUE with Axes {1, 2, 3}.",
            _ARITHMETIC, _FUSED),
@@ -791,7 +849,7 @@ MEAN_VARIANCE_NORMALIZATION1 = Operator(
     shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn_axes_kernel,
     gpu_array_kernel=mvn_axes_gpu_kernel, level_rule=mvn1_level_rule,
     exactness=APPROXIMATE,
-    tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale,
+    tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale, sum_bound=MVN_SUM_BOUND,
     notes=("Axes may be left out in the API and on the command line: every axis (DirectML's desc needs them). Each "
            "axis below the DimensionCount, none twice, at least one (dmlcli's rule where the page is silent).",
            _BROADCAST.format(tensors="ScaleTensor and BiasTensor") + " Below 4_0 their ChannelCount (dimension 1) "
@@ -827,7 +885,7 @@ MEAN_VARIANCE_NORMALIZATION2 = Operator(
     optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("6_3"),
     shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn_axes_kernel,
     gpu_array_kernel=mvn_axes_gpu_kernel, exactness=APPROXIMATE,
-    tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale,
+    tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale, sum_bound=MVN_SUM_BOUND,
     notes=(_MVN2_MEANING, _MVN2_FORMULAS,
            "Axes may be left out in the API and on the command line: every axis. Each axis below the "
            "DimensionCount, none twice, at least one (MEAN_VARIANCE_NORMALIZATION1's rule). UseMean and UseVariance "

@@ -33,7 +33,7 @@ from ...errors import InputError
 from ...records import Frozen
 from . import gpu as pooling_gpu
 from ..table.parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
-from ..table.schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
+from ..table.schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "pooling"
@@ -206,6 +206,17 @@ def lp_tolerance_scale(call) -> int:
     the root are two more roundings of a few ULP each, which WebNN, having only l2Pool2d, does not cover)."""
     count = window_count(call)
     return count + 2 if call.parameters["P"] in (1, 2) else 2 * count + 4
+
+
+def average_terms(call) -> int:
+    """K of the average's sum bound: the N elements of a window, + 1 for the division."""
+    return window_count(call) + 1
+
+
+AVERAGE_SUM_BOUND = SumBound(
+    average_terms, "N + 1, N the elements of a window",
+    "the operator itself run on |InputTensor| in float64 (each window's average of magnitudes)",
+    absolute=("InputTensor",))
 
 
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
@@ -849,14 +860,14 @@ AVERAGE_POOLING = _pool_entry(
     "AVERAGE_POOLING", 56, "the average of each sliding window (4-D or 5-D input)", _AVERAGE_FORMULA, AVERAGE_ROWS,
     _PLAIN + (INCLUDE_PADDING,), average_kernel, (_INCLUDE_NOTE, _F16), dilations=False, exactness=APPROXIMATE,
     gpu_array_kernel=average_gpu_kernel,
-    tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale)
+    tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale, sum_bound=AVERAGE_SUM_BOUND)
 AVERAGE_POOLING1 = _pool_entry(
     "AVERAGE_POOLING1", 166, "the average of each sliding, dilated window (4-D or 5-D input)", _AVERAGE_FORMULA,
     _AVERAGE1_ROWS, _DILATED + (INCLUDE_PADDING,), average_kernel,
     (_INCLUDE_NOTE, _F16, "No stored page describes AVERAGE_POOLING1: its fields are DirectML.h's, its level 6_2 "
                           "(DML_TARGET_VERSION 0x6200) and its support AVERAGE_POOLING's table, dmlcli's reading."),
     dilations=True, exactness=APPROXIMATE, tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale,
-    gpu_array_kernel=average_gpu_kernel)
+    gpu_array_kernel=average_gpu_kernel, sum_bound=AVERAGE_SUM_BOUND)
 LP_POOLING = _pool_entry(
     "LP_POOLING", 57, "the Lp norm of each sliding window (4-D or 5-D input)", _LP_FORMULA, _LP_ROWS, _PLAIN + (P,),
     lp_kernel, (_LP_NOTE, _F16), dilations=False, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE,

@@ -26,7 +26,7 @@ from ...data_types import FLOATS, UINT32
 from ...feature_levels import level
 from ..elementwise.activation import ACTIVATIONS
 from ..table.parameters import ActivationsParameter, BoolParameter, EnumParameter, FloatParameter
-from ..table.schema import APPROXIMATE, DIMS_4, Operator, Tolerance, rows
+from ..table.schema import APPROXIMATE, DIMS_4, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 # ---------------------------------------------------------------- tensors and support tables (one row each)
@@ -220,13 +220,35 @@ def apply_activation(xp, prepared, v):
 # ---------------------------------------------------------------- the kernels
 
 
-def _as32(xp, array):
-    return None if array is None else xp.asarray(array).astype(np.float32)
-
-
 def _direction_steps(parameters, d: int, steps: int) -> range:
     backward = parameters["Direction"] == "BACKWARD" or (parameters["Direction"] == "BIDIRECTIONAL" and d == 1)
     return range(steps - 1, -1, -1) if backward else range(steps)
+
+
+def recurrent_inputs(xp, kind: str, inputs, dtype=np.float32) -> tuple:
+    """A call's inputs in `dtype` (FLOAT32 for the kernel, float64 for the sum bound's run), those left out as zeros:
+    x (S, B, I), w (D, G*H, I), r (D, G*H, H), bias (D, 2*G*H), h_init and c_init (D, B, H), peephole (D, 3*H), and
+    the steps each batch entry runs (None: every one)."""
+    if kind == "LSTM":
+        x, w, r, bias, h_init, c_init, lengths, peephole = inputs
+    else:
+        x, w, r, bias, h_init, lengths = inputs
+        c_init = peephole = None
+
+    def typed(array):
+        return xp.asarray(array).astype(dtype)
+
+    x, w, r = typed(x)[0], typed(w)[0], typed(r)[0]
+    steps, batch = x.shape[0], x.shape[1]
+    d_count, hidden = w.shape[0], w.shape[1] // _GATES[kind]
+    bias = xp.zeros((d_count, 2 * _GATES[kind] * hidden), dtype) if bias is None else typed(bias)[0, 0]
+    zero_state = xp.zeros((d_count, batch, hidden), dtype)
+    h_init = zero_state if h_init is None else typed(h_init)[0]
+    c_init = zero_state if c_init is None else typed(c_init)[0]
+    peephole = xp.zeros((d_count, 3 * hidden), dtype) if peephole is None else typed(peephole)[0, 0]
+    # A length past seq_length counts as seq_length (the lengths are data: no rule can refuse them).
+    valid_steps = None if lengths is None else xp.minimum(xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
+    return x, w, r, bias, h_init, c_init, peephole, valid_steps
 
 
 def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
@@ -234,23 +256,9 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
     lstm = kind == "LSTM"
 
     def kernel(xp, inputs, outputs, params):
-        if lstm:
-            x, w, r, bias, h_init, c_init, lengths, peephole = inputs
-        else:
-            x, w, r, bias, h_init, lengths = inputs
-            c_init = peephole = None
-        x, w, r = _as32(xp, x)[0], _as32(xp, w)[0], _as32(xp, r)[0]  # (S, B, I), (D, G*H, I), (D, G*H, H)
+        x, w, r, bias, h_init, c_init, peephole, valid_steps = recurrent_inputs(xp, kind, inputs)
         steps, batch = x.shape[0], x.shape[1]
         d_count, hidden = w.shape[0], w.shape[1] // gates
-        bias = xp.zeros((d_count, 2 * gates * hidden), np.float32) if bias is None else _as32(xp, bias)[0, 0]
-        zero_state = xp.zeros((d_count, batch, hidden), np.float32)
-        h_init = zero_state if h_init is None else _as32(xp, h_init)[0]
-        c_init = zero_state if c_init is None else _as32(xp, c_init)[0]
-        peephole = (xp.zeros((d_count, 3 * hidden), np.float32) if peephole is None
-                    else _as32(xp, peephole)[0, 0])
-        # A length past seq_length counts as seq_length (the lengths are data: no rule can refuse them).
-        valid_steps = None if lengths is None else xp.minimum(
-            xp.asarray(lengths).reshape(batch).astype(np.int64), steps)
         activations = [prepared_activation(entry) for entry in resolved_activations(kind, parameter, params)]
         sequence = xp.zeros((steps, d_count, batch, hidden), np.float32)
         singles, cells = [], []
@@ -327,6 +335,160 @@ def _lstm_step(xp, projected, state, r, recurrence_bias, peephole, own, params, 
 
 _STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
 
+# ---------------------------------------------------------------- the sum bound (checking/bounds.py)
+#
+# A first-order error analysis run alongside the recurrence in float64. Each gate's pre-activation sums K =
+# input_size + hidden_size + 3 terms (X W^T, H R^T, the two biases, a peephole), so its rounding error is at most
+# K x u x G, G the sum of their magnitudes; the error already in H (and C) adds |R| (|P|) times itself; an
+# activation carries an error of its input through its largest slope (Operator.largest_slope) and adds its own
+# rounding; a product a.b carries |a| x (b's error) + |b| x (a's error). Every error is kept in units of K x u,
+# so the outputs' M is the error each element may carry, and their bound 2 x (K x u + u_out) x M.
+
+
+def recurrent_terms(call) -> dict:
+    """K of the recurrence's sum bound: input_size + hidden_size + 3, the terms of a gate's pre-activation, for
+    every output."""
+    width = call.tensors["InputTensor"].shape[3]
+    hidden = call.tensors["OutputSingleTensor"].shape[3]
+    return {name: width + hidden + 3 for name in call.operator.outputs}
+
+
+def _carried(xp, errors, weights):
+    """The error a product with `weights` carries: errors x |weights|^T."""
+    return xp.matmul(errors, xp.abs(weights).T)
+
+
+def _sized(xp, values, weights, bias):
+    """The magnitudes of values x weights^T + bias: |values| x |weights|^T + |bias|."""
+    return xp.matmul(xp.abs(values), xp.abs(weights).T) + xp.abs(bias)
+
+
+def _through(xp, activation, value, error):
+    """An activation of `value` (float64) and its error: its largest slope times the input's, plus its rounding."""
+    (formula, fields), slope = activation
+    found = formula(xp, value, fields)
+    return found, slope * error + xp.abs(found)
+
+
+def _rnn_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias, peephole, own, params, hidden):
+    h, c = state
+    error_h, error_c = errors
+    (f,) = own
+    pre = projected + xp.matmul(h, r.T) + recurrence_bias
+    new_h, error = _through(xp, f, pre, size + _sized(xp, h, r, recurrence_bias) + _carried(xp, error_h, r))
+    return (new_h, c), (error, error_c)
+
+
+def _gru_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias, peephole, own, params, hidden):
+    h, c = state
+    error_h, error_c = errors
+    f, g = own
+    r_zr, rb_zr = r[:2 * hidden], recurrence_bias[:2 * hidden]
+    pre = projected[:, :2 * hidden] + xp.matmul(h, r_zr.T) + rb_zr
+    pre_error = size[:, :2 * hidden] + _sized(xp, h, r_zr, rb_zr) + _carried(xp, error_h, r_zr)
+    z, error_z = _through(xp, f, pre[:, :hidden], pre_error[:, :hidden])
+    reset, error_r = _through(xp, f, pre[:, hidden:], pre_error[:, hidden:])
+    r_h, rb_h = r[2 * hidden:], recurrence_bias[2 * hidden:]
+    if params["LinearBeforeReset"]:
+        linear = xp.matmul(h, r_h.T) + rb_h
+        error_linear = _sized(xp, h, r_h, rb_h) + _carried(xp, error_h, r_h)
+        candidate = projected[:, 2 * hidden:] + reset * linear
+        error_candidate = (size[:, 2 * hidden:] + xp.abs(reset) * error_linear + xp.abs(linear) * error_r
+                           + xp.abs(reset * linear))
+    else:
+        reset_h = reset * h
+        error_reset_h = xp.abs(reset) * error_h + xp.abs(h) * error_r + xp.abs(reset_h)
+        candidate = projected[:, 2 * hidden:] + xp.matmul(reset_h, r_h.T) + rb_h
+        error_candidate = size[:, 2 * hidden:] + _sized(xp, reset_h, r_h, rb_h) + _carried(xp, error_reset_h, r_h)
+    new, error_new = _through(xp, g, candidate, error_candidate)
+    new_h = (1 - z) * new + z * h
+    error = (xp.abs(1 - z) * (error_new + xp.abs(new)) + xp.abs(z) * (error_h + xp.abs(h))
+             + (xp.abs(new) + xp.abs(h)) * error_z)
+    return (new_h, c), (error, error_c)
+
+
+def _lstm_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias, peephole, own, params, hidden):
+    h, c = state
+    error_h, error_c = errors
+    f, g, h_activation = own
+    pre = projected + xp.matmul(h, r.T) + recurrence_bias  # gates i, o, f, c
+    pre_error = size + _sized(xp, h, r, recurrence_bias) + _carried(xp, error_h, r)
+    limit = float(params["ClipThreshold"])
+
+    def clip(v):  # a clamp moves no value further: the error stays
+        return xp.clip(v, -limit, limit) if params["UseClipThreshold"] else v
+
+    def gate(index, with_cell, cell_error):
+        part = slice(index * hidden, (index + 1) * hidden)
+        peep = peephole[part] if index < 3 else 0
+        error = pre_error[:, part] + xp.abs(peep) * (xp.abs(with_cell) + cell_error)
+        return _through(xp, f if index < 3 else g, clip(pre[:, part] + peep * with_cell), error)
+
+    i, error_i = gate(0, c, error_c)
+    forget, error_forget = (1 - i, error_i) if params["CoupleInputForget"] else gate(2, c, error_c)
+    cell_input, error_cell_input = gate(3, c, error_c)
+    new_c = forget * c + i * cell_input
+    error_new_c = (xp.abs(forget) * (error_c + xp.abs(c)) + xp.abs(c) * error_forget
+                   + xp.abs(i) * (error_cell_input + xp.abs(cell_input)) + xp.abs(cell_input) * error_i)
+    o, error_o = gate(1, new_c, error_new_c)
+    squashed, error_squashed = _through(xp, h_activation, new_c, error_new_c)
+    new_h = o * squashed
+    error = xp.abs(o) * error_squashed + xp.abs(squashed) * error_o + xp.abs(new_h)
+    return (new_h, new_c), (error, error_new_c)
+
+
+_MAGNITUDE_STEPS = {"RNN": _rnn_magnitude_step, "GRU": _gru_magnitude_step, "LSTM": _lstm_magnitude_step}
+
+
+def _recurrent_magnitude(kind: str, parameter: ActivationsParameter):
+    gates, per_direction = _GATES[kind], _PER_DIRECTION[kind]
+    lstm = kind == "LSTM"
+
+    def magnitude(xp, inputs, outputs, params):
+        x, w, r, bias, h_init, c_init, peephole, valid_steps = recurrent_inputs(xp, kind, inputs, np.float64)
+        steps, batch = x.shape[0], x.shape[1]
+        d_count, hidden = w.shape[0], w.shape[1] // gates
+        entries = resolved_activations(kind, parameter, params)
+        slopes = [None if a.largest_slope is None else a.largest_slope(fields) for a, fields in entries]
+        if any(slope is None for slope in slopes):  # an activation that jumps: no slope bounds it, no bound
+            return (None,) * len(outputs)
+        activations = [((_FORMULAS[a.name], fields), slope) for (a, fields), slope in zip(entries, slopes)]
+        sequence = xp.zeros((steps, d_count, batch, hidden))
+        singles, cells = [], []
+        for d in range(d_count):
+            own = activations[d * per_direction:(d + 1) * per_direction]
+            projected = xp.matmul(x, w[d].T) + bias[d, :gates * hidden]
+            size = _sized(xp, x, w[d], bias[d, :gates * hidden])
+            state, errors = (h_init[d], c_init[d]), (xp.zeros_like(h_init[d]), xp.zeros_like(h_init[d]))
+            for t in _direction_steps(params, d, steps):
+                new_state, new_errors = _MAGNITUDE_STEPS[kind](xp, projected[t], size[t], state, errors, r[d],
+                                                               bias[d, gates * hidden:], peephole[d], own, params,
+                                                               hidden)
+                if valid_steps is not None:  # past a sequence's length nothing changes, the output holds zeros
+                    keep = (t < valid_steps)[:, None]
+                    new_state = tuple(xp.where(keep, new, old) for new, old in zip(new_state, state))
+                    new_errors = tuple(xp.where(keep, new, old) for new, old in zip(new_errors, errors))
+                    sequence[t, d] = xp.where(keep, new_errors[0], 0)
+                else:
+                    sequence[t, d] = new_errors[0]
+                state, errors = new_state, new_errors
+            singles.append(errors[0])
+            cells.append(errors[1])
+        found = [sequence, xp.stack(singles)[None]]
+        if lstm:
+            found.append(xp.stack(cells)[None])
+        return tuple(found)
+
+    return magnitude
+
+
+_RECURRENT_MAGNITUDE_TEXT = (
+    "the error each element may carry, in units of K x u, from a first-order analysis run alongside the recurrence "
+    "in float64: a gate's sum of magnitudes |X| |W|^T + |H| |R|^T + |biases| (+ |P| |C|), plus |R| times the "
+    "error already in H (and C), through each activation's largest slope plus its rounding, and through the state "
+    "updates' products (|a| x b's error + |b| x a's error)")
+
+
 # ---------------------------------------------------------------- tolerance
 
 
@@ -382,6 +544,8 @@ def _entry(name: str, enum_value: int, summary: str, formula: str, inputs, outpu
         array_kernel=_recurrent_kernel(kind, activations), exactness=APPROXIMATE, tolerance=_TOLERANCE,
         tolerance_scale=recurrent_tolerance_scale, optional_inputs=optional, optional_since=level("1_0"),
         optional_outputs=outputs, notes=tuple(notes) + _NOTES_COMMON, tf32_products=True,
+        sum_bound=SumBound(recurrent_terms, "input_size + hidden_size + 3, the terms of a gate's pre-activation",
+                           _RECURRENT_MAGNITUDE_TEXT, magnitude=_recurrent_magnitude(kind, activations)),
     )
 
 

@@ -25,7 +25,8 @@ import numpy as np
 from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64
 from . import gpu as reduction_gpu
 from ..table.parameters import BoolParameter, EnumParameter, IntArrayParameter, IntegerParameter
-from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, Operator, Tolerance, rows
+from ..table.schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, Operator, SumBound,
+                            Tolerance, rows)
 from ..table.shaped import RuleViolation, ShapeQuery, check_axis, describe_sizes, resolve_axes
 
 IO = ("InputTensor", "OutputTensor")
@@ -219,6 +220,106 @@ def cumsum_tolerance_scale(call) -> int:
 def cumprod_tolerance_scale(call) -> int:
     """dmlcli's choice after WebNN's reduceProduct figure (N ULP): WebNN has no cumulative product."""
     return call.tensors["InputTensor"].shape[call.parameters["Axis"]]
+
+
+# ---------------------------------------------------------------- sum bounds (checking/bounds.py)
+
+# K of REDUCE's sum bound, N the elements reduced: (a, b) for a*N + b, the roundings an element goes through
+# (AVERAGE's division, L2's squares and root, the logs and exponentials); MAX and MIN select (K = 0: no bound).
+_REDUCE_TERMS = {"SUM": (1, 0), "MULTIPLY": (1, 0), "L1": (1, 0), "AVERAGE": (1, 1), "L2": (1, 2),
+                 "SUM_SQUARE": (1, 1), "LOG_SUM": (1, 1), "LOG_SUM_EXP": (1, 3), "MAX": (0, 0), "MIN": (0, 0),
+                 "ARGMAX": (0, 0), "ARGMIN": (0, 0)}
+
+
+def reduce_terms(call) -> int:
+    a, b = _REDUCE_TERMS[call.parameters["Function"]]
+    return a * reduced_count(call) + b
+
+
+def reduce_magnitude(xp, inputs, outputs, params):
+    """M of REDUCE: the function itself on |x| (the sum of the magnitudes; a product's magnitude), except where a
+    log turns the sum's relative error into an absolute one: LOG_SUM's M is sum|x| / |sum x| + |log(sum x)|,
+    LOG_SUM_EXP's 1 + |max| + |log(sum(exp(x - max)))| (each exponential's relative error, the shift's)."""
+    (x,) = inputs
+    function = params["Function"]
+    axes = resolve_axes(params["Axes"], x.ndim, "Axes")
+    axis = _axis_argument(axes)
+    shape = outputs[0].shape
+    if function == "LOG_SUM":
+        total = xp.sum(x, axis=axis)
+        return (xp.sum(xp.abs(x), axis=axis) / xp.abs(total) + xp.abs(xp.log(total))).reshape(shape)
+    if function == "LOG_SUM_EXP":
+        peak = xp.max(x, axis=axis, keepdims=True)
+        inner = xp.log(xp.sum(xp.exp(x - peak), axis=axis))
+        return (1 + xp.abs(xp.squeeze(peak, axis=axis)) + xp.abs(inner)).reshape(shape)
+    return reduce_kernel(xp, [xp.abs(x)], outputs, params)[0]
+
+
+REDUCE_SUM_BOUND = SumBound(
+    reduce_terms, "N for SUM, MULTIPLY and L1, N + 1 for AVERAGE, SUM_SQUARE and LOG_SUM, N + 2 for L2, N + 3 for "
+                  "LOG_SUM_EXP (N the elements reduced); 0 for MAX and MIN, which select: no bound",
+    "the function itself on |InputTensor| in float64 (the sum of the magnitudes), for LOG_SUM sum|x| / |sum x| + "
+    "|log(sum x)| and for LOG_SUM_EXP 1 + |max| + |log(sum(exp(x - max)))| (a log turns the sum's relative error "
+    "into an absolute one)", magnitude=reduce_magnitude)
+
+
+def softmax_terms(call) -> int:
+    """K of the softmax's sum bound: the N elements of a group, + 4 for the shift, the exponential, the division."""
+    return _group_count(call, "Axes" not in call.parameters) + 4
+
+
+def log_softmax_terms(call) -> int:
+    return _group_count(call, "Axes" not in call.parameters) + 2
+
+
+def _softmax_parts(xp, x, params):
+    """(shifted x - max, the probabilities, sum_j p_j |x_j - max| per group, log(sum(exp(shifted)))), float64."""
+    axes = _group_axes(params, x.ndim)
+    shifted = x - xp.max(x, axis=axes, keepdims=True)
+    exponentials = xp.exp(shifted)
+    total = xp.sum(exponentials, axis=axes, keepdims=True)
+    probabilities = exponentials / total
+    # An element of probability 0 (-inf, or far below the maximum) adds nothing, however far its shift.
+    weighted = xp.where(probabilities > 0, probabilities * xp.abs(shifted), 0)
+    spread = xp.sum(weighted, axis=axes, keepdims=True)
+    return shifted, probabilities, spread, xp.log(total)
+
+
+def softmax_magnitude(xp, inputs, outputs, params):
+    """M of the softmax: p_i x (1 + |x_i - max| + sum_j p_j |x_j - max|). The float shift x - max is off by an ULP
+    of |x - max|, which exp turns into a relative error of p: a group spread over 80 units gives its small
+    probabilities 80 ULP of themselves, however many elements it has."""
+    shifted, probabilities, spread, _ = _softmax_parts(xp, inputs[0], params)
+    return probabilities * (1 + xp.abs(shifted) + spread)
+
+
+def log_softmax_magnitude(xp, inputs, outputs, params):
+    """M of the log-softmax: 1 + 2|x_i - max| + 2|log(sum)| + sum_j p_j |x_j - max|: the result x_i - max - log(sum)
+    cancels near 0 (the largest element of a group whose others are far smaller), where the absolute error of the
+    shift and of log(sum) are many ULP of the result."""
+    shifted, _, spread, log_total = _softmax_parts(xp, inputs[0], params)
+    return 1 + 2 * xp.abs(shifted) + 2 * xp.abs(log_total) + spread
+
+
+SOFTMAX_SUM_BOUND = SumBound(
+    softmax_terms, "N + 4, N the elements of a group",
+    "p_i x (1 + |x_i - max| + sum_j p_j |x_j - max|) in float64, p the softmax: the shift x - max is off by an ULP "
+    "of itself, which exp turns into a relative error of p", magnitude=softmax_magnitude)
+LOG_SOFTMAX_SUM_BOUND = SumBound(
+    log_softmax_terms, "N + 2, N the elements of a group",
+    "1 + 2|x_i - max| + 2|log(sum_j exp(x_j - max))| + sum_j p_j |x_j - max| in float64 (the absolute errors of "
+    "the shift and of the log of the sum, which a result near 0 cannot measure in its own ULP)",
+    magnitude=log_softmax_magnitude)
+
+
+def cumsum_terms(call) -> int:
+    return call.tensors["InputTensor"].shape[call.parameters["Axis"]]
+
+
+CUMSUM_SUM_BOUND = SumBound(
+    cumsum_terms, "N, the length of Axis",
+    "CUMULATIVE_SUMMATION itself run on |InputTensor| in float64 (each running sum's magnitudes)",
+    absolute=("InputTensor",))
 
 
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
@@ -541,7 +642,7 @@ REDUCE = Operator(
         "grow with the N elements reduced: N ULP for SUM, MULTIPLY and L1, N + 2 for AVERAGE, 2N + 1 for L2, 2N "
         "for SUM_SQUARE, N + 18 for LOG_SUM, 2N + 18 for LOG_SUM_EXP; MAX and MIN select an element: exact"),
     tolerance_scale=reduce_tolerance_scale, dask_layout="whole_axes",
-    dask_axes=reduced_axes,
+    dask_axes=reduced_axes, sum_bound=REDUCE_SUM_BOUND,
     notes=(
         "Axes may be left out in the API and on the command line: every axis is reduced (DirectML's desc needs "
         "them; a DxDispatch model must give Axes and AxisCount).",
@@ -620,7 +721,7 @@ _AXES_NOTE = ("Axes may be left out in the API and on the command line: the last
 
 
 def _softmax_entry(name, enum_value, summary, formula, kernel, exactness, tolerance, notes, one: bool,
-                   gpu_kernel=None):
+                   gpu_kernel=None, sum_bound=None):
     return Operator(
         name=name, enum_value=enum_value, family="reduction", prefix="ACTIVATION", summary=summary,
         formula=formula, introduced=(_SOFTMAX1_ROWS if one else _SOFTMAX_ROWS)[-1].level, inputs=("InputTensor",),
@@ -628,7 +729,7 @@ def _softmax_entry(name, enum_value, summary, formula, kernel, exactness, tolera
         cuda_body="", parameters=(SOFTMAX_AXES,) if one else (), shape_rule=axes_shape if one else last_axis_shape,
         array_kernel=kernel, gpu_array_kernel=gpu_kernel, exactness=exactness, tolerance=tolerance,
         tolerance_scale=softmax_tolerance_scale if tolerance is not None else None, dask_layout="whole_axes",
-        dask_axes=group_axes, notes=((_AXES_NOTE,) if one else (_EFFECTIVE_RANK,)) + notes)
+        dask_axes=group_axes, notes=((_AXES_NOTE,) if one else (_EFFECTIVE_RANK,)) + notes, sum_bound=sum_bound)
 
 
 _SOFTMAX_FORMULA = "OutputTensor[i] = exp(x[i]) / sum(exp(x[j]) for j in i's group)"
@@ -638,19 +739,19 @@ _HARDMAX_FORMULA = "OutputTensor[i] = 1 where i is the first largest element of 
 SOFTMAX = _softmax_entry("SOFTMAX", 48, "softmax along the last axis (effective rank at most 2)",
                          _SOFTMAX_FORMULA + " (the group: i's row along the last axis)", softmax_kernel,
                          APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=False,
-                         gpu_kernel=softmax_gpu_kernel)
+                         gpu_kernel=softmax_gpu_kernel, sum_bound=SOFTMAX_SUM_BOUND)
 SOFTMAX1 = _softmax_entry("SOFTMAX1", 158, "softmax over the blocks that Axes span",
                           _SOFTMAX_FORMULA + " (the group: the elements equal to i outside Axes)", softmax_kernel,
                           APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=True,
-                          gpu_kernel=softmax_gpu_kernel)
+                          gpu_kernel=softmax_gpu_kernel, sum_bound=SOFTMAX_SUM_BOUND)
 LOG_SOFTMAX = _softmax_entry("LOG_SOFTMAX", 41, "natural log of softmax along the last axis (effective rank at "
                              "most 2)", _LOG_SOFTMAX_FORMULA + " (the group: i's row along the last axis)",
                              log_softmax_kernel, APPROXIMATE, _LOG_SOFTMAX_TOLERANCE, (_LOG_SOFTMAX_NAN, _F16),
-                             one=False, gpu_kernel=log_softmax_gpu_kernel)
+                             one=False, gpu_kernel=log_softmax_gpu_kernel, sum_bound=LOG_SOFTMAX_SUM_BOUND)
 LOG_SOFTMAX1 = _softmax_entry("LOG_SOFTMAX1", 159, "natural log of softmax over the blocks that Axes span",
                               _LOG_SOFTMAX_FORMULA + " (the group: the elements equal to i outside Axes)",
                               log_softmax_kernel, APPROXIMATE, _LOG_SOFTMAX_TOLERANCE, (_LOG_SOFTMAX_NAN, _F16),
-                              one=True, gpu_kernel=log_softmax_gpu_kernel)
+                              one=True, gpu_kernel=log_softmax_gpu_kernel, sum_bound=LOG_SOFTMAX_SUM_BOUND)
 HARDMAX = _softmax_entry("HARDMAX", 36, "1 at the first largest element of each row (effective rank at most 2), 0 "
                          "elsewhere", _HARDMAX_FORMULA + " (the group: i's row along the last axis)", hardmax_kernel,
                          EXACT, None, (_HARDMAX_RULES,), one=False)
@@ -679,6 +780,7 @@ CUMULATIVE_SUMMATION = Operator(
     tolerance=Tolerance("ulp", 1, 1, "WebNN's cumulativeSum tolerance (web-platform-tests webnn/conformance_tests/"
                                      "cumulative_sum.https.any.js): N - 1 ULP along an axis of N elements"),
     tolerance_scale=cumsum_tolerance_scale, dask_layout="whole_axes", dask_axes=cumulative_axes,
+    sum_bound=CUMSUM_SUM_BOUND,
     notes=("HasExclusiveSum true: each output leaves its own element out (the first output is 0, the total is "
            "not written).",) + _CUMULATIVE_NOTES,
 )

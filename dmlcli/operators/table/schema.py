@@ -155,8 +155,12 @@ class Tolerance(Frozen):
             return None
         return self.floor_source or PLAIN_UNDERFLOW
 
-    def describe(self) -> str:
+    def describe(self, scaled: bool = False) -> str:
+        """The figures, their floors and where they come from. `scaled`: the operator multiplies the figure by a
+        count of each call (Operator.tolerance_scale), which the source describes."""
         unit = " ULP" if self.kind == "ulp" else " absolute"
+        if scaled:
+            unit += " times a count of the call (the source below says which; validate gives a call's figure)"
         same = self.float32 == self.float16
         figures = (f"{self.float32:g}{unit}" if same else
                    f"{self.float32:g}{unit} (FLOAT32), {self.float16:g}{unit} (FLOAT16)")
@@ -165,13 +169,74 @@ class Tolerance(Frozen):
                         f"{self.floor_for('float16'):.3g} (FLOAT16): {self.floor_reason}")
         return f"{figures}; {self.source}"
 
-    def describe_tf32(self) -> str:
-        """The FLOAT32 figures a call with --allow-tf32 is checked by (an operator with tf32_products)."""
+    def describe_tf32(self, scaled: bool = False) -> str:
+        """The FLOAT32 figures a call with --allow-tf32 is checked by (an operator with tf32_products); `scaled` as
+        describe's."""
         unit = " ULP" if self.kind == "ulp" else " absolute"
+        if scaled:
+            unit += " times the call's count"
         floor = (f" or an absolute difference up to {self.floor_for('float32') * TF32_WIDENING:.3g}"
                  if self.kind == "ulp" else "")
         return (f"{self.float32 * TF32_WIDENING:g}{unit}{floor} (FLOAT32; 2^13 = {TF32_WIDENING} times the figures "
                 "above, as TF32 keeps 10 of FLOAT32's 23 mantissa bits)")
+
+
+# The multiple of the sum bound (SumBound): an element of an operator that sums terms passes where its difference is
+# within BOUND_MULTIPLE x (K x u + u_out) x M (see SumBound). The error of any order of summation stays within
+# K x u x M to first order; the multiple leaves room for the second-order terms and for the few roundings around
+# the sum (a scale, a bias) that K does not count.
+BOUND_MULTIPLE = 2
+# The unit roundoff u of the accumulation: FLOAT32 (FLOAT16 calls are widened and accumulate in FLOAT32), and TF32
+# where a call allows TF32 products (10 mantissa bits: u = 2^-11, the TF32_WIDENING of FLOAT32's).
+FLOAT32_ROUNDOFF = 2.0 ** -24
+TF32_ROUNDOFF = FLOAT32_ROUNDOFF * TF32_WIDENING
+
+
+class SumBound(Frozen):
+    """How far the rounding of its sums may move an element of an operator that sums terms (issue 31).
+
+    The ULP of a result measures nothing where its terms cancel: a dot product of terms about 1 that sums to 1e-6
+    carries the rounding error of its partial sums, K x u x sum|term| (u the accumulation's unit roundoff, K the
+    terms), however the device orders them, and that is millions of ULP of the result. So an element of such an
+    operator also passes where |got - expected| <= BOUND_MULTIPLE x (K x u + u_out) x M, M the element's sum of
+    magnitudes and u_out the output type's unit roundoff (the final roundings, the device's and the
+    reference's). The entry declares how M is obtained and what K is; the checker (checking/bounds.py) computes
+    the bound per element from the call's own inputs, with one extra run:
+    - by default M is the operator itself run on the absolute values of the inputs in `absolute` (the others as
+      they are), in float64, with the parameters `parameters(params)` gives (|Alpha|, |Beta|); for a product
+      that is |A| x |B|, for a sum of terms the sum of their magnitudes;
+    - `magnitude`, where that is not M: a kernel (xp, inputs, outputs, params) -> M for the first output, given
+      the float inputs in float64 (attention: the scores' magnitudes, which the softmax turns into the output's
+      error; a recurrence: the error carried from step to step).
+    The bound covers the first output, or each output `terms` names (a gradient's sums, a recurrence's states); a
+    fused activation carries it through its largest slope (Operator.largest_slope); one that jumps
+    (THRESHOLDED_RELU, SHRINK) leaves the operator with its ULP figure alone. K = 0 (a selection: REDUCE's MAX and
+    MIN) means no bound.
+    """
+
+    # (call) -> K, the terms summed into an element of the first output (the most any element sums), or
+    # {output name: K} for each output the bound covers
+    terms: Callable
+    terms_text: str  # what K is, in words (describe)
+    magnitude_text: str  # what M is, in words (describe)
+    absolute: tuple[str, ...]  # the inputs the run takes as absolute values
+    parameters: Callable | None  # (typed parameters) -> the run's; None: the call's
+    # The run's kernel where it is not the operator's own: M of the first output, or a tuple with one M per output
+    # (None where an output has none)
+    magnitude: Callable | None
+
+    def __init__(self, terms: Callable, terms_text: str, magnitude_text: str, absolute: tuple[str, ...] = (),
+                 parameters: Callable | None = None, magnitude: Callable | None = None) -> None:
+        vars(self).update(terms=terms, terms_text=terms_text, magnitude_text=magnitude_text, absolute=absolute,
+                          parameters=parameters, magnitude=magnitude)
+
+    def describe(self, tf32: bool = False) -> str:
+        """The rule in words, as describe prints it; `tf32`: the operator's products may run on TF32 tensor cores."""
+        tf32_roundoff = "; TF32's 2^-11 with --allow-tf32" if tf32 else ""
+        return (f"an element also passes within its sum bound {BOUND_MULTIPLE} x (K x u + u_out) x M, where K is "
+                f"{self.terms_text}; u the unit roundoff of the accumulation (FLOAT32's 2^-24, for FLOAT16 calls too"
+                f"{tf32_roundoff}) and u_out the output type's (2^-24 FLOAT32, 2^-11 FLOAT16); M is "
+                f"{self.magnitude_text} (any order of summation stays within K x u x M)")
 
 
 class Operator(Frozen):
@@ -269,6 +334,13 @@ class Operator(Frozen):
     # and its FLOAT32 results are checked within TF32_WIDENING times the tolerance. False: the switch is accepted
     # and changes nothing (DirectML's flag only allows).
     tf32_products: bool
+    # The per-element bound of an operator that sums terms (SumBound): an element also passes within it. None: the
+    # ULP figure and the floor alone.
+    sum_bound: SumBound | None
+    # An activation's largest slope, sup |f'(x)|, for its typed parameters: how far it can carry a change of its
+    # input (a sum bound through a fused activation, the error of a recurrence's step). None: not an activation,
+    # or one that jumps (THRESHOLDED_RELU at Alpha, SHRINK at its thresholds), which no slope bounds.
+    largest_slope: Callable | None
 
     def __init__(self, *, name: str, enum_value: int, family: str, summary: str, formula: str, introduced: FeatureLevel,
                  inputs: tuple[str, ...], support: tuple[SupportRow, ...], same_data_type: tuple[str, ...],
@@ -285,7 +357,8 @@ class Operator(Frozen):
                  support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...] = (),
                  level_rule: Callable | None = None, tolerance_scale: Callable | None = None,
                  dask_layout: str | None = None, dask_axes: Callable | None = None, dask_index: Callable | None = None,
-                 fused_activation: str | None = None, tf32_products: bool = False) -> None:
+                 fused_activation: str | None = None, tf32_products: bool = False,
+                 sum_bound: SumBound | None = None, largest_slope: Callable | None = None) -> None:
         vars(self).update(name=name, enum_value=enum_value, family=family, summary=summary, formula=formula,
                           introduced=introduced, inputs=inputs, support=support, same_data_type=same_data_type,
                           same_sizes=same_sizes, cpu_kernel=cpu_kernel, cuda_body=cuda_body, output=output,
@@ -298,7 +371,8 @@ class Operator(Frozen):
                           variadic_count=variadic_count,
                           support_by=support_by, support_groups=support_groups, level_rule=level_rule,
                           tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
-                          dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products)
+                          dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products,
+                          sum_bound=sum_bound, largest_slope=largest_slope)
         check_entry(self)
 
     def __repr__(self) -> str:
@@ -490,6 +564,20 @@ def check_entry(op: Operator) -> None:
         fail("has optional inputs but no optional_since level")
     if op.tf32_products and (op.tolerance is None or op.is_elementwise):
         fail("has tf32_products, so it needs a tolerance (widened for TF32) and an array_kernel (its products)")
+    if op.sum_bound is not None:
+        _check_sum_bound(op, fail)
+
+
+def _check_sum_bound(op: Operator, fail) -> None:
+    """A sum bound goes with a ULP tolerance (the figure it is looser than) of a shaped operator, and its absolute
+    values are of its inputs."""
+    if op.is_elementwise or op.tolerance is None or op.tolerance.kind != "ulp":
+        fail("has a sum_bound, so it needs a shape_rule and a 'ulp' tolerance")
+    for name in op.sum_bound.absolute:
+        if name not in op.inputs:
+            fail(f"sum_bound takes |{name}|, which is not one of its inputs {op.inputs}")
+    if not (op.sum_bound.terms_text.strip() and op.sum_bound.magnitude_text.strip()):
+        fail("sum_bound needs terms_text and magnitude_text (describe states the rule)")
 
 
 def _output_follows_a_rule(op: Operator) -> bool:

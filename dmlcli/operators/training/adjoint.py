@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...records import Frozen
-from ..table.schema import Tolerance
+from ..table.schema import SumBound, Tolerance
 from ..table.shaped import RuleViolation, ShapeQuery
 
 FAMILY = "training"
@@ -141,3 +141,11 @@ def sum_tolerance(what: str) -> Tolerance:
         floor_source="dmlcli's choice, 2^-16 (1.5e-5) for both types: a gradient sums incoming gradients of both "
                      "signs, whose FLOAT32 rounding error is relative to the sum of their magnitudes, not to the "
                      "result; the floor covers unit-scale gradients summed over a few hundred terms")
+
+
+def gradient_sum_bound(terms, what: str) -> SumBound:
+    """The sum bound of a gradient that spreads InputGradientTensor with weights of one sign (an average's shares, a
+    maximum's copies, interpolation weights): the operator itself on |InputGradientTensor| gives each element's sum
+    of magnitudes (any other input, which picks or places the terms, as it is)."""
+    return SumBound(terms, what, "the operator itself run on |InputGradientTensor| in float64 (its weights are of "
+                                 "one sign: each element's sum of magnitudes)", absolute=("InputGradientTensor",))

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...data_types import FLOATS
 from ...feature_levels import level
 from ..normalization.entries import (CROSS_CHANNEL_LRN, EPSILON, FUSED_ACTIVATION, LOCAL_SIZE, LRN_ALPHA, LRN_BETA,
                                      LRN_BIAS, check_broadcastable, lrn_window, window_sum)
-from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, Tolerance, rows
+from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "training"
@@ -208,6 +210,99 @@ def lrn_grad_kernel(xp, inputs, outputs, params):
     return (_rounded(xp, dx, outputs[0]),)
 
 
+# ---------------------------------------------------------------- sum bounds (checking/bounds.py)
+#
+# What a device computing in FLOAT32 may carry: each mean or sum of N terms K = N + a few roundings, times the sum of
+# its terms' magnitudes (dmlcli computes in FLOAT64, far inside it).
+
+
+def training_terms(call) -> dict:
+    """K of BATCH_NORMALIZATION_TRAINING's outputs: N + 6 for OutputTensor (the statistics' N terms, the
+    subtraction, the root, the division, Scale, Bias, FusedAdd), N + 1 for the mean, N + 2 for the variance."""
+    n = reduced_count(call, "ScaleTensor")
+    return {"OutputTensor": n + 6, "OutputMeanTensor": n + 1, "OutputVarianceTensor": n + 2}
+
+
+def training_magnitude(xp, inputs, outputs, params):
+    """M of BATCH_NORMALIZATION_TRAINING: |Scale| (mean|x| + |x - mean|) / sqrt(variance + Epsilon) + |Bias| +
+    |FusedAdd| (x - mean carries the mean's rounding), mean|x| for the mean, the variance itself (a sum of
+    squares)."""
+    x, scale, bias, fused_add = inputs
+    axes = reduced_axes(scale.shape)
+    mean = xp.mean(x, axis=axes, keepdims=True)
+    centred = x - mean
+    variance = xp.mean(centred * centred, axis=axes, keepdims=True)
+    spread = xp.mean(xp.abs(x), axis=axes, keepdims=True)
+    root = xp.sqrt(variance + np.float64(params["Epsilon"]))
+    found = xp.abs(scale) * (spread + xp.abs(centred)) / root + xp.abs(bias)
+    if fused_add is not None:
+        found = found + xp.abs(fused_add)
+    return found, spread, variance
+
+
+def grad_terms(call) -> dict:
+    """K of the gradients: N + 8 for OutputGradientTensor (the means it subtracts, a few roundings), N + 4 for the
+    scale's gradient, N for the bias's (sums of N terms)."""
+    n = reduced_count(call, "MeanTensor")
+    return {"OutputGradientTensor": n + 8, "OutputScaleGradientTensor": n + 4, "OutputBiasGradientTensor": n}
+
+
+def _gradient_sum_magnitudes(xp, x, dy, mean, variance, epsilon, axes):
+    """M of the scale's and the bias's gradients: sum |dy| |x - Mean| / sqrt(Variance + Epsilon), sum |dy|."""
+    return (xp.sum(xp.abs(dy) * xp.abs(x - mean), axis=axes, keepdims=True) / xp.sqrt(variance + epsilon),
+            xp.sum(xp.abs(dy), axis=axes, keepdims=True))
+
+
+def grad_magnitude(xp, inputs, outputs, params):
+    """M of BATCH_NORMALIZATION_GRAD: |dy| |Scale| / sqrt(Variance + Epsilon) (a product: no cancellation) and the
+    two sums' magnitudes."""
+    x, dy, mean, variance, scale = inputs
+    epsilon = np.float64(params["Epsilon"])
+    axes = reduced_axes(mean.shape)
+    return (xp.abs(dy) * xp.abs(scale) / xp.sqrt(variance + epsilon),
+            *_gradient_sum_magnitudes(xp, x, dy, mean, variance, epsilon, axes))
+
+
+def training_grad_magnitude(xp, inputs, outputs, params):
+    """M of BATCH_NORMALIZATION_TRAINING_GRAD: |Scale| Coef0 (|dy| + mean|dy| + |x - Mean| mean(|dy| |x - Mean|) /
+    (Variance + Epsilon)): dy - mean(dy) and the second term cancel where they are near equal; and the two sums'."""
+    x, dy, mean, variance, scale = inputs
+    epsilon = np.float64(params["Epsilon"])
+    axes = reduced_axes(mean.shape)
+    spread = variance + epsilon
+    centred = xp.abs(x - mean)
+    inner = (xp.abs(dy) + xp.mean(xp.abs(dy), axis=axes, keepdims=True)
+             + centred * xp.mean(xp.abs(dy) * centred, axis=axes, keepdims=True) / spread)
+    sums = _gradient_sum_magnitudes(xp, x, dy, mean, variance, epsilon, axes)
+    return (xp.abs(scale) / xp.sqrt(spread) * inner, *sums)
+
+
+def lrn_grad_terms(call) -> int:
+    """K of LOCAL_RESPONSE_NORMALIZATION_GRAD: two window sums of N terms and a few roundings."""
+    return 2 * lrn_window(call) + 8
+
+
+def lrn_grad_magnitude(xp, inputs, outputs, params):
+    """M of LOCAL_RESPONSE_NORMALIZATION_GRAD: its two terms' magnitudes added (|dy| D^-Beta + (2 Alpha Beta /
+    LocalSize) |x| sum |dy| |x| D^(-Beta - 1)), which cancel where they are near equal."""
+    x, dy = inputs
+    size = params["LocalSize"]
+    alpha, beta, bias = (float(params[name]) for name in ("Alpha", "Beta", "Bias"))
+    total = x * x
+    for axis in _lrn_window_axes(params):
+        total = window_sum(xp, total, axis, size)
+    base = bias + (alpha / size) * total
+    spread = xp.abs(dy * x) * base ** (-beta - 1.0)
+    for axis in _lrn_window_axes(params):
+        spread = _adjoint_window_sum(xp, spread, axis, size)
+    return xp.abs(dy) * base ** (-beta) + abs(2.0 * alpha * beta / size) * xp.abs(x) * spread
+
+
+_STATISTICS_TEXT = "N + 6 for OutputTensor, N + 1 for the mean, N + 2 for the variance (N the elements each reduces)"
+_GRAD_TERMS_TEXT = ("N + 8 for OutputGradientTensor, N + 4 for the scale's gradient, N for the bias's (N the elements "
+                    "each sum reduces)")
+
+
 # ---------------------------------------------------------------- entries
 
 _ARITHMETIC = ("FLOAT32 and FLOAT16 inputs are widened exactly to FLOAT64, every formula (means, variances and "
@@ -253,6 +348,11 @@ BATCH_NORMALIZATION_TRAINING = Operator(
                         floor_source="the outputs are normalised to about unit size and x - mean cancels near the "
                                      "mean: 2^-20 (FLOAT32) and 2^-10 (FLOAT16) bound the absolute error there"),
     tolerance_scale=training_tolerance_scale,
+    sum_bound=SumBound(training_terms, _STATISTICS_TEXT,
+                       "|Scale| (mean|x| + |x - mean|) / sqrt(variance + Epsilon) + |Bias| + |FusedAdd| for "
+                       "OutputTensor (x - mean carries the mean's rounding), mean|x| for the mean, the variance "
+                       "itself, in float64",
+                       magnitude=training_magnitude),
     notes=(_PER_CHANNEL.format(tensors="ScaleTensor and BiasTensor", what="mean and variance"),
            "OutputMeanTensor and OutputVarianceTensor have ScaleTensor's Sizes; FusedAddTensor (optional, "
            "_Maybenull_) and OutputTensor have InputTensor's (the page's constraints).",
@@ -269,7 +369,7 @@ BATCH_NORMALIZATION_TRAINING = Operator(
 )
 
 def _batch_normalization_gradient(*, name: str, enum_value: int, summary: str, formula: str, support, kernel,
-                                  reduced: str, reading: str) -> Operator:
+                                  reduced: str, reading: str, sum_bound: SumBound) -> Operator:
     """BATCH_NORMALIZATION_GRAD and BATCH_NORMALIZATION_TRAINING_GRAD share their DESC, shape rule and tolerance;
     their formulas, kernels and levels differ."""
     return Operator(
@@ -277,7 +377,7 @@ def _batch_normalization_gradient(*, name: str, enum_value: int, summary: str, f
         introduced=support[-1].level, inputs=_GRAD_INPUTS, support=support, same_data_type=_GRAD_INPUTS + _GRAD_OUTPUTS,
         same_sizes=(), cpu_kernel=None, cuda_body="", output=_GRAD_OUTPUTS[0], extra_outputs=_GRAD_OUTPUTS[1:],
         parameters=(EPSILON,), shape_rule=batch_normalization_grad_shape, array_kernel=kernel, exactness=COMPOSITE,
-        tolerance=_GRAD_TOLERANCE, tolerance_scale=grad_tolerance_scale,
+        tolerance=_GRAD_TOLERANCE, tolerance_scale=grad_tolerance_scale, sum_bound=sum_bound,
         notes=(_PER_CHANNEL.format(tensors="MeanTensor, VarianceTensor and ScaleTensor", what=reduced),
                "InputGradientTensor and OutputGradientTensor have InputTensor's Sizes; OutputScaleGradientTensor and "
                "OutputBiasGradientTensor MeanTensor's (the page's constraints).", reading, _EPSILON_DEFAULT,
@@ -293,7 +393,10 @@ BATCH_NORMALIZATION_GRAD = _batch_normalization_gradient(
     support=_GRAD_ROWS, kernel=batch_normalization_grad_kernel, reduced="sums",
     reading="Mean and Variance are constants here (BATCH_NORMALIZATION's inputs): OutputGradient is the derivative "
             "of BATCH_NORMALIZATION's output with them held fixed, in the page's grouping InputGradient * (Scale / "
-            "sqrt(Variance + Epsilon)).")
+            "sqrt(Variance + Epsilon)).",
+    sum_bound=SumBound(grad_terms, _GRAD_TERMS_TEXT,
+                       "|dy| |Scale| / sqrt(Variance + Epsilon) for OutputGradientTensor, sum |dy| |x - Mean| / "
+                       "sqrt(Variance + Epsilon) and sum |dy| for the others, in float64", magnitude=grad_magnitude))
 
 BATCH_NORMALIZATION_TRAINING_GRAD = _batch_normalization_gradient(
     name="BATCH_NORMALIZATION_TRAINING_GRAD", enum_value=152,
@@ -304,7 +407,12 @@ BATCH_NORMALIZATION_TRAINING_GRAD = _batch_normalization_gradient(
             "OutputScaleGradient = sum(InputGradient * (Input - Mean) / sqrt(Variance + Epsilon)); "
             "OutputBiasGradient = sum(InputGradient); means and sums over the dimensions where MeanTensor's size is 1",
     support=_TRAINING_GRAD_ROWS, kernel=batch_normalization_training_grad_kernel, reduced="means and sums",
-    reading=_MEAN_READ)
+    reading=_MEAN_READ,
+    sum_bound=SumBound(grad_terms, _GRAD_TERMS_TEXT,
+                       "|Scale| / sqrt(Variance + Epsilon) x (|dy| + mean|dy| + |x - Mean| mean(|dy| |x - Mean|) / "
+                       "(Variance + Epsilon)) for OutputGradientTensor (its differences cancel), sum |dy| |x - Mean| "
+                       "/ sqrt(Variance + Epsilon) and sum |dy| for the others, in float64",
+                       magnitude=training_grad_magnitude))
 
 LOCAL_RESPONSE_NORMALIZATION_GRAD = Operator(
     name="LOCAL_RESPONSE_NORMALIZATION_GRAD", enum_value=144, family=FAMILY, prefix="",
@@ -324,6 +432,9 @@ LOCAL_RESPONSE_NORMALIZATION_GRAD = Operator(
                                      "absolute error there stays near the terms' rounding, which 2^-16 (2^-8) "
                                      "bounds for unit-sized gradients"),
     tolerance_scale=lrn_grad_tolerance_scale,
+    sum_bound=SumBound(lrn_grad_terms, "2N + 8, N the elements of a local region",
+                       "|dy| D^-Beta + (2 Alpha Beta / LocalSize) |x| sum |dy| |x| D^(-Beta - 1) in float64, the two "
+                       "terms' magnitudes (they cancel where they are near equal)", magnitude=lrn_grad_magnitude),
     notes=("The page gives no formula. OutputGradient is the exact derivative of dmlcli's "
            "LOCAL_RESPONSE_NORMALIZATION applied to InputGradient: the same local region (along an axis from i - "
            "floor((LocalSize - 1) / 2) to i + ceil((LocalSize - 1) / 2), clipped to the tensor as the page says; "

@@ -26,7 +26,8 @@ from ..pooling.entries import (DILATIONS, END_PADDING, INCLUDE_PADDING, START_PA
                                window_maxima)
 from ..table.schema import COMPOSITE, DIMS_4, DIMS_4_TO_5, Operator, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
-from .adjoint import FAMILY, FORWARD_NAMES, forward_rule, stated_gradient_sizes, sum_tolerance
+from .adjoint import (FAMILY, FORWARD_NAMES, forward_rule, gradient_sum_bound, stated_gradient_sizes,
+                      sum_tolerance)
 
 GRADIENTS = ("InputGradientTensor", "OutputGradientTensor")
 _MAX_TENSORS = ("InputTensor",) + GRADIENTS
@@ -156,6 +157,7 @@ AVERAGE_POOLING_GRAD = Operator(
     array_kernel=average_grad_kernel, exactness=COMPOSITE,
     tolerance=sum_tolerance("an element's terms (a division each) and their sums"),
     tolerance_scale=average_grad_tolerance_scale,
+    sum_bound=gradient_sum_bound(average_grad_tolerance_scale, "N + 1, N the windows that read an element"),
     notes=("The adjoint of dmlcli's AVERAGE_POOLING (the page: 'the weighted contributions of that element to the "
            "OutputTensor'): each window's incoming gradient is divided by the window's divisor (IncludePadding: "
            "the WindowSize product; else the input elements the window reads), one FLOAT32 division, and added "
@@ -181,6 +183,8 @@ MAX_POOLING_GRAD = Operator(
     cpu_kernel=None, cuda_body="", parameters=(STRIDES, WINDOW_SIZE, START_PADDING, END_PADDING, DILATIONS),
     shape_rule=max_grad_shape, array_kernel=max_grad_kernel, exactness=COMPOSITE,
     tolerance=sum_tolerance("the sums of an element's terms (copies)"), tolerance_scale=max_grad_tolerance_scale,
+    sum_bound=gradient_sum_bound(max_grad_tolerance_scale, "N - 1, N the windows that read an element (0 where "
+                                                           "they do not overlap: an exact result, no bound)"),
     notes=("The page: InputTensor determines the index of the largest element of each window, InputGradientTensor's "
            "values are distributed to those indices, summed where they overlap, and every other element is 0. A "
            "tie goes to the lowest logical element index (the page), the first in row-major window order: the "

@@ -23,7 +23,8 @@ from ..resampling.entries import (INPUT_PIXEL_OFFSETS, INTERPOLATION_MODE, OUTPU
                                   ROUNDING_DIRECTION, resample_coordinates, resample1_shape, resample_scales)
 from ..table.schema import COMPOSITE, DIMS_4, Operator, rows
 from ..table.shaped import ShapeQuery
-from .adjoint import FAMILY, AxisTaps, adjoint_along_axis, forward_rule, stated_gradient_sizes, sum_tolerance
+from .adjoint import (FAMILY, AxisTaps, adjoint_along_axis, forward_rule, gradient_sum_bound,
+                      stated_gradient_sizes, sum_tolerance)
 
 GRADIENTS = ("InputGradientTensor", "OutputGradientTensor")
 _DIMS_1_TO_4 = (1, 2, 3, 4)
@@ -131,6 +132,9 @@ _COORDINATES_NOTE = (
     "The coordinates are the resampling family's: output coordinate o reads x = (o - OutputPixelOffset) / Scale - "
     "InputPixelOffset in FLOAT32, clamped to [0, size - 1].")
 
+_SUM_BOUND = gradient_sum_bound(resample_grad_tolerance_scale, "the roundings of an element summed over the "
+                                 "resampled dimensions (m + 1 for m linear terms, m - 1 for m nearest copies)")
+
 RESAMPLE_GRAD = Operator(
     name="RESAMPLE_GRAD", enum_value=134, family=FAMILY, prefix="",
     summary="the gradient of RESAMPLE1 with respect to its input (the transpose of the resampling)",
@@ -141,6 +145,7 @@ RESAMPLE_GRAD = Operator(
     parameters=(INTERPOLATION_MODE, RESAMPLE1_SCALES, INPUT_PIXEL_OFFSETS, OUTPUT_PIXEL_OFFSETS),
     shape_rule=resample_grad_shape, array_kernel=resample_grad_kernel, exactness=COMPOSITE,
     tolerance=sum_tolerance("the products and sums of an element"), tolerance_scale=resample_grad_tolerance_scale,
+    sum_bound=_SUM_BOUND,
     notes=(_ADJOINT_NOTE.format(forward="RESAMPLE1"), _SIZES_NOTE.format(forward="RESAMPLE1"), _COORDINATES_NOTE,
            "NEAREST_NEIGHBOR reads element floor(x + 0.5), a tie taking the higher index, as dmlcli's RESAMPLE1 "
            "does. The page's example (a nearest 1.5x width, 0.5x height resampling of [[1, 2], [3, 4]] giving "
@@ -159,6 +164,7 @@ RESAMPLE_GRAD1 = Operator(
     parameters=(INTERPOLATION_MODE, ROUNDING_DIRECTION, RESAMPLE1_SCALES, INPUT_PIXEL_OFFSETS, OUTPUT_PIXEL_OFFSETS),
     shape_rule=resample_grad1_shape, array_kernel=resample_grad_kernel, exactness=COMPOSITE,
     tolerance=sum_tolerance("the products and sums of an element"), tolerance_scale=resample_grad_tolerance_scale,
+    sum_bound=_SUM_BOUND,
     notes=(_ADJOINT_NOTE.format(forward="RESAMPLE2 (RESAMPLE1 with RoundingDirection)"),
            _SIZES_NOTE.format(forward="RESAMPLE2"), _COORDINATES_NOTE,
            "RoundingDirection (RESAMPLE2's page): NEAREST_NEIGHBOR reads element floor(x) (DECREASING) or ceil(x) "

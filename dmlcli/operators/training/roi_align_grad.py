@@ -27,7 +27,8 @@ from ..pooling.entries import (ALIGN_TO_CORNERS, INPUT_PIXEL_OFFSET, INTERPOLATI
                                sample_axis)
 from ..table.schema import COMPOSITE, DIMS_4, Operator, rows
 from ..table.shaped import RuleViolation, ShapeQuery
-from .adjoint import FAMILY, AxisTaps, adjoint_along_axis, forward_rule, stated_gradient_sizes, sum_tolerance
+from .adjoint import (FAMILY, AxisTaps, adjoint_along_axis, forward_rule, gradient_sum_bound,
+                      stated_gradient_sizes, sum_tolerance)
 
 _ROI_DIMS = (2, 3, 4)
 _ROWS = rows(("4_1", {"InputTensor": (DIMS_4, FLOATS), "InputGradientTensor": (DIMS_4, FLOATS),
@@ -195,6 +196,9 @@ ROI_ALIGN_GRAD = Operator(
     shape_rule=roi_align_grad_shape, array_kernel=roi_align_grad_kernel, exactness=COMPOSITE,
     tolerance=sum_tolerance("the terms each element sums (a worst case for the regions' Sizes)"),
     tolerance_scale=roi_align_grad_tolerance_scale,
+    sum_bound=gradient_sum_bound(roi_align_grad_tolerance_scale, "the terms an element sums at most, a worst case "
+                                                                 "for the regions' Sizes (OutputGradientTensor; the "
+                                                                 "corners' gradient has its ULP figure and floor)"),
     notes=(
         "The page: InputTensor (optional) must be given when OutputROIGradientTensor is, and when ReductionFunction "
         "is MAX; OutputGradientTensor and OutputROIGradientTensor are each optional, at least one given. In the API "
