@@ -19,6 +19,7 @@ import numpy as np
 
 from ..data_types import DataType, from_numpy, parse_data_type
 from ..errors import InputError, quoted
+from ..scalars import is_digits
 # Imported here, not in the functions that use them: every run needs them, and an import statement in a function
 # costs each call a few microseconds (issue 23).
 from ..backends import get_backend
@@ -131,7 +132,7 @@ def parse_shape(value, where: str) -> tuple[int, ...]:
     sizes = []
     for item in items:
         text = str(item).strip()
-        if isinstance(item, bool) or not text.isdigit() or len(text) > 12:
+        if isinstance(item, bool) or not is_digits(text) or len(text) > 12:
             raise InputError(f"{where}: {quoted(text)} is not a size (a whole number from 0)")
         sizes.append(int(text))
     if not 1 <= len(sizes) <= 8:

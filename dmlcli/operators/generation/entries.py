@@ -25,6 +25,7 @@ import numpy as np
 from ...data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10, UINT8, UINT16
 from ...errors import InputError
 from ...feature_levels import level
+from ...scalars import is_digits
 from ..numerics import compiled_loops
 from ..numerics.conversions import blockwise, float_to_integer, integer_bounds
 from ..numerics.cuda_prelude import C_INTEGER_TYPES, C_WORD_TYPES, launch
@@ -272,7 +273,7 @@ def _negative_integer(value) -> int | None:
     if isinstance(value, (int, np.integer)):
         return int(value) if int(value) < 0 else None
     text = str(value).strip()
-    if text.startswith("-") and text[1:].isdigit() and len(text) <= 40:
+    if text.startswith("-") and is_digits(text[1:]) and len(text) <= 40:
         return int(text)
     return None
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, UINT8
 from ...errors import InputError, cut, quoted
+from ...scalars import is_digits
 from ..table.options import _given, option_flag
 from ..table.parameters import (BoolParameter, CudaArgument, EnumParameter, FloatArrayParameter, FloatParameter,
     Parameter)
@@ -96,7 +97,7 @@ class Size2DParameter(Parameter):
 
     def _number(self, value, where: str) -> int:
         text = str(value).strip()
-        if isinstance(value, (bool, float)) or not text.isdigit() or len(text) > 12:
+        if isinstance(value, (bool, float)) or not is_digits(text) or len(text) > 12:
             raise InputError(f"{where}: {quoted(cut(text, 40))} is not a whole number of at least 1")
         number = int(text)
         if not 1 <= number <= 2**32 - 1:
