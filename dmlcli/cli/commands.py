@@ -248,6 +248,13 @@ def validate(operator, inputs, dtype, output_format, **arguments):
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")
+    from .reports import work_report
+
+    work = work_report(verdict.call)
+    if work is not None:
+        click.echo(f"work: {work['element_reads']:,} element reads (output elements x window elements), "
+                   f"{work['element_reads'] / work['tensor_elements']:,.0f} times the {work['tensor_elements']:,} "
+                   "elements of its tensors")
     from .catalog import exactness_summary
 
     click.echo(f"result: {exactness_summary(req.operator)}")
