@@ -16,7 +16,8 @@ from dmlcli.feature_levels import ALL_FEATURE_LEVELS
 
 from conftest import REPO
 
-VALIDATE_KEYS = {"verdict", "operator", "feature_level", "lowest_feature_level", "message", "exit_code", "tensors"}
+VALIDATE_KEYS = {"verdict", "operator", "feature_level", "lowest_feature_level", "message", "exit_code", "tensors",
+                 "work"}  # work: added with issue 34 (keys are added, never renamed or removed)
 OPS_KEYS = {"name", "dml_name", "family", "summary", "inputs", "parameters", "output_type_same_as", "output_types",
             "default_output_type", "introduced"}
 DESCRIBE_KEYS = OPS_KEYS | {"enum_value", "formula", "tensors", "output", "exactness", "tolerance", "same_data_type",
