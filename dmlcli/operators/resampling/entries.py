@@ -280,14 +280,16 @@ _ROUNDINGS = {NEAREST: lambda xp, x: xp.floor(x + xp.float32(0.5)), NEAREST_DOWN
 # interpolation stays this size whatever the output's, so a run takes about the output's memory (issue 34: the
 # whole-axis a + w * (b - a) held four output-sized temporaries, 4x the output).
 BLOCK_ELEMENTS = 1 << 20
+# On the GPU blocks may be larger (each costs a few kernel launches; device memory is tens of GiB): 256 MiB a take.
+GPU_BLOCK_ELEMENTS = 1 << 26
 
 
-def _blocks(outer: int, positions: int, inner: int):
+def _blocks(outer: int, positions: int, inner: int, budget: int):
     """(outer slice, positions slice, inner slice) blocks of an (outer, positions, inner) result, each at most
-    BLOCK_ELEMENTS elements (at least one element of each)."""
-    inner_step = min(inner, BLOCK_ELEMENTS)
-    position_step = max(1, min(positions, BLOCK_ELEMENTS // inner_step))
-    outer_step = max(1, BLOCK_ELEMENTS // (inner_step * position_step))
+    `budget` elements (at least one element of each)."""
+    inner_step = min(inner, budget)
+    position_step = max(1, min(positions, budget // inner_step))
+    outer_step = max(1, budget // (inner_step * position_step))
     for o in range(0, outer, outer_step):
         for p in range(0, positions, position_step):
             for i in range(0, inner, inner_step):
@@ -303,7 +305,8 @@ def _interpolate_axis(xp, values, axis: int, out_size: int, block_values, out_dt
     inner = math.prod(values.shape[axis + 1:])
     shaped = values.reshape(outer, values.shape[axis], inner)
     result = xp.empty((outer, out_size, inner), dtype=xp.float32 if out_dtype is None else out_dtype)
-    for rows, positions, columns in _blocks(outer, out_size, inner):
+    budget = BLOCK_ELEMENTS if xp is np else GPU_BLOCK_ELEMENTS  # read when called (tests set them)
+    for rows, positions, columns in _blocks(outer, out_size, inner, budget):
         block = block_values(shaped[rows, :, columns], positions)
         result[rows, positions, columns] = block if out_dtype is None else _to_output(xp, block, out_dtype)
     return result.reshape(values.shape[:axis] + (out_size,) + values.shape[axis + 1:])
