@@ -306,9 +306,9 @@ def _interpolate_axis(xp, values, axis: int, out_size: int, block_values, out_dt
     shaped = values.reshape(outer, values.shape[axis], inner)
     result = xp.empty((outer, out_size, inner), dtype=xp.float32 if out_dtype is None else out_dtype)
     budget = BLOCK_ELEMENTS if xp is np else GPU_BLOCK_ELEMENTS  # read when called (tests set them)
-    for rows, positions, columns in _blocks(outer, out_size, inner, budget):
-        block = block_values(shaped[rows, :, columns], positions)
-        result[rows, positions, columns] = block if out_dtype is None else _to_output(xp, block, out_dtype)
+    for before, positions, after in _blocks(outer, out_size, inner, budget):
+        block = block_values(shaped[before, :, after], positions)
+        result[before, positions, after] = block if out_dtype is None else _to_output(xp, block, out_dtype)
     return result.reshape(values.shape[:axis] + (out_size,) + values.shape[axis + 1:])
 
 
