@@ -367,9 +367,9 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     return outcome
 
 
-# The bounded working sets of the blocked shaped kernels, whatever a call's size: convolution's column buffer
-# (32 MiB) and its tile's product, attention's scores (64 MiB), resampling's blocks (8 MiB). Counted for every
-# shaped call (tests/test_hardening_ops.py holds each kernel's peak to the estimate).
+# The bounded working sets of the blocked shaped kernels: convolution's column buffer (32 MiB) and its tile's
+# product, attention's scores (64 MiB), resampling's blocks (8 MiB). A block is never larger than a few times the
+# call's own tensors, so a small call counts that much instead (a 1 MiB call needs no 64 MiB to be let run).
 KERNEL_WORKING_BYTES = 64 << 20
 
 
@@ -381,7 +381,8 @@ def kernel_scratch_bytes(call: Call, arrays: Sequence) -> int:
         own = call.operator.scratch(call)
     else:
         own = 2 * max([int(a.size) * 8 for a in arrays if a is not None] + [0])
-    return own + KERNEL_WORKING_BYTES
+    held = sum(int(a.nbytes) for a in arrays if a is not None) + sum(tensor_bytes(t) for t in call.outputs)
+    return own + min(KERNEL_WORKING_BYTES, 4 * held)
 
 
 def work_reads(call: Call) -> int | None:
