@@ -85,7 +85,9 @@ def parse_feature_level(text) -> FeatureLevel:
     found = _BY_SHORT.get(spelled)  # without the regular expression, which a run would compile (issue 23)
     if found is not None:
         return found
-    if spelled.lower().startswith("0x"):
+    if not spelled.isascii():  # int() and the pattern's \d read other scripts' digits: '٤_١' would be 4_1
+        found = None
+    elif spelled.lower().startswith("0x"):
         try:
             found = _BY_VALUE.get(int(spelled, 16))
         except ValueError:

@@ -53,6 +53,17 @@ _INTEGER_LITERAL = r"[+-]?0(?:[xX][0-9a-fA-F]+|[bB][01]+|[oO][0-7]+)"
 _LOOKS_LIKE_LITERAL = r"[+-]?0[xXbBoO]"
 
 
+def is_digits(text: str) -> bool:
+    """Whether `text` is ASCII digits 0-9 only: str.isdigit() also takes other scripts' digits (int() reads the
+    Arabic-Indic '١' as 1) and superscripts, which no number on dmlcli's command line may hold (issue 34)."""
+    return text.isascii() and text.isdigit()
+
+
+def is_whole_number(text: str) -> bool:
+    """Whether `text` is an optional sign and ASCII digits (is_digits): what int() may read."""
+    return is_digits(text[1:] if text[:1] in "+-" else text)
+
+
 def integer_literal(text: str) -> int | None:
     """The value of a hex/binary/octal literal such as "0x1F" or "-0b101", exactly; None for other text."""
     if re.fullmatch(_INTEGER_LITERAL, text) is None:
@@ -239,10 +250,12 @@ def parse_scalar(value, dtype: DataType, *, where: str):
 def _scalar_text(text: str, where: str):
     Decimal, InvalidOperation = _decimal()
     stripped = text.strip()
+    if not stripped.isascii():  # Decimal() and int() read other scripts' digits too: '١' would be 1
+        raise InputError(f"{where} = {shorten(text)!r} is not a number (write it with ASCII digits 0-9)")
     if stripped.lower() in _SPECIAL_FLOATS or integer_literal(stripped) is not None:
         return stripped
     try:
-        if stripped.lstrip("+-").isdigit():
+        if is_whole_number(stripped):
             return parse_integer(stripped.lstrip("+"))
         number = Decimal(stripped)
     except (InvalidOperation, ValueError):

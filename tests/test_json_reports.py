@@ -17,7 +17,7 @@ from dmlcli.feature_levels import ALL_FEATURE_LEVELS
 from conftest import REPO
 
 VALIDATE_KEYS = {"verdict", "operator", "feature_level", "lowest_feature_level", "message", "exit_code", "tensors",
-                 "check"}
+                 "check", "work"}  # check: issue 31; work: issue 34 (keys are added, never renamed or removed)
 OPS_KEYS = {"name", "dml_name", "family", "summary", "inputs", "parameters", "output_type_same_as", "output_types",
             "default_output_type", "introduced"}
 DESCRIBE_KEYS = OPS_KEYS | {"enum_value", "formula", "tensors", "output", "exactness", "tolerance", "same_data_type",

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..data_types import MAX_ELEMENTS, DataType
-from ..errors import InputError, ValidationError
+from ..errors import DmlcliError, InputError, ValidationError
 from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from ..operators import Operator
 from ..records import Frozen
@@ -156,6 +156,9 @@ def _size_problems(tensors):
             yield Problem(
                 f"{tensor.name} Sizes {describe_shape(tensor.shape)} contain a zero; "
                 "DirectML rejects a size of zero in any dimension", "rule")
+        elif min(tensor.shape) < 0:  # Sizes stated for an output (a suite case's, a desc's) are not parsed as UINT
+            yield Problem(f"{tensor.name} Sizes {describe_shape(tensor.shape)} contain a negative size; DirectML's "
+                          "Sizes are UINT, each at least 1", "rule")
         elif math.prod(tensor.shape) > MAX_ELEMENTS:
             count = math.prod(tensor.shape)
             yield Problem(
@@ -434,6 +437,14 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
         computed = operator.shape_rule(query)
     except RuleViolation as violation:
         raise ValidationError(f"{operator.name}: {violation}") from None
+    except (IndexError, TypeError, ValueError) as error:
+        if isinstance(error, DmlcliError):
+            raise
+        # A rule reads its inputs' dimensions by position (VALUE_SCALE_2D's channels at dimension 1): an input of a
+        # DimensionCount that no feature level takes may break it before the support rows are consulted (issue 34:
+        # a 1-D input was an IndexError). Said as the rows would say it; any other failure stays a bug.
+        _check_ranks_any_level(operator, tensors)
+        raise
     expanded: dict[str, tuple[int, ...]] = {}
     for name in operator.outputs:
         if name not in computed and name in operator.optional_outputs:
@@ -458,6 +469,16 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
                                       f"the Sizes its rule gives for these inputs and parameters, "
                                       f"{describe_shape(expanded[tensor_name])}")
     return expanded
+
+
+def _check_ranks_any_level(operator: Operator, tensors: Mapping[str, TensorInfo]) -> None:
+    """ValidationError for the first tensor whose DimensionCount no feature level of the operator takes."""
+    for name, tensor in tensors.items():
+        allowed = sorted({dims for row in operator.all_rows() for dims in row.tensors[field_of(name)].dims})
+        if len(tensor.shape) not in allowed:
+            shown = ", ".join(str(dims) for dims in allowed)
+            raise ValidationError(f"{operator.name}: {name} dimension count {len(tensor.shape)} is not supported at "
+                                  f"any feature level (allowed: {shown}); no feature level accepts this call")
 
 
 def _named_inputs(operator: Operator, names: Sequence[str]) -> tuple[str, ...]:

@@ -98,7 +98,7 @@ def parse_tolerance(text: str, source: str = "--tolerance") -> Rule:
     for part in key.split(","):
         kind, _, number = part.strip().partition(":")
         try:
-            limit = float(number)
+            limit = float(number) if number.isascii() else -1.0  # float() reads other scripts' digits too
         except ValueError:
             limit = -1.0
         if kind not in ("ulp", "atol", "rtol") or not np.isfinite(limit) or limit < 0 or kind in limits:

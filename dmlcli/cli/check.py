@@ -10,11 +10,12 @@ import json
 import click
 
 from ..errors import InputError
+from .options import WholeNumbers
 
 STDOUT_STYLES = ("npy", "json")
 
 max_diffs_option = click.option(
-    "--max-diffs", "max_diffs", type=click.IntRange(min=0), default=None, metavar="N",
+    "--max-diffs", "max_diffs", type=WholeNumbers(min=0), default=None, metavar="N",
     help="How many of the first differences --check shows (and --report lists) [default: 5]; 0 for none.")
 report_option = click.option(
     "--report", "report", metavar="REPORT.json", default=None, type=click.Path(dir_okay=False),
@@ -59,6 +60,27 @@ def file_format(output: str | None, style: str | None) -> str | None:
         raise InputError(f"--format {style}: -o {quoted(output)} is a Zarr store, written as Zarr; leave --format "
                          "out")
     return style
+
+
+def check_distinct_outputs(named) -> None:
+    """Refuse, before any work, two output options that name one file (after resolving links, '.' and '..', or two
+    names of one existing file): one write would silently replace the other (issue 34: -o c.json --save-case
+    c.json). `named`: (option, path) pairs; None and stdout (-) are left out."""
+    import os
+
+    from ..errors import quoted
+    from ..io.targets import is_stdout
+
+    seen: list[tuple[str, str, str]] = []
+    for option, path in named:
+        if path is None or is_stdout(path):
+            continue
+        resolved = os.path.realpath(path)
+        for earlier_option, earlier, earlier_resolved in seen:
+            if resolved == earlier_resolved or _same_file(earlier, path):
+                raise InputError(f"{earlier_option} {quoted(earlier)} and {option} {quoted(path)} name the same file; "
+                                 "each output needs a file of its own")
+        seen.append((option, str(path), resolved))
 
 
 def check_binary_stdout(output: str | None) -> None:

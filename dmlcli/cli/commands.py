@@ -11,8 +11,9 @@ from ..errors import EXIT_CHECK_FAILED
 from .app import cli, exit_codes_help, report_warnings, warnings_reported
 from .json_output import echo_json, format_option, validate_as_json
 from .check import max_diffs_option, report_option
-from .options import (OperatorCommand, backend_option, call_options, complete_operator, complete_path,
-                      dask_run_options, dask_settings, feature_level_option, parameter_values, quiet_option)
+from .options import (OperatorCommand, WholeNumbers, backend_option, call_options, complete_operator,
+                      complete_path, dask_run_options, dask_settings, feature_level_option, parameter_values,
+                      quiet_option)
 
 
 def _request(operator, arguments: dict):
@@ -98,6 +99,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
     from . import check as checking
     from ..io.sources import check_stdin_read_once
 
+    checking.check_distinct_outputs(_output_options(outputs, report, save_case, len(inputs)))
     if len(outputs) > 1:
         return _run_to_several(operator, inputs, list(outputs), dtype, style, expected, save_case, backend, quiet,
                                (scheduler, workers, chunks), arguments)
@@ -178,6 +180,17 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         _show(outcome, style)
 
 
+def _output_options(outputs, report, save_case, input_count: int) -> list[tuple[str, str]]:
+    """Every file a run may write, with the option that names it: each -o, --report, --save-case and the tensor
+    files --save-case writes beside the case."""
+    named = [("-o", output) for output in outputs] + [("--report", report), ("--save-case", save_case)]
+    if save_case is not None:
+        from ..suite.save import tensor_files
+
+        named += [(f"--save-case {save_case}'s tensor file", path) for path in tensor_files(save_case, input_count)]
+    return named
+
+
 def _run_to_several(operator, inputs, outputs, dtype, style, expected, save_case, backend, quiet, dask, arguments):
     """`-o a.npy -o b.npy`: one target per output tensor of an operator with several (SPLIT, TOP_K)."""
     from ..engine import run_sources
@@ -243,6 +256,13 @@ def validate(operator, inputs, dtype, output_format, **arguments):
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")
+    from .reports import work_report
+
+    work = work_report(verdict.call)
+    if work is not None:
+        click.echo(f"work: {work['element_reads']:,} element reads (output elements x window elements), "
+                   f"{work['element_reads'] / work['tensor_elements']:,.0f} times the {work['tensor_elements']:,} "
+                   "elements of its tensors")
     from .catalog import check_summary, exactness_summary
 
     click.echo(f"result: {exactness_summary(req.operator)}")
@@ -253,9 +273,9 @@ def validate(operator, inputs, dtype, output_format, **arguments):
 @click.argument("model", metavar="MODEL.json", shell_complete=complete_path)
 @backend_option
 @feature_level_option("DirectML feature level the dispatches are validated at [default: 6_4].")
-@click.option("-i", "--iterations", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("-i", "--iterations", type=WholeNumbers(min=1), default=1, show_default=True,
               help="Run each dispatch command this many times, as DxDispatch's -i (in-place models compound).")
-@click.option("-w", "--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("-w", "--warmup", type=WholeNumbers(min=0), default=1, show_default=True,
               help="Leave this many first samples out of the timing median, as DxDispatch's -w.")
 @click.option("--no-timing", is_flag=True, help="Do not print the per-dispatch timing lines.")
 @click.option("--output-dir", metavar="DIR", default=None, shell_complete=complete_path,

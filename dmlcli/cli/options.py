@@ -15,6 +15,18 @@ from .. import operators as table
 from ..operators.table.options import option_flag
 
 
+class WholeNumbers(click.IntRange):
+    """click's IntRange, read from ASCII digits only: int() also reads other scripts' digits ('١' is 1), and no
+    number on the command line may be written so (issue 34)."""
+
+    def convert(self, value, param, ctx):
+        from ..scalars import is_whole_number
+
+        if isinstance(value, str) and not is_whole_number(value.strip()):
+            self.fail(f"{value!r} is not a whole number (write it with ASCII digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def complete_operator(ctx, param, incomplete):
     from ..operators.table.index import SPELLINGS
 
@@ -248,7 +260,7 @@ def dask_run_options(command):
         click.option("--scheduler", metavar="SCHEDULER", envvar="DMLCLI_SCHEDULER", default=None,
                      help="Run on Dask: threads, processes, sync, or a dask.distributed scheduler's address "
                           "(tcp://HOST:PORT) [default with a Zarr input: threads; env: DMLCLI_SCHEDULER]."),
-        click.option("--workers", metavar="N", type=click.IntRange(min=1), default=None,
+        click.option("--workers", metavar="N", type=WholeNumbers(min=1), default=None,
                      help="Run on a Dask LocalCluster of N worker processes started and stopped for this run "
                           "(with --scheduler threads|processes: the pool's size)."),
         click.option("--chunks", metavar="SIZES", default=None,

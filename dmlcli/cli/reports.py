@@ -151,14 +151,27 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
     if error is not None:
         return {"verdict": "rejected", "operator": op.dml_name, "feature_level": feature_level.name,
                 "lowest_feature_level": _level(getattr(error, "lowest_feature_level", None)),
-                "message": str(error), "exit_code": error.exit_code, "tensors": None, "check": None}
+                "message": str(error), "exit_code": error.exit_code, "tensors": None, "check": None,
+                "work": None}
     tensors = {name: {"data_type": t.data_type.name, "shape": list(t.shape)}
                for name, t in verdict.call.tensors.items()}
     described = ", ".join(t.describe() for t in verdict.call.tensors.values())
     return {"verdict": "ok", "operator": op.dml_name, "feature_level": verdict.feature_level.name,
             "lowest_feature_level": _level(verdict.lowest_feature_level),
             "message": f"valid: {op.name} accepts {described} at {verdict.feature_level}",
-            "exit_code": EXIT_OK, "tensors": tensors, "check": check_record(verdict.call)}
+            "exit_code": EXIT_OK, "tensors": tensors, "check": check_record(verdict.call),
+            "work": work_report(verdict.call)}
+
+
+def work_report(call) -> dict | None:
+    """What the call's kernel reads against what it holds, where its entry counts it (the window operators: output
+    elements x window elements): {"element_reads", "tensor_elements"}; None for the others."""
+    from ..engine import tensor_elements, work_reads
+
+    reads = work_reads(call)
+    if reads is None:
+        return None
+    return {"element_reads": reads, "tensor_elements": tensor_elements(call)}
 
 
 def backends_report() -> dict:

@@ -8,7 +8,7 @@ import click
 
 from ..errors import EXIT_CHECK_FAILED, InputError, quoted
 from .app import TEST_FAILED, cli, exit_codes_help
-from .options import complete_path, feature_level_option
+from .options import WholeNumbers, complete_path, feature_level_option
 
 
 def _progress(quiet: bool):
@@ -47,7 +47,7 @@ def _progress(quiet: bool):
 @click.option("-k", "keyword", metavar="EXPR", default=None,
               help="Only cases whose names match EXPR: words (substrings of the case id, file, folder or operator) "
                    "joined by and, or, not and parentheses, as pytest's -k.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=WholeNumbers(min=1), default=None,
               help="Worker processes [default: the number of cores]; 1 runs in this process.")
 @click.option("--junit-xml", "junit_xml", metavar="FILE", default=None, shell_complete=complete_path,
               help="Write JUnit XML (one testsuite per operator, one testcase per case and backend).")
@@ -83,6 +83,9 @@ def test(paths, backend, keyword, jobs, junit_xml, report, feature_level, float_
     for option, target, suffix in (("--junit-xml", junit_xml, ".xml"), ("--report", report, ".json")):
         if target is not None:
             _check_target(option, target, suffix)
+    from .check import check_distinct_outputs
+
+    check_distinct_outputs([("--junit-xml", junit_xml), ("--report", report)])  # a link may join the two
     with _progress(quiet > 0) as advance:
         run = run_suite(paths, backend=backend, keyword=keyword, jobs=jobs, feature_level=feature_level,
                         float_rules=float_rules, allow_tf32=allow_tf32, stop_first=stop_first, on_progress=advance)

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import BackendUnavailableError, InputError, quoted
+from ..scalars import is_digits
 
 INSTALL_HINT = "pip install 'dmlcli[dask]'"
 SCHEDULER_VARIABLE = "DMLCLI_SCHEDULER"
@@ -77,7 +78,7 @@ def parse_chunks(value) -> tuple[int, ...] | str | None:
         if text == "auto":
             return "auto"
         parts = [part.strip() for part in text.split(",")]
-        if not all(part.isdigit() and int(part) > 0 for part in parts):
+        if not all(is_digits(part) and int(part) > 0 for part in parts):
             raise InputError(f"--chunks {quoted(value)}: expected auto, a chunk size (256) or one per dimension "
                              "(256,1024), each a positive whole number")
         return tuple(int(part) for part in parts)

@@ -11,6 +11,7 @@ Results come back as an `Outcome` with their warnings: callers decide how to sho
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..data_types import DataType, from_numpy, parse_data_type
 from ..errors import InputError, quoted
+from ..scalars import is_digits
 # Imported here, not in the functions that use them: every run needs them, and an import statement in a function
 # costs each call a few microseconds (issue 23).
 from ..backends import get_backend
@@ -131,7 +133,7 @@ def parse_shape(value, where: str) -> tuple[int, ...]:
     sizes = []
     for item in items:
         text = str(item).strip()
-        if isinstance(item, bool) or not text.isdigit() or len(text) > 12:
+        if isinstance(item, bool) or not is_digits(text) or len(text) > 12:
             raise InputError(f"{where}: {quoted(text)} is not a size (a whole number from 0)")
         sizes.append(int(text))
     if not 1 <= len(sizes) <= 8:
@@ -325,12 +327,13 @@ def execute(verdict: Verdict, arrays: Sequence[np.ndarray], backend, *, tally: H
 def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence[str] | None = None,
         before_execute: Callable[[Verdict], None] | None = None,
         read_mapped: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
-        output_format: str | None = None) -> Outcome:
+        output_format: str | None = None, progress=None) -> Outcome:
     """Validate, check room for the output, execute and (with `output`, a path or '-', or one per output
     tensor, or an .npz for all) write the result.
 
     `read_mapped` turns memory-mapped inputs into arrays in memory, once the checks have passed.
     `output_format` ("npy" or "json") names the output file's format whatever its extension.
+    `progress` (display/progress.py's factory): a kernel whose work is far past its data shows how far it got.
     """
     targets = output_targets(output)
     # One target on stdout fits any outputs (one, or several as one JSON object): outputs.py is not needed.
@@ -346,22 +349,73 @@ def run(req: Request, arrays: Sequence, *, backend="cpu", output: str | Sequence
     if checked:
         check_targets(targets, names, output_format)
     # Before any work; the inputs count too, as they are read into memory (or, mapped, paged in) to run.
-    # A shaped operator's other outputs and its kernel's scratch (about twice its largest input, as
-    # float64 work) are counted with them.
+    # A shaped operator's other outputs and its kernel's scratch are counted with them.
     input_bytes = sum(int(a.nbytes) for a in arrays if a is not None)
     if not req.operator.is_elementwise:
-        input_bytes += sum(tensor_bytes(t) for t in verdict.call.outputs[1:]) + 2 * max(
-            [int(a.size) * 8 for a in arrays if a is not None] + [0])
+        input_bytes += sum(tensor_bytes(t) for t in verdict.call.outputs[1:]) + kernel_scratch_bytes(verdict.call,
+                                                                                                     arrays)
     check_room_for_output(targets[0] if len(targets) == 1 else None, out.shape, out.data_type.numpy_dtype,
                           in_memory=True, input_bytes=input_bytes, output_format=output_format)
     if before_execute is not None:
         before_execute(verdict)
     if read_mapped is not None:
         arrays = read_mapped(arrays)
-    outcome = execute(verdict, arrays, backend, recorded=tuple(arrays))
+    with metered_work(verdict.call, progress):
+        outcome = execute(verdict, arrays, backend, recorded=tuple(arrays))
     if targets:
         write_results(outcome, names, targets, output_format)
     return outcome
+
+
+# The bounded working sets of the blocked shaped kernels: convolution's column buffer (32 MiB) and its tile's
+# product, attention's scores (64 MiB), resampling's blocks (8 MiB). A block is never larger than a few times the
+# call's own tensors, so a small call counts that much instead (a 1 MiB call needs no 64 MiB to be let run).
+KERNEL_WORKING_BYTES = 64 << 20
+
+
+def kernel_scratch_bytes(call: Call, arrays: Sequence) -> int:
+    """What a shaped kernel holds besides its inputs and outputs: its entry's estimate (Operator.scratch: a padded
+    copy of the input, FLOAT32 sums) where it has one, else about twice its largest input as FLOAT64 work; and the
+    blocked kernels' bounded working set."""
+    if call.operator.scratch is not None:
+        own = call.operator.scratch(call)
+    else:
+        own = 2 * max([int(a.size) * 8 for a in arrays if a is not None] + [0])
+    held = sum(int(a.nbytes) for a in arrays if a is not None) + sum(tensor_bytes(t) for t in call.outputs)
+    return own + min(KERNEL_WORKING_BYTES, 4 * held)
+
+
+def work_reads(call: Call) -> int | None:
+    """The element reads the call's kernel makes where its entry says (Operator.work), else None."""
+    return None if call.operator.work is None else int(call.operator.work(call))
+
+
+def tensor_elements(call: Call) -> int:
+    """The elements of every tensor of the call, inputs and outputs (what `work_reads` is measured against)."""
+    return sum(math.prod(tensor.shape) for tensor in call.tensors.values())
+
+
+# A run whose kernel reads this many times its tensors' elements shows progress (where `progress` shows any):
+# its time goes with the reads, not with the data a streamed run's bar counts.
+WORK_FAR_PAST_DATA = 64
+
+
+def metered_work(call: Call, progress):
+    """Around a kernel: where the call's reads are far past its data and `progress` is given, a progress bar
+    advanced by the kernel (operators/numerics/work.py) in bytes read (the reads times the input's element size,
+    so the bar's units are a streamed run's); else nothing."""
+    reads = work_reads(call) if progress is not None else None
+    if reads is None or reads < WORK_FAR_PAST_DATA * tensor_elements(call):
+        return contextlib.nullcontext()
+    return _metered(progress, reads, call.inputs[0].data_type.numpy_dtype.itemsize)
+
+
+@contextlib.contextmanager
+def _metered(progress, reads: int, item: int):
+    from ..operators.numerics.work import metered
+
+    with progress(reads * item) as advance, metered(lambda done: advance(done * item)):
+        yield
 
 
 def tensor_bytes(tensor) -> int:
@@ -529,7 +583,8 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
     # inflated only then (a small file claiming 2^32 elements is refused without inflating a byte).
     return run(req, read_sources(sources, dtype, header_only=True, operator=req.operator), backend=backend,
                output=output, before_execute=before_execute,
-               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources, dtype), output_format=output_format)
+               read_mapped=lambda arrays: _read_mapped_sources(arrays, sources, dtype), output_format=output_format,
+               progress=progress)
 
 
 def _may_stream(sources: Sequence[str]) -> bool:

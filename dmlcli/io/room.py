@@ -49,7 +49,8 @@ def _read_text(path: str) -> str:
 
 
 def available_memory() -> int | None:
-    """Bytes this process could still allocate: available RAM plus free swap, within a cgroup limit.
+    """Bytes this process could still allocate: available RAM plus free swap, within a cgroup limit (its share of
+    them in a suite's worker: share_memory) and within its own RLIMIT_AS and RLIMIT_DATA.
 
     None where the system does not say. Every in-memory run asks, so /proc/meminfo's two fields are found
     by a search, not a parse of every line (a tenth of a millisecond saved a call).
@@ -78,10 +79,44 @@ def available_memory() -> int | None:
             _cgroup_limited = False  # no cgroup v2 memory controller here: a process's cgroup does not change
         except OSError:
             pass
-    return max(found, 0)
+    found = max(found, 0) // _share  # the machine's and the cgroup's memory, shared with a suite's other workers
+    limited = _rlimit_room()  # this process's own
+    return found if limited is None else min(found, limited)
+
+
+# The part of the available memory this process counts on: all of it, or 1/N in each of a test suite's N worker
+# processes, whose cases run at the same time (each checks room for its own case as `run` does: issue 34).
+_share = 1
+
+
+def share_memory(processes: int) -> None:
+    """Count on 1/`processes` of the available memory from now on (a suite's worker, one of `processes`)."""
+    global _share
+    _share = max(1, int(processes))
 
 
 _cgroup_limited = True  # until /sys/fs/cgroup/memory.max is found missing
+
+
+def _rlimit_room() -> int | None:
+    """What this process's own limits leave it: RLIMIT_AS less the address space it has mapped (VmSize), RLIMIT_DATA
+    less its data (VmData); None where neither is set (the usual case). A run under `ulimit -v` (a CI job's, a
+    suite's worker) that the machine's memory would hold still fails to allocate: counted, it is refused up
+    front instead of ending in MemoryError (issue 34)."""
+    import resource
+
+    found = None
+    for limit, field in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        if soft == resource.RLIM_INFINITY:
+            continue
+        try:
+            used = _meminfo_bytes(_read_text("/proc/self/status"), field)  # the same "Name:  123 kB" lines
+        except OSError:
+            used = None
+        room = max(soft - (used or 0), 0)
+        found = room if found is None else min(found, room)
+    return found
 
 # The last reading of available_memory(): [the function that read it, its answer, time.monotonic() then].
 _last_reading: list = []

@@ -25,6 +25,7 @@ from ..errors import BackendUnavailableError, DmlcliError, InputError, Validatio
 from .case import Case, CaseError, case_id_for, discover, load_case, read_document
 
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
+OUT_OF_MEMORY = "ran out of memory (more than the room check counted was taken); nothing of this case was kept"
 VERDICTS = (PASSED, FAILED, ERROR, SKIPPED)
 CROSS = "-vs-"  # a comparison's backend name: "cpu-vs-gpu"
 
@@ -225,6 +226,11 @@ def run_loaded(case: Case, backends: Sequence[str], settings: Settings = Setting
         call = invocation(case)
     except InputError as error:
         return _all(backends, case.case_id, case.path, op, ERROR, f"{quoted(case.path)}: {error}", load_time)
+    except MemoryError:
+        return _all(backends, case.case_id, case.path, op, ERROR, f"{quoted(case.path)}: {OUT_OF_MEMORY}", load_time)
+    except Exception as error:  # noqa: BLE001 - a bug in mapping one case is that case's error; the run goes on
+        return _all(backends, case.case_id, case.path, op, ERROR,
+                    f"internal error mapping the case: {type(error).__name__}: {error}", load_time)
     if isinstance(call, str):
         return _all(backends, case.case_id, case.path, op, SKIPPED, call, load_time)
     results, outputs = [], []
@@ -270,6 +276,10 @@ def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load
             return CaseResult(**base, verdict=FAILED, message=message, time=load + ran, timings=timings), None
         return CaseResult(**base, verdict=ERROR, message=f"{quoted(case.path)}: {error}", time=load + ran,
                           timings=timings), None
+    except MemoryError:  # past what the room check counts (another process took the memory meanwhile)
+        ran = time.perf_counter() - started
+        return CaseResult(**base, verdict=ERROR, message=f"{quoted(case.path)}: {OUT_OF_MEMORY}", time=load + ran,
+                          timings={"load": load, "run": ran, "compare": 0.0}), None
     except Exception as error:  # noqa: BLE001 - a bug shows as this case's error, and the run goes on
         ran = time.perf_counter() - started
         return CaseResult(**base, verdict=ERROR, message=f"internal error: {type(error).__name__}: {error}",
@@ -288,8 +298,13 @@ def _run_on(case: Case, call: Invocation, backend: str, settings: Settings, load
         return CaseResult(**base, verdict=ERROR, message=f"internal error turning {operator.name}'s outputs into the "
                           f"case's: {type(error).__name__}: {error}", time=load + ran), None
     given = case.tolerance or call.tolerance
-    bounds = None if given is not None else _Bounds(call, outcome.verdict.call, outcome.inputs, outputs)
-    report, same = _compared_all(operator, outputs, call.expected, given, outcome.verdict.call, bounds)
+    try:
+        bounds = None if given is not None else _Bounds(call, outcome.verdict.call, outcome.inputs, outputs)
+        report, same = _compared_all(operator, outputs, call.expected, given, outcome.verdict.call, bounds)
+    except Exception as error:  # noqa: BLE001 - a comparison's failure (memory included) is this case's error
+        what = OUT_OF_MEMORY if isinstance(error, MemoryError) else f"{type(error).__name__}: {error}"
+        return CaseResult(**base, verdict=ERROR, message=f"internal error comparing the outputs: {what}",
+                          time=load + ran), None
     compared = time.perf_counter() - started
     message = "" if same else report.splitlines()[0].removeprefix("FAILED: ")
     result = CaseResult(**base, verdict=PASSED if same else FAILED, message=message, differences=report,
@@ -517,7 +532,8 @@ def _warm_up(names: Sequence[str]) -> None:
 def _run_in_pool(items, names, settings, jobs, stop_first, by_file, progress) -> None:
     chunks = _chunks(items, jobs)
     _warm_up(names)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(names)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(names), initializer=_share_memory,
+                             initargs=(jobs,)) as pool:
         futures = {pool.submit(_run_chunk, chunk, names, settings): chunk for chunk in chunks}
         try:
             for future in as_completed(futures):
@@ -533,6 +549,13 @@ def _run_in_pool(items, names, settings, jobs, stop_first, by_file, progress) ->
             for future, chunk in futures.items():
                 if not future.cancelled() and chunk[0] not in by_file:
                     _collect(future, chunk, names, by_file)
+
+
+def _share_memory(jobs: int) -> None:
+    """A worker's start: its room checks count on its share of the memory, the others running beside it."""
+    from ..io.room import share_memory
+
+    share_memory(jobs)
 
 
 def _collect(future, chunk, names, by_file) -> list[CaseResult]:

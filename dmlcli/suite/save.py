@@ -37,9 +37,22 @@ def _tensor_entry(array: np.ndarray, path: Path, label: str):
     if array.size <= MAX_INLINE_ELEMENTS and not lossy_nan_count(array):
         # Shortest texts of float16/32 values have at most 9 digits: a double writes them back unchanged.
         return json.loads(to_json_text(array))
-    name = f"{path.stem}.{label}.npy"
+    name = tensor_file_name(path, label)
     write_output(array, str(path.parent / name))
     return name
+
+
+def tensor_file_name(case: Path, label: str) -> str:
+    """The .npy file a large tensor of the case file `case` is written to, beside it: CASE.input1.npy,
+    CASE.expected.npy."""
+    return f"{case.stem}.{label}.npy"
+
+
+def tensor_files(target: str, input_count: int) -> list[str]:
+    """Every file --save-case `target` may write besides itself (the tensors too large to write inline)."""
+    path = Path(target)
+    labels = [f"input{i + 1}" for i in range(input_count)] + ["expected"]
+    return [str(path.parent / tensor_file_name(path, label)) for label in labels]
 
 
 def save_case(target: str, outcome, req) -> None:

@@ -495,6 +495,33 @@ def quantized_linear_convolution_kernel(xp, inputs, outputs, params):
     return (xp.ascontiguousarray(clamped.astype(out.data_type.numpy_dtype)),)
 
 
+# ---------------------------------------------------------------- what a call holds (issue 34)
+
+
+def _scratch(item: int):
+    """The scratch of the convolution kernels, whose work is `item` bytes an element (FLOAT32; FLOAT64 for the
+    integer ones): the widened input, its padded copy (forward; a large padding makes it far larger than the
+    input), the uncropped result (backward), a column buffer (COLUMN_BUDGET_BYTES, or one row where a row is larger),
+    and two of the output's size (a tile's product, the result before its cast or its OutputPadding)."""
+    def scratch(call) -> int:
+        x = call.tensors["InputTensor"].shape
+        w = call.tensors["FilterTensor"].shape
+        out = call.output.shape
+        geo = geometry(call.parameters, len(x), with_output_padding=False)
+        backward = call.parameters.get("Direction") == "BACKWARD"
+        if backward:
+            held = math.prod(out[:2]) * math.prod(
+                max((n - 1) * s + (k - 1) * d + 1, b + length) for n, s, k, d, b, length in
+                zip(x[2:], geo["Strides"], w[2:], geo["Dilations"], geo["StartPadding"], out[2:]))
+        else:
+            held = math.prod(x[:2]) * math.prod(n + b + e for n, b, e in zip(x[2:], geo["StartPadding"],
+                                                                              geo["EndPadding"]))
+        row = x[1] * math.prod(w[2:]) * math.prod(out[3:]) * item
+        columns = max(min(COLUMN_BUDGET_BYTES, row * out[2] * x[0]), row)
+        return item * (math.prod(x) + held + 2 * math.prod(out)) + columns
+    return scratch
+
+
 # ---------------------------------------------------------------- tolerance
 
 
@@ -547,6 +574,7 @@ CONVOLUTION = Operator(
     shape_rule=convolution_shape, array_kernel=convolution_kernel, fused_activation="FusedActivation",
     exactness=APPROXIMATE, tolerance=Tolerance("ulp", 2, 2, _WEBNN_CONV),
     tolerance_scale=convolution_tolerance_scale, tf32_products=True, sum_bound=CONVOLUTION_SUM_BOUND,
+    scratch=_scratch(4),
     notes=(
         "Tensors {N, C, [D], [H], W}: 1 to 3 spatial dimensions from 4_0 (3 to 5 dimensions), 2 to 3 at 1_0. "
         "FORWARD: FilterTensor is {OutputChannelCount, InputChannelCount / GroupCount, spatial...}; BACKWARD "
@@ -584,7 +612,7 @@ CONVOLUTION_INTEGER = Operator(
     parameters=(STRIDES, DILATIONS, START_PADDING, END_PADDING, GROUP_COUNT),
     optional_inputs=(("InputZeroPointTensor", "InputTensor"), ("FilterZeroPointTensor", "FilterTensor")),
     optional_since=_CI_ROWS[-1].level,
-    shape_rule=convolution_integer_shape, array_kernel=convolution_integer_kernel, exactness=EXACT,
+    shape_rule=convolution_integer_shape, array_kernel=convolution_integer_kernel, exactness=EXACT, scratch=_scratch(8),
     notes=(
         "Tensors {N, C, [H], W}: 1 or 2 spatial dimensions from 4_0, 2 at 2_1 (the page says DimensionCount "
         "'only 2', but its 4_0 table takes 3-D tensors: dmlcli takes DimensionCount = rank - 2). The filter "
@@ -618,7 +646,7 @@ QUANTIZED_LINEAR_CONVOLUTION = Operator(
                      ("BiasTensor", "InputTensor"), ("OutputZeroPointTensor", "OutputTensor")),
     optional_since=_QLC_ROWS[-1].level,
     shape_rule=quantized_linear_convolution_shape, array_kernel=quantized_linear_convolution_kernel,
-    exactness=COMPOSITE,
+    scratch=_scratch(8), exactness=COMPOSITE,
     tolerance=Tolerance("atol", 1, 1, "no WebNN figure; the outputs are integers and are always compared exactly, "
                                       "the float32 steps being fixed"),
     notes=(

@@ -25,6 +25,7 @@ import numpy as np
 from ...data_types import ALL11, FLOAT16, FLOAT32, INT8, INT16, TYPES_8, TYPES_10, UINT8, UINT16
 from ...errors import InputError
 from ...feature_levels import level
+from ...scalars import is_digits
 from ..numerics import compiled_loops
 from ..numerics.conversions import blockwise, float_to_integer, integer_bounds
 from ..numerics.cuda_prelude import C_INTEGER_TYPES, C_WORD_TYPES, launch
@@ -272,7 +273,7 @@ def _negative_integer(value) -> int | None:
     if isinstance(value, (int, np.integer)):
         return int(value) if int(value) < 0 else None
     text = str(value).strip()
-    if text.startswith("-") and text[1:].isdigit() and len(text) <= 40:
+    if text.startswith("-") and is_digits(text[1:]) and len(text) <= 40:
         return int(text)
     return None
 
@@ -413,21 +414,12 @@ def diagonal1_shape(query: ShapeQuery) -> dict:
     return {"OutputTensor": output_sizes_given(query, "DIAGONAL_MATRIX1")}
 
 
-def _diagonal_offsets(xp, shape):
-    """x - y of each element of the last two axes (column minus row), as INT64, shaped (height, width)."""
+def _columns_from(xp, shape, shift: int):
+    """x >= y + shift for each element (y, x) of the last two axes (row y, column x), a (height, width) boolean:
+    compared by broadcasting a row of columns against a column of rows, so no plane of offsets is made (an INT64
+    plane took twice a FLOAT32 output's memory)."""
     height, width = shape[-2], shape[-1]
-    return xp.arange(width, dtype=xp.int64)[None, :] - xp.arange(height, dtype=xp.int64)[:, None]
-
-
-def _fill_where(xp, use_value, value, dtype: np.dtype, shape, others):
-    """`value` where use_value (a (height, width) mask, the same for every batch), `others` (or 0) elsewhere,
-    all as bits."""
-    bits = _bits_dtype(dtype)
-    value_bits = bits.type(_as_bits(value, dtype))
-    if others is None:  # an array of zeros, not a scalar 0: so that CuPy's where keeps the bits' dtype too
-        plane = xp.where(use_value, value_bits, xp.zeros(use_value.shape, bits))
-        return xp.ascontiguousarray(xp.broadcast_to(plane, shape)).view(dtype)
-    return xp.where(use_value, value_bits, others.view(bits)).view(dtype)
+    return xp.arange(width, dtype=xp.int64)[None, :] >= xp.arange(height, dtype=xp.int64)[:, None] + shift
 
 
 def diagonal_value(value: np.float32, dtype: np.dtype):
@@ -437,10 +429,17 @@ def diagonal_value(value: np.float32, dtype: np.dtype):
 
 
 def diagonal_kernel(xp, inputs, outputs, params):
+    """Zeros, then Value's bits written on the diagonal x = y + Offset of every matrix: the output's memory and a
+    row of indices, nothing of the output's size besides."""
     (out,) = outputs
     dtype = np.dtype(out.data_type.numpy_dtype)
-    on_diagonal = _diagonal_offsets(xp, out.shape) == params["Offset"]
-    return (_fill_where(xp, on_diagonal, diagonal_value(params["Value"], dtype), dtype, out.shape, None),)
+    bits = _bits_dtype(dtype)
+    result = xp.zeros(out.shape, dtype=bits)
+    offset = params["Offset"]
+    height, width = out.shape[-2], out.shape[-1]
+    rows = xp.arange(max(0, -offset), max(0, min(height, width - offset)), dtype=xp.int64)
+    result[..., rows, rows + offset] = bits.type(_as_bits(diagonal_value(params["Value"], dtype), dtype))
+    return (result.view(dtype),)
 
 
 def diagonal1_kernel(xp, inputs, outputs, params):
@@ -448,10 +447,16 @@ def diagonal1_kernel(xp, inputs, outputs, params):
     (out,) = outputs
     dtype = np.dtype(out.data_type.numpy_dtype)
     begin, end = params["DiagonalFillBegin"], params["DiagonalFillEnd"]
-    top_x = _diagonal_offsets(xp, out.shape)
-    # The page's pseudo-code: an inverted range (begin > end) fills everything outside [end, begin).
-    use_value = (top_x >= begin) ^ (top_x < end) ^ (end >= begin)
-    return (_fill_where(xp, use_value, params["Value"], dtype, out.shape, x),)
+    # The page's pseudo-code, with top_x = x - y: an inverted range (begin > end) fills everything outside [end,
+    # begin). top_x >= begin is x >= y + begin; top_x < end is the negation of x >= y + end.
+    use_value = _columns_from(xp, out.shape, begin) ^ ~_columns_from(xp, out.shape, end) ^ (end >= begin)
+    bits = _bits_dtype(dtype)
+    value_bits = bits.type(_as_bits(params["Value"], dtype))
+    if x is None:  # no InputTensor (Sizes from the desc): zeros elsewhere, the mask written into them in place
+        result = xp.zeros(out.shape, dtype=bits)
+        result[..., use_value] = value_bits
+        return (result.view(dtype),)
+    return (xp.where(use_value, value_bits, x.view(bits)).view(dtype),)
 
 
 DIAGONAL_MATRIX = Operator(

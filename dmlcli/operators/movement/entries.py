@@ -557,27 +557,43 @@ def float_padding_value(value: np.float32, dtype: np.dtype):
     return dtype.type(min(max(math.trunc(number), int(info.min)), int(info.max)))
 
 
-def source_index(mode: str, coordinates: np.ndarray, size: int) -> np.ndarray:
-    """For padded coordinates relative to the input's first element (negative before it, >= size after it),
-    the input coordinate each copies. REFLECTION and SYMMETRIC fold periodically, as the page describes
-    padding longer than the input ('folding them over previous padding regions')."""
-    if mode == "EDGE" or size == 1:  # a one-element dimension mirrors onto its only element
-        return np.clip(coordinates, 0, size - 1)
-    if mode == "WRAP":  # the input repeated end to end (ONNX's Pad mode wrap, numpy.pad's 'wrap')
-        return coordinates % size
-    if mode == "REFLECTION":
-        period = 2 * (size - 1)
-        folded = coordinates % period
-        return np.where(folded < size, folded, period - folded)
-    period = 2 * size  # SYMMETRIC
-    folded = coordinates % period
-    return np.where(folded < size, folded, period - 1 - folded)
+def padding_period(mode: str, size: int) -> int | None:
+    """How many padded coordinates pass before the copied coordinates repeat; None for EDGE and for a one-element
+    dimension (which mirrors onto its only element): one element repeated."""
+    if mode == "EDGE" or size == 1:
+        return None
+    return {"WRAP": size, "REFLECTION": 2 * (size - 1), "SYMMETRIC": 2 * size}[mode]
+
+
+def padding_runs(mode: str, offset: int, count: int, size: int):
+    """The input coordinates that padded coordinates offset .. offset + count - 1 copy (relative to the input's first
+    element: negative before it, >= size after it), as runs (length, first source coordinate, step): step 1 or -1
+    (a stretch of the input forwards or backwards), or 0 (one element repeated). REFLECTION and SYMMETRIC fold
+    periodically, as the page describes padding longer than the input ('folding them over previous padding
+    regions'); WRAP repeats the input end to end (ONNX's Pad mode wrap, numpy.pad's 'wrap'). Worked out from the
+    coordinates' arithmetic, so a run costs nothing whatever its length."""
+    period = padding_period(mode, size)
+    if period is None:
+        yield count, 0 if offset < 0 else size - 1, 0
+        return
+    coordinate, stop = offset, offset + count
+    while coordinate < stop:
+        folded = coordinate % period
+        if folded < size:  # the input forwards
+            length, source, step = size - folded, folded, 1
+        elif mode == "REFLECTION":  # backwards without repeating the edges: size - 2 down to 1
+            length, source, step = period - folded, period - folded, -1
+        else:  # SYMMETRIC backwards, edges repeated: size - 1 down to 0
+            length, source, step = period - folded, period - 1 - folded, -1
+        length = min(length, stop - coordinate)
+        yield length, source, step
+        coordinate += length
 
 
 def _pad(xp, x, shape, start, end, mode: str, constant, place=None):
     """Padding by slices, one dimension at a time: the input copied once into the middle (by `place(out, start,
     x)` where given and it can, by slice assignment otherwise), then each dimension's two padding slabs filled
-    (from the constant, or by index from the part already written)."""
+    (from the constant, or from the part already written: _copy_padding)."""
     out = xp.empty(shape, dtype=x.dtype)
     if place is None or not place(out, start, x):
         out[tuple(slice(s, s + n) for s, n in zip(start, x.shape))] = x
@@ -587,31 +603,35 @@ def _pad(xp, x, shape, start, end, mode: str, constant, place=None):
         for first, count, offset in ((0, before, -before), (before + size, after, size)):
             if count == 0:
                 continue
-            target = (whole,) * axis + (slice(first, first + count),)
             if fill is not None:
-                out[target] = fill
+                out[(whole,) * axis + (slice(first, first + count),)] = fill
                 continue
-            index = source_index(mode, np.arange(offset, offset + count), size) + before
-            run = _as_slice(index)
-            if run is not None:  # a view of what is written (np.pad's way): no gathered copy in between
-                out[target] = out[(whole,) * axis + (run,)]
-            else:
-                out[target] = xp.take(out, xp.asarray(index), axis=axis)
+            _copy_padding(out, axis, first, count, offset, size, before, mode)
     return out
 
 
-def _as_slice(index: np.ndarray) -> slice | None:
-    """The slice that picks the same elements as `index` where there is one: a run forwards or backwards
-    (REFLECTION, SYMMETRIC no longer than the input, WRAP), or one element repeated (EDGE, broadcast by
-    assignment); None where the indices fold back (padding longer than the input)."""
-    first, last = int(index[0]), int(index[-1])
-    steps = np.diff(index)
-    if not steps.size or not steps.any():
-        return slice(first, first + 1)
-    step = int(steps[0])
-    if step not in (1, -1) or not (steps == step).all():
-        return None
-    return slice(first, last + step if last + step >= 0 else None, step)
+def _copy_padding(out, axis: int, first: int, count: int, offset: int, size: int, before: int, mode: str) -> None:
+    """One padding slab along `axis` (positions first .. first + count - 1, padded coordinates from `offset`) copied
+    from the part of `out` already written, the input sitting at positions before .. before + size - 1: the first
+    period by a slice copy per run (three at most), then what is written doubled until the slab is full (the
+    copied coordinates repeat with the period). Only views are made (np.pad's way), never an index array or a
+    gathered copy: padding 10^8 long takes the output's memory and no more (issue 34)."""
+    whole = (slice(None),) * axis
+    period = padding_period(mode, size)
+    head = count if period is None else min(count, period)
+    done = 0
+    for length, source, step in padding_runs(mode, offset, head, size):
+        if step == 0:
+            read = slice(before + source, before + source + 1)  # broadcast by the assignment
+        else:
+            last = before + source + step * (length - 1)
+            read = slice(before + source, last + step if last + step >= 0 else None, step)
+        out[whole + (slice(first + done, first + done + length),)] = out[whole + (read,)]
+        done += length
+    while done < count:  # `done` is a whole number of periods here
+        length = min(done, count - done)
+        out[whole + (slice(first + done, first + done + length),)] = out[whole + (slice(first, first + length),)]
+        done += length
 
 
 def _padding_constant(params, dtype):

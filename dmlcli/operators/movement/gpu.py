@@ -185,7 +185,7 @@ def place(cp, out, start, x) -> bool:
 
 # PADDING in one pass: each thread writes PAD_VECTOR_BYTES of consecutive outputs in one store (the flat output's
 # 16-byte words, rows of any width: a word may hold the end of one row and the start of the next) and finds each
-# output's input element (CONSTANT: none outside the interior) by movement.source_index's rule, dimension by
+# output's input element (CONSTANT: none outside the interior) by movement.padding_runs's rule, dimension by
 # dimension: the division into coordinates once per thread, then the last coordinate counted up, the outer ones
 # found again only where a row ends. The output is written once and the input read about once, coalesced along the
 # last axis; every mode, every padding length (folded periodically as on the CPU). One thread per element measured
@@ -196,14 +196,14 @@ PAD_VECTOR_BYTES = 16
 _PAD_FOLD = {
     "CONSTANT": "",
     "EDGE": "c = c < 0 ? 0 : (c >= size ? size - 1 : c);",
-    # A one-element dimension mirrors onto its only element (source_index).
+    # A one-element dimension mirrors onto its only element (padding_period).
     "REFLECTION": ("if (size == 1) { c = 0; } else { const idx_t period = 2 * (size - 1); "
                    "idx_t folded = c % period; if (folded < 0) folded += period; "
                    "c = folded < size ? folded : period - folded; }"),
     "SYMMETRIC": ("if (size == 1) { c = 0; } else { const idx_t period = 2 * size; "
                   "idx_t folded = c % period; if (folded < 0) folded += period; "
                   "c = folded < size ? folded : period - 1 - folded; }"),
-    # The input repeated end to end: the coordinate modulo the size (source_index's WRAP).
+    # The input repeated end to end: the coordinate modulo the size (padding_runs's WRAP).
     "WRAP": "{ idx_t folded = c % size; if (folded < 0) folded += size; c = folded; }",
 }
 

@@ -32,6 +32,7 @@ from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, U
 from ...errors import InputError
 from ...records import Frozen
 from . import gpu as pooling_gpu
+from ..numerics.work import advance
 from ..table.parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
@@ -162,16 +163,78 @@ def window_taps(dim: int, size: int, out_size: int, geometry) -> np.ndarray:
 
 def _check_windows_read_input(input_shape, out_shape, geometry) -> None:
     """dmlcli's rule where the pages are silent: every window reads at least one input element (a window wholly
-    in padding has no maximum and no average without IncludePadding)."""
+    in padding has no maximum and no average without IncludePadding). Worked out arithmetically per dimension
+    (first_padding_only_window), never by listing the windows: a call's validation takes no memory of the
+    output's size (issue 34: StartPadding 2 * 10^8 took 3.1 GB)."""
     for dim, size in enumerate(input_shape[2:]):
-        taps = window_taps(dim, size, out_shape[dim + 2], geometry)
-        inside = ((taps >= 0) & (taps < size)).any(axis=1)
-        if not inside.all():
-            first = int(np.argmin(inside))
+        first = first_padding_only_window(size, out_shape[dim + 2], geometry["Strides"][dim],
+                                          geometry["WindowSize"][dim], geometry["Dilations"][dim],
+                                          geometry["StartPadding"][dim])
+        if first is not None:
             raise RuleViolation(f"output position {first} of spatial dimension {dim} reads only padding (StartPadding "
                                 f"{geometry['StartPadding'][dim]}, EndPadding {geometry['EndPadding'][dim]}, "
                                 f"WindowSize {geometry['WindowSize'][dim]}); every window must read at least one "
                                 "input element")
+
+
+def first_padding_only_window(size: int, out_size: int, stride: int, window: int, dilation: int,
+                              start: int) -> int | None:
+    """The first output position along one dimension whose window reads no input element, None where every window
+    reads one. Window o reads the padded coordinates b, b + dilation, ..., e (b = o * stride - start, e = b + (window
+    - 1) * dilation; the input holds 0 .. size - 1). It reads nothing where it ends before the input (e < 0: first
+    at o = 0, as e grows with o), starts after it (b >= size: from o = ceil((size + start) / stride)), or, with
+    dilation > size, straddles the input with every element in a gap: b < 0 <= size <= e and b mod dilation >=
+    size (the first element past 0 is b mod dilation). The last case is found by counting the straddling windows
+    that do read (_straddling_reads) and halving the range: O(log^2) steps whatever the sizes."""
+    def begin(o: int) -> int:
+        return o * stride - start
+
+    reach = (window - 1) * dilation
+    if begin(0) + reach < 0:
+        return 0
+    found = []
+    after = -(-(size + start) // stride)
+    if after < out_size:
+        found.append(after)
+    if dilation > size and window > 1:
+        low = max(0, -(-(size - reach + start) // stride))  # b(o) + reach >= size from here
+        high = min(out_size - 1, -(-start // stride) - 1)  # b(o) < 0 up to here
+        if low <= high and _straddling_reads(low, high - low + 1, stride, start, dilation, size) < high - low + 1:
+            shortest, longest = 1, high - low + 1  # the fewest windows from `low` that include one reading nothing
+            while shortest < longest:
+                middle = (shortest + longest) // 2
+                if _straddling_reads(low, middle, stride, start, dilation, size) < middle:
+                    longest = middle
+                else:
+                    shortest = middle + 1
+            found.append(low + shortest - 1)
+    return min(found) if found else None
+
+
+def _straddling_reads(first: int, count: int, stride: int, start: int, dilation: int, size: int) -> int:
+    """How many of the windows first .. first + count - 1 (each straddling the input, dilation > size) read an
+    input element: those with (o * stride - start) mod dilation < size. [x mod d < n] = floor(x / d) - floor((x - n)
+    / d) for 0 < n <= d, so the count is a difference of two floor sums."""
+    origin = first * stride - start
+    return (_floor_sum(count, dilation, stride, origin) - _floor_sum(count, dilation, stride, origin - size))
+
+
+def _floor_sum(count: int, divisor: int, slope: int, intercept: int) -> int:
+    """The sum of floor((slope * i + intercept) / divisor) for i in 0 .. count - 1 (divisor > 0), in O(log) steps:
+    AtCoder Library's floor_sum (the Euclid-like reduction), with Python's floor division for any signs."""
+    total = 0
+    while True:
+        if slope >= divisor or slope < 0:
+            whole, slope = divmod(slope, divisor)
+            total += whole * count * (count - 1) // 2
+        if intercept >= divisor or intercept < 0:
+            whole, intercept = divmod(intercept, divisor)
+            total += whole * count
+        top = slope * count + intercept
+        if top < divisor:
+            return total
+        count, intercept = divmod(top, divisor)
+        divisor, slope = slope, divisor
 
 
 def pooling_shape(query: ShapeQuery) -> dict:
@@ -219,6 +282,38 @@ AVERAGE_SUM_BOUND = SumBound(
     absolute=("InputTensor",))
 
 
+# ---------------------------------------------------------------- what a call costs (issue 34)
+
+
+def window_work(call) -> int:
+    """The element reads of a window kernel: each output element reads its window's elements, once, twice where the
+    maximum's index is found too (the windows are walked again). A 1024 x 1024 window over a broadcast 2048 x 2048
+    input reads 1.1 * 10^12 elements from one: `validate` says so, and the run shows its progress on a terminal."""
+    passes = 2 if len(call.outputs) > 1 else 1
+    return math.prod(call.output.shape) * window_count(call) * passes
+
+
+def _window_scratch(per_output: int, per_input: int):
+    """The scratch of a window kernel: the padded copy of the input where a padding is given (FLOAT32 where the
+    kernel widens, per_input > 0; the input's type for a maximum), `per_input` bytes an input element (its FLOAT32
+    copy, and for LP its absolute values), `per_output` bytes an output element (FLOAT32 sums and their terms, the
+    masks of the first zero's walk, a maximum's tap and INT64 indices), and 1 MiB for the small arrays (the
+    counts per dimension). The padded copy can be far larger than the output (large strides over a large padding):
+    counted, a run that cannot hold it is refused before any work."""
+    def scratch(call) -> int:
+        x = call.tensors["InputTensor"]
+        geometry = window_geometry(x.shape, call.parameters)
+        item = 4 if per_input else x.data_type.numpy_dtype.itemsize
+        padded = 0
+        if any(geometry["StartPadding"]) or any(geometry["EndPadding"]):
+            padded = math.prod(x.shape[:2]) * math.prod(
+                size + start + end for size, start, end in zip(x.shape[2:], geometry["StartPadding"],
+                                                                geometry["EndPadding"]))
+        return (padded * item + per_input * math.prod(x.shape) + per_output * math.prod(call.output.shape)
+                + (1 << 20))
+    return scratch
+
+
 # ---------------------------------------------------------------- kernels (xp is numpy or cupy)
 
 
@@ -245,7 +340,9 @@ def window_views(padded, geometry, out_shape):
             start = offsets[dim] * geometry["Dilations"][dim]
             stop = start + geometry["Strides"][dim] * (out_shape[dim + 2] - 1) + 1
             index.append(slice(start, stop, geometry["Strides"][dim]))
-        yield offsets, padded[tuple(index)]
+        view = padded[tuple(index)]
+        advance(view.size)  # a long loop's progress (window_work counts these reads)
+        yield offsets, view
 
 
 def _window_sum(xp, padded, geometry, out_shape, transform=None):
@@ -265,12 +362,23 @@ def valid_counts(xp, x_shape, out_shape, geometry):
     spatial = len(out_shape) - 2
     count = np.ones(out_shape[2:], dtype=np.float32)
     for dim in range(spatial):
-        taps = window_taps(dim, x_shape[dim + 2], out_shape[dim + 2], geometry)
-        per_dim = ((taps >= 0) & (taps < x_shape[dim + 2])).sum(axis=1).astype(np.float32)
+        per_dim = _reads_per_window(x_shape[dim + 2], out_shape[dim + 2], geometry["Strides"][dim],
+                                    geometry["WindowSize"][dim], geometry["Dilations"][dim],
+                                    geometry["StartPadding"][dim]).astype(np.float32)
         shape = [1] * spatial
         shape[dim] = out_shape[dim + 2]
         count = count * per_dim.reshape(shape)
     return xp.asarray(count)
+
+
+def _reads_per_window(size: int, out_size: int, stride: int, window: int, dilation: int, start: int) -> np.ndarray:
+    """For one spatial dimension, how many input elements each window reads: the window elements k in
+    [0, window) with 0 <= b + k * dilation < size (b = o * stride - start), counted from their bounds, so the
+    work and memory go with the output's size, not the window's."""
+    begin = np.arange(out_size, dtype=np.int64) * stride - start
+    first = np.maximum(0, -(begin // dilation))  # ceil(-b / dilation)
+    last = np.minimum(window - 1, (size - 1 - begin) // dilation)
+    return np.maximum(0, last - first + 1)
 
 
 def average_values(xp, x, params):
@@ -832,7 +940,15 @@ def _pool_entry(name, enum_value, summary, formula, support, parameters, kernel,
         introduced=support[-1].level, inputs=("InputTensor",), support=support, same_data_type=IO, same_sizes=(),
         cpu_kernel=None, cuda_body="", parameters=parameters, array_kernel=kernel,
         notes=(_dilated(_SIZES_NOTE, dilations), _dilated(_DEFAULTS_NOTE, dilations), _ONLY_PADDING_NOTE) + notes,
-        **{"shape_rule": pooling_shape, **extra})
+        work=window_work, **{"shape_rule": pooling_shape, **extra})
+
+
+# Bytes an output element takes besides the output (_window_scratch): a FLOAT32 sum; a sum and a term (LP's power);
+# the first zero's masks; with indices also an INT32 tap, two masks and two INT64 index arrays.
+_AVERAGE_SCRATCH = _window_scratch(4, per_input=4)
+_LP_SCRATCH = _window_scratch(8, per_input=8)
+_MAX_SCRATCH = _window_scratch(3, per_input=0)
+_MAX_INDICES_SCRATCH = _window_scratch(26, per_input=0)
 
 
 _AVERAGE_TOLERANCE = Tolerance(
@@ -860,38 +976,41 @@ AVERAGE_POOLING = _pool_entry(
     "AVERAGE_POOLING", 56, "the average of each sliding window (4-D or 5-D input)", _AVERAGE_FORMULA, AVERAGE_ROWS,
     _PLAIN + (INCLUDE_PADDING,), average_kernel, (_INCLUDE_NOTE, _F16), dilations=False, exactness=APPROXIMATE,
     gpu_array_kernel=average_gpu_kernel,
-    tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale, sum_bound=AVERAGE_SUM_BOUND)
+    tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale, sum_bound=AVERAGE_SUM_BOUND,
+    scratch=_AVERAGE_SCRATCH)
 AVERAGE_POOLING1 = _pool_entry(
     "AVERAGE_POOLING1", 166, "the average of each sliding, dilated window (4-D or 5-D input)", _AVERAGE_FORMULA,
     _AVERAGE1_ROWS, _DILATED + (INCLUDE_PADDING,), average_kernel,
     (_INCLUDE_NOTE, _F16, "No stored page describes AVERAGE_POOLING1: its fields are DirectML.h's, its level 6_2 "
                           "(DML_TARGET_VERSION 0x6200) and its support AVERAGE_POOLING's table, dmlcli's reading."),
     dilations=True, exactness=APPROXIMATE, tolerance=_AVERAGE_TOLERANCE, tolerance_scale=average_tolerance_scale,
-    gpu_array_kernel=average_gpu_kernel, sum_bound=AVERAGE_SUM_BOUND)
+    scratch=_AVERAGE_SCRATCH, gpu_array_kernel=average_gpu_kernel, sum_bound=AVERAGE_SUM_BOUND)
 LP_POOLING = _pool_entry(
     "LP_POOLING", 57, "the Lp norm of each sliding window (4-D or 5-D input)", _LP_FORMULA, _LP_ROWS, _PLAIN + (P,),
     lp_kernel, (_LP_NOTE, _F16), dilations=False, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE,
-    tolerance_scale=lp_tolerance_scale, gpu_array_kernel=lp_gpu_kernel)
+    tolerance_scale=lp_tolerance_scale, scratch=_LP_SCRATCH, gpu_array_kernel=lp_gpu_kernel)
 LP_POOLING1 = _pool_entry(
     "LP_POOLING1", 165, "the Lp norm of each sliding, dilated window (4-D or 5-D input)", _LP_FORMULA, _LP1_ROWS,
     _DILATED + (P,), lp_kernel,
     (_LP_NOTE, _F16, "No stored page describes LP_POOLING1: its fields are DirectML.h's, its level 6_2 "
                      "(DML_TARGET_VERSION 0x6200) and its support LP_POOLING's table, dmlcli's reading."),
     dilations=True, exactness=APPROXIMATE, tolerance=_LP_TOLERANCE, tolerance_scale=lp_tolerance_scale,
-    gpu_array_kernel=lp_gpu_kernel)
+    scratch=_LP_SCRATCH, gpu_array_kernel=lp_gpu_kernel)
 MAX_POOLING = _pool_entry(
     "MAX_POOLING", 58, "the maximum of each sliding window (4-D or 5-D input)", _MAX_FORMULA, _MAX_ROWS, _PLAIN,
     max_kernel, (_MAX_NOTE,), dilations=False, exactness=EXACT, native_encoding=False,
-    gpu_array_kernel=max_gpu_kernel)
+    gpu_array_kernel=max_gpu_kernel, scratch=_MAX_SCRATCH)
 MAX_POOLING1 = _pool_entry(
     "MAX_POOLING1", 91, "the maximum of each sliding window and its index in the input", _MAX_FORMULA, _MAX1_ROWS,
     _PLAIN, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=False, exactness=EXACT,
     gpu_array_kernel=max_gpu_kernel, extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32,
+    scratch=_MAX_INDICES_SCRATCH,
     shape_rule=max_pooling_indices_shape)
 MAX_POOLING2 = _pool_entry(
     "MAX_POOLING2", 110, "the maximum of each sliding, dilated window and its index in the input", _MAX_FORMULA,
     _MAX2_ROWS, _DILATED, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=True, exactness=EXACT,
     gpu_array_kernel=max_gpu_kernel, extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32,
+    scratch=_MAX_INDICES_SCRATCH,
     shape_rule=max_pooling_indices_shape)
 
 MAX_UNPOOLING = Operator(

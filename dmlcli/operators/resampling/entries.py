@@ -27,6 +27,7 @@ import numpy as np
 
 from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, UINT8
 from ...errors import InputError, cut, quoted
+from ...scalars import is_digits
 from ..table.options import _given, option_flag
 from ..table.parameters import (BoolParameter, CudaArgument, EnumParameter, FloatArrayParameter, FloatParameter,
     Parameter)
@@ -96,7 +97,7 @@ class Size2DParameter(Parameter):
 
     def _number(self, value, where: str) -> int:
         text = str(value).strip()
-        if isinstance(value, (bool, float)) or not text.isdigit() or len(text) > 12:
+        if isinstance(value, (bool, float)) or not is_digits(text) or len(text) > 12:
             raise InputError(f"{where}: {quoted(cut(text, 40))} is not a whole number of at least 1")
         number = int(text)
         if not 1 <= number <= 2**32 - 1:
@@ -275,12 +276,44 @@ _ROUNDINGS = {NEAREST: lambda xp, x: xp.floor(x + xp.float32(0.5)), NEAREST_DOWN
               NEAREST_UP: lambda xp, x: xp.ceil(x)}
 
 
-def _along(values, axis: int, vector):
-    """A per-output-position vector shaped to broadcast along `axis` of `values`."""
-    return vector.reshape((-1,) + (1,) * (values.ndim - axis - 1))
+# The most FLOAT32 elements a LINEAR block gathers at once (each of its two neighbours' takes): the working set of an
+# interpolation stays this size whatever the output's, so a run takes about the output's memory (issue 34: the
+# whole-axis a + w * (b - a) held four output-sized temporaries, 4x the output).
+BLOCK_ELEMENTS = 1 << 20
+# On the GPU blocks may be larger (each costs a few kernel launches; device memory is tens of GiB): 256 MiB a take.
+GPU_BLOCK_ELEMENTS = 1 << 26
 
 
-def _antialiased_axis(xp, values, axis: int, out_size: int, scale: float, input_offset: float, output_offset: float):
+def _blocks(outer: int, positions: int, inner: int, budget: int):
+    """(outer slice, positions slice, inner slice) blocks of an (outer, positions, inner) result, each at most
+    `budget` elements (at least one element of each)."""
+    inner_step = min(inner, budget)
+    position_step = max(1, min(positions, budget // inner_step))
+    outer_step = max(1, budget // (inner_step * position_step))
+    for o in range(0, outer, outer_step):
+        for p in range(0, positions, position_step):
+            for i in range(0, inner, inner_step):
+                yield slice(o, o + outer_step), slice(p, p + position_step), slice(i, i + inner_step)
+
+
+def _interpolate_axis(xp, values, axis: int, out_size: int, block_values, out_dtype=None):
+    """An interpolation along `axis`, block by block: `block_values(part, positions)` gives the FLOAT32 result of
+    the output positions `positions` (a slice) from `part`, the input viewed as (outer, size, inner) and cut to a
+    block's outer and inner range. With `out_dtype` each block is rounded to it at once (_to_output), so the last
+    axis writes the output itself and no FLOAT32 copy of it is held."""
+    outer = math.prod(values.shape[:axis])
+    inner = math.prod(values.shape[axis + 1:])
+    shaped = values.reshape(outer, values.shape[axis], inner)
+    result = xp.empty((outer, out_size, inner), dtype=xp.float32 if out_dtype is None else out_dtype)
+    budget = BLOCK_ELEMENTS if xp is np else GPU_BLOCK_ELEMENTS  # read when called (tests set them)
+    for before, positions, after in _blocks(outer, out_size, inner, budget):
+        block = block_values(shaped[before, :, after], positions)
+        result[before, positions, after] = block if out_dtype is None else _to_output(xp, block, out_dtype)
+    return result.reshape(values.shape[:axis] + (out_size,) + values.shape[axis + 1:])
+
+
+def _antialiased_axis(xp, values, axis: int, out_size: int, scale: float, input_offset: float, output_offset: float,
+                      out_dtype=None):
     """ONNX's antialiased linear filter along one dimension (Scale < 1): output o averages every element j with
     |j - x| < 1 / Scale, weighted 1 - |j - x| * Scale and normalised by the weights' sum; x is not clamped, an
     element past an edge reads the edge element (ONNX's edge padding). FLOAT32 throughout, taps in increasing j."""
@@ -295,20 +328,25 @@ def _antialiased_axis(xp, values, axis: int, out_size: int, scale: float, input_
     total = weights[0]
     for weight in weights[1:]:
         total = total + weight
-    result = None
-    for j, weight in zip(taps, weights):
-        share = _along(values, axis, weight / total)
-        term = xp.take(values, xp.clip(j, 0, in_size - 1), axis=axis)
-        term = xp.where(share > 0, share * term, xp.float32(0))  # an element outside the filter is not read
-        result = term if result is None else result + term
-    return result
+
+    def block_values(part, positions):
+        result = None
+        for j, weight in zip(taps, weights):
+            share = (weight[positions] / total[positions])[:, None]
+            term = xp.take(part, xp.clip(j[positions], 0, in_size - 1), axis=1)
+            term = xp.where(share > 0, share * term, xp.float32(0))  # an element outside the filter is not read
+            result = term if result is None else result + term
+        return result
+
+    return _interpolate_axis(xp, values, axis, out_size, block_values, out_dtype)
 
 
 def _resample_axis(xp, values, axis: int, out_size: int, scale: float, input_offset: float, output_offset: float,
-                   method: str):
+                   method: str, out_dtype=None):
+    """One dimension resampled; the interpolating methods give FLOAT32 (or `out_dtype`, rounded to it once)."""
     if method == WIDENED_LINEAR:
         if float(scale) < 1:
-            return _antialiased_axis(xp, values, axis, out_size, scale, input_offset, output_offset)
+            return _antialiased_axis(xp, values, axis, out_size, scale, input_offset, output_offset, out_dtype)
         method = LINEAR  # ONNX's filter is min(Scale, 1) wide: upsampling is plain linear
     in_size = values.shape[axis]
     x = resample_coordinates(xp, out_size, in_size, scale, input_offset, output_offset)
@@ -317,10 +355,17 @@ def _resample_axis(xp, values, axis: int, out_size: int, scale: float, input_off
         return xp.take(values, index, axis=axis)
     low = xp.floor(x).astype(xp.int64)
     high = xp.minimum(low + 1, in_size - 1)
-    weight = _along(values, axis, x - low.astype(xp.float32))
-    a = xp.take(values, low, axis=axis)
-    b = xp.take(values, high, axis=axis)
-    return a + weight * (b - a)
+    weight = x - low.astype(xp.float32)
+
+    def block_values(part, positions):
+        a = xp.take(part, low[positions], axis=1)
+        b = xp.take(part, high[positions], axis=1)
+        b -= a  # a + w * (b - a), in place: the same three FLOAT32 roundings
+        b *= weight[positions][:, None]
+        b += a
+        return b
+
+    return _interpolate_axis(xp, values, axis, out_size, block_values, out_dtype)
 
 
 def _to_output(xp, work, dtype):
@@ -333,18 +378,20 @@ def _to_output(xp, work, dtype):
 
 
 def resample_values(xp, x, out_shape, scales, input_offsets, output_offsets, method: str, out_dtype):
-    """Resample every dimension whose mapping is not the identity, one after another (separable)."""
+    """Resample every dimension whose mapping is not the identity, one after another (separable); an interpolation's
+    last resampled dimension is rounded to the output's type block by block."""
     interpolates = method in (LINEAR, WIDENED_LINEAR)
+    resampled = [axis for axis in range(x.ndim)
+                 if not (out_shape[axis] == x.shape[axis] and float(scales[axis]) == 1.0
+                         and float(input_offsets[axis]) + float(output_offsets[axis]) == 0.0)]
     work = x.astype(xp.float32) if interpolates else x
-    for axis in range(x.ndim):
-        identity = (out_shape[axis] == x.shape[axis] and float(scales[axis]) == 1.0
-                    and float(input_offsets[axis]) + float(output_offsets[axis]) == 0.0)
-        if not identity:
-            work = _resample_axis(xp, work, axis, out_shape[axis], scales[axis], input_offsets[axis],
-                                  output_offsets[axis], method)
+    for axis in resampled:
+        last = interpolates and axis == resampled[-1]
+        work = _resample_axis(xp, work, axis, out_shape[axis], scales[axis], input_offsets[axis],
+                              output_offsets[axis], method, out_dtype if last else None)
     if not interpolates:
         return xp.ascontiguousarray(work.astype(out_dtype, copy=False))
-    return _to_output(xp, work, out_dtype)
+    return work if resampled else _to_output(xp, work, out_dtype)
 
 
 def resample_method(params) -> str:

@@ -28,6 +28,7 @@ import numpy as np
 from ...data_types import FLOAT32, DataType
 from ...errors import InputError, cut, quoted
 from ...records import Frozen
+from ...scalars import is_whole_number
 from .options import CUDA_VALUE_TYPES, UINT32_RANGE, _given, option_flag, snake_case
 
 
@@ -219,7 +220,7 @@ class IntegerParameter(Parameter):
         if value is None:
             return self.default
         text = str(value).strip()
-        if isinstance(value, bool) or not text.lstrip("+-").isdigit() or len(text) > 30:
+        if isinstance(value, bool) or not is_whole_number(text) or len(text) > 30:
             raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {quoted(cut(text, 40))} is not a whole number")
         number = int(text)
         if not self.minimum <= number <= self.maximum:
@@ -438,7 +439,7 @@ class IntArrayParameter(Parameter):
         numbers = []
         for item in items:
             text = str(item).strip()
-            if isinstance(item, (bool, np.bool_, float, np.floating)) or not text.lstrip("+-").isdigit() \
+            if isinstance(item, (bool, np.bool_, float, np.floating)) or not is_whole_number(text) \
                     or len(text) > 30:
                 raise InputError(f"{where}: {quoted(cut(text, 40))} is not a whole number")
             number = int(text)

@@ -341,6 +341,15 @@ class Operator(Frozen):
     # input (a sum bound through a fused activation, the error of a recurrence's step). None: not an activation,
     # or one that jumps (THRESHOLDED_RELU at Alpha, SHRINK at its thresholds), which no slope bounds.
     largest_slope: Callable | None
+    # ---- what a shaped kernel costs beyond its data (issue 34) ----
+    # (call) -> the element reads its kernel makes, where they can be far more than its data: a window's output
+    # elements times the window's elements. `validate` states it; a run whose reads are many times its data shows
+    # progress on a terminal (the kernel reports through operators/numerics/work.py). None: about its data.
+    work: Callable | None
+    # (call) -> the bytes its kernel holds at its peak besides the inputs and outputs (a padded copy of the input,
+    # FLOAT32 accumulators), where the engine's default (twice the largest input as FLOAT64) does not cover it:
+    # the room check counts it before any work. None: the default.
+    scratch: Callable | None
 
     def __init__(self, *, name: str, enum_value: int, family: str, summary: str, formula: str, introduced: FeatureLevel,
                  inputs: tuple[str, ...], support: tuple[SupportRow, ...], same_data_type: tuple[str, ...],
@@ -358,7 +367,8 @@ class Operator(Frozen):
                  level_rule: Callable | None = None, tolerance_scale: Callable | None = None,
                  dask_layout: str | None = None, dask_axes: Callable | None = None, dask_index: Callable | None = None,
                  fused_activation: str | None = None, tf32_products: bool = False,
-                 sum_bound: SumBound | None = None, largest_slope: Callable | None = None) -> None:
+                 sum_bound: SumBound | None = None, largest_slope: Callable | None = None,
+                 work: Callable | None = None, scratch: Callable | None = None) -> None:
         vars(self).update(name=name, enum_value=enum_value, family=family, summary=summary, formula=formula,
                           introduced=introduced, inputs=inputs, support=support, same_data_type=same_data_type,
                           same_sizes=same_sizes, cpu_kernel=cpu_kernel, cuda_body=cuda_body, output=output,
@@ -372,7 +382,7 @@ class Operator(Frozen):
                           support_by=support_by, support_groups=support_groups, level_rule=level_rule,
                           tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
                           dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products,
-                          sum_bound=sum_bound, largest_slope=largest_slope)
+                          sum_bound=sum_bound, largest_slope=largest_slope, work=work, scratch=scratch)
         check_entry(self)
 
     def __repr__(self) -> str:
@@ -530,6 +540,8 @@ def check_entry(op: Operator) -> None:
             fail("is element-wise, so it needs a cpu_kernel and a cuda_body")
         if op.extra_outputs or op.variadic or op.array_kernel is not None:
             fail("has several outputs, a variadic tensor or an array_kernel, so it needs a shape_rule")
+        if op.work is not None or op.scratch is not None:
+            fail("is element-wise (streamed, one read per element), so it has no work or scratch estimate")
     elif op.array_kernel is None:
         fail("has a shape_rule, so it needs an array_kernel")
     if op.fused_activation is not None and op.fused_activation not in {p.field for p in op.parameters}:

@@ -30,6 +30,56 @@ class MappingError(Exception):
     """The case is not a well-formed ONNX call (an axis past the rank): the case's error, not a skip."""
 
 
+# The kind of each attribute the table's ONNX operators declare, from ONNX's operator schemas (onnx.defs, every
+# version of each operator of table.py; tests/test_suite_hardening.py holds this to onnx.defs where onnx is
+# installed). A case is JSON: an attribute of another kind (null, a list for an INT, NaN for an integer, a number
+# for a STRING) is the case's error, said once here, before an adapter reads it (issue 34: 115 of 1,500 mutated
+# cases ended the whole run with an internal error).
+ATTRIBUTE_KINDS = {
+    **dict.fromkeys(("activation_alpha", "activation_beta", "scales"), "FLOATS"),
+    "activations": "STRINGS",
+    # p: an INT of LpPool (opset 18) and LpNormalization, a FLOAT of LpPool-1: a number either way
+    **dict.fromkeys(("alpha", "beta", "bias", "clip", "cubic_coeff_a", "epsilon", "extrapolation_value", "height_scale",
+                     "momentum", "norm_coefficient", "norm_coefficient_post", "scale", "softcap", "spatial_scale",
+                     "value", "width_scale", "p"), "FLOAT"),
+    **dict.fromkeys(("antialias", "axis", "batch_axis", "batch_dims", "block_size", "blocksize", "broadcast",
+                     "ceil_mode", "count_include_pad", "dtype", "exclude_outside", "exclusive", "group", "hidden_size",
+                     "input_forget", "interleaved", "is_causal", "is_test", "k", "keepdims", "kv_num_heads", "largest",
+                     "layout", "left_window_size", "linear_before_reset", "noop_with_empty_axes", "num_groups",
+                     "num_heads", "num_outputs", "output_dtype", "output_height", "output_sequence", "output_width",
+                     "precision", "q_num_heads", "qk_matmul_output_mode", "reverse", "right_window_size",
+                     "rotary_embedding_dim", "sampling_ratio", "saturate", "select_last_index", "size",
+                     "softmax_precision", "sorted", "spatial", "stash_type", "storage_order", "time_axis",
+                     "training_mode", "transA", "transB", "upper"), "INT"),
+    **dict.fromkeys(("auto_pad", "coordinate_transformation_mode", "direction", "keep_aspect_ratio_policy", "mode",
+                     "nearest_mode", "reduction"), "STRING"),
+    **dict.fromkeys(("axes", "consumed_inputs", "dilations", "ends", "kernel_shape", "output_padding", "output_shape",
+                     "paddings", "pads", "perm", "split", "starts", "strides"), "INTS"),
+}
+_KIND_WORDS = {"INT": "an integer", "FLOAT": "a number", "STRING": "text", "INTS": "a list of integers",
+               "FLOATS": "a list of numbers", "STRINGS": "a list of texts"}
+
+
+def _is_kind(value, kind: str) -> bool:
+    if kind in ("INTS", "FLOATS", "STRINGS"):
+        return isinstance(value, list) and all(_is_kind(item, kind[:-1]) for item in value)
+    if kind == "INT":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "FLOAT":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (str, bytes))
+
+
+def check_attribute_kinds(call: OnnxCall) -> None:
+    """MappingError naming the first attribute whose value is not of the kind ONNX declares for it."""
+    for name, value in call.attributes.items():
+        kind = ATTRIBUTE_KINDS.get(name)
+        if kind is not None and not _is_kind(value, kind):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+            raise MappingError(f"ONNX's {call.op} attribute {name} must be {_KIND_WORDS[kind]} (an ONNX {kind}), "
+                               f"found {shown}")
+
+
 def _same(outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     return tuple(outputs)
 
@@ -88,6 +138,23 @@ def scalar_of(tensor: np.ndarray, what: str):
     if array.size != 1:
         raise MappingError(f"ONNX's {what} must hold one value, found Sizes {list(array.shape)}")
     return array.reshape(-1)[0].item()
+
+
+def whole_scalar(tensor: np.ndarray, what: str) -> int:
+    """The one value of an ONNX tensor that counts or indexes (k, depth, an axis, a step count) as an integer:
+    NaN, an infinity or a fraction is the case's error."""
+    value = scalar_of(tensor, what)
+    if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
+        raise MappingError(f"ONNX's {what} must be a whole number, found {value}")
+    return int(value)
+
+
+def finite_scalar(tensor: np.ndarray, what: str):
+    """The one value of an ONNX tensor that must be finite (Range's start, limit and delta)."""
+    value = scalar_of(tensor, what)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise MappingError(f"ONNX's {what} must be finite, found {value}")
+    return value
 
 
 def exact_text(value) -> str:
@@ -188,6 +255,9 @@ def split_sizes(call: OnnxCall, length: int) -> list[int]:
     if call.attr("split") is not None:
         return [int(size) for size in call.attr("split")]
     count = int(call.attr("num_outputs", call.outputs))
+    if not 1 <= count <= length:
+        raise MappingError(f"ONNX's Split into {count} outputs of an axis of {length}: num_outputs must be from 1 to "
+                           "the axis's length")
     piece = -(-length // count)
     return [piece] * (count - 1) + [length - piece * (count - 1)]
 
@@ -335,10 +405,7 @@ def adapt_scatter_nd(call: OnnxCall, fixed) -> Prepared:
 
 
 def one_hot_depth(call: OnnxCall) -> int:
-    depth = scalar_of(call.input(1), "depth")
-    if float(depth) != int(depth):
-        raise MappingError(f"ONNX's depth {depth} is not a whole number")
-    return int(depth)
+    return whole_scalar(call.input(1), "depth")
 
 
 def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
@@ -356,7 +423,7 @@ def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
 def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
     data = data_input(call)
     axis = normalised_axis(call.attr("axis", -1), data.ndim)
-    k = int(scalar_of(call.input(1), "k"))
+    k = whole_scalar(call.input(1), "k")
     values = {**fixed, "Axis": axis, "K": k,
               "AxisDirection": "DECREASING" if call.attr("largest", 1) else "INCREASING"}
 
@@ -381,7 +448,7 @@ def adapt_depth_space(call: OnnxCall, fixed) -> Prepared:
 def adapt_cumulative(call: OnnxCall, fixed) -> Prepared:
     data = data_input(call)
     exclusive_field = "HasExclusiveProduct" if call.op == "CumProd" else "HasExclusiveSum"
-    values = {**fixed, "Axis": normalised_axis(scalar_of(call.input(1), "axis"), data.ndim),
+    values = {**fixed, "Axis": normalised_axis(whole_scalar(call.input(1), "axis"), data.ndim),
               "AxisDirection": "DECREASING" if call.attr("reverse", 0) else "INCREASING",
               exclusive_field: bool(call.attr("exclusive", 0))}
     return Prepared(values, [data])
@@ -430,7 +497,7 @@ def adapt_eye_like(call: OnnxCall, fixed) -> Prepared:
 
 def trilu_bounds(call: OnnxCall) -> tuple[int, int]:
     """DiagonalFillBegin and DiagonalFillEnd: the range of column - row that is zeroed."""
-    k = int(scalar_of(call.input(1), "k")) if call.input(1) is not None else 0
+    k = whole_scalar(call.input(1), "k") if call.input(1) is not None else 0
     return (INT32_MIN, k) if call.attr("upper", 1) else (k + 1, INT32_MAX)
 
 
@@ -445,7 +512,8 @@ def adapt_trilu(call: OnnxCall, fixed) -> Prepared:
 
 def adapt_range(call: OnnxCall, fixed) -> Prepared:
     start, limit, delta = (call.input(i) for i in range(3))
-    first, last, step = (scalar_of(t, name) for t, name in ((start, "start"), (limit, "limit"), (delta, "delta")))
+    first, last, step = (finite_scalar(t, name) for t, name in ((start, "start"), (limit, "limit"),
+                                                                (delta, "delta")))
     if step == 0:
         raise MappingError("ONNX's Range delta is 0")
     count = max(math.ceil((last - first) / step), 0)  # ONNX's number_of_elements, computed outside the operator
@@ -862,16 +930,30 @@ class PoolWindows:
     ceil_extra: tuple[int, ...]  # EndPadding added so that DirectML's floor gives ONNX's ceil_mode count
 
 
+def window_values(call: OnnxCall, name: str, default: int | None, count: int) -> list[int]:
+    """A pooling attribute of `count` integers (kernel_shape, strides, dilations: one per spatial dimension; pads:
+    two); left out, `default` for each (None: ONNX requires it)."""
+    values = call.attr(name)
+    if values is None:
+        if default is None:
+            raise MappingError(f"ONNX's {call.op} requires {name}")
+        return [default] * count
+    if len(values) != count:
+        raise MappingError(f"ONNX's {call.op} {name} has {len(values)} values where the input's spatial dimensions "
+                           f"take {count}")
+    return [int(value) for value in values]
+
+
 def pool_windows(call: OnnxCall) -> PoolWindows:
     """auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET with pads) and ceil_mode as explicit Start/EndPadding."""
     sizes = data_input(call).shape[2:]
     spatial = len(sizes)
     if call.op.startswith("Global"):
         return PoolWindows(tuple(sizes), (1,) * spatial, (1,) * spatial, (0,) * spatial, (0,) * spatial, (0,) * spatial)
-    window = tuple(int(k) for k in call.attr("kernel_shape"))
-    strides = tuple(int(s) for s in call.attr("strides", [1] * spatial))
-    dilations = tuple(int(d) for d in call.attr("dilations", [1] * spatial))
-    pads = [int(p) for p in call.attr("pads", [0] * (2 * spatial))]
+    window = tuple(window_values(call, "kernel_shape", None, spatial))
+    strides = tuple(window_values(call, "strides", 1, spatial))
+    dilations = tuple(window_values(call, "dilations", 1, spatial))
+    pads = window_values(call, "pads", 0, 2 * spatial)
     start, end = pads[:spatial], pads[spatial:]
     auto_pad = str(call.attr("auto_pad", "NOTSET")).upper()
     extents = [(k - 1) * d + 1 for k, d in zip(window, dilations)]
@@ -937,9 +1019,9 @@ def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
         return tuple(int(v) for v in given.reshape(-1))
     data = data_input(call)
     spatial = data.ndim - 2
-    window = [int(k) for k in call.attr("kernel_shape")]
-    strides = [int(s) for s in call.attr("strides", [1] * spatial)]
-    pads = [int(p) for p in call.attr("pads", [0] * (2 * spatial))]
+    window = window_values(call, "kernel_shape", None, spatial)
+    strides = window_values(call, "strides", 1, spatial)
+    pads = window_values(call, "pads", 0, 2 * spatial)
     return data.shape[:2] + tuple((n - 1) * s + k - pads[i] - pads[i + spatial]
                                   for i, (n, s, k) in enumerate(zip(data.shape[2:], strides, window)))
 
@@ -1049,7 +1131,10 @@ def adapt_recurrent(call: OnnxCall, fixed) -> Prepared:
         optional.pop()  # trailing optional inputs left out; one in the middle stays None
     inputs = [x[None], w[None], r[None], *optional]
     values = dict(fixed)
-    values["Direction"] = RECURRENT_DIRECTIONS[_text(call.attr("direction", "forward")).lower()]
+    direction = _text(call.attr("direction", "forward")).lower()
+    if direction not in RECURRENT_DIRECTIONS:
+        raise MappingError(f"ONNX's direction {direction!r} is not forward, reverse or bidirectional")
+    values["Direction"] = RECURRENT_DIRECTIONS[direction]
     activations = recurrent_activations(call)
     if activations is not None:
         values["ActivationDescs"] = activations

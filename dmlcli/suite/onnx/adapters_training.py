@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from .adapters import MappingError, OnnxCall, Prepared, data_input, per_channel, reshaped_to, scalar_of
+from .adapters import (MappingError, OnnxCall, Prepared, data_input, per_channel, reshaped_to, scalar_of,
+                       whole_scalar)
 
 UINT32_MAX = 2 ** 32 - 1
 
@@ -29,7 +30,7 @@ def adam_groups(call: OnnxCall) -> int:
 
 
 def adam_step(call: OnnxCall) -> int:
-    return int(scalar_of(call.input(1), "T"))
+    return whole_scalar(call.input(1), "T")
 
 
 def adam_step_outside_uint32(call: OnnxCall) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..case import Case
-from .adapters import MappingError, OnnxCall, Prepared, data_input, onnx_call
+from .adapters import MappingError, OnnxCall, Prepared, check_attribute_kinds, data_input, onnx_call
 from .table import TABLE, Entry, entry_for
 
 SIZES = ".Sizes"
@@ -71,13 +71,14 @@ def plan(case: Case) -> Planned | Skipped:
     """The DirectML call for an ONNX case, or why DirectML cannot compute it. InputError for a case the
     table cannot read (an unknown ONNX operator, a malformed ONNX call, a table out of step with dmlcli)."""
     call = onnx_call(case)
-    entry = entry_for(call)
-    if entry is None:
-        raise InputError(f"ONNX operator {case.onnx_op!r} has no entry in dmlcli's ONNX table "
-                         "(dmlcli/suite/onnx/table.py)")
-    if entry.directml is None:
-        return Skipped(entry.reason)
     try:
+        check_attribute_kinds(call)
+        entry = entry_for(call)
+        if entry is None:
+            raise InputError(f"ONNX operator {case.onnx_op!r} has no entry in dmlcli's ONNX table "
+                             "(dmlcli/suite/onnx/table.py)")
+        if entry.directml is None:
+            return Skipped(entry.reason)
         # What DirectML can never compute says so first, whether or not dmlcli has the operator yet.
         for condition in entry.cannot:
             if condition.when(call):
@@ -86,6 +87,13 @@ def plan(case: Case) -> Planned | Skipped:
         prepared: Prepared = entry.adapter(call, dict(entry.fixed))
     except MappingError as error:
         raise InputError(f"ONNX {case.onnx_op}: {error}") from None
+    except InputError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, LookupError) as error:
+        # A value of the right kind that no ONNX call holds (a size of 10^300, an index past a list) where no
+        # adapter words it: still this case's error, never the run's (issue 34).
+        raise InputError(f"ONNX {case.onnx_op}: dmlcli cannot map these attributes and inputs onto a DirectML call "
+                         f"({type(error).__name__}: {error})") from None
     unsupported = _unsupported(operator, prepared, case)
     if unsupported is not None:
         return Skipped(unsupported)

@@ -105,7 +105,7 @@ def _past_rank_8(shape_of) -> Cannot:
 def _top_k_whole_axis(call) -> bool:
     data = call.input(0)
     axis = a.normalised_axis(call.attr("axis", -1), data.ndim)
-    return int(a.scalar_of(call.input(1), "k")) >= data.shape[axis]
+    return a.whole_scalar(call.input(1), "k") >= data.shape[axis]
 
 
 def _arg(onnx_op: str, directml: str) -> Entry:
