@@ -26,7 +26,8 @@ from ...feature_levels import level
 from ..table.parameters import (DataTypeParameter, EnumParameter, FloatParameter, ScalarUnionParameter,
     ScaleBiasParameter)
 from ..numerics import compiled_loops
-from ..numerics.float_specials import WHOLE_VECTORS, clip_keeps_nan_bits, fmax_fmin_follow_nan_rule, has_nan, has_zero
+from ..numerics.float_specials import (WHOLE_VECTORS, clip_keeps_nan_bits, fmax_fmin_follow_nan_rule,
+    fmax_gives_positive_zero, has_nan, has_zero)
 from ..numerics.scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from ..table.schema import DIMS_1_TO_8, DIMS_4, EXACT, Operator, rows
 
@@ -447,20 +448,23 @@ def _raise_by_whole_vectors(g, low):
     """max(g, low) by the rule for a contiguous float array and a number low (not NaN), where np.fmax's vector
     loops settle NaN by the rule (_whole_vectors_apply): np.fmax against a vector of low, whole vectors at a time,
     the few elements left through _pick. A NaN element gets low from the loop itself, so no NaN is looked for.
-    Only a zero low can meet a tie (a zero of the other sign, which the loop may settle either way): then each
-    part of the result is looked for -0.0, the zero that loses a tie, as it is written, and ties are settled."""
+    Only a zero low can meet a tie (a zero of the other sign, which the loop may settle either way). +0.0 needs no
+    look where the probe fmax_gives_positive_zero shows the loop settles its ties by the rule (the look, a
+    reduction of each part, cost 1.6x np.fmax's time against 1.2x without); -0.0 does: each part of the result is
+    looked for -0.0, the zero that loses a tie, as it is written, and where one is found the ties are settled."""
     out = np.empty(g.shape, g.dtype)
     flat, flat_g = out.reshape(-1), g.reshape(-1)
     whole = flat.size - flat.size % WHOLE_VECTORS
     step = max(1, _BOUND_PART_BYTES // (g.itemsize * WHOLE_VECTORS)) * WHOLE_VECTORS
     bound = np.full(min(step, whole), low, g.dtype)
     low = _typed(low, g.dtype)
-    losing_zero, zero_low = False, low == 0
+    ties_looked_for = bool(low == 0) and (bool(np.signbit(low)) or not fmax_gives_positive_zero(g.dtype))
+    losing_zero = False
     for start in range(0, whole, step):
         stop = min(start + step, whole)
         part = flat[start:stop]
         np.fmax(flat_g[start:stop], bound[:stop - start], out=part)
-        losing_zero = losing_zero or (zero_low and has_zero(part, negative=True))
+        losing_zero = losing_zero or (ties_looked_for and has_zero(part, negative=True))
     if whole < flat.size:
         flat[whole:] = _pick(flat_g[whole:], low, True)
     if losing_zero:

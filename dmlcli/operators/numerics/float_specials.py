@@ -107,6 +107,29 @@ def fmax_fmin_follow_nan_rule(dtype: np.dtype) -> bool:
     return all(follows_nan_rule(function, dtype, offset) for function in (np.fmax, np.fmin) for offset in (0, 1))
 
 
+@functools.lru_cache(maxsize=None)
+def fmax_gives_positive_zero(dtype: np.dtype) -> bool:
+    """Whether np.fmax(-0.0, +0.0), on contiguous arrays of a multiple of WHOLE_VECTORS elements (into a fresh
+    output), gives +0.0 in every element: max's zero rule for that order of the operands, the one THRESHOLD's
+    loop against a vector of Min = +0.0 meets. NumPy's x86 loops return the second operand of a tie of zeros, so
+    they do (and get the other order wrong). Asked once per data type."""
+    return gives_positive_zero(np.fmax, np.dtype(dtype))
+
+
+def gives_positive_zero(function, dtype: np.dtype) -> bool:
+    """The probe for one function(first, second, out=): -0.0 against +0.0 at every position of a vector, on
+    operands that start at their buffers and one element into them."""
+    count = 2 * WHOLE_VECTORS
+    for offset in (0, 1):
+        negative = np.full(count + offset, -0.0, dtype)[offset:]
+        positive = np.zeros(count + offset, dtype)[offset:]
+        result = np.empty(count, dtype)
+        function(negative, positive, out=result)
+        if has_zero(result, negative=True):
+            return False
+    return True
+
+
 def follows_nan_rule(function, dtype: np.dtype, offset: int) -> bool:
     """The probe for one function, on operands that start `offset` elements into their buffers: each of four
     NaN encodings against a number, in either place, and against another NaN, at every position of a vector."""
