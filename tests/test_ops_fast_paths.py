@@ -240,6 +240,11 @@ def test_whole_vector_path_needs_no_nan_check(monkeypatch):
     assert not np.signbit(largest[[100, 200]]).any() and np.signbit(smallest[[100, 200]]).all()
 
 
+def _fmax_operands_swapped(a, b, out):
+    """np.fmax(b, a): on x86-64 the second of two NaN, and the first operand of a tie of zeros."""
+    np.fmax(b, a, out=out)
+
+
 def test_the_nan_rule_probe_tells_loops_apart():
     """The probe accepts np.fmax/np.fmin where they follow the rule (x86-64's vector loops do) and refuses a
     loop that propagates NaN (np.maximum), one that returns the second of two NaN, and one that quiets a
@@ -248,9 +253,6 @@ def test_the_nan_rule_probe_tells_loops_apart():
     if platform.machine().lower() in ("x86_64", "amd64"):
         assert float_specials.fmax_fmin_follow_nan_rule(float32)
 
-    def second_of_two(a, b, out):
-        np.fmax(b, a, out=out)
-
     def quieting(a, b, out):
         np.fmax(a, b, out=out)
         bits = out.view(np.uint32)
@@ -258,7 +260,7 @@ def test_the_nan_rule_probe_tells_loops_apart():
 
     for offset in (0, 1):
         assert float_specials.follows_nan_rule(np.fmin, float32, offset)
-        for loop in (np.maximum, second_of_two, quieting):
+        for loop in (np.maximum, _fmax_operands_swapped, quieting):
             assert not float_specials.follows_nan_rule(loop, float32, offset)
 
 
@@ -590,12 +592,9 @@ def test_the_zero_tie_probe_tells_loops_apart():
     if platform.machine().lower() in ("x86_64", "amd64"):
         assert float_specials.fmax_gives_positive_zero(float32)
 
-    def first_of_a_tie(a, b, out):
-        np.fmax(b, a, out=out)
-
     def first_in_one_lane(a, b, out):
         np.fmax(a, b, out=out)
         out[5] = a[5]
 
-    for loop in (first_of_a_tie, first_in_one_lane):
+    for loop in (_fmax_operands_swapped, first_in_one_lane):
         assert not float_specials.gives_positive_zero(loop, float32), loop.__name__
