@@ -7,6 +7,9 @@ float64 and rounds once, so the baseline is NumPy's float64 function and a cast,
 one. Inputs are FLOAT32 (integers where the operator takes no floats), --mib MiB per input, values
 in each operator's domain. Times are medians of --repeats runs, alternating dmlcli and NumPy.
 
+--nan-every N makes every Nth element of each float input a NaN (issue 33 measured SIGN and THRESHOLD with
+--nan-every 97): the operators whose fast paths look for NaN then time the paths a NaN takes.
+
 --clock cpu times each call by the CPU time of this thread (time.thread_time) instead of the wall clock: on a
 machine whose cores other work shares, the time this process waited for a core is left out (memory stalls
 and page faults, which are the process's own, still count).
@@ -17,6 +20,7 @@ validating and the room check, which grows from about 0.04 ms to 0.3 ms once the
 interpreter's own code and objects out of the caches (as they do here).
 
     .venv/bin/python bench/cpu_ops_bench.py [--mib 32] [--repeats 7] [--ops add,sin,...] [--clock wall|cpu]
+        [--nan-every 97]
 """
 
 from __future__ import annotations
@@ -99,6 +103,13 @@ def median_times(functions, repeats: int, clock=time.perf_counter) -> list[float
     return [statistics.median(times) for times in samples]
 
 
+def with_nans(values: np.ndarray, every: int) -> np.ndarray:
+    """values with every `every`th element a NaN (none for 0)."""
+    if every:
+        values[::every] = np.nan
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=float, default=32, help="MiB per FLOAT32 input")
@@ -106,17 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="", help="comma-separated operators (default: every one with a baseline)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall: elapsed time; cpu: this thread's CPU time (leaves out waiting for a core)")
+    parser.add_argument("--nan-every", type=int, default=0,
+                        help="every Nth element of each float input a NaN (0: none)")
     parser.add_argument("--compiled-loops", action="store_true",
                         help="the kernels with Numba's compiled loops (as DMLCLI_COMPILED_LOOPS=1 runs them)")
     args = parser.parse_args(argv)
+    if args.nan_every < 0:
+        parser.error("--nan-every must be 0 (no NaN) or a positive count")
     chosen = [name for name in BASELINES if not args.ops or name in args.ops.split(",")]
     count = int(args.mib * (1 << 20)) // 4
     rng = np.random.default_rng(0)
     loops = compiled_loops.use(args.compiled_loops)
     if args.compiled_loops and loops is None:
         parser.error("--compiled-loops needs numba (pip install 'dmlcli[compiled]')")
+    nans = f", a NaN every {args.nan_every} elements" if args.nan_every else ""
     print(f"| operator | dmlcli ms | NumPy ms | ratio | kernel ms | kernel ratio | (goal <= {GOAL}x; {args.mib:g} MiB "
-          f"FLOAT32 per input, {args.clock} clock, {'compiled' if loops else 'NumPy'} loops) |")
+          f"FLOAT32 per input{nans}, {args.clock} clock, {'compiled' if loops else 'NumPy'} loops) |")
     print("|---|---:|---:|---:|---:|---:|---|")
     ratios, kernel_ratios = [], []
     for name in chosen:
@@ -126,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         baseline, options = BASELINES[name]
         low, high = DOMAIN.get(name, (-3, 3))
-        inputs = [rng.uniform(low, high, count).astype(np.float32) for _ in op.inputs]
+        inputs = [with_nans(rng.uniform(low, high, count).astype(np.float32), args.nan_every) for _ in op.inputs]
         verdict = engine.plan(engine.request(name, **options), [(from_numpy(x.dtype), x.shape) for x in inputs])
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")

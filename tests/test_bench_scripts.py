@@ -106,6 +106,22 @@ def test_bench_script_runs_on_a_tiny_input(name, tmp_path, capsys, monkeypatch):
         assert expected in out, out
 
 
+def test_cpu_ops_bench_puts_a_nan_every_n_elements(capsys, monkeypatch):
+    """--nan-every 97 (issue 33's SIGN and THRESHOLD case): the report says so, and every 97th element of an input
+    is a NaN, the others not; 0 leaves the input alone and a negative count is refused."""
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    module = importlib.import_module("cpu_ops_bench")
+    assert module.main(["--mib", "0.01", "--repeats", "1", "--ops", "sign,threshold", "--nan-every", "97"]) == 0
+    assert "a NaN every 97 elements" in capsys.readouterr().out
+    values = module.with_nans(np.ones(1000, np.float32), 97)
+    assert np.flatnonzero(np.isnan(values)).tolist() == list(range(0, 1000, 97))
+    assert not np.isnan(module.with_nans(np.ones(10, np.float32), 0)).any()
+    with pytest.raises(SystemExit):
+        module.main(["--nan-every", "-1"])
+
+
 def test_gpu_bench_pipeline_files_runs_on_the_cpu_backend(tmp_path, monkeypatch):
     """The crash of issue 21: in end_to_end a local `from dmlcli import run_files` hid the script's own
     seven-argument helper. The helper (now pipeline_files) runs here through the CPU backend, given

@@ -1,5 +1,5 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the
-NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, CAST from FLOAT32/FLOAT64 to every integer type and
+NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, CAST from FLOAT32/FLOAT64 to every integer type and
 between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the
 range edges of every integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
@@ -22,6 +22,7 @@ import dmlcli  # noqa: E402
 from dmlcli.errors import DmlcliWarning  # noqa: E402
 from dmlcli.operators.numerics import compiled_loops  # noqa: E402
 from dmlcli.operators.numerics.conversions import integer_bounds  # noqa: E402
+from dmlcli.operators.numerics.float_specials import nan_patterns  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 
@@ -122,6 +123,53 @@ def test_threshold_gives_the_numpy_kernels_bits(loops_state, data, low):
     x = data.draw(any_floats("float32", [0.5, -0.5, 3.0] + [0.0, -0.0] * 4))
     compiled, numpy = both_ways(lambda: dmlcli.run("threshold", x, min=low))
     assert np.array_equal(bits(compiled), bits(numpy))
+
+
+@SETTINGS
+@given(data=st.data(), dtype=st.sampled_from(["float32", "float16"]))
+def test_sign_gives_the_numpy_kernels_bits(loops_state, data, dtype):
+    """Any bit pattern (signalling NaN and payloads of either sign, subnormals, infinities), zeros of both signs
+    often: the compiled loop's bits (FLOAT16 keeps NumPy's path: the loops take FLOAT32/FLOAT64) are np.sign's part by
+    part; and the rule's, written here: 1 above zero, -1 below, the element itself otherwise."""
+    x = data.draw(any_floats(dtype, [0.5, -0.5, 3.0] + [0.0, -0.0] * 4))
+    patterns = nan_patterns(np.dtype(dtype))  # signalling NaN and payloads of either sign, often
+    for position in data.draw(st.lists(st.integers(0, x.size - 1), max_size=8)):
+        bits(x)[position] = patterns[position % len(patterns)]
+    compiled, numpy = both_ways(lambda: dmlcli.run("sign", x))
+    assert np.array_equal(bits(compiled), bits(numpy))
+    rule = x.copy()
+    with np.errstate(all="ignore"):
+        rule[x > 0], rule[x < 0] = 1, -1
+    assert np.array_equal(bits(compiled), bits(rule))
+
+
+def test_sign_loop_takes_float64_and_refuses_other_types(loops_state):
+    """The loop itself on FLOAT64 (which no SIGN support row holds, so not through dmlcli.run): the rule's bits for
+    a signalling NaN, zeros, subnormals, infinities; None for types it does not compile (NumPy's path then)."""
+    loops = compiled_loops.use(True)
+    x = np.array([0.0, -0.0, 5e-324, -5e-324, math.inf, -math.inf, 2.5, -2.5, 0.0], np.float64)
+    bits(x)[-1] = 0x7FF0000000000001  # a signalling NaN
+    expected = np.array([0.0, -0.0, 1, -1, 1, -1, 1, -1, 0.0], np.float64)
+    bits(expected)[-1] = 0x7FF0000000000001
+    assert bits(loops.sign(x)).tolist() == bits(expected).tolist()
+    assert loops.sign(np.zeros(3, np.float16)) is None and loops.sign(np.zeros(3, np.int32)) is None
+
+
+def test_large_sign_and_threshold_past_the_parts(loops_state):
+    """More elements than the NumPy kernels' parts (SIGN's 256 KiB, THRESHOLD's vectors of Min), with a NaN every
+    97 elements and zeros of both signs in some parts, contiguous and strided: the compiled loops give the bits of
+    np.sign part by part and of np.fmax by whole vectors (and of the settling paths, for the strided views)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(3 * (1 << 18) + 5).astype(np.float32)
+    x[::97] = np.nan
+    x[1::4099] = -0.0
+    x[2::5003] = 0.0
+    for view in (x, x[::3], x[1:]):
+        compiled, numpy = both_ways(lambda: dmlcli.run("sign", view))
+        assert np.array_equal(bits(compiled), bits(numpy))
+        for low in (0.25, 0.0, -0.0, -1.0):
+            compiled, numpy = both_ways(lambda: dmlcli.run("threshold", view, min=low))
+            assert np.array_equal(bits(compiled), bits(numpy))
 
 
 @pytest.mark.parametrize("target", ["uint8", "int32", "int64"])

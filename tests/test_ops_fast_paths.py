@@ -2,11 +2,13 @@
 
 Each of these kernels first tries NumPy's single call (np.fmax, np.clip, np.sign) and keeps its result where
 one reduction shows no NaN and no zero that the NaN and signed-zero rule could settle otherwise
-(dmlcli/operators/float_specials.py); MIN and MAX on large contiguous arrays trust np.fmax/np.fmin's vector
-loops with NaN where a probe shows that they follow the rule, and check for zeros alone. The careful path, which settles every element by the rule, is the one
-the per-family tests prove against independent references; here every fast result is compared bit for bit
-with it (forced by making the NaN check always answer yes), on arrays with and without NaN, signed zeros,
-infinities and subnormals, and with zero, NaN and infinite bounds.
+(dmlcli/operators/float_specials.py); MIN, MAX and THRESHOLD on large contiguous arrays trust np.fmax/np.fmin's
+vector loops with NaN where a probe shows that they follow the rule, and check for zeros alone; SIGN trusts np.sign
+with NaN where a probe shows it returns NaN as it is, and checks each part of its result for zeros. The careful
+path, which settles every element by the rule, is the one the per-family tests prove against independent
+references; here every fast result is compared bit for bit with it (forced by making the NaN check always answer
+yes and the probes no), and the new paths with the rule written element by element too, on arrays with and without
+NaN, signed zeros, infinities and subnormals, and with zero, NaN and infinite bounds.
 """
 
 import platform
@@ -46,8 +48,8 @@ def _bits(array: np.ndarray) -> list[int]:
 
 
 def _careful(monkeypatch, function):
-    """function() with every fast path turned down (the NaN check always says yes, np.clip is not trusted
-    with NaN bits, SIGN's dot-product check always says no)."""
+    """function() with every fast path turned down (the NaN check always says yes, np.clip and np.sign are not
+    trusted with NaN bits, np.fmax's vector loops not with the NaN rule, SIGN's dot-product check always says no)."""
     with monkeypatch.context() as patch:
         for module in MODULES:
             patch.setattr(module, "has_nan", lambda values: True)
@@ -55,6 +57,7 @@ def _careful(monkeypatch, function):
         patch.setattr(selection, "clip_keeps_nan_bits", lambda dtype: False)
         patch.setattr(selection, "fmax_fmin_follow_nan_rule", lambda dtype: False)
         patch.setattr(arithmetic, "_all_plus_or_minus_one", lambda signs: False)
+        patch.setattr(arithmetic, "sign_keeps_nan_bits", lambda dtype: False)
         return function()
 
 
@@ -163,14 +166,40 @@ def _sprinkled(data, dtype: str, count: int) -> np.ndarray:
     """`count` ordinary values with NaN encodings (signalling ones and payloads too), signed zeros and
     infinities at drawn positions: every whole vector and the remainder may hold them."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    values = rng.uniform(-4, 4, count).astype(dtype)
-    specials = data.draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(0, 7)), max_size=40))
+    return _sprinkle(data, rng.uniform(-4, 4, count).astype(dtype))
+
+
+def _any_bits(data, dtype: str, count: int) -> np.ndarray:
+    """`count` elements of any bit pattern (subnormals, infinities and NaN of any payload among them) or ordinary
+    values, drawn either way, with NaN encodings, signed zeros and infinities at drawn positions besides (random
+    bits give a zero seldom)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    width = np.dtype(dtype).itemsize * 8
+    if data.draw(st.booleans()):
+        values = rng.integers(0, 2**width, count, dtype=f"uint{width}").view(dtype)
+    else:
+        values = rng.uniform(-4, 4, count).astype(dtype)
+    if data.draw(st.booleans()):  # one special every few elements (the bench's NaN every 97), in every part
+        special = _special(dtype, data.draw(st.integers(0, 7)))
+        values.view(f"uint{width}")[data.draw(st.integers(0, 96))::data.draw(st.integers(2, 97))] = special
+    return _sprinkle(data, values)
+
+
+def _special(dtype, kind: int) -> int:
+    """The bits of a special value: kind 0-3 a NaN encoding (nan_patterns), 4-7 +0.0, -0.0, +inf, -inf."""
     patterns = float_specials.nan_patterns(np.dtype(dtype))
+    if kind < len(patterns):
+        return patterns[kind]
+    value = np.array((0.0, -0.0, np.inf, -np.inf)[kind - len(patterns)], dtype)
+    return int(value.view(f"uint{value.itemsize * 8}"))
+
+
+def _sprinkle(data, values: np.ndarray) -> np.ndarray:
+    """values with NaN encodings, signed zeros and infinities written at drawn positions."""
+    count, dtype = values.size, values.dtype
+    specials = data.draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(0, 7)), max_size=40))
     for position, kind in specials:
-        if kind < len(patterns):
-            values.view(f"uint{values.itemsize * 8}")[position] = patterns[kind]
-        else:
-            values[position] = (0.0, -0.0, np.inf, -np.inf)[kind - len(patterns)]
+        values.view(f"uint{values.itemsize * 8}")[position] = _special(dtype, kind)
     return values
 
 
@@ -211,6 +240,11 @@ def test_whole_vector_path_needs_no_nan_check(monkeypatch):
     assert not np.signbit(largest[[100, 200]]).any() and np.signbit(smallest[[100, 200]]).all()
 
 
+def _fmax_operands_swapped(a, b, out):
+    """np.fmax(b, a): on x86-64 the second of two NaN, and the first operand of a tie of zeros."""
+    np.fmax(b, a, out=out)
+
+
 def test_the_nan_rule_probe_tells_loops_apart():
     """The probe accepts np.fmax/np.fmin where they follow the rule (x86-64's vector loops do) and refuses a
     loop that propagates NaN (np.maximum), one that returns the second of two NaN, and one that quiets a
@@ -219,9 +253,6 @@ def test_the_nan_rule_probe_tells_loops_apart():
     if platform.machine().lower() in ("x86_64", "amd64"):
         assert float_specials.fmax_fmin_follow_nan_rule(float32)
 
-    def second_of_two(a, b, out):
-        np.fmax(b, a, out=out)
-
     def quieting(a, b, out):
         np.fmax(a, b, out=out)
         bits = out.view(np.uint32)
@@ -229,7 +260,7 @@ def test_the_nan_rule_probe_tells_loops_apart():
 
     for offset in (0, 1):
         assert float_specials.follows_nan_rule(np.fmin, float32, offset)
-        for loop in (np.maximum, second_of_two, quieting):
+        for loop in (np.maximum, _fmax_operands_swapped, quieting):
             assert not float_specials.follows_nan_rule(loop, float32, offset)
 
 
@@ -386,3 +417,184 @@ def test_remainder_probe_finds_a_different_rule(monkeypatch):
         monkeypatch.undo()
         arithmetic.remainder_is_floor_modulus.cache_clear()
     assert arithmetic.remainder_is_floor_modulus() in (True, False)
+
+
+# ---------------------------------------------------------------- SIGN part by part
+
+
+def _rule_sign(xs: np.ndarray) -> np.ndarray:
+    """SIGN as the entry's notes give it, element by element: 1 above zero, -1 below, else the element itself (a
+    zero keeps its sign, a NaN its bits); the oracle of the part-by-part kernel."""
+    out = xs.copy().reshape(-1)
+    for index, value in enumerate(xs.reshape(-1).tolist()):
+        if value > 0:
+            out[index] = 1
+        elif value < 0:
+            out[index] = -1
+    return out.reshape(xs.shape)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_sign_by_parts_matches_the_rule_and_the_careful_path(monkeypatch, dtype, data):
+    """np.sign written part by part (7 elements a part here), each part looked for zeros as it is written: the
+    rule's bits and the careful path's for any bit pattern, NaN encodings (signalling ones, payloads) and zeros of
+    either sign in any part, the first part or only the last, sizes inside, at and past the parts' boundaries."""
+    monkeypatch.setattr(arithmetic, "_SIGN_PART_BYTES", np.dtype(dtype).itemsize * PART_ELEMENTS)
+    count = data.draw(st.sampled_from([1, 6, 7, 8, 13, 14, 15, 50, 200]))
+    xs = _any_bits(data, dtype, count)
+    fast = dmlcli.run("sign", xs)
+    assert fast.dtype == xs.dtype and _bits(fast) == _bits(_rule_sign(xs)), xs
+    assert _bits(fast) == _bits(_careful(monkeypatch, lambda: dmlcli.run("sign", xs)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sign_settles_a_negative_zero_in_the_last_part_alone(dtype):
+    """Parts of the default size, the first ones free of zeros: a -0.0 in the last part (after NaN in every part)
+    is found and given back; a +0.0 stays."""
+    xs = np.linspace(1, 3, 3 * arithmetic._SIGN_PART_BYTES // np.dtype(dtype).itemsize + 5).astype(dtype)
+    xs[::97] = np.nan
+    xs[-3], xs[-4] = -0.0, 0.0
+    result = dmlcli.run("sign", xs)
+    assert _bits(result) == _bits(_rule_sign(xs))
+    assert np.signbit(result[-3]) and result[-3] == 0 and not np.signbit(result[-4])
+
+
+def test_sign_with_nan_takes_neither_np_copysign_nor_np_where(monkeypatch):
+    """Where the probe says np.sign returns NaN as it is, a NaN every 97 elements costs SIGN nothing: the settling
+    path (np.copysign, np.isnan, np.where over the tensor) never runs."""
+    if not float_specials.sign_keeps_nan_bits(np.dtype(np.float32)):
+        pytest.skip("np.sign does not return NaN as it is here")
+    xs = np.linspace(-3, 3, 5000, dtype=np.float32)
+    xs[::97] = np.nan
+    with monkeypatch.context() as patch:
+        for name in ("copysign", "where", "isnan"):
+            patch.setattr(np, name, lambda *a, _n=name, **k: pytest.fail(f"np.{_n} ran"))
+        result = dmlcli.run("sign", xs)
+    assert np.isnan(result[::97]).all() and set(np.unique(np.delete(result, np.s_[::97])).tolist()) == {-1.0, 1.0}
+
+
+def test_sign_of_a_strided_input_takes_the_settling_path():
+    """An input that is not C-contiguous (a transposed view, a stride) is settled whole: the rule's bits."""
+    xs = np.linspace(-3, 3, 60, dtype=np.float32).reshape(6, 10)
+    xs[1, 2], xs[3, 4], xs[4, 4] = -0.0, 0.0, np.nan
+    xs.view(np.uint32)[5, 5] = float_specials.nan_patterns(np.dtype(np.float32))[1]  # a signalling NaN
+    for values in (xs.T, xs[:, ::2]):
+        assert not values.flags.c_contiguous
+        assert _bits(dmlcli.run("sign", values)) == _bits(_rule_sign(np.ascontiguousarray(values)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sign_keeps_nan_bits_on_this_numpy(dtype):
+    """The probe's answer here (NumPy 2's np.sign returns a NaN operand as it is); SIGN's parts rest on it."""
+    assert float_specials.sign_keeps_nan_bits(np.dtype(dtype))
+
+
+def test_the_nan_bits_probe_tells_functions_apart():
+    """The probe accepts a function that returns NaN as it is and refuses one that quiets a signalling NaN, one
+    that gives its own NaN, and one that does either only in the scalar tail of the array or only at an unaligned
+    start."""
+    float32 = np.dtype(np.float32)
+    assert float_specials.returns_nan_as_is(np.copy, float32)
+    assert float_specials.returns_nan_as_is(np.sign, float32)
+
+    def quieting(values):
+        out = values.copy()
+        out.view(np.uint32)[np.isnan(out)] |= np.uint32(1 << 22)
+        return out
+
+    def own_nan(values):
+        return np.where(np.isnan(values), np.float32(np.nan), values)
+
+    def own_nan_in_the_tail(values):
+        out = values.copy()
+        out[-1:] = own_nan(out[-1:])
+        return out
+
+    def quieting_when_unaligned(values):
+        return values.copy() if values.ctypes.data % 8 == 0 else quieting(values)
+
+    for function in (quieting, own_nan, own_nan_in_the_tail, quieting_when_unaligned):
+        assert not float_specials.returns_nan_as_is(function, float32), function.__name__
+
+
+# ---------------------------------------------------------------- THRESHOLD by whole vectors
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_threshold_by_whole_vectors_matches_the_rule_and_the_careful_path(monkeypatch, dtype, data):
+    """np.fmax against a vector of Min (one vector a part here), the remainder by the checked path: the rule's bits
+    and the careful path's, for any bit pattern, NaN encodings and zeros of either sign in any part, the last part
+    alone, the remainder alone, and any Min (zero of either sign: ties; NaN; infinite; subnormal), FLOAT16 widened
+    to float32 first as the kernel does."""
+    monkeypatch.setattr(selection, "_BOUND_PART_BYTES", 4 * float_specials.WHOLE_VECTORS)
+    vectors = float_specials.WHOLE_VECTORS
+    count = data.draw(st.sampled_from([vectors, 2 * vectors, 2 * vectors + 37, 3 * vectors - 1]))
+    xs = _any_bits(data, dtype, count)
+    low = data.draw(BOUNDS)
+    if low == 0 and data.draw(st.booleans()):  # ties with the bound, in any part
+        places = data.draw(st.lists(st.integers(0, count - 1), max_size=20))
+        xs[places] = np.array(-low, dtype)
+    if data.draw(st.booleans()):  # +0.0's ties looked for too, as where the loop's ties are not known
+        monkeypatch.setattr(selection, "fmax_gives_positive_zero", lambda dtype: False)
+    fast = dmlcli.run("threshold", xs, min=low)
+    with np.errstate(all="ignore"):
+        wide, low32 = xs.astype(np.float32), np.float32(low)
+        expected = np.array([_rule_pick(value, low32, True) for value in wide], np.float32).astype(dtype)
+    assert _bits(fast) == _bits(expected), (xs, low)
+    assert _bits(fast) == _bits(_careful(monkeypatch, lambda: dmlcli.run("threshold", xs, min=low)))
+
+
+def test_threshold_by_whole_vectors_looks_for_no_nan(monkeypatch):
+    """Where the probe says np.fmax's vector loops follow the NaN rule, THRESHOLD of a large array with a NaN every
+    97 elements (signalling ones too) looks for NaN only in the remainder after the whole vectors (11 elements
+    here) and never takes np.clip's path: the loop gives Min."""
+    if not float_specials.fmax_fmin_follow_nan_rule(np.dtype(np.float32)):
+        pytest.skip("np.fmax does not follow the NaN rule on this machine")
+    checked = []
+    monkeypatch.setattr(selection, "has_nan", lambda values: checked.append(values.size) or True)
+    monkeypatch.setattr(selection, "_fast_clip", lambda *a: pytest.fail("np.clip's path ran"))
+    xs = np.linspace(-3, 3, 4 * float_specials.WHOLE_VECTORS + 11, dtype=np.float32)
+    xs[::97] = np.nan
+    xs.view(np.uint32)[1::97] = float_specials.nan_patterns(np.dtype(np.float32))[1]
+    result = dmlcli.run("threshold", xs, min=0.25)
+    assert checked == [11]
+    assert (result[::97] == 0.25).all() and (result[1::97] == 0.25).all()
+    assert _bits(result) == _bits(np.maximum(np.where(np.isnan(xs), np.float32(0.25), xs), np.float32(0.25)))
+
+
+@pytest.mark.parametrize("loop_settles_ties", [True, False])
+@pytest.mark.parametrize("low", [0.0, -0.0])
+def test_threshold_settles_a_zero_tie_in_the_last_part_alone(monkeypatch, low, loop_settles_ties):
+    """A zero Min meets the zero of the other sign in the last part only (one vector a part, the first parts free
+    of zeros): max(-0.0, +0.0) = +0.0 in either order, where the probe says np.fmax settles Min = +0.0's ties and
+    where it does not (the tie then found as that part is written, and settled)."""
+    if loop_settles_ties and not float_specials.fmax_gives_positive_zero(np.dtype(np.float32)):
+        pytest.skip("np.fmax does not give +0.0 for -0.0 against +0.0 here")
+    if not loop_settles_ties:
+        monkeypatch.setattr(selection, "fmax_gives_positive_zero", lambda dtype: False)
+    monkeypatch.setattr(selection, "_BOUND_PART_BYTES", 4 * float_specials.WHOLE_VECTORS)
+    count = 3 * float_specials.WHOLE_VECTORS
+    xs = np.linspace(1, 3, count, dtype=np.float32)
+    xs[count - 5], xs[count - 6] = -low, low
+    result = dmlcli.run("threshold", xs, min=low)
+    assert result[count - 5] == 0 and not np.signbit(result[count - 5])
+    assert result[count - 6] == 0 and np.signbit(result[count - 6]) == np.signbit(np.float32(low))
+
+
+def test_the_zero_tie_probe_tells_loops_apart():
+    """The probe accepts np.fmax with +0.0 second where x86-64's vector loops return the second operand of a tie,
+    and refuses a loop that returns the first (-0.0) anywhere: at every lane, or in one lane only."""
+    float32 = np.dtype(np.float32)
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert float_specials.fmax_gives_positive_zero(float32)
+
+    def first_in_one_lane(a, b, out):
+        np.fmax(a, b, out=out)
+        out[5] = a[5]
+
+    for loop in (_fmax_operands_swapped, first_in_one_lane):
+        assert not float_specials.gives_positive_zero(loop, float32), loop.__name__

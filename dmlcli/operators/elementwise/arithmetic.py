@@ -21,7 +21,8 @@ import numpy as np
 from ...data_types import (ALL11, FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, TYPES_8, TYPES_10, UINT32,
     UINT64, as_bits)
 from ...feature_levels import level
-from ..numerics.float_specials import has_nan, has_zero
+from ..numerics import compiled_loops
+from ..numerics.float_specials import has_nan, has_zero, sign_keeps_nan_bits
 from ..table.parameters import ScaleBiasParameter
 from ..numerics.scale_bias import cuda_scale_bias_helpers, float32_scale_bias, integer_scale_bias
 from ..table.schema import COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator, Tolerance, rows
@@ -228,18 +229,53 @@ def sign(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
         return np.sign(x).astype(out_dtype, copy=False)
+    loops = compiled_loops.active()
+    signs = None if loops is None else loops.sign(x)
+    if signs is None and x.flags.c_contiguous and sign_keeps_nan_bits(x.dtype):
+        signs = _sign_by_parts(x)
+    if signs is None:
+        signs = _sign_settled(x)
+    return signs.astype(out_dtype, copy=False)
+
+
+# SIGN is written a part at a time and each part looked for zeros right after it is written, while the part and
+# its input are still in the core's own cache (2 x 256 KiB); a check of the whole result after the pass reads it
+# back from farther away.
+_SIGN_PART_BYTES = 1 << 18
+
+
+def _sign_by_parts(x: np.ndarray) -> np.ndarray:
+    """SIGN of a C-contiguous float array where np.sign returns NaN as it is (sign_keeps_nan_bits): np.sign part by
+    part. Its one departure from the rule is then -0.0, to which it gives +0.0 (the only float whose bits are 0), so
+    only a part whose result holds a zero, found by one reduction of its bits, takes the input's zeros back."""
+    out = np.empty(x.shape, x.dtype)
+    flat, flat_x = out.reshape(-1), x.reshape(-1)
+    bits = as_bits(flat)
+    step = max(1, _SIGN_PART_BYTES // x.itemsize)
+    smallest = np.minimum.reduce  # called directly: has_zero's checks cost a part about a microsecond
+    for start in range(0, flat.size, step):
+        part = flat[start:start + step]
+        np.sign(flat_x[start:start + step], out=part)
+        if smallest(bits[start:start + step]) == 0:
+            np.copyto(part, flat_x[start:start + step], where=part == 0)
+    return out
+
+
+def _sign_settled(x: np.ndarray) -> np.ndarray:
+    """SIGN of any float array, whatever np.sign does with NaN: np.sign, kept where one dot product shows every
+    element is +-1, else each zero and NaN settled by the rule."""
     signs = np.sign(x)
     # np.sign is exact but for zeros (its zero is +0.0) and NaN (its own NaN): both show in its output, as
     # +0.0 or NaN, so that is where they are looked for.
     if _all_plus_or_minus_one(signs):
-        return signs.astype(out_dtype, copy=False)
+        return signs
     # +-1 by np.sign, whose zero is +0: copysign gives it x's sign. NaN is returned as it is, by its bits
     # (np.sign's own NaN may differ between NumPy's SIMD and scalar loops, so between chunks).
     signs = np.copysign(signs, x)
     nan = np.isnan(x)
     if nan.any():
         signs = np.where(nan, x, signs)
-    return signs.astype(out_dtype, copy=False)
+    return signs
 
 
 def _binary(ufunc):

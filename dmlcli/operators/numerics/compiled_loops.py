@@ -1,13 +1,16 @@
 """Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: CLIP's and THRESHOLD's clamp with
-DirectML's NaN and signed-zero rule, CAST's float-to-integer (Direct3D's: toward zero, saturating, NaN to 0) and
-FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its sign).
+DirectML's NaN and signed-zero rule, SIGN (a zero keeps its sign, a NaN its bits), CAST's float-to-integer
+(Direct3D's: toward zero, saturating, NaN to 0) and FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its
+sign).
 
 NumPy's kernels give the same bits with a pass and a check: np.clip keeps NaN, so its result is searched for NaN;
-astype wraps or marks values past the range, so each block's range is read. The check costs 0.3 to 1.2 times the
-pass (issues 21 and 23: CLIP 1.5-1.8x np.clip, CAST float32 -> uint8 about 2x astype); a compiled loop applies the
-rule as it goes, in one pass at np.clip's and astype's own speed (bench/cpu_ops_bench.py and
-bench/generation_cpu_bench.py time the kernels with --compiled-loops). MAX and MIN keep NumPy's path: np.fmax's
-pass and a zero check measured as fast as a compiled loop (both bound by memory at 16 MiB).
+np.sign gives -0.0 the bits of +0.0, so its result is searched for zeros; astype wraps or marks values past the
+range, so each block's range is read. The check costs 0.1 to 1.2 times the pass (issues 21, 23 and 33: CLIP
+1.5-1.8x np.clip, SIGN 1.3x np.sign, CAST float32 -> uint8 about 2x astype); a compiled loop applies the rule as it
+goes, in one pass at np.clip's and astype's own speed, and SIGN's in less time than np.sign's own loop, which runs
+element by element with branches (bench/cpu_ops_bench.py and bench/generation_cpu_bench.py time the kernels with
+--compiled-loops). MAX and MIN keep NumPy's path: np.fmax's pass and a zero check measured as fast as a compiled
+loop (both bound by memory at 16 MiB).
 
 Opt-in, with the `compiled` extra installed (pip install 'dmlcli[compiled]'): DMLCLI_COMPILED_LOOPS=1 in the
 environment (read once per process). Off by default because importing Numba and loading its machine code
@@ -119,6 +122,14 @@ def _clamp_loop(values, low, high, low_takes_zero_ties, high_takes_zero_ties, ou
         out[i] = w if below_high else high
 
 
+def _sign_loop(values, zero, one, minus_one, out):
+    """SIGN: 1 above zero, -1 below, the element itself otherwise (a zero keeps its sign, a NaN its bits: it is
+    copied, never computed with). The constants are of the values' type, so that nothing is widened."""
+    for i in range(values.size):
+        v = values[i]
+        out[i] = one if v > zero else (minus_one if v < zero else v)
+
+
 def _to_integer_loop(values, low, top, above, zero, largest, out):
     """Direct3D's float-to-integer conversion: toward zero, saturating, NaN to 0. `low` is the type's lowest value,
     `above` the first value past its largest, `top` the largest float below `above` (it truncates into the range),
@@ -148,6 +159,7 @@ class CompiledLoops:
     def __init__(self, numba):
         self.numba_version = numba.__version__
         self._clamp = _compiled(numba, _clamp_loop)
+        self._sign = _compiled(numba, _sign_loop)
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
 
@@ -164,6 +176,17 @@ class CompiledLoops:
         out = np.empty(flat.shape, values.dtype)
         self._clamp(flat, low, high, bool(low == 0 and not np.signbit(low)), bool(high == 0 and np.signbit(high)),
                     out)
+        return out.reshape(values.shape)
+
+    def sign(self, values: np.ndarray) -> np.ndarray | None:
+        """SIGN of FLOAT32/FLOAT64 values by DirectML's rule as dmlcli gives it (arithmetic.sign); None for another
+        type."""
+        if values.dtype not in FLOAT_TYPES:
+            return None
+        kind = values.dtype.type
+        flat = _flat_input(values)
+        out = np.empty(flat.shape, values.dtype)
+        self._sign(flat, kind(0), kind(1), kind(-1), out)
         return out.reshape(values.shape)
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:

@@ -6,10 +6,11 @@ np.sign) already gives the exact result; these checks say when that is so, each 
 reduction (a read-only pass, a fraction of an element-wise pass that writes), so the careful path runs only for
 arrays that need it.
 
-MIN and MAX need no NaN check where NumPy's vector loops follow the NaN rule themselves (as on x86-64): the
-probe fmax_fmin_follow_nan_rule says whether they do, once per data type, and the kernel sends only whole
-vectors (WHOLE_VECTORS) through them, so that no element reaches their scalar remainder loop (C's fmaxf, which
-may quiet a signalling NaN or return the second of two NaN).
+MIN, MAX and THRESHOLD need no NaN check where NumPy's vector loops follow the NaN rule themselves (as on
+x86-64): the probe fmax_fmin_follow_nan_rule says whether they do, once per data type, and the kernels send only
+whole vectors (WHOLE_VECTORS) through them, so that no element reaches their scalar remainder loop (C's fmaxf,
+which may quiet a signalling NaN or return the second of two NaN). SIGN needs none where np.sign returns NaN as it
+is (the probe sign_keeps_nan_bits): its result can then differ from the rule only at a -0.0.
 """
 
 from __future__ import annotations
@@ -69,13 +70,31 @@ def clip_keeps_nan_bits(dtype: np.dtype) -> bool:
     both its SIMD and its scalar loops. NumPy's clip does (a NaN operand wins and is returned as it is), but
     does not promise it: this asks once per data type, on an array long enough for both loops."""
     dtype = np.dtype(dtype)
+    return returns_nan_as_is(lambda probe: np.clip(probe, np.zeros((), dtype), np.array(np.inf, dtype)), dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def sign_keeps_nan_bits(dtype: np.dtype) -> bool:
+    """Whether np.sign returns a NaN element itself, bits and all (signalling NaNs too). NumPy 2's loop for
+    floats is `x > 0 ? 1 : (x < 0 ? -1 : (x == 0 ? 0 : x))`, which does; a vector loop or another NumPy might
+    quiet a signalling NaN or give its own. Asked once per data type."""
+    return returns_nan_as_is(np.sign, np.dtype(dtype))
+
+
+def returns_nan_as_is(function, dtype: np.dtype) -> bool:
+    """Whether function(array) keeps the bits of four NaN encodings (nan_patterns) placed at the start, in the
+    middle of vectors and in the scalar tail of an array of ones (67 elements: both kinds of loop), and at the
+    same places of a view that starts one element into its buffer (an unaligned start)."""
+    positions = [0, 9, 40, 66]
     patterns = nan_patterns(dtype)
-    probe = np.ones(67, dtype)
-    positions = [0, 9, 40, 66]  # the start, the middle of vectors, the scalar tail
-    as_bits(probe)[positions] = patterns
-    with np.errstate(all="ignore"):
-        clipped = np.clip(probe, np.zeros((), dtype), np.array(np.inf, dtype))
-    return as_bits(clipped)[positions].tolist() == patterns
+    for offset in (0, 1):
+        probe = np.ones(67 + offset, dtype)[offset:]
+        as_bits(probe)[positions] = patterns
+        with np.errstate(all="ignore"):
+            result = function(probe)
+        if as_bits(result)[positions].tolist() != patterns:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,6 +105,29 @@ def fmax_fmin_follow_nan_rule(dtype: np.dtype) -> bool:
     first operand where the second is NaN); Arm's fmaxnm quiets a signalling NaN. Asked once per data type."""
     dtype = np.dtype(dtype)
     return all(follows_nan_rule(function, dtype, offset) for function in (np.fmax, np.fmin) for offset in (0, 1))
+
+
+@functools.lru_cache(maxsize=None)
+def fmax_gives_positive_zero(dtype: np.dtype) -> bool:
+    """Whether np.fmax(-0.0, +0.0), on contiguous arrays of a multiple of WHOLE_VECTORS elements (into a fresh
+    output), gives +0.0 in every element: max's zero rule for that order of the operands, the one THRESHOLD's
+    loop against a vector of Min = +0.0 meets. NumPy's x86 loops return the second operand of a tie of zeros, so
+    they do (and get the other order wrong). Asked once per data type."""
+    return gives_positive_zero(np.fmax, np.dtype(dtype))
+
+
+def gives_positive_zero(function, dtype: np.dtype) -> bool:
+    """The probe for one function(first, second, out=): -0.0 against +0.0 at every position of a vector, on
+    operands that start at their buffers and one element into them."""
+    count = 2 * WHOLE_VECTORS
+    for offset in (0, 1):
+        negative = np.full(count + offset, -0.0, dtype)[offset:]
+        positive = np.zeros(count + offset, dtype)[offset:]
+        result = np.empty(count, dtype)
+        function(negative, positive, out=result)
+        if has_zero(result, negative=True):
+            return False
+    return True
 
 
 def follows_nan_rule(function, dtype: np.dtype, offset: int) -> bool:
