@@ -26,7 +26,7 @@ from .dispatchable import (BindingSource, Dispatchable, DispatchCommand, binding
 from .fields import UINT64_MAX, check_keys, element_value, element_values, parse_data_type_name, parse_uint
 from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, RegularFile, check_output_dir,
                     shown_path, source_file, write_target)
-from .jsonc import load_model_json, shown
+from .jsonc import NumberList, load_model_json, shown
 from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
 from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
@@ -52,7 +52,7 @@ class BufferResource:
 
     name: str
     data_type: DataType  # initialValuesDataType (or the .npy file's type)
-    initial_values: bytes
+    initial_values: bytes | memoryview  # bytes-like (a read-only view of the array they were made as)
     size_in_bytes: int
     initial_offset: int = 0  # initialValuesOffsetInBytes
     deferred: bool = False  # "initialValues": "deferred": no buffer; an ONNX output gives it contents, shape and type
@@ -113,11 +113,11 @@ def read_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> M
         budget.claim(0, "reading the model's JSON", where, peak=handle.size * JSON_PEAK_BYTES_PER_BYTE)
         raw = handle.read_all()
     try:
-        text = raw.decode("utf-8")
+        raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{where}: is not UTF-8 text, so not a DxDispatch model") from None
+    document = load_model_json(raw, where=where)
     del raw
-    document = load_model_json(text, where=where)
     return parse_model(document, rules=rules, path=path, budget=budget)
 
 
@@ -264,6 +264,11 @@ def _check_resample_fields(value: dict, where: str) -> None:
 
 def _initial_values(initial, declared: DataType | None, *, rules: PathRules, where: str, resample_size=None,
                     budget: MemoryBudget | None = None) -> _Initialiser:
+    if isinstance(initial, NumberList):  # a long array of numbers, still text: converted a piece at a time
+        if declared is None:
+            raise InputError(f"{where}: an array of values needs initialValuesDataType")
+        return _Initialiser(declared, len(initial) * (declared.bits // 8),
+                            lambda: _as_buffer_bytes(_number_list_values(initial, declared, where)))
     if isinstance(initial, list):
         if declared is None:
             raise InputError(f"{where}: an array of values needs initialValuesDataType")
@@ -281,8 +286,21 @@ def _initial_values(initial, declared: DataType | None, *, rules: PathRules, whe
     raise InputError(f"{where}: unknown initialiser (expected \"value\", \"valueStart\" or \"sourcePath\")")
 
 
-def _as_buffer_bytes(array: np.ndarray) -> bytes:
-    return np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).tobytes()
+def _number_list_values(numbers: NumberList, data_type: DataType, where: str) -> np.ndarray:
+    """The array's values in `data_type`, filled a piece at a time: its result and one piece's numbers at once."""
+    values = np.empty(len(numbers), dtype=data_type.numpy_dtype)
+    try:
+        for first, piece in numbers.pieces():
+            values[first:first + len(piece)] = element_values(piece, data_type, where, first_index=first)
+    except InputError as error:
+        raise InputError(f"{where}: {error}") if str(error).startswith("malformed") else error from None
+    return values
+
+
+def _as_buffer_bytes(array: np.ndarray) -> memoryview:
+    """The array's bytes as a buffer holds them (little-endian), without a copy where it already is one."""
+    flat = np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).reshape(-1)
+    return memoryview(flat.view(np.uint8)).toreadonly()
 
 
 def _need_type(declared: DataType | None, kind: str, where: str) -> DataType:

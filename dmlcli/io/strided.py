@@ -96,37 +96,6 @@ def gather(flat: np.ndarray, sizes, strides, *, offset: int = 0, where: str) -> 
     return np.ascontiguousarray(strided_view(flat, sizes, strides, offset=offset, where=where))
 
 
-def overlaps_itself(sizes, strides) -> bool:
-    """True when two elements of the tensor share an address (a zero stride, or strides that collide)."""
-    count = int(np.prod(sizes, dtype=object))
-    if count <= 1:
-        return False
-    if count > last_element_index(sizes, strides) + 1:
-        return True
-    dims = sorted((stride, size) for size, stride in zip(sizes, strides) if size > 1)
-    if any(stride == 0 for stride, _ in dims):
-        return True
-    # Each dimension stepping past everything the smaller-stride dimensions reach cannot collide
-    # (packed and transposed layouts); only other layouts need the element-by-element check.
-    reach = 0
-    for stride, size in dims:
-        if stride <= reach:
-            offsets = element_offsets(sizes, strides)
-            return np.unique(offsets).size != count
-        reach += (size - 1) * stride
-    return False
-
-
-def element_offsets(sizes, strides) -> np.ndarray:
-    """The element offset of every element, as an int64 array of shape `sizes`."""
-    offsets = np.zeros(tuple(sizes), dtype=np.int64)
-    for axis, (size, stride) in enumerate(zip(sizes, strides)):
-        shape = [1] * len(sizes)
-        shape[axis] = size
-        offsets = offsets + (np.arange(size, dtype=np.int64) * stride).reshape(shape)
-    return offsets
-
-
 def tensor_from_buffer(data: np.ndarray, shape, strides, *, where: str) -> np.ndarray:
     """The JSON tensor form: `data` (any nesting, read flat) seen as `shape` with `strides`."""
     if shape is None:
