@@ -81,6 +81,7 @@ class WriteFileCommand:
     target_path: Path  # as the model names it, from the output folder (what messages show)
     dimensions: tuple[int, ...] | None = None
     resolved_path: Path | None = None  # links followed: the file written, checked to be inside the output folder
+    may_replace: bool = True  # False: an existing file there is refused (no --output-dir), checked again at the end
 
 
 @dataclass
@@ -104,7 +105,9 @@ def read_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> M
     """
     path = Path(path)
     where = f"model {shown(str(path))}"
-    rules = PathRules(path.parent, check_output_dir(output_dir), allow_paths_outside)
+    # A folder the user named may have its files replaced; the current folder, by default, may not.
+    rules = PathRules(path.parent, check_output_dir(output_dir), allow_paths_outside,
+                      replace_existing=output_dir is not None)
     budget = MemoryBudget()
     with RegularFile(path, where, "the model file") as handle:
         if handle.size > MAX_MODEL_BYTES:
@@ -128,7 +131,8 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
     `rules` say where the model may read and write (default: beside `path`, and in `output_dir` or cwd).
     """
     if rules is None:
-        rules = PathRules(model_dir if model_dir is not None else Path(path).parent, Path(output_dir or Path.cwd()))
+        rules = PathRules(model_dir if model_dir is not None else Path(path).parent, Path(output_dir or Path.cwd()),
+                          replace_existing=output_dir is not None)
     budget = budget or MemoryBudget()
     prefix = f"model {shown(str(path))}"
     if not isinstance(document, dict):
@@ -435,7 +439,8 @@ def parse_command(index: int, value, model: Model, *, where: str, rules: PathRul
             raise InputError(f"{where}: verbose must be true or false")
         return PrintCommand(index, _resource_name(value, model, where), verbose)
     if kind == "writefile":
-        rules = rules or PathRules(model.path.parent, Path(output_dir or Path.cwd()))
+        rules = rules or PathRules(model.path.parent, Path(output_dir or Path.cwd()),
+                                   replace_existing=output_dir is not None)
         return _write_file_command(index, value, model, rules=rules, where=f"{where} (writeFile)")
     raise InputError(f"{where}: command type {shown(value['type'])} is not supported (expected dispatch, print or writeFile)")
 
@@ -506,4 +511,4 @@ def _write_file_command(index: int, value: dict, model: Model, *, rules: PathRul
     buffer = model.resources[resource]
     if image_suffix(target) and not buffer.deferred:  # a deferred one is checked once its shape is known
         check_image_write(dimensions, buffer.data_type, buffer.size_in_bytes, where)
-    return WriteFileCommand(index, resource, path, dimensions, resolved)
+    return WriteFileCommand(index, resource, path, dimensions, resolved, rules.replace_existing or rules.allow_outside)
