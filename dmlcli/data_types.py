@@ -109,8 +109,12 @@ def parse_data_type(text: str) -> DataType:
     # Only a plain NumPy name or code (float32, <u2, f8) goes to np.dtype: a struct or subarray spelling such as
     # "f4,(2" reaches an expression parser that raises SyntaxError, and names no DirectML type anyway.
     if _NUMPY_NAME.fullmatch(name):
+        import warnings
+
         try:
-            return from_numpy(np.dtype(name))
+            with warnings.catch_warnings():  # a deprecated alias ("a") names no DirectML type either
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return from_numpy(np.dtype(name))
         except (TypeError, ValueError, InputError):
             pass
     known = ", ".join(t.numpy_name for t in ALL11)

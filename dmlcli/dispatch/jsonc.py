@@ -130,12 +130,16 @@ def _blank_comments(raw: bytes, data: np.ndarray) -> None:
 def strict_json(raw: bytes) -> bytes:
     """The same document (UTF-8) as strict JSON: comments blanked and trailing commas dropped, every other byte
     where it was (a comment's line breaks stay, so json.loads's lines and columns are the model's)."""
-    data = np.frombuffer(raw, dtype=np.uint8).copy()
     if b"/" in raw:
+        data = np.frombuffer(raw, dtype=np.uint8).copy()
         _blank_comments(raw, data)
-    blanked = data.tobytes()
+        blanked = data.tobytes()
+    else:  # no comment: the text itself, no copy
+        data, blanked = None, raw
     if _MAYBE_TRAILING_COMMA.search(blanked) is None:
         return blanked
+    if data is None:
+        data = np.frombuffer(raw, dtype=np.uint8).copy()
     for spans in _group_spans(_TRAILING_COMMAS, blanked):
         data[spans[:, 0]] = ord(" ")
     return data.tobytes()

@@ -115,13 +115,23 @@ def read_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> M
                              "be (keep large initial values in .npy or raw files named by sourcePath)")
         budget.claim(0, "reading the model's JSON", where, peak=handle.size * JSON_PEAK_BYTES_PER_BYTE)
         raw = handle.read_all()
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{where}: is not UTF-8 text, so not a DxDispatch model") from None
+    _check_utf8(raw, where)
     document = load_model_json(raw, where=where)
     del raw
     return parse_model(document, rules=rules, path=path, budget=budget)
+
+
+def _check_utf8(raw: bytes, where: str) -> None:
+    """Refuse text that is not UTF-8, decoding a megabyte at a time (not a second copy of a 64 MiB model)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for start in range(0, len(raw), 1 << 20):
+            decoder.decode(raw[start:start + (1 << 20)])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: is not UTF-8 text, so not a DxDispatch model") from None
 
 
 def parse_model(document, *, path: Path, rules: PathRules | None = None, budget: MemoryBudget | None = None,
