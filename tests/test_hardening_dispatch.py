@@ -547,3 +547,45 @@ def test_a_write_that_fails_takes_back_the_files_and_folders_written_before_it(t
     assert_one_line_error(result)
     assert files_under(tmp_path / "out") == {"old.bin"} and (tmp_path / "out" / "old.bin").read_bytes() == b"old"
     assert "written to" not in result.stdout
+
+
+# ---------------------------------------------------------------- control characters from input are escaped
+
+HOSTILE_NAME = "A\x1b]0;pwned\x07\x1b[2J\u202e"
+
+
+def test_a_models_names_are_printed_with_their_control_characters_escaped(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    desc = {"InputTensor": {"DataType": "UINT8", "Sizes": [4]}, "OutputTensor": {"DataType": "UINT8", "Sizes": [4]}}
+    model = write_model(tmp_path, {HOSTILE_NAME: buffer("UINT8", [1, 2, 3, 4])},
+                        [{"type": "dispatch", "dispatchable": HOSTILE_NAME,
+                          "bindings": {"InputTensor": HOSTILE_NAME, "OutputTensor": HOSTILE_NAME}},
+                         {"type": "print", "resource": HOSTILE_NAME},
+                         {"type": "writeFile", "resource": HOSTILE_NAME, "targetPath": "out\x1b[1m.bin"}],
+                        {HOSTILE_NAME: {"type": "ELEMENT_WISE_BIT_NOT", "desc": desc}})
+    result = dmlcli_process("dispatch", model, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    escaped = "A\\x1b]0;pwned\\x07\\x1b[2J\\u202e"
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"Dispatch '{escaped}': 1 iterations")
+    assert lines[1] == f"Resource '{escaped}': 254, 253, 252, 251"
+    assert lines[2] == f"Resource '{escaped}' written to '{tmp_path}/out\\x1b[1m.bin'"
+    assert (tmp_path / "out\x1b[1m.bin").read_bytes() == bytes([254, 253, 252, 251])  # the file keeps its name
+    for text in (result.stdout, result.stderr):
+        assert not any(ch in text for ch in "\x1b\x07\u202e")
+    # In a message too (the name echoed by an error), and in verbose prints.
+    model = write_model(tmp_path, {"A": buffer("UINT8", [1])}, [{"type": "print", "resource": HOSTILE_NAME}])
+    result = dmlcli_process("dispatch", model, cwd=tmp_path)
+    assert_one_line_error(result)
+    assert escaped in result.stderr and "\x1b" not in result.stderr
+
+
+def test_a_case_files_operator_and_name_are_printed_escaped(tmp_path):
+    case = {"op": "bit_xor\x1b[31m\x07", "case_name": "n\x1b[5m", "inputs": [[1], [2]],
+            "expected": {"dtype": "uint8", "data": [3]}}
+    (tmp_path / "evil\x1bcase.json").write_text(json.dumps(case))
+    for flags in ([], ["-v"], ["-q"]):
+        result = dmlcli_process("test", tmp_path, *flags, cwd=tmp_path)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "bit_xor\\x1b[31m\\x07" in result.stdout or "evil\\x1bcase" in result.stdout
+        assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr

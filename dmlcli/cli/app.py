@@ -17,7 +17,7 @@ import warnings
 import click
 
 from ..version import __version__
-from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning
+from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning, printable
 from .signals import unwinding_signals
 from .stdio import StdoutFailed, guard_standard_streams
 
@@ -179,7 +179,9 @@ def _traceback_if_debug(ctx: click.Context) -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """A message as one line: its whitespace runs as spaces, other control characters escaped (a message may
+    quote input that holds ESC or BEL)."""
+    return printable(" ".join(text.split()))
 
 
 def _exit_for_stdout(failure: StdoutFailed) -> None:
@@ -223,7 +225,7 @@ def report_warnings(messages, quiet: bool) -> None:
     if quiet:
         return
     for message in messages:
-        click.echo(f"dmlcli: warning: {message}", err=True)
+        click.echo(f"dmlcli: warning: {_one_line(str(message))}", err=True)
 
 
 @click.group(cls=DmlcliGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)

@@ -33,7 +33,7 @@ from .images import check_image_write, encode_image, image_suffix
 from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
 from .printing import format_resource, format_timing, format_values
 from ..io.strided import little_endian, strided_view
-from ..errors import DmlcliWarning, InputError
+from ..errors import DmlcliWarning, InputError, printable
 
 
 class SampleReservoir:
@@ -176,7 +176,7 @@ def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, itera
         for command, contents in staged:
             write_staged(command, model, contents, layout=layouts.get(id(command)), created=created)
     for command, _ in staged:
-        say(f"Resource '{command.resource}' written to '{command.target_path}'")
+        say(f"Resource '{printable(command.resource)}' written to '{printable(str(command.target_path))}'")
     return run
 
 
