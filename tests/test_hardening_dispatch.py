@@ -589,3 +589,73 @@ def test_a_case_files_operator_and_name_are_printed_escaped(tmp_path):
         assert result.returncode == 1, result.stdout + result.stderr
         assert "bit_xor\\x1b[31m\\x07" in result.stdout or "evil\\x1bcase" in result.stdout
         assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- FIFOs and devices as paths
+
+
+def wait_for_note(command: list, fifo: Path, cwd: Path, text: str) -> subprocess.CompletedProcess:
+    """Run `command` with stderr on a pseudo-terminal; once it has said what it waits for, write `text` into the
+    FIFO; (exit code, stdout, what the terminal showed)."""
+    import select
+
+    master, slave = os.openpty()
+    env = dict(os.environ, NO_COLOR="1")
+    process = subprocess.Popen([sys.executable, "-m", "dmlcli", *map(str, command)], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=slave, cwd=cwd, env=env)
+    os.close(slave)
+    seen = b""
+    try:
+        while b"Ctrl-C" not in seen:
+            ready, _, _ = select.select([master], [], [], HANG_LIMIT)
+            assert ready, f"nothing said on the terminal: {seen!r}"
+            seen += os.read(master, 4096)
+        with open(fifo, "w") as writer:
+            writer.write(text)
+        stdout, _ = process.communicate(timeout=HANG_LIMIT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    return subprocess.CompletedProcess(command, process.returncode, stdout.decode(), seen.decode())
+
+
+def test_a_fifo_input_with_no_writer_says_on_a_terminal_what_it_waits_for(tmp_path):
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+    done = wait_for_note(["run", "bit_not", fifo, "--dtype", "uint8"], fifo, tmp_path, "[1, 2]")
+    assert done.returncode == 0 and "254" in done.stdout, done
+    assert f"waiting for input 1 '{fifo}': it is a FIFO (named pipe) and nothing has written into it" in done.stderr
+
+
+def test_a_fifo_case_with_no_writer_says_on_a_terminal_what_it_waits_for(tmp_path):
+    fifo = tmp_path / "case.json"
+    os.mkfifo(fifo)
+    case = {"op": "bit_not", "inputs": [{"dtype": "uint8", "data": [1]}], "expected": {"dtype": "uint8", "data": [254]}}
+    done = wait_for_note(["test", fifo], fifo, tmp_path, json.dumps(case))
+    assert done.returncode == 0 and "1 passed" in done.stdout, done
+    assert f"waiting for the case '{fifo}'" in done.stderr
+
+
+def test_a_fifo_read_in_a_pipeline_says_nothing(tmp_path):
+    import threading
+
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+
+    def write_later():
+        with open(fifo, "w") as writer:
+            writer.write("[1, 2]")
+
+    writer = threading.Timer(1.0, write_later)
+    writer.start()
+    result = dmlcli_process("run", "bit_not", fifo, "--dtype", "uint8", cwd=tmp_path)
+    writer.join()
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null"])
+def test_a_device_as_a_case_path_is_refused(tmp_path, path):
+    result = dmlcli_process("test", path, cwd=tmp_path)
+    assert_one_line_error(result)
+    assert f"test path '{path}': is a character device" in result.stderr
