@@ -659,3 +659,155 @@ def test_a_device_as_a_case_path_is_refused(tmp_path, path):
     result = dmlcli_process("test", path, cwd=tmp_path)
     assert_one_line_error(result)
     assert f"test path '{path}': is a character device" in result.stderr
+
+
+# ---------------------------------------------------------------- ONNX dispatchables: memory, and graphs that never end
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+
+def onnx_model(path: Path, nodes, inputs, outputs, initializers=()) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path.name
+
+
+def constant_of_shape_model(folder: Path, count: int, write=True) -> Path:
+    """The issue's 99-byte model: ConstantOfShape of a constant shape, into a deferred resource, written."""
+    shape = helper.make_tensor("s", TensorProto.INT64, [1], [count])
+    node = helper.make_node("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]))
+    name = onnx_model(folder / "fill.onnx", [node], [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      [shape])
+    commands = [{"type": "dispatch", "dispatchable": "fill", "bindings": {"y": "Y"}}]
+    if write:
+        commands.append({"type": "writeFile", "resource": "Y", "targetPath": "y.npy"})
+    return write_model(folder, {"Y": buffer("FLOAT32", "deferred")}, commands,
+                       {"fill": {"type": "onnx", "sourcePath": name}})
+
+
+def test_a_deferred_onnx_output_costs_about_its_size(tmp_path):
+    # 1 GB reached 3.1 GB before (ONNX Runtime's folded constant, its output, a bytes copy); 200 MB here.
+    count = 50_000_000
+    code, peak, stderr = peak_bytes(["dispatch", constant_of_shape_model(tmp_path / "big", count), "--output-dir",
+                                     tmp_path / "big"], tmp_path)
+    assert code == 0, stderr
+    code, small, stderr = peak_bytes(["dispatch", constant_of_shape_model(tmp_path / "small", 4), "--output-dir",
+                                      tmp_path / "small"], tmp_path)
+    assert code == 0, stderr
+    assert peak - small < 1.5 * 4 * count, (peak - small) / MiB
+    written = np.load(tmp_path / "big" / "y.npy", mmap_mode="r")
+    assert written.shape == (count,) and written[0] == written[-1] == 1.0
+
+
+LITTLE_MEMORY = ("import sys, dmlcli.dispatch.memory as memory; memory.available_memory = lambda: {limit}; "
+                 "from dmlcli.cli import main; main(sys.argv[1:])")
+
+
+def with_little_memory(limit: int, *args, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("DMLCLI_DEBUG", None)
+    return subprocess.run([sys.executable, "-c", LITTLE_MEMORY.format(limit=limit), *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=HANG_LIMIT, env=env)
+
+
+def test_an_onnx_output_whose_size_shape_inference_knows_is_counted_before_it_is_made(tmp_path):
+    # 4 GB of FLOAT from 99 bytes: refused before ONNX Runtime runs (the run's room check counts it).
+    result = with_little_memory(256 << 20, "dispatch", constant_of_shape_model(tmp_path, 1 << 30), cwd=tmp_path)
+    assert_one_line_error(result)
+    assert "ONNX outputs 4.0 GiB" in result.stderr and "nothing was run or written" in result.stderr
+    assert not (tmp_path / "y.npy").exists()
+
+
+def loop_model(folder: Path) -> Path:
+    """A Loop with no trip count whose condition stays true: ONNX Runtime runs it until it is stopped."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Identity", ["v_in"], ["v_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])])
+    nodes = [helper.make_node("Constant", [], ["cond"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True])),
+             helper.make_node("Loop", ["", "cond", "x"], ["y"], body=body)]
+    name = onnx_model(folder / "loop.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    return write_model(folder, {"X": buffer("FLOAT32", [1]), "Y": buffer("FLOAT32", [0])},
+                       [{"type": "dispatch", "dispatchable": "loop", "bindings": {"x": "X", "y": "Y"}},
+                        {"type": "writeFile", "resource": "Y", "targetPath": "y.bin"}],
+                       {"loop": {"type": "onnx", "sourcePath": name}})
+
+
+def stopped(args, cwd: Path, signal_number: int, started, env=None) -> tuple[int, float, str]:
+    """(exit code, seconds from the signal to the exit, stderr) of dmlcli ARGS sent `signal_number` once
+    `started(process, stdout so far)` says it is in the middle of its work."""
+    import select
+    import signal
+    import time
+
+    process = subprocess.Popen([sys.executable, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env)
+    try:
+        seen = b""
+        deadline = time.monotonic() + HANG_LIMIT
+        while not started(seen):
+            ready, _, _ = select.select([process.stdout], [], [], 0.2)
+            if ready:
+                seen += os.read(process.stdout.fileno(), 4096)
+            assert process.poll() is None and time.monotonic() < deadline, seen
+        process.send_signal(signal_number)
+        sent = time.monotonic()
+        _, stderr = process.communicate(timeout=HANG_LIMIT)
+        return process.returncode, time.monotonic() - sent, stderr.decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    del signal
+
+
+@pytest.mark.parametrize("signal_name,code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_an_onnx_graph_that_never_ends_stops_promptly_on_a_signal(tmp_path, signal_name, code):
+    import signal
+    import time
+
+    model = loop_model(tmp_path)
+    started_at = time.monotonic()
+    # Two seconds in, the Loop is running inside ONNX Runtime.
+    exit_code, seconds, stderr = stopped(["-m", "dmlcli", "dispatch", model], tmp_path, getattr(signal, signal_name),
+                                         lambda seen: time.monotonic() - started_at > 2)
+    assert exit_code == code and seconds < 20, (exit_code, seconds, stderr)
+    assert stderr.strip() == ("dmlcli: terminated" if code == 143 else "dmlcli: interrupted")
+    assert not (tmp_path / "y.bin").exists()
+
+
+SLOW_WRITE = """
+import hashlib, sys
+import numpy as np
+real_save = np.save
+
+def slow_save(handle, array, **options):
+    print("writing", flush=True)
+    hashlib.pbkdf2_hmac("sha256", b"x", b"salt", 10 ** 8)  # one C call of minutes that releases the GIL
+    real_save(handle, array, **options)
+
+np.save = slow_save
+from dmlcli.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("signal_name,code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_long_c_call_does_not_hold_back_a_signal_and_leaves_nothing_half_written(tmp_path, signal_name, code):
+    import signal
+
+    (tmp_path / "out.npy").write_bytes(b"old")
+    exit_code, seconds, stderr = stopped(["-c", SLOW_WRITE, "run", "bit_not", "[1, 2]", "--dtype", "uint8", "-o",
+                                          "out.npy"], tmp_path, getattr(signal, signal_name),
+                                         lambda seen: b"writing" in seen)
+    assert exit_code == code and seconds < 10, (exit_code, seconds, stderr)
+    assert sorted(os.listdir(tmp_path)) == ["out.npy"] and (tmp_path / "out.npy").read_bytes() == b"old"

@@ -28,7 +28,7 @@ from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, Regula
                     shown_path, source_file, write_target)
 from .jsonc import NumberList, load_model_json, shown
 from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
-from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
+from .memory import INITIALISER_PEAK_FACTOR, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
 from ..io.strided import little_endian
 from ..errors import InputError
@@ -90,6 +90,17 @@ class Model:
     resources: dict[str, BufferResource] = field(default_factory=dict)
     dispatchables: dict[str, Dispatchable | OnnxDispatchable | GraphDispatchable] = field(default_factory=dict)
     commands: list = field(default_factory=list)
+
+
+def room_for_contents(model: Model) -> dict[str, int]:
+    """What a run of `model` holds whatever its dispatches compute, by part: every buffer, a copy of the buffer
+    for each writeFile (staged until the end) and the largest file's byte-order copy while it is written, and
+    the longest print's text."""
+    sizes = {name: resource.size_in_bytes for name, resource in model.resources.items()}
+    writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
+    prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
+    return {"buffers": sum(sizes.values()), "files to write": sum(writes) + max(writes, default=0),
+            "the longest print": PRINT_BYTES_PER_ELEMENT * max(prints, default=0)}
 
 
 # ---------------------------------------------------------------- entry point

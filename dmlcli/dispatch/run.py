@@ -28,7 +28,7 @@ from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .binding import BoundTensor, PlannedDispatch
 from .dispatchable import DispatchCommand
-from .model import Model, PrintCommand, WriteFileCommand
+from .model import Model, PrintCommand, WriteFileCommand, room_for_contents
 from .images import check_image_write, encode_image, image_suffix
 from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
 from .printing import format_resource, format_timing, format_values
@@ -331,29 +331,34 @@ def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: Memo
 
     Counted together: every buffer, the OWNED_BY_DML snapshots, a copy of the buffer for each
     writeFile (staged until the end) and, one at a time, the largest dispatch's temporaries, the
-    longest print's text and the largest file's byte-order copy while it is written.
+    longest print's text and the largest file's byte-order copy while it is written; and every ONNX output
+    that shape inference sizes for a deferred resource (kept until the end where a writeFile takes it).
     """
     budget = budget or MemoryBudget()
-    sizes = {name: resource.size_in_bytes for name, resource in model.resources.items()}
-    writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
-    prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
+    parts = room_for_contents(model)
     operators = [p for p in planned if isinstance(p, PlannedDispatch)]
+    onnx = [p for p in planned if isinstance(p, PlannedOnnxDispatch)]
     owned = sum(t.desc.data_type.bits // 8 * _element_count(t) for p in operators for t in p.tensors.values()
                 if t.at_initialisation)
     dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in operators]
     # An ONNX dispatch's inputs and outputs as arrays, twice (the feeds and ONNX Runtime's results); the
-    # session's own intermediates are ONNX Runtime's to allocate and are not counted here.
-    dispatches += [2 * p.bound_bytes for p in planned if isinstance(p, PlannedOnnxDispatch)]
+    # session's own intermediates are ONNX Runtime's to allocate, within its capped arena.
+    dispatches += [2 * p.bound_bytes for p in onnx]
     # A serialized graph: every operator output's buffer at once, and its largest node's temporaries (its
     # constants were claimed when the model was read, and stay with it).
     dispatches += [sum(p.buffer_sizes.values()) + DISPATCH_BYTES_PER_ELEMENT * p.largest_step_elements
                    for p in planned if not isinstance(p, (PlannedDispatch, PlannedOnnxDispatch))]
+    deferred = [sizes for p in onnx for sizes in p.deferred_outputs().values()]
+    deferred_prints = {resource: count for p in onnx for resource, (count, _) in p.deferred_outputs().items()}
+    longest_deferred_print = max((deferred_prints.get(c.resource, 0) for c in model.commands
+                                  if isinstance(c, PrintCommand)), default=0)
     budget.check_total({
-        "buffers": sum(sizes.values()),
+        "buffers": parts["buffers"],
         "OWNED_BY_DML copies": owned,
-        "files to write": sum(writes) + max(writes, default=0),
+        "files to write": parts["files to write"],
         "the largest dispatch": max(dispatches, default=0),
-        "the longest print": PRINT_BYTES_PER_ELEMENT * max(prints, default=0),
+        "ONNX outputs": sum(size for _, size in deferred),
+        "the longest print": max(parts["the longest print"], PRINT_BYTES_PER_ELEMENT * longest_deferred_print),
     }, where=f"model {shown(str(model.path))}")
 
 
