@@ -811,3 +811,56 @@ def test_a_long_c_call_does_not_hold_back_a_signal_and_leaves_nothing_half_writt
                                          lambda seen: b"writing" in seen)
     assert exit_code == code and seconds < 10, (exit_code, seconds, stderr)
     assert sorted(os.listdir(tmp_path)) == ["out.npy"] and (tmp_path / "out.npy").read_bytes() == b"old"
+
+
+# ---------------------------------------------------------------- images
+
+
+def image_model(folder: Path, source: str, size, commands=(), dispatchables=None, name="model.json") -> Path:
+    """The image as resource I; with `dispatchables`, an output buffer O of its size too."""
+    resources = {"I": {"initialValuesDataType": "FLOAT32", "initialValues": {"sourcePath": source},
+                       "resampleSize": list(size)}}
+    if dispatchables:
+        resources["O"] = buffer("FLOAT32", {"valueCount": math.prod(size), "value": 0})
+    return write_model(folder, resources, list(commands), dispatchables, name=name)
+
+
+@pytest.fixture
+def images(tmp_path):
+    image = pytest.importorskip("PIL.Image")
+    pixels = np.random.default_rng(0).integers(0, 256, (2048, 2048, 4), dtype=np.uint8)
+    image.fromarray(pixels, "RGBA").save(tmp_path / "big.png")
+    image.fromarray(np.zeros((1, 1, 3), np.uint8), "RGB").save(tmp_path / "one.png")
+    return tmp_path
+
+
+@pytest.mark.parametrize("source", ["big.png", "one.png"])
+def test_an_image_costs_about_its_tensor_and_its_buffer(images, source):
+    # A PNG at the size limit, or a 1x1 image scaled up, took 3.7 GB for a 1 GB tensor (float copies of the
+    # whole image beside it); scaled to 2048 x 2048 RGBA, 64 MB: its tensor, the buffer made from it, and the
+    # decoded pixels (16 MB).
+    tensor = 4 * 2048 * 2048 * 4
+    code, peak, stderr = peak_bytes(["dispatch", image_model(images, source, [1, 4, 2048, 2048])], images)
+    assert code == 0, stderr
+    code, small, stderr = peak_bytes(["dispatch", image_model(images, "one.png", [1, 3, 1, 1], name="tiny.json")],
+                                     images)
+    assert code == 0, stderr
+    assert peak - small < 2 * tensor + 2 * (tensor // 4) + 16 * MiB, (peak - small) / MiB
+
+
+def test_an_image_is_not_decoded_when_the_model_could_not_run(images):
+    # The run's room check (here, an IDENTITY of the image's 16 Mi elements: 2 GiB of temporaries, with 1 GiB
+    # available) now comes before the image is decoded.
+    desc = {"InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 4, 2048, 2048]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 4, 2048, 2048]}}
+    model = image_model(images, "one.png", [1, 4, 2048, 2048],
+                        [{"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "I", "OutputTensor": "O"}}],
+                        {"id": {"type": "ELEMENT_WISE_IDENTITY", "desc": desc}})
+    script = ("import sys, dmlcli.dispatch.memory as memory, dmlcli.dispatch.model as model; "
+              "memory.available_memory = lambda: 1 << 30; model.read_image = None; "  # decoding would fail loudly
+              "from dmlcli.cli import main; main(sys.argv[1:])")
+    env = dict(os.environ, NO_COLOR="1")
+    result = subprocess.run([sys.executable, "-c", script, "dispatch", model], capture_output=True, text=True,
+                            cwd=images, timeout=HANG_LIMIT, env=env)
+    assert_one_line_error(result)
+    assert "the largest dispatch 2.0 GiB" in result.stderr and "nothing was run or written" in result.stderr

@@ -13,6 +13,7 @@ per dispatch, by dispatch/plan.py.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, Regula
                     shown_path, source_file, write_target)
 from .jsonc import NumberList, load_model_json, shown
 from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
-from .memory import INITIALISER_PEAK_FACTOR, PRINT_BYTES_PER_ELEMENT, MemoryBudget
+from .memory import DISPATCH_BYTES_PER_ELEMENT, INITIALISER_PEAK_FACTOR, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
 from ..io.strided import little_endian
 from ..errors import InputError
@@ -56,14 +57,17 @@ class BufferResource:
     size_in_bytes: int
     initial_offset: int = 0  # initialValuesOffsetInBytes
     deferred: bool = False  # "initialValues": "deferred": no buffer; an ONNX output gives it contents, shape and type
+    initial_size: int | None = None  # the initial values' bytes, known before they are made (None: len(initial_values))
 
     @property
     def initial_element_count(self) -> int:
-        return len(self.initial_values) // (self.data_type.bits // 8)
+        size = len(self.initial_values) if self.initial_size is None else self.initial_size
+        return size // (self.data_type.bits // 8)
 
     def initial_contents(self) -> bytearray:
         contents = bytearray(self.size_in_bytes)
-        contents[self.initial_offset:self.initial_offset + len(self.initial_values)] = self.initial_values
+        # Through a memoryview: a bytearray's slice assignment copies anything but bytes to a temporary first.
+        memoryview(contents)[self.initial_offset:self.initial_offset + len(self.initial_values)] = self.initial_values
         return contents
 
 
@@ -162,9 +166,10 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
     resources = _member(document, "resources", dict, prefix)
     dispatchables = _member(document, "dispatchables", dict, prefix)
     _refuse_hlsl(dispatchables, prefix)  # first: an HLSL model's resources (mixed-type lists) would fail before it
+    pending = {}  # resource -> how to make its initial values, once the whole model is known to fit
     for name, value in resources.items():
-        model.resources[name] = parse_resource(name, value, model_dir=rules.model_dir, rules=rules, budget=budget,
-                                               where=f"{prefix}: resource {shown(name)}")
+        model.resources[name], pending[name] = _prepare_resource(
+            name, value, rules=rules, budget=budget, where=f"{prefix}: resource {shown(name)}")
     for name, value in dispatchables.items():
         where = f"{prefix}: dispatchable {shown(name)}"
         kind = value["type"].lower() if isinstance(value, dict) and isinstance(value.get("type"), str) else None
@@ -180,7 +185,26 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
     commands = _member(document, "commands", list, prefix)
     for index, value in enumerate(commands):
         model.commands.append(parse_command(index, value, model, rules=rules, where=f"{prefix}: command {index}"))
+    # Nothing is made (numbers converted, files read, images decoded) before what running the model will hold
+    # is known to fit: a 1x1 image resampled to 8192 x 8192 took 3.7 GB before the run's check refused it.
+    check_room_to_load(model, budget)
+    for name, make in pending.items():
+        if make is not None:
+            model.resources[name] = _made(model.resources[name], make, f"{prefix}: resource {shown(name)}")
     return model
+
+
+def check_room_to_load(model: Model, budget: MemoryBudget) -> None:
+    """Refuse a model whose run could not fit, before its initial values are made: what the resources' making
+    claimed, with what the run holds whatever it computes (room_for_contents) and the largest operator
+    dispatch's temporaries as run_commands counts them (its check, before the run, adds the rest)."""
+    elements = {name: sum(math.prod(desc.sizes) for desc in dispatchable.tensors.values())
+                for name, dispatchable in model.dispatchables.items() if isinstance(dispatchable, Dispatchable)}
+    largest = max((elements.get(command.dispatchable, 0) for command in model.commands
+                   if isinstance(command, DispatchCommand)), default=0)
+    parts = {"initial values": budget.claimed, **room_for_contents(model),
+             "the largest dispatch": DISPATCH_BYTES_PER_ELEMENT * largest}
+    MemoryBudget(budget.available).check_total(parts, where=f"model {shown(str(model.path))}")
 
 
 def _refuse_hlsl(dispatchables: dict, where: str) -> None:
@@ -214,13 +238,20 @@ class _Initialiser:
 
 def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: PathRules | None = None,
                    budget: MemoryBudget | None = None) -> BufferResource:
-    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc).
+    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc), its initial values made.
 
     The sizes are read first and claimed from `budget` (the memory available) before the initial
     values or the buffer are made, so a huge valueCount or sizeInBytes costs nothing.
     """
-    rules = rules or PathRules(model_dir, Path.cwd())
-    budget = budget or MemoryBudget()
+    resource, make = _prepare_resource(name, value, rules=rules or PathRules(model_dir, Path.cwd()),
+                                       budget=budget or MemoryBudget(), where=where)
+    return resource if make is None else _made(resource, make, where)
+
+
+def _prepare_resource(name: str, value, *, rules: PathRules, budget: MemoryBudget,
+                      where: str) -> tuple[BufferResource, Callable[[], bytes] | None]:
+    """The resource with its sizes and types checked and claimed, its initial values not made yet (empty), and
+    what makes them (None for a deferred resource)."""
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a JSON object with initialValuesDataType and initialValues")
     kind = value.get("type", "buffer")
@@ -234,7 +265,7 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
     if "initialValues" not in value:
         raise InputError(f"{where}: has no initialValues")
     if isinstance(value["initialValues"], str):
-        return _deferred(name, value, declared, where)
+        return _deferred(name, value, declared, where), None
     _check_resample_fields(value, where)
     initialiser = _initial_values(value["initialValues"], declared, rules=rules, where=f"{where}: initialValues",
                                   resample_size=value.get("resampleSize"), budget=budget)
@@ -255,11 +286,15 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
     budget.claim(initial_bytes, f"making its initialValues ({initial_bytes} bytes)", where,
                  peak=initial_bytes * INITIALISER_PEAK_FACTOR)
     budget.claim(0, f"its buffer of {size} bytes (sizeInBytes)", where, peak=size)
-    initial = initialiser.make()
-    if len(initial) != initial_bytes:  # a source file that changed size while it was read
+    return BufferResource(name, initialiser.data_type, b"", size, offset, initial_size=initial_bytes), initialiser.make
+
+
+def _made(resource: BufferResource, make: Callable[[], bytes], where: str) -> BufferResource:
+    initial = make()
+    if len(initial) != resource.initial_size:  # a source file that changed size while it was read
         raise InputError(f"{where}: initialValues changed size while being read ({len(initial)} bytes, "
-                         f"expected {initial_bytes})")
-    return BufferResource(name, initialiser.data_type, initial, size, offset)
+                         f"expected {resource.initial_size})")
+    return dataclasses.replace(resource, initial_values=initial, initial_size=None)
 
 
 def _deferred(name: str, value: dict, declared: DataType | None, where: str) -> BufferResource:
