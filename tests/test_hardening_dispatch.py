@@ -864,3 +864,16 @@ def test_an_image_is_not_decoded_when_the_model_could_not_run(images):
                             cwd=images, timeout=HANG_LIMIT, env=env)
     assert_one_line_error(result)
     assert "the largest dispatch 2.0 GiB" in result.stderr and "nothing was run or written" in result.stderr
+
+
+def test_a_signal_during_a_models_writes_takes_back_the_files_it_wrote(tmp_path):
+    import signal
+
+    model = write_model(tmp_path / "models", {"A": buffer("UINT8", [1, 2, 3, 4])},
+                        [{"type": "writeFile", "resource": "A", "targetPath": "new/a.bin"},
+                         {"type": "writeFile", "resource": "A", "targetPath": "b.npy"}])
+    (tmp_path / "out").mkdir()
+    exit_code, seconds, stderr = stopped(["-c", SLOW_WRITE, "dispatch", model, "--output-dir", tmp_path / "out"],
+                                         tmp_path, signal.SIGTERM, lambda seen: b"writing" in seen)
+    assert exit_code == 143 and seconds < 10, (exit_code, seconds, stderr)
+    assert files_under(tmp_path / "out") == set()  # a.bin and its folder taken back, b.npy's temporary removed

@@ -89,13 +89,13 @@ def watchdog() -> Iterator[None]:
 
 
 def _watch(reader: int) -> None:
-    import select
-
     try:
         while True:
             data = os.read(reader, 64)
             if not data:
                 return  # the block ended
+            import select  # only once a signal came: a run that gets none imports nothing here
+
             for number in data:
                 if number not in (_signal.SIGINT, _signal.SIGTERM) + CAUGHT:
                     continue
@@ -116,18 +116,20 @@ def _watch(reader: int) -> None:
 
 
 def _end_now(number: int) -> None:
-    """Take back what the run was writing, say why in one line, and exit without waiting for the main thread."""
-    from ..io.atomic import abandon
+    """Take back what the run was writing, say why in one line, and exit without waiting for the main thread.
 
-    abandon()
+    Nothing is imported here (the main thread may hold an import's lock): where io.atomic was never imported,
+    nothing was being written."""
+    atomic = sys.modules.get(f"{__package__.rsplit('.', 1)[0]}.io.atomic")
+    if atomic is not None:
+        atomic.abandon()
     if number == _signal.SIGINT:
         line, code = "dmlcli: interrupted", 130
     elif number == _signal.SIGTERM:
         line, code = "dmlcli: terminated", 143
     else:
-        import signal
-
-        line, code = f"dmlcli: stopped by {signal.Signals(number).name}", 128 + number
+        name = next((name for name in _NAMES if getattr(_signal, name, None) == number), f"signal {number}")
+        line, code = f"dmlcli: stopped by {name}", 128 + number
     try:
         os.write(2, (line + "\n").encode())
     except OSError:
