@@ -21,25 +21,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
-from dmlcli.cli import cli
-from dmlcli.dispatch import load_model, run_model
+from dmlcli.dispatch import load_model
 from dmlcli.errors import InputError
 
+from test_dispatch_untrusted import assert_one_line_error, buffer, files_under, invoke, write_model
+
 HANG_LIMIT = 120  # seconds: each run below takes well under a few seconds
-
-
-def write_model(folder: Path, resources, commands, dispatchables=None, name="model.json") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(json.dumps({"resources": resources, "dispatchables": dispatchables or {}, "commands": commands}))
-    return path
-
-
-def buffer(data_type, values, **extra):
-    return {"initialValuesDataType": data_type, "initialValues": values, **extra}
 
 
 def dmlcli_process(*args, cwd, timeout=HANG_LIMIT, stdin=None):
@@ -48,21 +37,6 @@ def dmlcli_process(*args, cwd, timeout=HANG_LIMIT, stdin=None):
     env.pop("DMLCLI_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "dmlcli", *[str(a) for a in args]], capture_output=True, text=True,
                           cwd=cwd, timeout=timeout, env=env, stdin=stdin)
-
-
-def assert_one_line_error(result, code=2):
-    returncode = getattr(result, "returncode", getattr(result, "exit_code", None))
-    assert returncode == code, (returncode, result.stdout, result.stderr)
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmlcli: error: "), result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def files_under(folder: Path) -> set[str]:
-    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
 MEASURE = """
@@ -124,7 +98,7 @@ def reference_strict_json(text: str) -> str | None:
                 state = "line"
                 continue
             elif pair == "/*":
-                state, opened = "block", i
+                state = "block"
                 out[i] = out[i + 1] = " "
                 i += 2
                 continue
@@ -277,7 +251,8 @@ def test_a_long_array_elsewhere_than_initial_values_is_refused(tmp_path):
     desc = {"InputTensor": {"DataType": "UINT8", "Sizes": [1] * 100_000}, "OutputTensor": {"DataType": "UINT8",
                                                                                          "Sizes": [1]}}
     model = write_model(tmp_path, {"A": buffer("UINT8", [1])},
-                        [{"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "A"}}],
+                        [{"type": "dispatch", "dispatchable": "id",
+                          "bindings": {"InputTensor": "A", "OutputTensor": "A"}}],
                         {"id": {"type": "ELEMENT_WISE_IDENTITY", "desc": desc}})
     result = invoke("dispatch", model)
     assert_one_line_error(result)
@@ -333,8 +308,10 @@ def test_large_and_irregular_strides_are_decided_at_once():
 def collide_model(folder: Path, sizes, strides, out_bytes=16) -> Path:
     desc = {"InputTensor": {"DataType": "FLOAT32", "Sizes": sizes, "Strides": [0] * len(sizes)},
             "OutputTensor": {"DataType": "FLOAT32", "Sizes": sizes, "Strides": strides}}
-    return write_model(folder, {"A": buffer("FLOAT32", [1, 2, 3, 4]), "O": buffer("FLOAT32", [0], sizeInBytes=out_bytes)},
-                       [{"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "O"}}],
+    resources = {"A": buffer("FLOAT32", [1, 2, 3, 4]), "O": buffer("FLOAT32", [0], sizeInBytes=out_bytes)}
+    return write_model(folder, resources,
+                       [{"type": "dispatch", "dispatchable": "id",
+                         "bindings": {"InputTensor": "A", "OutputTensor": "O"}}],
                        {"id": {"type": "ELEMENT_WISE_IDENTITY", "desc": desc}})
 
 
@@ -460,7 +437,7 @@ def test_a_model_writes_no_hidden_file_or_folder(repository, target):
                         [{"type": "writeFile", "resource": "A", "targetPath": target}])
     before = {path: path.read_bytes() for path in repository.rglob("*") if path.is_file()}
     for extra in ([], ["--output-dir", repository]):
-        result = dmlcli_process("dispatch", model, *extra, cwd=repository)
+        result = invoke("dispatch", model, *extra)
         assert_one_line_error(result)
         assert "hidden" in result.stderr and "--allow-paths-outside" in result.stderr
     assert {path: path.read_bytes() for path in repository.rglob("*") if path.is_file()} == before
@@ -471,20 +448,20 @@ def test_without_output_dir_an_existing_file_is_never_replaced(repository):
     model = write_model(repository / "models", {"A": buffer("UINT8", list(PLANTED))},
                         [{"type": "writeFile", "resource": "A", "targetPath": "new.bin"},
                          {"type": "writeFile", "resource": "A", "targetPath": "notes.txt"}])
-    result = dmlcli_process("dispatch", model, cwd=repository)
+    result = invoke("dispatch", model)
     assert_one_line_error(result)
     assert "targetPath 'notes.txt'" in result.stderr and "exists" in result.stderr and "--output-dir" in result.stderr
     assert (repository / "notes.txt").read_bytes() == b"mine" and not (repository / "new.bin").exists()
     # Naming the folder is consent: the file is replaced (atomically), and the new one written.
-    result = dmlcli_process("dispatch", model, "--output-dir", ".", cwd=repository)
-    assert result.returncode == 0, result.stderr
+    result = invoke("dispatch", model, "--output-dir", ".")
+    assert result.exit_code == 0, result.output
     padded = PLANTED + bytes(-len(PLANTED) % 4)  # a raw writeFile writes the whole buffer, 4-byte padding included
     assert (repository / "notes.txt").read_bytes() == padded == (repository / "new.bin").read_bytes()
     # One run may write one name twice: the second replaces what the first wrote.
     twice = write_model(repository / "models", {"A": buffer("UINT8", [1]), "B": buffer("UINT8", [2])},
                         [{"type": "writeFile", "resource": "A", "targetPath": "twice.bin"},
                          {"type": "writeFile", "resource": "B", "targetPath": "twice.bin"}], name="twice.json")
-    assert dmlcli_process("dispatch", twice, cwd=repository).returncode == 0
+    assert invoke("dispatch", twice).exit_code == 0
     assert (repository / "twice.bin").read_bytes() == bytes([2, 0, 0, 0])
 
 
@@ -510,7 +487,7 @@ def test_a_name_too_long_is_refused_before_any_folder_is_made(tmp_path, target):
     model = write_model(tmp_path / "models", {"A": buffer("UINT8", [1])},
                         [{"type": "writeFile", "resource": "A", "targetPath": target}])
     (tmp_path / "out").mkdir()
-    result = dmlcli_process("dispatch", model, "--output-dir", tmp_path / "out", cwd=tmp_path)
+    result = invoke("dispatch", model, "--output-dir", tmp_path / "out")
     assert_one_line_error(result)
     assert "bytes long" in result.stderr
     assert files_under(tmp_path / "out") == set()
@@ -520,7 +497,7 @@ def test_a_file_where_a_later_write_needs_a_folder_is_refused_before_the_first_w
     for commands in ([("a", "A"), ("a/b.npy", "A")], [("a/b.npy", "A"), ("a", "A")]):
         model = write_model(tmp_path / "models", {"A": buffer("UINT8", [1])},
                             [{"type": "writeFile", "resource": r, "targetPath": t} for t, r in commands])
-        result = dmlcli_process("dispatch", model, "--output-dir", tmp_path / "out", cwd=tmp_path)
+        result = invoke("dispatch", model, "--output-dir", tmp_path / "out")
         assert_one_line_error(result)
         assert "to be a folder, but command" in result.stderr and "writes a file there" in result.stderr
         assert not (tmp_path / "out").exists()
@@ -825,13 +802,15 @@ def image_model(folder: Path, source: str, size, commands=(), dispatchables=None
     return write_model(folder, resources, list(commands), dispatchables, name=name)
 
 
-@pytest.fixture
-def images(tmp_path):
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """A 2048 x 2048 RGBA PNG of noise (16 MB of pixels) and a 1x1 RGB one."""
     image = pytest.importorskip("PIL.Image")
+    folder = tmp_path_factory.mktemp("images")
     pixels = np.random.default_rng(0).integers(0, 256, (2048, 2048, 4), dtype=np.uint8)
-    image.fromarray(pixels, "RGBA").save(tmp_path / "big.png")
-    image.fromarray(np.zeros((1, 1, 3), np.uint8), "RGB").save(tmp_path / "one.png")
-    return tmp_path
+    image.fromarray(pixels, "RGBA").save(folder / "big.png", compress_level=1)
+    image.fromarray(np.zeros((1, 1, 3), np.uint8), "RGB").save(folder / "one.png")
+    return folder
 
 
 @pytest.mark.parametrize("source", ["big.png", "one.png"])
@@ -840,7 +819,8 @@ def test_an_image_costs_about_its_tensor_and_its_buffer(images, source):
     # whole image beside it); scaled to 2048 x 2048 RGBA, 64 MB: its tensor, the buffer made from it, and the
     # decoded pixels (16 MB).
     tensor = 4 * 2048 * 2048 * 4
-    code, peak, stderr = peak_bytes(["dispatch", image_model(images, source, [1, 4, 2048, 2048])], images)
+    code, peak, stderr = peak_bytes(["dispatch", image_model(images, source, [1, 4, 2048, 2048],
+                                                             name=f"{source}.json")], images)
     assert code == 0, stderr
     code, small, stderr = peak_bytes(["dispatch", image_model(images, "one.png", [1, 3, 1, 1], name="tiny.json")],
                                      images)
@@ -855,7 +835,7 @@ def test_an_image_is_not_decoded_when_the_model_could_not_run(images):
             "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 4, 2048, 2048]}}
     model = image_model(images, "one.png", [1, 4, 2048, 2048],
                         [{"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "I", "OutputTensor": "O"}}],
-                        {"id": {"type": "ELEMENT_WISE_IDENTITY", "desc": desc}})
+                        {"id": {"type": "ELEMENT_WISE_IDENTITY", "desc": desc}}, name="dispatch.json")
     script = ("import sys, dmlcli.dispatch.memory as memory, dmlcli.dispatch.model as model; "
               "memory.available_memory = lambda: 1 << 30; model.read_image = None; "  # decoding would fail loudly
               "from dmlcli.cli import main; main(sys.argv[1:])")

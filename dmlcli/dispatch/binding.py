@@ -265,10 +265,10 @@ def _check_output_aliasing(tensors: dict[str, BoundTensor], output_name: str, op
         verb = "may overlap" if overlapping is None else "overlaps"
         if not op.in_place:
             raise ValidationError(
-                f"{prefix}: {output_name} {verb} {name} in buffer {shown(output.resource)}; DirectML documents in-place "
-                f"execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
+                f"{prefix}: {output_name} {verb} {name} in buffer {shown(output.resource)}; DirectML documents "
+                f"in-place execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
         if not _same_view(tensor, output):
             raise ValidationError(
                 f"{prefix}: {output_name} {'may partly overlap' if overlapping is None else 'partly overlaps'} {name} "
-                f"in buffer {shown(output.resource)}; {op.name} may run in place, but only with the output aliasing the "
-                "input exactly (same offset, Sizes and Strides)")
+                f"in buffer {shown(output.resource)}; {op.name} may run in place, but only with the output aliasing "
+                "the input exactly (same offset, Sizes and Strides)")

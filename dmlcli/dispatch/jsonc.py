@@ -266,9 +266,9 @@ def _restored(key: str, array: NumberList):
     if key == "initialValues":
         return array
     if len(array) > MAX_OTHER_ARRAY_LENGTH:
-        raise InputError(f"{quoted(cut(key))} holds an array of {len(array)} numbers; a DxDispatch model's fields hold at "
-                         f"most a few (Sizes, Strides, Axes), and only a resource's initialValues may hold more than "
-                         f"{MAX_OTHER_ARRAY_LENGTH}")
+        raise InputError(f"{quoted(cut(key))} holds an array of {len(array)} numbers; a DxDispatch model's fields "
+                         f"hold at most a few (Sizes, Strides, Axes), and only a resource's initialValues may hold more "
+                         f"than {MAX_OTHER_ARRAY_LENGTH}")
     return array.as_list()
 
 

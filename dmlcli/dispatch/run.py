@@ -286,8 +286,8 @@ def _kind(path: Path, where: str) -> str | None:
     except NotADirectoryError:
         return None  # a file above it: found when its folder is looked at
     except (OSError, ValueError) as error:
-        raise InputError(f"{where}: {shown(str(path))} cannot be looked at ({getattr(error, 'strerror', None) or error})"
-                         "; nothing was written") from None
+        reason = getattr(error, "strerror", None) or error
+        raise InputError(f"{where}: {shown(str(path))} cannot be looked at ({reason}); nothing was written") from None
 
 
 class CreatedFiles:

@@ -26,7 +26,8 @@ WORK_LIMIT = 1 << 21
 # fits in memory comes near it.
 _VALUE_LIMIT = 1 << 61
 
-Term = tuple[int, int, int]  # (coefficient, lowest, highest): an integer variable z in [lowest, highest], times coefficient
+# (coefficient, lowest, highest): an integer variable z in [lowest, highest], times the coefficient.
+Term = tuple[int, int, int]
 
 
 def overlaps_itself(sizes, strides) -> bool | None:
