@@ -275,7 +275,7 @@ def _restored(key: str, array: NumberList):
 def load_model_json(text, *, where: str):
     """Parse a model's text (UTF-8 bytes, or str); errors name the line and column."""
     raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    if not raw.strip():
+    if not raw or raw.isspace():  # (not strip(): a copy of the text)
         raise InputError(f"{where}: is empty, expected a DxDispatch model (JSON)")
     try:
         strict = strict_json(raw)

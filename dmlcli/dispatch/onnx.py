@@ -399,7 +399,7 @@ def run_onnx_dispatch(dispatch: PlannedOnnxDispatch, buffers: dict[str, bytearra
     No copy is made that is not needed: inputs are read in place where the buffer already holds the ONNX type's
     bytes, ONNX Runtime's outputs come back as arrays over its own memory (kept as they are for a deferred
     resource) and a bound output is copied once, into its buffer."""
-    feeds = {}
+    feeds, in_buffers = {}, []
     for tensor in dispatch.tensors:
         if not tensor.is_input:
             continue
@@ -410,6 +410,7 @@ def run_onnx_dispatch(dispatch: PlannedOnnxDispatch, buffers: dict[str, bytearra
         count = math.prod(tensor.shape)
         array = np.frombuffer(buffers[tensor.resource], dtype=stored, count=count).reshape(tensor.shape)
         feeds[tensor.name] = (array != 0) if tensor.dtype == np.bool_ else array.astype(tensor.dtype, copy=False)
+        in_buffers.append(array)
     wanted = [t for t in dispatch.tensors if not t.is_input and t.resource is not None]
     for tensor in wanted:
         deferred.pop(tensor.resource, None)  # the last iteration's output goes before this one is made
@@ -422,6 +423,8 @@ def run_onnx_dispatch(dispatch: PlannedOnnxDispatch, buffers: dict[str, bytearra
     del feeds
     for tensor, result in zip(wanted, results):
         result = np.asarray(result)
+        if any(np.may_share_memory(result, array) for array in in_buffers):
+            result = result.copy()  # an output over an input's buffer (an Identity may alias): it is ONNX's to keep
         if tensor.deferred:
             deferred[tensor.resource] = (data_type_of(result.dtype), tuple(result.shape), _little_bytes(result))
             continue
