@@ -640,12 +640,15 @@ def test_a_device_as_a_case_path_is_refused(tmp_path, path):
 
 # ---------------------------------------------------------------- ONNX dispatchables: memory, and graphs that never end
 
-onnx = pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper  # noqa: E402
+def onnx_modules():
+    """(onnx, its helper, TensorProto), or the test skipped where the [onnx] extra is missing."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    return onnx, onnx.helper, onnx.TensorProto
 
 
 def onnx_model(path: Path, nodes, inputs, outputs, initializers=()) -> str:
+    onnx, helper, _ = onnx_modules()
     path.parent.mkdir(parents=True, exist_ok=True)
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -656,6 +659,7 @@ def onnx_model(path: Path, nodes, inputs, outputs, initializers=()) -> str:
 
 def constant_of_shape_model(folder: Path, count: int, write=True) -> Path:
     """The issue's 99-byte model: ConstantOfShape of a constant shape, into a deferred resource, written."""
+    _, helper, TensorProto = onnx_modules()
     shape = helper.make_tensor("s", TensorProto.INT64, [1], [count])
     node = helper.make_node("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]))
     name = onnx_model(folder / "fill.onnx", [node], [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
@@ -702,6 +706,7 @@ def test_an_onnx_output_whose_size_shape_inference_knows_is_counted_before_it_is
 
 def loop_model(folder: Path) -> Path:
     """A Loop with no trip count whose condition stays true: ONNX Runtime runs it until it is stopped."""
+    _, helper, TensorProto = onnx_modules()
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Identity", ["v_in"], ["v_out"])],
         "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
