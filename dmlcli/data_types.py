@@ -8,6 +8,8 @@ their edges (to_kernel_array, from_kernel_array), as CuPy has no 4-bit type eith
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .errors import InputError, quoted
@@ -168,6 +170,9 @@ def from_kernel_array(array: np.ndarray, data_type: DataType) -> np.ndarray:
     return array
 
 
+_NUMPY_NAME = re.compile(r"[<>=|]?[a-z]+[0-9]*")
+
+
 def parse_data_type(text: str) -> DataType:
     """Accept NumPy (`uint8`, `float16`) or DirectML (`UINT8`, `DML_TENSOR_DATA_TYPE_UINT8`) spellings."""
     key = str(text).strip().upper()
@@ -175,10 +180,18 @@ def parse_data_type(text: str) -> DataType:
         key = key[len(_PREFIX):]
     if key in _BY_NAME:
         return _BY_NAME[key]
-    try:
-        return from_numpy(np.dtype(str(text).strip().lower()))
-    except (TypeError, ValueError, InputError):
-        pass
+    name = str(text).strip().lower()
+    # Only a plain NumPy name or code (float32, <u2, f8) goes to np.dtype: a struct or subarray spelling such as
+    # "f4,(2" reaches an expression parser that raises SyntaxError, and names no DirectML type anyway.
+    if _NUMPY_NAME.fullmatch(name):
+        import warnings
+
+        try:
+            with warnings.catch_warnings():  # a deprecated alias ("a") names no DirectML type either
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return from_numpy(np.dtype(name))
+        except (TypeError, ValueError, InputError):
+            pass
     known = ", ".join(t.numpy_name for t in ALL11 + FOUR_BIT)
     raise InputError(f"unknown data type {quoted(text)} (expected one of {known}, in NumPy or DirectML spelling)")
 

@@ -1,5 +1,7 @@
 """Exceptions dmlcli raises, each carrying the exit code the command line documents."""
 
+import re
+
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
@@ -44,8 +46,25 @@ def first_line(error: BaseException) -> str:
 
 def quoted(text) -> str:
     """A name the user typed (a path, an option's value) as they typed it, in single quotes: not Python's
-    repr, which doubles backslashes ('C:\\\\data') and switches quotes."""
-    return f"'{text}'"
+    repr, which doubles backslashes ('C:\\\\data') and switches quotes. Control characters are escaped
+    (printable)."""
+    return f"'{printable(str(text))}'"
+
+
+# C0 and C1 control characters and DEL (ESC begins a terminal's control sequences, BEL rings it, a carriage
+# return hides what came before), and the bidirectional formatting characters (they reorder what is shown).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """Text from input as it may be printed on a terminal: each control character as an escape (ESC as \\x1b,
+    U+202E as \\u202e), as JSON output escapes them; the rest as it is."""
+    return text if text.isprintable() else _CONTROL.sub(_escape, text)
 
 
 def cut(text, limit: int = 80) -> str:

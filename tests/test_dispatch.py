@@ -650,7 +650,7 @@ def test_verbose_print_aligns_indices_and_hex_as_dxdispatch():
 
 
 def test_overlap_check_needs_no_offsets_when_there_are_more_elements_than_addresses():
-    from dmlcli.io.strided import overlaps_itself
+    from dmlcli.io.overlap import overlaps_itself
 
     assert overlaps_itself((20000, 20000), (1, 1))  # would be 3.2 GB of offsets if listed
     assert overlaps_itself((3, 2), (1, 1))

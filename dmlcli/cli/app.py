@@ -17,8 +17,8 @@ import warnings
 import click
 
 from ..version import __version__
-from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning
-from .signals import unwinding_signals
+from ..errors import EXIT_USAGE, DmlcliError, DmlcliWarning, printable
+from .signals import note_handled, unwinding_signals, watchdog
 from .stdio import StdoutFailed, guard_standard_streams
 
 EXIT_INTERNAL = 5
@@ -62,7 +62,13 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum, frame):
+    note_handled(signum)
     raise Terminated()
+
+
+def _raise_interrupted(signum, frame):
+    note_handled(signum)
+    raise KeyboardInterrupt()
 
 
 def _debug_callback(ctx: click.Context, param, value) -> None:
@@ -127,11 +133,17 @@ class DmlcliGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             previous_handler = _signal.signal(_signal.SIGTERM, _raise_terminated)
+            # Ctrl-C as Python's own handler takes it (KeyboardInterrupt), noted for the watchdog; left alone where it
+            # is ignored (a job started with & in a script).
+            previous_interrupt = _signal.getsignal(_signal.SIGINT)
+            if previous_interrupt is _signal.default_int_handler:
+                _signal.signal(_signal.SIGINT, _raise_interrupted)
             installed = True
         except ValueError:  # not the main thread: leave signals alone
             installed = False
         try:
-            return super().invoke(ctx)
+            with watchdog():  # a signal held back by a long C call still ends the run promptly
+                return super().invoke(ctx)
         except Terminated:
             click.echo("dmlcli: terminated", err=True)
             ctx.exit(EXIT_TERMINATED)
@@ -168,6 +180,8 @@ class DmlcliGroup(click.Group):
         finally:
             if installed:
                 _signal.signal(_signal.SIGTERM, previous_handler if previous_handler is not None else _signal.SIG_DFL)
+                if previous_interrupt is _signal.default_int_handler:
+                    _signal.signal(_signal.SIGINT, previous_interrupt)
 
 
 def _traceback_if_debug(ctx: click.Context) -> None:
@@ -179,7 +193,9 @@ def _traceback_if_debug(ctx: click.Context) -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """A message as one line: its whitespace runs as spaces, other control characters escaped (a message may
+    quote input that holds ESC or BEL)."""
+    return printable(" ".join(text.split()))
 
 
 def _exit_for_stdout(failure: StdoutFailed) -> None:
@@ -223,7 +239,7 @@ def report_warnings(messages, quiet: bool) -> None:
     if quiet:
         return
     for message in messages:
-        click.echo(f"dmlcli: warning: {message}", err=True)
+        click.echo(f"dmlcli: warning: {_one_line(str(message))}", err=True)
 
 
 @click.group(cls=DmlcliGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)

@@ -52,7 +52,9 @@ def show(source, style, dtype):
         return
     from ..display.rendering import show as show_tensor
 
-    name = "stdin" if source == "-" else source
+    from ..errors import printable
+
+    name = "stdin" if source == "-" else printable(source)
     caption = f"{name} · {from_numpy(array.dtype).name} · shape {list(array.shape)}"
     show_tensor(array, caption=caption, style=style, stream=sys.stdout)
     click.echo(counts.describe())

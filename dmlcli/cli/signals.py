@@ -23,6 +23,17 @@ _NAMES = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SI
 CAUGHT = tuple(getattr(_signal, name) for name in _NAMES if hasattr(_signal, name))
 
 
+# Signals the main thread has begun to act on (its Python-level handler ran): the watchdog leaves those to it.
+_HANDLED: set[int] = set()
+# How long the main thread has to act on a signal before the watchdog ends the process itself.
+GRACE_SECONDS = 1.0
+
+
+def note_handled(number: int) -> None:
+    """Called by each Python-level handler: the main thread is unwinding for signal `number`."""
+    _HANDLED.add(number)
+
+
 class Signalled(BaseException):
     """A terminating signal arrived. A BaseException, so that no `except Exception` on the way swallows it."""
 
@@ -32,7 +43,98 @@ class Signalled(BaseException):
 
 
 def _raise_signalled(number, frame):
+    note_handled(number)
     raise Signalled(number)
+
+
+@contextlib.contextmanager
+def watchdog() -> Iterator[None]:
+    """Within the block (in the main thread), a terminating signal that the main thread cannot act on within
+    GRACE_SECONDS ends the process from a thread of its own.
+
+    Python runs signal handlers in the main thread between two bytecodes, so a long C call (a NumPy kernel,
+    ONNX Runtime running a graph that never ends, a large write) holds Ctrl-C and SIGTERM back until it
+    returns, perhaps never. The C-level handler still writes the signal's number to a wakeup descriptor at
+    once; this thread reads it, gives the main thread GRACE_SECONDS to start unwinding, and otherwise takes
+    back what the run was writing (io.atomic.abandon: temporary files, a model's files written so far),
+    prints the line the main thread would have printed and exits 130 (SIGINT), 143 (SIGTERM) or 128 + the
+    signal's number. (A C call that keeps the GIL would keep this thread from running too; NumPy's kernels
+    and ONNX Runtime release it.)
+    """
+    try:
+        reader, writer = os.pipe()
+    except OSError:
+        yield
+        return
+    os.set_blocking(writer, False)
+    try:
+        previous = _signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    except (ValueError, OSError):  # not the main thread
+        os.close(reader)
+        os.close(writer)
+        yield
+        return
+    _HANDLED.clear()
+    import _thread
+
+    _thread.start_new_thread(_watch, (reader,))
+    try:
+        yield
+    finally:
+        try:
+            _signal.set_wakeup_fd(previous)
+        except (ValueError, OSError):
+            pass
+        os.close(writer)  # the watching thread reads the end of the pipe and closes its side
+
+
+def _watch(reader: int) -> None:
+    try:
+        while True:
+            data = os.read(reader, 64)
+            if not data:
+                return  # the block ended
+            import select  # only once a signal came: a run that gets none imports nothing here
+
+            for number in data:
+                if number not in (_signal.SIGINT, _signal.SIGTERM) + CAUGHT:
+                    continue
+                ready, _, _ = select.select([reader], [], [], GRACE_SECONDS)
+                if ready:  # another signal, or the block's end: looked at in turn
+                    more = os.read(reader, 64)
+                    if not more:
+                        return
+                if number not in _HANDLED:
+                    _end_now(number)
+    except OSError:
+        return
+    finally:
+        try:
+            os.close(reader)
+        except OSError:
+            pass
+
+
+def _end_now(number: int) -> None:
+    """Take back what the run was writing, say why in one line, and exit without waiting for the main thread.
+
+    Nothing is imported here (the main thread may hold an import's lock): where io.atomic was never imported,
+    nothing was being written."""
+    atomic = sys.modules.get(f"{__package__.rsplit('.', 1)[0]}.io.atomic")
+    if atomic is not None:
+        atomic.abandon()
+    if number == _signal.SIGINT:
+        line, code = "dmlcli: interrupted", 130
+    elif number == _signal.SIGTERM:
+        line, code = "dmlcli: terminated", 143
+    else:
+        name = next((name for name in _NAMES if getattr(_signal, name, None) == number), f"signal {number}")
+        line, code = f"dmlcli: stopped by {name}", 128 + number
+    try:
+        os.write(2, (line + "\n").encode())
+    except OSError:
+        pass
+    os._exit(code)
 
 
 @contextlib.contextmanager
@@ -41,6 +143,8 @@ def unwinding_signals() -> Iterator[None]:
     previous = {}
     try:
         for number in CAUGHT:
+            if _signal.getsignal(number) == _signal.SIG_IGN:
+                continue  # ignored on purpose (SIGHUP under nohup): left so
             previous[number] = _signal.signal(number, _raise_signalled)
     except (ValueError, OSError):  # not the main thread, or a signal this system will not let be caught
         pass

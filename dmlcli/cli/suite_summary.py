@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from ..errors import printable
 from ..suite.runner import ERROR, FAILED, PASSED, SKIPPED, VERDICTS, SuiteRun
 
 _LABEL = {PASSED: "PASSED", FAILED: "FAILED", ERROR: "ERROR", SKIPPED: "SKIPPED"}
@@ -16,7 +17,7 @@ _LABEL = {PASSED: "PASSED", FAILED: "FAILED", ERROR: "ERROR", SKIPPED: "SKIPPED"
 def per_operator(run: SuiteRun) -> list[tuple[str, dict[str, int]]]:
     table: dict[str, dict[str, int]] = {}
     for result in run.results:
-        row = table.setdefault(result.op, dict.fromkeys(VERDICTS, 0))
+        row = table.setdefault(printable(result.op), dict.fromkeys(VERDICTS, 0))
         row[result.verdict] += 1
     return sorted(table.items())
 
@@ -41,13 +42,14 @@ def _is_terminal(stream) -> bool:
 
 
 def print_summary(run: SuiteRun, stream: TextIO, verbosity: int = 0) -> None:
-    """verbosity -1 (-q), 0 or 1 (-v)."""
+    """verbosity -1 (-q), 0 or 1 (-v). What comes from the case files (names, operators, messages) is printed with
+    its control characters escaped (a case's "op" may hold ESC or BEL)."""
     lines: list[str] = []
     for backend, reason in run.unavailable.items():
         lines.append(f"{backend}: not available ({reason}); ran on {', '.join(run.backends)}")
     if verbosity > 0:
-        lines += [f"{r.name} {_LABEL[r.verdict]}" + (f" ({r.message})" if r.verdict == SKIPPED else "")
-                  for r in run.results]
+        lines += [f"{printable(r.name)} {_LABEL[r.verdict]}" + (f" ({printable(r.message)})" if r.verdict == SKIPPED
+                                                                else "") for r in run.results]
     bad = [r for r in run.results if r.verdict in (FAILED, ERROR)]
     terminal = _is_terminal(stream)
     if verbosity >= 0:
@@ -57,14 +59,15 @@ def print_summary(run: SuiteRun, stream: TextIO, verbosity: int = 0) -> None:
         _table(run, stream, terminal)
         for result in bad:
             lines.append("")
-            lines.append(f"{_LABEL[result.verdict]} {result.name}  ({result.file}, backend {result.backend})")
-            lines.append(f"  {result.message}")
+            lines.append(f"{_LABEL[result.verdict]} {printable(result.name)}  ({printable(str(result.file))}, backend "
+                         f"{result.backend})")
+            lines.append(f"  {printable(result.message)}")
             if result.differences and result.verdict == FAILED:
-                lines += ["  " + line for line in result.differences.splitlines()[1:]]
+                lines += ["  " + printable(line) for line in result.differences.splitlines()[1:]]
         if bad:
             lines.append("")
     else:
-        lines += [f"{_LABEL[r.verdict]} {r.name} - {r.message}" for r in bad]
+        lines += [f"{_LABEL[r.verdict]} {printable(r.name)} - {printable(r.message)}" for r in bad]
     lines.append(closing_line(run))
     stream.write("\n".join(lines) + "\n")
     stream.flush()
@@ -78,6 +81,7 @@ def _table(run: SuiteRun, stream: TextIO, terminal: bool) -> None:
     headers = ("operator", "passed", "failed", "errors", "skipped")
     if terminal:
         from rich.table import Table
+        from rich.text import Text
 
         from ..display.rendering import make_console
 
@@ -88,7 +92,7 @@ def _table(run: SuiteRun, stream: TextIO, terminal: bool) -> None:
         for name, row in rows + [("total", totals)]:
             cells = [str(row[v]) for v in VERDICTS]
             style = "red" if row[FAILED] or row[ERROR] else None
-            table.add_row(name, *cells, style=style, end_section=name == rows[-1][0])
+            table.add_row(Text(name), *cells, style=style, end_section=name == rows[-1][0])  # Text: no markup
         make_console(stream).print(table)
         return
     body = [(name, *(str(row[v]) for v in VERDICTS)) for name, row in rows + [("total", totals)]]

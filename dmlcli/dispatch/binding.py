@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..calls.validation import Verdict, field_of
 from ..engine import plan, request
 from ..errors import InputError, ValidationError
-from ..io.strided import buffer_bytes_for, calc_buffer_tensor_size, element_offsets, overlaps_itself, packed_strides
+from ..io.overlap import overlaps_itself, views_overlap
+from ..io.strided import calc_buffer_tensor_size, packed_strides
 from .dispatchable import BindingSource, Dispatchable, DispatchCommand, TensorDesc
 from .jsonc import shown
 
@@ -99,7 +98,14 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None, *, where:
         desc = dispatchable.tensors[name]
         if desc.owned_by_dml:
             raise ValidationError(f"{prefix}: {name} is flagged OWNED_BY_DML, which DirectML allows on input tensors only")
-        if overlaps_itself(desc.sizes, strides[name]):
+        # Arithmetic on Sizes and Strides, after TotalTensorSizeInBytes above: never a list of the elements.
+        overlapping = overlaps_itself(desc.sizes, strides[name])
+        if overlapping is None:
+            raise ValidationError(
+                f"{prefix}: {name} Strides {list(strides[name])}: dmlcli cannot rule out, within bounded work, that "
+                "they make two elements share one address, so it refuses them as if they did (output strides that "
+                "overlap would make the result depend on the order of the writes)")
+        if overlapping:
             raise ValidationError(
                 f"{prefix}: {name} Strides {list(strides[name])} make several elements share one address; "
                 "dmlcli refuses output strides that overlap (zero strides broadcast inputs only), since the result "
@@ -211,21 +217,9 @@ def bind_tensor(name: str, desc: TensorDesc, source: BindingSource, at_init: boo
     return BoundTensor(desc, source.resource, offset, checked.strides[name], at_init)
 
 
-def _touched_bytes(tensor: BoundTensor) -> np.ndarray:
+def _view(tensor: BoundTensor) -> tuple[int, tuple, tuple, int]:
     bits = tensor.desc.data_type.bits
-    size = max(1, bits // 8)  # a 4-bit element touches one byte: element e the (e // 2)th
-    starts = tensor.offset_in_bytes + element_offsets(tensor.desc.sizes, tensor.strides).reshape(-1) * bits // 8
-    return np.unique((starts[:, None] + np.arange(size)[None, :]).reshape(-1))
-
-
-def _spans_meet(a: BoundTensor, b: BoundTensor) -> bool:
-    """Whether the byte spans [first byte, last byte] of the two tensors intersect."""
-    def span(t: BoundTensor):
-        last = sum((n - 1) * stride for n, stride in zip(t.desc.sizes, t.strides))
-        return t.offset_in_bytes, t.offset_in_bytes + buffer_bytes_for(last + 1, t.desc.data_type.bits) - 1
-
-    (a_first, a_last), (b_first, b_last) = span(a), span(b)
-    return a_first <= b_last and b_first <= a_last
+    return tensor.offset_in_bytes * 8, tensor.desc.sizes, tensor.strides, bits
 
 
 def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
@@ -233,15 +227,19 @@ def _same_view(a: BoundTensor, b: BoundTensor) -> bool:
             and a.desc.sizes == b.desc.sizes and a.desc.data_type == b.desc.data_type)
 
 
-def tensors_overlap(a: BoundTensor, b: BoundTensor) -> bool:
-    """Whether two bound tensors share a byte (exactly aliased views included)."""
+def tensors_overlap(a: BoundTensor, b: BoundTensor) -> bool | None:
+    """Whether two bound tensors share a byte (exactly aliased views included), by arithmetic on their offsets,
+    Sizes and Strides (dmlcli.io.overlap); None where that could not be decided within bounded work."""
     if a.resource != b.resource:
         return False
     if _same_view(a, b):
         return True
-    if not _spans_meet(a, b):
-        return False
-    return np.intersect1d(_touched_bytes(a), _touched_bytes(b), assume_unique=True).size > 0
+    return views_overlap(_view(a), _view(b))
+
+
+def sharing(overlapping: bool | None) -> str:
+    """How a message says tensors_overlap's answer: "share", or "may share" where it was not decided."""
+    return "may share" if overlapping is None else "share"
 
 
 def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable, prefix: str) -> None:
@@ -253,33 +251,28 @@ def _check_aliasing(tensors: dict[str, BoundTensor], dispatchable: Dispatchable,
         _check_output_aliasing(tensors, output_name, op, prefix)
     for position, first in enumerate(outputs):
         for second in outputs[position + 1:]:
-            if tensors_overlap(tensors[first], tensors[second]):
-                raise ValidationError(f"{prefix}: {first} and {second} share bytes of buffer "
+            overlapping = tensors_overlap(tensors[first], tensors[second])
+            if overlapping is not False:
+                raise ValidationError(f"{prefix}: {first} and {second} {sharing(overlapping)} bytes of buffer "
                                       f"{shown(tensors[first].resource)}; each output needs its own memory")
 
 
 def _check_output_aliasing(tensors: dict[str, BoundTensor], output_name: str, op, prefix: str) -> None:
     output = tensors[output_name]
-    written = None
     for name in [name for name in tensors if field_of(name) in op.inputs]:
         tensor = tensors.get(name)
         if tensor is None or tensor.resource != output.resource or tensor.at_initialisation:
             continue
-        if _same_view(tensor, output):
-            overlapping = True
-        elif not _spans_meet(tensor, output):
-            overlapping = False
-        else:  # interleaved or partly overlapping views: compare the bytes each one touches
-            if written is None:
-                written = _touched_bytes(output)
-            overlapping = np.intersect1d(written, _touched_bytes(tensor), assume_unique=True).size > 0
-        if not overlapping:
+        overlapping = tensors_overlap(tensor, output)
+        if overlapping is False:
             continue
+        verb = "may overlap" if overlapping is None else "overlaps"
         if not op.in_place:
             raise ValidationError(
-                f"{prefix}: {output_name} overlaps {name} in buffer {shown(output.resource)}; DirectML documents in-place "
-                f"execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
+                f"{prefix}: {output_name} {verb} {name} in buffer {shown(output.resource)}; DirectML documents "
+                f"in-place execution (the output aliasing an input) for some operators, and {op.name} is not one of them")
         if not _same_view(tensor, output):
             raise ValidationError(
-                f"{prefix}: {output_name} partly overlaps {name} in buffer {shown(output.resource)}; {op.name} may run "
-                "in place, but only with the output aliasing the input exactly (same offset, Sizes and Strides)")
+                f"{prefix}: {output_name} {'may partly overlap' if overlapping is None else 'partly overlaps'} {name} "
+                f"in buffer {shown(output.resource)}; {op.name} may run in place, but only with the output aliasing "
+                "the input exactly (same offset, Sizes and Strides)")

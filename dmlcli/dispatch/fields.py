@@ -61,28 +61,38 @@ def parse_data_type_name(value, where: str) -> DataType:
                      f"{_DATA_TYPE_PREFIX} prefix)")
 
 
-def element_values(values: list, data_type: DataType, where: str) -> np.ndarray:
+def element_values(values: list, data_type: DataType, where: str, *, first_index: int = 0) -> np.ndarray:
     """JSON values as an array of `data_type`, converted as DxDispatch's JsonParsers.cpp does.
 
     Floats: a number, or "nan" / "inf" / "-inf" in any case; the number is read as a double and
     cast to float (FLOAT16 goes double -> float -> half, as ParseFloat16 does). Integers: JSON
     integers only (1.0 is refused, as RapidJSON's IsInt64/IsUint64 refuse it), in range
-    (gsl::narrow throws otherwise).
+    (gsl::narrow throws otherwise). `first_index`: the index of values[0] in messages (a long list
+    is converted in pieces).
     """
     np_dtype = data_type.numpy_dtype
+    kinds = set(map(type, values))  # bool is not int here: true and false are refused
     if data_type.is_float:
-        doubles = [_as_double(value, data_type, f"{where}[{i}]") for i, value in enumerate(values)]
-        return _doubles_to(np.array(doubles, dtype=np.float64), values, data_type, where)
+        if kinds <= {int, float}:  # plain numbers, the common case: converted by NumPy at once
+            try:
+                return _doubles_to(np.array(values, dtype=np.float64), values, data_type, where, first_index)
+            except OverflowError:  # an integer beyond a double: the element by element path names it
+                pass
+        doubles = [_as_double(value, data_type, f"{where}[{first_index + i}]") for i, value in enumerate(values)]
+        return _doubles_to(np.array(doubles, dtype=np.float64), values, data_type, where, first_index)
     lowest, highest = integer_limits(np_dtype)
+    if kinds == {int} and lowest <= min(values) and max(values) <= highest:
+        return np.array(values, dtype=np_dtype)
     for i, value in enumerate(values):
         if _is_long_integer(value):
-            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} "
+            raise InputError(f"{where}[{first_index + i}]: {shown(value)} is out of range for {data_type.name} "
                              f"({lowest} to {highest})")
         if not _is_integer(value):
-            raise InputError(f"{where}[{i}]: {shown(value)} is not an integer, as {data_type.name} needs "
-                             "(DxDispatch refuses numbers written with a decimal point or exponent here)")
+            raise InputError(f"{where}[{first_index + i}]: {shown(value)} is not an integer, as {data_type.name} "
+                             "needs (DxDispatch refuses numbers written with a decimal point or exponent here)")
         if not lowest <= value <= highest:
-            raise InputError(f"{where}[{i}]: {shown(value)} is out of range for {data_type.name} ({lowest} to {highest})")
+            raise InputError(f"{where}[{first_index + i}]: {shown(value)} is out of range for {data_type.name} "
+                             f"({lowest} to {highest})")
     return np.array(values, dtype=np_dtype)
 
 
@@ -108,7 +118,7 @@ def _as_double(value, data_type: DataType, where: str) -> float:
         raise _out_of_range(value, data_type, where) from None
 
 
-def _doubles_to(doubles: np.ndarray, values: list, data_type: DataType, where: str) -> np.ndarray:
+def _doubles_to(doubles: np.ndarray, values: list, data_type: DataType, where: str, first_index: int = 0) -> np.ndarray:
     with np.errstate(over="ignore"):
         result = doubles
         if data_type.bits <= 32:
@@ -118,7 +128,7 @@ def _doubles_to(doubles: np.ndarray, values: list, data_type: DataType, where: s
     overflow = np.isfinite(doubles) & ~np.isfinite(result)
     if overflow.any():
         index = int(np.flatnonzero(overflow)[0])
-        raise _out_of_range(values[index], data_type, f"{where}[{index}]")
+        raise _out_of_range(values[index], data_type, f"{where}[{first_index + index}]")
     return result
 
 

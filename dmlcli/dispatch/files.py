@@ -27,11 +27,17 @@ JSON_PEAK_BYTES_PER_BYTE = 16
 
 @dataclass(frozen=True)
 class PathRules:
-    """Where a model may read (`model_dir`) and write (`output_dir`), unless `allow_outside`."""
+    """Where a model may read (`model_dir`) and write (`output_dir`), unless `allow_outside`.
+
+    `replace_existing`: the output folder was named (--output-dir), so a file there may be replaced. Without it
+    the folder is the current one, which the model's author did not choose to be written into: an existing
+    file is never replaced there (a shared model replaced .git/hooks/pre-commit, keeping it executable).
+    """
 
     model_dir: Path
     output_dir: Path
     allow_outside: bool = False
+    replace_existing: bool = False
 
 
 def shown_path(text: str) -> str:
@@ -111,18 +117,26 @@ def check_output_dir(output_dir) -> Path:
 def write_target(target: str, rules: PathRules, where: str) -> tuple[Path, Path]:
     """(the path as the model names it, from the output folder; the resolved path that will be written).
 
-    Refused: a NUL, a name the system cannot take, a directory, and (unless allowed) anything that
-    resolves outside the output folder.
+    Refused, unless paths outside are allowed: anything that resolves outside the output folder, a hidden file
+    or folder inside it (a name starting with "."), and, where the output folder was not named (--output-dir),
+    an existing file. Always: a NUL, a name longer than the file system takes, a directory.
     """
     _check_path_text(target, "targetPath", where)
     shown = f"targetPath {shown_path(target)}"
     named = rules.output_dir / target
+    check_name_lengths(named, where, shown)
     resolved = _resolved(named, where, shown)
     folder = _resolved(rules.output_dir, where, "the output folder")
-    if not rules.allow_outside and folder not in resolved.parents:
-        raise InputError(f"{where}: {shown}{_via(named, resolved)} is outside the output folder "
-                         f"{shown_path(str(folder))}; a model writes only inside it (--output-dir) unless you pass "
-                         f"{ALLOW_FLAG}")
+    if not rules.allow_outside:
+        if folder not in resolved.parents:
+            raise InputError(f"{where}: {shown}{_via(named, resolved)} is outside the output folder "
+                             f"{shown_path(str(folder))}; a model writes only inside it (--output-dir) unless you pass "
+                             f"{ALLOW_FLAG}")
+        hidden = [part for part in resolved.relative_to(folder).parts if part.startswith(".")]
+        if hidden:
+            raise InputError(f"{where}: {shown}{_via(named, resolved)} names the hidden {shown_path(hidden[0])} "
+                             f"inside the output folder; a model writes no hidden file or folder (such as .git or "
+                             f".bashrc) unless you pass {ALLOW_FLAG}")
     try:
         mode = os.stat(resolved).st_mode
     except FileNotFoundError:
@@ -133,7 +147,37 @@ def write_target(target: str, rules: PathRules, where: str) -> tuple[Path, Path]
         raise InputError(f"{where}: {shown} cannot be written ({_reason(error)})") from None
     if mode is not None and stat.S_ISDIR(mode):
         raise InputError(f"{where}: {shown} is a directory")
+    if mode is not None and not (rules.replace_existing or rules.allow_outside):
+        raise InputError(existing_file_refusal(where, shown, named, resolved, folder))
     return named, resolved
+
+
+def existing_file_refusal(where: str, shown: str, named: Path, resolved: Path, folder: Path) -> str:
+    return (f"{where}: {shown}{_via(named, resolved)} exists, and a model run without --output-dir replaces no file "
+            f"in the current folder; name the folder (--output-dir {shown_path(str(folder))}) to let it replace files "
+            "there, or remove the file")
+
+
+def check_name_lengths(path: Path, where: str, shown: str) -> None:
+    """Each name of the path within what its file system takes (usually 255 bytes), and the whole path within
+    PATH_MAX, before anything is created (a writeFile to a name too long left the folders made for it)."""
+    existing = Path(os.path.abspath(path))
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent
+    try:
+        name_limit = os.pathconf(existing if existing.is_dir() else existing.parent, "PC_NAME_MAX")
+        path_limit = os.pathconf(existing if existing.is_dir() else existing.parent, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_limit, path_limit = 255, 4096
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > name_limit:
+            raise InputError(f"{where}: {shown}: the name {shown_path(part)} is {size} bytes long; the file system "
+                             f"allows at most {name_limit}")
+    size = len(os.fsencode(os.path.abspath(path)))
+    if size >= path_limit:
+        raise InputError(f"{where}: {shown}: the path is {size} bytes long; the system allows at most "
+                         f"{path_limit - 1}")
 
 
 def source_file(source: str, rules: PathRules, where: str) -> Path:

@@ -69,9 +69,22 @@ def parse_resample_size(value, where: str) -> tuple[int, int, int]:
     return channels, height, width
 
 
+def decoding_peak(source_pixels: int, size: tuple[int, int, int], data_type: DataType) -> int:
+    """The bytes read_image holds at once for an image of `source_pixels` made `size` (C, H, W): the decoded image
+    and its conversion to RGB or RGBA (4 bytes a pixel each at most), the scaled one and its bytes, the tensor
+    made, and one plane in FLOAT32 on the way to FLOAT16."""
+    channels, height, width = size
+    pixels = height * width
+    return 8 * source_pixels + 2 * channels * pixels + channels * pixels * (data_type.bits // 8) + 4 * pixels
+
+
 def read_image(data: bytes, data_type: DataType, size: tuple[int, int, int], *, budget: MemoryBudget,
-               where: str) -> bytes:
-    """The image's pixels as an NCHW tensor's bytes (ReadTensorFromImage + ConvertPixelsToTensor)."""
+               where: str) -> memoryview:
+    """The image's pixels as an NCHW tensor's bytes (ReadTensorFromImage + ConvertPixelsToTensor).
+
+    Only the header is read before what decoding takes is claimed (decoding_peak); then the image is decoded,
+    scaled, and converted into the tensor a plane at a time, so that no float copy of the whole image is made
+    beside the tensor."""
     Image = import_pillow()
     channels, height, width = size
     try:
@@ -82,13 +95,15 @@ def read_image(data: bytes, data_type: DataType, size: tuple[int, int, int], *, 
             if source_width * source_height > MAX_IMAGE_PIXELS:
                 raise InputError(f"{where}: the image is {source_width} x {source_height} pixels, more than the "
                                  f"{MAX_IMAGE_PIXELS} pixels an image may have; nothing was decoded")
-            # The decoded image (up to 4 bytes a pixel), its converted copy and the scaled one.
             budget.claim(0, f"decoding a {source_width} x {source_height} image", where,
-                         peak=8 * source_width * source_height + 4 * width * height * (1 + 4))
-            image = image.convert("RGB" if channels == 3 else "RGBA")
+                         peak=decoding_peak(source_width * source_height, size, data_type))
+            mode = "RGB" if channels == 3 else "RGBA"
+            if image.mode != mode:
+                image = image.convert(mode)
             if image.size != (width, height):
                 image = image.resize((width, height), Image.Resampling.BICUBIC)
-            pixels = np.asarray(image, dtype=np.uint8)  # H, W, C
+            pixels = np.frombuffer(image.tobytes(), dtype=np.uint8).reshape(height, width, channels)
+            del image
     except InputError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
@@ -96,12 +111,15 @@ def read_image(data: bytes, data_type: DataType, size: tuple[int, int, int], *, 
                          "nothing was decoded") from None
     except Exception as error:  # Pillow's UnidentifiedImageError, OSError on truncated data, bomb warnings
         raise InputError(f"{where}: is not an image Pillow can read ({type(error).__name__})") from None
-    # static_cast<float>(component) / 255.0f, in float; planar (CHW).
-    values = pixels.astype(np.float32) / np.float32(255.0)
-    planar = np.ascontiguousarray(values.transpose(2, 0, 1))
-    if data_type.name == "FLOAT16":
-        planar = planar.astype(np.float16)
-    return planar.astype(planar.dtype.newbyteorder("<"), copy=False).tobytes()
+    # static_cast<float>(component) / 255.0f, in float; planar (CHW), one plane at a time.
+    planar = np.empty((channels, height, width), dtype=np.dtype(data_type.numpy_dtype).newbyteorder("<"))
+    plane = np.empty((height, width), dtype=np.float32) if data_type.name == "FLOAT16" else None
+    for channel in range(channels):
+        target = planar[channel] if plane is None else plane
+        np.divide(pixels[:, :, channel], np.float32(255.0), out=target, dtype=np.float32)
+        if plane is not None:
+            planar[channel] = plane  # float to half, rounded to nearest even
+    return memoryview(planar.reshape(-1).view(np.uint8)).toreadonly()
 
 
 def image_layout(dimensions: tuple[int, ...] | None) -> tuple[int, int, int]:

@@ -13,6 +13,7 @@ per dispatch, by dispatch/plan.py.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +27,9 @@ from .dispatchable import (BindingSource, Dispatchable, DispatchCommand, binding
 from .fields import UINT64_MAX, check_keys, element_value, element_values, parse_data_type_name, parse_uint
 from .files import (JSON_PEAK_BYTES_PER_BYTE, MAX_MODEL_BYTES, PathRules, RegularFile, check_output_dir,
                     shown_path, source_file, write_target)
-from .jsonc import load_model_json, shown
+from .jsonc import NumberList, load_model_json, shown
 from .images import check_image_type, check_image_write, image_suffix, parse_resample_size, read_image
-from .memory import INITIALISER_PEAK_FACTOR, MemoryBudget
+from .memory import DISPATCH_BYTES_PER_ELEMENT, INITIALISER_PEAK_FACTOR, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .onnx import OnnxDispatchable, parse_onnx_dispatchable
 from ..io.strided import buffer_bytes_for, to_buffer_bytes
 from ..errors import InputError
@@ -52,18 +53,21 @@ class BufferResource:
 
     name: str
     data_type: DataType  # initialValuesDataType (or the .npy file's type)
-    initial_values: bytes
+    initial_values: bytes | memoryview  # bytes-like (a read-only view of the array they were made as)
     size_in_bytes: int
     initial_offset: int = 0  # initialValuesOffsetInBytes
     deferred: bool = False  # "initialValues": "deferred": no buffer; an ONNX output gives it contents, shape and type
+    initial_size: int | None = None  # the initial values' bytes, known before they are made (None: len(initial_values))
 
     @property
     def initial_element_count(self) -> int:
-        return len(self.initial_values) * 8 // self.data_type.bits  # a 4-bit type's: two a byte
+        size = len(self.initial_values) if self.initial_size is None else self.initial_size
+        return size * 8 // self.data_type.bits  # a 4-bit type's: two a byte
 
     def initial_contents(self) -> bytearray:
         contents = bytearray(self.size_in_bytes)
-        contents[self.initial_offset:self.initial_offset + len(self.initial_values)] = self.initial_values
+        # Through a memoryview: a bytearray's slice assignment copies anything but bytes to a temporary first.
+        memoryview(contents)[self.initial_offset:self.initial_offset + len(self.initial_values)] = self.initial_values
         return contents
 
 
@@ -81,6 +85,7 @@ class WriteFileCommand:
     target_path: Path  # as the model names it, from the output folder (what messages show)
     dimensions: tuple[int, ...] | None = None
     resolved_path: Path | None = None  # links followed: the file written, checked to be inside the output folder
+    may_replace: bool = True  # False: an existing file there is refused (no --output-dir), checked again at the end
 
 
 @dataclass
@@ -89,6 +94,17 @@ class Model:
     resources: dict[str, BufferResource] = field(default_factory=dict)
     dispatchables: dict[str, Dispatchable | OnnxDispatchable | GraphDispatchable] = field(default_factory=dict)
     commands: list = field(default_factory=list)
+
+
+def room_for_contents(model: Model) -> dict[str, int]:
+    """What a run of `model` holds whatever its dispatches compute, by part: every buffer, a copy of the buffer
+    for each writeFile (staged until the end) and the largest file's byte-order copy while it is written, and
+    the longest print's text."""
+    sizes = {name: resource.size_in_bytes for name, resource in model.resources.items()}
+    writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
+    prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
+    return {"buffers": sum(sizes.values()), "files to write": sum(writes) + max(writes, default=0),
+            "the longest print": PRINT_BYTES_PER_ELEMENT * max(prints, default=0)}
 
 
 # ---------------------------------------------------------------- entry point
@@ -104,7 +120,9 @@ def read_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> M
     """
     path = Path(path)
     where = f"model {shown(str(path))}"
-    rules = PathRules(path.parent, check_output_dir(output_dir), allow_paths_outside)
+    # A folder the user named may have its files replaced; the current folder, by default, may not.
+    rules = PathRules(path.parent, check_output_dir(output_dir), allow_paths_outside,
+                      replace_existing=output_dir is not None)
     budget = MemoryBudget()
     with RegularFile(path, where, "the model file") as handle:
         if handle.size > MAX_MODEL_BYTES:
@@ -112,13 +130,23 @@ def read_model(path, *, output_dir=None, allow_paths_outside: bool = False) -> M
                              "be (keep large initial values in .npy or raw files named by sourcePath)")
         budget.claim(0, "reading the model's JSON", where, peak=handle.size * JSON_PEAK_BYTES_PER_BYTE)
         raw = handle.read_all()
+    _check_utf8(raw, where)
+    document = load_model_json(raw, where=where)
+    del raw
+    return parse_model(document, rules=rules, path=path, budget=budget)
+
+
+def _check_utf8(raw: bytes, where: str) -> None:
+    """Refuse text that is not UTF-8, decoding a megabyte at a time (not a second copy of a 64 MiB model)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        text = raw.decode("utf-8")
+        for start in range(0, len(raw), 1 << 20):
+            decoder.decode(raw[start:start + (1 << 20)])
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise InputError(f"{where}: is not UTF-8 text, so not a DxDispatch model") from None
-    del raw
-    document = load_model_json(text, where=where)
-    return parse_model(document, rules=rules, path=path, budget=budget)
 
 
 def parse_model(document, *, path: Path, rules: PathRules | None = None, budget: MemoryBudget | None = None,
@@ -128,7 +156,8 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
     `rules` say where the model may read and write (default: beside `path`, and in `output_dir` or cwd).
     """
     if rules is None:
-        rules = PathRules(model_dir if model_dir is not None else Path(path).parent, Path(output_dir or Path.cwd()))
+        rules = PathRules(model_dir if model_dir is not None else Path(path).parent, Path(output_dir or Path.cwd()),
+                          replace_existing=output_dir is not None)
     budget = budget or MemoryBudget()
     prefix = f"model {shown(str(path))}"
     if not isinstance(document, dict):
@@ -137,9 +166,10 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
     resources = _member(document, "resources", dict, prefix)
     dispatchables = _member(document, "dispatchables", dict, prefix)
     _refuse_hlsl(dispatchables, prefix)  # first: an HLSL model's resources (mixed-type lists) would fail before it
+    pending = {}  # resource -> how to make its initial values, once the whole model is known to fit
     for name, value in resources.items():
-        model.resources[name] = parse_resource(name, value, model_dir=rules.model_dir, rules=rules, budget=budget,
-                                               where=f"{prefix}: resource {shown(name)}")
+        model.resources[name], pending[name] = _prepare_resource(
+            name, value, rules=rules, budget=budget, where=f"{prefix}: resource {shown(name)}")
     for name, value in dispatchables.items():
         where = f"{prefix}: dispatchable {shown(name)}"
         kind = value["type"].lower() if isinstance(value, dict) and isinstance(value.get("type"), str) else None
@@ -155,7 +185,26 @@ def parse_model(document, *, path: Path, rules: PathRules | None = None, budget:
     commands = _member(document, "commands", list, prefix)
     for index, value in enumerate(commands):
         model.commands.append(parse_command(index, value, model, rules=rules, where=f"{prefix}: command {index}"))
+    # Nothing is made (numbers converted, files read, images decoded) before what running the model will hold
+    # is known to fit: a 1x1 image resampled to 8192 x 8192 took 3.7 GB before the run's check refused it.
+    check_room_to_load(model, budget)
+    for name, make in pending.items():
+        if make is not None:
+            model.resources[name] = _made(model.resources[name], make, f"{prefix}: resource {shown(name)}")
     return model
+
+
+def check_room_to_load(model: Model, budget: MemoryBudget) -> None:
+    """Refuse a model whose run could not fit, before its initial values are made: what the resources' making
+    claimed, with what the run holds whatever it computes (room_for_contents) and the largest operator
+    dispatch's temporaries as run_commands counts them (its check, before the run, adds the rest)."""
+    elements = {name: sum(math.prod(desc.sizes) for desc in dispatchable.tensors.values())
+                for name, dispatchable in model.dispatchables.items() if isinstance(dispatchable, Dispatchable)}
+    largest = max((elements.get(command.dispatchable, 0) for command in model.commands
+                   if isinstance(command, DispatchCommand)), default=0)
+    parts = {"initial values": budget.claimed, **room_for_contents(model),
+             "the largest dispatch": DISPATCH_BYTES_PER_ELEMENT * largest}
+    MemoryBudget(budget.available).check_total(parts, where=f"model {shown(str(model.path))}")
 
 
 def _refuse_hlsl(dispatchables: dict, where: str) -> None:
@@ -189,13 +238,20 @@ class _Initialiser:
 
 def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: PathRules | None = None,
                    budget: MemoryBudget | None = None) -> BufferResource:
-    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc).
+    """A buffer resource (JsonParsers.cpp, ParseModelBufferDesc), its initial values made.
 
     The sizes are read first and claimed from `budget` (the memory available) before the initial
     values or the buffer are made, so a huge valueCount or sizeInBytes costs nothing.
     """
-    rules = rules or PathRules(model_dir, Path.cwd())
-    budget = budget or MemoryBudget()
+    resource, make = _prepare_resource(name, value, rules=rules or PathRules(model_dir, Path.cwd()),
+                                       budget=budget or MemoryBudget(), where=where)
+    return resource if make is None else _made(resource, make, where)
+
+
+def _prepare_resource(name: str, value, *, rules: PathRules, budget: MemoryBudget,
+                      where: str) -> tuple[BufferResource, Callable[[], bytes] | None]:
+    """The resource with its sizes and types checked and claimed, its initial values not made yet (empty), and
+    what makes them (None for a deferred resource)."""
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a JSON object with initialValuesDataType and initialValues")
     kind = value.get("type", "buffer")
@@ -209,7 +265,7 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
     if "initialValues" not in value:
         raise InputError(f"{where}: has no initialValues")
     if isinstance(value["initialValues"], str):
-        return _deferred(name, value, declared, where)
+        return _deferred(name, value, declared, where), None
     _check_resample_fields(value, where)
     initialiser = _initial_values(value["initialValues"], declared, rules=rules, where=f"{where}: initialValues",
                                   resample_size=value.get("resampleSize"), budget=budget)
@@ -230,11 +286,15 @@ def parse_resource(name: str, value, *, model_dir: Path, where: str, rules: Path
     budget.claim(initial_bytes, f"making its initialValues ({initial_bytes} bytes)", where,
                  peak=initial_bytes * INITIALISER_PEAK_FACTOR)
     budget.claim(0, f"its buffer of {size} bytes (sizeInBytes)", where, peak=size)
-    initial = initialiser.make()
-    if len(initial) != initial_bytes:  # a source file that changed size while it was read
+    return BufferResource(name, initialiser.data_type, b"", size, offset, initial_size=initial_bytes), initialiser.make
+
+
+def _made(resource: BufferResource, make: Callable[[], bytes], where: str) -> BufferResource:
+    initial = make()
+    if len(initial) != resource.initial_size:  # a source file that changed size while it was read
         raise InputError(f"{where}: initialValues changed size while being read ({len(initial)} bytes, "
-                         f"expected {initial_bytes})")
-    return BufferResource(name, initialiser.data_type, initial, size, offset)
+                         f"expected {resource.initial_size})")
+    return dataclasses.replace(resource, initial_values=initial, initial_size=None)
 
 
 def _deferred(name: str, value: dict, declared: DataType | None, where: str) -> BufferResource:
@@ -264,6 +324,11 @@ def _check_resample_fields(value: dict, where: str) -> None:
 
 def _initial_values(initial, declared: DataType | None, *, rules: PathRules, where: str, resample_size=None,
                     budget: MemoryBudget | None = None) -> _Initialiser:
+    if isinstance(initial, NumberList):  # a long array of numbers, still text: converted a piece at a time
+        if declared is None:
+            raise InputError(f"{where}: an array of values needs initialValuesDataType")
+        return _Initialiser(declared, buffer_bytes_for(len(initial), declared.bits),
+                            lambda: to_buffer_bytes(_number_list_values(initial, declared, where), declared))
     if isinstance(initial, list):
         if declared is None:
             raise InputError(f"{where}: an array of values needs initialValuesDataType")
@@ -279,6 +344,17 @@ def _initial_values(initial, declared: DataType | None, *, rules: PathRules, whe
         return _from_file(initial, declared, rules=rules, where=where, resample_size=resample_size,
                           budget=budget or MemoryBudget())
     raise InputError(f"{where}: unknown initialiser (expected \"value\", \"valueStart\" or \"sourcePath\")")
+
+
+def _number_list_values(numbers: NumberList, data_type: DataType, where: str) -> np.ndarray:
+    """The array's values in `data_type`, filled a piece at a time: its result and one piece's numbers at once."""
+    values = np.empty(len(numbers), dtype=data_type.numpy_dtype)
+    try:
+        for first, piece in numbers.pieces():
+            values[first:first + len(piece)] = element_values(piece, data_type, where, first_index=first)
+    except InputError as error:
+        raise InputError(f"{where}: {error}") if str(error).startswith("malformed") else error from None
+    return values
 
 
 def _need_type(declared: DataType | None, kind: str, where: str) -> DataType:
@@ -416,7 +492,8 @@ def parse_command(index: int, value, model: Model, *, where: str, rules: PathRul
             raise InputError(f"{where}: verbose must be true or false")
         return PrintCommand(index, _resource_name(value, model, where), verbose)
     if kind == "writefile":
-        rules = rules or PathRules(model.path.parent, Path(output_dir or Path.cwd()))
+        rules = rules or PathRules(model.path.parent, Path(output_dir or Path.cwd()),
+                                   replace_existing=output_dir is not None)
         return _write_file_command(index, value, model, rules=rules, where=f"{where} (writeFile)")
     raise InputError(f"{where}: command type {shown(value['type'])} is not supported (expected dispatch, print or writeFile)")
 
@@ -487,4 +564,4 @@ def _write_file_command(index: int, value: dict, model: Model, *, rules: PathRul
     buffer = model.resources[resource]
     if image_suffix(target) and not buffer.deferred:  # a deferred one is checked once its shape is known
         check_image_write(dimensions, buffer.data_type, buffer.size_in_bytes, where)
-    return WriteFileCommand(index, resource, path, dimensions, resolved)
+    return WriteFileCommand(index, resource, path, dimensions, resolved, rules.replace_existing or rules.allow_outside)

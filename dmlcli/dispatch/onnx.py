@@ -69,6 +69,9 @@ class OnnxDispatchable:
     session_config_entries: tuple[tuple[str, str], ...] = ()
     graph_optimization_level: int = 99
     logging_level: int = DEFAULT_LOGGING_LEVEL
+    # Each graph output whose shape ONNX's shape inference fixes: (element count, bytes), counted against the
+    # memory available before ONNX Runtime makes it (a 99-byte ConstantOfShape model made 3 GB).
+    known_outputs: tuple[tuple[str, int, int], ...] = ()
 
 
 def import_runtime():
@@ -98,7 +101,7 @@ def parse_onnx_dispatchable(name: str, value: dict, *, rules: PathRules, budget:
     path = source_file(source, rules, where)
     _, onnx = import_runtime()
     shown_source = f"sourcePath {shown_path(source)}"
-    _check_model_file(path, onnx, rules, budget, f"{where}: {shown_source}", shown_source)
+    known = _check_model_file(path, onnx, rules, budget, f"{where}: {shown_source}", shown_source)
     level = _uint_field(value, "graphOptimizationLevel", 99, where)
     if level not in GRAPH_OPTIMIZATION_LEVELS:
         raise InputError(f"{where}: graphOptimizationLevel {level} is not one of ONNX Runtime's levels "
@@ -114,7 +117,7 @@ def parse_onnx_dispatchable(name: str, value: dict, *, rules: PathRules, budget:
     return OnnxDispatchable(name, path, shown_source,
                             _string_map(value, "freeDimensionNameOverrides", where, int),
                             _string_map(value, "freeDimensionDenotationOverrides", where, int),
-                            entries, level, logging)
+                            entries, level, logging, known)
 
 
 def _uint_field(value: dict, key: str, default: int, where: str) -> int:
@@ -139,8 +142,10 @@ def _string_map(value: dict, key: str, where: str, kind: type) -> tuple:
     return tuple(items)
 
 
-def _check_model_file(path: Path, onnx, rules: PathRules, budget: MemoryBudget, where: str, shown_source: str) -> None:
-    """Parse the ONNX file's structure (not its external data) and check every external data reference."""
+def _check_model_file(path: Path, onnx, rules: PathRules, budget: MemoryBudget, where: str,
+                      shown_source: str) -> tuple[tuple[str, int, int], ...]:
+    """Parse the ONNX file's structure (not its external data) and check every external data reference; the
+    outputs whose sizes shape inference fixes (known_outputs)."""
     with RegularFile(path, where, shown_source) as handle:
         budget.claim(0, f"reading the ONNX model ({handle.size} bytes)", where,
                      peak=handle.size * ONNX_PEAK_BYTES_PER_BYTE)
@@ -169,6 +174,27 @@ def _check_model_file(path: Path, onnx, rules: PathRules, budget: MemoryBudget, 
             external += int(length) if length and length.isdigit() else data.size
     if external:
         budget.claim(external, f"the ONNX model's external data ({external} bytes)", where)
+    return _known_outputs(model, onnx)
+
+
+def _known_outputs(model, onnx) -> tuple[tuple[str, int, int], ...]:
+    """(name, elements, bytes) of each graph output whose shape and type shape inference fixes (constant shapes
+    propagated); none where inference cannot run on the model (ONNX Runtime then says what is wrong with it)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # noqa: BLE001 - onnx's InferenceError, or a model its checker cannot read
+        return ()
+    known = []
+    for output in inferred.graph.output:
+        tensor = output.type.tensor_type
+        name = onnx.helper.tensor_dtype_to_string(tensor.elem_type) if tensor.elem_type else ""
+        dtype = _ORT_TYPES.get(f"tensor({name.removeprefix('TensorProto.').lower()})") if name else None
+        dims = [dim.dim_value if dim.HasField("dim_value") else None for dim in tensor.shape.dim]
+        if dtype is None or not tensor.HasField("shape") or None in dims:
+            continue
+        count = math.prod(dims)
+        known.append((output.name, count, count * np.dtype(dtype).itemsize))
+    return tuple(known)
 
 
 def _all_tensors(model):
@@ -247,7 +273,11 @@ def open_session(dispatchable: OnnxDispatchable, providers: list[str], memory_li
             options.add_free_dimension_override_by_denotation(denotation, size)
         for key, item in dispatchable.session_config_entries:
             options.add_session_config_entry(key, item)
-        return onnxruntime.InferenceSession(str(dispatchable.source_path), sess_options=options, providers=providers)
+        # Constant folding computes constant subgraphs while the session is made, outside the capped arena (up to
+        # 1 GiB a node): a 99-byte ConstantOfShape model took a gigabyte before it ran. Unfolded, the same kernels
+        # compute the same values when it runs, within the cap.
+        return onnxruntime.InferenceSession(str(dispatchable.source_path), sess_options=options, providers=providers,
+                                            disabled_optimizers=["ConstantFolding"])
     except Exception as error:  # onnxruntime's Fail / InvalidArgument / InvalidGraph ... are plain exceptions
         raise InputError(f"{where}: ONNX Runtime cannot load it ({first_line(error)})") from None
 
@@ -286,6 +316,12 @@ class PlannedOnnxDispatch:
     def bound_bytes(self) -> int:
         """The bytes the dispatch's inputs and preallocated outputs take (ONNX Runtime's temporaries not counted)."""
         return sum(tensor.nbytes for tensor in self.tensors if tensor.shape is not None)
+
+    def deferred_outputs(self) -> dict[str, tuple[int, int]]:
+        """Each deferred resource this dispatch fills whose size shape inference knows: (elements, bytes)."""
+        known = {name: (count, size) for name, count, size in self.dispatchable.known_outputs}
+        return {tensor.resource: known[tensor.name] for tensor in self.tensors
+                if tensor.deferred and tensor.name in known}
 
 
 def data_type_of(dtype: np.dtype) -> DataType:
@@ -358,8 +394,12 @@ def _shape_text(shape) -> str:
 
 def run_onnx_dispatch(dispatch: PlannedOnnxDispatch, buffers: dict[str, bytearray], deferred: dict) -> None:
     """One run of the session on the buffers: inputs read from them, bound outputs written into them from byte 0,
-    deferred outputs kept in `deferred` (resource name -> (DataType, shape, bytes))."""
-    feeds = {}
+    deferred outputs kept in `deferred` (resource name -> (DataType, shape, their bytes as a flat uint8 array)).
+
+    No copy is made that is not needed: inputs are read in place where the buffer already holds the ONNX type's
+    bytes, ONNX Runtime's outputs come back as arrays over its own memory (kept as they are for a deferred
+    resource) and a bound output is copied once, into its buffer."""
+    feeds, in_buffers = {}, []
     for tensor in dispatch.tensors:
         if not tensor.is_input:
             continue
@@ -369,26 +409,43 @@ def run_onnx_dispatch(dispatch: PlannedOnnxDispatch, buffers: dict[str, bytearra
         stored = np.uint8 if tensor.dtype == np.bool_ else tensor.dtype.newbyteorder("<")
         count = math.prod(tensor.shape)
         array = np.frombuffer(buffers[tensor.resource], dtype=stored, count=count).reshape(tensor.shape)
-        feeds[tensor.name] = (array != 0) if tensor.dtype == np.bool_ else array.astype(tensor.dtype)
+        feeds[tensor.name] = (array != 0) if tensor.dtype == np.bool_ else array.astype(tensor.dtype, copy=False)
+        in_buffers.append(array)
     wanted = [t for t in dispatch.tensors if not t.is_input and t.resource is not None]
+    for tensor in wanted:
+        deferred.pop(tensor.resource, None)  # the last iteration's output goes before this one is made
     prefix = f"dispatch {shown(dispatch.name)}"
+    options = run_options(dispatch.dispatchable)
     try:
-        results = dispatch.session.run([t.name for t in wanted], feeds) if wanted else []
+        results = dispatch.session.run([t.name for t in wanted], feeds, options) if wanted else []
     except Exception as error:
         raise ValidationError(f"{prefix}: ONNX Runtime failed to run it ({first_line(error)})") from None
+    del feeds
     for tensor, result in zip(wanted, results):
         result = np.asarray(result)
+        if any(np.may_share_memory(result, array) for array in in_buffers):
+            result = result.copy()  # an output over an input's buffer (an Identity may alias): it is ONNX's to keep
         if tensor.deferred:
             deferred[tensor.resource] = (data_type_of(result.dtype), tuple(result.shape), _little_bytes(result))
             continue
         if tuple(result.shape) != tensor.shape or result.dtype != tensor.dtype:
             raise ValidationError(f"{prefix}: output {shown(tensor.name)} came out with shape {list(result.shape)}, "
                                   f"but its binding to {shown(tensor.resource)} has shape {list(tensor.shape)}")
-        raw = _little_bytes(result)
-        buffers[tensor.resource][:len(raw)] = raw
+        stored = np.uint8 if tensor.dtype == np.bool_ else tensor.dtype.newbyteorder("<")
+        np.frombuffer(buffers[tensor.resource], dtype=stored, count=result.size)[...] = result.reshape(-1)
 
 
-def _little_bytes(array: np.ndarray) -> bytes:
+def run_options(dispatchable: OnnxDispatchable):
+    """The run's options: ONNX Runtime's log at the dispatchable's level (its errors are reported as one line)."""
+    onnxruntime, _ = import_runtime()
+    options = onnxruntime.RunOptions()
+    options.log_severity_level = dispatchable.logging_level
+    return options
+
+
+def _little_bytes(array: np.ndarray) -> np.ndarray:
+    """The array's bytes, little-endian, as a flat uint8 array: a view where they already are (no copy)."""
     if array.dtype == np.bool_:
-        array = array.astype(np.uint8)
-    return np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        array = array.view(np.uint8)
+    array = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
+    return array.reshape(-1).view(np.uint8)

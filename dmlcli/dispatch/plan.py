@@ -12,7 +12,7 @@ from .binding import CheckedDispatchable, bind_dispatch, check_dispatchable
 from .dispatchable import Dispatchable, DispatchCommand
 from .jsonc import shown
 from .memory import MemoryBudget
-from .model import Model
+from .model import Model, room_for_contents
 from .onnx import OnnxDispatchable, open_session, plan_onnx_dispatch
 from ..errors import InputError
 
@@ -36,13 +36,12 @@ def check_model(model: Model, feature_level=None, *, onnx_providers: list[str] |
         from .serialized_graph.graph import check_graph, plan_graph_dispatch
 
         checked_graphs = {name: check_graph(d, feature_level) for name, d in graphs.items()}
-    # ONNX Runtime's tensors may use what the model's buffers leave of the memory available (twice: the
-    # buffers, and the copies a run makes of them).
+    # ONNX Runtime's tensors (its outputs too: they come back as arrays over its memory) may use what the rest of
+    # the run leaves of the memory available: its buffers, the files it stages, its prints.
     limit = None
     if onnx:
         available = MemoryBudget().available
-        buffers = sum(resource.size_in_bytes for resource in model.resources.values())
-        limit = None if available is None else max(available - 2 * buffers, 0)
+        limit = None if available is None else max(available - sum(room_for_contents(model).values()), 0)
     sessions = {name: open_session(d, onnx_providers or ["CPUExecutionProvider"], limit) for name, d in onnx.items()}
     planned = []
     for command in model.commands:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .model import BufferResource
 from ..data_types import as_bits, is_four_bit_dtype
+from ..errors import printable
 from ..io.strided import from_buffer_bytes
 
 
@@ -49,6 +50,7 @@ def format_values(name: str, data_type, contents: bytes, count: int, *, verbose:
 
 
 def _format(name: str, values: np.ndarray, verbose: bool) -> str:
+    name = printable(name)  # a model's names may hold ESC or BEL: escaped, never sent to the terminal
     if not verbose:
         return f"Resource '{name}': " + ", ".join(format_value(v) for v in values)
     # fmt's "[{:{}}] ... (0x{:{}X})": the index right-aligned to the width of the element count, and the
@@ -67,7 +69,7 @@ def _format(name: str, values: np.ndarray, verbose: bool) -> str:
 def format_timing(name: str, iterations: int, cpu_median_ms: float, gpu_median_ms: float | None,
                   gpu_note: str | None) -> str:
     """DxDispatch's one-line summary: `Dispatch 'x': N iterations, T ms median (CPU)[, G ms median (GPU)]`."""
-    line = f"Dispatch '{name}': {iterations} iterations, {cpu_median_ms:.4f} ms median (CPU)"
+    line = f"Dispatch '{printable(name)}': {iterations} iterations, {cpu_median_ms:.4f} ms median (CPU)"
     if gpu_median_ms is not None:
         line += f", {gpu_median_ms:.6f} ms median (GPU)"
     elif gpu_note:

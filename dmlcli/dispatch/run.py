@@ -15,6 +15,7 @@ import math
 import random
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -28,12 +29,12 @@ from .jsonc import shown
 from .memory import DISPATCH_BYTES_PER_ELEMENT, PRINT_BYTES_PER_ELEMENT, MemoryBudget
 from .binding import BoundTensor, PlannedDispatch
 from .dispatchable import DispatchCommand
-from .model import Model, PrintCommand, WriteFileCommand
+from .model import Model, PrintCommand, WriteFileCommand, room_for_contents
 from .images import check_image_write, encode_image, image_suffix
 from .onnx import PlannedOnnxDispatch, run_onnx_dispatch
 from .printing import format_resource, format_timing, format_values
 from ..io.strided import buffer_bytes_for, from_buffer_bytes, store_four_bit, strided_view
-from ..errors import DmlcliWarning, InputError
+from ..errors import DmlcliWarning, InputError, printable
 
 
 class SampleReservoir:
@@ -171,9 +172,12 @@ def run_commands(model: Model, planned: list[PlannedDispatch], backend, *, itera
             else:
                 staged.append((command, stage_resource(command, model, buffers)))
     check_staged_writes(staged)
-    for command, contents in staged:
-        write_staged(command, model, contents, layout=layouts.get(id(command)))
-        say(f"Resource '{command.resource}' written to '{command.target_path}'")
+    created = CreatedFiles()
+    with created.undone_on_failure():  # a write that fails, or a signal, takes back the files written before it
+        for command, contents in staged:
+            write_staged(command, model, contents, layout=layouts.get(id(command)), created=created)
+    for command, _ in staged:
+        say(f"Resource '{printable(command.resource)}' written to '{printable(str(command.target_path))}'")
     return run
 
 
@@ -232,20 +236,30 @@ def _stage_deferred(command: WriteFileCommand, data_type, shape: tuple[int, ...]
 
 def check_staged_writes(staged: list[tuple[WriteFileCommand, bytes]]) -> None:
     """Refuse, before the first file is written, writes that cannot all succeed: a folder that cannot be
-    written, a target that became a directory, or more bytes than a file system has free."""
+    written, a target that became a directory or (where none may be replaced) a file, a file one writeFile
+    writes where another needs a folder ("a" then "a/b.npy"), or more bytes than a file system has free."""
     import os
     import shutil
 
     needed: dict[int, list] = {}  # st_dev -> [a folder on it, bytes]
+    targets = {Path(command.resolved_path or command.target_path): command for command, _ in staged}
     for command, contents in staged:
         path = Path(command.resolved_path or command.target_path)
         where = _write_where(command)
-        if path.is_dir():
+        for folder in path.parents:
+            if folder in targets:
+                raise InputError(f"{where}: needs {shown(str(folder))} to be a folder, but "
+                                 f"{_write_where(targets[folder])} writes a file there; nothing was written")
+        kind = _kind(path, where)
+        if kind == "folder":
             raise InputError(f"{where}: is a directory; nothing was written")
+        if kind is not None and not command.may_replace:
+            raise InputError(f"{where}: the file exists now, and a model run without --output-dir replaces no file "
+                             "in the current folder; nothing was written")
         folder = path.parent
-        while not folder.exists() and folder != folder.parent:
+        while _kind(folder, where) is None and folder != folder.parent:
             folder = folder.parent  # the folders below it are created when the files are written
-        if not folder.is_dir():
+        if _kind(folder, where) != "folder":
             raise InputError(f"{where}: {shown(str(folder))} is a file, not a folder; nothing was written")
         if not os.access(folder, os.W_OK | os.X_OK):
             raise InputError(f"{where}: the folder {shown(str(folder))} is not writable; nothing was written")
@@ -261,34 +275,91 @@ def check_staged_writes(staged: list[tuple[WriteFileCommand, bytes]]) -> None:
                              f"{usage.free} free; nothing was written")
 
 
+def _kind(path: Path, where: str) -> str | None:
+    """"folder", "file" (anything else), or None where nothing is there; what the system cannot say is an error."""
+    import os
+    import stat
+
+    try:
+        return "folder" if stat.S_ISDIR(os.stat(path).st_mode) else "file"
+    except FileNotFoundError:
+        return None if not os.path.islink(path) else "file"  # a dangling link is in the way too
+    except NotADirectoryError:
+        return None  # a file above it: found when its folder is looked at
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise InputError(f"{where}: {shown(str(path))} cannot be looked at ({reason}); nothing was written") from None
+
+
+class CreatedFiles:
+    """The files and folders one run's writes created, taken back if a later write fails or a signal stops it:
+    a model's files are written all or not at all (those it replaced keep their new contents)."""
+
+    def __init__(self):
+        self.files: list[Path] = []
+        self.folders: list[Path] = []
+
+    def undo(self) -> None:
+        import os
+
+        for file in reversed(self.files):
+            try:
+                os.unlink(file)
+            except OSError:
+                pass
+        for folder in reversed(self.folders):
+            try:
+                os.rmdir(folder)  # only if empty: something else may have been put there meanwhile
+            except OSError:
+                pass
+        self.files.clear()
+        self.folders.clear()
+
+    @contextmanager
+    def undone_on_failure(self):
+        from ..io.atomic import cleanup_if_abandoned
+
+        with cleanup_if_abandoned(self.undo):
+            try:
+                yield self
+            except BaseException:
+                self.undo()
+                raise
+
+
 def check_room_to_run(model: Model, planned: list[PlannedDispatch], budget: MemoryBudget | None = None) -> None:
     """Refuse, before anything runs, a model whose run needs more memory than is available.
 
     Counted together: every buffer, the OWNED_BY_DML snapshots, a copy of the buffer for each
     writeFile (staged until the end) and, one at a time, the largest dispatch's temporaries, the
-    longest print's text and the largest file's byte-order copy while it is written.
+    longest print's text and the largest file's byte-order copy while it is written; and every ONNX output
+    that shape inference sizes for a deferred resource (kept until the end where a writeFile takes it).
     """
     budget = budget or MemoryBudget()
-    sizes = {name: resource.size_in_bytes for name, resource in model.resources.items()}
-    writes = [sizes[c.resource] for c in model.commands if isinstance(c, WriteFileCommand)]
-    prints = [model.resources[c.resource].initial_element_count for c in model.commands if isinstance(c, PrintCommand)]
+    parts = room_for_contents(model)
     operators = [p for p in planned if isinstance(p, PlannedDispatch)]
+    onnx = [p for p in planned if isinstance(p, PlannedOnnxDispatch)]
     owned = sum(buffer_bytes_for(_element_count(t), t.desc.data_type.bits) for p in operators
                 for t in p.tensors.values() if t.at_initialisation)
     dispatches = [DISPATCH_BYTES_PER_ELEMENT * sum(_element_count(t) for t in p.tensors.values()) for p in operators]
     # An ONNX dispatch's inputs and outputs as arrays, twice (the feeds and ONNX Runtime's results); the
-    # session's own intermediates are ONNX Runtime's to allocate and are not counted here.
-    dispatches += [2 * p.bound_bytes for p in planned if isinstance(p, PlannedOnnxDispatch)]
+    # session's own intermediates are ONNX Runtime's to allocate, within its capped arena.
+    dispatches += [2 * p.bound_bytes for p in onnx]
     # A serialized graph: every operator output's buffer at once, and its largest node's temporaries (its
     # constants were claimed when the model was read, and stay with it).
     dispatches += [sum(p.buffer_sizes.values()) + DISPATCH_BYTES_PER_ELEMENT * p.largest_step_elements
                    for p in planned if not isinstance(p, (PlannedDispatch, PlannedOnnxDispatch))]
+    deferred = [sizes for p in onnx for sizes in p.deferred_outputs().values()]
+    deferred_prints = {resource: count for p in onnx for resource, (count, _) in p.deferred_outputs().items()}
+    longest_deferred_print = max((deferred_prints.get(c.resource, 0) for c in model.commands
+                                  if isinstance(c, PrintCommand)), default=0)
     budget.check_total({
-        "buffers": sum(sizes.values()),
+        "buffers": parts["buffers"],
         "OWNED_BY_DML copies": owned,
-        "files to write": sum(writes) + max(writes, default=0),
+        "files to write": parts["files to write"],
         "the largest dispatch": max(dispatches, default=0),
-        "the longest print": PRINT_BYTES_PER_ELEMENT * max(prints, default=0),
+        "ONNX outputs": sum(size for _, size in deferred),
+        "the longest print": max(parts["the longest print"], PRINT_BYTES_PER_ELEMENT * longest_deferred_print),
     }, where=f"model {shown(str(model.path))}")
 
 
@@ -461,20 +532,35 @@ def _write_where(command: WriteFileCommand) -> str:
     return f"command {command.index} (writeFile {shown(str(command.target_path))})"
 
 
-def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layout: tuple | None = None) -> None:
+def write_staged(command: WriteFileCommand, model: Model, contents: bytes, layout: tuple | None = None,
+                 created: CreatedFiles | None = None) -> None:
     """Write staged bytes as .npy (elements of the resource's initialValuesDataType) or raw bytes, atomically;
     an image's staged bytes are its encoded file. `layout`: a deferred resource's (DataType, shape).
 
     Missing folders are created, as DxDispatch creates them: the target was checked, when the model
     was read, to lie inside the output folder (unless paths outside were allowed), so they are too.
+    `created` records what did not exist before, for taking it back.
     """
+    import os
+
     from ..io.atomic import write_atomically
-    from ..io.npy import save_npy
 
     resource = model.resources[command.resource]
     path = Path(command.resolved_path or command.target_path)
     where = _write_where(command)
+    missing = [folder for folder in path.parents if not os.path.lexists(folder)]
     _make_folder(path, where)
+    new_file = not os.path.lexists(path)
+    if created is not None:
+        created.folders += reversed(missing)  # outermost first: taken back innermost first
+    _write_file(command, resource, path, contents, layout, write_atomically)
+    if created is not None and new_file:
+        created.files.append(path)
+
+
+def _write_file(command: WriteFileCommand, resource, path: Path, contents, layout, write_atomically) -> None:
+    from ..io.npy import save_npy
+
     if path.suffix.lower() != ".npy":
         write_atomically(path, lambda handle: handle.write(contents))
         return

@@ -230,9 +230,16 @@ class _Unkeyed(Exception):
     """A parameter value _frozen cannot key exactly."""
 
 
-def _frozen(value):
+# Deeper parameter values (a model's fused activation desc nested 300 deep) are not kept as keys: a call with them
+# is planned without the cache, and its validation says what is wrong with them.
+_FROZEN_DEPTH = 32
+
+
+def _frozen(value, depth: int = 0):
     """`value` as a hashable key that keeps its type and its exact value: 1, 1.0, True, numpy.float32(1) and
     -0.0 against 0.0 read differently as parameters, so they must not share a key (equal Python values do)."""
+    if depth > _FROZEN_DEPTH:
+        raise _Unkeyed
     kind = type(value)
     if kind in _PLAIN_KINDS:
         return (kind, value)
@@ -241,9 +248,9 @@ def _frozen(value):
     if isinstance(value, np.generic):
         return (kind, value.tobytes())
     if kind is list or kind is tuple:
-        return (kind, tuple(_frozen(item) for item in value))
+        return (kind, tuple(_frozen(item, depth + 1) for item in value))
     if kind is dict or isinstance(value, Mapping):
-        return (dict, tuple((name, _frozen(item)) for name, item in value.items()))
+        return (dict, tuple((name, _frozen(item, depth + 1)) for name, item in value.items()))
     if isinstance(value, (DataType, FeatureLevel, Operator, np.dtype, type)):  # immutable and hashable
         return (kind, value)
     raise _Unkeyed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import contextlib
 import errno
 import os
 import stat
@@ -157,6 +158,38 @@ def write_stdout(array: np.ndarray, suffix: str, *, stdout=None) -> None:
     binary.flush()
 
 
+# What a run must take back if the process ends without unwinding: cli/signals.py ends it itself when a signal
+# comes while a long C call (NumPy, ONNX Runtime) keeps the main thread from raising. The temporary files being
+# written, and callbacks (a model's files written before a later one failed).
+_IN_FLIGHT: set[str] = set()
+_CLEANUPS: list = []
+
+
+@contextlib.contextmanager
+def cleanup_if_abandoned(callback):
+    """Within the block, `callback()` runs if the process is ended by abandon()."""
+    _CLEANUPS.append(callback)
+    try:
+        yield
+    finally:
+        _CLEANUPS.remove(callback)
+
+
+def abandon() -> None:
+    """Remove the temporary files being written and run the cleanups, last registered first: the process is
+    about to end without unwinding. Called from another thread while the main one is stuck; never raises."""
+    for temporary in list(_IN_FLIGHT):
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+    for callback in reversed(list(_CLEANUPS)):
+        try:
+            callback()
+        except Exception:  # noqa: BLE001 - the process is ending: take back what can be taken back
+            pass
+
+
 def write_atomically(path: Path, write) -> None:
     """Write through a temporary file in the target's folder, renamed over the target only once complete.
 
@@ -183,6 +216,7 @@ def write_atomically(path: Path, write) -> None:
         except OSError as error:
             raise InputError(f"output {quoted(shown)}: cannot create a file in {quoted(folder)} "
                              f"({error.strerror})") from None
+        _IN_FLIGHT.add(temporary)
         with os.fdopen(descriptor, "wb") as handle:
             _keep_identity(path if kind == REPLACED else None, handle.fileno())
             write(handle)
@@ -200,6 +234,8 @@ def write_atomically(path: Path, write) -> None:
             raise InputError(f"output {quoted(shown)}: write failed ({error.strerror or _first_line(error)}); "
                              f"the target was left as it was {removed}") from None
         raise
+    finally:
+        _IN_FLIGHT.discard(temporary)
     sync_folder(folder)
 
 

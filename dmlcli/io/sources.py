@@ -60,8 +60,10 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     where = f"{label} {quoted(source)}"
     check_input_file(path, where=where)
     # One open, so that a pipe given as a JSON file is read once, from its start.
+    from .waiting import note_while_waiting
+
     try:
-        with open(path, "rb") as handle:
+        with note_while_waiting(path, where), open(path, "rb") as handle:
             head = handle.read(len(NPY_MAGIC))
             is_npy = head == NPY_MAGIC or path.suffix.lower() == ".npy"
             raw = b"" if is_npy else head + handle.read()

@@ -102,37 +102,6 @@ def gather(flat: np.ndarray, sizes, strides, *, offset: int = 0, where: str) -> 
     return np.ascontiguousarray(strided_view(flat, sizes, strides, offset=offset, where=where))
 
 
-def overlaps_itself(sizes, strides) -> bool:
-    """True when two elements of the tensor share an address (a zero stride, or strides that collide)."""
-    count = int(np.prod(sizes, dtype=object))
-    if count <= 1:
-        return False
-    if count > last_element_index(sizes, strides) + 1:
-        return True
-    dims = sorted((stride, size) for size, stride in zip(sizes, strides) if size > 1)
-    if any(stride == 0 for stride, _ in dims):
-        return True
-    # Each dimension stepping past everything the smaller-stride dimensions reach cannot collide
-    # (packed and transposed layouts); only other layouts need the element-by-element check.
-    reach = 0
-    for stride, size in dims:
-        if stride <= reach:
-            offsets = element_offsets(sizes, strides)
-            return np.unique(offsets).size != count
-        reach += (size - 1) * stride
-    return False
-
-
-def element_offsets(sizes, strides) -> np.ndarray:
-    """The element offset of every element, as an int64 array of shape `sizes`."""
-    offsets = np.zeros(tuple(sizes), dtype=np.int64)
-    for axis, (size, stride) in enumerate(zip(sizes, strides)):
-        shape = [1] * len(sizes)
-        shape[axis] = size
-        offsets = offsets + (np.arange(size, dtype=np.int64) * stride).reshape(shape)
-    return offsets
-
-
 def tensor_from_buffer(data: np.ndarray, shape, strides, *, where: str) -> np.ndarray:
     """The JSON tensor form: `data` (any nesting, read flat) seen as `shape` with `strides`."""
     if shape is None:
@@ -152,15 +121,18 @@ def buffer_bytes_for(count: int, bits: int) -> int:
     return (count * bits + 7) // 8
 
 
-def to_buffer_bytes(array: np.ndarray, data_type: DataType) -> bytes:
+def to_buffer_bytes(array: np.ndarray, data_type: DataType) -> memoryview:
     """Elements as a D3D12 buffer holds them, in C order: little-endian; 4-bit ones two a byte, the first in the
-    low four bits (an odd count leaves the last byte's high half 0)."""
+    low four bits (an odd count leaves the last byte's high half 0). Read-only, and without a copy where the
+    array already is such a buffer (a model's initial values can be most of its memory)."""
     if data_type.is_four_bit:
         nibbles = (to_kernel_array(np.asarray(array)).astype(np.uint8) & np.uint8(0xF)).reshape(-1)
         if nibbles.size % 2:
             nibbles = np.append(nibbles, np.uint8(0))
-        return (nibbles[0::2] | (nibbles[1::2] << np.uint8(4))).tobytes()
-    return np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).tobytes()
+        packed = nibbles[0::2] | (nibbles[1::2] << np.uint8(4))
+    else:
+        packed = np.ascontiguousarray(array).astype(little_endian(array.dtype), copy=False).reshape(-1).view(np.uint8)
+    return memoryview(packed).toreadonly()
 
 
 def from_buffer_bytes(raw, data_type: DataType, count: int | None = None, offset: int = 0) -> np.ndarray:
@@ -177,6 +149,17 @@ def from_buffer_bytes(raw, data_type: DataType, count: int | None = None, offset
     if count is None:
         count = (len(raw) - offset) // dtype.itemsize
     return np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
+
+
+def element_offsets(sizes, strides) -> np.ndarray:
+    """The element offset of every element, as an int64 array of shape `sizes` (as large as the tensor: for
+    writing its elements, never for checking a desc, which io/overlap.py does by arithmetic)."""
+    offsets = np.zeros(tuple(sizes), dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(sizes, strides)):
+        shape = [1] * len(sizes)
+        shape[axis] = size
+        offsets = offsets + (np.arange(size, dtype=np.int64) * stride).reshape(shape)
+    return offsets
 
 
 def store_four_bit(raw: bytearray, offset: int, sizes, strides, values: np.ndarray) -> None:

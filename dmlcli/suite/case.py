@@ -103,10 +103,23 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
                 if file.is_file() and not hidden:
                     found.setdefault(file, case_id_for(file, path))
         elif path.exists():
+            _check_case_file(path, given)
             found.setdefault(path, case_id_for(path, None))
         else:
             raise InputError(f"test path {quoted(given)}: no such file or folder")
     return sorted(found.items(), key=lambda item: (str(item[0]), item[1]))
+
+
+def _check_case_file(path: Path, given) -> None:
+    """A case named directly is a file or a FIFO (read as it comes): a device such as /dev/zero would be read
+    until memory runs out, a socket cannot be read as a file."""
+    import stat
+
+    mode = path.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        kind = "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        raise InputError(f"test path {quoted(given)}: is {kind}, expected a case file (.json) or a folder of them")
 
 
 def read_document(path: Path) -> dict:
@@ -115,8 +128,11 @@ def read_document(path: Path) -> dict:
     # numbers read exactly as `dmlcli run` reads them.
     from ..io.json_tensor import _load_json
 
+    from ..io.waiting import note_while_waiting
+
     try:
-        text = path.read_text(encoding="utf-8")
+        with note_while_waiting(path, f"the case {quoted(path)}"):
+            text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise CaseError(f"{quoted(path)}: is not UTF-8 text, so not a JSON case") from None
     except OSError as error:

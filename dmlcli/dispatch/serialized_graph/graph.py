@@ -28,7 +28,7 @@ from ...errors import InputError, ValidationError
 from ..files import PathRules, RegularFile, file_beside, shown_path, source_file
 from ..jsonc import shown
 from ..memory import MemoryBudget
-from ..binding import BoundTensor, CheckedDispatchable, bind_tensor, check_dispatchable, tensors_overlap
+from ..binding import BoundTensor, CheckedDispatchable, bind_tensor, check_dispatchable, sharing, tensors_overlap
 from ..dispatchable import (BindingSource, Dispatchable, DispatchCommand, binding_source, find_model_operator,
                             parse_dispatchable)
 from .reader import GraphRecord, NodeRecord, read_graph
@@ -369,6 +369,8 @@ def _check_output_aliasing(outputs: list[tuple[str, BoundTensor]], inputs: list[
     in-place execution for some operators only, and for no graph. Each item: (what it is, the bound tensor)."""
     for position, (name, output) in enumerate(outputs):
         for other_name, other in outputs[position + 1:] + inputs:
-            if tensors_overlap(output, other):
-                raise ValidationError(f"{where}: {name} and {other_name} share bytes of buffer "
-                                      f"{shown(output.resource)}; a graph's outputs need memory of their own")
+            overlapping = tensors_overlap(output, other)  # None: could not be ruled out within bounded work
+            if overlapping is not False:
+                raise ValidationError(f"{where}: {name} and {other_name} {sharing(overlapping)} bytes "
+                                      f"of buffer {shown(output.resource)}; a graph's outputs need memory of "
+                                      "their own")
