@@ -20,6 +20,8 @@ import numpy as np
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 MAX_RANK = 8  # DirectML tensors have 1 to 8 dimensions
+MAX_DIAGONAL_RANK = 4  # DIAGONAL_MATRIX1 takes 2 to 4 dimensions
+MAX_UNPOOL_RANK = 4  # MAX_UNPOOLING takes 4 dimensions
 
 # ONNX's TensorProto.DataType codes (onnx.proto) -> NumPy dtype names, for EyeLike's `dtype` attribute.
 TENSOR_PROTO_TYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
@@ -54,6 +56,13 @@ class OnnxCall:
     attributes: Mapping[str, object] = field(default_factory=dict)
     outputs: int = 1
     output_names: tuple[str, ...] = ()  # "" for an optional output the case does not check (RNN's Y)
+    # The opset of the node's domain in a model (an operator's meaning changes with it: Softmax before 13 takes
+    # every axis from `axis` on); None for a node test, which is written for the newest version.
+    opset: int | None = None
+
+    def since(self, version: int) -> bool:
+        """Whether the node follows the operator's definition from `version` on (a node test always does)."""
+        return self.opset is None or self.opset >= version
 
     def input(self, position: int) -> np.ndarray | None:
         return self.inputs[position] if position < len(self.inputs) else None
@@ -166,9 +175,13 @@ def adapt_arg_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
 
 
 def adapt_axis_activation(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
-    """Softmax, LogSoftmax, Hardmax (opset 13: one axis, default -1) -> the *1 activations' Axes."""
+    """Softmax, LogSoftmax, Hardmax -> the *1 activations' Axes: opset 13 normalises along one axis (default -1);
+    before 13 the input is seen as 2-D, {axis, ..., rank - 1} normalised together (default axis 1)."""
     data = data_input(call)
-    return Prepared({**fixed, "Axes": (normalised_axis(call.attr("axis", -1), data.ndim),)}, [data])
+    if call.since(13):
+        return Prepared({**fixed, "Axes": (normalised_axis(call.attr("axis", -1), data.ndim),)}, [data])
+    axis = normalised_axis(call.attr("axis", 1), data.ndim)
+    return Prepared({**fixed, "Axes": tuple(range(axis, data.ndim))}, [data])
 
 
 # ---------------------------------------------------------------- data movement
@@ -305,9 +318,31 @@ def adapt_gather(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, [padded(data, rank), padded(indices, rank)], finish=reshaped_to([onnx_shape]))
 
 
+def indices_window(call: OnnxCall) -> tuple[slice, ...] | None:
+    """GatherElements' and ScatterElements' data seen through the indices' Sizes off the axis, where the indices
+    are smaller there (ONNX allows it; DirectML's *_ELEMENTS want equal Sizes off Axis): the window of data that
+    a tensor desc with data's Strides and the indices' Sizes reads. None where the Sizes are already equal."""
+    data, indices = data_input(call), call.input(1)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    if indices is None or indices.ndim != data.ndim:
+        raise MappingError(f"ONNX's {call.op} indices must have data's rank {data.ndim}")
+    window = []
+    for dimension, (have, want) in enumerate(zip(data.shape, indices.shape)):
+        if dimension != axis and want > have:
+            raise MappingError(f"ONNX's {call.op} indices Sizes {list(indices.shape)} exceed data's "
+                               f"{list(data.shape)} off the axis")
+        window.append(slice(None) if dimension == axis else slice(0, want))
+    smaller = any(want < have for d, (have, want) in enumerate(zip(data.shape, indices.shape)) if d != axis)
+    return tuple(window) if smaller else None
+
+
 def adapt_gather_elements(call: OnnxCall, fixed) -> Prepared:
+    """GATHER_ELEMENTS reads data through the indices' Sizes off the axis (the same Strides, smaller Sizes: a
+    window), as ONNX Runtime's DirectML provider binds it; equal Sizes are the plain call."""
     data = data_input(call)
-    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", 0), data.ndim)}, [data, call.input(1)])
+    window = indices_window(call)
+    view = data if window is None else data[window]
+    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", 0), data.ndim)}, [view, call.input(1)])
 
 
 def adapt_gather_nd(call: OnnxCall, fixed) -> Prepared:
@@ -365,6 +400,22 @@ def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
         return outputs[0], outputs[1].view(np.int64) if outputs[1].dtype == np.uint64 else outputs[1]
 
     return Prepared(values, [data], output_dtype="uint64", finish=finish)
+
+
+def top_k_free_order(call: OnnxCall) -> int | None:
+    """sorted=0 leaves the order of TopK's k elements free in ONNX: the axis along which values and indices are
+    compared as a set of (value, index) pairs (None: sorted, compared in place)."""
+    if call.attr("sorted", 1):
+        return None
+    return normalised_axis(call.attr("axis", -1), data_input(call).ndim)
+
+
+def in_index_order(outputs: Sequence[np.ndarray], axis: int) -> tuple[np.ndarray, ...]:
+    """TopK's values and indices with each slice along `axis` ordered by index: one order for any two results
+    holding the same (value, index) pairs, whatever order each was written in."""
+    values, indices = outputs[0], outputs[1]
+    order = np.argsort(indices, axis=axis, kind="stable")
+    return np.take_along_axis(values, order, axis=axis), np.take_along_axis(indices, order, axis=axis)
 
 
 DEPTH_SPACE_ORDERS = {"DCR": "DEPTH_COLUMN_ROW", "CRD": "COLUMN_ROW_DEPTH"}
@@ -434,13 +485,27 @@ def trilu_bounds(call: OnnxCall) -> tuple[int, int]:
     return (INT32_MIN, k) if call.attr("upper", 1) else (k + 1, INT32_MAX)
 
 
+def folded_batch(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """`shape` with its leading dimensions folded into one so that it has at most `rank` dimensions (a reshape of
+    a packed tensor: ONNX Runtime's DirectML provider folds the leading dimensions of MatMul's operands so,
+    SetDimensionCount(4, ..., foldEndDimensions))."""
+    if len(shape) <= rank:
+        return shape
+    keep = rank - 1
+    return (math.prod(shape[:len(shape) - keep]),) + shape[len(shape) - keep:]
+
+
 def adapt_trilu(call: OnnxCall, fixed) -> Prepared:
     """DIAGONAL_MATRIX1 with InputTensor writes Value (0) where column - row is in [Begin, End): triu (upper=1)
-    zeroes column - row < k, tril zeroes column - row > k."""
+    zeroes column - row < k, tril zeroes column - row > k. Past 4 dimensions the leading ones (each a stack of
+    matrices treated alike) are folded into one, and the output reshaped back."""
     data = data_input(call)
     begin, end = trilu_bounds(call)
     values = {**fixed, "DiagonalFillBegin": begin, "DiagonalFillEnd": end, "Value": "0"}
-    return Prepared(values, [data])
+    folded = folded_batch(data.shape, MAX_DIAGONAL_RANK)
+    if folded == data.shape:
+        return Prepared(values, [data])
+    return Prepared(values, [data.reshape(folded)], finish=reshaped_to([data.shape]))
 
 
 def adapt_range(call: OnnxCall, fixed) -> Prepared:
@@ -458,9 +523,25 @@ def adapt_one_input(call: OnnxCall, fixed) -> Prepared:
     return Prepared(dict(fixed), [data_input(call)])
 
 
+def broadcast_operands(tensors: Sequence[np.ndarray]) -> tuple[list[np.ndarray], Callable]:
+    """An element-wise call's operands at one rank: ONNX's multidirectional broadcasting aligns Sizes from the
+    right, DirectML's descs all have the output's DimensionCount (at least 1), so each operand gets leading
+    size-1 axes (a reshape; dmlcli's broadcast then gives the zero Strides). A 0-D result (every operand 0-D) is
+    DirectML's {1}, reshaped back; the finish that does so is returned with the operands."""
+    try:
+        shape = np.broadcast_shapes(*(tensor.shape for tensor in tensors))
+    except ValueError:
+        raise MappingError("ONNX's inputs of Sizes " + ", ".join(str(list(t.shape)) for t in tensors)
+                           + " do not broadcast") from None
+    rank = max(len(shape), 1)
+    operands = [padded(tensor, rank) for tensor in tensors]
+    return operands, (reshaped_to([shape]) if not shape else _same)
+
+
 def adapt_where(call: OnnxCall, fixed) -> Prepared:
     condition, a, b = call.inputs[:3]
-    return Prepared(dict(fixed), [condition.astype(np.uint8), a, b], broadcast=True)
+    operands, finish = broadcast_operands([condition.astype(np.uint8), a, b])
+    return Prepared(dict(fixed), operands, broadcast=True, finish=finish)
 
 
 # ---------------------------------------------------------------- normalization
@@ -650,14 +731,66 @@ def resize_plan(call: OnnxCall) -> ResizeMapping:
     return ResizeMapping(mode, rounding, tuple(used), tuple(ins), tuple(outs), tuple(sizes), antialiased)
 
 
+MAX_RESAMPLE_RANK = 4  # RESAMPLE2 and RESAMPLE3 take 1 to 4 dimensions
+
+
+def _axis_left_alone(plan: ResizeMapping, axis: int, in_size: int) -> bool:
+    """Whether RESAMPLE reads output element o of this axis from input element o (so the axis can be merged with
+    a neighbour that is left alone too): the same size and each float32 coordinate, clamped and rounded as the
+    operator rounds it (resampling's resample_coordinates), is o itself."""
+    out_size = plan.output_shape[axis]
+    if in_size != out_size or plan.scales[axis] != 1.0:
+        return False
+    o = np.arange(out_size, dtype=np.float32)
+    x = np.clip((o - np.float32(plan.output_offsets[axis])) - np.float32(plan.input_offsets[axis]),
+                np.float32(0), np.float32(in_size - 1))
+    if plan.mode == "NEAREST_NEIGHBOR":
+        x = np.ceil(x) if plan.rounding == "INCREASING" else np.floor(x)
+    return bool(np.array_equal(x, o))
+
+
+def resize_layout(plan: ResizeMapping, shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    """RESAMPLE's view of a Resize of more than 4 dimensions: [(first, last) axis of ONNX's, ...], one per axis of
+    the call.
+    As ONNX Runtime's DirectML provider does (DmlOperatorResize.cpp), axes of size 1 in both input and output are
+    dropped (one is kept where all are); then, while more than 4 remain, two neighbouring axes that the resample
+    leaves alone are merged into one (a reshape: each is read element for element). Each group is one axis of the
+    call; its parameters are the group's first axis's where it is one ONNX axis, an identity's otherwise."""
+    axes = [axis for axis, (n, m) in enumerate(zip(shape, plan.output_shape)) if not n == m == 1] or [0]
+    groups = [(axis, axis) for axis in axes]
+    while len(groups) > MAX_RESAMPLE_RANK:
+        for index in range(len(groups) - 1):
+            (first, middle), (after, last) = groups[index], groups[index + 1]
+            alone = all(_axis_left_alone(plan, axis, shape[axis]) or shape[axis] == plan.output_shape[axis] == 1
+                        for axis in range(first, last + 1))
+            if alone:
+                groups[index:index + 2] = [(first, last)]
+                break
+        else:
+            break
+    return groups
+
+
 def adapt_resize(call: OnnxCall, fixed) -> Prepared:
+    data = data_input(call)
     plan = resize_plan(call)
+    finish = _same
+    if data.ndim > MAX_RESAMPLE_RANK:
+        groups = resize_layout(plan, data.shape)
+        merged = [first != last for first, last in groups]
+        finish = reshaped_to([plan.output_shape])
+        data = data.reshape(tuple(math.prod(data.shape[f:l + 1]) for f, l in groups))
+        plan = ResizeMapping(
+            plan.mode, plan.rounding, tuple(1.0 if m else plan.scales[f] for (f, _), m in zip(groups, merged)),
+            tuple(0.0 if m else plan.input_offsets[f] for (f, _), m in zip(groups, merged)),
+            tuple(0.0 if m else plan.output_offsets[f] for (f, _), m in zip(groups, merged)),
+            tuple(math.prod(plan.output_shape[f:l + 1]) for f, l in groups), plan.antialiased)
     values = {**fixed, "InterpolationMode": plan.mode, "RoundingDirection": plan.rounding, "Scales": plan.scales,
               "InputPixelOffsets": plan.input_offsets, "OutputPixelOffsets": plan.output_offsets,
               "OutputTensor.Sizes": plan.output_shape}
     if call.op == "Resize":  # RESAMPLE3; Upsample maps onto RESAMPLE2, which has no Antialiased
         values["Antialiased"] = plan.antialiased
-    return Prepared(values, [data_input(call)])
+    return Prepared(values, [data], finish=finish)
 
 
 # ---------------------------------------------------------------- convolutions
@@ -794,13 +927,10 @@ def _matmul_operands(a: np.ndarray, b: np.ndarray):
         raise MappingError(f"ONNX's MatMul batch Sizes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
     # NumPy's matmul drops the axis a 1-D operand gained.
     out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
-    return np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:]), out_shape
-
-
-def matmul_rank(call: OnnxCall) -> int:
-    """The rank of DirectML's call for ONNX's MatMul-like operators (at least 2)."""
-    a, b = call.input(0), call.input(1) if call.op != "QLinearMatMul" else call.input(3)
-    return max(2, *(x.ndim for x in (a, b) if x is not None))
+    a2, b2 = np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:])
+    if rank > MAX_GEMM_RANK:  # the leading batch dimensions folded into one (a reshape of the broadcast operands)
+        a2, b2 = a2.reshape(folded_batch(a2.shape, MAX_GEMM_RANK)), b2.reshape(folded_batch(b2.shape, MAX_GEMM_RANK))
+    return a2, b2, out_shape
 
 
 def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
@@ -898,9 +1028,16 @@ def _as_4d(data: np.ndarray) -> np.ndarray:
     return data.reshape(data.shape[:2] + (1,) + data.shape[2:]) if data.ndim == 3 else data
 
 
+def plain_max_pool(call: OnnxCall) -> bool:
+    """A MaxPool that asks for Y alone and dilates nothing: DirectML's plain MAX_POOLING computes it."""
+    return call.outputs < 2 and all(int(d) == 1 for d in call.attr("dilations", ()))
+
+
 def adapt_pool(call: OnnxCall, fixed) -> Prepared:
     """AveragePool, MaxPool, LpPool and their Global forms: explicit paddings; a 1-D pool gets a size-1 H axis
-    (window 1) and its output loses it again."""
+    (window 1) and its output loses it again. A plain MaxPool (plain_max_pool) is MAX_POOLING: no Dilations, no
+    Indices."""
+    plain = call.op == "MaxPool" and plain_max_pool(call)
     data = data_input(call)
     one_d = data.ndim == 3
     w = pool_windows(call)
@@ -911,7 +1048,7 @@ def adapt_pool(call: OnnxCall, fixed) -> Prepared:
 
     values = {**fixed, "WindowSize": lift(w.window, 1), "Strides": lift(w.strides, 1),
               "StartPadding": lift(w.start, 0), "EndPadding": lift(end, 0)}
-    if call.op in ("AveragePool", "MaxPool", "LpPool"):
+    if call.op in ("AveragePool", "MaxPool", "LpPool") and not plain:
         values["Dilations"] = lift(w.dilations, 1)
     if call.op == "AveragePool":
         values["IncludePadding"] = bool(call.attr("count_include_pad", 0))
@@ -927,7 +1064,8 @@ def adapt_pool(call: OnnxCall, fixed) -> Prepared:
         # ONNX's int64 indices: DirectML's UINT64 (5_0), the same bits for indices below 2^63.
         return shaped[0], shaped[1].view(np.int64)
 
-    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if call.op == "MaxPool" else None, finish=finish)
+    indices = call.op == "MaxPool" and not plain
+    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if indices else None, finish=finish)
 
 
 def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
@@ -944,13 +1082,27 @@ def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
                                   for i, (n, s, k) in enumerate(zip(data.shape[2:], strides, window)))
 
 
+def unpool_4d(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """MaxUnpool's {N, C, spatial...} as MAX_UNPOOLING's 4 dimensions: 1-D {N, C, W} gains a size-1 H, 3-D
+    {N, C, D, H, W} is {N, C, D, H x W}. The indices are flat positions in the output, which a reshape of its
+    trailing dimensions does not change, and each input element is written where its index says whatever the
+    window's shape, so the call is the same (a reshape, as ONNX Runtime's DirectML provider makes it)."""
+    if len(shape) == 3:
+        return shape[:2] + (1,) + shape[2:]
+    if len(shape) == 5:
+        return shape[:3] + (shape[3] * shape[4],)
+    return shape
+
+
 def adapt_max_unpool(call: OnnxCall, fixed) -> Prepared:
     data, indices = call.input(0), call.input(1)
     if indices is None:
         raise MappingError("ONNX's MaxUnpool needs its indices input I")
+    out_shape = unpool_output_sizes(call)
     # ONNX's int64 indices as DirectML's UINT64 IndicesTensor (5_0): the same bits for indices >= 0.
-    values = {**fixed, "OutputTensor.Sizes": unpool_output_sizes(call)}
-    return Prepared(values, [data, indices.astype(np.int64).view(np.uint64)])
+    values = {**fixed, "OutputTensor.Sizes": unpool_4d(out_shape)}
+    inputs = [data.reshape(unpool_4d(data.shape)), indices.astype(np.int64).view(np.uint64).reshape(unpool_4d(indices.shape))]
+    return Prepared(values, inputs, finish=reshaped_to([out_shape]))
 
 
 def roi_align_half_pixel(call: OnnxCall) -> bool:
