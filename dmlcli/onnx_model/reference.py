@@ -64,7 +64,7 @@ def folded_outputs(node: Node, model: LoadedModel, values: Mapping[str, np.ndarr
 
 def _session_options(onnxruntime, *, optimise: bool):
     options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # fatal only: dmlcli words ONNX Runtime's errors itself, in one line
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     if not optimise:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL

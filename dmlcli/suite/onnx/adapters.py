@@ -687,24 +687,54 @@ def resize_extrapolates(call: OnnxCall) -> bool:
 
 def _pixel_offsets(transform: str, n: int, out: int, scale: float, crop: tuple[float, float]):
     """(Scale, InputPixelOffset, OutputPixelOffset) that make x = (o - OutputPixelOffset) / Scale - InputPixelOffset
-    ONNX's coordinate_transformation_mode along one dimension."""
-    if transform == "asymmetric" or (transform == "pytorch_half_pixel" and out == 1):
+    ONNX's coordinate_transformation_mode along one dimension, as ONNX Runtime's DirectML provider computes them
+    (DmlOperatorResize.cpp, ComputePixelOffsetsAndScales): align_corners and tf_crop_and_resize from the output's
+    Sizes, pytorch_half_pixel's special case on the input's length. Where that gives other values than ONNX's
+    reference, the table's Resize entry says so (resize_differences)."""
+    if transform == "asymmetric":
         return scale, 0.0, 0.0
+    if transform == "pytorch_half_pixel":
+        return (FLOAT32_MAX, 0.0, 0.0) if n <= 1 else (scale, 0.5, -0.5)
     if transform == "align_corners":
-        # ONNX's x = o * (n - 1) / (length - 1), the length being n * scale before rounding down.
-        length = n * scale
-        return ((length - 1) / (n - 1) if length > 1 and n > 1 else 1.0), 0.0, 0.0
+        return ((out - 1) / (n - 1) if out > 1 and n > 1 else FLOAT32_MAX), 0.0, 0.0
     if transform == "half_pixel_symmetric":
         return scale, 0.5 - (n / 2) * (1 - out / (n * scale)), -0.5
     if transform == "tf_crop_and_resize":
-        # x = o * (end - start) * (n - 1) / (length - 1) + start * (n - 1): a Scale and an InputPixelOffset.
+        # x = o * (end - start) * (n - 1) / (out - 1) + start * (n - 1): a Scale and an InputPixelOffset.
         start, end = crop
-        length = n * scale
-        if length == 1:
+        if out == 1 or n <= 1:  # ONNX's 0.5 * (start + end) * (n - 1) (the provider's Scale would be 0 here)
             return 1.0, -((end - start) * (n - 1) / 2 + start * (n - 1)), 0.0
-        span = (end - start) * (n - 1)
-        return ((length - 1) / span if span else FLOAT32_MAX), -start * (n - 1), 0.0
-    return scale, 0.5, -0.5  # half_pixel, and pytorch_half_pixel with more than one output element
+        return (out - 1) / max((end - start) * (n - 1), 1.0), -start * (n - 1), 0.0
+    return scale, 0.5, -0.5  # half_pixel
+
+
+def resize_differences(call: OnnxCall) -> str | None:
+    """Where ONNX Runtime's DirectML provider maps a Resize to values ONNX's reference does not give, what differs
+    (None where they agree). The provider takes align_corners' and tf_crop_and_resize's length from the output's
+    Sizes, ONNX's reference from input x scale before it is rounded down; it tests pytorch_half_pixel's special case
+    on the input's length, ONNX on the output's; and DirectML widens the antialiasing filter by 1 / Scale, which
+    for align_corners is the coordinate scale (out - 1) / (in - 1), not ONNX's size ratio."""
+    if call.op != "Resize":
+        return None
+    shape = data_input(call).shape
+    scales, sizes = _resize_sizes_and_scales(call, shape)
+    transform = str(call.attr("coordinate_transformation_mode", "half_pixel"))
+    antialiased = str(call.attr("mode", "nearest")) == "linear" and bool(call.attr("antialias", 0))
+    crops = zip(*_crop_region(call, len(shape))) if transform == "tf_crop_and_resize" else [(0.0, 1.0)] * len(shape)
+    for n, out, scale, (start, end) in zip(shape, sizes, scales, crops):
+        if transform == "tf_crop_and_resize" and out > 1 and n > 1 and (end - start) * (n - 1) < 1:
+            return (f"tf_crop_and_resize with a region {(end - start) * (n - 1):g} elements long: ONNX Runtime's "
+                    "DirectML provider divides by at least 1 (std::max(..., 1.0f)), ONNX by the region's length")
+        if transform in ("align_corners", "tf_crop_and_resize") and out > 1 and n * scale != out:
+            return (f"{transform} with an input length {n} x scale {scale:g} that is not whole: ONNX's reference maps "
+                    f"coordinates with length {n * scale:g}, ONNX Runtime's DirectML provider with the output's {out}")
+        if transform == "pytorch_half_pixel" and out == 1 and n > 1:
+            return ("pytorch_half_pixel with an output length 1: ONNX reads input element 0, ONNX Runtime's DirectML "
+                    "provider tests the input's length (not 1) and maps it as half_pixel")
+        if antialiased and transform == "align_corners" and scale < 1 and n > 1 and (out - 1) / (n - 1) != scale:
+            return ("antialias with align_corners: DirectML widens the filter by 1 / Scale, and align_corners' Scale "
+                    "is (out - 1) / (in - 1), not ONNX's size ratio")
+    return None
 
 
 def resize_plan(call: OnnxCall) -> ResizeMapping:

@@ -85,11 +85,12 @@ def entry_of(call: OnnxCall) -> Entry:
     return entry
 
 
-def cannot_reason(entry: Entry, call: OnnxCall) -> str | None:
-    """The DirectML reason the entry cannot compute the call (its own conditions), or None. What DirectML can never
-    compute says so first, whether or not dmlcli has the operator yet. InputError for a malformed call."""
+def cannot_reason(entry: Entry, call: OnnxCall, conditions=None) -> str | None:
+    """The DirectML reason the entry cannot compute the call (its own conditions, or the `conditions` given), or
+    None. What DirectML can never compute says so first, whether or not dmlcli has the operator yet. InputError for
+    a malformed call."""
     try:
-        for condition in entry.cannot:
+        for condition in entry.cannot if conditions is None else conditions:
             if condition.when(call):
                 return condition.describe(call)
     except MappingError as error:
@@ -107,12 +108,13 @@ def prepare(entry: Entry, call: OnnxCall) -> Prepared:
 
 def plan_call(call: OnnxCall, expected: Sequence[np.ndarray] = (), case_name: str = "") -> Planned | Skipped:
     """The DirectML call for an ONNX call (a node test's, or a model's node), or why DirectML cannot compute it:
-    the entry's own conditions, then the operator's support rows (a data type or rank no level takes, a size of
-    zero among the inputs or the `expected` outputs)."""
+    the entry's own conditions and those where ONNX Runtime's DirectML provider gives other values than ONNX
+    defines (a node test cannot match them), then the operator's support rows (a data type or rank no level takes,
+    a size of zero among the inputs or the `expected` outputs)."""
     entry = entry_of(call)
     if entry.directml is None:
         return Skipped(entry.reason)
-    reason = cannot_reason(entry, call)
+    reason = cannot_reason(entry, call, entry.cannot + entry.differs)
     if reason is not None:
         return Skipped(reason)
     operator = directml_operator(entry)

@@ -51,10 +51,13 @@ class Cannot:
     """A condition under which DirectML cannot compute the case, and the DirectML fact that says why."""
 
     when: Callable[[a.OnnxCall], bool]
-    reason: str  # the skip message; {name} is the ONNX attribute's value
+    # The skip message: {name} is the ONNX attribute's value; or a function of the call that words it.
+    reason: str | Callable[[a.OnnxCall], str]
     defaults: Mapping[str, object] = field(default_factory=dict)  # ONNX's default of each {name} a call may leave out
 
     def describe(self, call: a.OnnxCall) -> str:
+        if callable(self.reason):
+            return self.reason(call)
         return self.reason.format_map(_Attributes(call.attributes, self.defaults))
 
 
@@ -83,6 +86,11 @@ class Entry:
     # Where ONNX leaves the order of the outputs free along an axis (TopK's sorted=0): the axis, or None where the
     # call's order is fixed; such outputs are compared as sets of (value, index) pairs (adapters.in_index_order).
     free_order: Callable[[a.OnnxCall], int | None] | None = None
+    # The conditions under which ONNX Runtime's DirectML provider maps a call to other values than ONNX defines
+    # (Resize's align_corners with a length that is not whole): a node test is skipped with the reason, as it
+    # cannot match ONNX's expected values; a model's node runs as the provider runs it (dmlcli onnx), and
+    # --compare ort shows the difference.
+    differs: tuple[Cannot, ...] = ()
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -226,6 +234,11 @@ _STRIDED = ("DirectML has no {what} operator: ONNX Runtime's DirectML provider c
 PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input's rank (a reshape)"
 
 
+_PROVIDER_RESIZE = Cannot(lambda c: a.resize_differences(c) is not None,
+                          lambda c: "ONNX Runtime's DirectML provider maps this Resize to other values than ONNX's "
+                                    "reference: " + a.resize_differences(c))
+
+
 def _resize(onnx_op: str) -> Entry:
     """Resize -> RESAMPLE3 and the deprecated Upsample (asymmetric coordinates, nearest_mode floor) -> RESAMPLE2, as
     ONNX Runtime's DirectML provider maps them (DmlOperatorResize.cpp: RESAMPLE3 from DML_TARGET_VERSION 0x6300)."""
@@ -244,9 +257,13 @@ def _resize(onnx_op: str) -> Entry:
     if onnx_op == "Resize":
         fields["Antialiased"] = "antialias (mode linear)"
     return Entry(
-        onnx_op, directml, fields=fields, adapter=a.adapt_resize,
+        onnx_op, directml, fields=fields, adapter=a.adapt_resize, differs=(_PROVIDER_RESIZE,),
         outside=("axes: the dimensions not named keep scale 1",
-                 "tf_crop_and_resize: the roi input becomes Scales and InputPixelOffsets"),
+                 "tf_crop_and_resize: the roi input becomes Scales and InputPixelOffsets",
+                 "past 4 dimensions: axes of size 1 in and out are dropped (as ONNX Runtime's DirectML provider "
+                 "drops them), then neighbouring axes the resample leaves alone are merged (reshapes)",
+                 "the Scales and offsets ONNX Runtime's DirectML provider computes (ComputePixelOffsetsAndScales), "
+                 "where they differ from ONNX's reference too (differs)"),
         cannot=(
             Cannot(lambda c: str(attr(c, "mode", "nearest")) == "cubic",
                    "ONNX's mode cubic has no DirectML counterpart: DML_INTERPOLATION_MODE has NEAREST_NEIGHBOR and "
@@ -321,9 +338,17 @@ _OWN_CANNOT: dict[str, tuple[Cannot, ...]] = {
 }
 
 
+_BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Mean", "Sum", "And", "Or", "Xor", "Equal", "Less", "Greater",
+           "LessOrEqual", "GreaterOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
+_OWN_TENSORS = {"Pow": {"InputTensor": "X", "ExponentTensor": "Y"}, "PRelu": {"InputTensor": "X", "SlopeTensor": "slope"}}
+
+
 def _elementwise(onnx_op: str, directml: str, attributes) -> Entry:
-    return Entry(onnx_op, directml, fields={field: f"{name} (default {default:g})" for field, name, default in attributes},
-                 adapter=ae.elementwise(*attributes), outside=(BROADCAST,), cannot=_OWN_CANNOT.get(onnx_op, ()))
+    tensors = ({"ATensor": "A (or the first input)", "BTensor": "B (or the second)"} if onnx_op in _BINARY
+               else _OWN_TENSORS.get(onnx_op, {"InputTensor": "X"}))
+    fields = {**tensors, **{field: f"{name} (default {default:g})" for field, name, default in attributes}}
+    return Entry(onnx_op, directml, fields=fields, adapter=ae.elementwise(*attributes), outside=(BROADCAST,),
+                 cannot=_OWN_CANNOT.get(onnx_op, ()))
 
 
 ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
@@ -336,17 +361,21 @@ ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
           selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"}),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_RIGHT", adapter=ae.elementwise(), outside=(BROADCAST,),
           fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}),
-    Entry("Round", "ELEMENT_WISE_ROUND", fixed={"RoundingMode": "HALVES_TO_NEAREST_EVEN"}, adapter=ae.elementwise()),
+    Entry("Round", "ELEMENT_WISE_ROUND", fields={"InputTensor": "X"}, fixed={"RoundingMode": "HALVES_TO_NEAREST_EVEN"},
+          adapter=ae.elementwise()),
     Entry("IsInf", "ELEMENT_WISE_IS_INFINITY",
-          fields={"InfinityMode": "detect_positive and detect_negative: both EITHER, one POSITIVE or NEGATIVE"},
+          fields={"InputTensor": "X",
+                  "InfinityMode": "detect_positive and detect_negative: both EITHER, one POSITIVE or NEGATIVE"},
           adapter=ae.adapt_is_inf,
           cannot=(Cannot(ae.detects_nothing, "ONNX's detect_positive=0 and detect_negative=0 ask for all false; "
                                              "DirectML's IS_INFINITY has no InfinityMode that detects nothing"),)),
     Entry("Clip", "ELEMENT_WISE_CLIP1",
-          fields={"MinMaxDataType": "the input's type", "Min": "the min input (opset 11; an attribute before), "
+          fields={"InputTensor": "input", "MinMaxDataType": "the input's type",
+                  "Min": "the min input (opset 11; an attribute before), "
                   "default the type's lowest", "Max": "the max input, default the type's highest"},
           adapter=ae.adapt_clip),
-    Entry("Cast", "CAST", fields={"OutputTensor.DataType": "to (a TensorProto code)"}, adapter=ae.adapt_cast,
+    Entry("Cast", "CAST", fields={"InputTensor": "input (OutputTensor's type is `to`, a TensorProto code)"},
+          adapter=ae.adapt_cast,
           cannot=(Cannot(ae.casts_to_bool,
                          "ONNX's Cast to bool gives 1 for every non-zero value; DirectML has no bool type and its CAST "
                          "to UINT8 converts the value (0.5 becomes 0)"),)),
