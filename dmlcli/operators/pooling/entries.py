@@ -307,12 +307,25 @@ def _lowest(dtype):
 
 def window_maxima(xp, x, geometry, out_shape):
     """The input padded with a value that is never the maximum (_lowest), and each window's maximum (NaN skipped:
-    NaN only where the window reads nothing but NaN): what MAX_POOLING and MAX_POOLING_GRAD select by."""
+    NaN only where the window reads nothing but NaN): what MAX_POOLING and MAX_POOLING_GRAD select by.
+
+    The maximum of a window is the maximum, along its first spatial dimension, of the maxima along the others, so
+    it is taken one spatial dimension at a time: 3 + 3 passes for a 3 x 3 window instead of 9 (the same values:
+    fmax keeps a number against NaN whatever the order, and the sign of a zero maximum is set afterwards by
+    _keep_the_first_zero)."""
     padded = _padded(xp, x, geometry, _lowest(x.dtype))
     combine = xp.fmax if x.dtype.kind == "f" else xp.maximum
-    best = None
-    for _, view in window_views(padded, geometry, out_shape):
-        best = xp.array(view, copy=True) if best is None else combine(best, view, out=best)
+    best = padded
+    for dim in range(len(out_shape) - 2):
+        axis, count = dim + 2, out_shape[dim + 2]
+        stride, dilation = geometry["Strides"][dim], geometry["Dilations"][dim]
+        reduced = None
+        for tap in range(geometry["WindowSize"][dim]):
+            index = [slice(None)] * best.ndim
+            index[axis] = slice(tap * dilation, tap * dilation + stride * (count - 1) + 1, stride)
+            view = best[tuple(index)]
+            reduced = xp.array(view, copy=True) if reduced is None else combine(reduced, view, out=reduced)
+        best = reduced
     return padded, best
 
 
@@ -336,6 +349,10 @@ def _keep_the_first_zero(xp, best, padded, geometry, out_shape) -> None:
     pending = best == 0
     if not pending.any():
         return
+    zeros = padded == 0
+    negative = xp.signbit(padded) & zeros
+    if not negative.any() or not (zeros & ~negative).any():
+        return  # the input's zeros all have one sign: every zero maximum has it already
     for _, view in window_views(padded, geometry, out_shape):
         first = pending & (view == 0)
         best[first] = view[first]
