@@ -176,6 +176,27 @@ def test_opsets_7_to_23_read_their_own_attributes_and_inputs(opset):
     assert np.allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("opset, node, constants", [
+    (7, helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 1, 0], value=2.5), []),
+    (7, helper.make_node("Slice", ["x"], ["y"], starts=[1], ends=[3], axes=[1]), []),
+    (7, helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 2.0], mode="nearest"), []),
+    (9, helper.make_node("Upsample", ["x", "scales"], ["y"], mode="linear"), [("scales", np.float32([1, 2]))]),
+    (10, helper.make_node("Resize", ["x", "scales"], ["y"], mode="nearest"), [("scales", np.float32([2, 1]))]),
+    (9, helper.make_node("TopK", ["x"], ["y", "i"], k=2), []),
+    (10, helper.make_node("TopK", ["x", "k"], ["y", "i"]), [("k", np.int64([2]))]),
+])
+def test_older_opsets_read_their_attributes_as_onnx_runtime_does(opset, node, constants):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    x = np.float32([[1, 4, 2, 8], [5, 3, 7, 6]])
+    outputs = [value(name, TensorProto.UNDEFINED) for name in node.output]  # typed by shape inference
+    model = model_of([node], [value("x", F32, [2, 4])], outputs, [tensor(n, v) for n, v in constants], opset=opset)
+    model = onnx.shape_inference.infer_shapes(model)
+    want = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = dmlcli.run_onnx(model, {"x": x})
+    for name, expected in zip(node.output, want):
+        assert got[name].dtype == expected.dtype and np.array_equal(got[name], expected), (name, got[name], expected)
+
+
 def test_an_opset_outside_7_to_23_is_refused_saying_which_run():
     model = model_of([helper.make_node("Relu", ["x"], ["y"])], [value("x", F32, [2])], [value("y")], opset=6)
     with pytest.raises(dmlcli.InputError, match="opset 6; dmlcli onnx runs opsets 7 to 23"):

@@ -5,6 +5,7 @@ and the types and Sizes onnx.shape_inference gives every tensor for the inputs' 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping
 
 import numpy as np
@@ -21,7 +22,7 @@ RANDOM = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "Random
 SMALL_CONSTANT = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Node:
     """One node: its position, ONNX names, decoded attributes and the opset of its domain."""
 
@@ -34,17 +35,17 @@ class Node:
     attributes: Mapping[str, object]
     opset: int | None
 
+    @cached_property
+    def output_count(self) -> int:
+        """The outputs up to the last one asked for (an adapter returns at least those)."""
+        named = [i for i, name in enumerate(self.outputs) if name]
+        return named[-1] + 1 if named else 0
+
     @property
     def label(self) -> str:
         """How messages name the node: its name where it has one, else its position, with its operator."""
         name = self.proto.name
         return f"node {name!r} ({self.op})" if name else f"node #{self.index} ({self.op})"
-
-    @property
-    def output_count(self) -> int:
-        """The outputs up to the last one asked for (an adapter returns at least those)."""
-        named = [i for i, name in enumerate(self.outputs) if name]
-        return named[-1] + 1 if named else 0
 
     def call(self, values: Mapping[str, np.ndarray]) -> OnnxCall:
         """The node's ONNX call on the given values (None for an input left out)."""

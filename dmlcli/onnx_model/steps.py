@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import engine
 from ..errors import InputError, ValidationError
-from ..suite.onnx.mapping import (cannot_reason, directml_operator, planned_call, prepare, unsupported_reason)
+from ..suite.onnx.adapters import OnnxCall
+from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
 from ..suite.onnx.table import Entry
 from .graph import Node
 
@@ -113,11 +114,10 @@ class DirectMLStep(Step):
     def directml(self) -> str:
         return self.operator.name
 
-    def call(self, values):
-        inputs = tuple(_as_directml(values[name]) if name else None for name in self.node.inputs)
+    def call(self, values) -> OnnxCall:
+        """The node's ONNX call, ONNX's bool tensors given as DirectML's UINT8."""
         node = self.node
-        from ..suite.onnx.adapters import OnnxCall
-
+        inputs = tuple(_as_directml(values[name]) if name else None for name in node.inputs)
         return OnnxCall(node.op, inputs, node.attributes, node.output_count, node.outputs, node.opset)
 
     def run(self, values, executor):
@@ -162,7 +162,7 @@ def _key(prepared) -> tuple | None:
     if any(isinstance(value, np.ndarray) for value in values.values()):
         return None
     tensors = tuple(None if array is None else (array.dtype.str, array.shape) for array in prepared.inputs)
-    return tensors, repr(sorted(values.items())), prepared.output_dtype, prepared.broadcast
+    return tensors, repr(tuple(values.items())), prepared.output_dtype, prepared.broadcast
 
 
 class FallbackStep(Step):

@@ -91,9 +91,17 @@ def normalised_axis(axis, rank: int, what: str = "axis") -> int:
     return axis + rank if axis < 0 else axis
 
 
+def host_values(tensor) -> np.ndarray:
+    """A tensor whose values an adapter reads (k, a shape, axes) as a NumPy array: a model run on the GPU holds the
+    tensors it computes on the device (CuPy's arrays, which NumPy cannot read implicitly)."""
+    if isinstance(tensor, np.ndarray) or not hasattr(tensor, "get"):
+        return np.asarray(tensor)
+    return tensor.get()
+
+
 def scalar_of(tensor: np.ndarray, what: str):
     """The one value of a 0-D or one-element ONNX tensor (k, axis, depth, start, ...)."""
-    array = np.asarray(tensor)
+    array = host_values(tensor)
     if array.size != 1:
         raise MappingError(f"ONNX's {what} must hold one value, found Sizes {list(array.shape)}")
     return array.reshape(-1)[0].item()
@@ -213,17 +221,26 @@ def adapt_split(call: OnnxCall, fixed) -> Prepared:
     return Prepared({**fixed, "Axis": axis, "OutputTensors.Sizes": shapes}, [data])
 
 
+def _integers(tensor) -> list[int] | None:
+    return None if tensor is None else [int(v) for v in host_values(tensor).reshape(-1)]
+
+
+def _slice_arguments(call: OnnxCall):
+    """Slice's starts, ends, axes and steps: inputs from opset 10, attributes (no steps) before."""
+    if call.since(10):
+        return tuple(_integers(call.input(i)) for i in range(1, 5))
+    axes = call.attr("axes")
+    return [int(v) for v in call.attr("starts")], [int(v) for v in call.attr("ends")], axes, None
+
+
 def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
     """(axis, first element read, count, step) per sliced axis: ONNX clamps starts and ends as Python's
     slice(...).indices does."""
     data = data_input(call)
-    starts = [int(v) for v in call.input(1).reshape(-1)]
-    ends = [int(v) for v in call.input(2).reshape(-1)]
-    axes_given = call.input(3)
-    axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
+    starts, ends, axes_given, steps_given = _slice_arguments(call)
+    axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given] if axes_given is not None else \
         list(range(len(starts)))
-    steps_given = call.input(4)
-    steps = [int(v) for v in steps_given.reshape(-1)] if steps_given is not None else [1] * len(starts)
+    steps = steps_given if steps_given is not None else [1] * len(starts)
     if 0 in steps:
         raise MappingError("ONNX's Slice steps may not be 0")
     found = []
@@ -251,10 +268,15 @@ def adapt_slice(call: OnnxCall, fixed) -> Prepared:
 PAD_MODES = {"constant": "CONSTANT", "edge": "EDGE", "reflect": "REFLECTION", "wrap": "WRAP"}
 
 
+def pad_amounts(call: OnnxCall) -> list[int]:
+    """Pad's pads: the input from opset 11, the attribute before."""
+    return _integers(call.input(1)) if call.since(11) else [int(v) for v in call.attr("pads")]
+
+
 def pad_widths(call: OnnxCall) -> tuple[list[int], list[int]]:
     """ONNX's pads (for the axes given, or every axis) as DirectML's StartPadding and EndPadding, one per axis."""
     rank = data_input(call).ndim
-    pads = [int(v) for v in call.input(1).reshape(-1)]
+    pads = pad_amounts(call)
     axes_given = call.input(3)
     axes = [normalised_axis(a, rank, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
         list(range(rank))
@@ -278,7 +300,7 @@ def adapt_pad(call: OnnxCall, fixed) -> Prepared:
     data = data_input(call)
     start, end = pad_widths(call)
     mode = str(call.attr("mode", "constant"))
-    value = call.input(2)
+    value = call.input(2) if call.since(11) else np.asarray(call.attr("value", 0.0), data.dtype)
     values = {**fixed, "PaddingMode": PAD_MODES[mode], "StartPadding": tuple(start), "EndPadding": tuple(end)}
     if mode == "constant":
         values["PaddingValue"] = exact_text(scalar_of(value, "constant_value")) if value is not None else "0"
@@ -388,11 +410,15 @@ def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, [np.expand_dims(indices, axis), pair.reshape((1,) * (rank - 1) + (pair.size,))])
 
 
+def top_k_count(call: OnnxCall) -> int:
+    """TopK's k: the input from opset 10, the attribute before."""
+    return int(scalar_of(call.input(1), "k")) if call.since(10) else int(call.attr("k"))
+
+
 def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
     data = data_input(call)
     axis = normalised_axis(call.attr("axis", -1), data.ndim)
-    k = int(scalar_of(call.input(1), "k"))
-    values = {**fixed, "Axis": axis, "K": k,
+    values = {**fixed, "Axis": axis, "K": top_k_count(call),
               "AxisDirection": "DECREASING" if call.attr("largest", 1) else "INCREASING"}
 
     def finish(outputs):
@@ -621,11 +647,18 @@ def _resize_axes(call: OnnxCall, rank: int) -> list[int]:
     return [normalised_axis(a, rank, "axes") for a in call.attr("axes", list(range(rank)))]
 
 
+def is_upsample(call: OnnxCall) -> bool:
+    """Upsample, and Resize before opset 11, which has Upsample's inputs (X, scales) and meaning (asymmetric
+    coordinates, nearest elements by floor); Upsample before opset 9 takes its scales as an attribute."""
+    return call.op == "Upsample" or not call.since(11)
+
+
 def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[list[float], list[int]]:
     """ONNX's scale and output size per dimension (Resize-19's scales or sizes, axes, keep_aspect_ratio_policy)."""
     rank = len(shape)
-    if call.op == "Upsample":
-        scales = [float(s) for s in call.input(1).ravel()]
+    if is_upsample(call):
+        given = call.input(1) if call.since(9) else None
+        scales = [float(s) for s in (host_values(given).ravel() if given is not None else call.attr("scales"))]
         return scales, [int(math.floor(n * s)) for n, s in zip(shape, scales)]
     axes = _resize_axes(call, rank)
     scales_in, sizes_in = call.input(2), call.input(3)
@@ -714,7 +747,7 @@ def resize_differences(call: OnnxCall) -> str | None:
     Sizes, ONNX's reference from input x scale before it is rounded down; it tests pytorch_half_pixel's special case
     on the input's length, ONNX on the output's; and DirectML widens the antialiasing filter by 1 / Scale, which
     for align_corners is the coordinate scale (out - 1) / (in - 1), not ONNX's size ratio."""
-    if call.op != "Resize":
+    if call.op != "Resize" or is_upsample(call):
         return None
     shape = data_input(call).shape
     scales, sizes = _resize_sizes_and_scales(call, shape)
@@ -744,9 +777,10 @@ def resize_plan(call: OnnxCall) -> ResizeMapping:
     data = data_input(call)
     shape = data.shape
     scales, sizes = _resize_sizes_and_scales(call, shape)
-    transform = "asymmetric" if call.op == "Upsample" else str(call.attr("coordinate_transformation_mode", "half_pixel"))
+    legacy = is_upsample(call)
+    transform = "asymmetric" if legacy else str(call.attr("coordinate_transformation_mode", "half_pixel"))
     mode = "NEAREST_NEIGHBOR" if str(call.attr("mode", "nearest")) == "nearest" else "LINEAR"
-    nearest_mode = "floor" if call.op == "Upsample" else str(call.attr("nearest_mode", "round_prefer_floor"))
+    nearest_mode = "floor" if legacy else str(call.attr("nearest_mode", "round_prefer_floor"))
     if nearest_mode not in NEAREST_MODES:
         raise MappingError(f"ONNX's nearest_mode {nearest_mode!r} is none of {', '.join(NEAREST_MODES)}")
     rounding, adjustment = NEAREST_MODES[nearest_mode] if mode == "NEAREST_NEIGHBOR" else ("DECREASING", 0.0)
@@ -970,7 +1004,7 @@ def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
     values = {**fixed, "TransA": "TRANSPOSE" if call.attr("transA", 0) else "NONE",
               "TransB": "TRANSPOSE" if call.attr("transB", 0) else "NONE",
               "Alpha": float(call.attr("alpha", 1.0)), "Beta": float(call.attr("beta", 1.0))}
-    inputs = [a, b] if c is None else [a, b, padded(np.asarray(c), 2)]
+    inputs = [a, b] if c is None else [a, b, padded(c, 2)]
     return Prepared(values, inputs)
 
 

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from .adapters import (TENSOR_PROTO_TYPES, MappingError, OnnxCall, Prepared, broadcast_operands, data_input,
-                       exact_text, normalised_axis)
+                       exact_text, host_values, normalised_axis)
 
 # ONNX's TensorProto codes of the types DirectML has (bool is UINT8's 0 and 1).
 BOOL_CODE = 9
@@ -49,8 +49,8 @@ def adapt_clip(call: OnnxCall, fixed) -> Prepared:
     limits = np.finfo(data.dtype) if data.dtype.kind == "f" else np.iinfo(data.dtype)
     if call.since(11):
         low, high = call.input(1), call.input(2)
-        low = limits.min if low is None else np.asarray(low).reshape(-1)[0]
-        high = limits.max if high is None else np.asarray(high).reshape(-1)[0]
+        low = limits.min if low is None else host_values(low).reshape(-1)[0]
+        high = limits.max if high is None else host_values(high).reshape(-1)[0]
     else:
         low, high = call.attr("min", float(limits.min)), call.attr("max", float(limits.max))
     values = {**fixed, "MinMaxDataType": from_numpy(data.dtype).name,
@@ -94,13 +94,13 @@ def adapt_constant_of_shape(call: OnnxCall, fixed) -> Prepared:
     float32 0 by default) its Value and type."""
     value = call.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
-    shape = tuple(int(size) for size in np.asarray(data_input(call)).reshape(-1))
+    shape = tuple(int(size) for size in host_values(data_input(call)).reshape(-1))
     return Prepared({**fixed, "Value": exact_text(value[0].item()), "OutputTensor.Sizes": shape}, [],
                     output_dtype=value.dtype.name)
 
 
 def fills_nothing(call: OnnxCall) -> bool:
-    return 0 in np.asarray(data_input(call)).reshape(-1).tolist() or data_input(call).size == 0
+    return 0 in host_values(data_input(call)).reshape(-1).tolist() or data_input(call).size == 0
 
 
 def variadic_count(call: OnnxCall) -> int:
@@ -124,7 +124,7 @@ def adapt_expand(call: OnnxCall, fixed) -> Prepared:
     """Expand -> ELEMENT_WISE_IDENTITY of the input seen through zero Strides at the broadcast Sizes (ONNX's
     shape and the input's, broadcast both ways)."""
     data = data_input(call)
-    wanted = tuple(int(size) for size in np.asarray(call.input(1)).reshape(-1))
+    wanted = tuple(int(size) for size in host_values(call.input(1)).reshape(-1))
     try:
         shape = np.broadcast_shapes(data.shape, wanted)
     except ValueError:
@@ -141,7 +141,7 @@ def reshape_target(call: OnnxCall) -> tuple[int, ...]:
     allowzero, -1 taking what is left."""
     data = data_input(call)
     given = call.input(1)
-    wanted = [int(v) for v in (np.asarray(given).reshape(-1) if given is not None else call.attr("shape", ()))]
+    wanted = [int(v) for v in (host_values(given).reshape(-1) if given is not None else call.attr("shape", ()))]
     if not call.attr("allowzero", 0):
         wanted = [data.shape[i] if size == 0 and i < data.ndim else size for i, size in enumerate(wanted)]
     if wanted.count(-1) > 1:
@@ -173,7 +173,7 @@ def view_flatten(call: OnnxCall) -> tuple[np.ndarray, ...]:
 def _axes(call: OnnxCall, rank: int, input_from: int) -> list[int] | None:
     """Squeeze's or Unsqueeze's axes: the input (opset 13) or the attribute (before), normalised to `rank`."""
     given = call.input(1) if call.since(input_from) else None
-    axes = [int(v) for v in np.asarray(given).reshape(-1)] if given is not None else call.attr("axes")
+    axes = [int(v) for v in host_values(given).reshape(-1)] if given is not None else call.attr("axes")
     return None if axes is None else sorted(normalised_axis(axis, rank, "axes") for axis in axes)
 
 
@@ -189,7 +189,7 @@ def view_squeeze(call: OnnxCall) -> tuple[np.ndarray, ...]:
 
 def view_unsqueeze(call: OnnxCall) -> tuple[np.ndarray, ...]:
     data = data_input(call)
-    count = len(np.asarray(call.input(1)).reshape(-1)) if call.since(13) and call.input(1) is not None else \
+    count = call.input(1).size if call.since(13) and call.input(1) is not None else \
         len(call.attr("axes", ()))
     axes = _axes(call, data.ndim + count, 13) or []
     shape = list(data.shape)
@@ -211,7 +211,7 @@ def view_dropout(call: OnnxCall) -> tuple[np.ndarray, ...]:
 def trains(call: OnnxCall) -> bool:
     """Dropout with training_mode true (opset 12's input) drops elements at random."""
     flag = call.input(2)
-    return flag is not None and bool(np.asarray(flag).reshape(-1)[0])
+    return flag is not None and bool(host_values(flag).reshape(-1)[0])
 
 
 def view_shape(call: OnnxCall) -> tuple[np.ndarray, ...]:

@@ -131,7 +131,7 @@ def _past_rank_8(shape_of) -> Cannot:
 def _top_k_whole_axis(call) -> bool:
     data = call.input(0)
     axis = a.normalised_axis(call.attr("axis", -1), data.ndim)
-    return int(a.scalar_of(call.input(1), "k")) >= data.shape[axis]
+    return a.top_k_count(call) >= data.shape[axis]
 
 
 def _arg(onnx_op: str, directml: str) -> Entry:
@@ -439,7 +439,7 @@ ENTRIES: tuple[Entry, ...] = (
                   "StartPadding": "pads[:n], per axis in axes (others 0)", "EndPadding": "pads[n:]",
                   "PaddingValue": "the constant_value input (default 0), in the tensor's own type"},
           adapter=a.adapt_pad,
-          cannot=(Cannot(lambda c: bool((c.input(1) < 0).any()),
+          cannot=(Cannot(lambda c: any(pad < 0 for pad in a.pad_amounts(c)),
                          "ONNX's negative pads crop the input; DirectML's StartPadding and EndPadding are UINT "
                          "(padding only)"),
                   Cannot(lambda c: str(c.attr("mode", "constant")) not in a.PAD_MODES,
