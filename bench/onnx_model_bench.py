@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from check_bench import _median_seconds  # noqa: E402 - the alternating medians of the CPU benches
 
 FOLDER = Path(os.environ.get("DMLCLI_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "onnx_models"
 MODELS = ("squeezenet1_1", "encoder_small")
@@ -35,17 +35,9 @@ CPU_GOAL, GPU_GOAL = 3.0, 0.5
 
 
 def _medians(first, second, repeats: int) -> tuple[float, float]:
-    """Median seconds of two callables timed alternately (one warm-up run each)."""
+    """Median seconds of two callables timed alternately, after one warm-up run each."""
     first(), second()
-    a, b = [], []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        first()
-        a.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        second()
-        b.append(time.perf_counter() - started)
-    return statistics.median(a), statistics.median(b)
+    return _median_seconds(first, repeats, second)
 
 
 def _torch_network(name: str, torch):

@@ -10,8 +10,6 @@ import pytest
 
 import dmlcli
 
-from conftest import SHARED, SHARED_MISSING
-
 cupy = pytest.importorskip("cupy")
 onnx = pytest.importorskip("onnx")
 pytestmark = pytest.mark.usefixtures("gpu_usable")
@@ -19,14 +17,7 @@ pytestmark = pytest.mark.usefixtures("gpu_usable")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
-
-MODELS = SHARED / "onnx_models"
-needs_models = pytest.mark.skipif(not MODELS.is_dir(), reason=SHARED_MISSING)
-
-
-def within_model_tolerance(got, want):
-    want = np.asarray(want, np.float64)
-    return np.allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+from test_onnx_models import MODELS, needs_models, within_model_tolerance  # noqa: E402 - tests/ is on the path
 
 
 @needs_models

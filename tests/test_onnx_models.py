@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -400,3 +401,19 @@ def test_a_session_plans_once_and_reuses_its_plan():
     for size in (3, 3, 5):
         assert session.run({"x": -np.ones(size, np.float32)})["y"].tolist() == [0.0] * size
     assert len(session._plans) == 2
+
+
+def test_without_the_onnx_package_the_command_says_how_to_install_it(tmp_path, monkeypatch):
+    path = _saved(model_of([helper.make_node("Relu", ["x"], ["y"])], [value("x", F32, [1])], [value("y")]), tmp_path)
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    result = CliRunner().invoke(cli, ["onnx", str(path), "-i", "[1]"])
+    assert result.exit_code == 4
+    assert result.output == ("dmlcli: error: dmlcli onnx needs the onnx package, which is not installed: "
+                             "pip install 'dmlcli[onnx]'\n")
+
+
+def test_compare_without_onnx_runtime_says_how_to_install_it(tmp_path, monkeypatch):
+    path = _saved(_cast_model(), tmp_path)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    result = CliRunner().invoke(cli, ["onnx", str(path), "-i", "[1, 2, 3, 4]", "--compare", "ort"])
+    assert result.exit_code == 4 and "--compare ort needs ONNX Runtime" in result.output

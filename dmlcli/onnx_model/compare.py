@@ -157,7 +157,7 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
     feeds = session.checked_inputs(inputs)
     chained = session.run(feeds, keep_all=True)
     executor = session.executor
-    reference = reference_values(session.model, session.nodes, feeds, plan.types)
+    reference = reference_values(session.model, session.nodes, feeds, plan.types, chained)
     nodes = []
     for position, step in enumerate(plan.steps):
         on_reference = {name: executor.to_device(reference[name]) for name in step.node.inputs

@@ -70,13 +70,18 @@ def _data_type(dtype):
 
 
 def _npz_inputs(source: str, declared: Mapping) -> dict[str, np.ndarray]:
+    return _named_arrays(source, list(declared), "--input", "input")
+
+
+def _named_arrays(path: str, names: Sequence[str], option: str, what: str) -> dict[str, np.ndarray]:
+    """The arrays of an .npz named as the model's inputs or outputs (`what`); others are left aside."""
     from ..io.sources import read_tensor
 
-    members = _npz_members(source)
-    found = {name: read_tensor(f"{source}:{name}", label=f"input {name!r}") for name in declared if name in members}
+    members = _npz_members(path)
+    found = {name: read_tensor(f"{path}:{name}", label=f"{option} {name!r}") for name in names if name in members}
     if not found:
-        raise InputError(f"--input {quoted(source)}: holds none of the model's inputs ({', '.join(declared)}) among "
-                         f"its arrays ({', '.join(members) or 'none'})")
+        raise InputError(f"{option} {quoted(path)}: holds none of the model's {what}s ({', '.join(names)}) among its "
+                         f"arrays ({', '.join(members) or 'none'})")
     return found
 
 
@@ -160,12 +165,7 @@ def read_expected(path: str, outputs: Sequence[str]) -> dict[str, np.ndarray]:
             raise InputError(f"--check {quoted(path)}: the model has {len(outputs)} outputs; give an .npz of them by "
                              "name")
         return {outputs[0]: read_tensor(path, label="--check")}
-    members = _npz_members(path)
-    found = {name: read_tensor(f"{path}:{name}", label=f"--check {name!r}") for name in outputs if name in members}
-    if not found:
-        raise InputError(f"--check {quoted(path)}: holds none of the model's outputs ({', '.join(outputs)}) among its "
-                         f"arrays ({', '.join(members) or 'none'})")
-    return found
+    return _named_arrays(path, outputs, "--check", "output")
 
 
 def check_outputs(outputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],

@@ -43,7 +43,10 @@ def _single_node_model(node: Node, model: LoadedModel, inputs: Mapping[str, np.n
     single = helper.make_model(graph, opset_imports=list(model.proto.opset_import))
     single.ir_version = model.proto.ir_version or single.ir_version
     single.functions.extend(model.proto.functions)
-    return single
+    try:  # outputs the model's inference could not type are typed from the node's own inputs
+        return onnx.shape_inference.infer_shapes(single)
+    except Exception:  # noqa: BLE001 - inference is a help: ONNX Runtime words what is still wrong
+        return single
 
 
 def folded_outputs(node: Node, model: LoadedModel, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
@@ -84,9 +87,10 @@ def fallback_session(node: Node, model: LoadedModel, inputs: Mapping[str, np.nda
 
 
 def reference_values(model: LoadedModel, nodes: Sequence[Node], feeds: Mapping[str, np.ndarray],
-                     types: Mapping[str, Inferred]) -> dict[str, np.ndarray]:
-    """Every tensor of the model as ONNX Runtime's CPU provider computes it (--compare ort): the node outputs it
-    can type (shape inference's types), the graph's outputs, and the inputs and initializers as given."""
+                     types: Mapping[str, Inferred], ours: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """Every tensor of the model as ONNX Runtime's CPU provider computes it (--compare ort): each node output, typed
+    as shape inference types it (else as dmlcli's own run gave it, `ours`), the graph's outputs, and the inputs and
+    initializers as given."""
     onnx = require_onnx()
     onnxruntime = require_onnxruntime("--compare ort")
     probe = onnx.ModelProto()
@@ -96,9 +100,16 @@ def reference_values(model: LoadedModel, nodes: Sequence[Node], feeds: Mapping[s
     extra = []
     for node in nodes:
         for name in node.outputs:
-            if name and name not in have and name in types:
-                extra.append(onnx.helper.make_tensor_value_info(name, types[name].elem_type, None))
-                have.add(name)
+            if not name or name in have:
+                continue
+            if name in types:
+                elem_type = types[name].elem_type
+            elif name in ours:
+                elem_type = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(ours[name].dtype))
+            else:
+                continue
+            extra.append(onnx.helper.make_tensor_value_info(name, elem_type, None))
+            have.add(name)
     graph.output.extend(extra)
     options = _session_options(onnxruntime, optimise=False)
     external = [name for name in model.mapped]

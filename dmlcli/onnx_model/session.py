@@ -18,11 +18,14 @@ from ..feature_levels import parse_feature_level
 from ..suite.onnx.table import entry_for
 from .executors import executor_for
 from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
-from .loading import DEFAULT_DOMAINS, LoadedModel, load_model, numpy_type
+from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
 from .reference import fallback_session, folded_outputs
 from .steps import BOOL, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
 
 FALLBACKS = (None, "cpu")
+# ONNX operators whose outputs are bool whatever shape inference says (DirectML writes them as UINT8 0 and 1).
+BOOL_RESULTS = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+                          "IsNaN", "IsInf"})
 # Progress: (nodes done, nodes in all) after each node.
 Progress = Callable[[int, int], None]
 
@@ -169,7 +172,8 @@ class OnnxSession:
             return ViewStep(node, entry)
         if entry.directml is None:
             return self._refused(node, values, types, entry.reason)
-        bools = frozenset(name for name in node.outputs if name in types and types[name].elem_type == BOOL)
+        bools = frozenset(name for name in node.outputs if name and (node.op in BOOL_RESULTS or (
+            name in types and types[name].elem_type == BOOL)))
         step = DirectMLStep(node, entry, self.feature_level, bools)
         try:
             step.run(values, self.executor)  # a refusal shows now, where the fallback can take the node
@@ -184,7 +188,8 @@ class OnnxSession:
         reads_sizes = node.op in ("Shape", "Size") and types.get(node.inputs[0], Inferred(0, None)).shape is not None
         if not reads_sizes and not all(not name or name in constant for name in node.inputs):
             return None
-        host = {name: self.executor.to_host(values[name]) for name in node.inputs if name}
+        # Constants are on the host already; Shape and Size read only a tensor's Sizes, wherever it lies.
+        host = values if reads_sizes else {name: self.executor.to_host(values[name]) for name in node.inputs if name}
         entry = entry_for(node.call(host))
         if entry is not None and entry.view is not None:
             try:
@@ -216,6 +221,3 @@ class OnnxSession:
 def _signature(feeds: Mapping[str, np.ndarray]) -> tuple:
     return tuple(sorted((name, array.dtype.str, array.shape) for name, array in feeds.items()))
 
-
-def output_dtype_of(inferred: Inferred | None) -> np.dtype | None:
-    return None if inferred is None else numpy_type(inferred.elem_type)
