@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..suite.onnx.adapters import OnnxCall
-from .loading import LoadedModel, require_onnx, tensor_array
+from .loading import DEFAULT_DOMAINS, LoadedModel, require_onnx, tensor_array
 
 # Operators whose outputs are random: never folded into constants (ONNX Runtime's constant folding leaves them).
 RANDOM = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
@@ -58,7 +58,8 @@ def nodes_of(model: LoadedModel) -> tuple[Node, ...]:
     sorted so; a model that is not, is sorted here). InputError for a node that reads a value nobody makes."""
     graph = model.proto.graph
     nodes = [Node(index, proto, proto.op_type, proto.domain, tuple(proto.input), tuple(proto.output),
-                  decoded_attributes(proto, model), model.opsets.get(proto.domain or "", None))
+                  decoded_attributes(proto, model),
+                  model.opset if proto.domain in DEFAULT_DOMAINS else model.opsets.get(proto.domain))
              for index, proto in enumerate(graph.node)]
     known = set(model.constants) | {declared.name for declared in model.inputs}
     ordered, waiting = [], list(nodes)
