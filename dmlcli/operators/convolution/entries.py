@@ -365,9 +365,10 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
         columns = xp.ascontiguousarray(x).reshape(batch, groups, per_group_in, math.prod(lengths))
         return _grouped_matmul(xp, filters, columns).reshape((batch, outputs) + tuple(lengths))
     rest = tuple(lengths[1:])
-    result = xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
     row_bytes = channels * len(taps) * math.prod(rest) * x.dtype.itemsize
-    for items, first, tile_rows in _tiles(batch, lengths[0], row_bytes, _budget(xp)):
+    tiles = list(_tiles(batch, lengths[0], row_bytes, _budget(xp)))
+    result = None if len(tiles) == 1 else xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
+    for items, first, tile_rows in tiles:
         count = len(range(batch)[items])
         columns = xp.empty((count, channels, len(taps), tile_rows) + rest, dtype=x.dtype)
         for index, offset in enumerate(taps):
@@ -375,6 +376,8 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
             columns[:, :, index] = padded[(items, slice(None)) + window]
         points = tile_rows * math.prod(rest)
         product = _grouped_matmul(xp, filters, columns.reshape(count, groups, per_group_in * len(taps), points))
+        if result is None:  # one tile is the whole result: no copy into a result buffer
+            return product.reshape((count, outputs, tile_rows) + rest)
         result[items, :, first:first + tile_rows] = product.reshape((count, outputs, tile_rows) + rest)
     return result
 
