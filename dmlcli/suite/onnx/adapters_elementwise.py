@@ -89,6 +89,11 @@ def casts_to_bool(call: OnnxCall) -> bool:
     return int(call.attr("to", 0)) == BOOL_CODE
 
 
+def casts_to_another_type(call: OnnxCall) -> bool:
+    """Cast to a type DirectML has none of (strings, bfloat16, float8); bool is casts_to_bool's."""
+    return int(call.attr("to", 0)) not in TENSOR_PROTO_TYPES
+
+
 def adapt_constant_of_shape(call: OnnxCall, fixed) -> Prepared:
     """ConstantOfShape -> FILL_VALUE_CONSTANT: the shape input is the output's Sizes, `value` (one element,
     float32 0 by default) its Value and type."""

@@ -211,7 +211,7 @@ def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape
     given = iter(inputs)
     call = OnnxCall(onnx_op, tuple(None if not name else next(given) for name in input_names), dict(attributes))
     entry = TABLE[onnx_op]
-    for condition in entry.cannot:
+    for condition in entry.cannot + entry.differs:  # a node test: ONNX's values, where the provider's differ
         if condition.when(call):
             return condition.describe(call)
     planned = _planned(entry, directml_operator(entry), entry.adapter(call, dict(entry.fixed)))

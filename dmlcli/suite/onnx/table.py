@@ -378,7 +378,11 @@ ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
           adapter=ae.adapt_cast,
           cannot=(Cannot(ae.casts_to_bool,
                          "ONNX's Cast to bool gives 1 for every non-zero value; DirectML has no bool type and its CAST "
-                         "to UINT8 converts the value (0.5 becomes 0)"),)),
+                         "to UINT8 converts the value (0.5 becomes 0)"),
+                  Cannot(ae.casts_to_another_type,
+                         "ONNX's Cast to type {to} (a TensorProto code: strings, bfloat16, the float8 types) has no "
+                         "DirectML data type (DML_TENSOR_DATA_TYPE: FLOAT16/32/64, 8- to 64-bit integers, INT4/UINT4)",
+                         {"to": 0}))),
     Entry("ConstantOfShape", "FILL_VALUE_CONSTANT",
           fields={"Value": "value (default float32 0)", "OutputTensor.Sizes": "the input"},
           adapter=ae.adapt_constant_of_shape,
