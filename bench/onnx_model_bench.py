@@ -120,7 +120,8 @@ def _gpu_row(name: str, repeats: int) -> str:
     network = _torch_network(name, torch) if torch is not None and torch.cuda.is_available() else None
     if network is None:
         seconds = _medians(ours, lambda: None, repeats)[0]
-        return f"| {name} | gpu | {seconds * 1e3:.2f} ms | PyTorch eager: skipped (PyTorch, torchvision or CUDA missing) | | |"
+        return (f"| {name} | gpu | {seconds * 1e3:.2f} ms | PyTorch eager: skipped (PyTorch, torchvision or CUDA "
+                "missing) | | |")
     network = network.cuda()
     tokens = torch.from_numpy(data["input"]).cuda()
 
@@ -169,7 +170,8 @@ def main(argv=None) -> int:
     print(f"| model | backend | dmlcli (median of {args.repeats}) | against | ratio | goal |")
     print("|---|---|---|---|---|---|")
     for name in args.models.split(","):
-        print(_cpu_row(name, args.repeats, args.cpu_time) if args.backend == "cpu" else _gpu_row(name, args.repeats))
+        row = _cpu_row(name, args.repeats, args.cpu_time) if args.backend == "cpu" else _gpu_row(name, args.repeats)
+        print(row)
     return 0
 
 

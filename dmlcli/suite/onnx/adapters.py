@@ -1165,7 +1165,8 @@ def adapt_max_unpool(call: OnnxCall, fixed) -> Prepared:
     out_shape = unpool_output_sizes(call)
     # ONNX's int64 indices as DirectML's UINT64 IndicesTensor (5_0): the same bits for indices >= 0.
     values = {**fixed, "OutputTensor.Sizes": unpool_4d(out_shape)}
-    inputs = [data.reshape(unpool_4d(data.shape)), indices.astype(np.int64).view(np.uint64).reshape(unpool_4d(indices.shape))]
+    positions = indices.astype(np.int64).view(np.uint64)
+    inputs = [data.reshape(unpool_4d(data.shape)), positions.reshape(unpool_4d(indices.shape))]
     return Prepared(values, inputs, finish=reshaped_to([out_shape]))
 
 

@@ -228,8 +228,8 @@ QUANTIZATION_ENTRIES = (
 _WINDOW = ("indices smaller than data off the axis: DirectML reads data through a window of the indices' Sizes "
            "(data's Strides), as ONNX Runtime's DirectML provider binds it; dmlcli gives the same view")
 _STRIDED = ("DirectML has no {what} operator: ONNX Runtime's DirectML provider copies the input, read through an "
-            "input DML_TENSOR_DESC with {strides} Strides, by ELEMENT_WISE_IDENTITY; dmlcli gives ELEMENT_WISE_IDENTITY "
-            "the same strided view of the input")
+            "input DML_TENSOR_DESC with {strides} Strides, by ELEMENT_WISE_IDENTITY; dmlcli gives "
+            "ELEMENT_WISE_IDENTITY the same strided view of the input")
 
 PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input's rank (a reshape)"
 
@@ -340,7 +340,8 @@ _OWN_CANNOT: dict[str, tuple[Cannot, ...]] = {
 
 _BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Mean", "Sum", "And", "Or", "Xor", "Equal", "Less", "Greater",
            "LessOrEqual", "GreaterOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
-_OWN_TENSORS = {"Pow": {"InputTensor": "X", "ExponentTensor": "Y"}, "PRelu": {"InputTensor": "X", "SlopeTensor": "slope"}}
+_OWN_TENSORS = {"Pow": {"InputTensor": "X", "ExponentTensor": "Y"},
+                "PRelu": {"InputTensor": "X", "SlopeTensor": "slope"}}
 
 
 def _elementwise(onnx_op: str, directml: str, attributes) -> Entry:
@@ -356,7 +357,8 @@ ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
     Entry("Mod", "ELEMENT_WISE_MODULUS_FLOOR", adapter=ae.elementwise(), outside=(BROADCAST,),
           fields={"ATensor": "A", "BTensor": "B (fmod=0: the remainder takes the divisor's sign)"}),
     Entry("Mod", "ELEMENT_WISE_MODULUS_TRUNCATE", selects=lambda c: bool(c.attr("fmod", 0)), adapter=ae.elementwise(),
-          outside=(BROADCAST,), fields={"ATensor": "A", "BTensor": "B (fmod=1: the remainder takes the dividend's sign)"}),
+          outside=(BROADCAST,),
+          fields={"ATensor": "A", "BTensor": "B (fmod=1: the remainder takes the dividend's sign)"}),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_LEFT", adapter=ae.elementwise(), outside=(BROADCAST,),
           selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"}),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_RIGHT", adapter=ae.elementwise(), outside=(BROADCAST,),
@@ -720,7 +722,8 @@ ENTRIES: tuple[Entry, ...] = (
           cannot=(
               Cannot(lambda c: c.attr("softcap") is not None and float(c.attr("softcap")) > 0,
                      "ONNX's softcap={softcap} caps the scores with softcap * tanh(score / softcap) before the mask; "
-                     "DirectML's MULTIHEAD_ATTENTION1 has no such step (Scale, biases and the mask only)", {"softcap": 0.0}),
+                     "DirectML's MULTIHEAD_ATTENTION1 has no such step (Scale, biases and the mask only)",
+                     {"softcap": 0.0}),
               Cannot(aa.asks_for_qk_output,
                      "ONNX's fourth output, qk_matmul_output, exposes the scores (qk_matmul_output_mode="
                      "{qk_matmul_output_mode}); DirectML's MULTIHEAD_ATTENTION1 writes only OutputTensor, "
@@ -751,7 +754,8 @@ ENTRIES: tuple[Entry, ...] = (
                          "DirectML's ADAM_OPTIMIZER has no regularisation term", {"norm_coefficient": 0.0}),
                   Cannot(lambda c: float(c.attr("norm_coefficient_post", 0.0)) != 0.0,
                          "ONNX's norm_coefficient_post ({norm_coefficient_post}) scales the updated X by 1 - "
-                         "norm_coefficient_post; DirectML's ADAM_OPTIMIZER has no such term", {"norm_coefficient_post": 0.0}),
+                         "norm_coefficient_post; DirectML's ADAM_OPTIMIZER has no such term",
+                         {"norm_coefficient_post": 0.0}),
                   Cannot(lambda c: t.adam_step(c) == 0,
                          "ONNX's Adam at T = 0 skips the bias correction; DirectML's ADAM_OPTIMIZER always applies "
                          "it, and 1 - Beta1^0 = 0 divides by zero"),
