@@ -18,9 +18,11 @@ from hypothesis import strategies as st
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import dmlcli  # noqa: E402
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
+from dmlcli.checking.comparison import compare_arrays  # noqa: E402
 from dmlcli.onnx_model.compare import compare_with_ort  # noqa: E402
 from dmlcli.suite.onnx.adapters import OnnxCall, resize_differences  # noqa: E402
 
@@ -44,10 +46,27 @@ def one_node(op, inputs: dict, outputs: list, constants: dict | None = None, ops
 
 
 def differs(model, feeds) -> list:
-    """The nodes that diverge from ONNX Runtime (none, where dmlcli's DirectML semantics agree)."""
+    """The nodes that diverge from ONNX Runtime (none, where dmlcli's DirectML semantics agree). A model output that
+    parts from ONNX Runtime's but matches ONNX's reference implementation within the same rule is ONNX Runtime's
+    own rounding (its resize weights, for one, round otherwise than ONNX's float64 arithmetic), not a fault of the
+    mapping: it is not counted."""
     model = onnx.shape_inference.infer_shapes(model)
-    _, comparison = compare_with_ort(OnnxSession(model), feeds)
-    return [node.to_json() for node in comparison.diverging]
+    outputs, comparison = compare_with_ort(OnnxSession(model), feeds)
+    reference = None
+    diverging = []
+    for node in comparison.diverging:
+        for output in node.outputs:
+            if output.verdict != "DIVERGES":
+                continue
+            if output.name in outputs:
+                if reference is None:
+                    names = [o.name for o in model.graph.output]
+                    reference = dict(zip(names, ReferenceEvaluator(model).run(names, feeds)))
+                if compare_arrays(outputs[output.name], np.asarray(reference[output.name]), output.rule).passed:
+                    continue
+            diverging.append(node.to_json())
+            break
+    return diverging
 
 
 def distinct_values(draw, shape) -> np.ndarray:
