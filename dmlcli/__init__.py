@@ -10,12 +10,13 @@ from .version import __version__
 __all__ = [
     "run", "run_files", "validate", "ValidationError", "InputError", "DmlcliError", "BackendUnavailableError",
     "DmlcliWarning", "OPERATORS", "find_operator", "FeatureLevel", "ALL_FEATURE_LEVELS",
-    "parse_feature_level", "__version__", "run_case", "check",
+    "parse_feature_level", "__version__", "run_case", "check", "run_onnx",
 ]
 
 _LAZY = {
     "run": ("api", "run"), "run_files": ("api", "run_files"), "validate": ("api", "validate"),
-    "run_case": ("api", "run_case"), "check": ("api", "check"), "OPERATORS": ("operators", "OPERATORS"),
+    "run_case": ("api", "run_case"), "check": ("api", "check"),
+    "run_onnx": ("api", "run_onnx"), "OPERATORS": ("operators", "OPERATORS"),
     "find_operator": ("operators", "find_operator"), "FeatureLevel": ("feature_levels", "FeatureLevel"),
     "ALL_FEATURE_LEVELS": ("feature_levels", "ALL_FEATURE_LEVELS"),
     "parse_feature_level": ("feature_levels", "parse_feature_level"),

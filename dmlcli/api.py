@@ -127,3 +127,19 @@ def run_case(case_or_path, *, backend="cpu", feature_level=None, float_rules=Non
 
     return run_one(case_or_path, backend, feature_level=feature_level, float_rules=float_rules,
                    allow_tf32=allow_tf32)
+
+
+def run_onnx(model, inputs, *, backend="cpu", feature_level=None, fallback=None) -> dict:
+    """Run an ONNX model as ONNX Runtime's DirectML provider runs it; return its outputs by name.
+
+    `model`: an .onnx path, an onnx.ModelProto, or a dmlcli.onnx_model.OnnxSession (which keeps the model read and
+    its plan made between calls: the weights converted once). `inputs`: arrays by the model's input names.
+    Every node runs on its DirectML operator, validated at `feature_level` (default 6_4): dmlcli.ValidationError
+    names a node DirectML cannot run, unless `fallback="cpu"` runs it on ONNX Runtime's CPU provider.
+    dmlcli.BackendUnavailableError where the onnx package (or, for the fallback, onnxruntime) is missing.
+    """
+    from .onnx_model import OnnxSession
+
+    session = model if isinstance(model, OnnxSession) else OnnxSession(
+        model, backend=backend, feature_level=feature_level, fallback=fallback)
+    return session.run(inputs)

@@ -40,6 +40,7 @@ LAYERS = [
     ["dmlcli.dispatch.plan", "dmlcli.dispatch.printing"],
     ["dmlcli.dispatch.run"],
     ["dmlcli.dispatch", "dmlcli.suite"],
+    ["dmlcli.onnx_model"],  # whole ONNX models on the suite's ONNX table and the engine
     ["dmlcli.api", "dmlcli.dask"],
     ["dmlcli.display"],
     ["dmlcli.cli", "dmlcli.__main__"],

@@ -79,9 +79,12 @@ def test_the_operators_this_branch_has_pass_or_are_skipped_for_a_directml_reason
 
 
 @needs_folder
-def test_the_next_issues_operators_are_skipped_saying_so(suite_run):
-    by_case = {r.case_id: r for r in suite_run.results}
-    assert "DirectML has no transpose operator" in by_case["onnx__test_transpose_default"].message
+def test_transpose_and_expand_run_as_element_wise_identity_of_a_strided_view(suite_run):
+    # ONNX Runtime's DirectML provider copies the input read through permuted (zero) Strides by
+    # ELEMENT_WISE_IDENTITY: every case passes, bit for bit.
+    for op in ("Transpose", "Expand"):
+        results = [r for r in suite_run.results if r.op == op]
+        assert results and all(r.passed for r in results), [(r.case_id, r.message) for r in results if not r.passed]
 
 
 @needs_folder
@@ -89,8 +92,12 @@ def test_col2im_and_resize_run_through_fold_and_resample3(suite_run):
     by_case = {r.case_id: r for r in suite_run.results}
     assert all(by_case[f"onnx__test_col2im_{name}"].passed for name in ("5d", "dilations", "pads"))
     resize = [r for r in suite_run.results if r.op == "Resize"]
-    assert sum(r.passed for r in resize) == 23
-    assert all("mode cubic" in r.message for r in resize if not r.passed)  # all that DirectML lacks
+    assert sum(r.passed for r in resize) == 20
+    # What DirectML lacks (cubic), or where ONNX Runtime's DirectML provider maps the call to other values than
+    # ONNX's reference (align_corners and tf_crop_and_resize lengths, pytorch_half_pixel's length 1): three cases.
+    provider = [r for r in resize if "ONNX Runtime's DirectML provider maps this Resize" in r.message]
+    assert len(provider) == 3
+    assert all("mode cubic" in r.message for r in resize if not r.passed and r not in provider)
 
 
 @needs_folder

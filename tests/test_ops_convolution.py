@@ -555,3 +555,17 @@ def test_the_gpu_branch_gives_the_cpu_result(op, arrays, options):
     (on_cpu,) = find_operator(op).array_kernel(np, full, call.outputs, call.parameters)
     (other,) = find_operator(op).array_kernel(_NumpyUnderAnotherName(), full, call.outputs, call.parameters)
     assert on_cpu.dtype == other.dtype and np.array_equal(on_cpu, other)
+
+
+@pytest.mark.parametrize("groups, batch", [(1, 1), (2, 3)])
+def test_a_pointwise_filter_reads_the_input_as_its_column_buffer(groups, batch):
+    # A 1 x 1 filter with strides of 1 and no padding multiplies the input itself (no column buffer is copied):
+    # the result is the reference's, as through the general path.
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((batch, 4, 5, 3)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups, 1, 1)).astype(np.float32)
+    got = dmlcli.run("convolution", x, w, group_count=groups)
+    want = ref_forward(x, w, groups=groups)
+    assert got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5)
+    padded = dmlcli.run("convolution", x, w, group_count=groups, start_padding=[1, 0])  # the general path
+    assert np.allclose(padded[:, :, 1:], got, rtol=1e-6, atol=1e-6) and not padded[:, :, 0].any()

@@ -529,9 +529,13 @@ def test_dmlcli_test_runs_the_onnx_normalization_and_resize_cases(shared_dir, tm
     assert result.exit_code == 0, result.output
     document = json.loads(report.read_text())
     assert document["totals"]["failed"] == 0 and document["totals"]["error"] == 0
-    assert document["totals"]["passed"] == 34 and document["totals"]["skipped"] == 26
+    assert document["totals"]["passed"] == 31 and document["totals"]["skipped"] == 29
     reasons = {entry["message"] for entry in document["results"] if entry["verdict"] == "skipped"}
-    assert len(reasons) == 3  # LayerNormalization's Mean and InvStdDev, cubic, training_mode
+    # LayerNormalization's Mean and InvStdDev, cubic, training_mode; and three Resize cases ONNX Runtime's DirectML
+    # provider maps to other values than ONNX's reference (align_corners and tf_crop_and_resize lengths,
+    # pytorch_half_pixel's length 1), each worded for its case
+    provider = {reason for reason in reasons if reason.startswith("ONNX Runtime's DirectML provider maps this Resize")}
+    assert len(reasons) == 6 and len(provider) == 3
     assert not any("not implemented in dmlcli yet" in reason for reason in reasons), reasons
     assert all("DirectML" in reason for reason in reasons), reasons
 

@@ -387,9 +387,12 @@ def test_onnx_skips_are_only_what_directml_cannot_express(shared_dir):
     skipped = {name: why for name, why in reasons.items() if isinstance(why, str)}
     # Cubic is all DirectML lacks here: RESAMPLE2/3's RoundingDirection gives every nearest_mode (ties included),
     # RESAMPLE3's Antialiased the antialias cases, the offsets tf_crop_and_resize's region (no coordinate of the
-    # case falls outside the input, where ONNX's extrapolation_value would be needed).
-    assert all("mode cubic" in why for why in skipped.values()) and len(skipped) == 10
-    assert len(reasons) - len(skipped) == 24
+    # case falls outside the input, where ONNX's extrapolation_value would be needed). Three more are mapped as ONNX
+    # Runtime's DirectML provider maps them, to other values than ONNX's reference (the table's `differs`).
+    cubic = [why for why in skipped.values() if "mode cubic" in why]
+    provider = [why for why in skipped.values() if why.startswith("ONNX Runtime's DirectML provider maps this Resize")]
+    assert len(cubic) == 10 and len(provider) == 3 and len(skipped) == 13
+    assert len(reasons) - len(skipped) == 21
 
 
 def _dispatch(tmp_path, dispatchable: dict, values: list, out_count: int) -> object:

@@ -149,7 +149,7 @@ def test_a_file_output_still_writes_through_its_writer(tmp_path):
 
 
 def test_command_modules_name_the_module_that_registers_each_command():
-    from dmlcli.cli import app, catalog, commands, inspect, suite  # noqa: F401 - registers every command
+    from dmlcli.cli import app, catalog, commands, inspect, onnx, suite  # noqa: F401 - registers every command
 
     assert set(app.cli.commands) == set(app.COMMAND_MODULES)
     for name, module in app.COMMAND_MODULES.items():

@@ -84,6 +84,7 @@ COMMAND_MODULES = {
     "run": "commands", "validate": "commands", "dispatch": "commands", "info": "commands",
     "show": "inspect", "inspect": "inspect",
     "test": "suite",
+    "onnx": "onnx",
 }
 
 

@@ -206,9 +206,9 @@ def invocation(case: Case) -> Invocation | str:
         planned = plan(case)
         if isinstance(planned, Skipped):
             return planned.reason
-        return Invocation(planned.operator, planned.keywords, tuple(planned.inputs), case.all_expected,
-                          planned.output_dtype, planned.output_shapes or None, planned.broadcast, planned.finish,
-                          case.onnx_op, planned.tolerance)
+        return Invocation(planned.operator, planned.keywords, tuple(planned.inputs),
+                          planned.arrange(case.all_expected), planned.output_dtype, planned.output_shapes or None,
+                          planned.broadcast, planned.finish, case.onnx_op, planned.tolerance)
     operator = find_operator(case.op)
     params = dict(case.params)
     output_dtype = params.pop("output_dtype", None)

@@ -341,6 +341,13 @@ def _grouped_matmul(xp, filters, columns):
     return result
 
 
+def _is_pointwise(w, geo: dict) -> bool:
+    """A 1 x 1 filter with strides of 1 over an unpadded input: each output element reads the input element at its
+    own position, so the column buffer is the input itself."""
+    return all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in geo["Strides"]) and \
+        not any(geo["StartPadding"]) and not any(geo["EndPadding"])
+
+
 def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     """Cross-correlation of x (N, C, *S) with w (M, C/g, *K), input padded by Start/EndPadding: (N, M, *lengths).
 
@@ -353,10 +360,15 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     per_group_in, per_group_out = channels // groups, outputs // groups
     taps = _offsets(w.shape[2:])
     filters = xp.ascontiguousarray(w.reshape(groups, per_group_out, per_group_in * len(taps)))
+    if _is_pointwise(w, geo):
+        # A 1 x 1 filter read at every element: the input is already the column buffer (a reshape, no copy).
+        columns = xp.ascontiguousarray(x).reshape(batch, groups, per_group_in, math.prod(lengths))
+        return _grouped_matmul(xp, filters, columns).reshape((batch, outputs) + tuple(lengths))
     rest = tuple(lengths[1:])
-    result = xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
     row_bytes = channels * len(taps) * math.prod(rest) * x.dtype.itemsize
-    for items, first, tile_rows in _tiles(batch, lengths[0], row_bytes, _budget(xp)):
+    tiles = list(_tiles(batch, lengths[0], row_bytes, _budget(xp)))
+    result = None if len(tiles) == 1 else xp.empty((batch, outputs) + tuple(lengths), dtype=x.dtype)
+    for items, first, tile_rows in tiles:
         count = len(range(batch)[items])
         columns = xp.empty((count, channels, len(taps), tile_rows) + rest, dtype=x.dtype)
         for index, offset in enumerate(taps):
@@ -364,6 +376,8 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
             columns[:, :, index] = padded[(items, slice(None)) + window]
         points = tile_rows * math.prod(rest)
         product = _grouped_matmul(xp, filters, columns.reshape(count, groups, per_group_in * len(taps), points))
+        if result is None:  # one tile is the whole result: no copy into a result buffer
+            return product.reshape((count, outputs, tile_rows) + rest)
         result[items, :, first:first + tile_rows] = product.reshape((count, outputs, tile_rows) + rest)
     return result
 
@@ -426,10 +440,10 @@ def _float_result(xp, inputs, outputs, params):
     geo = geometry(params, rank)
     # FLOAT32 and FLOAT16 accumulate in FLOAT32; float64 (the sum bound's magnitude run) in float64.
     accumulation = np.float64 if x.dtype == np.float64 else np.float32
-    w = w.astype(accumulation)
+    w = w.astype(accumulation, copy=False)  # FLOAT16 widened exactly; FLOAT32 read as it is
     if params.get("Mode") == "CONVOLUTION":
         w = _flipped(w)
-    result = convolve(xp, x.astype(accumulation), w, params.get("GroupCount", 1), geo, out.shape[2:],
+    result = convolve(xp, x.astype(accumulation, copy=False), w, params.get("GroupCount", 1), geo, out.shape[2:],
                       backward=params.get("Direction") == "BACKWARD")
     if bias is not None:
         result += bias.astype(accumulation).reshape((1, -1) + (1,) * (rank - 2))

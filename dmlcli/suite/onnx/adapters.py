@@ -20,6 +20,8 @@ import numpy as np
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 MAX_RANK = 8  # DirectML tensors have 1 to 8 dimensions
+MAX_DIAGONAL_RANK = 4  # DIAGONAL_MATRIX1 takes 2 to 4 dimensions
+MAX_UNPOOL_RANK = 4  # MAX_UNPOOLING takes 4 dimensions
 
 # ONNX's TensorProto.DataType codes (onnx.proto) -> NumPy dtype names, for EyeLike's `dtype` attribute.
 TENSOR_PROTO_TYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
@@ -41,7 +43,7 @@ ATTRIBUTE_KINDS = {
     # p: an INT of LpPool (opset 18) and LpNormalization, a FLOAT of LpPool-1: a number either way
     **dict.fromkeys(("alpha", "beta", "bias", "clip", "cubic_coeff_a", "epsilon", "extrapolation_value", "height_scale",
                      "momentum", "norm_coefficient", "norm_coefficient_post", "scale", "softcap", "spatial_scale",
-                     "value", "width_scale", "p"), "FLOAT"),
+                     "width_scale", "p", "gamma", "lambd", "max", "min", "ratio", "value_float"), "FLOAT"),
     **dict.fromkeys(("antialias", "axis", "batch_axis", "batch_dims", "block_size", "blocksize", "broadcast",
                      "ceil_mode", "count_include_pad", "dtype", "exclude_outside", "exclusive", "group", "hidden_size",
                      "input_forget", "interleaved", "is_causal", "is_test", "k", "keepdims", "kv_num_heads", "largest",
@@ -50,14 +52,27 @@ ATTRIBUTE_KINDS = {
                      "precision", "q_num_heads", "qk_matmul_output_mode", "reverse", "right_window_size",
                      "rotary_embedding_dim", "sampling_ratio", "saturate", "select_last_index", "size",
                      "softmax_precision", "sorted", "spatial", "stash_type", "storage_order", "time_axis",
-                     "training_mode", "transA", "transB", "upper"), "INT"),
+                     "training_mode", "transA", "transB", "upper", "allowzero", "detect_negative", "detect_positive",
+                     "end", "fmod", "seed", "start", "value_int"), "INT"),
     **dict.fromkeys(("auto_pad", "coordinate_transformation_mode", "direction", "keep_aspect_ratio_policy", "mode",
-                     "nearest_mode", "reduction"), "STRING"),
+                     "nearest_mode", "reduction", "approximate", "round_mode", "value_string"), "STRING"),
     **dict.fromkeys(("axes", "consumed_inputs", "dilations", "ends", "kernel_shape", "output_padding", "output_shape",
-                     "paddings", "pads", "perm", "split", "starts", "strides"), "INTS"),
+                     "paddings", "pads", "perm", "split", "starts", "strides", "shape", "value_ints"), "INTS"),
+    "value_floats": "FLOATS", "value_strings": "STRINGS", "sparse_value": "SPARSE_TENSOR",
+    # Names whose kind differs between operators: Pad-2's value is a FLOAT, Constant's and ConstantOfShape's a
+    # TENSOR; Cast's to is a TensorProto code (INT) and, in a string form, its type's name.
+    "value": ("FLOAT", "TENSOR"), "to": ("INT", "STRING"),
 }
 _KIND_WORDS = {"INT": "an integer", "FLOAT": "a number", "STRING": "text", "INTS": "a list of integers",
-               "FLOATS": "a list of numbers", "STRINGS": "a list of texts"}
+               "FLOATS": "a list of numbers", "STRINGS": "a list of texts", "TENSOR": "a tensor",
+               "SPARSE_TENSOR": "a sparse tensor"}
+
+
+def attribute_kinds(name: str) -> tuple[str, ...]:
+    """The kinds ONNX declares for an attribute of this name (one, or several where operators differ); () if
+    ATTRIBUTE_KINDS does not list it."""
+    kinds = ATTRIBUTE_KINDS.get(name, ())
+    return (kinds,) if isinstance(kinds, str) else kinds
 
 
 def _is_kind(value, kind: str) -> bool:
@@ -67,17 +82,19 @@ def _is_kind(value, kind: str) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "FLOAT":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind in ("TENSOR", "SPARSE_TENSOR"):  # a tensor's values, as a case file or onnx's helper gives them
+        return value is not None and not isinstance(value, (str, bytes, dict))
     return isinstance(value, (str, bytes))
 
 
 def check_attribute_kinds(call: OnnxCall) -> None:
     """MappingError naming the first attribute whose value is not of the kind ONNX declares for it."""
     for name, value in call.attributes.items():
-        kind = ATTRIBUTE_KINDS.get(name)
-        if kind is not None and not _is_kind(value, kind):
+        kinds = attribute_kinds(name)
+        if kinds and not any(_is_kind(value, kind) for kind in kinds):
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
-            raise MappingError(f"ONNX's {call.op} attribute {name} must be {_KIND_WORDS[kind]} (an ONNX {kind}), "
-                               f"found {shown}")
+            words = " or ".join(f"{_KIND_WORDS[kind]} (an ONNX {kind})" for kind in kinds)
+            raise MappingError(f"ONNX's {call.op} attribute {name} must be {words}, found {shown}")
 
 
 def _same(outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -104,6 +121,13 @@ class OnnxCall:
     attributes: Mapping[str, object] = field(default_factory=dict)
     outputs: int = 1
     output_names: tuple[str, ...] = ()  # "" for an optional output the case does not check (RNN's Y)
+    # The opset of the node's domain in a model (an operator's meaning changes with it: Softmax before 13 takes
+    # every axis from `axis` on); None for a node test, which is written for the newest version.
+    opset: int | None = None
+
+    def since(self, version: int) -> bool:
+        """Whether the node follows the operator's definition from `version` on (a node test always does)."""
+        return self.opset is None or self.opset >= version
 
     def input(self, position: int) -> np.ndarray | None:
         return self.inputs[position] if position < len(self.inputs) else None
@@ -132,9 +156,17 @@ def normalised_axis(axis, rank: int, what: str = "axis") -> int:
     return axis + rank if axis < 0 else axis
 
 
+def host_values(tensor) -> np.ndarray:
+    """A tensor whose values an adapter reads (k, a shape, axes) as a NumPy array: a model run on the GPU holds the
+    tensors it computes on the device (CuPy's arrays, which NumPy cannot read implicitly)."""
+    if isinstance(tensor, np.ndarray) or not hasattr(tensor, "get"):
+        return np.asarray(tensor)
+    return tensor.get()
+
+
 def scalar_of(tensor: np.ndarray, what: str):
     """The one value of a 0-D or one-element ONNX tensor (k, axis, depth, start, ...)."""
-    array = np.asarray(tensor)
+    array = host_values(tensor)
     if array.size != 1:
         raise MappingError(f"ONNX's {what} must hold one value, found Sizes {list(array.shape)}")
     return array.reshape(-1)[0].item()
@@ -233,9 +265,13 @@ def adapt_arg_reduce(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
 
 
 def adapt_axis_activation(call: OnnxCall, fixed: Mapping[str, object]) -> Prepared:
-    """Softmax, LogSoftmax, Hardmax (opset 13: one axis, default -1) -> the *1 activations' Axes."""
+    """Softmax, LogSoftmax, Hardmax -> the *1 activations' Axes: opset 13 normalises along one axis (default -1);
+    before 13 the input is seen as 2-D, {axis, ..., rank - 1} normalised together (default axis 1)."""
     data = data_input(call)
-    return Prepared({**fixed, "Axes": (normalised_axis(call.attr("axis", -1), data.ndim),)}, [data])
+    if call.since(13):
+        return Prepared({**fixed, "Axes": (normalised_axis(call.attr("axis", -1), data.ndim),)}, [data])
+    axis = normalised_axis(call.attr("axis", 1), data.ndim)
+    return Prepared({**fixed, "Axes": tuple(range(axis, data.ndim))}, [data])
 
 
 # ---------------------------------------------------------------- data movement
@@ -270,17 +306,26 @@ def adapt_split(call: OnnxCall, fixed) -> Prepared:
     return Prepared({**fixed, "Axis": axis, "OutputTensors.Sizes": shapes}, [data])
 
 
+def _integers(tensor) -> list[int] | None:
+    return None if tensor is None else [int(v) for v in host_values(tensor).reshape(-1)]
+
+
+def _slice_arguments(call: OnnxCall):
+    """Slice's starts, ends, axes and steps: inputs from opset 10, attributes (no steps) before."""
+    if call.since(10):
+        return tuple(_integers(call.input(i)) for i in range(1, 5))
+    axes = call.attr("axes")
+    return [int(v) for v in call.attr("starts")], [int(v) for v in call.attr("ends")], axes, None
+
+
 def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
     """(axis, first element read, count, step) per sliced axis: ONNX clamps starts and ends as Python's
     slice(...).indices does."""
     data = data_input(call)
-    starts = [int(v) for v in call.input(1).reshape(-1)]
-    ends = [int(v) for v in call.input(2).reshape(-1)]
-    axes_given = call.input(3)
-    axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
+    starts, ends, axes_given, steps_given = _slice_arguments(call)
+    axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given] if axes_given is not None else \
         list(range(len(starts)))
-    steps_given = call.input(4)
-    steps = [int(v) for v in steps_given.reshape(-1)] if steps_given is not None else [1] * len(starts)
+    steps = steps_given if steps_given is not None else [1] * len(starts)
     if 0 in steps:
         raise MappingError("ONNX's Slice steps may not be 0")
     found = []
@@ -308,10 +353,15 @@ def adapt_slice(call: OnnxCall, fixed) -> Prepared:
 PAD_MODES = {"constant": "CONSTANT", "edge": "EDGE", "reflect": "REFLECTION", "wrap": "WRAP"}
 
 
+def pad_amounts(call: OnnxCall) -> list[int]:
+    """Pad's pads: the input from opset 11, the attribute before."""
+    return _integers(call.input(1)) if call.since(11) else [int(v) for v in call.attr("pads")]
+
+
 def pad_widths(call: OnnxCall) -> tuple[list[int], list[int]]:
     """ONNX's pads (for the axes given, or every axis) as DirectML's StartPadding and EndPadding, one per axis."""
     rank = data_input(call).ndim
-    pads = [int(v) for v in call.input(1).reshape(-1)]
+    pads = pad_amounts(call)
     axes_given = call.input(3)
     axes = [normalised_axis(a, rank, "axes") for a in axes_given.reshape(-1)] if axes_given is not None else \
         list(range(rank))
@@ -335,7 +385,7 @@ def adapt_pad(call: OnnxCall, fixed) -> Prepared:
     data = data_input(call)
     start, end = pad_widths(call)
     mode = str(call.attr("mode", "constant"))
-    value = call.input(2)
+    value = call.input(2) if call.since(11) else np.asarray(call.attr("value", 0.0), data.dtype)
     values = {**fixed, "PaddingMode": PAD_MODES[mode], "StartPadding": tuple(start), "EndPadding": tuple(end)}
     if mode == "constant":
         values["PaddingValue"] = exact_text(scalar_of(value, "constant_value")) if value is not None else "0"
@@ -375,9 +425,31 @@ def adapt_gather(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, [padded(data, rank), padded(indices, rank)], finish=reshaped_to([onnx_shape]))
 
 
+def indices_window(call: OnnxCall) -> tuple[slice, ...] | None:
+    """GatherElements' and ScatterElements' data seen through the indices' Sizes off the axis, where the indices
+    are smaller there (ONNX allows it; DirectML's *_ELEMENTS want equal Sizes off Axis): the window of data that
+    a tensor desc with data's Strides and the indices' Sizes reads. None where the Sizes are already equal."""
+    data, indices = data_input(call), call.input(1)
+    axis = normalised_axis(call.attr("axis", 0), data.ndim)
+    if indices is None or indices.ndim != data.ndim:
+        raise MappingError(f"ONNX's {call.op} indices must have data's rank {data.ndim}")
+    window = []
+    for dimension, (have, want) in enumerate(zip(data.shape, indices.shape)):
+        if dimension != axis and want > have:
+            raise MappingError(f"ONNX's {call.op} indices Sizes {list(indices.shape)} exceed data's "
+                               f"{list(data.shape)} off the axis")
+        window.append(slice(None) if dimension == axis else slice(0, want))
+    smaller = any(want < have for d, (have, want) in enumerate(zip(data.shape, indices.shape)) if d != axis)
+    return tuple(window) if smaller else None
+
+
 def adapt_gather_elements(call: OnnxCall, fixed) -> Prepared:
+    """GATHER_ELEMENTS reads data through the indices' Sizes off the axis (the same Strides, smaller Sizes: a
+    window), as ONNX Runtime's DirectML provider binds it; equal Sizes are the plain call."""
     data = data_input(call)
-    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", 0), data.ndim)}, [data, call.input(1)])
+    window = indices_window(call)
+    view = data if window is None else data[window]
+    return Prepared({**fixed, "Axis": normalised_axis(call.attr("axis", 0), data.ndim)}, [view, call.input(1)])
 
 
 def adapt_gather_nd(call: OnnxCall, fixed) -> Prepared:
@@ -420,11 +492,15 @@ def adapt_one_hot(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, [np.expand_dims(indices, axis), pair.reshape((1,) * (rank - 1) + (pair.size,))])
 
 
+def top_k_count(call: OnnxCall) -> int:
+    """TopK's k: the input from opset 10, the attribute before."""
+    return whole_scalar(call.input(1), "k") if call.since(10) else int(call.attr("k"))
+
+
 def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
     data = data_input(call)
     axis = normalised_axis(call.attr("axis", -1), data.ndim)
-    k = whole_scalar(call.input(1), "k")
-    values = {**fixed, "Axis": axis, "K": k,
+    values = {**fixed, "Axis": axis, "K": top_k_count(call),
               "AxisDirection": "DECREASING" if call.attr("largest", 1) else "INCREASING"}
 
     def finish(outputs):
@@ -432,6 +508,22 @@ def adapt_top_k(call: OnnxCall, fixed) -> Prepared:
         return outputs[0], outputs[1].view(np.int64) if outputs[1].dtype == np.uint64 else outputs[1]
 
     return Prepared(values, [data], output_dtype="uint64", finish=finish)
+
+
+def top_k_free_order(call: OnnxCall) -> int | None:
+    """sorted=0 leaves the order of TopK's k elements free in ONNX: the axis along which values and indices are
+    compared as a set of (value, index) pairs (None: sorted, compared in place)."""
+    if call.attr("sorted", 1):
+        return None
+    return normalised_axis(call.attr("axis", -1), data_input(call).ndim)
+
+
+def in_index_order(outputs: Sequence[np.ndarray], axis: int) -> tuple[np.ndarray, ...]:
+    """TopK's values and indices with each slice along `axis` ordered by index: one order for any two results
+    holding the same (value, index) pairs, whatever order each was written in."""
+    values, indices = outputs[0], outputs[1]
+    order = np.argsort(indices, axis=axis, kind="stable")
+    return np.take_along_axis(values, order, axis=axis), np.take_along_axis(indices, order, axis=axis)
 
 
 DEPTH_SPACE_ORDERS = {"DCR": "DEPTH_COLUMN_ROW", "CRD": "COLUMN_ROW_DEPTH"}
@@ -501,13 +593,27 @@ def trilu_bounds(call: OnnxCall) -> tuple[int, int]:
     return (INT32_MIN, k) if call.attr("upper", 1) else (k + 1, INT32_MAX)
 
 
+def folded_batch(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """`shape` with its leading dimensions folded into one so that it has at most `rank` dimensions (a reshape of
+    a packed tensor: ONNX Runtime's DirectML provider folds the leading dimensions of MatMul's operands so,
+    SetDimensionCount(4, ..., foldEndDimensions))."""
+    if len(shape) <= rank:
+        return shape
+    keep = rank - 1
+    return (math.prod(shape[:len(shape) - keep]),) + shape[len(shape) - keep:]
+
+
 def adapt_trilu(call: OnnxCall, fixed) -> Prepared:
     """DIAGONAL_MATRIX1 with InputTensor writes Value (0) where column - row is in [Begin, End): triu (upper=1)
-    zeroes column - row < k, tril zeroes column - row > k."""
+    zeroes column - row < k, tril zeroes column - row > k. Past 4 dimensions the leading ones (each a stack of
+    matrices treated alike) are folded into one, and the output reshaped back."""
     data = data_input(call)
     begin, end = trilu_bounds(call)
     values = {**fixed, "DiagonalFillBegin": begin, "DiagonalFillEnd": end, "Value": "0"}
-    return Prepared(values, [data])
+    folded = folded_batch(data.shape, MAX_DIAGONAL_RANK)
+    if folded == data.shape:
+        return Prepared(values, [data])
+    return Prepared(values, [data.reshape(folded)], finish=reshaped_to([data.shape]))
 
 
 def adapt_range(call: OnnxCall, fixed) -> Prepared:
@@ -526,9 +632,25 @@ def adapt_one_input(call: OnnxCall, fixed) -> Prepared:
     return Prepared(dict(fixed), [data_input(call)])
 
 
+def broadcast_operands(tensors: Sequence[np.ndarray]) -> tuple[list[np.ndarray], Callable]:
+    """An element-wise call's operands at one rank: ONNX's multidirectional broadcasting aligns Sizes from the
+    right, DirectML's descs all have the output's DimensionCount (at least 1), so each operand gets leading
+    size-1 axes (a reshape; dmlcli's broadcast then gives the zero Strides). A 0-D result (every operand 0-D) is
+    DirectML's {1}, reshaped back; the finish that does so is returned with the operands."""
+    try:
+        shape = np.broadcast_shapes(*(tensor.shape for tensor in tensors))
+    except ValueError:
+        raise MappingError("ONNX's inputs of Sizes " + ", ".join(str(list(t.shape)) for t in tensors)
+                           + " do not broadcast") from None
+    rank = max(len(shape), 1)
+    operands = [padded(tensor, rank) for tensor in tensors]
+    return operands, (reshaped_to([shape]) if not shape else _same)
+
+
 def adapt_where(call: OnnxCall, fixed) -> Prepared:
     condition, a, b = call.inputs[:3]
-    return Prepared(dict(fixed), [condition.astype(np.uint8), a, b], broadcast=True)
+    operands, finish = broadcast_operands([condition.astype(np.uint8), a, b])
+    return Prepared(dict(fixed), operands, broadcast=True, finish=finish)
 
 
 # ---------------------------------------------------------------- normalization
@@ -608,11 +730,18 @@ def _resize_axes(call: OnnxCall, rank: int) -> list[int]:
     return [normalised_axis(a, rank, "axes") for a in call.attr("axes", list(range(rank)))]
 
 
+def is_upsample(call: OnnxCall) -> bool:
+    """Upsample, and Resize before opset 11, which has Upsample's inputs (X, scales) and meaning (asymmetric
+    coordinates, nearest elements by floor); Upsample before opset 9 takes its scales as an attribute."""
+    return call.op == "Upsample" or not call.since(11)
+
+
 def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[list[float], list[int]]:
     """ONNX's scale and output size per dimension (Resize-19's scales or sizes, axes, keep_aspect_ratio_policy)."""
     rank = len(shape)
-    if call.op == "Upsample":
-        scales = [float(s) for s in call.input(1).ravel()]
+    if is_upsample(call):
+        given = call.input(1) if call.since(9) else None
+        scales = [float(s) for s in (host_values(given).ravel() if given is not None else call.attr("scales"))]
         return scales, [int(math.floor(n * s)) for n, s in zip(shape, scales)]
     axes = _resize_axes(call, rank)
     scales_in, sizes_in = call.input(2), call.input(3)
@@ -674,24 +803,54 @@ def resize_extrapolates(call: OnnxCall) -> bool:
 
 def _pixel_offsets(transform: str, n: int, out: int, scale: float, crop: tuple[float, float]):
     """(Scale, InputPixelOffset, OutputPixelOffset) that make x = (o - OutputPixelOffset) / Scale - InputPixelOffset
-    ONNX's coordinate_transformation_mode along one dimension."""
-    if transform == "asymmetric" or (transform == "pytorch_half_pixel" and out == 1):
+    ONNX's coordinate_transformation_mode along one dimension, as ONNX Runtime's DirectML provider computes them
+    (DmlOperatorResize.cpp, ComputePixelOffsetsAndScales): align_corners and tf_crop_and_resize from the output's
+    Sizes, pytorch_half_pixel's special case on the input's length. Where that gives other values than ONNX's
+    reference, the table's Resize entry says so (resize_differences)."""
+    if transform == "asymmetric":
         return scale, 0.0, 0.0
+    if transform == "pytorch_half_pixel":
+        return (FLOAT32_MAX, 0.0, 0.0) if n <= 1 else (scale, 0.5, -0.5)
     if transform == "align_corners":
-        # ONNX's x = o * (n - 1) / (length - 1), the length being n * scale before rounding down.
-        length = n * scale
-        return ((length - 1) / (n - 1) if length > 1 and n > 1 else 1.0), 0.0, 0.0
+        return ((out - 1) / (n - 1) if out > 1 and n > 1 else FLOAT32_MAX), 0.0, 0.0
     if transform == "half_pixel_symmetric":
         return scale, 0.5 - (n / 2) * (1 - out / (n * scale)), -0.5
     if transform == "tf_crop_and_resize":
-        # x = o * (end - start) * (n - 1) / (length - 1) + start * (n - 1): a Scale and an InputPixelOffset.
+        # x = o * (end - start) * (n - 1) / (out - 1) + start * (n - 1): a Scale and an InputPixelOffset.
         start, end = crop
-        length = n * scale
-        if length == 1:
+        if out == 1 or n <= 1:  # ONNX's 0.5 * (start + end) * (n - 1) (the provider's Scale would be 0 here)
             return 1.0, -((end - start) * (n - 1) / 2 + start * (n - 1)), 0.0
-        span = (end - start) * (n - 1)
-        return ((length - 1) / span if span else FLOAT32_MAX), -start * (n - 1), 0.0
-    return scale, 0.5, -0.5  # half_pixel, and pytorch_half_pixel with more than one output element
+        return (out - 1) / max((end - start) * (n - 1), 1.0), -start * (n - 1), 0.0
+    return scale, 0.5, -0.5  # half_pixel
+
+
+def resize_differences(call: OnnxCall) -> str | None:
+    """Where ONNX Runtime's DirectML provider maps a Resize to values ONNX's reference does not give, what differs
+    (None where they agree). The provider takes align_corners' and tf_crop_and_resize's length from the output's
+    Sizes, ONNX's reference from input x scale before it is rounded down; it tests pytorch_half_pixel's special case
+    on the input's length, ONNX on the output's; and DirectML widens the antialiasing filter by 1 / Scale, which
+    for align_corners is the coordinate scale (out - 1) / (in - 1), not ONNX's size ratio."""
+    if call.op != "Resize" or is_upsample(call):
+        return None
+    shape = data_input(call).shape
+    scales, sizes = _resize_sizes_and_scales(call, shape)
+    transform = str(call.attr("coordinate_transformation_mode", "half_pixel"))
+    antialiased = str(call.attr("mode", "nearest")) == "linear" and bool(call.attr("antialias", 0))
+    crops = zip(*_crop_region(call, len(shape))) if transform == "tf_crop_and_resize" else [(0.0, 1.0)] * len(shape)
+    for n, out, scale, (start, end) in zip(shape, sizes, scales, crops):
+        if transform == "tf_crop_and_resize" and out > 1 and n > 1 and (end - start) * (n - 1) < 1:
+            return (f"tf_crop_and_resize with a region {(end - start) * (n - 1):g} elements long: ONNX Runtime's "
+                    "DirectML provider divides by at least 1 (std::max(..., 1.0f)), ONNX by the region's length")
+        if transform in ("align_corners", "tf_crop_and_resize") and out > 1 and n * scale != out:
+            return (f"{transform} with an input length {n} x scale {scale:g} that is not whole: ONNX's reference maps "
+                    f"coordinates with length {n * scale:g}, ONNX Runtime's DirectML provider with the output's {out}")
+        if transform == "pytorch_half_pixel" and out == 1 and n > 1:
+            return ("pytorch_half_pixel with an output length 1: ONNX reads input element 0, ONNX Runtime's DirectML "
+                    "provider tests the input's length (not 1) and maps it as half_pixel")
+        if antialiased and transform == "align_corners" and scale < 1 and n > 1 and (out - 1) / (n - 1) != scale:
+            return ("antialias with align_corners: DirectML widens the filter by 1 / Scale, and align_corners' Scale "
+                    "is (out - 1) / (in - 1), not ONNX's size ratio")
+    return None
 
 
 def resize_plan(call: OnnxCall) -> ResizeMapping:
@@ -701,9 +860,10 @@ def resize_plan(call: OnnxCall) -> ResizeMapping:
     data = data_input(call)
     shape = data.shape
     scales, sizes = _resize_sizes_and_scales(call, shape)
-    transform = "asymmetric" if call.op == "Upsample" else str(call.attr("coordinate_transformation_mode", "half_pixel"))
+    legacy = is_upsample(call)
+    transform = "asymmetric" if legacy else str(call.attr("coordinate_transformation_mode", "half_pixel"))
     mode = "NEAREST_NEIGHBOR" if str(call.attr("mode", "nearest")) == "nearest" else "LINEAR"
-    nearest_mode = "floor" if call.op == "Upsample" else str(call.attr("nearest_mode", "round_prefer_floor"))
+    nearest_mode = "floor" if legacy else str(call.attr("nearest_mode", "round_prefer_floor"))
     if nearest_mode not in NEAREST_MODES:
         raise MappingError(f"ONNX's nearest_mode {nearest_mode!r} is none of {', '.join(NEAREST_MODES)}")
     rounding, adjustment = NEAREST_MODES[nearest_mode] if mode == "NEAREST_NEIGHBOR" else ("DECREASING", 0.0)
@@ -718,14 +878,66 @@ def resize_plan(call: OnnxCall) -> ResizeMapping:
     return ResizeMapping(mode, rounding, tuple(used), tuple(ins), tuple(outs), tuple(sizes), antialiased)
 
 
+MAX_RESAMPLE_RANK = 4  # RESAMPLE2 and RESAMPLE3 take 1 to 4 dimensions
+
+
+def _axis_left_alone(plan: ResizeMapping, axis: int, in_size: int) -> bool:
+    """Whether RESAMPLE reads output element o of this axis from input element o (so the axis can be merged with
+    a neighbour that is left alone too): the same size and each float32 coordinate, clamped and rounded as the
+    operator rounds it (resampling's resample_coordinates), is o itself."""
+    out_size = plan.output_shape[axis]
+    if in_size != out_size or plan.scales[axis] != 1.0:
+        return False
+    o = np.arange(out_size, dtype=np.float32)
+    x = np.clip((o - np.float32(plan.output_offsets[axis])) - np.float32(plan.input_offsets[axis]),
+                np.float32(0), np.float32(in_size - 1))
+    if plan.mode == "NEAREST_NEIGHBOR":
+        x = np.ceil(x) if plan.rounding == "INCREASING" else np.floor(x)
+    return bool(np.array_equal(x, o))
+
+
+def resize_layout(plan: ResizeMapping, shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    """RESAMPLE's view of a Resize of more than 4 dimensions: [(first, last) axis of ONNX's, ...], one per axis of
+    the call.
+    As ONNX Runtime's DirectML provider does (DmlOperatorResize.cpp), axes of size 1 in both input and output are
+    dropped (one is kept where all are); then, while more than 4 remain, two neighbouring axes that the resample
+    leaves alone are merged into one (a reshape: each is read element for element). Each group is one axis of the
+    call; its parameters are the group's first axis's where it is one ONNX axis, an identity's otherwise."""
+    axes = [axis for axis, (n, m) in enumerate(zip(shape, plan.output_shape)) if not n == m == 1] or [0]
+    groups = [(axis, axis) for axis in axes]
+    while len(groups) > MAX_RESAMPLE_RANK:
+        for index in range(len(groups) - 1):
+            (first, _), (_, last) = groups[index], groups[index + 1]
+            alone = all(_axis_left_alone(plan, axis, shape[axis]) or shape[axis] == plan.output_shape[axis] == 1
+                        for axis in range(first, last + 1))
+            if alone:
+                groups[index:index + 2] = [(first, last)]
+                break
+        else:
+            break
+    return groups
+
+
 def adapt_resize(call: OnnxCall, fixed) -> Prepared:
+    data = data_input(call)
     plan = resize_plan(call)
+    finish = _same
+    if data.ndim > MAX_RESAMPLE_RANK:
+        groups = resize_layout(plan, data.shape)
+        merged = [first != last for first, last in groups]
+        finish = reshaped_to([plan.output_shape])
+        data = data.reshape(tuple(math.prod(data.shape[f:l + 1]) for f, l in groups))
+        plan = ResizeMapping(
+            plan.mode, plan.rounding, tuple(1.0 if m else plan.scales[f] for (f, _), m in zip(groups, merged)),
+            tuple(0.0 if m else plan.input_offsets[f] for (f, _), m in zip(groups, merged)),
+            tuple(0.0 if m else plan.output_offsets[f] for (f, _), m in zip(groups, merged)),
+            tuple(math.prod(plan.output_shape[f:l + 1]) for f, l in groups), plan.antialiased)
     values = {**fixed, "InterpolationMode": plan.mode, "RoundingDirection": plan.rounding, "Scales": plan.scales,
               "InputPixelOffsets": plan.input_offsets, "OutputPixelOffsets": plan.output_offsets,
               "OutputTensor.Sizes": plan.output_shape}
     if call.op == "Resize":  # RESAMPLE3; Upsample maps onto RESAMPLE2, which has no Antialiased
         values["Antialiased"] = plan.antialiased
-    return Prepared(values, [data_input(call)])
+    return Prepared(values, [data], finish=finish)
 
 
 # ---------------------------------------------------------------- convolutions
@@ -862,13 +1074,10 @@ def _matmul_operands(a: np.ndarray, b: np.ndarray):
         raise MappingError(f"ONNX's MatMul batch Sizes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
     # NumPy's matmul drops the axis a 1-D operand gained.
     out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
-    return np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:]), out_shape
-
-
-def matmul_rank(call: OnnxCall) -> int:
-    """The rank of DirectML's call for ONNX's MatMul-like operators (at least 2)."""
-    a, b = call.input(0), call.input(1) if call.op != "QLinearMatMul" else call.input(3)
-    return max(2, *(x.ndim for x in (a, b) if x is not None))
+    a2, b2 = np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:])
+    if rank > MAX_GEMM_RANK:  # the leading batch dimensions folded into one (a reshape of the broadcast operands)
+        a2, b2 = a2.reshape(folded_batch(a2.shape, MAX_GEMM_RANK)), b2.reshape(folded_batch(b2.shape, MAX_GEMM_RANK))
+    return a2, b2, out_shape
 
 
 def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
@@ -878,7 +1087,7 @@ def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
     values = {**fixed, "TransA": "TRANSPOSE" if call.attr("transA", 0) else "NONE",
               "TransB": "TRANSPOSE" if call.attr("transB", 0) else "NONE",
               "Alpha": float(call.attr("alpha", 1.0)), "Beta": float(call.attr("beta", 1.0))}
-    inputs = [a, b] if c is None else [a, b, padded(np.asarray(c), 2)]
+    inputs = [a, b] if c is None else [a, b, padded(c, 2)]
     return Prepared(values, inputs)
 
 
@@ -980,9 +1189,16 @@ def _as_4d(data: np.ndarray) -> np.ndarray:
     return data.reshape(data.shape[:2] + (1,) + data.shape[2:]) if data.ndim == 3 else data
 
 
+def plain_max_pool(call: OnnxCall) -> bool:
+    """A MaxPool that asks for Y alone and dilates nothing: DirectML's plain MAX_POOLING computes it."""
+    return call.outputs < 2 and all(int(d) == 1 for d in call.attr("dilations", ()))
+
+
 def adapt_pool(call: OnnxCall, fixed) -> Prepared:
     """AveragePool, MaxPool, LpPool and their Global forms: explicit paddings; a 1-D pool gets a size-1 H axis
-    (window 1) and its output loses it again."""
+    (window 1) and its output loses it again. A plain MaxPool (plain_max_pool) is MAX_POOLING: no Dilations, no
+    Indices."""
+    plain = call.op == "MaxPool" and plain_max_pool(call)
     data = data_input(call)
     one_d = data.ndim == 3
     w = pool_windows(call)
@@ -993,7 +1209,7 @@ def adapt_pool(call: OnnxCall, fixed) -> Prepared:
 
     values = {**fixed, "WindowSize": lift(w.window, 1), "Strides": lift(w.strides, 1),
               "StartPadding": lift(w.start, 0), "EndPadding": lift(end, 0)}
-    if call.op in ("AveragePool", "MaxPool", "LpPool"):
+    if call.op in ("AveragePool", "MaxPool", "LpPool") and not plain:
         values["Dilations"] = lift(w.dilations, 1)
     if call.op == "AveragePool":
         values["IncludePadding"] = bool(call.attr("count_include_pad", 0))
@@ -1009,7 +1225,8 @@ def adapt_pool(call: OnnxCall, fixed) -> Prepared:
         # ONNX's int64 indices: DirectML's UINT64 (5_0), the same bits for indices below 2^63.
         return shaped[0], shaped[1].view(np.int64)
 
-    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if call.op == "MaxPool" else None, finish=finish)
+    indices = call.op == "MaxPool" and not plain
+    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if indices else None, finish=finish)
 
 
 def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
@@ -1026,13 +1243,28 @@ def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
                                   for i, (n, s, k) in enumerate(zip(data.shape[2:], strides, window)))
 
 
+def unpool_4d(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """MaxUnpool's {N, C, spatial...} as MAX_UNPOOLING's 4 dimensions: 1-D {N, C, W} gains a size-1 H, 3-D
+    {N, C, D, H, W} is {N, C, D, H x W}. The indices are flat positions in the output, which a reshape of its
+    trailing dimensions does not change, and each input element is written where its index says whatever the
+    window's shape, so the call is the same (a reshape, as ONNX Runtime's DirectML provider makes it)."""
+    if len(shape) == 3:
+        return shape[:2] + (1,) + shape[2:]
+    if len(shape) == 5:
+        return shape[:3] + (shape[3] * shape[4],)
+    return shape
+
+
 def adapt_max_unpool(call: OnnxCall, fixed) -> Prepared:
     data, indices = call.input(0), call.input(1)
     if indices is None:
         raise MappingError("ONNX's MaxUnpool needs its indices input I")
+    out_shape = unpool_output_sizes(call)
     # ONNX's int64 indices as DirectML's UINT64 IndicesTensor (5_0): the same bits for indices >= 0.
-    values = {**fixed, "OutputTensor.Sizes": unpool_output_sizes(call)}
-    return Prepared(values, [data, indices.astype(np.int64).view(np.uint64)])
+    values = {**fixed, "OutputTensor.Sizes": unpool_4d(out_shape)}
+    positions = indices.astype(np.int64).view(np.uint64)
+    inputs = [data.reshape(unpool_4d(data.shape)), positions.reshape(unpool_4d(indices.shape))]
+    return Prepared(values, inputs, finish=reshaped_to([out_shape]))
 
 
 def roi_align_half_pixel(call: OnnxCall) -> bool:

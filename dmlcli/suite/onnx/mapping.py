@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..case import Case
-from .adapters import MappingError, OnnxCall, Prepared, check_attribute_kinds, data_input, onnx_call
+from .adapters import MappingError, OnnxCall, Prepared, check_attribute_kinds, data_input, in_index_order, onnx_call
 from .table import TABLE, Entry, entry_for
 
 SIZES = ".Sizes"
@@ -38,7 +38,10 @@ class Planned:
     output_shapes: dict = field(default_factory=dict)  # an output's Sizes by tensor name, where stated
     broadcast: bool = False
     finish: Callable[[Sequence[np.ndarray]], tuple] = tuple
-    tolerance: object = None  # a comparison Rule for a case whose expected values ONNX prints rounded
+    tolerance: object = None  # a Rule for a case whose expected values ONNX prints rounded
+    # ONNX's outputs (or the expected ones) in the order they are compared in: as they are, or, where ONNX leaves
+    # the order free (the entry's free_order), each slice ordered by index. `finish` applies it already.
+    arrange: Callable[[Sequence[np.ndarray]], tuple] = tuple
 
 
 class TableError(Exception):
@@ -70,43 +73,95 @@ def keyword_for(entry: Entry, operator, destination: str) -> str:
 def plan(case: Case) -> Planned | Skipped:
     """The DirectML call for an ONNX case, or why DirectML cannot compute it. InputError for a case the
     table cannot read (an unknown ONNX operator, a malformed ONNX call, a table out of step with dmlcli)."""
-    call = onnx_call(case)
+    return plan_call(onnx_call(case), case.all_expected, case.document.get("case_name", ""))
+
+
+def entry_of(call: OnnxCall) -> Entry:
+    """The table's entry for the call (InputError where the table has none)."""
+    entry = entry_for(call)
+    if entry is None:
+        raise InputError(f"ONNX operator {call.op!r} has no entry in dmlcli's ONNX table "
+                         "(dmlcli/suite/onnx/table.py)")
+    return entry
+
+
+def cannot_reason(entry: Entry, call: OnnxCall, conditions=None) -> str | None:
+    """The DirectML reason the entry cannot compute the call (its own conditions, or the `conditions` given), or
+    None. What DirectML can never compute says so first, whether or not dmlcli has the operator yet. InputError for
+    a malformed call."""
+    try:
+        for condition in entry.cannot if conditions is None else conditions:
+            if condition.when(call):
+                return condition.describe(call)
+    except MappingError as error:
+        raise InputError(f"ONNX {call.op}: {error}") from None
+    return None
+
+
+def prepare(entry: Entry, call: OnnxCall) -> Prepared:
+    """The entry's adapter on the call (InputError for a malformed call)."""
+    try:
+        return entry.adapter(call, dict(entry.fixed))
+    except MappingError as error:
+        raise InputError(f"ONNX {call.op}: {error}") from None
+
+
+def plan_call(call: OnnxCall, expected: Sequence[np.ndarray] = (), case_name: str = "") -> Planned | Skipped:
+    """The DirectML call for an ONNX call (a node test's, or a model's node), or why DirectML cannot compute it:
+    the entry's own conditions and those where ONNX Runtime's DirectML provider gives other values than ONNX
+    defines (a node test cannot match them), then the operator's support rows (a data type or rank no level takes,
+    a size of zero among the inputs or the `expected` outputs)."""
     try:
         check_attribute_kinds(call)
-        entry = entry_for(call)
-        if entry is None:
-            raise InputError(f"ONNX operator {case.onnx_op!r} has no entry in dmlcli's ONNX table "
-                             "(dmlcli/suite/onnx/table.py)")
+        entry = entry_of(call)
         if entry.directml is None:
             return Skipped(entry.reason)
-        # What DirectML can never compute says so first, whether or not dmlcli has the operator yet.
-        for condition in entry.cannot:
-            if condition.when(call):
-                return Skipped(condition.describe(call))
+        reason = cannot_reason(entry, call, entry.cannot + entry.differs)
+        if reason is not None:
+            return Skipped(reason)
         operator = directml_operator(entry)
-        prepared: Prepared = entry.adapter(call, dict(entry.fixed))
+        prepared = prepare(entry, call)
     except MappingError as error:
-        raise InputError(f"ONNX {case.onnx_op}: {error}") from None
+        raise InputError(f"ONNX {call.op}: {error}") from None
     except InputError:
         raise
     except (TypeError, ValueError, ArithmeticError, LookupError) as error:
         # A value of the right kind that no ONNX call holds (a size of 10^300, an index past a list) where no
-        # adapter words it: still this case's error, never the run's (issue 34).
-        raise InputError(f"ONNX {case.onnx_op}: dmlcli cannot map these attributes and inputs onto a DirectML call "
+        # adapter words it: still this call's error, never the run's (issue 34).
+        raise InputError(f"ONNX {call.op}: dmlcli cannot map these attributes and inputs onto a DirectML call "
                          f"({type(error).__name__}: {error})") from None
-    unsupported = _unsupported(operator, prepared, case)
+    unsupported = unsupported_reason(operator, prepared, expected)
     if unsupported is not None:
         return Skipped(unsupported)
     try:
-        planned = _planned(entry, operator, prepared)
-        rounded = entry.rounded_expected.get(case.document.get("case_name", ""))
-        if rounded is not None:
-            from ...checking.comparison import Rule
-
-            planned.tolerance = Rule("allclose", ROUNDED_ATOL, f"the ONNX table: {rounded}", rtol=ROUNDED_RTOL)
-        return planned
+        planned = planned_call(entry, operator, prepared, call)
     except TableError as error:
         raise InputError(str(error)) from None
+    rounded = entry.rounded_expected.get(case_name)
+    if rounded is not None:
+        from ...checking.comparison import Rule
+
+        planned.tolerance = Rule("allclose", ROUNDED_ATOL, f"the ONNX table: {rounded}", rtol=ROUNDED_RTOL)
+    return planned
+
+
+def arrangement(entry: Entry, call: OnnxCall) -> Callable[[Sequence[np.ndarray]], tuple]:
+    """How the call's outputs are ordered to be compared (see Planned.arrange)."""
+    axis = None if entry.free_order is None else entry.free_order(call)
+    if axis is None:
+        return tuple
+    return lambda outputs: in_index_order(outputs, axis) + tuple(outputs[2:])
+
+
+def planned_call(entry: Entry, operator, prepared: Prepared, call: OnnxCall | None = None) -> Planned:
+    """The Planned call for a prepared one: DESC fields as API keywords, outputs' Sizes, the arrangement."""
+    planned = _planned(entry, operator, prepared)
+    if call is not None:
+        arrange = arrangement(entry, call)
+        if arrange is not tuple:
+            finish = planned.finish
+            planned.finish, planned.arrange = (lambda outputs: arrange(finish(outputs))), arrange
+    return planned
 
 
 def _planned(entry: Entry, operator, prepared: Prepared) -> Planned:
@@ -131,12 +186,12 @@ def _input_fields(operator, count: int) -> list[str]:
         return []  # the engine reports a wrong input count as the case's failure
 
 
-def _unsupported(operator, prepared: Prepared, case: Case) -> str | None:
+def unsupported_reason(operator, prepared: Prepared, expected: Sequence[np.ndarray] = ()) -> str | None:
     """A DirectML fact that rules the call out at every feature level: a zero size, a rank or a data type that
     none of the operator's support rows takes (the rows of the call's Function, for REDUCE)."""
     from ...data_types import from_numpy
 
-    for label, array in [*(("input", a) for a in prepared.inputs), *(("expected output", e) for e in case.all_expected)]:
+    for label, array in [*(("input", a) for a in prepared.inputs), *(("expected output", e) for e in expected)]:
         if array is not None and 0 in array.shape:
             return (f"ONNX's {label} has Sizes {list(array.shape)}; DirectML rejects a size of zero in any "
                     "dimension")
@@ -167,7 +222,7 @@ def resize_mapping(onnx_op: str, attributes, input_names, inputs, expected_shape
     given = iter(inputs)
     call = OnnxCall(onnx_op, tuple(None if not name else next(given) for name in input_names), dict(attributes))
     entry = TABLE[onnx_op]
-    for condition in entry.cannot:
+    for condition in entry.cannot + entry.differs:  # a node test: ONNX's values, where the provider's differ
         if condition.when(call):
             return condition.describe(call)
     planned = _planned(entry, directml_operator(entry), entry.adapter(call, dict(entry.fixed)))

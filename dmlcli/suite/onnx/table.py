@@ -24,16 +24,26 @@ import numpy as np
 
 from . import adapters as a
 from . import adapters_attention as aa
+from . import adapters_elementwise as ae
 from . import adapters_normalization as an
 from . import adapters_quantization as aq
 from . import adapters_training as t
 
 
 class _Attributes(dict):
-    """An ONNX call's attributes for a reason's {placeholders}; a missing one shows as ONNX's default."""
+    """An ONNX call's attributes for a reason's {placeholders}; one the call leaves out shows as the default the
+    condition declares for it (ONNX's), and a placeholder with neither is the table's error (a literal brace is
+    written {{ }})."""
 
-    def __missing__(self, key: str) -> str:
-        return "(default)"
+    def __init__(self, attributes: Mapping[str, object], defaults: Mapping[str, object]):
+        super().__init__(attributes)
+        self.defaults = defaults
+
+    def __missing__(self, key: str) -> object:
+        if key in self.defaults:
+            return self.defaults[key]
+        raise KeyError(f"ONNX table: the reason's placeholder {{{key}}} is no attribute of the call and has no "
+                       "default in its Cannot (write a literal brace as {{ }})")
 
 
 @dataclass(frozen=True)
@@ -41,10 +51,14 @@ class Cannot:
     """A condition under which DirectML cannot compute the case, and the DirectML fact that says why."""
 
     when: Callable[[a.OnnxCall], bool]
-    reason: str  # the skip message; {name} is the ONNX attribute's value
+    # The skip message: {name} is the ONNX attribute's value; or a function of the call that words it.
+    reason: str | Callable[[a.OnnxCall], str]
+    defaults: Mapping[str, object] = field(default_factory=dict)  # ONNX's default of each {name} a call may leave out
 
     def describe(self, call: a.OnnxCall) -> str:
-        return self.reason.format_map(_Attributes(call.attributes))
+        if callable(self.reason):
+            return self.reason(call)
+        return self.reason.format_map(_Attributes(call.attributes, self.defaults))
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,18 @@ class Entry:
     # operator computes (BatchNormalization with training_mode=1 is BATCH_NORMALIZATION_TRAINING). None: the
     # operator's plain entry, for every call no variant picks.
     selects: Callable[[a.OnnxCall], bool] | None = None
+    # directml None: where ONNX Runtime's DirectML provider runs the operator with no DirectML operator at all
+    # (Reshape reuses the buffer, Shape reads the Sizes), the ONNX outputs computed so, with no value changed.
+    # The model runner runs it; a node test of it is skipped with `reason`.
+    view: Callable[[a.OnnxCall], tuple] | None = None
+    # Where ONNX leaves the order of the outputs free along an axis (TopK's sorted=0): the axis, or None where the
+    # call's order is fixed; such outputs are compared as sets of (value, index) pairs (adapters.in_index_order).
+    free_order: Callable[[a.OnnxCall], int | None] | None = None
+    # The conditions under which ONNX Runtime's DirectML provider maps a call to other values than ONNX defines
+    # (Resize's align_corners with a length that is not whole): a node test is skipped with the reason, as it
+    # cannot match ONNX's expected values; a model's node runs as the provider runs it (dmlcli onnx), and
+    # --compare ort shows the difference.
+    differs: tuple[Cannot, ...] = ()
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -94,7 +120,7 @@ def _reduce(onnx_op: str, function: str) -> Entry:
 def _reduction_attribute(directml: str) -> Cannot:
     return Cannot(lambda c: str(c.attr("reduction", "none")) != "none",
                   "ONNX's reduction={reduction} combines updates with the data; DirectML's " + directml
-                  + " only overwrites (no reduction field)")
+                  + " only overwrites (no reduction field)", {"reduction": "none"})
 
 
 def _past_rank_8(shape_of) -> Cannot:
@@ -105,7 +131,7 @@ def _past_rank_8(shape_of) -> Cannot:
 def _top_k_whole_axis(call) -> bool:
     data = call.input(0)
     axis = a.normalised_axis(call.attr("axis", -1), data.ndim)
-    return a.whole_scalar(call.input(1), "k") >= data.shape[axis]
+    return a.top_k_count(call) >= data.shape[axis]
 
 
 def _arg(onnx_op: str, directml: str) -> Entry:
@@ -159,7 +185,7 @@ def _recurrent(onnx_op: str) -> Entry:
     cannot = () if onnx_op == "LSTM" else (
         Cannot(lambda c: c.attr("clip") is not None,
                f"ONNX's clip ({{clip}}) bounds the activations' inputs; DirectML's {onnx_op} has no clip threshold "
-               "(only LSTM has ClipThreshold)"),)
+               "(only LSTM has ClipThreshold)", {"clip": "none"}),)
     return Entry(onnx_op, onnx_op, fields={**_RECURRENT_FIELDS, **_RECURRENT_OWN[onnx_op]},
                  keywords={"ActivationDescs": "activations"}, adapter=a.adapt_recurrent, cannot=cannot,
                  outside=(PADDED_RANK, "layout=1 (batch-major X, Y, Y_h): X's first two axes are swapped before the "
@@ -178,7 +204,7 @@ _QUANTIZATION_OUTSIDE = ("ONNX's 0-D or one-element (per tensor) and 1-D (per ax
 _PARTIAL_BLOCKS = Cannot(aq.partial_blocks,
                          "block_size {block_size} does not divide the input's size along axis {axis}: ONNX pads the "
                          "last block, DirectML takes whole blocks only (ONNX Runtime's DirectML provider asks "
-                         "K % block_size == 0: 'DML only supports perfect blocks')")
+                         "K % block_size == 0: 'DML only supports perfect blocks')", {"block_size": 0, "axis": 1})
 QUANTIZATION_ENTRIES = (
     Entry("QuantizeLinear", "QUANTIZE", fields=_QUANTIZATION_FIELDS, adapter=aq.adapt_quantize,
           outside=_QUANTIZATION_OUTSIDE + ("without a zero point the output type is ONNX's output_dtype (uint8 by "
@@ -186,24 +212,31 @@ QUANTIZATION_ENTRIES = (
           cannot=(_PARTIAL_BLOCKS,
                   Cannot(aq.unwritable_output_type,
                          "ONNX's output_dtype {output_dtype} (a TensorProto code) is not a type DirectML's QUANTIZE "
-                         "writes: 3 INT8, 22 INT4, 2 UINT8, 21 UINT4"))),
+                         "writes: 3 INT8, 22 INT4, 2 UINT8, 21 UINT4", {"output_dtype": 0}))),
     Entry("DequantizeLinear", "DEQUANTIZE", fields=_QUANTIZATION_FIELDS, adapter=aq.adapt_dequantize,
           outside=_QUANTIZATION_OUTSIDE,
           cannot=(_PARTIAL_BLOCKS,
                   Cannot(aq.other_dequantized_type,
                          "ONNX's output_dtype {output_dtype} differs from the scale's type; DirectML's DEQUANTIZE "
-                         "writes the scale's type"))),
+                         "writes the scale's type", {"output_dtype": 0}))),
     Entry("DynamicQuantizeLinear", "DYNAMIC_QUANTIZE_LINEAR", adapter=aq.adapt_dynamic_quantize,
           fields={"InputTensor": "x"},
           outside=("ONNX's 0-D y_scale and y_zero_point are one-element tensors of the input's rank in DirectML "
                    "(reshaped back); the output type is UINT8, ONNX's one",)),
 )
 
-_NO_STRIDES = ("an input DML_TENSOR_DESC with {what} Strides, copied by ELEMENT_WISE_IDENTITY; dmlcli reads a "
-               "strided tensor into a packed array before the call, so the operator would only copy a result "
-               "computed outside it")
+_WINDOW = ("indices smaller than data off the axis: DirectML reads data through a window of the indices' Sizes "
+           "(data's Strides), as ONNX Runtime's DirectML provider binds it; dmlcli gives the same view")
+_STRIDED = ("DirectML has no {what} operator: ONNX Runtime's DirectML provider copies the input, read through an "
+            "input DML_TENSOR_DESC with {strides} Strides, by ELEMENT_WISE_IDENTITY; dmlcli gives "
+            "ELEMENT_WISE_IDENTITY the same strided view of the input")
 
 PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input's rank (a reshape)"
+
+
+_PROVIDER_RESIZE = Cannot(lambda c: a.resize_differences(c) is not None,
+                          lambda c: "ONNX Runtime's DirectML provider maps this Resize to other values than ONNX's "
+                                    "reference: " + a.resize_differences(c))
 
 
 def _resize(onnx_op: str) -> Entry:
@@ -224,9 +257,13 @@ def _resize(onnx_op: str) -> Entry:
     if onnx_op == "Resize":
         fields["Antialiased"] = "antialias (mode linear)"
     return Entry(
-        onnx_op, directml, fields=fields, adapter=a.adapt_resize,
+        onnx_op, directml, fields=fields, adapter=a.adapt_resize, differs=(_PROVIDER_RESIZE,),
         outside=("axes: the dimensions not named keep scale 1",
-                 "tf_crop_and_resize: the roi input becomes Scales and InputPixelOffsets"),
+                 "tf_crop_and_resize: the roi input becomes Scales and InputPixelOffsets",
+                 "past 4 dimensions: axes of size 1 in and out are dropped (as ONNX Runtime's DirectML provider "
+                 "drops them), then neighbouring axes the resample leaves alone are merged (reshapes)",
+                 "the Scales and offsets ONNX Runtime's DirectML provider computes (ComputePixelOffsetsAndScales), "
+                 "where they differ from ONNX's reference too (differs)"),
         cannot=(
             Cannot(lambda c: str(attr(c, "mode", "nearest")) == "cubic",
                    "ONNX's mode cubic has no DirectML counterpart: DML_INTERPOLATION_MODE has NEAREST_NEIGHBOR and "
@@ -252,10 +289,129 @@ _NEGATIVE_PADS = Cannot(lambda c: any(p < 0 for p in a.conv_paddings(c)[0] + a.c
                         "EndPadding are UINT")
 _MATMUL_OPERANDS = ("NumPy's matmul operands as GEMM's: a 1-D A is a row [1, K], a 1-D B a column [K, 1] (the "
                     "added axis removed from the result); leading 1s up to one rank; a broadcast batch is read at "
-                    "its full Sizes, as DirectML reads a desc with zero Strides")
-_PAST_RANK_4 = Cannot(lambda c: a.matmul_rank(c) > a.MAX_GEMM_RANK,
-                      "DirectML's matrix products take 2 to 4 dimensions ({BatchCount, ChannelCount, M, K}); ONNX's "
-                      "operands have more")
+                    "its full Sizes, as DirectML reads a desc with zero Strides; past 4 dimensions the leading "
+                    "batch dimensions are folded into one (DirectML's products take {BatchCount, ChannelCount, M, "
+                    "K}; ONNX Runtime's DirectML provider folds them so, DmlOperatorMatMul.cpp)")
+
+# ---- element-wise operators: ONNX's inputs broadcast (adapters_elementwise.py), each attribute a FLOAT field
+BROADCAST = "ONNX's multidirectional broadcasting is NumPy's, which dmlcli's broadcast applies (zero Strides)"
+# ONNX operator -> (DirectML operator, (DESC field, ONNX attribute, ONNX's default) ...)
+_ELEMENTWISE: dict[str, tuple[str, tuple[tuple[str, str, float], ...]]] = {
+    "Add": ("ELEMENT_WISE_ADD", ()), "Sub": ("ELEMENT_WISE_SUBTRACT", ()), "Mul": ("ELEMENT_WISE_MULTIPLY", ()),
+    "Div": ("ELEMENT_WISE_DIVIDE", ()), "Pow": ("ELEMENT_WISE_POW", ()), "Max": ("ELEMENT_WISE_MAX", ()),
+    "Min": ("ELEMENT_WISE_MIN", ()), "Mean": ("ELEMENT_WISE_MEAN", ()), "Sum": ("ELEMENT_WISE_ADD", ()),
+    "Abs": ("ELEMENT_WISE_ABS", ()), "Neg": ("ELEMENT_WISE_NEGATE", ()), "Reciprocal": ("ELEMENT_WISE_RECIP", ()),
+    "Sqrt": ("ELEMENT_WISE_SQRT", ()), "Exp": ("ELEMENT_WISE_EXP", ()), "Log": ("ELEMENT_WISE_LOG", ()),
+    "Erf": ("ELEMENT_WISE_ERF", ()), "Floor": ("ELEMENT_WISE_FLOOR", ()), "Ceil": ("ELEMENT_WISE_CEIL", ()),
+    "Sign": ("ELEMENT_WISE_SIGN", ()), "Sin": ("ELEMENT_WISE_SIN", ()), "Cos": ("ELEMENT_WISE_COS", ()),
+    "Tan": ("ELEMENT_WISE_TAN", ()), "Asin": ("ELEMENT_WISE_ASIN", ()), "Acos": ("ELEMENT_WISE_ACOS", ()),
+    "Atan": ("ELEMENT_WISE_ATAN", ()), "Sinh": ("ELEMENT_WISE_SINH", ()), "Cosh": ("ELEMENT_WISE_COSH", ()),
+    "Asinh": ("ELEMENT_WISE_ASINH", ()), "Acosh": ("ELEMENT_WISE_ACOSH", ()), "Atanh": ("ELEMENT_WISE_ATANH", ()),
+    "IsNaN": ("ELEMENT_WISE_IS_NAN", ()), "Not": ("ELEMENT_WISE_LOGICAL_NOT", ()),
+    "And": ("ELEMENT_WISE_LOGICAL_AND", ()), "Or": ("ELEMENT_WISE_LOGICAL_OR", ()),
+    "Xor": ("ELEMENT_WISE_LOGICAL_XOR", ()), "Equal": ("ELEMENT_WISE_LOGICAL_EQUALS", ()),
+    "Less": ("ELEMENT_WISE_LOGICAL_LESS_THAN", ()), "Greater": ("ELEMENT_WISE_LOGICAL_GREATER_THAN", ()),
+    "LessOrEqual": ("ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL", ()),
+    "GreaterOrEqual": ("ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL", ()),
+    "BitwiseAnd": ("ELEMENT_WISE_BIT_AND", ()), "BitwiseOr": ("ELEMENT_WISE_BIT_OR", ()),
+    "BitwiseXor": ("ELEMENT_WISE_BIT_XOR", ()), "BitwiseNot": ("ELEMENT_WISE_BIT_NOT", ()),
+    "Relu": ("ACTIVATION_RELU", ()), "Sigmoid": ("ACTIVATION_SIGMOID", ()), "Tanh": ("ACTIVATION_TANH", ()),
+    "Softsign": ("ACTIVATION_SOFTSIGN", ()), "PRelu": ("ACTIVATION_PARAMETERIZED_RELU", ()),
+    "Gelu": ("ACTIVATION_GELU", ()),
+    "LeakyRelu": ("ACTIVATION_LEAKY_RELU", (("Alpha", "alpha", 0.01),)),
+    "Elu": ("ACTIVATION_ELU", (("Alpha", "alpha", 1.0),)), "Celu": ("ACTIVATION_CELU", (("Alpha", "alpha", 1.0),)),
+    "ThresholdedRelu": ("ACTIVATION_THRESHOLDED_RELU", (("Alpha", "alpha", 1.0),)),
+    "Selu": ("ACTIVATION_SCALED_ELU", (("Alpha", "alpha", 1.67326319217681884765625),
+                                       ("Gamma", "gamma", 1.05070102214813232421875))),
+    "HardSigmoid": ("ACTIVATION_HARD_SIGMOID", (("Alpha", "alpha", 0.2), ("Beta", "beta", 0.5))),
+    "HardSwish": ("ACTIVATION_HARD_SWISH", (("Alpha", "alpha", 1 / 6), ("Beta", "beta", 0.5))),
+    "Shrink": ("ACTIVATION_SHRINK", (("Bias", "bias", 0.0), ("Threshold", "lambd", 0.5))),
+}
+_TWO_INPUTS = Cannot(lambda c: ae.variadic_count(c) != 2,
+                     "dmlcli's ONNX table maps this node onto one two-input DirectML call; ONNX Runtime's DirectML "
+                     "provider chains N - 1 of them for N inputs (the model runner's --fallback cpu runs it)")
+_OWN_CANNOT: dict[str, tuple[Cannot, ...]] = {
+    "Gelu": (Cannot(lambda c: str(c.attr("approximate", "none")) != "none",
+                    "ONNX's approximate={approximate} asks for the tanh form of GELU; DirectML's ACTIVATION_GELU "
+                    "computes the erf form only (it has no approximation field)", {"approximate": "none"}),),
+    **{name: (_TWO_INPUTS,) for name in ("Sum", "Max", "Min", "Mean")},
+}
+
+
+_BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Mean", "Sum", "And", "Or", "Xor", "Equal", "Less", "Greater",
+           "LessOrEqual", "GreaterOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
+_OWN_TENSORS = {"Pow": {"InputTensor": "X", "ExponentTensor": "Y"},
+                "PRelu": {"InputTensor": "X", "SlopeTensor": "slope"}}
+
+
+def _elementwise(onnx_op: str, directml: str, attributes) -> Entry:
+    tensors = ({"ATensor": "A (or the first input)", "BTensor": "B (or the second)"} if onnx_op in _BINARY
+               else _OWN_TENSORS.get(onnx_op, {"InputTensor": "X"}))
+    fields = {**tensors, **{field: f"{name} (default {default:g})" for field, name, default in attributes}}
+    return Entry(onnx_op, directml, fields=fields, adapter=ae.elementwise(*attributes), outside=(BROADCAST,),
+                 cannot=_OWN_CANNOT.get(onnx_op, ()))
+
+
+ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
+    *(_elementwise(name, directml, attributes) for name, (directml, attributes) in _ELEMENTWISE.items()),
+    Entry("Mod", "ELEMENT_WISE_MODULUS_FLOOR", adapter=ae.elementwise(), outside=(BROADCAST,),
+          fields={"ATensor": "A", "BTensor": "B (fmod=0: the remainder takes the divisor's sign)"}),
+    Entry("Mod", "ELEMENT_WISE_MODULUS_TRUNCATE", selects=lambda c: bool(c.attr("fmod", 0)), adapter=ae.elementwise(),
+          outside=(BROADCAST,),
+          fields={"ATensor": "A", "BTensor": "B (fmod=1: the remainder takes the dividend's sign)"}),
+    Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_LEFT", adapter=ae.elementwise(), outside=(BROADCAST,),
+          selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"}),
+    Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_RIGHT", adapter=ae.elementwise(), outside=(BROADCAST,),
+          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}),
+    Entry("Round", "ELEMENT_WISE_ROUND", fields={"InputTensor": "X"}, fixed={"RoundingMode": "HALVES_TO_NEAREST_EVEN"},
+          adapter=ae.elementwise()),
+    Entry("IsInf", "ELEMENT_WISE_IS_INFINITY",
+          fields={"InputTensor": "X",
+                  "InfinityMode": "detect_positive and detect_negative: both EITHER, one POSITIVE or NEGATIVE"},
+          adapter=ae.adapt_is_inf,
+          cannot=(Cannot(ae.detects_nothing, "ONNX's detect_positive=0 and detect_negative=0 ask for all false; "
+                                             "DirectML's IS_INFINITY has no InfinityMode that detects nothing"),)),
+    Entry("Clip", "ELEMENT_WISE_CLIP1",
+          fields={"InputTensor": "input", "MinMaxDataType": "the input's type",
+                  "Min": "the min input (opset 11; an attribute before), "
+                  "default the type's lowest", "Max": "the max input, default the type's highest"},
+          adapter=ae.adapt_clip),
+    Entry("Cast", "CAST", fields={"InputTensor": "input (OutputTensor's type is `to`, a TensorProto code)"},
+          adapter=ae.adapt_cast,
+          cannot=(Cannot(ae.casts_to_bool,
+                         "ONNX's Cast to bool gives 1 for every non-zero value; DirectML has no bool type and its CAST "
+                         "to UINT8 converts the value (0.5 becomes 0)"),
+                  Cannot(ae.casts_to_another_type,
+                         "ONNX's Cast to type {to} (a TensorProto code: strings, bfloat16, the float8 types) has no "
+                         "DirectML data type (DML_TENSOR_DATA_TYPE: FLOAT16/32/64, 8- to 64-bit integers, INT4/UINT4)",
+                         {"to": 0}))),
+    Entry("ConstantOfShape", "FILL_VALUE_CONSTANT",
+          fields={"Value": "value (default float32 0)", "OutputTensor.Sizes": "the input"},
+          adapter=ae.adapt_constant_of_shape,
+          cannot=(Cannot(ae.fills_nothing, "ONNX's shape holds a zero (an empty output); DirectML rejects a size of "
+                                           "zero in any dimension"),)),
+)
+
+# ---- the graph's plumbing, which ONNX Runtime's DirectML provider runs with no DirectML operator
+_NO_OPERATOR = ("ONNX Runtime's DirectML provider runs {op} with no DirectML operator ({how}); the model runner "
+                "(dmlcli onnx) does the same, and there is no DirectML operator for a node test to check")
+_BUFFER = "the output is the input's buffer with other Sizes"
+
+
+def _view(onnx_op: str, view, how: str = _BUFFER, cannot: tuple[Cannot, ...] = ()) -> Entry:
+    return Entry(onnx_op, None, view=view, reason=_NO_OPERATOR.format(op=onnx_op, how=how), cannot=cannot)
+
+
+VIEW_ENTRIES: tuple[Entry, ...] = (
+    _view("Reshape", ae.view_reshape), _view("Flatten", ae.view_flatten), _view("Squeeze", ae.view_squeeze),
+    _view("Unsqueeze", ae.view_unsqueeze), _view("Identity", ae.view_identity),
+    _view("Dropout", ae.view_dropout, "in inference it is its input, and its mask all true",
+          (Cannot(ae.trains, "ONNX's Dropout with training_mode true drops elements at random; DirectML has no "
+                             "random dropout operator"),)),
+    _view("Shape", ae.view_shape, "the Sizes are known on the CPU"),
+    _view("Size", ae.view_size, "the Sizes are known on the CPU"),
+    _view("Constant", ae.view_constant, "the value is an initializer"),
+)
 
 ENTRIES: tuple[Entry, ...] = (
     _reduce("ReduceSum", "SUM"), _reduce("ReduceMean", "AVERAGE"), _reduce("ReduceMax", "MAX"),
@@ -289,12 +445,12 @@ ENTRIES: tuple[Entry, ...] = (
                   "StartPadding": "pads[:n], per axis in axes (others 0)", "EndPadding": "pads[n:]",
                   "PaddingValue": "the constant_value input (default 0), in the tensor's own type"},
           adapter=a.adapt_pad,
-          cannot=(Cannot(lambda c: bool((c.input(1) < 0).any()),
+          cannot=(Cannot(lambda c: any(pad < 0 for pad in a.pad_amounts(c)),
                          "ONNX's negative pads crop the input; DirectML's StartPadding and EndPadding are UINT "
                          "(padding only)"),
                   Cannot(lambda c: str(c.attr("mode", "constant")) not in a.PAD_MODES,
                          "DirectML has no padding mode for ONNX's Pad mode {mode} (DML_PADDING_MODE: CONSTANT, "
-                         "EDGE, REFLECTION, SYMMETRIC, WRAP)"),
+                         "EDGE, REFLECTION, SYMMETRIC, WRAP)", {"mode": "constant"}),
                   Cannot(a.wraps_past_the_input,
                          "ONNX's wrap pads more than the input's size along an axis (numpy.pad repeats the input); "
                          "DirectML documents no result for PADDING1's WRAP past one copy of the input")),
@@ -306,14 +462,20 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=a.adapt_gather, cannot=(_past_rank_8(a.gather_shape),),
           outside=(NEGATIVE_AXIS, PADDED_RANK, INT64_INDICES)),
     Entry("GatherElements", "GATHER_ELEMENTS", fields={"Axis": "axis"}, adapter=a.adapt_gather_elements,
-          outside=(NEGATIVE_AXIS, INT64_INDICES)),
+          outside=(NEGATIVE_AXIS, INT64_INDICES, _WINDOW)),
     Entry("GatherND", "GATHER_ND1", fields={"InputDimensionCount": "data's rank",
                                             "IndicesDimensionCount": "the indices' rank",
                                             "BatchDimensionCount": "batch_dims"},
           adapter=a.adapt_gather_nd, cannot=(_past_rank_8(a.gather_nd_shape),),
           outside=(PADDED_RANK, INT64_INDICES)),
     Entry("ScatterElements", "SCATTER_ELEMENTS", fields={"Axis": "axis (reduction must be none)"},
-          adapter=a.adapt_scatter_elements, cannot=(_reduction_attribute("SCATTER_ELEMENTS"),), outside=(NEGATIVE_AXIS, INT64_INDICES)),
+          adapter=a.adapt_scatter_elements, outside=(NEGATIVE_AXIS, INT64_INDICES),
+          cannot=(_reduction_attribute("SCATTER_ELEMENTS"),
+                  Cannot(lambda c: a.indices_window(c) is not None,
+                         "ONNX's indices are smaller than data off the axis; DirectML's SCATTER_ELEMENTS wants "
+                         "IndicesTensor's Sizes equal to InputTensor's off Axis, and reading data through a window "
+                         "of the indices' Sizes (as GatherElements does) would leave the rest of the output, which "
+                         "must be all of data, unwritten"))),
     Entry("ScatterND", "SCATTER_ND", fields={"InputDimensionCount": "data's rank",
                                              "IndicesDimensionCount": "the indices' rank (reduction must be none)"},
           adapter=a.adapt_scatter_nd, cannot=(_reduction_attribute("SCATTER_ND"),), outside=(PADDED_RANK, INT64_INDICES)),
@@ -336,7 +498,9 @@ ENTRIES: tuple[Entry, ...] = (
                                             "than the number of elements along Axis"),),
           outside=(NEGATIVE_AXIS, "ONNX's int64 indices: OutputIndexTensor UINT64 (from 5_0), the same bits for "
                                   "indices below 2^63, compared as int64",
-                   "sorted=0 leaves the order free in ONNX; DirectML always sorts")),
+                   "sorted=0 leaves the order free in ONNX (DirectML always sorts): values and indices are "
+                   "compared as sets of (value, index) pairs, each slice ordered by index on both sides"),
+          free_order=a.top_k_free_order),
     Entry("DepthToSpace", "DEPTH_TO_SPACE1", fields={"BlockSize": "blocksize",
                                                      "Order": "mode: DCR DEPTH_COLUMN_ROW, CRD COLUMN_ROW_DEPTH"},
           adapter=a.adapt_depth_space),
@@ -381,10 +545,10 @@ ENTRIES: tuple[Entry, ...] = (
                                  "BTensor": "Y"},
           adapter=a.adapt_where,
           outside=("ONNX's multidirectional broadcasting is NumPy's, which dmlcli's broadcast applies",)),
-    Entry("Expand", None, reason="DirectML has no operator that broadcasts a tensor to a larger shape: it broadcasts "
-                                 "through " + _NO_STRIDES.format(what="zero")),
-    Entry("Transpose", None, reason="DirectML has no transpose operator: a transpose is "
-                                    + _NO_STRIDES.format(what="permuted")),
+    Entry("Expand", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input at the broadcast Sizes, zero Strides"},
+          adapter=ae.adapt_expand, outside=(_STRIDED.format(what="broadcasting", strides="zero"),)),
+    Entry("Transpose", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input through permuted Strides (perm)"},
+          adapter=ae.adapt_transpose, outside=(_STRIDED.format(what="transpose", strides="permuted"),)),
     Entry("RotaryEmbedding", None,
           reason="DirectML has no rotary embedding operator (DML_OPERATOR_TYPE up to 0x6400 has none): ONNX Runtime's "
                  "DirectML provider builds it from other operators (slices, multiplications, additions, joins) in a "
@@ -400,10 +564,10 @@ ENTRIES: tuple[Entry, ...] = (
           outside=(PER_CHANNEL, "ONNX's running_mean and running_var are OutputMeanTensor and OutputVarianceTensor "
                                 "{1, C, 1, ...}, reshaped to 1-D; input_mean and input_var are not read (momentum 0)"),
           cannot=(Cannot(t.blends_running_statistics,
-                         "ONNX's training_mode=1 blends running_mean and running_var with momentum {momentum} (0.9 "
-                         "when left out): input_mean * momentum + batch mean * (1 - momentum); DirectML's "
+                         "ONNX's training_mode=1 blends running_mean and running_var with momentum {momentum}: "
+                         "input_mean * momentum + batch mean * (1 - momentum); DirectML's "
                          "BATCH_NORMALIZATION_TRAINING writes the batch's own mean and variance and has no momentum "
-                         "or running statistics"),)),
+                         "or running statistics", {"momentum": 0.9}),)),
     Entry("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
           fields={"InputTensor": "input", "ScaleTensor": "scale", "BiasTensor": "B",
                   "Axes": "{2, ..., rank - 1}", "Epsilon": "epsilon (default 1e-5)"},
@@ -455,19 +619,18 @@ ENTRIES: tuple[Entry, ...] = (
                    "CTensor desc with zero Strides)",)),
     Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
           fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
-          outside=(_MATMUL_OPERANDS,), cannot=(_PAST_RANK_4,)),
+          outside=(_MATMUL_OPERANDS,)),
     Entry("MatMulInteger", "MATRIX_MULTIPLY_INTEGER",
           fields={"ATensor": "A", "BTensor": "B", "AZeroPointTensor": "a_zero_point (0 when left out)",
                   "BZeroPointTensor": "b_zero_point (0 when left out)"},
           adapter=a.adapt_matmul_integer,
-          outside=(_MATMUL_OPERANDS, "a left-out zero point is given as a zero of its tensor's type"),
-          cannot=(_PAST_RANK_4,)),
+          outside=(_MATMUL_OPERANDS, "a left-out zero point is given as a zero of its tensor's type")),
     Entry("QLinearMatMul", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
           fields={"ATensor": "a", "AScaleTensor": "a_scale", "AZeroPointTensor": "a_zero_point", "BTensor": "b",
                   "BScaleTensor": "b_scale", "BZeroPointTensor": "b_zero_point", "OutputScaleTensor": "y_scale",
                   "OutputZeroPointTensor": "y_zero_point"},
           adapter=a.adapt_qlinear_matmul,
-          outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}"), cannot=(_PAST_RANK_4,)),
+          outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}")),
     # ---- convolution
     Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
           adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
@@ -495,8 +658,14 @@ ENTRIES: tuple[Entry, ...] = (
                             "ONNX's expected values are written with 4 decimals (0.1511 for 1.3595 / 9)"}),
     Entry("MaxPool", "MAX_POOLING2", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)"},
           adapter=a.adapt_pool, cannot=(_COLUMN_MAJOR,),
-          outside=_POOL_OUTSIDE + ("MAX_POOLING2 always writes OutputIndicesTensor (UINT64, 5_0): ONNX's Indices "
-                                   "read as int64 (the same bits), or dropped where ONNX asks for Y only",)),
+          outside=_POOL_OUTSIDE + ("MAX_POOLING2 (dmlcli's) always writes OutputIndicesTensor (UINT64, 5_0): ONNX's "
+                                   "Indices read as int64 (the same bits)",)),
+    # ONNX Runtime's DirectML provider (DmlOperatorPooling.cpp) takes MAX_POOLING2 only for the Indices output or
+    # dilations, and the plain MAX_POOLING otherwise ("the old pooling command, which supports potential
+    # metacommands").
+    Entry("MaxPool", "MAX_POOLING", selects=a.plain_max_pool, fields=_POOL_FIELDS, adapter=a.adapt_pool,
+          outside=_POOL_OUTSIDE + ("Y alone, no dilations: MAX_POOLING, as ONNX Runtime's DirectML provider "
+                                   "chooses",)),
     Entry("LpPool", "LP_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)", "P": "p (default 2)"},
           adapter=a.adapt_pool, outside=_POOL_OUTSIDE),
     Entry("GlobalAveragePool", "AVERAGE_POOLING",
@@ -553,14 +722,16 @@ ENTRIES: tuple[Entry, ...] = (
           cannot=(
               Cannot(lambda c: c.attr("softcap") is not None and float(c.attr("softcap")) > 0,
                      "ONNX's softcap={softcap} caps the scores with softcap * tanh(score / softcap) before the mask; "
-                     "DirectML's MULTIHEAD_ATTENTION1 has no such step (Scale, biases and the mask only)"),
+                     "DirectML's MULTIHEAD_ATTENTION1 has no such step (Scale, biases and the mask only)",
+                     {"softcap": 0.0}),
               Cannot(aa.asks_for_qk_output,
                      "ONNX's fourth output, qk_matmul_output, exposes the scores (qk_matmul_output_mode="
                      "{qk_matmul_output_mode}); DirectML's MULTIHEAD_ATTENTION1 writes only OutputTensor, "
-                     "OutputPresentKeyTensor and OutputPresentValueTensor"),
+                     "OutputPresentKeyTensor and OutputPresentValueTensor", {"qk_matmul_output_mode": 0}),
               Cannot(aa.softmax_precision_differs,
                      "ONNX's softmax_precision={softmax_precision} asks for the softmax in another type than the "
-                     "inputs'; DirectML's MULTIHEAD_ATTENTION1 has no field for the softmax's precision"),
+                     "inputs'; DirectML's MULTIHEAD_ATTENTION1 has no field for the softmax's precision",
+                     {"softmax_precision": "the inputs' type"}),
               Cannot(aa.fully_masked_row,
                      "a query row has every key masked: ONNX zeroes such a row, while DirectML's "
                      "MULTIHEAD_ATTENTION1 adds MaskFilterValue (-inf, ONNX's masking value) to every score of it "
@@ -580,10 +751,11 @@ ENTRIES: tuple[Entry, ...] = (
                          "InputParametersTensor"),
                   Cannot(lambda c: float(c.attr("norm_coefficient", 0.0)) != 0.0,
                          "ONNX's norm_coefficient ({norm_coefficient}) adds norm_coefficient * X to the gradient; "
-                         "DirectML's ADAM_OPTIMIZER has no regularisation term"),
+                         "DirectML's ADAM_OPTIMIZER has no regularisation term", {"norm_coefficient": 0.0}),
                   Cannot(lambda c: float(c.attr("norm_coefficient_post", 0.0)) != 0.0,
                          "ONNX's norm_coefficient_post ({norm_coefficient_post}) scales the updated X by 1 - "
-                         "norm_coefficient_post; DirectML's ADAM_OPTIMIZER has no such term"),
+                         "norm_coefficient_post; DirectML's ADAM_OPTIMIZER has no such term",
+                         {"norm_coefficient_post": 0.0}),
                   Cannot(lambda c: t.adam_step(c) == 0,
                          "ONNX's Adam at T = 0 skips the bias correction; DirectML's ADAM_OPTIMIZER always applies "
                          "it, and 1 - Beta1^0 = 0 divides by zero"),
@@ -602,6 +774,8 @@ ENTRIES: tuple[Entry, ...] = (
     # ---- quantization (adapters_quantization.py)
     *QUANTIZATION_ENTRIES,
 )
+
+ENTRIES = ENTRIES + ELEMENTWISE_ENTRIES + VIEW_ENTRIES
 
 TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES if entry.selects is None}
 VARIANTS: dict[str, tuple[Entry, ...]] = {}

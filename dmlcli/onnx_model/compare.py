@@ -1,0 +1,187 @@
+"""--compare ort: every node's outputs against ONNX Runtime's CPU provider, each within its operator's tolerance.
+
+Each node is compared on its own: it runs on ONNX Runtime's values of its inputs, so that its difference is its
+own, not the sum of every difference upstream (a network carries small differences forward and a later node
+would seem to diverge for its predecessors' sake). The first node whose outputs fall outside the tolerance is
+where dmlcli's DirectML semantics part from ONNX Runtime's CPU. The tolerance is the DirectML operator's own for
+the call (`describe OP`: a ULP figure with its absolute floor, grown with the accumulation length where the
+operator's is), through checking/comparison.py's rule_for and compare_arrays, as --check uses them; a node that
+runs no DirectML operator (folded, a view) must match bit for bit. The chained run's outputs (each node on
+dmlcli's own values) are measured against ONNX Runtime's too, and reported beside.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from ..checking.comparison import EXACT, Comparison, Rule, compare_arrays, rule_for, ulp_distance
+from ..suite.onnx.mapping import arrangement
+from .reference import reference_values
+from .session import OnnxSession, Progress
+from .steps import DirectMLStep, FallbackStep, Step
+
+MATCHES, DIVERGES, NOT_COMPARED = "matches", "DIVERGES", "not compared"
+
+
+@dataclass
+class OutputComparison:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    rule: Rule
+    comparison: Comparison | None  # None: ONNX Runtime gave no value to compare with
+    max_ulp: float = 0.0
+    max_abs: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        if self.comparison is None:
+            return NOT_COMPARED
+        return MATCHES if self.comparison.passed else DIVERGES
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "verdict": self.verdict,
+                "max_ulp": _finite(self.max_ulp), "max_abs_error": _finite(self.max_abs),
+                "tolerance": self.rule.describe(), "tolerance_source": self.rule.source or None,
+                "mismatches": None if self.comparison is None else self.comparison.mismatches}
+
+
+def _finite(value: float):
+    return value if math.isfinite(value) else "inf"
+
+
+@dataclass
+class NodeComparison:
+    step: Step
+    outputs: list[OutputComparison]
+
+    @property
+    def verdict(self) -> str:
+        verdicts = [output.verdict for output in self.outputs]
+        if DIVERGES in verdicts:
+            return DIVERGES
+        return MATCHES if MATCHES in verdicts else NOT_COMPARED
+
+    @property
+    def max_ulp(self) -> float:
+        return max((output.max_ulp for output in self.outputs), default=0.0)
+
+    @property
+    def max_abs(self) -> float:
+        return max((output.max_abs for output in self.outputs), default=0.0)
+
+    def to_json(self) -> dict:
+        node = self.step.node
+        found = {"index": node.index, "name": node.proto.name, "op": node.op, "kind": self.step.kind,
+                 "directml": self.step.directml, "verdict": self.verdict,
+                 "outputs": [output.to_json() for output in self.outputs]}
+        if isinstance(self.step, FallbackStep):
+            found["fallback_reason"] = self.step.reason
+        return found
+
+
+@dataclass
+class ModelComparison:
+    nodes: list[NodeComparison]
+    outputs: dict[str, float] = field(default_factory=dict)  # the chained run's largest absolute difference
+
+    @property
+    def diverging(self) -> list[NodeComparison]:
+        return [node for node in self.nodes if node.verdict == DIVERGES]
+
+    @property
+    def first_divergence(self) -> NodeComparison | None:
+        return next(iter(self.diverging), None)
+
+    def to_json(self) -> dict:
+        first = self.first_divergence
+        return {"verdict": "DIVERGES" if first is not None else "MATCHES",
+                "first_divergence": None if first is None else first.step.node.label,
+                "diverging_nodes": len(self.diverging), "nodes": [node.to_json() for node in self.nodes],
+                "chained_outputs_max_abs_error": {name: _finite(value) for name, value in self.outputs.items()}}
+
+
+def output_rule(step: Step, dtype: np.dtype) -> Rule:
+    """The rule a node's output is compared by: its DirectML operator's for the call (checking/comparison.py's
+    rule_for, which follows --check and any change made there), bit for bit for every other kind of node."""
+    if isinstance(step, DirectMLStep) and step.last_verdict is not None:
+        call = step.last_verdict.call
+        return rule_for(step.operator, dtype, None, call.parameters, call)
+    return EXACT
+
+
+def compared_output(step: Step, name: str, got: np.ndarray, want: np.ndarray | None) -> OutputComparison:
+    got = np.asarray(got)
+    rule = output_rule(step, got.dtype)
+    result = OutputComparison(name, str(got.dtype), tuple(got.shape), rule, None)
+    if want is None:
+        return result
+    want = np.asarray(want)
+    if want.dtype == np.bool_ or got.dtype == np.bool_:
+        got, want = got.astype(np.uint8), want.astype(np.uint8)
+    result.comparison = compare_arrays(got, want, rule)
+    if result.comparison.reason is None:
+        result.max_ulp, result.max_abs = largest_differences(got, want)
+    else:
+        result.max_ulp = result.max_abs = math.inf
+    return result
+
+
+def largest_differences(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
+    """The largest distance in ULP of the type (integers: in units) and in absolute value, NaN against NaN
+    counting as equal and NaN against a number as infinitely far."""
+    if got.size == 0:
+        return 0.0, 0.0
+    if got.dtype.kind != "f":
+        difference = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        return float(difference.max()), float(difference.max())
+    with np.errstate(all="ignore"):
+        both = np.isnan(got) & np.isnan(want)
+        one = np.isnan(got) != np.isnan(want)
+        if one.any():
+            return math.inf, math.inf
+        absolute = np.where(both, 0.0, np.abs(got.astype(np.float64) - want.astype(np.float64)))
+        absolute = np.where(np.isnan(absolute), 0.0, absolute)  # equal infinities
+        ulps = np.where(both, 0.0, ulp_distance(got, want).astype(np.float64))
+    return float(ulps.max()), float(absolute.max())
+
+
+def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
+                     progress: Progress | None = None) -> tuple[dict[str, np.ndarray], ModelComparison]:
+    """The model's outputs (the chained run) and every node compared with ONNX Runtime's CPU provider."""
+    plan = session.plan_for(inputs)
+    feeds = session.checked_inputs(inputs)
+    chained = session.run(feeds, keep_all=True)
+    executor = session.executor
+    reference = reference_values(session.model, session.nodes, feeds, plan.types, chained)
+    nodes = []
+    for position, step in enumerate(plan.steps):
+        on_reference = {name: executor.to_device(reference[name]) for name in step.node.inputs
+                        if name and name in reference}
+        if all(not name or name in on_reference for name in step.node.inputs):
+            outputs = {name: executor.to_host(array) for name, array in session.run_step(step, on_reference).items()}
+        else:  # ONNX Runtime gave no value for an input (one inference could not type): the chained run's
+            outputs = {name: executor.to_host(chained[name]) for name in step.node.outputs if name}
+        nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference)))
+        if progress is not None:
+            progress(position + 1, len(plan.steps))
+    results = {d.name: executor.to_host(chained[d.name]) for d in session.model.outputs}
+    differences = {name: largest_differences(np.asarray(array), np.asarray(reference[name]))[1]
+                   for name, array in results.items() if name in reference
+                   and np.shape(array) == np.shape(reference[name])}
+    return results, ModelComparison(nodes, differences)
+
+
+def _compared_outputs(step: Step, outputs: dict, reference: Mapping, inputs: Mapping) -> list[OutputComparison]:
+    names = [name for name in step.node.outputs if name]
+    got = [outputs[name] for name in names]
+    want = [reference.get(name) for name in names]
+    if isinstance(step, DirectMLStep) and all(w is not None for w in want):
+        arrange = arrangement(step.entry, step.call(inputs))
+        if arrange is not tuple:  # ONNX leaves the order free: both sides ordered by index
+            got, want = list(arrange(got)), list(arrange(want))
+    return [compared_output(step, name, g, w) for name, g, w in zip(names, got, want)]

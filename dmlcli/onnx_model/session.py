@@ -1,0 +1,223 @@
+"""A model ready to run: read once, planned once per set of input Sizes, run as often as asked.
+
+`OnnxSession(model, backend=..., feature_level=..., fallback=...)` reads the model (initializers converted or
+memory-mapped once), and `run(inputs)` gives its outputs by name. The first call with given input types and
+Sizes plans the graph while it runs it (shape inference, folding, each node's step: see steps.py); later calls
+with the same run the plan's steps alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ..errors import InputError, ValidationError
+from ..feature_levels import parse_feature_level
+from ..suite.onnx.table import entry_for
+from .executors import executor_for
+from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
+from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
+from .reference import fallback_session, folded_outputs
+from .steps import BOOL, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
+
+FALLBACKS = (None, "cpu")
+# ONNX operators whose outputs are bool whatever shape inference says (DirectML writes them as UINT8 0 and 1).
+BOOL_RESULTS = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+                          "IsNaN", "IsInf"})
+# Progress: (nodes done, nodes in all) after each node.
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Plan:
+    """The steps of one set of input types and Sizes, and what shape inference said of every tensor."""
+
+    steps: list[Step]
+    types: dict[str, Inferred]
+    last_use: dict[str, int] = field(default_factory=dict)  # a tensor's last reader: freed after it
+
+
+class OnnxSession:
+    def __init__(self, model, *, backend: str = "cpu", feature_level=None, fallback: str | None = None) -> None:
+        if fallback not in FALLBACKS:
+            raise InputError(f"fallback {fallback!r}: expected None or 'cpu'")
+        self.model: LoadedModel = load_model(model)
+        self.feature_level = parse_feature_level(feature_level)
+        self.fallback = fallback
+        self.executor = executor_for(backend)
+        self.nodes: tuple[Node, ...] = nodes_of(self.model)
+        self.executor.keep(self.model.constants.values())
+        self._plans: dict[tuple, Plan] = {}
+
+    @property
+    def backend(self) -> str:
+        return self.executor.name
+
+    # ------------------------------------------------------------ inputs
+
+    def checked_inputs(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The inputs by the model's declared names, each of its declared type and Sizes (bool given as 0/1
+        integers is read as bool); InputError naming what the model declares otherwise."""
+        declared = {d.name: d for d in self.model.inputs}
+        wanted = "; ".join(d.describe() for d in self.model.inputs) or "none"
+        unknown = [name for name in inputs if name not in declared]
+        if unknown:
+            raise InputError(f"{self.model.shown} has no input {unknown[0]!r} (its inputs: {wanted})")
+        missing = [name for name in declared if name not in inputs]
+        if missing:
+            raise InputError(f"{self.model.shown} needs input {declared[missing[0]].describe()}, which is not given "
+                             f"(its inputs: {wanted})")
+        checked = {}
+        for name, value in inputs.items():
+            checked[name] = self._checked(declared[name], np.asarray(value))
+        return checked
+
+    def _checked(self, declared, array: np.ndarray) -> np.ndarray:
+        dtype = declared.dtype
+        found = f"{array.dtype} {list(array.shape)}"
+        if dtype is not None and array.dtype != dtype:
+            if dtype == np.bool_ and array.dtype.kind in "iu" and bool(np.isin(array, (0, 1)).all()):
+                array = array.astype(np.bool_)
+            else:
+                raise InputError(f"{self.model.shown}: input {declared.describe()} is given as {found}")
+        if declared.dims is not None:
+            fixed = all(isinstance(d, int) and d > 0 for d in declared.dims if d is not None)
+            matches = len(declared.dims) == array.ndim and all(
+                not isinstance(d, int) or d <= 0 or d == size for d, size in zip(declared.dims, array.shape))
+            if fixed and not matches:
+                raise InputError(f"{self.model.shown}: input {declared.describe()} is given as {found}")
+        return array
+
+    # ------------------------------------------------------------ running
+
+    def run(self, inputs: Mapping[str, np.ndarray], *, progress: Progress | None = None,
+            keep_all: bool = False) -> dict[str, np.ndarray]:
+        """The model's outputs by name (NumPy arrays, ONNX's types). With `keep_all`, every tensor computed
+        (the intermediates too), on the backend's device."""
+        feeds = self.checked_inputs(inputs)
+        plan = self._plans.get(_signature(feeds))
+        values = {**self.model.constants, **{name: self.executor.to_device(a) for name, a in feeds.items()}}
+        if plan is None:
+            plan = self._plan(feeds, values, progress)
+            self._plans[_signature(feeds)] = plan
+        else:
+            self._execute(plan, values, progress, keep_all)
+        if keep_all:
+            return values
+        return {d.name: self.executor.to_host(values[d.name]) for d in self.model.outputs}
+
+    def plan_for(self, inputs: Mapping[str, np.ndarray]) -> Plan:
+        """The plan of these inputs' types and Sizes (made by running them once where there is none yet)."""
+        feeds = self.checked_inputs(inputs)
+        key = _signature(feeds)
+        if key not in self._plans:
+            self.run(feeds)
+        return self._plans[key]
+
+    def _execute(self, plan: Plan, values: dict, progress: Progress | None, keep_all: bool) -> None:
+        outputs = {d.name for d in self.model.outputs}
+        total = len(plan.steps)
+        for position, step in enumerate(plan.steps):
+            values.update(self.run_step(step, values))
+            if not keep_all:
+                for name in step.node.inputs:
+                    if name and plan.last_use.get(name) == position and name not in outputs \
+                            and name not in self.model.constants:
+                        del values[name]
+            if progress is not None:
+                progress(position + 1, total)
+
+    def run_step(self, step: Step, values) -> dict:
+        try:
+            return step.run(values, self.executor)
+        except Refused as refused:
+            raise ValidationError(f"{self.model.shown}: {step.node.label}: {refused}") from None
+        except InputError as error:
+            raise InputError(f"{self.model.shown}: {step.node.label}: {error}") from None
+
+    # ------------------------------------------------------------ planning
+
+    def _plan(self, feeds: dict, values: dict, progress: Progress | None) -> Plan:
+        types = inferred_tensors(self.model, {name: array.shape for name, array in feeds.items()})
+        constant = set(self.model.constants)
+        steps: list[Step] = []
+        for position, node in enumerate(self.nodes):
+            step = self._step(node, values, constant, types)
+            steps.append(step)
+            if isinstance(step, FoldedStep):
+                constant.update(step.outputs)
+                self.executor.keep(step.outputs.values())
+                values.update(step.outputs)
+            else:
+                values.update(self.run_step(step, values))
+            if progress is not None:
+                progress(position + 1, len(self.nodes))
+        last_use = {name: position for position, step in enumerate(steps) for name in step.node.inputs if name}
+        return Plan(steps, types, last_use)
+
+    def _step(self, node: Node, values: dict, constant: set, types: Mapping[str, Inferred]) -> Step:
+        folded = self._folded(node, values, constant, types)
+        if folded is not None:
+            return folded
+        if node.domain not in DEFAULT_DOMAINS:
+            return self._refused(node, values, types, f"{node.domain}.{node.op} is an operator of the domain "
+                                 f"{node.domain!r}; dmlcli's ONNX table maps ONNX's own operators")
+        entry = entry_for(node.call(values))
+        if entry is None:
+            return self._refused(node, values, types, f"ONNX operator {node.op} has no entry in dmlcli's ONNX table "
+                                 "(dmlcli/suite/onnx/table.py)")
+        if entry.view is not None:
+            return ViewStep(node, entry)
+        if entry.directml is None:
+            return self._refused(node, values, types, entry.reason)
+        bools = frozenset(name for name in node.outputs if name and (node.op in BOOL_RESULTS or (
+            name in types and types[name].elem_type == BOOL)))
+        step = DirectMLStep(node, entry, self.feature_level, bools)
+        try:
+            step.run(values, self.executor)  # a refusal shows now, where the fallback can take the node
+        except Refused as refused:
+            return self._refused(node, values, types, str(refused))
+        return step
+
+    def _folded(self, node: Node, values: dict, constant: set, types: Mapping[str, Inferred]) -> FoldedStep | None:
+        """The node's outputs as constants where it reads only constants (or only a known tensor's Sizes)."""
+        if node.op in RANDOM or node.domain not in DEFAULT_DOMAINS:
+            return None
+        reads_sizes = node.op in ("Shape", "Size") and types.get(node.inputs[0], Inferred(0, None)).shape is not None
+        if not reads_sizes and not all(not name or name in constant for name in node.inputs):
+            return None
+        # Constants are on the host already; Shape and Size read only a tensor's Sizes, wherever it lies.
+        host = values if reads_sizes else {name: self.executor.to_host(values[name]) for name in node.inputs if name}
+        entry = entry_for(node.call(host))
+        if entry is not None and entry.view is not None:
+            try:
+                outputs = ViewStep(node, entry).run(host, self.executor)
+            except (Refused, InputError):
+                return None
+        else:
+            outputs = folded_outputs(node, self.model, host)
+            if outputs is None:
+                return None
+        return FoldedStep(node, {name: np.asarray(array) for name, array in outputs.items()})
+
+    def _refused(self, node: Node, values: dict, types: Mapping[str, Inferred], reason: str) -> Step:
+        """The fallback step of a node DirectML cannot run (--fallback cpu), else the refusal (exit 3)."""
+        if self.fallback != "cpu":
+            raise ValidationError(f"{self.model.shown}: {node.label}: {reason}; DirectML cannot run it "
+                                  "(--fallback cpu runs such nodes on ONNX Runtime's CPU provider)")
+        inputs = {name: self.executor.to_host(values[name]) for name in node.inputs if name}
+        session = fallback_session(node, self.model, inputs, types)
+        return FallbackStep(node, reason, session, list(inputs))
+
+    # ------------------------------------------------------------ what was planned
+
+    def fallbacks(self, inputs: Mapping[str, np.ndarray]) -> list[tuple[Node, str]]:
+        """The nodes the plan of these inputs runs on ONNX Runtime's CPU provider, each with its reason."""
+        return [(step.node, step.reason) for step in self.plan_for(inputs).steps if isinstance(step, FallbackStep)]
+
+
+def _signature(feeds: Mapping[str, np.ndarray]) -> tuple:
+    return tuple(sorted((name, array.dtype.str, array.shape) for name, array in feeds.items()))
+

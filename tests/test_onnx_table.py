@@ -1,0 +1,144 @@
+"""The ONNX table (dmlcli/suite/onnx/table.py) as one mapping for `dmlcli test` and `dmlcli onnx`: its reasons
+word every placeholder, its element-wise entries agree with the names `dmlcli run` suggests for ONNX operators,
+and the new mappings (free order, windows, folded ranks, the provider's Resize) behave as the entries say.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.operators import find_operator
+from dmlcli.operators.table.onnx_names import ONNX_TO_DIRECTML
+from dmlcli.suite.onnx import ENTRIES, TABLE, Planned, Skipped
+from dmlcli.suite.onnx.adapters import OnnxCall
+from dmlcli.suite.onnx.mapping import plan_call
+from dmlcli.suite.onnx.table import VARIANTS, Cannot
+
+
+def _conditions():
+    for entry in ENTRIES:
+        for condition in entry.cannot + entry.differs:
+            yield entry, condition
+
+
+def test_every_reason_words_its_placeholders_without_a_default_marker():
+    # A call that gives no attribute at all: each placeholder shows the default its condition declares (ONNX's),
+    # never "(default)", and a literal brace stays a brace ("{BatchCount, ChannelCount, M, K}" once printed
+    # "((default))").
+    for entry, condition in _conditions():
+        if callable(condition.reason):
+            continue
+        text = condition.describe(OnnxCall(entry.onnx_op, ()))
+        assert "(default)" not in text and "((" not in text, (entry.onnx_op, text)
+        named = [field for _, field, _, _ in string.Formatter().parse(condition.reason) if field]
+        assert set(named) <= set(condition.defaults), (entry.onnx_op, named)
+
+
+def test_a_placeholder_without_a_default_is_the_tables_error():
+    condition = Cannot(lambda call: True, "ONNX's {surprise} is unknown")
+    with pytest.raises(KeyError, match="placeholder {surprise} is no attribute"):
+        condition.describe(OnnxCall("Relu", ()))
+    assert condition.describe(OnnxCall("Relu", (), {"surprise": 7})) == "ONNX's 7 is unknown"
+
+
+def test_the_element_wise_entries_agree_with_the_names_run_suggests():
+    # (QuantizeLinear and DequantizeLinear map onto 6_3's blocked QUANTIZE and DEQUANTIZE, which also take the
+    # per-tensor calls `run` suggests the element-wise ones for.)
+    for onnx_op, directml in ONNX_TO_DIRECTML.items():
+        entry = TABLE.get(onnx_op)
+        if entry is None or entry.directml is None or not find_operator(entry.directml).is_elementwise:
+            continue  # (Identity runs no operator in a model: ONNX Runtime's DirectML provider reuses the buffer)
+        mapped = {TABLE[onnx_op].directml, *(variant.directml for variant in VARIANTS.get(onnx_op, ()))}
+        assert mapped & {name for name in directml}, (onnx_op, mapped, directml)
+
+
+def test_every_entry_names_a_directml_operator_dmlcli_has_or_says_why_not():
+    for entry in ENTRIES:
+        if entry.directml is None:
+            assert entry.reason and "DirectML" in entry.reason, entry.onnx_op
+        else:
+            find_operator(entry.directml)
+
+
+def _planned(op, inputs, **attributes) -> Planned:
+    planned = plan_call(OnnxCall(op, tuple(inputs), attributes, outputs=2 if op == "TopK" else 1))
+    assert isinstance(planned, Planned), planned
+    return planned
+
+
+def _run(planned: Planned):
+    outputs = dmlcli.run(planned.operator.name, *planned.inputs, output_dtype=planned.output_dtype,
+                         broadcast=planned.broadcast, output_shapes=planned.output_shapes or None, **planned.keywords)
+    return planned.finish(outputs if isinstance(outputs, tuple) else (outputs,))
+
+
+def test_top_k_with_sorted_0_is_compared_by_index_on_both_sides():
+    x = np.float32([[3, 9, 1, 7]])
+    planned = _planned("TopK", [x, np.array([2], np.int64)], sorted=0)
+    values, indices = _run(planned)
+    assert indices.tolist() == [[1, 3]] and values.tolist() == [[9, 7]]  # sorted by index, as arranged
+    written_in_any_order = (np.float32([[7, 9]]), np.int64([[3, 1]]))
+    assert [a.tolist() for a in planned.arrange(written_in_any_order)] == [[[9, 7]], [[1, 3]]]
+    assert _planned("TopK", [x, np.array([2], np.int64)]).arrange is tuple  # sorted=1: compared in place
+
+
+def test_gather_elements_reads_a_window_and_scatter_elements_says_why_it_cannot():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.int64([[2, 0], [1, 2]])  # 2 x 2: smaller than data off axis 0
+    (got,) = _run(_planned("GatherElements", [data, indices], axis=0))
+    assert got.tolist() == np.take_along_axis(data[:, :2], indices, axis=0).tolist()
+    skipped = plan_call(OnnxCall("ScatterElements", (data, indices, np.ones((2, 2), np.float32)), {"axis": 0}))
+    assert isinstance(skipped, Skipped) and "must be all of data, unwritten" in skipped.reason
+
+
+def test_rank_6_matmul_and_trilu_fold_their_leading_dimensions():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 1, 3, 2, 4, 5)).astype(np.float32), rng.standard_normal((3, 1, 5, 2)).astype(np.float32)
+    planned = _planned("MatMul", [a, b])
+    assert all(x.ndim == 4 for x in planned.inputs)
+    (got,) = _run(planned)
+    assert got.shape == (2, 1, 3, 2, 4, 2) and np.allclose(got, a.astype(np.float64) @ b, atol=1e-5)
+    x = np.ones((2, 2, 2, 3, 3), np.float32)
+    (lower,) = _run(_planned("Trilu", [x, np.array(0, np.int64)], upper=0))
+    assert lower.shape == x.shape and lower[1, 0, 1].tolist() == np.tril(np.ones((3, 3))).tolist()
+
+
+def test_5d_resize_merges_the_axes_it_leaves_alone_and_1d_3d_max_unpool_reshape():
+    x = np.arange(2 * 3 * 2 * 4 * 4, dtype=np.float32).reshape(2, 3, 2, 4, 4)
+    planned = _planned("Resize", [x, None, np.float32([1, 1, 1, 2, 2])], mode="nearest")
+    assert planned.inputs[0].shape == (6, 2, 4, 4)  # N and C read element for element: one axis (4 are enough)
+    (got,) = _run(planned)
+    assert got.shape == (2, 3, 2, 8, 8) and np.array_equal(got, x.repeat(2, axis=3).repeat(2, axis=4))
+    values, positions = np.float32([[[5, 6]]]), np.int64([[[1, 2]]])
+    (unpooled,) = _run(_planned("MaxUnpool", [values, positions, np.int64([1, 1, 4])], kernel_shape=[2], strides=[2]))
+    assert unpooled.tolist() == [[[0, 5, 6, 0]]]
+
+
+@pytest.mark.parametrize("attributes, scales, words", [
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 1, 0.6, 0.6], "length 2.4"),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, [1, 1, 0.25, 0.25],
+     "output length 1"),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners", "antialias": 1}, [1, 1, 0.5, 0.5],
+     "widens the filter"),
+])
+def test_resize_where_the_provider_differs_from_onnx_skips_node_tests_and_runs_in_models(attributes, scales, words):
+    x = np.ones((1, 1, 4, 4), np.float32)
+    call = OnnxCall("Resize", (x, None, np.float32(scales)), attributes)
+    skipped = plan_call(call)
+    assert isinstance(skipped, Skipped) and words in skipped.reason
+    assert skipped.reason.startswith("ONNX Runtime's DirectML provider maps this Resize")
+    entry = TABLE["Resize"]
+    assert not any(condition.when(call) for condition in entry.cannot)  # a model's node runs it
+
+
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+def test_every_nearest_mode_and_antialias_map_onto_resample3(nearest_mode):
+    x = np.ones((1, 1, 4, 4), np.float32)
+    planned = _planned("Resize", [x, None, np.float32([1, 1, 2, 2])], mode="nearest", nearest_mode=nearest_mode)
+    assert planned.operator.name == "RESAMPLE3"
+    linear = _planned("Resize", [x, None, np.float32([1, 1, 0.5, 0.5])], mode="linear", antialias=1)
+    assert linear.operator.name == "RESAMPLE3" and linear.keywords["antialiased"] is True
