@@ -203,3 +203,26 @@ def magnitudes(call: Call, arrays: Sequence[np.ndarray | None]) -> list[np.ndarr
                                  f"{list(tensor.shape)}")
         flat.append(magnitude.reshape(-1))
     return flat
+
+
+def finished_bounds(call: Call, arrays: Sequence[np.ndarray | None], finish, outputs: Sequence) -> list:
+    """Each of `outputs`' sum bound (None where it has none): the call's outputs' bounds (from the `arrays` it ran
+    on), carried through `finish` (an ONNX adapter's reshapes, transpositions and choice of outputs, which made
+    `outputs` from the call's) as the outputs themselves are; `finish` `tuple` is none."""
+    if call.operator.sum_bound is None:
+        return [None] * len(outputs)
+    bounds = element_bounds(call, arrays)
+    if finish is tuple:
+        return list(bounds)
+    shapes = [tuple(tensor.shape) for tensor in call.outputs]
+    values = finish(tuple(np.full(shape, np.nan) if bound is None else bound.values.reshape(shape)
+                          for bound, shape in zip(bounds, shapes)))
+    # Which of the call's outputs each finished one comes from: the finish of arrays that hold their own position.
+    sources = finish(tuple(np.full(shape, float(position)) for position, shape in enumerate(shapes)))
+    found = []
+    for value, source, output in zip(values, sources, outputs):
+        value, source = np.asarray(value, dtype=np.float64), np.asarray(source)
+        bound = bounds[int(source.reshape(-1)[0])] if source.size else None
+        fits = bound is not None and value.size == np.size(output) and not np.isnan(value).all()
+        found.append(ElementBound(value.reshape(-1), bound.figures) if fits else None)
+    return found

@@ -18,8 +18,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ..checking.comparison import EXACT, Comparison, Rule, compare_arrays, rule_for, ulp_distance
-from ..suite.onnx.mapping import arrangement
+from ..checking.bounds import ElementBound, finished_bounds
+from ..checking.comparison import EXACT, Comparison, Rule, compare_arrays, rule_for, ulp_distance, with_bound
+from ..data_types import as_bits
+from ..suite.onnx.mapping import arrangement, prepare
 from .reference import reference_values
 from .session import OnnxSession, Progress
 from .steps import DirectMLStep, FallbackStep, Step
@@ -114,7 +116,9 @@ def output_rule(step: Step, dtype: np.dtype) -> Rule:
     return EXACT
 
 
-def compared_output(step: Step, name: str, got: np.ndarray, want: np.ndarray | None) -> OutputComparison:
+def compared_output(step: Step, name: str, got: np.ndarray, want: np.ndarray | None,
+                    bound: ElementBound | None = None) -> OutputComparison:
+    """One output against ONNX Runtime's, by output_rule with the output's sum bound where it differs at all."""
     got = np.asarray(got)
     rule = output_rule(step, got.dtype)
     result = OutputComparison(name, str(got.dtype), tuple(got.shape), rule, None)
@@ -123,6 +127,9 @@ def compared_output(step: Step, name: str, got: np.ndarray, want: np.ndarray | N
     want = np.asarray(want)
     if want.dtype == np.bool_ or got.dtype == np.bool_:
         got, want = got.astype(np.uint8), want.astype(np.uint8)
+    if got.dtype == want.dtype and got.shape == want.shape and not np.array_equal(as_bits(got), as_bits(want)):
+        rule = with_bound(rule, bound)
+        result.rule = rule
     result.comparison = compare_arrays(got, want, rule)
     if result.comparison.reason is None:
         result.max_ulp, result.max_abs = largest_differences(got, want)
@@ -166,7 +173,8 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
             outputs = {name: executor.to_host(array) for name, array in session.run_step(step, on_reference).items()}
         else:  # ONNX Runtime gave no value for an input (one inference could not type): the chained run's
             outputs = {name: executor.to_host(chained[name]) for name in step.node.outputs if name}
-        nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference)))
+        nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference,
+                                                            executor.to_host)))
         if progress is not None:
             progress(position + 1, len(plan.steps))
     results = {d.name: executor.to_host(chained[d.name]) for d in session.model.outputs}
@@ -176,12 +184,25 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
     return results, ModelComparison(nodes, differences)
 
 
-def _compared_outputs(step: Step, outputs: dict, reference: Mapping, inputs: Mapping) -> list[OutputComparison]:
+def _compared_outputs(step: Step, outputs: dict, reference: Mapping, inputs: Mapping,
+                      to_host=np.asarray) -> list[OutputComparison]:
     names = [name for name in step.node.outputs if name]
     got = [outputs[name] for name in names]
     want = [reference.get(name) for name in names]
+    bounds = [None] * len(names)
     if isinstance(step, DirectMLStep) and all(w is not None for w in want):
         arrange = arrangement(step.entry, step.call(inputs))
         if arrange is not tuple:  # ONNX leaves the order free: both sides ordered by index
             got, want = list(arrange(got)), list(arrange(want))
-    return [compared_output(step, name, g, w) for name, g, w in zip(names, got, want)]
+        elif step.operator.sum_bound is not None and step.last_verdict is not None:
+            bounds = _node_bounds(step, inputs, got, to_host)
+    return [compared_output(step, name, g, w, b) for name, g, w, b in zip(names, got, want, bounds)]
+
+
+def _node_bounds(step: DirectMLStep, inputs: Mapping, got: list, to_host) -> list:
+    """Each output's sum bound for the node's call on `inputs` (ONNX Runtime's values of them): the DirectML call's
+    bounds from the arrays the adapter gives it, carried through the adapter's finish as the outputs are (as the
+    suite runner's cases are)."""
+    prepared = prepare(step.entry, step.call(inputs))
+    arrays = [None if array is None else to_host(array) for array in prepared.inputs]
+    return finished_bounds(step.last_verdict.call, arrays, prepared.finish, got)

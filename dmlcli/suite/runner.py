@@ -328,28 +328,11 @@ class _Bounds:
 
 
 def _case_bounds(call: Invocation, verdict_call, inputs, outputs) -> list:
-    """Each compared output's sum bound (None where it has none), from the inputs the case ran on: the call's
-    outputs' bounds, carried through the case's finish (an ONNX adapter's reshapes, transpositions and choice of
-    outputs) as the outputs themselves are."""
-    from ..checking.bounds import ElementBound, element_bounds
+    """Each compared output's sum bound (None where it has none), from the inputs the case ran on, carried through
+    the case's finish (an ONNX adapter's reshapes, transpositions and choice of outputs)."""
+    from ..checking.bounds import finished_bounds
 
-    if verdict_call.operator.sum_bound is None:
-        return [None] * len(outputs)
-    bounds = element_bounds(verdict_call, inputs)
-    if call.finish is tuple:
-        return list(bounds)
-    shapes = [tuple(tensor.shape) for tensor in verdict_call.outputs]
-    values = call.finish(tuple(np.full(shape, np.nan) if bound is None else bound.values.reshape(shape)
-                               for bound, shape in zip(bounds, shapes)))
-    # Which of the call's outputs each finished one comes from: the finish of arrays that hold their own position.
-    sources = call.finish(tuple(np.full(shape, float(position)) for position, shape in enumerate(shapes)))
-    found = []
-    for value, source, output in zip(values, sources, outputs):
-        value, source = np.asarray(value, dtype=np.float64), np.asarray(source)
-        bound = bounds[int(source.reshape(-1)[0])] if source.size else None
-        fits = bound is not None and value.size == np.size(output) and not np.isnan(value).all()
-        found.append(ElementBound(value.reshape(-1), bound.figures) if fits else None)
-    return found
+    return finished_bounds(verdict_call, inputs, call.finish, outputs)
 
 
 def _compared_all(operator, outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray], tolerance,
