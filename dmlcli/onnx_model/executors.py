@@ -9,7 +9,7 @@ execute_device and execute_shaped_device, which `dmlcli run --backend gpu` uses 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -31,6 +31,23 @@ class CpuExecutor:
         if outcome.warnings:
             self.warnings.extend(outcome.warnings)
         return outcome.all_outputs
+
+    def compiled(self, verdict: Verdict) -> Callable[[Sequence[np.ndarray | None]], tuple[np.ndarray, ...]]:
+        """The verdict's call as a function of its input arrays, what engine.execute looks up on every call read
+        once (the backend under the call's float rules, the output's Sizes and type, the parameters): the call of
+        a planned node (planned.py). An element-wise operator with hooks (counted per call, for the warnings)
+        keeps engine.execute."""
+        call = verdict.call
+        operator = call.operator
+        if operator.is_elementwise and operator.hooks:
+            return lambda arrays: self.execute(verdict, arrays)
+        backend = engine.choose_backend(self.backend, call.float_rules, call.allow_tf32)
+        complete, parameters = call.complete, call.parameters
+        if operator.is_elementwise:
+            shape, dtype = call.output.shape, call.output.data_type.numpy_dtype
+            return lambda arrays: (backend.execute(operator, complete(arrays), shape, dtype, parameters),)
+        outputs = call.outputs
+        return lambda arrays: tuple(backend.execute_shaped(operator, complete(arrays), outputs, parameters))
 
     def to_device(self, array: np.ndarray) -> np.ndarray:
         return array
@@ -61,14 +78,14 @@ class GpuExecutor:
     def keep(self, arrays) -> None:
         for array in arrays:
             if isinstance(array, np.ndarray):
-                self._kept[id(_owner(array))] = array
+                self._kept[id(memory_owner(array))] = array
 
     def to_device(self, array):
         """A host array on the device: a view of a kept constant (an initializer, a folded value, or a reshape
         of one an adapter made) is copied once per session; anything else once per call."""
         if not isinstance(array, np.ndarray):
             return array
-        owner = _owner(array)
+        owner = memory_owner(array)
         if id(owner) not in self._kept:
             return self.cupy.asarray(np.ascontiguousarray(array))
         key = (id(owner), array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
@@ -79,6 +96,10 @@ class GpuExecutor:
 
     def to_host(self, array) -> np.ndarray:
         return array if isinstance(array, np.ndarray) else self.cupy.asnumpy(array)
+
+    def compiled(self, verdict: Verdict) -> None:
+        """None: a GPU run's nodes are not planned (planned.py makes NumPy views; the device arrays are CuPy's)."""
+        return None
 
     def execute(self, verdict: Verdict, arrays: Sequence) -> tuple:
         call = verdict.call
@@ -91,7 +112,7 @@ class GpuExecutor:
         return tuple(self.backend.execute_shaped_device(operator, arrays, call.outputs, call.parameters))
 
 
-def _owner(array: np.ndarray) -> np.ndarray:
+def memory_owner(array: np.ndarray) -> np.ndarray:
     """The array that owns a view's memory (a reshape of a reshape of an initializer: the initializer)."""
     while isinstance(array.base, np.ndarray):
         array = array.base

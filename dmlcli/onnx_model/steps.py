@@ -5,9 +5,10 @@
   nodes on its CPU before the DirectML provider sees the graph (the view's own rule where the table has one,
   Shape or Reshape; else onnx's reference implementation, standing for ONNX Runtime's CPU kernels);
 - view: the table's entry runs no DirectML operator (Reshape, Squeeze, Identity, Shape...): the outputs are views
-  of the input, computed on every call;
+  of the input, made on every call (by the plan's own views where planned.py keeps them);
 - directml: the table's entry, its adapter and the DirectML operator, validated at the plan's feature level; the
-  verdict is kept for the next call with the same tensors and fields;
+  verdict is kept for the next call with the same tensors and fields, and where planned.py can, the whole call
+  (the adapter's views, the verdict, the executor's compiled call) for the next call with the same inputs;
 - fallback: a node DirectML cannot run, with --fallback cpu, through ONNX Runtime's CPU provider (the DirectML
   provider's fallback), one single-node session per node.
 """
@@ -24,6 +25,7 @@ from ..suite.onnx.adapters import OnnxCall
 from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
 from ..suite.onnx.table import Entry
 from .graph import Node
+from .planned import PlannedCall, PlannedView, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
 
@@ -47,6 +49,15 @@ class Step:
 
     def run(self, values: Mapping[str, object], executor) -> dict[str, object]:
         raise NotImplementedError
+
+    def plan(self, values: Mapping[str, object], executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call, `constants` naming the plan's constants (a step that keeps
+        nothing for later calls just runs)."""
+        return self.run(values, executor)
+
+    def inputs_of(self, values: Mapping[str, object]) -> tuple:
+        """The node's inputs as its work reads them (None for one left out)."""
+        return self.node.inputs_of(values)
 
     def named(self, results: Sequence) -> dict[str, object]:
         """An adapter's or view's outputs by the node's output names: one per position, or one per name asked
@@ -80,17 +91,35 @@ class ViewStep(Step):
     def __init__(self, node: Node, entry: Entry) -> None:
         super().__init__(node)
         self.entry = entry
+        self.planned: PlannedView | None = None
 
     @property
     def directml(self) -> str:
         return "(none: a view)"
 
     def run(self, values, executor):
-        call = self.node.call(values)
+        inputs = self.inputs_of(values)
+        if self.planned is not None:
+            outputs = self.planned.run(inputs)
+            if outputs is not None:
+                return self.named(outputs)
+        return self.named(self._views(inputs))
+
+    def _views(self, inputs: tuple) -> tuple:
+        call = self.node.call_on(inputs)
         reason = cannot_reason(self.entry, call)
         if reason is not None:
             raise Refused(reason)
-        return self.named(self.entry.view(call))
+        return self.entry.view(call)
+
+    def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call; the views kept as planned.py makes them again, where it can."""
+        inputs = self.inputs_of(values)
+        outputs = self._views(inputs)
+        found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, outputs)
+        if found is not None:
+            self.planned = PlannedView(*found)
+        return self.named(outputs)
 
 
 def _as_directml(array):
@@ -109,19 +138,44 @@ class DirectMLStep(Step):
         self.bool_outputs = bool_outputs
         self.verdicts: dict[tuple, object] = {}
         self.last_verdict = None  # the verdict of the latest call (its tolerance rule, for --compare)
+        self.planned: PlannedCall | None = None
 
     @property
     def directml(self) -> str:
         return self.operator.name
 
+    def inputs_of(self, values) -> tuple:
+        """The node's inputs (None for one left out), ONNX's bool tensors given as DirectML's UINT8."""
+        return tuple(_as_directml(values[name]) if name else None for name in self.node.inputs)
+
     def call(self, values) -> OnnxCall:
         """The node's ONNX call, ONNX's bool tensors given as DirectML's UINT8."""
-        node = self.node
-        inputs = tuple(_as_directml(values[name]) if name else None for name in node.inputs)
-        return OnnxCall(node.op, inputs, node.attributes, node.output_count, node.outputs, node.opset)
+        return self.node.call_on(self.inputs_of(values))
 
     def run(self, values, executor):
-        call = self.call(values)
+        inputs = self.inputs_of(values)
+        if self.planned is not None:
+            results = self.planned.run(inputs)
+            if results is not None:
+                self.last_verdict = self.planned.verdict
+                return self._outputs(results)
+        prepared, verdict = self._prepared(self.node.call_on(inputs))
+        return self._outputs(prepared.finish(executor.execute(verdict, prepared.inputs)))
+
+    def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call (Refused where DirectML cannot run the node); the call kept as
+        planned.py works it out, where it can, for the calls after."""
+        inputs = self.inputs_of(values)
+        prepared, verdict = self._prepared(self.node.call_on(inputs))
+        outputs = self._outputs(prepared.finish(executor.execute(verdict, prepared.inputs)))
+        execute = executor.compiled(verdict)
+        found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, prepared.inputs)
+        if found is not None and execute is not None:
+            self.planned = PlannedCall(*found, execute, prepared.finish, verdict)
+        return outputs
+
+    def _prepared(self, call: OnnxCall):
+        """The adapter's call and its verdict (kept for the next call with the same tensors and fields)."""
         reason = cannot_reason(self.entry, call)
         if reason is not None:
             raise Refused(reason)
@@ -133,7 +187,9 @@ class DirectMLStep(Step):
             if key is not None:
                 self.verdicts[key] = verdict
         self.last_verdict = verdict
-        results = prepared.finish(executor.execute(verdict, prepared.inputs))
+        return prepared, verdict
+
+    def _outputs(self, results) -> dict[str, object]:
         outputs = self.named(results)
         for name in self.bool_outputs.intersection(outputs):
             if outputs[name].dtype == np.uint8:
