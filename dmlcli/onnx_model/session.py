@@ -36,8 +36,10 @@ class Plan:
 
     steps: list[Step]
     types: dict[str, Inferred]
-    # After each step, the tensors it was the last to read (neither the model's outputs nor constants): freed.
-    frees: list[tuple[str, ...]] = field(default_factory=list)
+    # The steps a call runs, each with its position and the tensors it is the last to read (neither the model's
+    # outputs nor its initializers): freed after it. Folded steps are not run: their outputs are `folded`.
+    running: list[tuple[int, Step, tuple[str, ...]]] = field(default_factory=list)
+    folded: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class OnnxSession:
@@ -118,14 +120,17 @@ class OnnxSession:
         return self._plans[key]
 
     def _execute(self, plan: Plan, values: dict, progress: Progress | None, keep_all: bool) -> None:
+        values.update(plan.folded)
         total = len(plan.steps)
-        for position, (step, frees) in enumerate(zip(plan.steps, plan.frees)):
+        for position, step, frees in plan.running:
             values.update(self.run_step(step, values))
             if not keep_all:
                 for name in frees:
                     del values[name]
             if progress is not None:
                 progress(position + 1, total)
+        if progress is not None and (not plan.running or plan.running[-1][0] + 1 < total):
+            progress(total, total)  # the folded steps after the last one run
 
     def run_step(self, step: Step, values) -> dict:
         try:
@@ -154,14 +159,15 @@ class OnnxSession:
             values.update(outputs)
             if progress is not None:
                 progress(position + 1, len(self.nodes))
-        return Plan(steps, types, self._frees(steps))
+        folded = {name: array for step in steps if isinstance(step, FoldedStep) for name, array in step.outputs.items()}
+        return Plan(steps, types, self._running(steps), folded)
 
-    def _frees(self, steps: list[Step]) -> list[tuple[str, ...]]:
+    def _running(self, steps: list[Step]) -> list[tuple[int, Step, tuple[str, ...]]]:
         last_use = {name: position for position, step in enumerate(steps) for name in step.node.inputs if name}
         kept = {d.name for d in self.model.outputs} | set(self.model.constants)
-        return [tuple(dict.fromkeys(name for name in step.node.inputs if name and last_use[name] == position
-                                    and name not in kept))
-                for position, step in enumerate(steps)]
+        return [(position, step, tuple(dict.fromkeys(name for name in step.node.inputs if name
+                                                     and last_use[name] == position and name not in kept)))
+                for position, step in enumerate(steps) if not isinstance(step, FoldedStep)]
 
     def _step(self, node: Node, values: dict, constant: set,
               types: Mapping[str, Inferred]) -> tuple[Step, dict]:
