@@ -36,13 +36,14 @@ def _plumbing_model():
         helper.make_node("Gather", ["r", "i"], ["g"], axis=1),
         helper.make_node("Softmax", ["g"], ["y"], axis=-1),
         helper.make_node("Greater", ["y", "half"], ["big"]),
+        helper.make_node("Not", ["big"], ["small"]),  # a bool input: DirectML's UINT8
     ]
     initializers = [tensor("w", rng.standard_normal((8, 6)).astype(np.float32)),
                     tensor("b", rng.standard_normal(6).astype(np.float32)),
                     tensor("shape", np.array([4, 3, 6], np.int64)),
                     tensor("half", np.array(0.5, np.float32))]
     return model_of(nodes, [value("x", F32, [3, 4, 8]), value("i", TensorProto.INT64, [2])],
-                    [value("y"), value("big", TensorProto.BOOL)], initializers)
+                    [value("y"), value("big", TensorProto.BOOL), value("small", TensorProto.BOOL)], initializers)
 
 
 def _feeds(seed: int) -> dict:
@@ -55,13 +56,14 @@ def test_planned_calls_give_the_bits_of_the_nodes_own_mapping():
     session.run(_feeds(0))  # the plan
     steps = session.plan_for(_feeds(0)).steps
     planned = {step.node.op for step in steps if isinstance(step, (DirectMLStep, ViewStep)) and step.planned}
-    assert planned == {"Transpose", "MatMul", "Add", "Reshape", "Gather", "Softmax", "Greater"}
+    assert planned == {"Transpose", "MatMul", "Add", "Reshape", "Gather", "Softmax", "Greater", "Not"}
     for seed in (1, 2, 3):
         got = session.run(_feeds(seed))
         fresh = OnnxSession(_plumbing_model()).run(_feeds(seed))  # planned on these very values
-        for name in ("y", "big"):
+        for name in ("y", "big", "small"):
             assert got[name].dtype == fresh[name].dtype and _bits(got[name]) == _bits(fresh[name]), name
-    assert session.run(_feeds(4))["big"].dtype == np.bool_
+    got = session.run(_feeds(4))
+    assert got["big"].dtype == np.bool_ and got["small"].dtype == np.bool_ and (got["small"] == ~got["big"]).all()
     values = session.run(_feeds(5), keep_all=True)  # the planned calls are the ones a run takes
     for step in steps:
         if isinstance(step, (DirectMLStep, ViewStep)):

@@ -138,31 +138,60 @@ def made_again(made: tuple, inputs: Sequence) -> list:
 
 
 @dataclass(frozen=True)
+class Wiring:
+    """Where a planned node's inputs come from and where its results go: the node's input names (empty for one
+    left out), the positions ONNX holds as bool and DirectML as UINT8 (the same bytes), and (result index, output
+    name) pairs with the outputs to view as bool again."""
+
+    inputs: tuple[str, ...]
+    bool_inputs: tuple[int, ...]
+    outputs: tuple[tuple[int, str], ...]
+    bool_outputs: tuple[str, ...] = ()
+
+    def inputs_of(self, values) -> list:
+        inputs = [values[name] if name else None for name in self.inputs]
+        for position in self.bool_inputs:
+            if inputs[position].dtype == np.bool_:
+                inputs[position] = inputs[position].view(np.uint8)
+        return inputs
+
+    def outputs_of(self, results: Sequence) -> dict:
+        outputs = {name: results[index] for index, name in self.outputs}
+        for name in self.bool_outputs:
+            outputs[name] = outputs[name].view(np.bool_)
+        return outputs
+
+
+@dataclass(frozen=True)
 class PlannedCall:
     """A node's DirectML call as planned: its DirectML inputs made from the node's inputs, the executor's
     compiled call, the adapter's finish and the verdict (the tolerance rule --compare reads)."""
 
+    wiring: Wiring
     signature: Signature
     made: tuple
     execute: Callable[[list], tuple]
     finish: Callable[[Sequence[np.ndarray]], tuple]
     verdict: Verdict
 
-    def run(self, inputs: Sequence) -> tuple | None:
-        """ONNX's outputs (the finish's), or None where the inputs are not those it was planned for."""
+    def run(self, values) -> dict | None:
+        """The node's outputs by name, or None where its inputs are not those it was planned for."""
+        inputs = self.wiring.inputs_of(values)
         if not self.signature.matches(inputs):
             return None
-        return self.finish(self.execute(made_again(self.made, inputs)))
+        return self.wiring.outputs_of(self.finish(self.execute(made_again(self.made, inputs))))
 
 
 @dataclass(frozen=True)
 class PlannedView:
     """A view node's outputs as planned: each made from the node's inputs (or a constant)."""
 
+    wiring: Wiring
     signature: Signature
     made: tuple
 
-    def run(self, inputs: Sequence) -> list | None:
+    def run(self, values) -> dict | None:
+        inputs = self.wiring.inputs_of(values)
         if not self.signature.matches(inputs):
             return None
-        return made_again(self.made, inputs)
+        return self.wiring.outputs_of(made_again(self.made, inputs))

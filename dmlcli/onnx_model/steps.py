@@ -25,7 +25,7 @@ from ..suite.onnx.adapters import OnnxCall
 from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
 from ..suite.onnx.table import Entry
 from .graph import Node
-from .planned import PlannedCall, PlannedView, planned_arrays
+from .planned import PlannedCall, PlannedView, Wiring, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
 
@@ -60,14 +60,19 @@ class Step:
         return self.node.inputs_of(values)
 
     def named(self, results: Sequence) -> dict[str, object]:
-        """An adapter's or view's outputs by the node's output names: one per position, or one per name asked
-        for where the adapter gives only those (the recurrent networks)."""
+        """An adapter's or view's outputs by the node's output names."""
+        return {name: results[index] for index, name in self.output_pairs(len(results))}
+
+    def output_pairs(self, count: int) -> tuple[tuple[int, str], ...]:
+        """(result index, output name) for `count` results: one per position, or one per name asked for where
+        the adapter gives only those (the recurrent networks)."""
         names = self.node.outputs
         asked = [name for name in names if name]
-        if len(results) < len(asked):
-            raise InputError(f"{self.node.label} gave {len(results)} outputs for the {len(asked)} it is asked for")
-        pairs = zip(names, results) if len(results) >= self.node.output_count else zip(asked, results)
-        return {name: result for name, result in pairs if name}
+        if count < len(asked):
+            raise InputError(f"{self.node.label} gave {count} outputs for the {len(asked)} it is asked for")
+        if count >= self.node.output_count:
+            return tuple((index, name) for index, name in enumerate(names[:count]) if name)
+        return tuple(enumerate(asked))
 
 
 class FoldedStep(Step):
@@ -98,12 +103,11 @@ class ViewStep(Step):
         return "(none: a view)"
 
     def run(self, values, executor):
-        inputs = self.inputs_of(values)
         if self.planned is not None:
-            outputs = self.planned.run(inputs)
+            outputs = self.planned.run(values)
             if outputs is not None:
-                return self.named(outputs)
-        return self.named(self._views(inputs))
+                return outputs
+        return self.named(self._views(self.inputs_of(values)))
 
     def _views(self, inputs: tuple) -> tuple:
         call = self.node.call_on(inputs)
@@ -118,7 +122,7 @@ class ViewStep(Step):
         outputs = self._views(inputs)
         found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, outputs)
         if found is not None:
-            self.planned = PlannedView(*found)
+            self.planned = PlannedView(Wiring(self.node.inputs, (), self.output_pairs(len(outputs))), *found)
         return self.named(outputs)
 
 
@@ -153,13 +157,13 @@ class DirectMLStep(Step):
         return self.node.call_on(self.inputs_of(values))
 
     def run(self, values, executor):
-        inputs = self.inputs_of(values)
-        if self.planned is not None:
-            results = self.planned.run(inputs)
-            if results is not None:
-                self.last_verdict = self.planned.verdict
-                return self._outputs(results)
-        prepared, verdict = self._prepared(self.node.call_on(inputs))
+        planned = self.planned
+        if planned is not None:
+            outputs = planned.run(values)
+            if outputs is not None:
+                self.last_verdict = planned.verdict
+                return outputs
+        prepared, verdict = self._prepared(self.call(values))
         return self._outputs(prepared.finish(executor.execute(verdict, prepared.inputs)))
 
     def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
@@ -167,11 +171,17 @@ class DirectMLStep(Step):
         planned.py works it out, where it can, for the calls after."""
         inputs = self.inputs_of(values)
         prepared, verdict = self._prepared(self.node.call_on(inputs))
-        outputs = self._outputs(prepared.finish(executor.execute(verdict, prepared.inputs)))
+        results = prepared.finish(executor.execute(verdict, prepared.inputs))
+        outputs = self._outputs(results)
         execute = executor.compiled(verdict)
         found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, prepared.inputs)
         if found is not None and execute is not None:
-            self.planned = PlannedCall(*found, execute, prepared.finish, verdict)
+            names = self.node.inputs
+            bool_inputs = tuple(p for p, name in enumerate(names) if name and values[name].dtype == np.bool_)
+            bool_outputs = tuple(name for name in self.bool_outputs.intersection(outputs)
+                                 if outputs[name].dtype == np.bool_)
+            wiring = Wiring(names, bool_inputs, self.output_pairs(len(results)), bool_outputs)
+            self.planned = PlannedCall(wiring, *found, execute, prepared.finish, verdict)
         return outputs
 
     def _prepared(self, call: OnnxCall):
