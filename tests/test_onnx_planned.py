@@ -144,3 +144,44 @@ def test_every_entry_that_states_its_value_inputs_names_inputs_by_position():
     for entry in ENTRIES:
         if entry.value_inputs is not None:
             assert all(isinstance(p, int) and 0 <= p < 8 for p in entry.value_inputs), entry.onnx_op
+
+
+# ---------------------------------------------------------------- BLAS on the calling thread
+
+
+def _clear_blas_variables(monkeypatch):
+    from dmlcli.onnx_model.executors import BLAS_THREAD_VARIABLES
+
+    for name in BLAS_THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_model_runs_with_blas_on_the_calling_thread(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from dmlcli.onnx_model.executors import CpuExecutor
+
+    _clear_blas_variables(monkeypatch)
+    seen = []
+    run = CpuExecutor.execute
+
+    def execute(self, verdict, arrays):  # what BLAS's thread count is while a node runs
+        seen.append({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
+        return run(self, verdict, arrays)
+
+    monkeypatch.setattr(CpuExecutor, "execute", execute)
+    before = threadpoolctl.threadpool_info()
+    OnnxSession(_plumbing_model()).run(_feeds(0))
+    assert seen and all(counts <= {1} for counts in seen)
+    assert threadpoolctl.threadpool_info() == before  # restored after the run
+
+
+def test_blas_keeps_the_thread_count_the_environment_sets(monkeypatch):
+    from dmlcli.onnx_model import executors
+
+    _clear_blas_variables(monkeypatch)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    assert isinstance(executors.one_blas_thread(), type(executors.contextlib.nullcontext()))
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    monkeypatch.setattr(executors, "_blas_controller", lambda: None)  # threadpoolctl not installed
+    assert isinstance(executors.one_blas_thread(), type(executors.contextlib.nullcontext()))
+    assert OnnxSession(_plumbing_model()).run(_feeds(0))["y"].shape == (4, 2, 6)

@@ -102,11 +102,12 @@ class OnnxSession:
         feeds = self.checked_inputs(inputs)
         plan = self._plans.get(_signature(feeds))
         values = {**self.model.constants, **{name: self.executor.to_device(a) for name, a in feeds.items()}}
-        if plan is None:
-            plan = self._plan(feeds, values, progress)
-            self._plans[_signature(feeds)] = plan
-        else:
-            self._execute(plan, values, progress, keep_all)
+        with self.executor.running():
+            if plan is None:
+                plan = self._plan(feeds, values, progress)
+                self._plans[_signature(feeds)] = plan
+            else:
+                self._execute(plan, values, progress, keep_all)
         if keep_all:
             return values
         return {d.name: self.executor.to_host(values[d.name]) for d in self.model.outputs}
