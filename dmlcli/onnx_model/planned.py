@@ -41,7 +41,10 @@ class Signature:
             if not isinstance(array, np.ndarray) or array.dtype != dtype or array.shape != shape \
                     or array.strides != strides:
                 return False
-        return all(inputs[position] is value for position, value in self.constants)
+        for position, value in self.constants:
+            if inputs[position] is not value:
+                return False
+        return True
 
 
 @dataclass(frozen=True)
