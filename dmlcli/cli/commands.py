@@ -37,7 +37,7 @@ def _declared_dtype(text):
     return parse_data_type(text) if text else None
 
 
-@cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
+@cli.command(cls=OperatorCommand, exit_codes=(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
 # No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
@@ -229,7 +229,7 @@ def _show(outcome, style):
         show(array, caption=caption, style=style, stream=sys.stdout)
 
 
-@cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 2, 3, 5))
+@cli.command(cls=OperatorCommand, exit_codes=(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
 # No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)

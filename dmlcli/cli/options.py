@@ -57,7 +57,9 @@ def parameter_help(parameter, option: str) -> str:
     """An operator's own option, worded as `describe` words the parameter: meaning, choices, default."""
     choices = parameter.choices(option)
     text = f"{parameter.field}: {parameter.help}"
-    if choices:
+    # Listed unless the help names them already, or they are a BOOL's true and false (the metavar says BOOL).
+    if choices and parameter.metavar(option) != "BOOL" and not all(choice in parameter.help.lower()
+                                                                   for choice in choices):
         text += f" ({', '.join(choices)})"
     return text + f" [default: {parameter.describe_default()}]."
 
@@ -84,6 +86,12 @@ class OperatorCommand(click.Command):
     their meanings and defaults. Without an operator, the help lists the common options and says where the
     parameters are. An option of another operator is refused in one line naming the operator's own.
     """
+
+    def __init__(self, *args, exit_codes: tuple[int, ...] = (), **kwargs) -> None:
+        from .app import exit_codes_help
+
+        super().__init__(*args, epilog=exit_codes_help(*exit_codes), **kwargs)
+        self.exit_codes = exit_codes
 
     def get_params(self, ctx: click.Context) -> list:
         own = ctx.meta.get(self._meta_key, [])
@@ -116,9 +124,9 @@ class OperatorCommand(click.Command):
         try:
             return find_operator(name)
         except InputError:
-            if ctx.resilient_parsing or any(a in ("-h", "--help") for a in args):
+            if ctx.resilient_parsing:  # shell completion: the options of no operator
                 return None
-            raise
+            raise  # `run conv --help` too: the help of an unknown operator is its suggestions (exit 2)
 
     @staticmethod
     def _not_a_parameter(error: click.NoSuchOption, operator, command: str) -> Exception:
@@ -130,6 +138,15 @@ class OperatorCommand(click.Command):
         own = ", ".join(option_flag(name) for name in operator.options) or "no parameters"
         return InputError(f"{operator.name} has no {option_flag(option)[2:]} parameter (it takes {own}; see "
                           f"dmlcli {command} {operator.cli_name} --help)")
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """With an operator named, one screen about it (operator_help.py); without, the command's whole help."""
+        operator = ctx.meta.get("dmlcli.operator")
+        if operator is None:
+            return super().format_help(ctx, formatter)
+        from .operator_help import format_operator_help
+
+        format_operator_help(self, ctx, formatter, operator, ctx.meta.get(self._meta_key, []), self.exit_codes)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The common options, then the operator's own in a section of their own."""
