@@ -78,7 +78,35 @@ def operator_options(operator) -> list[click.Option]:
             for option, parameter in operator.options.items()]
 
 
-class OperatorCommand(click.Command):
+class TensorCommand(click.Command):
+    """A command whose positional arguments are tensors, one of which may be '-:NAME' (a named tensor of stdin).
+
+    click reads an argument that starts with '-' as an option, and has no option '-:'; so each '-:NAME' in a
+    positional place is held back while click parses (a placeholder stands in for it) and put back in the parsed
+    values.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        held = {}
+        given = list(args)
+        for position in _positional_places(args, self.get_params(ctx)):
+            if args[position].startswith("-:"):
+                held[f"\0stdin{position}"] = args[position]
+                given[position] = f"\0stdin{position}"
+        rest = self.parse_held(ctx, given)
+        if held:
+            for key, value in ctx.params.items():
+                if isinstance(value, tuple):
+                    ctx.params[key] = tuple(held.get(item, item) if isinstance(item, str) else item for item in value)
+                elif isinstance(value, str):
+                    ctx.params[key] = held.get(value, value)
+        return rest
+
+    def parse_held(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, args)
+
+
+class OperatorCommand(TensorCommand):
     """A command whose first argument names an operator, and whose options include that operator's own.
 
     The operator is found (importing its family module alone) before the options are parsed, so that
@@ -102,13 +130,13 @@ class OperatorCommand(click.Command):
     def _meta_key(self) -> str:
         return f"dmlcli.operator_options.{self.name}"
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_held(self, ctx: click.Context, args: list[str]) -> list[str]:
         operator = self._operator_in(ctx, args)
         if operator is not None:
             ctx.meta[self._meta_key] = operator_options(operator)
             ctx.meta["dmlcli.operator"] = operator
         try:
-            return super().parse_args(ctx, _long_spellings(args, self.params))
+            return super().parse_held(ctx, _long_spellings(args, self.params))
         except click.NoSuchOption as error:
             raise self._not_a_parameter(error, operator, self.name) from None
 
@@ -205,26 +233,35 @@ def _long_spellings(args: list[str], params) -> list[str]:
 
 def _first_positional(args: list[str], params) -> str | None:
     """The first argument that is not an option or an option's value."""
+    places = _positional_places(args, params)
+    return args[places[0]] if places else None
+
+
+def _positional_places(args: list[str], params) -> list[int]:
+    """Where the arguments that are not options or options' values are (all of them after a '--'); a '-:NAME'
+    (a named tensor of stdin) is one of them."""
     takes_value = {}
     for param in params:
         if isinstance(param, click.Option):
             for opt in param.opts + param.secondary_opts:
                 takes_value[opt] = not (param.is_flag or param.count)
+    places = []
     skip = False
     for position, arg in enumerate(args):
         if skip:
             skip = False
             continue
         if arg == "--":
-            return args[position + 1] if position + 1 < len(args) else None
-        if arg.startswith("-") and len(arg) > 1 and not arg.lstrip("-").replace(".", "").isdigit():
+            return places + list(range(position + 1, len(args)))
+        if arg.startswith("-") and len(arg) > 1 and not arg.startswith("-:") \
+                and not arg.lstrip("-").replace(".", "").isdigit():
             if "=" in arg:
                 continue
             # An operator's own option (not declared yet) takes a value, as every parameter does.
             skip = takes_value.get(arg, True)
             continue
-        return arg
-    return None
+        places.append(position)
+    return places
 
 
 def feature_level_option(help_text: str = "DirectML feature level: 4.1, 4_1, DML_FEATURE_LEVEL_4_1 or 0x4100 "
