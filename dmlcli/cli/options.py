@@ -285,6 +285,11 @@ def call_options(command):
         feature_level_option(),
         click.option("--dtype", "dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="Data type of inputs given as bare JSON lists (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...)."),
+        click.option("--convert", "convert", metavar="TYPE", multiple=True, shell_complete=complete_data_type,
+                     help="Convert typed inputs (.npy, .npz, typed JSON) of another type of the same kind to TYPE: "
+                          "floats rounded to nearest (NumPy's FLOAT64 to float32), integers exactly (int64 to "
+                          "int32); one float and one integer type may be given. The run reads its inputs whole and "
+                          "its caption says what was converted."),
         click.option("--output-dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
         click.option("--output-shape", metavar="SIZES", default=None,
@@ -292,7 +297,9 @@ def call_options(command):
                           "(FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX, DIAGONAL_MATRIX1 without "
                           "InputTensor); for the others it must agree with the Sizes they compute."),
         click.option("--broadcast", is_flag=True,
-                     help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
+                     help="Broadcast inputs of different shapes by NumPy's rules, as DirectML's zero strides do: an "
+                          "element-wise operator's inputs; the matrix products' batch Sizes and GEMM's CTensor (ONNX's "
+                          "MatMul and Gemm shapes; describe says what each operator broadcasts)."),
         click.option("--float-rules", type=click.Choice(["ieee", "d3d"], case_sensitive=False), default="ieee",
                      show_default=True,
                      help="ieee: IEEE-754 results; d3d: Direct3D's rules, as DirectML's GPU kernels run them "

@@ -168,7 +168,10 @@ def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = N
             raise InputError(f"{where}: {error}") from None
         # A 4-bit --dtype is for '|V1' files and bare lists: a tensor naming its own type keeps it (io/npy.py).
         if dtype is not None and dtype != declared_type and not dtype.is_four_bit:
-            raise InputError(f"{where}: declares dtype {declared_type.name} but --dtype says {dtype.name}")
+            from .npy import _convert_hint
+
+            raise InputError(f"{where}: declares dtype {declared_type.name} but --dtype says {dtype.name}; --dtype "
+                             f"types bare lists, and {_convert_hint(declared_type, dtype)}")
         dtype = declared_type
     shape = document.get("shape")
     if shape is not None:
