@@ -21,9 +21,6 @@ _EXIT_WORDS = {0: "success", 1: "--check mismatch", 2: "usage or input error", 3
                4: "backend unavailable", 5: "internal error"}
 
 
-USAGE_ARGUMENTS = 56  # beyond this, the usage line says [INPUT]... and the Inputs line names them
-
-
 def input_words(operator) -> list[str]:
     """The operator's inputs in order, as a usage line names them: optional ones in brackets, a variadic one
     with '...'."""
@@ -35,28 +32,31 @@ def input_words(operator) -> list[str]:
     return words
 
 
-def usage_arguments(operator) -> str:
+def usage_arguments(operator, room: int) -> str:
+    """The inputs by name where they fit in `room` characters (the usage line's one line), else [INPUT]... (the
+    Inputs line names them)."""
     named = " ".join(input_words(operator))
-    return named if len(named) <= USAGE_ARGUMENTS else "[INPUT]..."
+    return named if len(named) <= room else "[INPUT]..."
 
 
 def format_operator_help(command: click.Command, ctx: click.Context, formatter: click.HelpFormatter, operator,
                          own: list[click.Option], exit_codes: tuple[int, ...]) -> None:
     """The help of `dmlcli COMMAND OPERATOR --help`, written into click's formatter (its width is the terminal's,
-    at most 78 columns)."""
+    at most 78 columns). Text is wrapped here, between words only: click's wrapping breaks at hyphens, which cut
+    option names (--float-|rules)."""
     path = f"{ctx.command_path} {operator.cli_name}"
-    formatter.write_usage(path, f"[OPTIONS] {usage_arguments(operator)}".rstrip())
+    room = formatter.width - len(f"Usage: {path} [OPTIONS] ")
+    formatter.write_usage(path, f"[OPTIONS] {usage_arguments(operator, room)}".rstrip())
     formatter.write_paragraph()
-    with formatter.indentation():
-        summary = operator.summary.rstrip(".")
-        formatter.write_text(f"{operator.dml_name} (since {operator.introduced.short}): {summary}.")
-        formatter.write_text(_tensors_line(operator))
+    summary = operator.summary.rstrip(".")
+    _write_text(formatter, f"{operator.dml_name} (since {operator.introduced.short}): {summary}.", indent=2)
+    _write_text(formatter, _tensors_line(operator), indent=2)
     rows = _own_rows(ctx, operator, own)
     with formatter.section(f"{operator.name}'s options"):
         if rows:
-            formatter.write_dl(rows, col_max=28)
+            _write_rows(formatter, rows)
         else:
-            formatter.write_text(f"{operator.name} has no parameters of its own.")
+            _write_text(formatter, f"{operator.name} has no parameters of its own.")
     words = example_words(operator.cli_name)
     if words is not None:
         with formatter.section("Example"):
@@ -66,10 +66,43 @@ def format_operator_help(command: click.Command, ctx: click.Context, formatter: 
     common = [param for param in command.get_params(ctx) if isinstance(param, click.Option) and param not in own
               and param.name not in _LEFT_OUT and param is not every_command_s and not param.hidden]
     with formatter.section(f"Common options ('dmlcli {command.name} --help' describes each)"):
-        formatter.write_text(", ".join(_spelling(param) for param in common) + ".")
-    formatter.write_paragraph()
-    formatter.write_text(f"The whole entry (formula, support table, notes): dmlcli describe {operator.cli_name}")
-    formatter.write_text("Exit codes: " + ", ".join(f"{code} {_EXIT_WORDS[code]}" for code in exit_codes) + ".")
+        _write_text(formatter, ", ".join(_spelling(param) for param in common) + ".")
+    exits = ", ".join(f"{code} {_EXIT_WORDS[code]}" for code in exit_codes)
+    _write_text(formatter, f"The whole entry (formula, support table, notes): dmlcli describe {operator.cli_name}. "
+                           f"Exit codes: {exits}.")
+
+
+OPTION_COLUMN = 28  # the widest option column; a longer option has its help on the next line
+_GAP = 2
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, max(width, 10), break_on_hyphens=False, break_long_words=False) or [""]
+
+
+def _write_text(formatter: click.HelpFormatter, text: str, indent: int = 0) -> None:
+    """A paragraph at the formatter's indent (plus `indent`), wrapped between words."""
+    margin = " " * (formatter.current_indent + indent)
+    for line in _wrapped(text, formatter.width - len(margin)):
+        formatter.write(f"{margin}{line}\n")
+
+
+def _write_rows(formatter: click.HelpFormatter, rows: list[tuple[str, str]]) -> None:
+    """(option, help) rows as click's definition lists lay them out, the help wrapped between words."""
+    margin = " " * formatter.current_indent
+    first = min(max(len(option) for option, _ in rows), OPTION_COLUMN)
+    help_width = formatter.width - len(margin) - first - _GAP
+    for option, text in rows:
+        lines = _wrapped(text, help_width)
+        if len(option) > first:
+            formatter.write(f"{margin}{option}\n")
+            lines = [" " * (first + _GAP) + line for line in lines]
+        else:
+            lines = [option.ljust(first + _GAP) + lines[0]] + [" " * (first + _GAP) + line for line in lines[1:]]
+        for line in lines:
+            formatter.write(f"{margin}{line}\n")
 
 
 # What the common options leave out: the call options the operator's own section shows where they apply to it,
@@ -144,8 +177,9 @@ def _takes_output_shape(operator) -> bool:
 
 
 def _spelling(param: click.Option) -> str:
-    """An option by its names alone (-o/--output): what it takes is the command's whole help's to say."""
-    return "/".join(sorted(param.opts, key=len))
+    """An option by its long name alone (--output for -o/--output): what it takes is the command's whole help's to
+    say."""
+    return max(param.opts, key=len)
 
 
 CONTINUATION = "    "  # the indent of an example's continued lines
