@@ -456,12 +456,15 @@ def _parsed(parse_parameters, data_types: Mapping[str, DataType], rank: int | No
     (the tensor DirectML's Axis and Axes fields index), where ONNX's -1 is rank - 1."""
     if parse_parameters is None:
         return {}
-    from ..operators.table.parameters import NegativeAxes  # loaded with the first operator that has parameters
-
     try:
         return parse_parameters(data_types)
-    except NegativeAxes as negative:
-        raise InputError(negative.words(rank)) from None
+    except InputError as error:
+        # parameters.NegativeAxes, known by its words(rank): that module is not imported for an operator without
+        # parameters (BIT_XOR, ADD), whose runs never reach it.
+        words = getattr(error, "words", None)
+        if words is None:
+            raise
+        raise InputError(words(rank)) from None
 
 
 def _broadcast_inputs(operator: Operator, shapes: dict, parameters) -> dict:
