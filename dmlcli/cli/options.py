@@ -86,10 +86,12 @@ class TensorCommand(click.Command):
     values.
     """
 
+    first_tensor = 0  # the first positional argument that is a tensor (OperatorCommand's come after the operator)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         held = {}
         given = list(args)
-        for position in _positional_places(args, self.get_params(ctx)):
+        for position in _positional_places(args, self.get_params(ctx))[self.first_tensor:]:
             if args[position].startswith("-:"):
                 held[f"\0stdin{position}"] = args[position]
                 given[position] = f"\0stdin{position}"
@@ -114,6 +116,8 @@ class OperatorCommand(TensorCommand):
     their meanings and defaults. Without an operator, the help lists the common options and says where the
     parameters are. An option of another operator is refused in one line naming the operator's own.
     """
+
+    first_tensor = 1
 
     def __init__(self, *args, exit_codes: tuple[int, ...] = (), **kwargs) -> None:
         from .app import exit_codes_help
