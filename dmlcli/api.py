@@ -29,21 +29,31 @@ def plan(op, inputs: Sequence[tuple], *, feature_level=None, broadcast=False, ou
     return engine.plan(req, inputs)
 
 
+def _converted(arrays, convert) -> list:
+    """The arrays as NumPy arrays, each typed one converted as `convert` asks (--convert's types: io/convert.py)."""
+    given = [engine.as_input_array(a, i + 1) for i, a in enumerate(arrays)]
+    if convert is None:
+        return given
+    from .io.convert import conversion_targets, convert_inputs
+
+    return convert_inputs(given, conversion_targets(convert), [f"input {i + 1}" for i in range(len(given))])[0]
+
+
 def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, float_rules=None,
-             allow_tf32=False, **parameters) -> Verdict:
+             allow_tf32=False, convert=None, **parameters) -> Verdict:
     """Check a call without running it; raise dmlcli.ValidationError if DirectML would reject it.
 
     Returns the Verdict, whose `lowest_feature_level` is the first level that accepts the call. `float_rules` and
     `allow_tf32` change nothing that is checked; the verdict's call records them (the rule --check would use:
-    dmlcli.checking.comparison.rule_for).
+    dmlcli.checking.comparison.rule_for). `convert` as run's.
     """
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
                          float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
-    return engine.plan_arrays(req, [engine.as_input_array(a, i + 1) for i, a in enumerate(arrays)])
+    return engine.plan_arrays(req, _converted(arrays, convert))
 
 
 def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
-        allow_tf32=False, **parameters) -> np.ndarray:
+        allow_tf32=False, convert=None, **parameters) -> np.ndarray:
     """Validate and run a DirectML operator; return the output as a NumPy array (a tuple of arrays for an
     operator with several outputs, such as SPLIT or TOP_K: those the call gives, in DESC order; ROI_ALIGN_GRAD
     without its optional InputTensor gives only OutputGradientTensor).
@@ -55,10 +65,13 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
     `allow_tf32=True` (DirectML's DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION) lets FLOAT32 matrix
     products on the GPU (GEMM, CONVOLUTION, RNN, GRU, LSTM, MULTIHEAD_ATTENTION(1)) use TF32 tensor cores;
     elsewhere it changes nothing.
+    `convert="float32"` (or a type of another kind, or one float and one integer type: ("float32", "int32"))
+    converts each array of another type of that kind first, as --convert does: floats rounded to nearest (NumPy's
+    default FLOAT64), integers exactly.
     """
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
                          float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
-    outcome = engine.run(req, arrays, backend=backend)
+    outcome = engine.run(req, _converted(arrays, convert), backend=backend)
     _warn(outcome.warnings)
     op = req.operator
     if op.extra_outputs or (op.variadic is not None and op.variadic in op.outputs):
@@ -67,7 +80,7 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
 
 
 def check(op, *arrays, expected, tolerance=None, feature_level=None, broadcast=False, output_dtype=None,
-          backend="cpu", float_rules=None, allow_tf32=False, max_listed=None, **parameters):
+          backend="cpu", float_rules=None, allow_tf32=False, max_listed=None, convert=None, **parameters):
     """Run a call and compare its (first) output with `expected`, as `dmlcli run ... --check` does; return the
     Comparison: `passed`, `mismatches`, `kinds`, `text()` (the verdict --check prints) and `to_json()` (its
     --report fields).
@@ -84,7 +97,7 @@ def check(op, *arrays, expected, tolerance=None, feature_level=None, broadcast=F
         override = tolerance if isinstance(tolerance, Rule) else parse_tolerance(tolerance, "tolerance")
     req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
                          float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
-    outcome = engine.run(req, arrays, backend=backend)
+    outcome = engine.run(req, _converted(arrays, convert), backend=backend)
     _warn(outcome.warnings)
     call = outcome.verdict.call
     rule = rule_for(req.operator, outcome.output.dtype, override, call.parameters, call,

@@ -25,7 +25,9 @@ DESCRIBE_KEYS = OPS_KEYS | {"enum_value", "formula", "tensors", "output", "exact
                             # added with the shaped operators (keys are added, never renamed or removed)
                             "outputs", "variadic", "support_by", "support_groups", "tf32_products",
                             # added with the attention family
-                            "optional_inputs", "optional_since", "optional_outputs"}
+                            "optional_inputs", "optional_since", "optional_outputs",
+                            # added with issue 31: what --broadcast does to the inputs
+                            "broadcast"}
 
 
 def invoke(*args):

@@ -163,7 +163,7 @@ RULES = [
     ("quantized_linear_convolution",
      [I8X, ONE_F, np.zeros((1, 1, 1, 1), np.int8), I8W, ONE_F, np.zeros((1, 1, 1, 1), np.int8),
       np.zeros((1, 2, 1), np.int32), ONE_F, np.zeros((1, 1, 1, 1), np.int8)], {},
-     r"BiasTensor has 3 dimensions but InputTensor has 4"),
+     r"BiasTensor Sizes \[1, 2, 1\] must be \[1, 2, 1, 1\] .*; ONNX.s \[1, 2, 1\] is that reshaped"),
 ]
 
 

@@ -59,7 +59,12 @@ class Call(Frozen):
     def complete(self, arrays: Sequence) -> list:
         """Every input of the operator, in order: the given arrays, and for each optional input the call
         leaves out, zeros (one element, broadcast to any shape) of the declared type for an element-wise
-        operator, None for a shaped one (its kernel knows what the missing tensor means)."""
+        operator, None for a shaped one (its kernel knows what the missing tensor means). A shaped operator's
+        broadcast call (Operator.input_broadcast) has each array broadcast to its tensor's Sizes: zero strides, as
+        DirectML's descs give them."""
+        if self.broadcast and not self.operator.is_elementwise:
+            sizes = iter(self.inputs)
+            arrays = [None if array is None else np.broadcast_to(array, next(sizes).shape) for array in arrays]
         if not self.absent:
             return list(arrays)
         given = iter([array for array in arrays if array is not None])  # None: a left-out input's place
@@ -297,10 +302,35 @@ def check(call: Call, feature_level: FeatureLevel) -> Verdict:
     if lowest is not None:
         message += f"; supported from {lowest}"
     elif first.kind == "table":
-        message += "; no feature level accepts this call"
+        # No level takes the call: where an input's type is the reason, converting it is the way (NumPy's FLOAT64).
+        message += "; no feature level accepts this call" + _conversion_hint(call, feature_level, first.message)
     error = ValidationError(message)
     error.lowest_feature_level = lowest  # for reports (validate --format json), as the message says it
     raise error
+
+
+def _conversion_hint(call: Call, feature_level: FeatureLevel, refused: str) -> str:
+    """Where the broken rule is an input's data type that the level takes in another of the same kind (NumPy's
+    FLOAT64 where FLOAT32 is allowed): how to convert the input (--convert, convert=); "" otherwise."""
+    row = call.operator.row_at(feature_level, call.parameters)
+    if row is None:
+        return ""
+    for tensor in call.inputs:
+        if not refused.startswith(f"{tensor.name} data type ") or tensor.data_type.is_four_bit:
+            continue
+        given = tensor.data_type
+        kin = [t for t in row.tensors[field_of(tensor.name)].data_types
+               if t.is_float == given.is_float and not t.is_four_bit]
+        if not kin:
+            return ""
+        # FLOAT32 for a float; for an integer the widest of its signedness no wider than it, else the first allowed.
+        alike = sorted((t for t in kin if t.name[0] == given.name[0] and t.bits <= given.bits), key=lambda t: -t.bits)
+        target = next((t for t in kin if t.name == "FLOAT32"), None) if given.is_float else None
+        target = target or (alike[0] if alike else kin[0])
+        from ..io.convert import convert_hint
+
+        return f"; {convert_hint(given, target).replace('converts it', f'converts {tensor.name}', 1)}"
+    return ""
 
 
 def output_data_types(operator: Operator, input_types: Mapping[str, DataType], requested: DataType | None,
@@ -397,11 +427,14 @@ def build_call(
     # Ties and parameters see a variadic field's tensors by their own names too (QuantizationTensors[1]).
     by_name = {**types, **by_field}
     out_types = output_data_types(operator, by_name, output_type, feature_level)
-    parameters = parse_parameters({**by_name, **out_types}) if parse_parameters is not None else {}
+    rank = len(next(iter(shapes.values()))) if shapes else None
+    parameters = _parsed(parse_parameters, {**by_name, **out_types}, rank)
     if operator.support_by is not None and parse_parameters is not None:
         # The support rows (and with them the output types) depend on a parameter (REDUCE's Function).
         out_types = output_data_types(operator, by_name, output_type, feature_level, parameters)
-        parameters = parse_parameters({**by_name, **out_types})
+        parameters = _parsed(parse_parameters, {**by_name, **out_types}, rank)
+    if broadcast and operator.input_broadcast is not None:
+        shapes = _broadcast_inputs(operator, shapes, parameters)
     tensors = {name: TensorInfo(name, types[name], shapes[name]) for name in names}
     given = dict(output_shapes or {})
     if output_shape is not None:
@@ -416,6 +449,33 @@ def build_call(
             tensors[name] = TensorInfo(name, out_types[field_of(name)], shape)
     absent = tuple(name for name in operator.inputs if name not in by_field)
     return Call(operator, tensors, parameters, broadcast, absent)
+
+
+def _parsed(parse_parameters, data_types: Mapping[str, DataType], rank: int | None) -> dict:
+    """The typed parameters (none without a parser); a negative axis is worded with the rank of the first input
+    (the tensor DirectML's Axis and Axes fields index), where ONNX's -1 is rank - 1."""
+    if parse_parameters is None:
+        return {}
+    try:
+        return parse_parameters(data_types)
+    except InputError as error:
+        # parameters.NegativeAxes, known by its words(rank): that module is not imported for an operator without
+        # parameters (BIT_XOR, ADD), whose runs never reach it.
+        words = getattr(error, "words", None)
+        if words is None:
+            raise
+        raise InputError(words(rank)) from None
+
+
+def _broadcast_inputs(operator: Operator, shapes: dict, parameters) -> dict:
+    """The inputs' Sizes once broadcast by the operator's rule (Operator.input_broadcast), the Sizes the call is
+    validated at."""
+    from ..operators.table.shaped import RuleViolation
+
+    try:
+        return dict(operator.input_broadcast.rule(shapes, parameters))
+    except RuleViolation as violation:
+        raise ValidationError(f"{operator.name}: {violation}") from None
 
 
 def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_types, out_types, parameters,

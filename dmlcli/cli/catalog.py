@@ -186,6 +186,11 @@ def describe(operator, output_format):
         console.print(optional_tensors_summary(op), markup=False)
     console.print(f"Result: {exactness_summary(op)}", markup=False)
     console.print(f"TF32: {tf32_summary(op)}.", markup=False)
+    from .reports import broadcast_summary
+
+    broadcast = broadcast_summary(op)
+    if broadcast is not None and not op.is_elementwise:
+        console.print(f"Broadcast (--broadcast, broadcast=True): {broadcast}.", markup=False)
     same_name = _same_bare_name(op)
     if same_name is not None:
         console.print(same_name, markup=False)

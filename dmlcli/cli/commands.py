@@ -37,7 +37,7 @@ def _declared_dtype(text):
     return parse_data_type(text) if text else None
 
 
-@cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 1, 2, 3, 4, 5))
+@cli.command(cls=OperatorCommand, exit_codes=(0, 1, 2, 3, 4, 5))
 @click.argument("operator", shell_complete=complete_operator)
 # No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
@@ -100,9 +100,10 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
     from ..io.sources import check_stdin_read_once
 
     checking.check_distinct_outputs(_output_options(outputs, report, save_case, len(inputs)))
+    convert = _conversion_targets(arguments.pop("convert"))
     if len(outputs) > 1:
         return _run_to_several(operator, inputs, list(outputs), dtype, style, expected, save_case, backend, quiet,
-                               (scheduler, workers, chunks), arguments)
+                               (scheduler, workers, chunks), arguments, convert)
     output = outputs[0] if outputs else None
     output, style = checking.stdout_target(output, style)
     output_format = checking.file_format(output, style)
@@ -141,7 +142,8 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
                               progress=progress_bar_factory(quiet=quiet, description=req.operator.cli_name),
                               stream=(expected is None or streamed_check) and save_case is None,
                               before_execute=read_expected if expected else None,
-                              dask=dask_settings(scheduler, workers, chunks), output_format=output_format)
+                              dask=dask_settings(scheduler, workers, chunks), output_format=output_format,
+                              convert=convert)
         report_warnings(outcome.warnings, quiet)
         if save_case is not None:
             from ..suite.save import save_case as write_case
@@ -191,7 +193,17 @@ def _output_options(outputs, report, save_case, input_count: int) -> list[tuple[
     return named
 
 
-def _run_to_several(operator, inputs, outputs, dtype, style, expected, save_case, backend, quiet, dask, arguments):
+def _conversion_targets(given):
+    """--convert's types (none: no import of io/convert.py)."""
+    if not given:
+        return ()
+    from ..io.convert import conversion_targets
+
+    return conversion_targets(given)
+
+
+def _run_to_several(operator, inputs, outputs, dtype, style, expected, save_case, backend, quiet, dask, arguments,
+                    convert):
     """`-o a.npy -o b.npy`: one target per output tensor of an operator with several (SPLIT, TOP_K)."""
     from ..engine import run_sources
     from ..errors import InputError
@@ -202,7 +214,7 @@ def _run_to_several(operator, inputs, outputs, dtype, style, expected, save_case
     req = _request(operator, arguments)
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=outputs, dtype=_declared_dtype(dtype), backend=backend,
-                              dask=dask_settings(*dask))
+                              dask=dask_settings(*dask), convert=convert)
         report_warnings(outcome.warnings, quiet)
 
 
@@ -224,12 +236,13 @@ def _show(outcome, style):
         named = f"{out.name} · " if len(tensors) > 1 else ""
         caption = (f"{call.operator.name} · {named}{outcome.verdict.feature_level} · {outcome.backend} · "
                    f"{out.data_type.name} · shape {list(out.shape)}")
+        caption += "".join(f" · {conversion.describe()}" for conversion in outcome.conversions)
         if position:
             click.echo("")
         show(array, caption=caption, style=style, stream=sys.stdout)
 
 
-@cli.command(cls=OperatorCommand, epilog=exit_codes_help(0, 2, 3, 5))
+@cli.command(cls=OperatorCommand, exit_codes=(0, 2, 3, 5))
 @click.argument("operator", shell_complete=complete_operator)
 # No INPUT at all for the generators (FILL_VALUE_CONSTANT, ...): --output-shape gives their output's Sizes.
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
@@ -249,10 +262,11 @@ def validate(operator, inputs, dtype, output_format, **arguments):
     """
     from ..engine import plan_sources
 
+    convert = _conversion_targets(arguments.pop("convert"))
     req = _request(operator, arguments)
     if output_format == "json":
-        return validate_as_json(req, inputs, _declared_dtype(dtype))
-    verdict = plan_sources(req, inputs, _declared_dtype(dtype))
+        return validate_as_json(req, inputs, _declared_dtype(dtype), convert)
+    verdict = plan_sources(req, inputs, _declared_dtype(dtype), convert)
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")
     click.echo(f"lowest feature level that accepts this call: {verdict.lowest_feature_level}")

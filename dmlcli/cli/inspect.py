@@ -9,10 +9,10 @@ import sys
 import click
 
 from .app import cli, exit_codes_help, warnings_reported
-from .options import complete_data_type, complete_path
+from .options import TensorCommand, complete_data_type, complete_path
 
 
-@click.command("show", epilog=exit_codes_help(0, 2, 5))
+@click.command("show", cls=TensorCommand, epilog=exit_codes_help(0, 2, 5))
 @click.argument("source", metavar="FILE", shell_complete=complete_path)
 @click.option("--format", "style", type=click.Choice(["table", "bits", "hex", "json"]), default="table",
               show_default=True,

@@ -16,7 +16,7 @@ def echo_json(document: dict) -> None:
     click.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
-def validate_as_json(req, inputs, dtype) -> None:
+def validate_as_json(req, inputs, dtype, convert=()) -> None:
     """validate's verdict as JSON on stdout. A rejected call is a report too: its JSON goes to stdout, then
     the error goes on as without --format (its line on stderr, exit code 3)."""
     from ..engine import plan_sources
@@ -24,7 +24,7 @@ def validate_as_json(req, inputs, dtype) -> None:
     from .reports import validation_report
 
     try:
-        verdict = plan_sources(req, inputs, dtype)
+        verdict = plan_sources(req, inputs, dtype, convert)
     except ValidationError as error:
         echo_json(validation_report(req.operator, req.feature_level, error=error))
         raise

@@ -57,7 +57,9 @@ def parameter_help(parameter, option: str) -> str:
     """An operator's own option, worded as `describe` words the parameter: meaning, choices, default."""
     choices = parameter.choices(option)
     text = f"{parameter.field}: {parameter.help}"
-    if choices:
+    # Listed unless the help names them already, or they are a BOOL's true and false (the metavar says BOOL).
+    if choices and parameter.metavar(option) != "BOOL" and not all(choice in parameter.help.lower()
+                                                                   for choice in choices):
         text += f" ({', '.join(choices)})"
     return text + f" [default: {parameter.describe_default()}]."
 
@@ -76,7 +78,37 @@ def operator_options(operator) -> list[click.Option]:
             for option, parameter in operator.options.items()]
 
 
-class OperatorCommand(click.Command):
+class TensorCommand(click.Command):
+    """A command whose positional arguments are tensors, one of which may be '-:NAME' (a named tensor of stdin).
+
+    click reads an argument that starts with '-' as an option, and has no option '-:'; so each '-:NAME' in a
+    positional place is held back while click parses (a placeholder stands in for it) and put back in the parsed
+    values.
+    """
+
+    first_tensor = 0  # the first positional argument that is a tensor (OperatorCommand's come after the operator)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        held = {}
+        given = list(args)
+        for position in _positional_places(args, self.get_params(ctx))[self.first_tensor:]:
+            if args[position].startswith("-:"):
+                held[f"\0stdin{position}"] = args[position]
+                given[position] = f"\0stdin{position}"
+        rest = self.parse_held(ctx, given)
+        if held:
+            for key, value in ctx.params.items():
+                if isinstance(value, tuple):
+                    ctx.params[key] = tuple(held.get(item, item) if isinstance(item, str) else item for item in value)
+                elif isinstance(value, str):
+                    ctx.params[key] = held.get(value, value)
+        return rest
+
+    def parse_held(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, args)
+
+
+class OperatorCommand(TensorCommand):
     """A command whose first argument names an operator, and whose options include that operator's own.
 
     The operator is found (importing its family module alone) before the options are parsed, so that
@@ -84,6 +116,14 @@ class OperatorCommand(click.Command):
     their meanings and defaults. Without an operator, the help lists the common options and says where the
     parameters are. An option of another operator is refused in one line naming the operator's own.
     """
+
+    first_tensor = 1
+
+    def __init__(self, *args, exit_codes: tuple[int, ...] = (), **kwargs) -> None:
+        from .app import exit_codes_help
+
+        super().__init__(*args, epilog=exit_codes_help(*exit_codes), **kwargs)
+        self.exit_codes = exit_codes
 
     def get_params(self, ctx: click.Context) -> list:
         own = ctx.meta.get(self._meta_key, [])
@@ -94,13 +134,13 @@ class OperatorCommand(click.Command):
     def _meta_key(self) -> str:
         return f"dmlcli.operator_options.{self.name}"
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_held(self, ctx: click.Context, args: list[str]) -> list[str]:
         operator = self._operator_in(ctx, args)
         if operator is not None:
             ctx.meta[self._meta_key] = operator_options(operator)
             ctx.meta["dmlcli.operator"] = operator
         try:
-            return super().parse_args(ctx, _long_spellings(args, self.params))
+            return super().parse_held(ctx, _long_spellings(args, self.params))
         except click.NoSuchOption as error:
             raise self._not_a_parameter(error, operator, self.name) from None
 
@@ -116,9 +156,9 @@ class OperatorCommand(click.Command):
         try:
             return find_operator(name)
         except InputError:
-            if ctx.resilient_parsing or any(a in ("-h", "--help") for a in args):
+            if ctx.resilient_parsing:  # shell completion: the options of no operator
                 return None
-            raise
+            raise  # `run conv --help` too: the help of an unknown operator is its suggestions (exit 2)
 
     @staticmethod
     def _not_a_parameter(error: click.NoSuchOption, operator, command: str) -> Exception:
@@ -130,6 +170,15 @@ class OperatorCommand(click.Command):
         own = ", ".join(option_flag(name) for name in operator.options) or "no parameters"
         return InputError(f"{operator.name} has no {option_flag(option)[2:]} parameter (it takes {own}; see "
                           f"dmlcli {command} {operator.cli_name} --help)")
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """With an operator named, one screen about it (operator_help.py); without, the command's whole help."""
+        operator = ctx.meta.get("dmlcli.operator")
+        if operator is None:
+            return super().format_help(ctx, formatter)
+        from .operator_help import format_operator_help
+
+        format_operator_help(self, ctx, formatter, operator, ctx.meta.get(self._meta_key, []), self.exit_codes)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The common options, then the operator's own in a section of their own."""
@@ -188,26 +237,35 @@ def _long_spellings(args: list[str], params) -> list[str]:
 
 def _first_positional(args: list[str], params) -> str | None:
     """The first argument that is not an option or an option's value."""
+    places = _positional_places(args, params)
+    return args[places[0]] if places else None
+
+
+def _positional_places(args: list[str], params) -> list[int]:
+    """Where the arguments that are not options or options' values are (all of them after a '--'); a '-:NAME'
+    (a named tensor of stdin) is one of them."""
     takes_value = {}
     for param in params:
         if isinstance(param, click.Option):
             for opt in param.opts + param.secondary_opts:
                 takes_value[opt] = not (param.is_flag or param.count)
+    places = []
     skip = False
     for position, arg in enumerate(args):
         if skip:
             skip = False
             continue
         if arg == "--":
-            return args[position + 1] if position + 1 < len(args) else None
-        if arg.startswith("-") and len(arg) > 1 and not arg.lstrip("-").replace(".", "").isdigit():
+            return places + list(range(position + 1, len(args)))
+        if arg.startswith("-") and len(arg) > 1 and not arg.startswith("-:") \
+                and not arg.lstrip("-").replace(".", "").isdigit():
             if "=" in arg:
                 continue
             # An operator's own option (not declared yet) takes a value, as every parameter does.
             skip = takes_value.get(arg, True)
             continue
-        return arg
-    return None
+        places.append(position)
+    return places
 
 
 def feature_level_option(help_text: str = "DirectML feature level: 4.1, 4_1, DML_FEATURE_LEVEL_4_1 or 0x4100 "
@@ -231,6 +289,11 @@ def call_options(command):
         feature_level_option(),
         click.option("--dtype", "dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="Data type of inputs given as bare JSON lists (uint8, UINT8, DML_TENSOR_DATA_TYPE_UINT8, ...)."),
+        click.option("--convert", "convert", metavar="TYPE", multiple=True, shell_complete=complete_data_type,
+                     help="Convert typed inputs (.npy, .npz, typed JSON) of another type of the same kind to TYPE: "
+                          "floats rounded to nearest (NumPy's FLOAT64 to float32), integers exactly (int64 to "
+                          "int32); one float and one integer type may be given. The run reads its inputs whole and "
+                          "its caption says what was converted."),
         click.option("--output-dtype", metavar="TYPE", default=None, shell_complete=complete_data_type,
                      help="OutputTensor data type where the operator lets you choose (uint8 or uint32) [default: uint8]."),
         click.option("--output-shape", metavar="SIZES", default=None,
@@ -238,7 +301,9 @@ def call_options(command):
                           "(FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX, DIAGONAL_MATRIX1 without "
                           "InputTensor); for the others it must agree with the Sizes they compute."),
         click.option("--broadcast", is_flag=True,
-                     help="Broadcast inputs of different shapes by NumPy's rules (DirectML's zero strides)."),
+                     help="Broadcast inputs of different shapes by NumPy's rules, as DirectML's zero strides do: an "
+                          "element-wise operator's inputs; the matrix products' batch Sizes and GEMM's CTensor (ONNX's "
+                          "MatMul and Gemm shapes; describe says what each operator broadcasts)."),
         click.option("--float-rules", type=click.Choice(["ieee", "d3d"], case_sensitive=False), default="ieee",
                      show_default=True,
                      help="ieee: IEEE-754 results; d3d: Direct3D's rules, as DirectML's GPU kernels run them "

@@ -113,7 +113,17 @@ def operator_details(op: Operator) -> dict:
         "optional_inputs": [name for name, _ in op.optional_inputs],
         "optional_since": _level(op.optional_since) if op.optional_since is not None else None,
         "optional_outputs": list(op.optional_outputs),
+        # Added with issue 31: what --broadcast does to the operator's inputs (None: it is refused; element-wise
+        # operators broadcast every input by NumPy's rules).
+        "broadcast": broadcast_summary(op),
     }
+
+
+def broadcast_summary(op: Operator) -> str | None:
+    """What --broadcast (broadcast=True) does to the operator's inputs, or None where it refuses it."""
+    if op.is_elementwise:
+        return "every input broadcasts to one Sizes by NumPy's rules, as DirectML's zero Strides express it"
+    return None if op.input_broadcast is None else op.input_broadcast.text
 
 
 def _sum_bound_record(op: Operator) -> dict | None:

@@ -112,6 +112,23 @@ def column_blocks(widths: list[int], label_width: int, width: int | None) -> lis
             start, used = index, label_width
         used += COLUMN_GAP + column_width
     blocks.append(range(start, len(widths)))
+    if len(blocks) == 1 or len(blocks[-1]) > 1:
+        return blocks
+    # The last block would hold one column alone (issue 31: a summarised 40x30 table left column 29 by itself):
+    # the same number of blocks, the columns shared out evenly, where they fit.
+    return _even_blocks(widths, label_width, width, len(blocks)) or blocks
+
+
+def _even_blocks(widths: list[int], label_width: int, width: int, count: int) -> list[range] | None:
+    """`count` consecutive blocks whose column counts differ by at most one, or None where one would not fit."""
+    base, extra = divmod(len(widths), count)
+    blocks, start = [], 0
+    for number in range(count):
+        end = start + base + (1 if number < extra else 0)
+        if label_width + sum(COLUMN_GAP + widths[i] for i in range(start, end)) > width:
+            return None
+        blocks.append(range(start, end))
+        start = end
     return blocks
 
 
@@ -180,27 +197,60 @@ def _print_lines(lines: list[Line], console) -> None:
         console.print(text, soft_wrap=True, crop=False, overflow="ignore", no_wrap=True)
 
 
-FOLDED_MIN_WIDTH = 8  # the narrowest a folded column of a record table may get before the list layout is used
 _RECORD_GAP = 3  # rich's SIMPLE_HEAD box without edges: padding, divider, padding between two columns
 
 
-def _shared_out(natural: list[int], available: int) -> list[int]:
-    """Widths for folded columns: each its natural width where all fit, else an even share of what is left
-    (a column narrower than its share keeps its width and leaves the rest to the others)."""
-    widths = [0] * len(natural)
-    order = sorted(range(len(natural)), key=lambda i: natural[i])
+def text_pieces(text: str) -> list[tuple[str, str]]:
+    """(separator, piece) for the places a cell may break: between words, and after each '|' of a list of
+    choices ("(none|linear|sigmoid)"), never inside a name."""
+    pieces = []
+    for word in text.split():
+        parts = [part + "|" for part in word.split("|")]
+        parts[-1] = parts[-1][:-1]
+        pieces.extend((" " if index == 0 else "", part) for index, part in enumerate(parts) if part)
+    return pieces
+
+
+def longest_piece(text: str) -> int:
+    return max((len(piece) for _, piece in text_pieces(text)), default=0)
+
+
+def wrap_pieces(text: str, width: int) -> str:
+    """`text` on lines of at most `width` characters, broken only where text_pieces allows (a piece wider than
+    `width` on a line of its own, whole)."""
+    lines: list[str] = []
+    line = ""
+    for separator, piece in text_pieces(text):
+        joined = line + (separator if line else "") + piece
+        if line and len(joined) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line = joined
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def _shared_out(natural: list[int], available: int, minimum: list[int]) -> list[int]:
+    """Widths for folded columns: each at least its minimum (its longest piece), the rest shared out evenly
+    towards each column's natural width (a column that needs less than its share leaves the rest to the others)."""
+    widths = list(minimum)
+    spare = available - sum(minimum)
+    order = sorted(range(len(natural)), key=lambda i: natural[i] - minimum[i])
     for taken, i in enumerate(order):
-        widths[i] = min(natural[i], available // (len(order) - taken))
-        available -= widths[i]
+        grow = min(natural[i] - minimum[i], spare // (len(order) - taken))
+        widths[i] += grow
+        spare -= grow
     return widths
 
 
 def show_records(console, title: str, headers: list[str], rows: list[list[str]], whole: tuple[int, ...] = (0,)) -> None:
     """A titled table of text records whose `whole` columns (names, levels) are never cut or folded.
 
-    The other columns fold to fit the console's width. Where even that cannot fit (a narrow terminal),
-    each record is printed as its own lines instead, `whole` columns first on one line and the others
-    as `header: value` lines that wrap: a name is never cut.
+    The other columns wrap to fit the console's width, between words and after a '|' of a list of choices, never
+    inside a word (issue 31: "cross_corre|lation"). Where even each column's longest word cannot fit (a narrow
+    terminal), each record is printed as its own lines instead, `whole` columns first on one line and the others
+    as `header: value` lines that wrap the same way.
     """
     from rich import box
     from rich.table import Table
@@ -208,19 +258,17 @@ def show_records(console, title: str, headers: list[str], rows: list[list[str]],
 
     natural = [max([len(header)] + [len(row[i]) for row in rows]) for i, header in enumerate(headers)]
     folded = [i for i in range(len(headers)) if i not in whole]
+    minimum = [max([len(headers[i])] + [longest_piece(row[i]) for row in rows]) for i in folded]
     available = console.width - _RECORD_GAP * (len(headers) - 1) - sum(natural[i] for i in whole)
-    if available >= sum(min(natural[i], FOLDED_MIN_WIDTH) for i in folded):
-        # Widths are fixed here rather than left to rich, whose last resort when a table is too wide
-        # is to narrow every column, the no_wrap ones too, which cut names.
-        widths = dict(zip(folded, _shared_out([natural[i] for i in folded], available)))
+    if available >= sum(minimum):
+        # Widths are fixed here and the cells wrapped here rather than by rich, whose last resort when a table is
+        # too wide is to narrow every column, the no_wrap ones too, which cut names, and whose folding cuts words.
+        widths = dict(zip(folded, _shared_out([natural[i] for i in folded], available, minimum)))
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for i, header in enumerate(headers):
-            if i in whole:
-                table.add_column(header, no_wrap=True, width=natural[i])
-            else:
-                table.add_column(header, overflow="fold", width=widths[i])
+            table.add_column(header, no_wrap=True, overflow="ignore", width=natural[i] if i in whole else widths[i])
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*[cell if i in whole else wrap_pieces(cell, widths[i]) for i, cell in enumerate(row)])
         console.print(table)
         return
     from rich.padding import Padding
@@ -230,8 +278,9 @@ def show_records(console, title: str, headers: list[str], rows: list[list[str]],
         console.print(Text("  ".join(row[i] for i in whole), style="bold"), soft_wrap=True)
         for i, header in enumerate(headers):
             if i not in whole:
-                console.print(Padding(Text(f"{header}: {row[i]}", overflow="fold"), (0, 0, 0, 4), expand=False),
-                              soft_wrap=False)
+                wrapped = wrap_pieces(f"{header}: {row[i]}", max(console.width - 4, 1))
+                console.print(Padding(Text(wrapped, no_wrap=True, overflow="ignore"), (0, 0, 0, 4), expand=False),
+                              soft_wrap=True)
 
 
 def make_console(stream=None, *, stderr: bool = False):

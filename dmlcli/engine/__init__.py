@@ -84,11 +84,13 @@ class Outcome(Frozen):
     warnings: tuple[str, ...]
     inputs: tuple[np.ndarray, ...]  # the arrays a whole-tensor run was given (--save-case records them)
     outputs: tuple[np.ndarray, ...] | None  # every output, in DESC order (None: the one `output`)
+    conversions: tuple  # the inputs --convert converted (io/convert.py's Conversion), for the caption
 
     def __init__(self, output: np.ndarray | None, verdict: Verdict, backend: str, warnings: tuple[str, ...] = (),
-                 inputs: tuple[np.ndarray, ...] = (), outputs: tuple[np.ndarray, ...] | None = None) -> None:
+                 inputs: tuple[np.ndarray, ...] = (), outputs: tuple[np.ndarray, ...] | None = None,
+                 conversions: tuple = ()) -> None:
         vars(self).update(output=output, verdict=verdict, backend=backend, warnings=warnings, inputs=inputs,
-                          outputs=outputs)
+                          outputs=outputs, conversions=conversions)
 
     @property
     def all_outputs(self) -> tuple:
@@ -105,9 +107,8 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
     operator = find_operator(op)
     _check_options(operator, options)
     output_type = None if output_dtype is None else data_type_of(output_dtype)
-    if broadcast and not operator.is_elementwise:
-        raise InputError(f"{operator.name} is not element-wise, so its inputs are not broadcast (--broadcast is "
-                         "for element-wise operators)")
+    if broadcast and not operator.is_elementwise and operator.input_broadcast is None:
+        raise InputError(_not_broadcast(operator))
     level = parse_feature_level(feature_level)
     shape = None if output_shape is None else parse_shape(output_shape, "--output-shape")
     rules = parse_float_rules(float_rules)
@@ -118,6 +119,13 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
         key = None
     return Request(operator, level, dict(options), desc_fields, bool(broadcast), output_type, shape, rules,
                    output_shapes, allow_tf32, key)
+
+
+def _not_broadcast(operator: Operator) -> str:
+    """Why --broadcast is refused for `operator`, and which shaped operators take it (Operator.input_broadcast)."""
+    takers = ", ".join(op.name for op in table.OPERATORS if op.input_broadcast is not None)
+    return (f"{operator.name}'s inputs are not broadcast: DirectML reads them at their own Sizes (--broadcast is for "
+            f"the element-wise operators and {takers})")
 
 
 def parse_shape(value, where: str) -> tuple[int, ...]:
@@ -513,11 +521,12 @@ def run_shaped_files(req: Request, sources: Sequence[str], output: str, *, dtype
 
 
 def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only: bool = False,
-                 operator: Operator | None = None) -> list[np.ndarray]:
+                 operator: Operator | None = None, bare_dtype: DataType | None = None) -> list[np.ndarray]:
     """The inputs read; a bare list with no --dtype takes the type of the other inputs (see type_bare_lists).
 
     `header_only` (validate): a .npz array's data are not read (.npy files are mapped anyway).
     `operator` names the tensor a bare scalar stands for, in the words of the 0-D rule.
+    `bare_dtype`: the type of bare lists alone, where typed inputs need not agree with it (they are converted).
     """
     from ..errors import ValidationError
     from ..io.json_tensor import BareListWithoutType, BareScalar, type_bare_lists
@@ -532,7 +541,8 @@ def read_sources(sources: Sequence[str], dtype: DataType | None, *, header_only:
             arrays.append(None)  # validation checks that this input may be left out
             continue
         try:
-            arrays.append(read_tensor_and_format(source, label=label, dtype=dtype, header_only=header_only)[0])
+            arrays.append(read_tensor_and_format(source, label=label, dtype=dtype, header_only=header_only,
+                                                 bare_dtype=bare_dtype)[0])
         except BareListWithoutType as bare:
             arrays.append(None)
             pending.append((position, bare))
@@ -555,13 +565,20 @@ def _leaves_out(operator: Operator | None, source: str) -> bool:
 def run_sources(req: Request, sources: Sequence[str], *, output: str | None = None, dtype: DataType | None = None,
                 backend="cpu", progress=None, stream: bool = True,
                 before_execute: Callable[[Verdict], None] | None = None, dask=None,
-                output_format: str | None = None) -> Outcome:
+                output_format: str | None = None, convert: Sequence[DataType] = ()) -> Outcome:
     """A run from input arguments (.npy/.json files, '-', inline JSON, Zarr stores): on Dask where a Zarr
     store is involved or `dask` (DaskOptions) asks for it, streamed where it can be (.npy files in, a .npy
     file out, `stream` allowed), else read whole. `output_format` ("npy" or "json", run's --format) names
-    the output file's format whatever its extension."""
+    the output file's format whatever its extension. `convert` (--convert): the types typed inputs are converted
+    to (io/convert.py); such a run reads its inputs whole."""
     if isinstance(output, (list, tuple)) and len(output) == 1:
         output = output[0]  # one -o, as the command line gives it
+    if convert:
+        if _wants_dask(sources, output, dask):
+            raise InputError("--convert converts inputs read whole: not a run on Dask or with Zarr stores (convert "
+                             "the store's data instead)")
+        return _run_converted(req, sources, convert, dtype, backend=backend, output=output,
+                              before_execute=before_execute, output_format=output_format, progress=progress)
     if _wants_dask(sources, output, dask):
         return run_dask(req, sources, output=output, dtype=dtype, backend=backend, progress=progress,
                         options=dask, before_execute=before_execute, output_format=output_format)
@@ -594,6 +611,45 @@ def run_sources(req: Request, sources: Sequence[str], *, output: str | None = No
                progress=progress)
 
 
+def _run_converted(req: Request, sources: Sequence[str], targets: Sequence[DataType], dtype: DataType | None,
+                   **options) -> Outcome:
+    """A run whose typed inputs are converted first (--convert): validated at the converted types (and the room
+    for them checked) from the inputs' headers, then read and converted; the Outcome names the conversions."""
+    from ..io.convert import convert_inputs
+    from ..records import replace
+
+    held, typed, labels = _converted_headers(req, sources, targets, dtype)
+    done: list = []
+
+    def read_converted(_) -> list[np.ndarray]:
+        arrays, conversions = convert_inputs(_read_mapped_sources(held, sources), targets, labels)
+        done.extend(conversions)
+        return arrays
+
+    outcome = run(req, typed, read_mapped=read_converted, **options)
+    return replace(outcome, conversions=tuple(done))
+
+
+def _converted_headers(req: Request, sources: Sequence[str], targets: Sequence[DataType], dtype: DataType | None):
+    """(the inputs as read from their headers, stand-ins of the converted types and the same Sizes, their labels);
+    --dtype types the bare lists and must agree with the converted types."""
+    from ..io.convert import converted_type
+
+    held = read_sources(sources, None, header_only=True, operator=req.operator, bare_dtype=dtype)
+    labels = [f"input {i + 1}" for i in range(len(sources))]
+    typed = []
+    for array, label in zip(held, labels):
+        if array is None:
+            typed.append(None)
+            continue
+        target = converted_type(from_numpy(array.dtype), targets)
+        if dtype is not None and target != dtype:
+            raise InputError(f"{label}: holds {from_numpy(array.dtype).name} (after --convert: {target.name}) but "
+                             f"--dtype says {dtype.name}")
+        typed.append(np.broadcast_to(np.zeros((), target.numpy_dtype), array.shape))
+    return held, typed, labels
+
+
 def _may_stream(sources: Sequence[str]) -> bool:
     """False where no source can be a .npy file or an .npz array (what is_streamable and streams_as_json need
     of every source): inline tensors, JSON files, stdin."""
@@ -615,9 +671,14 @@ def _read_mapped_sources(arrays: Sequence[np.ndarray], sources: Sequence[str],
             for i, (array, source) in enumerate(zip(arrays, sources))]
 
 
-def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None) -> Verdict:
-    """Validate a call from input arguments (.npy inputs are mapped, not read; Zarr stores' metadata only)."""
+def plan_sources(req: Request, sources: Sequence[str], dtype: DataType | None,
+                 convert: Sequence[DataType] = ()) -> Verdict:
+    """Validate a call from input arguments (.npy inputs are mapped, not read; Zarr stores' metadata only), at the
+    types `convert` (--convert) gives the typed inputs."""
     from ..io.zarr_names import is_zarr_source
+
+    if convert:
+        return plan_arrays(req, _converted_headers(req, sources, convert, dtype)[1])
 
     if any(is_zarr_source(source) for source in sources):
         from ..io.zarr_store import open_input

@@ -271,8 +271,24 @@ def read_npz(path: str, name: str | None, *, where: str) -> np.ndarray:
 
     found = inspect_npz(path, name, where=where)
     check_room_to_read(found.data_bytes, where=found.where)
-    flat = np.empty(found.count, found.dtype)
     with open_npz_member(found) as handle:
-        read_member_into(handle, memoryview(flat.view(np.uint8).reshape(-1)), found)
-        finish_member(handle, found)
+        return _inflated(handle, found)
+
+
+def _inflated(handle, found: NpzMember) -> np.ndarray:
+    """The member's data, from its stream positioned after the header, as one array (its CRC checked)."""
+    flat = np.empty(found.count, found.dtype)
+    read_member_into(handle, memoryview(flat.view(np.uint8).reshape(-1)), found)
+    finish_member(handle, found)
     return flat.reshape(found.shape, order="F" if found.fortran_order else "C")
+
+
+def npz_array_from_bytes(data: bytes, name: str | None, *, where: str) -> np.ndarray:
+    """One array of an .npz held in memory (stdin: `-` or `-:NAME`), checked as a file's is before it is inflated."""
+    from .room import check_room_to_read
+
+    with _open_npz(io.BytesIO(data), where) as archive:
+        member = _npz_member(archive, "-", name, where)
+        with _member_stream(archive, member, where) as (handle, found):
+            check_room_to_read(found.data_bytes, where=found.where)
+            return _inflated(handle, found)

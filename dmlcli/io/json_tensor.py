@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..data_types import DataType, as_bits, from_numpy, parse_data_type
-from ..errors import DmlcliWarning, InputError, ValidationError, first_line as _first_line
+from ..errors import DmlcliWarning, InputError, ValidationError, first_line as _first_line, quoted
 from .npy import to_native
 from ..scalars import (BadValue, JsonConstant, UnreadableJson, float_converter, integer_converter, parse_decimal,
                        parse_integer, shorten, json_spelling)
@@ -31,15 +31,46 @@ _CANONICAL_NAN_BITS = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
 
 
 def parse_json_tensor(text: str, *, where: str, dtype: DataType | None = None, inline: bool = False,
-                      bare_dtype: DataType | None = None) -> np.ndarray:
+                      bare_dtype: DataType | None = None, name: str | None = None,
+                      pick_as: str = "'-:NAME'") -> np.ndarray:
+    """A JSON tensor; or, with `name`, the tensor of that name in a JSON object of named tensors (what `-o -`
+    prints for an operator with several outputs). Such an object given without a name is its one tensor, or an
+    error that lists the names and says how to pick one (`pick_as`: '-:NAME', 'out.json:NAME')."""
     document = _load_json(text, where=where, inline=inline)
     if isinstance(document, dict):
-        return tensor_from_object(document, where=where, dtype=dtype)
+        named = named_tensors(document)
+        if name is not None or named is not None:
+            document = _picked(named, name, where, pick_as)
+        return tensor_from_object(document, where=where if name is None else f"{where} {name}", dtype=dtype)
+    if name is not None:
+        raise InputError(f"{where}: holds one tensor, not an object of named tensors: leave out :{name}")
     _refuse_bare_scalar(document, where)
     dtype = dtype or bare_dtype
     if dtype is None:
         raise BareListWithoutType(document, where)
     return tensor_from_data(document, dtype, where=where)
+
+
+def named_tensors(document: dict) -> dict | None:
+    """The tensors of a JSON object of named tensors ({"OutputValueTensor": {...}, "OutputIndexTensor": {...}}),
+    or None where `document` is a tensor object itself (its keys are a tensor's: dtype, shape, data, strides)."""
+    if not document or set(document) & set(_JSON_KEYS) or not all(isinstance(v, dict) for v in document.values()):
+        return None
+    return document
+
+
+def _picked(named: dict | None, name: str | None, where: str, pick_as: str) -> dict:
+    """The tensor object `name` names among `named` (the only one where no name is given)."""
+    if named is None:
+        raise InputError(f"{where}: holds one tensor, not an object of named tensors: leave out :{name}")
+    listed = ", ".join(named)
+    if name is None:
+        if len(named) == 1:
+            return next(iter(named.values()))
+        raise InputError(f"{where}: holds {len(named)} tensors ({listed}); pick one as {pick_as}")
+    if name not in named:
+        raise InputError(f"{where}: has no tensor named {quoted(name)} (it holds {listed})")
+    return named[name]
 
 
 class BareListWithoutType(InputError):
@@ -137,7 +168,10 @@ def tensor_from_object(document: dict, *, where: str, dtype: DataType | None = N
             raise InputError(f"{where}: {error}") from None
         # A 4-bit --dtype is for '|V1' files and bare lists: a tensor naming its own type keeps it (io/npy.py).
         if dtype is not None and dtype != declared_type and not dtype.is_four_bit:
-            raise InputError(f"{where}: declares dtype {declared_type.name} but --dtype says {dtype.name}")
+            from .npy import _convert_hint
+
+            raise InputError(f"{where}: declares dtype {declared_type.name} but --dtype says {dtype.name}; --dtype "
+                             f"types bare lists, and {_convert_hint(declared_type, dtype)}")
         dtype = declared_type
     shape = document.get("shape")
     if shape is not None:

@@ -45,7 +45,18 @@ def check_declared_dtype(stored: np.dtype, dtype: DataType | None, *, where: str
     numpy.save'd INT4 input)."""
     stored = stored_as(stored, dtype, where=where)
     if dtype is not None and not dtype.is_four_bit and from_numpy(stored) != dtype:
-        raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}")
+        raise InputError(f"{where}: holds {from_numpy(stored).name} but --dtype says {dtype.name}; --dtype types bare "
+                         f"lists, and {_convert_hint(from_numpy(stored), dtype)}")
+
+
+def _convert_hint(stored: DataType, wanted: DataType) -> str:
+    """How a typed input of `stored` type becomes `wanted` (--convert), where both are of one kind; else how to
+    give it in its own type."""
+    if stored.is_float == wanted.is_float and not (stored.is_four_bit or wanted.is_four_bit):
+        from .convert import convert_hint
+
+        return convert_hint(stored, wanted)
+    return "a typed input keeps its own type (leave --dtype out)"
 
 
 def stored_as(stored: np.dtype, dtype: DataType | None, *, where: str) -> np.dtype:

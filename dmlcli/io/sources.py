@@ -16,6 +16,8 @@ from ..errors import first_line as _first_line
 from .json_tensor import parse_json_tensor
 from .npy import NPY_MAGIC, as_declared, read_npy
 
+ZIP_MAGIC = b"PK\x03\x04"  # an .npz archive (a zip file's first local header)
+
 if TYPE_CHECKING:  # annotations only: the module is imported without it at run time
     from pathlib import Path
 
@@ -37,26 +39,21 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     '-' is stdin, sniffed: a .npy stream or JSON text. `header_only` (validate): a .npz array comes
     back as a read-only broadcast of one zero with the header's dtype and shape, its data not read.
     """
-    if source == "-":
-        from .formats import decode_text, npy_from_bytes, read_stdin_bytes
-
-        where = f"{label} (stdin)"
-        raw = read_stdin_bytes(stdin if stdin is not None else sys.stdin, where=where)
-        if raw.startswith(NPY_MAGIC):
-            return as_declared(npy_from_bytes(raw, where=where), dtype, where=where), "npy"
-        return parse_json_tensor(decode_text(raw, where=where), where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
+    if is_stdin(source):
+        return _read_stdin(source, label=label, dtype=dtype, stdin=stdin, bare_dtype=bare_dtype)
     npz = npz_source(source)
     if npz is not None:
         return _read_npz(npz, source, label=label, dtype=dtype, header_only=header_only), "npz"
     from .targets import suffix
 
-    looks_like_file = suffix(source).lower() in (".npy", ".json") or _exists(source)
+    named = json_member_source(source)
+    looks_like_file = named is not None or suffix(source).lower() in (".npy", ".json") or _exists(source)
     if not looks_like_file:
         return parse_json_tensor(source, where=f"{label} (inline JSON)", dtype=dtype, inline=True,
                                  bare_dtype=bare_dtype), "json"
     from pathlib import Path  # only for a file: inline tensors go without pathlib
 
-    path = Path(source)
+    path = Path(source if named is None else named[0])
     where = f"{label} {quoted(source)}"
     check_input_file(path, where=where)
     # One open, so that a pipe given as a JSON file is read once, from its start.
@@ -76,7 +73,53 @@ def read_tensor_and_format(source: str, *, label: str, dtype: DataType | None = 
     from .formats import decode_text
 
     text = decode_text(raw, where=where)
-    return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype), "json"
+    name, file = (None, source) if named is None else (named[1], named[0])
+    return parse_json_tensor(text, where=where, dtype=dtype, bare_dtype=bare_dtype, name=name,
+                             pick_as=quoted(file + ":NAME")), "json"
+
+
+def is_stdin(source: str) -> bool:
+    """'-' (stdin), or '-:NAME': one tensor of the named ones stdin holds (a JSON object of outputs, an .npz)."""
+    return source == "-" or (source.startswith("-:") and len(source) > 2)
+
+
+# Stdin as read for the first `-:NAME` of a run, kept with the stream it came from: several named tensors of one
+# stdin (`-:OutputValueTensor -:OutputIndexTensor`) are read from one read of it.
+_NAMED_STDIN: list = []
+
+
+def _read_stdin(source: str, *, label: str, dtype: DataType | None, stdin, bare_dtype: DataType | None):
+    """A tensor from stdin: a .npy stream, JSON text, or with a name (`-:NAME`) one of the tensors of a JSON object
+    (what `-o -` writes for several outputs) or of an .npz archive."""
+    from .formats import decode_text, npy_from_bytes, npz_array_from_bytes, read_stdin_bytes
+
+    stream = stdin if stdin is not None else sys.stdin
+    name = source[2:] if source != "-" else None
+    where = f"{label} (stdin)"
+    if name is not None and _NAMED_STDIN and _NAMED_STDIN[0] is stream:
+        raw = _NAMED_STDIN[1]
+    else:
+        raw = read_stdin_bytes(stream, where=where)
+        if name is not None:
+            _NAMED_STDIN[:] = [stream, raw]
+    if raw.startswith(NPY_MAGIC):
+        if name is not None:
+            raise InputError(f"{where}: holds one .npy array, which has no names: give - rather than {quoted(source)}")
+        return as_declared(npy_from_bytes(raw, where=where), dtype, where=where), "npy"
+    if raw.startswith(ZIP_MAGIC):
+        return as_declared(npz_array_from_bytes(raw, name, where=where), dtype, where=where), "npz"
+    return parse_json_tensor(decode_text(raw, where=where), where=where, dtype=dtype, bare_dtype=bare_dtype,
+                             name=name, pick_as=quoted("-:NAME")), "json"
+
+
+def json_member_source(source: str) -> tuple[str, str] | None:
+    """('out.json', 'NAME') for `out.json:NAME`, where out.json is a file: one tensor of a JSON object of named
+    tensors (what `-o -` prints for several outputs, saved to a file)."""
+    position = source.lower().rfind(".json:")
+    if position < 0 or len(source) == position + 6 or source.lstrip().startswith(("[", "{")):
+        return None
+    path = source[:position + 5]
+    return (path, source[position + 6:]) if _exists(path) else None
 
 
 def npz_source(source: str) -> tuple[str, str | None] | None:
@@ -115,10 +158,13 @@ def _read_npz(npz: tuple[str, str | None], source: str, *, label: str, dtype: Da
 
 
 def check_stdin_read_once(sources) -> None:
-    """Stdin can be read only once: refuse two '-' among the inputs (and --check's EXPECTED)."""
-    if [s for s in sources if s == "-"][1:]:
+    """Stdin can be read only once: refuse '-' given twice among the inputs (and --check's EXPECTED), or beside a
+    named tensor of stdin ('-:NAME'); several names are one read of it."""
+    read = [s for s in sources if s is not None and is_stdin(s)]
+    if len(read) > 1 and "-" in read:
         raise InputError("'-' (stdin) is given more than once, but stdin can be read only once; "
-                         "save all but one of those tensors to files")
+                         "save all but one of those tensors to files (or, where stdin holds several named tensors, "
+                         "pick each as '-:NAME')")
 
 
 def _exists(name: str) -> bool:

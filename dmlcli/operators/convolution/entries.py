@@ -37,7 +37,7 @@ from ..elementwise.activation import FUSABLE
 from ..numerics.padding import constant_padded
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, Operator, SumBound, Tolerance, rows
-from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes, onnx_layout_hint
 
 FAMILY = "convolution"
 I8_U8 = (INT8, UINT8)
@@ -241,11 +241,12 @@ def _bias(query: ShapeQuery, channels: int, rank: int) -> None:
     expected = (1, channels) + (1,) * (rank - 2)
     if tuple(shape) != expected:
         raise RuleViolation(f"BiasTensor Sizes {describe_sizes(shape)} must be {describe_sizes(expected)} "
-                            "({1, OutputChannelCount, 1, ...}, the InputTensor's DimensionCount)")
+                            "({1, OutputChannelCount, 1, ...}, the InputTensor's DimensionCount)"
+                            f"{onnx_layout_hint(shape, expected)}")
 
 
 def convolution_shape(query: ShapeQuery) -> dict:
-    rank = _check_ranks(query, ("InputTensor", "FilterTensor", "BiasTensor"))
+    rank = _check_ranks(query, ("InputTensor", "FilterTensor"))  # BiasTensor's Sizes, rank included: _bias
     x, w = query.shape("InputTensor"), query.shape("FilterTensor")
     backward = query.parameters.get("Direction") == "BACKWARD"
     groups = _group_count(query)
@@ -270,7 +271,7 @@ def convolution_integer_shape(query: ShapeQuery) -> dict:
 
 
 def quantized_linear_convolution_shape(query: ShapeQuery) -> dict:
-    rank = _check_ranks(query, ("InputTensor", "FilterTensor", "BiasTensor"))
+    rank = _check_ranks(query, ("InputTensor", "FilterTensor"))  # BiasTensor's Sizes, rank included: _bias
     _tie(query, "InputTensor", "InputZeroPointTensor")
     _tie(query, "FilterTensor", "FilterZeroPointTensor")
     x, w = query.shape("InputTensor"), query.shape("FilterTensor")

@@ -31,7 +31,7 @@ from ...feature_levels import level
 from ...records import replace
 from ..elementwise.activation import FUSED_ACTIVATION
 from ..table.parameters import EnumParameter, FloatParameter
-from ..table.schema import COMPOSITE, DIMS_4, EXACT, Operator, SumBound, Tolerance, rows
+from ..table.schema import COMPOSITE, DIMS_4, EXACT, InputBroadcast, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 
 FAMILY = "matrix multiplication"
@@ -118,15 +118,60 @@ def _product_shape(query: ShapeQuery, trans_a: bool = False, trans_b: bool = Fal
     a_shape, b_shape = query.shape("ATensor"), query.shape("BTensor")
     if len(a_shape) != len(b_shape):
         raise RuleViolation(f"ATensor has {len(a_shape)} dimensions and BTensor {len(b_shape)}; ATensor, BTensor "
-                            "and OutputTensor must have the same DimensionCount")
+                            f"and OutputTensor must have the same DimensionCount{_BROADCAST_HINT}")
     if k != k_b:
         raise RuleViolation(f"ATensor's K is {k} (Sizes {describe_sizes(a_shape)}"
                             f"{', transposed' if trans_a else ''}) but BTensor's K is {k_b} (Sizes "
                             f"{describe_sizes(b_shape)}{', transposed' if trans_b else ''}); they must be equal")
     if a_batch != b_batch:
         raise RuleViolation(f"ATensor's batch Sizes {describe_sizes(a_batch)} and BTensor's "
-                            f"{describe_sizes(b_batch)} differ; {{BatchCount, ChannelCount}} must be equal")
+                            f"{describe_sizes(b_batch)} differ; {{BatchCount, ChannelCount}} must be "
+                            f"equal{_BROADCAST_HINT}")
     return a_batch + (m, n)
+
+
+# Where a call's Sizes would broadcast as ONNX's MatMul and Gemm broadcast them (DirectML's zero strides).
+_BROADCAST_HINT = " (ONNX's MatMul broadcasts them, as --broadcast does: broadcast=True in the API)"
+
+
+def matrix_broadcast(to_output: tuple[str, ...] = ()):
+    """The rule of the matrix products' --broadcast (InputBroadcast): ATensor's and BTensor's batch Sizes broadcast
+    together by NumPy's rules, the lower DimensionCount gaining leading 1s (ONNX's MatMul, MatMulInteger,
+    QLinearMatMul); the tensors of `to_output` (GEMM's CTensor, a bias) broadcast one way to the output's Sizes
+    (ONNX's Gemm C). DirectML reads each at those Sizes with zero Strides, as ONNX Runtime's DirectML provider
+    writes them (DmlOperatorMatMulInteger: MatMulShapeMapping, then descs "with broadcasting")."""
+    def rule(shapes: dict, parameters) -> dict:
+        a, b = shapes["ATensor"], shapes["BTensor"]
+        if len(a) < 2 or len(b) < 2:
+            return shapes  # not matrices: the shape rule says so
+        try:
+            batch = tuple(np.broadcast_shapes(a[:-2], b[:-2]))
+        except ValueError:
+            raise RuleViolation(f"ATensor's batch Sizes {describe_sizes(a[:-2])} and BTensor's "
+                                f"{describe_sizes(b[:-2])} do not broadcast together by NumPy's rules") from None
+        found = {**shapes, "ATensor": batch + tuple(a[-2:]), "BTensor": batch + tuple(b[-2:])}
+        m = a[-1] if parameters.get("TransA") == "TRANSPOSE" else a[-2]
+        n = b[-2] if parameters.get("TransB") == "TRANSPOSE" else b[-1]
+        out = batch + (m, n)
+        for name in to_output:
+            if name in shapes:
+                given = tuple(shapes[name])
+                if len(given) > len(out) or any(size not in (1, wanted) for size, wanted in zip(given[::-1],
+                                                                                                  out[::-1])):
+                    raise RuleViolation(f"{name} Sizes {describe_sizes(given)} do not broadcast to the output's "
+                                        f"{describe_sizes(out)} (each size, from the last, 1 or the output's)")
+                found[name] = out
+        return found
+    return rule
+
+
+_BATCHES = "ATensor's and BTensor's batch Sizes broadcast together by NumPy's rules (the lower DimensionCount " \
+           "gaining leading 1s), as ONNX's MatMul"
+GEMM_BROADCAST = InputBroadcast(matrix_broadcast(("CTensor",)), f"{_BATCHES}; CTensor broadcasts to the output's "
+                                "Sizes, as ONNX's Gemm C ([N], [M, 1], [1]): DirectML's zero Strides")
+MATRIX_BROADCAST = InputBroadcast(matrix_broadcast(), f"{_BATCHES}: DirectML's zero Strides")
+MMITF_BROADCAST = InputBroadcast(matrix_broadcast(("BiasTensor",)), f"{_BATCHES}; BiasTensor broadcasts to the "
+                                 "output's Sizes (ONNX's [N] bias): DirectML's zero Strides")
 
 
 def gemm_shape(query: ShapeQuery) -> dict:
@@ -137,8 +182,16 @@ def gemm_shape(query: ShapeQuery) -> dict:
         broadcastable = len(c) == len(out) and all(cs in (1, os_) for cs, os_ in zip(c, out))
         if not broadcastable:
             raise RuleViolation(f"CTensor Sizes {describe_sizes(c)} do not broadcast to the output's "
-                                f"{describe_sizes(out)} (same DimensionCount; each size equal or 1)")
+                                f"{describe_sizes(out)} (same DimensionCount; each size equal or 1)"
+                                f"{_onnx_broadcast(c, out)}")
     return {"OutputTensor": out}
+
+
+def _onnx_broadcast(given, out) -> str:
+    """Where `given` broadcasts to `out` one way by NumPy's rules (ONNX's Gemm C of [N], a bias of [N]): how."""
+    if len(given) <= len(out) and all(size in (1, wanted) for size, wanted in zip(given[::-1], out[::-1])):
+        return f"; ONNX's {describe_sizes(given)} broadcasts to it with --broadcast (broadcast=True in the API)"
+    return ""
 
 
 def _same_types(query: ShapeQuery, groups) -> None:
@@ -204,7 +257,7 @@ def mmitf_shape(query: ShapeQuery) -> dict:
     bias = query.shapes.get("BiasTensor")
     if bias is not None and tuple(bias) != out:
         raise RuleViolation(f"BiasTensor Sizes {describe_sizes(bias)} differ from the output's {describe_sizes(out)}; "
-                            "BiasTensor and OutputTensor must have the same Sizes")
+                            f"BiasTensor and OutputTensor must have the same Sizes{_onnx_broadcast(bias, out)}")
     return {"OutputTensor": out}
 
 
@@ -389,7 +442,9 @@ def qlmm_kernel(xp, inputs, outputs, params):
 _BATCH_NOTE = ("ATensor and BTensor have the same DimensionCount and the same batch Sizes ({BatchCount, "
                "ChannelCount}, as the page's example: BatchCount * ChannelCount independent products); a batch "
                "broadcast is a desc with zero Strides, which a DxDispatch model may give (dmlcli reads the strided "
-               "tensor at its full Sizes).")
+               "tensor at its full Sizes); on the command line and in the API, --broadcast (broadcast=True) "
+               "broadcasts the batch Sizes by NumPy's rules, as ONNX's MatMul (ONNX Runtime's DirectML provider "
+               "writes those zero Strides: DmlOperatorMatMulInteger, MatMulShapeMapping).")
 _ALL_OR_REQUIRED = ("A call through the API or the command line gives every input or only the required ones (they "
                     "are read by position); a DxDispatch desc may leave out any of the _Maybenull_ tensors (null or "
                     "absent), since it names them.")
@@ -402,6 +457,7 @@ GEMM = Operator(
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(TRANS_A, TRANS_B, ALPHA, BETA, GEMM_FUSED_ACTIVATION),
     optional_inputs=(("CTensor", "ATensor"),), optional_since=level("1_0"),
     shape_rule=gemm_shape, array_kernel=gemm_kernel, fused_activation="FusedActivation",
+    input_broadcast=GEMM_BROADCAST,
     exactness=COMPOSITE, tf32_products=True,
     tolerance=Tolerance(
         "ulp", 1, 1,
@@ -431,7 +487,8 @@ GEMM = Operator(
         "sum |a||b|.",
         "CTensor: the page asks for the output's Sizes (DirectML broadcasts it with zero Strides, as ONNX's "
         "unidirectional broadcast); dmlcli's API and command line also take a CTensor of the same DimensionCount "
-        "whose sizes are each the output's or 1, and broadcast it. Beta * C is computed even for Beta = 0 (IEEE: "
+        "whose sizes are each the output's or 1, and broadcast it; with --broadcast (broadcast=True) also one of "
+        "fewer dimensions, as ONNX's Gemm C ([N], [M, 1]). Beta * C is computed even for Beta = 0 (IEEE: "
         "0 * inf = NaN, as ONNX's reference); without CTensor, Beta is ignored.",
         "FusedActivation: as ELEMENT_WISE_ADD1's (--fused-activation elu --fused-alpha 0.5; in a DxDispatch model "
         "\"FusedActivation\": {\"Type\": \"ACTIVATION_ELU\", \"Alpha\": 0.5}); it runs on the result rounded to the "
@@ -449,6 +506,7 @@ MATRIX_MULTIPLY_INTEGER = Operator(
     introduced=level("2_1"), inputs=MMI_INPUTS, support=_MMI, same_data_type=(), same_sizes=(),
     cpu_kernel=None, cuda_body="", optional_inputs=(("AZeroPointTensor", "ATensor"), ("BZeroPointTensor", "BTensor")),
     optional_since=level("2_1"), shape_rule=mmi_shape, array_kernel=mmi_kernel, exactness=EXACT,
+    input_broadcast=MATRIX_BROADCAST,
     notes=(
         "Exact: every sum is computed exactly (as float64 through BLAS, exact below 2^37 terms) and written as "
         "INT32, wrapping modulo 2^32 where it exceeds INT32 (only past about 33000 terms of 8-bit products; the "
@@ -470,6 +528,7 @@ MATRIX_MULTIPLY_INTEGER_TO_FLOAT = Operator(
     cpu_kernel=None, cuda_body="",
     optional_inputs=(("AZeroPointTensor", "ATensor"), ("BZeroPointTensor", "BTensor"), ("BiasTensor", "OutputTensor")),
     optional_since=level("6_2"), shape_rule=mmitf_shape, array_kernel=mmitf_kernel, exactness=COMPOSITE,
+    input_broadcast=MMITF_BROADCAST,
     tolerance=Tolerance(
         "ulp", 1, 1,
         "dmlcli's choice after WebNN's matmul figure (webnn/conformance_tests/matmul.https.any.js: 2K ULP for K "
@@ -497,6 +556,7 @@ QUANTIZED_LINEAR_MATRIX_MULTIPLY = Operator(
     optional_inputs=(("AZeroPointTensor", "ATensor"), ("BZeroPointTensor", "BTensor"),
                      ("OutputZeroPointTensor", "OutputTensor")),
     optional_since=level("2_1"), shape_rule=qlmm_shape, array_kernel=qlmm_kernel, exactness=EXACT,
+    input_broadcast=MATRIX_BROADCAST,
     notes=(
         "Exact and bit-identical on CPU and GPU: the integer sum is exact (float64), then multiplied by AScale * "
         "BScale (exact in float64) and divided by OutputScale in float64, rounded half to even (ONNX's "

@@ -28,7 +28,8 @@ from ..numerics.cuda_prelude import elementwise_kernel
 from ..table.parameters import (BoolParameter, FloatParameter, FusedActivationParameter, IntArrayParameter,
     IntegerParameter)
 from ..table.schema import APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, Operator, SumBound, Tolerance, rows
-from ..table.shaped import RuleViolation, ShapeQuery, check_axis, describe_sizes, resolve_axes
+from ..table.shaped import (RuleViolation, ShapeQuery, check_axis, describe_sizes, onnx_layout_hint, per_channel_sizes,
+                            resolve_axes)
 
 FAMILY = "normalization"
 IO = ("InputTensor", "OutputTensor")
@@ -99,6 +100,10 @@ def check_broadcastable(query: ShapeQuery, name: str, input_shape) -> None:
         return
     shape = query.shape(name)
     if len(shape) != len(input_shape):
+        wanted = per_channel_sizes(shape, input_shape)
+        if wanted is not None:
+            raise RuleViolation(f"{name} Sizes {describe_sizes(shape)} must be {describe_sizes(wanted)} (InputTensor's "
+                                f"DimensionCount, each size 1 or the input's){onnx_layout_hint(shape, wanted)}")
         raise RuleViolation(f"{name} has {len(shape)} dimensions but InputTensor has {len(input_shape)} (the same "
                             "DimensionCount is required)")
     for axis, (size, wanted) in enumerate(zip(shape, input_shape)):

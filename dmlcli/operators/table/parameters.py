@@ -102,6 +102,32 @@ class Parameter(Frozen):
         return ()
 
 
+# DirectML's fields that index a tensor's dimensions (REDUCE's Axes, GATHER's Axis, ...): UINT, so ONNX's negative
+# axes (-1 for the last) are refused, in words that give the axis DirectML means (NegativeAxes).
+AXIS_FIELDS = ("Axis", "Axes")
+
+
+class NegativeAxes(InputError):
+    """A negative value for an axis field: DirectML's axes are unsigned. Validation, which knows the input's rank,
+    words it with the axes ONNX's negative ones are (`words(rank)`); without one, in general terms."""
+
+    def __init__(self, where: str, values: tuple[int, ...]) -> None:
+        self.where = where
+        self.values = values
+        super().__init__(self.words(None))
+
+    def words(self, rank: int | None) -> str:
+        given = ",".join(str(value) for value in self.values)
+        text = f"{self.where} = {given}: DirectML's axes are unsigned"
+        if rank is None:
+            return text + " (0 to the input's DimensionCount - 1; ONNX's -1 is the last)"
+        counted = [value + rank if value < 0 else value for value in self.values]
+        if not all(0 <= value < rank for value in counted):
+            return text + f" (0 to {rank - 1} for the input's {rank} dimensions)"
+        meant = ",".join(str(value) for value in counted)
+        return text + f"; ONNX's {given} is {meant} here (the input has {rank} dimensions): give {meant}"
+
+
 class CudaArgument(Frozen):
     """One scalar kernel argument a parameter contributes: its C++ type, its name in the body, its value.
     Compared by identity."""
@@ -223,6 +249,8 @@ class IntegerParameter(Parameter):
         if isinstance(value, bool) or not is_whole_number(text) or len(text) > 30:
             raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {quoted(cut(text, 40))} is not a whole number")
         number = int(text)
+        if number < 0 <= self.minimum and self.field in AXIS_FIELDS:
+            raise NegativeAxes(f"{self.field} ({option_flag(self.options[0])})", (number,))
         if not self.minimum <= number <= self.maximum:
             raise InputError(f"{self.field} ({option_flag(self.options[0])}) = {number} is out of range "
                              f"({self.minimum} to {self.maximum})")
@@ -442,10 +470,12 @@ class IntArrayParameter(Parameter):
             if isinstance(item, (bool, np.bool_, float, np.floating)) or not is_whole_number(text) \
                     or len(text) > 30:
                 raise InputError(f"{where}: {quoted(cut(text, 40))} is not a whole number")
-            number = int(text)
+            numbers.append(int(text))
+        if min(numbers, default=0) < 0 <= self.minimum and self.field in AXIS_FIELDS:
+            raise NegativeAxes(where, tuple(numbers))
+        for number in numbers:
             if not self.minimum <= number <= self.maximum:
                 raise InputError(f"{where}: {number} is out of range ({self.minimum} to {self.maximum})")
-            numbers.append(number)
         return tuple(numbers)
 
     def parse_desc(self, value, data_types):

@@ -239,6 +239,23 @@ class SumBound(Frozen):
                 f"{self.magnitude_text} (any order of summation stays within K x u x M)")
 
 
+class InputBroadcast(Frozen):
+    """How --broadcast (broadcast=True) broadcasts a shaped operator's inputs, where DirectML expresses ONNX's
+    broadcast with zero Strides on its tensor descs, as it does for the element-wise operators (issue 31: ONNX's
+    MatMul [2, 3, 4, 5] @ [1, 1, 5, 6]). The call is validated at the broadcast Sizes and its kernel reads the inputs
+    broadcast to them (zero strides; Call.complete).
+
+    `rule(shapes by input name, typed parameters)` -> each input's Sizes once broadcast (a RuleViolation where they
+    do not broadcast); `text` says it in words (describe, and the refusal without --broadcast).
+    """
+
+    rule: Callable
+    text: str
+
+    def __init__(self, rule: Callable, text: str) -> None:
+        vars(self).update(rule=rule, text=text)
+
+
 class Operator(Frozen):
     """One entry of the operator table (an immutable record: records.py); it checks itself as it is made."""
 
@@ -350,6 +367,9 @@ class Operator(Frozen):
     # FLOAT32 accumulators), where the engine's default (twice the largest input as FLOAT64) does not cover it:
     # the room check counts it before any work. None: the default.
     scratch: Callable | None
+    # How --broadcast broadcasts a shaped operator's inputs (InputBroadcast); None: a shaped operator's inputs are
+    # not broadcast (an element-wise operator's are, all together, by NumPy's rules, without an entry of its own).
+    input_broadcast: InputBroadcast | None
 
     def __init__(self, *, name: str, enum_value: int, family: str, summary: str, formula: str, introduced: FeatureLevel,
                  inputs: tuple[str, ...], support: tuple[SupportRow, ...], same_data_type: tuple[str, ...],
@@ -368,7 +388,8 @@ class Operator(Frozen):
                  dask_layout: str | None = None, dask_axes: Callable | None = None, dask_index: Callable | None = None,
                  fused_activation: str | None = None, tf32_products: bool = False,
                  sum_bound: SumBound | None = None, largest_slope: Callable | None = None,
-                 work: Callable | None = None, scratch: Callable | None = None) -> None:
+                 work: Callable | None = None, scratch: Callable | None = None,
+                 input_broadcast: InputBroadcast | None = None) -> None:
         vars(self).update(name=name, enum_value=enum_value, family=family, summary=summary, formula=formula,
                           introduced=introduced, inputs=inputs, support=support, same_data_type=same_data_type,
                           same_sizes=same_sizes, cpu_kernel=cpu_kernel, cuda_body=cuda_body, output=output,
@@ -382,7 +403,8 @@ class Operator(Frozen):
                           support_by=support_by, support_groups=support_groups, level_rule=level_rule,
                           tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
                           dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products,
-                          sum_bound=sum_bound, largest_slope=largest_slope, work=work, scratch=scratch)
+                          sum_bound=sum_bound, largest_slope=largest_slope, work=work, scratch=scratch,
+                          input_broadcast=input_broadcast)
         check_entry(self)
 
     def __repr__(self) -> str:
@@ -521,6 +543,8 @@ def check_entry(op: Operator) -> None:
     if op.default_output_type is not None and not any(op.default_output_type in row.tensors[choice].data_types
                                                       for row in every_row):
         fail(f"default output type {op.default_output_type.name} is in no support row")
+    if op.input_broadcast is not None and op.is_elementwise:
+        fail("an element-wise operator's inputs broadcast all together: it needs no input_broadcast")
     options = [option for parameter in op.parameters for option in parameter.options]
     if len(set(options)) != len(options):
         fail(f"two parameters take the same option in {options}")

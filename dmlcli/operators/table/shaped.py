@@ -61,6 +61,23 @@ def describe_sizes(shape: Sequence[int]) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+def onnx_layout_hint(given: Sequence[int], wanted: Sequence[int]) -> str:
+    """Where an operand has ONNX's Sizes and DirectML wants the same values in another layout (ONNX's per-channel
+    bias [C] for DirectML's {1, C, 1, 1}: `given` is `wanted` without its 1s), how to give it; else ""."""
+    if tuple(given) != tuple(wanted) and [s for s in given if s != 1] == [s for s in wanted if s != 1]:
+        return (f"; ONNX's {describe_sizes(given)} is that reshaped: give the same values with Sizes "
+                f"{describe_sizes(wanted)}")
+    return ""
+
+
+def per_channel_sizes(given: Sequence[int], input_shape: Sequence[int]) -> tuple[int, ...] | None:
+    """DirectML's {1, C, 1, ...} (the input's DimensionCount) for an operand of ONNX's per-channel Sizes [C] (C the
+    input's Sizes[1]); None for any other operand."""
+    if len(given) == 1 and len(input_shape) >= 2 and given[0] == input_shape[1]:
+        return (1, input_shape[1]) + (1,) * (len(input_shape) - 2)
+    return None
+
+
 def check_axis(axis: int, rank: int, field_name: str, tensor: str = "InputTensor") -> int:
     """One UINT axis of a tensor of `rank` dimensions."""
     if not 0 <= axis < rank:
