@@ -843,3 +843,23 @@ def test_max_pooling_keeps_the_first_of_two_zeros(dtype, window, strides, start)
     same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), (got[~same][:4], want[~same][:4])
     assert ((want == 0) & np.signbit(want)).any() and ((want == 0) & ~np.signbit(want)).any()
+
+
+@pytest.mark.parametrize("op, parameters, term", [
+    ("average_pooling", {"include_padding": False}, lambda v: v),
+    ("lp_pooling", {"p": 2}, lambda v: v * v),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_global_pool_adds_its_window_in_row_major_order(op, parameters, term, dtype):
+    """One window per channel: its elements are added one after another in FLOAT32 (row-major window order), as
+    every other window is, not pairwise (np.sum's order would differ in the last bits)."""
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((2, 3, 13, 11)) * 100).astype(dtype)
+    got = dmlcli.run(op, x, window_size=[13, 11], strides=[1, 1], start_padding=[0, 0], end_padding=[0, 0],
+                     **parameters)
+    for b, ch in itertools.product(range(2), range(3)):
+        total = np.float32(0)
+        for value in np.abs(x[b, ch]).reshape(-1) if op == "lp_pooling" else x[b, ch].reshape(-1):
+            total = np.float32(total + term(np.float32(value)))
+        want = np.sqrt(total) if op == "lp_pooling" else total / np.float32(13 * 11)
+        assert got[b, ch, 0, 0] == np.asarray(want, np.float32).astype(dtype), (b, ch)

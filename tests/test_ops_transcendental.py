@@ -842,3 +842,24 @@ def test_erf_sums_each_element_to_its_own_precision_in_a_tensor_of_mixed_magnitu
     want = np.array([math.erf(v) for v in x])
     assert np.all(np.abs(got - want) <= 16 * np.spacing(np.abs(want)) + 1e-300)  # a few double ULP near 4
     assert np.array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))
+
+
+@pytest.mark.parametrize("apart", [None, 2.0**-12])  # 2^-12: a band so wide that most elements take the series
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_erf_rounded_gives_the_series_bits_rounded_once(monkeypatch, dtype, apart):
+    # ERF's kernel rounds a Horner evaluation where it is far enough from a rounding boundary and sums the series
+    # elsewhere: every element must be _erf's own double rounded once, whatever path it takes.
+    from dmlcli.operators.elementwise import transcendental
+
+    if apart is not None:
+        monkeypatch.setattr(transcendental, "_ERF_APART", apart)
+    rng = np.random.default_rng(47)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 4.0, -4.0, np.nextafter(4.0, 0), 3.9, 1e-310, -5e-324,
+                1e-30, 2.0, -0.5, 0.5, float(np.finfo(np.float32).tiny), -1.0]
+    x = np.concatenate([rng.standard_normal(3000), rng.uniform(-4.5, 4.5, 3000), rng.standard_normal(500) * 1e-4,
+                        (rng.standard_normal(500) * 2).astype(dtype).astype(np.float64), specials])
+    want = transcendental._to_float_result(transcendental._erf(x), np.dtype(dtype))
+    got = transcendental._erf_rounded(x.reshape(2, -1), np.dtype(dtype))
+    assert got.dtype == dtype and got.shape == (2, x.size // 2)
+    assert np.array_equal(got.reshape(-1).view(np.uint32 if dtype == np.float32 else np.uint16),
+                          want.view(np.uint32 if dtype == np.float32 else np.uint16))

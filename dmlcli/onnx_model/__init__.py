@@ -5,8 +5,9 @@ operators onto DirectML's that `dmlcli test` uses too: the DirectML operator, it
 it. The graph's plumbing is folded or run as views, as that provider does. Modules, bottom up: loading (the model
 file, memory-mapped external data), graph (nodes, shape inference), executors (CPU through the engine, GPU with
 device-resident tensors), reference (constant folding; ONNX Runtime's CPU provider for --fallback cpu and
---compare ort), steps (what runs for each node), session (OnnxSession: plans and runs), compare (--compare ort),
-files (inputs, outputs, --check and --report of the command line).
+--compare ort), planned (a node's call worked out once for its inputs' Sizes), steps (what runs for each node),
+session (OnnxSession: plans and runs), compare (--compare ort), files (inputs, outputs, --check and --report of
+the command line).
 """
 
 from .session import OnnxSession

@@ -170,7 +170,9 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
         on_reference = {name: executor.to_device(reference[name]) for name in step.node.inputs
                         if name and name in reference}
         if all(not name or name in on_reference for name in step.node.inputs):
-            outputs = {name: executor.to_host(array) for name, array in session.run_step(step, on_reference).items()}
+            with executor.running():
+                outputs = {name: executor.to_host(array)
+                           for name, array in session.run_step(step, on_reference).items()}
         else:  # ONNX Runtime gave no value for an input (one inference could not type): the chained run's
             outputs = {name: executor.to_host(chained[name]) for name in step.node.outputs if name}
         nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference,

@@ -1,6 +1,11 @@
 """Where a model's DirectML calls run: on the CPU through the engine (engine.execute, as `dmlcli run` runs a
 validated call), or on the GPU with every tensor kept on the device from one node to the next.
 
+On the CPU a model runs with NumPy's BLAS on the calling thread alone (threadpoolctl, where it is installed) unless
+the environment sets BLAS's thread count: a model's products are small (tens of MFLOP), and BLAS's own threads,
+which wait for a core at every product and spin for a while after it, made SqueezeNet 1.7x slower beside one busy
+process on two cores (20x on a busier machine), against at most 1.15x faster on an idle one.
+
 On the GPU the model's inputs go to the device once per run, its outputs come back once, and its initializers
 (and folded constants) are copied over the first time a node reads them and kept for the session: the weights
 are converted once per session, not per call. A node's kernels are the operator's own (the GPU backend's
@@ -9,12 +14,42 @@ execute_device and execute_shaped_device, which `dmlcli run --backend gpu` uses 
 
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+import functools
+import os
+from typing import Callable, ContextManager, Sequence
 
 import numpy as np
 
 from .. import engine
 from ..calls.validation import Verdict
+
+
+# The environment variables that set a BLAS's thread count: where one is set, a model run keeps that count.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded (looked up once: 2-3 ms), or None without
+    threadpoolctl."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> ContextManager:
+    """A context in which NumPy's BLAS runs on the calling thread alone (threadpoolctl's limit, 5 us to set and
+    restore), unless the environment sets BLAS's thread count (BLAS_THREAD_VARIABLES) or threadpoolctl is not
+    installed (then BLAS keeps its own threads)."""
+    if any(os.environ.get(name) for name in BLAS_THREAD_VARIABLES):
+        return contextlib.nullcontext()
+    controller = _blas_controller()
+    if controller is None:
+        return contextlib.nullcontext()
+    return controller.limit(limits=1, user_api="blas")
 
 
 class CpuExecutor:
@@ -26,11 +61,32 @@ class CpuExecutor:
         self.backend = engine.choose_backend("cpu")
         self.warnings: list[str] = []
 
+    def running(self) -> ContextManager:
+        """Around a model's run: BLAS on the calling thread (one_blas_thread)."""
+        return one_blas_thread()
+
     def execute(self, verdict: Verdict, arrays: Sequence[np.ndarray | None]) -> tuple[np.ndarray, ...]:
         outcome = engine.execute(verdict, arrays, self.backend)
         if outcome.warnings:
             self.warnings.extend(outcome.warnings)
         return outcome.all_outputs
+
+    def compiled(self, verdict: Verdict) -> Callable[[Sequence[np.ndarray | None]], tuple[np.ndarray, ...]]:
+        """The verdict's call as a function of its input arrays, what engine.execute looks up on every call read
+        once (the backend under the call's float rules, the output's Sizes and type, the parameters): the call of
+        a planned node (planned.py). An element-wise operator with hooks (counted per call, for the warnings)
+        keeps engine.execute."""
+        call = verdict.call
+        operator = call.operator
+        if operator.is_elementwise and operator.hooks:
+            return lambda arrays: self.execute(verdict, arrays)
+        backend = engine.choose_backend(self.backend, call.float_rules, call.allow_tf32)
+        complete, parameters = call.complete, call.parameters
+        if operator.is_elementwise:
+            shape, dtype = call.output.shape, call.output.data_type.numpy_dtype
+            return lambda arrays: (backend.execute(operator, complete(arrays), shape, dtype, parameters),)
+        outputs = call.outputs
+        return lambda arrays: tuple(backend.execute_shaped(operator, complete(arrays), outputs, parameters))
 
     def to_device(self, array: np.ndarray) -> np.ndarray:
         return array
@@ -61,14 +117,14 @@ class GpuExecutor:
     def keep(self, arrays) -> None:
         for array in arrays:
             if isinstance(array, np.ndarray):
-                self._kept[id(_owner(array))] = array
+                self._kept[id(memory_owner(array))] = array
 
     def to_device(self, array):
         """A host array on the device: a view of a kept constant (an initializer, a folded value, or a reshape
         of one an adapter made) is copied once per session; anything else once per call."""
         if not isinstance(array, np.ndarray):
             return array
-        owner = _owner(array)
+        owner = memory_owner(array)
         if id(owner) not in self._kept:
             return self.cupy.asarray(c_ordered(array))
         key = (id(owner), array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
@@ -79,6 +135,13 @@ class GpuExecutor:
 
     def to_host(self, array) -> np.ndarray:
         return array if isinstance(array, np.ndarray) else self.cupy.asnumpy(array)
+
+    def compiled(self, verdict: Verdict) -> None:
+        """None: a GPU run's nodes are not planned (planned.py makes NumPy views; the device arrays are CuPy's)."""
+        return None
+
+    def running(self) -> ContextManager:
+        return contextlib.nullcontext()
 
     def execute(self, verdict: Verdict, arrays: Sequence) -> tuple:
         call = verdict.call
@@ -97,7 +160,7 @@ def c_ordered(array: np.ndarray) -> np.ndarray:
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
-def _owner(array: np.ndarray) -> np.ndarray:
+def memory_owner(array: np.ndarray) -> np.ndarray:
     """The array that owns a view's memory (a reshape of a reshape of an initializer: the initializer)."""
     while isinstance(array.base, np.ndarray):
         array = array.base

@@ -47,9 +47,16 @@ class Node:
         name = self.proto.name
         return f"node {name!r} ({self.op})" if name else f"node #{self.index} ({self.op})"
 
+    def inputs_of(self, values: Mapping[str, np.ndarray]) -> tuple:
+        """The node's inputs among the given values (None for an input left out)."""
+        return tuple(values[name] if name else None for name in self.inputs)
+
     def call(self, values: Mapping[str, np.ndarray]) -> OnnxCall:
         """The node's ONNX call on the given values (None for an input left out)."""
-        inputs = tuple(values[name] if name else None for name in self.inputs)
+        return self.call_on(self.inputs_of(values))
+
+    def call_on(self, inputs: tuple) -> OnnxCall:
+        """The node's ONNX call on its inputs, by position."""
         return OnnxCall(self.op, inputs, self.attributes, self.output_count, self.outputs, self.opset)
 
 

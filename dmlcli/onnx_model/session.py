@@ -36,7 +36,10 @@ class Plan:
 
     steps: list[Step]
     types: dict[str, Inferred]
-    last_use: dict[str, int] = field(default_factory=dict)  # a tensor's last reader: freed after it
+    # The steps a call runs, each with its position and the tensors it is the last to read (neither the model's
+    # outputs nor its initializers): freed after it. Folded steps are not run: their outputs are `folded`.
+    running: list[tuple[int, Step, tuple[str, ...]]] = field(default_factory=list)
+    folded: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class OnnxSession:
@@ -99,11 +102,12 @@ class OnnxSession:
         feeds = self.checked_inputs(inputs)
         plan = self._plans.get(_signature(feeds))
         values = {**self.model.constants, **{name: self.executor.to_device(a) for name, a in feeds.items()}}
-        if plan is None:
-            plan = self._plan(feeds, values, progress)
-            self._plans[_signature(feeds)] = plan
-        else:
-            self._execute(plan, values, progress, keep_all)
+        with self.executor.running():
+            if plan is None:
+                plan = self._plan(feeds, values, progress)
+                self._plans[_signature(feeds)] = plan
+            else:
+                self._execute(plan, values, progress, keep_all)
         if keep_all:
             return values
         return {d.name: self.executor.to_host(values[d.name]) for d in self.model.outputs}
@@ -117,25 +121,29 @@ class OnnxSession:
         return self._plans[key]
 
     def _execute(self, plan: Plan, values: dict, progress: Progress | None, keep_all: bool) -> None:
-        outputs = {d.name for d in self.model.outputs}
+        values.update(plan.folded)
         total = len(plan.steps)
-        for position, step in enumerate(plan.steps):
+        for position, step, frees in plan.running:
             values.update(self.run_step(step, values))
             if not keep_all:
-                for name in step.node.inputs:
-                    if name and plan.last_use.get(name) == position and name not in outputs \
-                            and name not in self.model.constants:
-                        del values[name]
+                for name in frees:
+                    del values[name]
             if progress is not None:
                 progress(position + 1, total)
+        if progress is not None and (not plan.running or plan.running[-1][0] + 1 < total):
+            progress(total, total)  # the folded steps after the last one run
 
     def run_step(self, step: Step, values) -> dict:
         try:
             return step.run(values, self.executor)
-        except Refused as refused:
-            raise ValidationError(f"{self.model.shown}: {step.node.label}: {refused}") from None
-        except InputError as error:
-            raise InputError(f"{self.model.shown}: {step.node.label}: {error}") from None
+        except (Refused, InputError) as error:
+            raise self._labelled(step, error) from None
+
+    def _labelled(self, step: Step, error: Refused | InputError) -> ValidationError | InputError:
+        """A node's refusal (exit 3) or malformed call (exit 2), saying which node."""
+        if isinstance(error, Refused):
+            return ValidationError(f"{self.model.shown}: {step.node.label}: {error}")
+        return InputError(f"{self.model.shown}: {step.node.label}: {error}")
 
     # ------------------------------------------------------------ planning
 
@@ -144,23 +152,30 @@ class OnnxSession:
         constant = set(self.model.constants)
         steps: list[Step] = []
         for position, node in enumerate(self.nodes):
-            step = self._step(node, values, constant, types)
+            step, outputs = self._step(node, values, constant, types)
             steps.append(step)
             if isinstance(step, FoldedStep):
                 constant.update(step.outputs)
                 self.executor.keep(step.outputs.values())
-                values.update(step.outputs)
-            else:
-                values.update(self.run_step(step, values))
+            values.update(outputs)
             if progress is not None:
                 progress(position + 1, len(self.nodes))
-        last_use = {name: position for position, step in enumerate(steps) for name in step.node.inputs if name}
-        return Plan(steps, types, last_use)
+        folded = {name: array for step in steps if isinstance(step, FoldedStep) for name, array in step.outputs.items()}
+        return Plan(steps, types, self._running(steps), folded)
 
-    def _step(self, node: Node, values: dict, constant: set, types: Mapping[str, Inferred]) -> Step:
+    def _running(self, steps: list[Step]) -> list[tuple[int, Step, tuple[str, ...]]]:
+        last_use = {name: position for position, step in enumerate(steps) for name in step.node.inputs if name}
+        kept = {d.name for d in self.model.outputs} | set(self.model.constants)
+        return [(position, step, tuple(dict.fromkeys(name for name in step.node.inputs if name
+                                                     and last_use[name] == position and name not in kept)))
+                for position, step in enumerate(steps) if not isinstance(step, FoldedStep)]
+
+    def _step(self, node: Node, values: dict, constant: set,
+              types: Mapping[str, Inferred]) -> tuple[Step, dict]:
+        """The node's step and its outputs on the plan's first call."""
         folded = self._folded(node, values, constant, types)
         if folded is not None:
-            return folded
+            return folded, folded.outputs
         if node.domain not in DEFAULT_DOMAINS:
             return self._refused(node, values, types, f"{node.domain}.{node.op} is an operator of the domain "
                                  f"{node.domain!r}; dmlcli's ONNX table maps ONNX's own operators")
@@ -169,17 +184,22 @@ class OnnxSession:
             return self._refused(node, values, types, f"ONNX operator {node.op} has no entry in dmlcli's ONNX table "
                                  "(dmlcli/suite/onnx/table.py)")
         if entry.view is not None:
-            return ViewStep(node, entry)
+            step = ViewStep(node, entry)
+            try:
+                return step, step.plan(values, self.executor, constant)
+            except (Refused, InputError) as error:
+                raise self._labelled(step, error) from None
         if entry.directml is None:
             return self._refused(node, values, types, entry.reason)
         bools = frozenset(name for name in node.outputs if name and (node.op in BOOL_RESULTS or (
             name in types and types[name].elem_type == BOOL)))
         step = DirectMLStep(node, entry, self.feature_level, bools)
         try:
-            step.run(values, self.executor)  # a refusal shows now, where the fallback can take the node
-        except Refused as refused:
+            return step, step.plan(values, self.executor, constant)
+        except Refused as refused:  # shown now, where the fallback can take the node
             return self._refused(node, values, types, str(refused))
-        return step
+        except InputError as error:
+            raise self._labelled(step, error) from None
 
     def _folded(self, node: Node, values: dict, constant: set, types: Mapping[str, Inferred]) -> FoldedStep | None:
         """The node's outputs as constants where it reads only constants (or only a known tensor's Sizes)."""
@@ -202,14 +222,16 @@ class OnnxSession:
                 return None
         return FoldedStep(node, {name: np.asarray(array) for name, array in outputs.items()})
 
-    def _refused(self, node: Node, values: dict, types: Mapping[str, Inferred], reason: str) -> Step:
-        """The fallback step of a node DirectML cannot run (--fallback cpu), else the refusal (exit 3)."""
+    def _refused(self, node: Node, values: dict, types: Mapping[str, Inferred], reason: str) -> tuple[Step, dict]:
+        """The fallback step of a node DirectML cannot run (--fallback cpu) and its outputs, else the refusal
+        (exit 3)."""
         if self.fallback != "cpu":
             raise ValidationError(f"{self.model.shown}: {node.label}: {reason}; DirectML cannot run it "
                                   "(--fallback cpu runs such nodes on ONNX Runtime's CPU provider)")
         inputs = {name: self.executor.to_host(values[name]) for name in node.inputs if name}
         session = fallback_session(node, self.model, inputs, types)
-        return FallbackStep(node, reason, session, list(inputs))
+        step = FallbackStep(node, reason, session, list(inputs))
+        return step, self.run_step(step, values)
 
     # ------------------------------------------------------------ what was planned
 

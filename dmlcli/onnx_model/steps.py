@@ -5,9 +5,10 @@
   nodes on its CPU before the DirectML provider sees the graph (the view's own rule where the table has one,
   Shape or Reshape; else onnx's reference implementation, standing for ONNX Runtime's CPU kernels);
 - view: the table's entry runs no DirectML operator (Reshape, Squeeze, Identity, Shape...): the outputs are views
-  of the input, computed on every call;
+  of the input, made on every call (by the plan's own views where planned.py keeps them);
 - directml: the table's entry, its adapter and the DirectML operator, validated at the plan's feature level; the
-  verdict is kept for the next call with the same tensors and fields;
+  verdict is kept for the next call with the same tensors and fields, and where planned.py can, the whole call
+  (the adapter's views, the verdict, the executor's compiled call) for the next call with the same inputs;
 - fallback: a node DirectML cannot run, with --fallback cpu, through ONNX Runtime's CPU provider (the DirectML
   provider's fallback), one single-node session per node.
 """
@@ -24,6 +25,7 @@ from ..suite.onnx.adapters import OnnxCall
 from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
 from ..suite.onnx.table import Entry
 from .graph import Node
+from .planned import PlannedCall, PlannedView, Wiring, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
 
@@ -48,15 +50,29 @@ class Step:
     def run(self, values: Mapping[str, object], executor) -> dict[str, object]:
         raise NotImplementedError
 
+    def plan(self, values: Mapping[str, object], executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call, `constants` naming the plan's constants (a step that keeps
+        nothing for later calls just runs)."""
+        return self.run(values, executor)
+
+    def inputs_of(self, values: Mapping[str, object]) -> tuple:
+        """The node's inputs as its work reads them (None for one left out)."""
+        return self.node.inputs_of(values)
+
     def named(self, results: Sequence) -> dict[str, object]:
-        """An adapter's or view's outputs by the node's output names: one per position, or one per name asked
-        for where the adapter gives only those (the recurrent networks)."""
+        """An adapter's or view's outputs by the node's output names."""
+        return {name: results[index] for index, name in self.output_pairs(len(results))}
+
+    def output_pairs(self, count: int) -> tuple[tuple[int, str], ...]:
+        """(result index, output name) for `count` results: one per position, or one per name asked for where
+        the adapter gives only those (the recurrent networks)."""
         names = self.node.outputs
         asked = [name for name in names if name]
-        if len(results) < len(asked):
-            raise InputError(f"{self.node.label} gave {len(results)} outputs for the {len(asked)} it is asked for")
-        pairs = zip(names, results) if len(results) >= self.node.output_count else zip(asked, results)
-        return {name: result for name, result in pairs if name}
+        if count < len(asked):
+            raise InputError(f"{self.node.label} gave {count} outputs for the {len(asked)} it is asked for")
+        if count >= self.node.output_count:
+            return tuple((index, name) for index, name in enumerate(names[:count]) if name)
+        return tuple(enumerate(asked))
 
 
 class FoldedStep(Step):
@@ -80,17 +96,34 @@ class ViewStep(Step):
     def __init__(self, node: Node, entry: Entry) -> None:
         super().__init__(node)
         self.entry = entry
+        self.planned: PlannedView | None = None
 
     @property
     def directml(self) -> str:
         return "(none: a view)"
 
     def run(self, values, executor):
-        call = self.node.call(values)
+        if self.planned is not None:
+            outputs = self.planned.run(values)
+            if outputs is not None:
+                return outputs
+        return self.named(self._views(self.inputs_of(values)))
+
+    def _views(self, inputs: tuple) -> tuple:
+        call = self.node.call_on(inputs)
         reason = cannot_reason(self.entry, call)
         if reason is not None:
             raise Refused(reason)
-        return self.named(self.entry.view(call))
+        return self.entry.view(call)
+
+    def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call; the views kept as planned.py makes them again, where it can."""
+        inputs = self.inputs_of(values)
+        outputs = self._views(inputs)
+        found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, outputs)
+        if found is not None:
+            self.planned = PlannedView(Wiring(self.node.inputs, (), self.output_pairs(len(outputs))), *found)
+        return self.named(outputs)
 
 
 def _as_directml(array):
@@ -109,19 +142,50 @@ class DirectMLStep(Step):
         self.bool_outputs = bool_outputs
         self.verdicts: dict[tuple, object] = {}
         self.last_verdict = None  # the verdict of the latest call (its tolerance rule, for --compare)
+        self.planned: PlannedCall | None = None
 
     @property
     def directml(self) -> str:
         return self.operator.name
 
+    def inputs_of(self, values) -> tuple:
+        """The node's inputs (None for one left out), ONNX's bool tensors given as DirectML's UINT8."""
+        return tuple(_as_directml(values[name]) if name else None for name in self.node.inputs)
+
     def call(self, values) -> OnnxCall:
         """The node's ONNX call, ONNX's bool tensors given as DirectML's UINT8."""
-        node = self.node
-        inputs = tuple(_as_directml(values[name]) if name else None for name in node.inputs)
-        return OnnxCall(node.op, inputs, node.attributes, node.output_count, node.outputs, node.opset)
+        return self.node.call_on(self.inputs_of(values))
 
     def run(self, values, executor):
-        call = self.call(values)
+        planned = self.planned
+        if planned is not None:
+            outputs = planned.run(values)
+            if outputs is not None:
+                self.last_verdict = planned.verdict
+                return outputs
+        prepared, verdict = self._prepared(self.call(values))
+        return self._outputs(prepared.finish(executor.execute(verdict, prepared.inputs)))
+
+    def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call (Refused where DirectML cannot run the node); the call kept as
+        planned.py works it out, where it can, for the calls after."""
+        inputs = self.inputs_of(values)
+        prepared, verdict = self._prepared(self.node.call_on(inputs))
+        results = prepared.finish(executor.execute(verdict, prepared.inputs))
+        outputs = self._outputs(results)
+        execute = executor.compiled(verdict)
+        found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, prepared.inputs)
+        if found is not None and execute is not None:
+            names = self.node.inputs
+            bool_inputs = tuple(p for p, name in enumerate(names) if name and values[name].dtype == np.bool_)
+            bool_outputs = tuple(name for name in self.bool_outputs.intersection(outputs)
+                                 if outputs[name].dtype == np.bool_)
+            wiring = Wiring(names, bool_inputs, self.output_pairs(len(results)), bool_outputs)
+            self.planned = PlannedCall(wiring, *found, execute, prepared.finish, verdict)
+        return outputs
+
+    def _prepared(self, call: OnnxCall):
+        """The adapter's call and its verdict (kept for the next call with the same tensors and fields)."""
         reason = cannot_reason(self.entry, call)
         if reason is not None:
             raise Refused(reason)
@@ -133,7 +197,9 @@ class DirectMLStep(Step):
             if key is not None:
                 self.verdicts[key] = verdict
         self.last_verdict = verdict
-        results = prepared.finish(executor.execute(verdict, prepared.inputs))
+        return prepared, verdict
+
+    def _outputs(self, results) -> dict[str, object]:
         outputs = self.named(results)
         for name in self.bool_outputs.intersection(outputs):
             if outputs[name].dtype == np.uint8:

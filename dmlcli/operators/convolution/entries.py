@@ -34,6 +34,7 @@ import numpy as np
 
 from ...data_types import FLOAT32, FLOATS, INT8, INT32, UINT8
 from ..elementwise.activation import FUSABLE
+from ..numerics.padding import constant_padded
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes, onnx_layout_hint
@@ -357,7 +358,7 @@ def _forward(xp, x, w, groups: int, geo: dict, lengths) -> object:
     batch, channels = x.shape[:2]
     outputs = w.shape[0]
     pad = [(0, 0), (0, 0)] + list(zip(geo["StartPadding"], geo["EndPadding"]))
-    padded = xp.pad(x, pad) if any(p for pair in pad for p in pair) else x
+    padded = constant_padded(xp, x, pad)
     per_group_in, per_group_out = channels // groups, outputs // groups
     taps = _offsets(w.shape[2:])
     filters = xp.ascontiguousarray(w.reshape(groups, per_group_out, per_group_in * len(taps)))

@@ -9,6 +9,9 @@ kernels (float32 or float16 HLSL) are held to the operator's tolerance, not to t
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from ...data_types import FLOATS, TYPES_8
@@ -110,11 +113,15 @@ def _to_float_result(values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
         return np.asarray(values, dtype=np.float64).astype(out_dtype, copy=False)
 
 
-def _unary_kernel(function, name: str):
+def _unary_kernel(function, name: str, rounded=None):
+    """The kernel of a unary function of float64 values, rounded once to the output type; `rounded(wide,
+    out_dtype)`, where given, gives those bits itself (ERF's, sooner)."""
     def kernel(inputs, out_dtype, params):
         (x,) = inputs
         wide = _scaled(x, params.get("ScaleBias")).astype(np.float64)
         with np.errstate(all="ignore"):
+            if rounded is not None:
+                return rounded(wide, np.dtype(out_dtype))
             return _to_float_result(function(wide), out_dtype)
 
     kernel.__name__ = name
@@ -168,6 +175,98 @@ def _erf_series(flat: np.ndarray, square: np.ndarray) -> np.ndarray:
         if 2 * np.count_nonzero(going) < going.size:
             active = np.flatnonzero(going) if active is None else active[going]
             term, factor = term[going], factor[going]
+
+
+def _erf_series_of(x: float) -> float:
+    """_erf_series for one element, in Python's floats (IEEE doubles, the same operations in the same order): an
+    element's sum is its own, whatever the others are (the terms _erf_series adds after an element's own stop are
+    below half an ULP of its sum, so they change nothing)."""
+    factor = 2.0 * (x * x)
+    term = total = x
+    n = 0
+    while True:
+        n += 1
+        term *= factor
+        term /= 2 * n + 1
+        total += term
+        if n % 4 == 0 and not abs(term) > abs(total) * 2.0**-60:
+            return total
+
+
+def _double_factorial_reciprocals(count: int) -> list[float]:
+    """1 / (1 * 3 * 5 * ... * (2n + 1)) for n = 0 .. count - 1, each correctly rounded to double."""
+    values, product = [], 1
+    for n in range(count):
+        product *= 2 * n + 1
+        values.append(float(Fraction(1, product)))
+    return values
+
+
+def _erf_tail(y: float, degree: int) -> float:
+    """A bound on sum_{n > degree} y^n / (2n+1)!! (the terms fall by y / (2n+3) each: a geometric bound), relative
+    to the sum from n = 0, which is at least 1."""
+    ratio = y / (2 * degree + 5)
+    if ratio >= 1:
+        return math.inf
+    return float(Fraction(1, math.prod(range(1, 2 * degree + 4, 2)))) * y ** (degree + 1) / (1 - ratio)
+
+
+# The series' sum in y = 2x^2 by Horner's rule: every element at the first degree, then those past each band's
+# start again at the next (|x| < 0.5, < 2, < 4); each degree the least whose tail is below 2^-46 of the sum.
+_ERF_BANDS = (0.5, 8.0, 32.0)
+_ERF_DEGREES = tuple(next(n for n in range(1, 200) if _erf_tail(y, n) <= 2.0**-46) for y in _ERF_BANDS)
+_ERF_COEFFICIENTS = _double_factorial_reciprocals(max(_ERF_DEGREES) + 1)
+# Relative distance within which the Horner result and _erf_series's lie: each sums the same positive terms of
+# the same factor y, with at most (2 x 128 + 128) roundings in the series (at most 128 terms, each made by 2n
+# roundings) and 2 x 128 + 2 in Horner's rule and the products by x and the scale: 650 ULP of double at most
+# (2^-43.6), and the truncations (2^-46 here, 2^-59 in the series). 2^-40 leaves a factor of 10.
+_ERF_APART = 2.0**-40
+
+
+def _horner(y: np.ndarray, degree: int) -> np.ndarray:
+    total = np.full(y.shape, _ERF_COEFFICIENTS[degree])
+    for coefficient in _ERF_COEFFICIENTS[degree - 1::-1]:
+        total *= y
+        total += coefficient
+    return total
+
+
+def _erf_horner(square: np.ndarray) -> np.ndarray:
+    """sum_n (2 square)^n / (2n+1)!! for each element (square < 16), by Horner's rule at its band's degree."""
+    factor = 2.0 * square
+    result = _horner(factor, _ERF_DEGREES[0])
+    for start, degree in zip(_ERF_BANDS, _ERF_DEGREES[1:]):
+        where = np.flatnonzero(factor > start)
+        if where.size == 0:
+            break
+        result[where] = _horner(factor[where], degree)
+    return result
+
+
+def _erf_rounded(x: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    """_erf(x) rounded once to `out_dtype`, the same bits, sooner for FLOAT32 and FLOAT16 results.
+
+    The series' sum is x * P(2x^2), P's terms all positive: Horner's rule gives it with no division, at a degree
+    fixed by the element's band, to within _ERF_APART of the series' own double (both are sums of the same terms,
+    a few hundred roundings apart at most). Where both ends of that interval round to one value of the output
+    type, that value is the series' too; the few elements near a rounding boundary (about 3 in 10^5 for FLOAT32)
+    are summed as _erf_series sums them. Other output types (FLOAT64) take _erf itself."""
+    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float16)):
+        return _to_float_result(_erf(x), out_dtype)
+    flat = x.reshape(-1)
+    inside = np.abs(flat) < _ERF_SATURATES
+    values = np.where(inside, flat, 0.0)  # NaN, inf and |x| >= 4 as in _erf (and 0 here: decided at once)
+    square = values * values
+    scale = _TWO_OVER_SQRT_PI * np.exp(-square)  # _erf's own first factors, the same bits
+    near = scale * (values * _erf_horner(square))
+    result = (near * (1 - _ERF_APART)).astype(out_dtype)
+    undecided = np.flatnonzero(result != (near * (1 + _ERF_APART)).astype(out_dtype))
+    for position in undecided.tolist():
+        exact = scale[position] * _erf_series_of(float(values[position]))
+        result[position] = np.float64(exact).astype(out_dtype)
+    if not inside.all():
+        result = np.where(inside, result, np.where(np.isnan(flat), flat, np.copysign(1.0, flat)).astype(out_dtype))
+    return result.reshape(x.shape)
 
 
 def _c99_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -461,6 +560,8 @@ _UNARY_FUNCTIONS = {
 # against an absolute 1/1024), the GPU evaluates in float32: the double functions run at a fraction of the
 # memory bandwidth on an H100 (TANH 0.63 of the copy, ERF 0.58, LOG 0.72). Subnormal inputs keep the double path.
 _FLOAT32_ON_GPU = {"TANH": "tanhf", "ERF": "erff", "LOG": "logf"}
+# The functions with their own way to the rounded result (_unary_kernel's `rounded`).
+_ROUNDED = {"ERF": _erf_rounded}
 _FLOAT32_NOTE = ("On the GPU, FLOAT32 values are computed with CUDA's float32 {function} (at most {ulp} ULP, far "
                  "within the tolerance); FLOAT16 values and subnormal inputs in double precision rounded once, as "
                  "on the CPU, which computes every value so.")
@@ -499,7 +600,7 @@ def _unary(name: str) -> Operator:
     return Operator(
         name=name, enum_value=enum_value, family="math", summary=summary, formula=formula,
         introduced=level(introduced), inputs=X, support=support, same_data_type=XO, same_sizes=XO,
-        cpu_kernel=_unary_kernel(function, name.lower()),
+        cpu_kernel=_unary_kernel(function, name.lower(), _ROUNDED.get(name)),
         cuda_body=_unary_cuda_body(name, prefix, cuda_function),
         cuda_helpers=_float_helpers(prefix) + _unary_fast_helper(name, prefix, cuda_function),
         parameters=(SCALE_BIAS,), in_place=True, exactness=APPROXIMATE, tolerance=tolerance,

@@ -32,6 +32,7 @@ from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, U
 from ...errors import InputError
 from ...records import Frozen
 from . import gpu as pooling_gpu
+from ..numerics.padding import constant_padded
 from ..numerics.work import advance
 from ..table.parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, DIMS_4, DIMS_4_TO_5, EXACT, Operator, SumBound, Tolerance, rows
@@ -345,9 +346,7 @@ def _geometry_of(x_shape, params):
 def _padded(xp, x, geometry, value):
     """The input with its spatial padding filled with `value` (no copy where there is no padding)."""
     pads = [(0, 0), (0, 0)] + list(zip(geometry["StartPadding"], geometry["EndPadding"]))
-    if not any(start or end for start, end in pads):
-        return x
-    return xp.pad(x, pads, mode="constant", constant_values=value)
+    return constant_padded(xp, x, pads, value)
 
 
 def window_views(padded, geometry, out_shape):
@@ -366,6 +365,8 @@ def window_views(padded, geometry, out_shape):
 
 
 def _window_sum(xp, padded, geometry, out_shape, transform=None):
+    if xp is np and all(n == 1 for n in out_shape[2:]):
+        return _one_window_sum(padded, geometry, out_shape, transform)
     total = None
     for _, view in window_views(padded, geometry, out_shape):
         term = view if transform is None else transform(view)
@@ -374,6 +375,26 @@ def _window_sum(xp, padded, geometry, out_shape, transform=None):
         else:
             xp.add(total, term, out=total)
     return total
+
+
+def _one_window_sum(padded, geometry, out_shape, transform=None):
+    """_window_sum where each channel has one window (global pooling): the window's elements copied once to rows
+    of their own (row-major window order), then added one row after another as _window_sum adds its views; each
+    add reads a contiguous row where _window_sum's views are strided (a 13 x 13 window over 1000 channels: 0.16
+    ms, 0.56 ms through the views). Not np.sum, which would add them pairwise."""
+    spatial = len(out_shape) - 2
+    index = (slice(None), slice(None)) + tuple(
+        slice(0, (window - 1) * dilation + 1, dilation)
+        for window, dilation in zip(geometry["WindowSize"][:spatial], geometry["Dilations"][:spatial]))
+    window = padded[index]
+    advance(window.size)
+    rows = np.ascontiguousarray(np.moveaxis(window.reshape(window.shape[:2] + (-1,)), -1, 0))
+    if transform is not None:
+        rows = transform(rows)
+    total = np.array(rows[0], dtype=np.float32, copy=True)
+    for row in rows[1:]:
+        np.add(total, row, out=total)
+    return total.reshape(out_shape)
 
 
 def valid_counts(xp, x_shape, out_shape, geometry):
@@ -460,16 +481,21 @@ def window_maxima(xp, x, geometry, out_shape):
     for dim in range(len(out_shape) - 2):
         axis, count = dim + 2, out_shape[dim + 2]
         stride, dilation = geometry["Strides"][dim], geometry["Dilations"][dim]
-        reduced = None
+        reduced = first = None
         for tap in range(geometry["WindowSize"][dim]):
             index = [slice(None)] * best.ndim
             index[axis] = slice(tap * dilation, tap * dilation + stride * (count - 1) + 1, stride)
             view = best[tuple(index)]
-            reduced = xp.array(view, copy=True) if reduced is None else combine(reduced, view, out=reduced)
+            if tap == 0:
+                first = view
+            elif tap == 1:
+                reduced = combine(first, view)  # the first two taps into a new array: no copy of the first
+            else:
+                combine(reduced, view, out=reduced)
             done += 1
             advance(work * done // taps - reported)
             reported = work * done // taps
-        best = reduced
+        best = xp.array(first, copy=True) if reduced is None else reduced
     return padded, best
 
 
@@ -493,9 +519,11 @@ def _keep_the_first_zero(xp, best, padded, geometry, out_shape) -> None:
     pending = best == 0
     if not pending.any():
         return
-    zeros = padded == 0
-    negative = xp.signbit(padded) & zeros
-    if not negative.any() or not (zeros & ~negative).any():
+    # Read from the bits, one pass each with nothing made: -0.0 is the one float whose bits, read as a signed
+    # integer, are the least; +0.0 the one whose bits, read unsigned, are 0.
+    size = padded.dtype.itemsize
+    if int(padded.view(f"int{8 * size}").min()) != -(1 << (8 * size - 1)) or \
+            int(padded.view(f"uint{8 * size}").min()) != 0:
         return  # the input's zeros all have one sign: every zero maximum has it already
     for _, view in window_views(padded, geometry, out_shape):
         first = pending & (view == 0)

@@ -1216,11 +1216,13 @@ def adapt_pool(call: OnnxCall, fixed) -> Prepared:
     if call.op == "LpPool":
         values["P"] = int(call.attr("p", 2))
 
+    op, asked = call.op, call.outputs  # not the call itself: a model's plan keeps the finish, not its inputs
+
     def finish(outputs):
         shaped = [o.reshape(o.shape[:2] + o.shape[3:]) if one_d else o for o in outputs]
-        if call.op != "MaxPool":
+        if op != "MaxPool":
             return (shaped[0],)
-        if call.outputs < 2:
+        if asked < 2:
             return (shaped[0],)  # MAX_POOLING2 always writes OutputIndicesTensor; ONNX asked for Y only
         # ONNX's int64 indices: DirectML's UINT64 (5_0), the same bits for indices below 2^63.
         return shaped[0], shaped[1].view(np.int64)

@@ -91,6 +91,13 @@ class Entry:
     # cannot match ONNX's expected values; a model's node runs as the provider runs it (dmlcli onnx), and
     # --compare ort shows the difference.
     differs: tuple[Cannot, ...] = ()
+    # The ONNX inputs (by position) whose values the entry's conditions, adapter, finish or view read: Reshape's
+    # shape, Clip's min and max. Every other input is read for its type and Sizes only, and reaches the DirectML
+    # call (or a view's outputs) as itself or a view of it (a reshape, a broadcast, permuted Strides), never as a
+    # copy or a converted array. A model's plan works such a node's call out once for its inputs' types and Sizes
+    # where the inputs listed are constants (onnx_model/planned.py). None: not stated (the node is mapped again on
+    # every call, as a node test's case is).
+    value_inputs: tuple[int, ...] | None = None
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -113,7 +120,7 @@ NOOP = Cannot(lambda c: bool(c.attr("noop_with_empty_axes", 0)) and a.given_axes
 def _reduce(onnx_op: str, function: str) -> Entry:
     return Entry(
         onnx_op, "REDUCE", fields={"Axes": "the axes input (opset 18) or attribute; empty or left out: every axis"},
-        fixed={"Function": function}, adapter=a.adapt_reduce, cannot=(NOOP,),
+        fixed={"Function": function}, adapter=a.adapt_reduce, cannot=(NOOP,), value_inputs=(1,),
         outside=(KEEPDIMS, NEGATIVE_AXIS, "empty axes (shape [0]) leave Axes out: every axis is reduced"))
 
 
@@ -138,13 +145,13 @@ def _arg(onnx_op: str, directml: str) -> Entry:
     return Entry(
         onnx_op, directml, fields={"Axes": "{axis} (default 0)",
                                    "AxisDirection": "select_last_index: 0 INCREASING (first index), 1 DECREASING"},
-        adapter=a.adapt_arg_reduce,
+        adapter=a.adapt_arg_reduce, value_inputs=(),
         outside=(KEEPDIMS, NEGATIVE_AXIS, "ONNX's int64 indices: OutputTensor INT64 (--output-dtype int64, from 3_0)"))
 
 
 def _axis_activation(onnx_op: str, directml: str) -> Entry:
     return Entry(onnx_op, directml, fields={"Axes": "{axis} (opset 13: one axis, default -1)"},
-                 adapter=a.adapt_axis_activation, outside=(NEGATIVE_AXIS,))
+                 adapter=a.adapt_axis_activation, outside=(NEGATIVE_AXIS,), value_inputs=())
 
 
 _POOL_FIELDS = {"WindowSize": "kernel_shape", "Strides": "strides (default 1)",
@@ -349,35 +356,36 @@ def _elementwise(onnx_op: str, directml: str, attributes) -> Entry:
                else _OWN_TENSORS.get(onnx_op, {"InputTensor": "X"}))
     fields = {**tensors, **{field: f"{name} (default {default:g})" for field, name, default in attributes}}
     return Entry(onnx_op, directml, fields=fields, adapter=ae.elementwise(*attributes), outside=(BROADCAST,),
-                 cannot=_OWN_CANNOT.get(onnx_op, ()))
+                 cannot=_OWN_CANNOT.get(onnx_op, ()), value_inputs=())
 
 
 ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
     *(_elementwise(name, directml, attributes) for name, (directml, attributes) in _ELEMENTWISE.items()),
-    Entry("Mod", "ELEMENT_WISE_MODULUS_FLOOR", adapter=ae.elementwise(), outside=(BROADCAST,),
+    Entry("Mod", "ELEMENT_WISE_MODULUS_FLOOR", adapter=ae.elementwise(), outside=(BROADCAST,), value_inputs=(),
           fields={"ATensor": "A", "BTensor": "B (fmod=0: the remainder takes the divisor's sign)"}),
     Entry("Mod", "ELEMENT_WISE_MODULUS_TRUNCATE", selects=lambda c: bool(c.attr("fmod", 0)), adapter=ae.elementwise(),
-          outside=(BROADCAST,),
+          outside=(BROADCAST,), value_inputs=(),
           fields={"ATensor": "A", "BTensor": "B (fmod=1: the remainder takes the dividend's sign)"}),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_LEFT", adapter=ae.elementwise(), outside=(BROADCAST,),
-          selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"}),
+          selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"},
+          value_inputs=()),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_RIGHT", adapter=ae.elementwise(), outside=(BROADCAST,),
-          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}),
+          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}, value_inputs=()),
     Entry("Round", "ELEMENT_WISE_ROUND", fields={"InputTensor": "X"}, fixed={"RoundingMode": "HALVES_TO_NEAREST_EVEN"},
-          adapter=ae.elementwise()),
+          adapter=ae.elementwise(), value_inputs=()),
     Entry("IsInf", "ELEMENT_WISE_IS_INFINITY",
           fields={"InputTensor": "X",
                   "InfinityMode": "detect_positive and detect_negative: both EITHER, one POSITIVE or NEGATIVE"},
-          adapter=ae.adapt_is_inf,
+          adapter=ae.adapt_is_inf, value_inputs=(),
           cannot=(Cannot(ae.detects_nothing, "ONNX's detect_positive=0 and detect_negative=0 ask for all false; "
                                              "DirectML's IS_INFINITY has no InfinityMode that detects nothing"),)),
     Entry("Clip", "ELEMENT_WISE_CLIP1",
           fields={"InputTensor": "input", "MinMaxDataType": "the input's type",
                   "Min": "the min input (opset 11; an attribute before), "
                   "default the type's lowest", "Max": "the max input, default the type's highest"},
-          adapter=ae.adapt_clip),
+          adapter=ae.adapt_clip, value_inputs=(1, 2)),
     Entry("Cast", "CAST", fields={"InputTensor": "input (OutputTensor's type is `to`, a TensorProto code)"},
-          adapter=ae.adapt_cast,
+          adapter=ae.adapt_cast, value_inputs=(),
           cannot=(Cannot(ae.casts_to_bool,
                          "ONNX's Cast to bool gives 1 for every non-zero value; DirectML has no bool type and its CAST "
                          "to UINT8 converts the value (0.5 becomes 0)"),
@@ -398,13 +406,16 @@ _NO_OPERATOR = ("ONNX Runtime's DirectML provider runs {op} with no DirectML ope
 _BUFFER = "the output is the input's buffer with other Sizes"
 
 
-def _view(onnx_op: str, view, how: str = _BUFFER, cannot: tuple[Cannot, ...] = ()) -> Entry:
-    return Entry(onnx_op, None, view=view, reason=_NO_OPERATOR.format(op=onnx_op, how=how), cannot=cannot)
+def _view(onnx_op: str, view, how: str = _BUFFER, cannot: tuple[Cannot, ...] = (),
+          value_inputs: tuple[int, ...] | None = None) -> Entry:
+    return Entry(onnx_op, None, view=view, reason=_NO_OPERATOR.format(op=onnx_op, how=how), cannot=cannot,
+                 value_inputs=value_inputs)
 
 
 VIEW_ENTRIES: tuple[Entry, ...] = (
-    _view("Reshape", ae.view_reshape), _view("Flatten", ae.view_flatten), _view("Squeeze", ae.view_squeeze),
-    _view("Unsqueeze", ae.view_unsqueeze), _view("Identity", ae.view_identity),
+    _view("Reshape", ae.view_reshape, value_inputs=(1,)), _view("Flatten", ae.view_flatten, value_inputs=()),
+    _view("Squeeze", ae.view_squeeze, value_inputs=(1,)), _view("Unsqueeze", ae.view_unsqueeze, value_inputs=(1,)),
+    _view("Identity", ae.view_identity, value_inputs=()),
     _view("Dropout", ae.view_dropout, "in inference it is its input, and its mask all true",
           (Cannot(ae.trains, "ONNX's Dropout with training_mode true drops elements at random; DirectML has no "
                              "random dropout operator"),)),
@@ -422,7 +433,7 @@ ENTRIES: tuple[Entry, ...] = (
     _axis_activation("Softmax", "ACTIVATION_SOFTMAX1"), _axis_activation("LogSoftmax", "ACTIVATION_LOG_SOFTMAX1"),
     _axis_activation("Hardmax", "ACTIVATION_HARDMAX1"),
     Entry("Concat", "JOIN", fields={"InputTensors": "the inputs, in order", "Axis": "axis"},
-          adapter=a.adapt_concat, outside=(NEGATIVE_AXIS,)),
+          adapter=a.adapt_concat, outside=(NEGATIVE_AXIS,), value_inputs=()),
     Entry("Split", "SPLIT", fields={"Axis": "axis (default 0)",
                                     "OutputTensors.Sizes": "the split input; else num_outputs (opset 18: pieces of "
                                                            "ceil(n / num_outputs), the last smaller); else equal "
@@ -459,7 +470,7 @@ ENTRIES: tuple[Entry, ...] = (
           cannot=(Cannot(lambda c: bool((c.input(1) == 0).any()),
                          "ONNX's repeats of 0 empty an axis; DirectML's TILE Repeats must be larger than 0"),)),
     Entry("Gather", "GATHER", fields={"Axis": "axis (+ the leading 1s added)", "IndexDimensions": "the indices' rank"},
-          adapter=a.adapt_gather, cannot=(_past_rank_8(a.gather_shape),),
+          adapter=a.adapt_gather, cannot=(_past_rank_8(a.gather_shape),), value_inputs=(),
           outside=(NEGATIVE_AXIS, PADDED_RANK, INT64_INDICES)),
     Entry("GatherElements", "GATHER_ELEMENTS", fields={"Axis": "axis"}, adapter=a.adapt_gather_elements,
           outside=(NEGATIVE_AXIS, INT64_INDICES, _WINDOW)),
@@ -540,15 +551,17 @@ ENTRIES: tuple[Entry, ...] = (
                    "computed as ONNX defines it",)),
     # ONNX's Softplus is ln(exp(x) + 1): DirectML's ln(1 + exp(Steepness * x)) / Steepness at Steepness 1.
     Entry("Softplus", "ACTIVATION_SOFTPLUS", fields={"InputTensor": "X"}, fixed={"Steepness": 1.0},
-          adapter=a.adapt_one_input),
+          adapter=a.adapt_one_input, value_inputs=()),
     Entry("Where", "ELEMENT_WISE_IF", fields={"ConditionTensor": "condition (bool, stored as UINT8 0/1)", "ATensor": "X",
                                  "BTensor": "Y"},
           adapter=a.adapt_where,
           outside=("ONNX's multidirectional broadcasting is NumPy's, which dmlcli's broadcast applies",)),
     Entry("Expand", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input at the broadcast Sizes, zero Strides"},
-          adapter=ae.adapt_expand, outside=(_STRIDED.format(what="broadcasting", strides="zero"),)),
+          adapter=ae.adapt_expand, outside=(_STRIDED.format(what="broadcasting", strides="zero"),),
+          value_inputs=(1,)),
     Entry("Transpose", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input through permuted Strides (perm)"},
-          adapter=ae.adapt_transpose, outside=(_STRIDED.format(what="transpose", strides="permuted"),)),
+          adapter=ae.adapt_transpose, outside=(_STRIDED.format(what="transpose", strides="permuted"),),
+          value_inputs=()),
     Entry("RotaryEmbedding", None,
           reason="DirectML has no rotary embedding operator (DML_OPERATOR_TYPE up to 0x6400 has none): ONNX Runtime's "
                  "DirectML provider builds it from other operators (slices, multiplications, additions, joins) in a "
@@ -557,7 +570,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("BatchNormalization", "BATCH_NORMALIZATION",
           fields={"InputTensor": "X", "MeanTensor": "input_mean", "VarianceTensor": "input_var",
                   "ScaleTensor": "scale", "BiasTensor": "B", "Epsilon": "epsilon (default 1e-5)"},
-          fixed={"Spatial": True}, adapter=a.adapt_batch_normalization, outside=(PER_CHANNEL,)),
+          fixed={"Spatial": True}, adapter=a.adapt_batch_normalization, outside=(PER_CHANNEL,), value_inputs=()),
     Entry("BatchNormalization", "BATCH_NORMALIZATION_TRAINING", selects=lambda c: bool(c.attr("training_mode", 0)),
           fields={"InputTensor": "X", "ScaleTensor": "scale", "BiasTensor": "B", "Epsilon": "epsilon (default 1e-5)"},
           adapter=t.adapt_batch_normalization_training,
@@ -571,11 +584,12 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("InstanceNormalization", "MEAN_VARIANCE_NORMALIZATION1",
           fields={"InputTensor": "input", "ScaleTensor": "scale", "BiasTensor": "B",
                   "Axes": "{2, ..., rank - 1}", "Epsilon": "epsilon (default 1e-5)"},
-          fixed={"NormalizeVariance": True}, adapter=a.adapt_instance_normalization, outside=(PER_CHANNEL,)),
+          fixed={"NormalizeVariance": True}, adapter=a.adapt_instance_normalization, outside=(PER_CHANNEL,),
+          value_inputs=()),
     Entry("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION1",
           fields={"InputTensor": "X", "ScaleTensor": "Scale", "BiasTensor": "B (zeros where left out)",
                   "Axes": "{axis, ..., rank - 1} (axis default -1)", "Epsilon": "epsilon (default 1e-5)"},
-          fixed={"NormalizeVariance": True}, adapter=a.adapt_layer_normalization,
+          fixed={"NormalizeVariance": True}, adapter=a.adapt_layer_normalization, value_inputs=(),
           outside=(NEGATIVE_AXIS, "Scale and B get leading size-1 axes up to X's rank (a reshape)"),
           cannot=(Cannot(lambda c: c.outputs > 1,
                          "ONNX's LayerNormalization case also expects the Mean and InvStdDev outputs; DirectML's "
@@ -614,11 +628,12 @@ ENTRIES: tuple[Entry, ...] = (
     # ---- matrix multiplication
     Entry("Gemm", "GEMM", fields={"ATensor": "A", "BTensor": "B", "CTensor": "C (leading 1s up to 2-D)",
                                   "TransA": "transA", "TransB": "transB", "Alpha": "alpha", "Beta": "beta"},
-          adapter=a.adapt_gemm,
+          adapter=a.adapt_gemm, value_inputs=(),
           outside=("C gets leading size-1 axes up to 2-D; GEMM broadcasts its sizes of 1 to [M, N] (DirectML: a "
                    "CTensor desc with zero Strides)",)),
     Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
           fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
+          value_inputs=(),
           outside=(_MATMUL_OPERANDS,)),
     Entry("MatMulInteger", "MATRIX_MULTIPLY_INTEGER",
           fields={"ATensor": "A", "BTensor": "B", "AZeroPointTensor": "a_zero_point (0 when left out)",
@@ -633,12 +648,12 @@ ENTRIES: tuple[Entry, ...] = (
           outside=(_MATMUL_OPERANDS, "scalar scales and zero points are 1-D {1}")),
     # ---- convolution
     Entry("Conv", "CONVOLUTION", fields={**_CONV_FIELDS, "OutputPadding": "0 (ONNX's Conv has none)"}, fixed={"Mode": "CROSS_CORRELATION", "Direction": "FORWARD"},
-          adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE),
+          adapter=a.adapt_conv, cannot=(_NEGATIVE_PADS,), outside=_CONV_OUTSIDE, value_inputs=()),
     Entry("ConvTranspose", "CONVOLUTION",
           fields={**_CONV_FIELDS, "OutputPadding": "output_padding; with output_shape (or auto_pad SAME_*), any "
                                                    "negative end padding ONNX's formula gives, as a lengthening"},
           fixed={"Mode": "CROSS_CORRELATION", "Direction": "BACKWARD"}, adapter=a.adapt_conv,
-          cannot=(_NEGATIVE_PADS,),
+          cannot=(_NEGATIVE_PADS,), value_inputs=(),
           outside=_CONV_OUTSIDE + ("output_shape is ONNX-only: the paddings it implies are computed with ONNX's "
                                    "formula (total = stride x (in - 1) + output_padding + dilated kernel - "
                                    "output_shape, split by auto_pad); DirectML then computes the same Sizes",)),
@@ -653,26 +668,27 @@ ENTRIES: tuple[Entry, ...] = (
     # ---- pooling
     Entry("AveragePool", "AVERAGE_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)",
                                                                    "IncludePadding": "count_include_pad"},
-          adapter=a.adapt_pool, cannot=(_AVERAGE_CEIL,), outside=_POOL_OUTSIDE,
+          adapter=a.adapt_pool, cannot=(_AVERAGE_CEIL,), outside=_POOL_OUTSIDE, value_inputs=(),
           rounded_expected={"test_averagepool_2d_ceil_last_window_starts_on_pad":
                             "ONNX's expected values are written with 4 decimals (0.1511 for 1.3595 / 9)"}),
     Entry("MaxPool", "MAX_POOLING2", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)"},
-          adapter=a.adapt_pool, cannot=(_COLUMN_MAJOR,),
+          adapter=a.adapt_pool, cannot=(_COLUMN_MAJOR,), value_inputs=(),
           outside=_POOL_OUTSIDE + ("MAX_POOLING2 (dmlcli's) always writes OutputIndicesTensor (UINT64, 5_0): ONNX's "
                                    "Indices read as int64 (the same bits)",)),
     # ONNX Runtime's DirectML provider (DmlOperatorPooling.cpp) takes MAX_POOLING2 only for the Indices output or
     # dilations, and the plain MAX_POOLING otherwise ("the old pooling command, which supports potential
     # metacommands").
     Entry("MaxPool", "MAX_POOLING", selects=a.plain_max_pool, fields=_POOL_FIELDS, adapter=a.adapt_pool,
+          value_inputs=(),
           outside=_POOL_OUTSIDE + ("Y alone, no dilations: MAX_POOLING, as ONNX Runtime's DirectML provider "
                                    "chooses",)),
     Entry("LpPool", "LP_POOLING1", fields=_POOL_FIELDS | {"Dilations": "dilations (default 1)", "P": "p (default 2)"},
-          adapter=a.adapt_pool, outside=_POOL_OUTSIDE),
+          adapter=a.adapt_pool, outside=_POOL_OUTSIDE, value_inputs=()),
     Entry("GlobalAveragePool", "AVERAGE_POOLING",
           fields=_GLOBAL_FIELDS, fixed={"IncludePadding": False},
-          adapter=a.adapt_pool, outside=(_ONE_D,)),
+          adapter=a.adapt_pool, outside=(_ONE_D,), value_inputs=()),
     Entry("GlobalMaxPool", "MAX_POOLING", fields=_GLOBAL_FIELDS,
-          adapter=a.adapt_pool, outside=(_ONE_D,)),
+          adapter=a.adapt_pool, outside=(_ONE_D,), value_inputs=()),
     Entry("MaxUnpool", "MAX_UNPOOLING", fields={"OutputTensor.Sizes": "output_shape, else (in - 1) * strides + "
                                                                       "kernel_shape - pads"},
           adapter=a.adapt_max_unpool, outside=(INT64_INDICES.replace("INT64", "UINT64 (5_0)"),)),

@@ -1,0 +1,200 @@
+"""What a plan works out once for a node and reuses on every later call with the same inputs, as ONNX Runtime's
+DirectML provider compiles a graph once: the DirectML call (the table's conditions, the adapter's fields and
+reshapes, the verdict, the executor's per-call choices) or a view's outputs.
+
+A node qualifies where its table entry says which inputs' values it reads (Entry.value_inputs), those inputs are
+constants of the plan, and everything the adapter (or view) gave is a view of an input or of a constant: every
+other input is then read for its type, Sizes and Strides alone, so a later call whose inputs have the same (and
+whose constant inputs are the same arrays) needs the same call. Its arrays are made again from the new inputs by
+the views the adapter made: the input itself, a reshape of it, or the same Sizes and Strides at the same offset
+in its memory. Any other call (other Sizes; --compare ort's reference values, which are not the plan's constants)
+takes the general path, and so does a node whose adapter made a new array (a copy, a conversion, zeros): those
+are made again on every call. On the GPU nothing is planned (the executor's device arrays are CuPy's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..calls.validation import Verdict
+from .executors import memory_owner
+
+
+class Unplanned(Exception):
+    """An array the plan cannot make again from the node's inputs alone (a new array, a view of two inputs)."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The inputs a node was planned on: each runtime input's position, type, Sizes and Strides, and each constant
+    input (by position) itself."""
+
+    runtime: tuple[tuple[int, np.dtype, tuple[int, ...], tuple[int, ...]], ...]
+    constants: tuple[tuple[int, object], ...]
+
+    def matches(self, inputs: Sequence) -> bool:
+        for position, dtype, shape, strides in self.runtime:
+            array = inputs[position]
+            if not isinstance(array, np.ndarray) or array.dtype != dtype or array.shape != shape \
+                    or array.strides != strides:
+                return False
+        for position, value in self.constants:
+            if inputs[position] is not value:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Derived:
+    """An array made from one runtime input: the input itself (shape None), a reshape of the C-ordered input
+    (strides None), or a view of the input's memory at `offset` bytes with its own Sizes and Strides."""
+
+    position: int
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
+    offset: int = 0
+    dtype: np.dtype | None = None
+
+    def of(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
+        array = inputs[self.position]
+        if self.shape is None:
+            return array
+        if self.strides is None:
+            return array.reshape(self.shape)
+        return np.ndarray(self.shape, self.dtype, buffer=array, offset=self.offset, strides=self.strides)
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _view_of(array: np.ndarray, source: np.ndarray, position: int) -> Derived:
+    """How `array`, a view of `source`'s memory, is made again from an input of source's type, Sizes and
+    Strides."""
+    if array is source:
+        return Derived(position)
+    if not source.flags.c_contiguous:
+        raise Unplanned  # np.ndarray reads a buffer's memory C-ordered
+    offset = _address(array) - _address(source)
+    if offset == 0 and array.dtype == source.dtype and array.size == source.size and array.flags.c_contiguous:
+        return Derived(position, array.shape)
+    low = offset + sum(min(0, (n - 1) * s) for n, s in zip(array.shape, array.strides))
+    high = offset + sum(max(0, (n - 1) * s) for n, s in zip(array.shape, array.strides)) + array.itemsize
+    if array.size == 0 or low < 0 or high > source.nbytes:
+        raise Unplanned  # not within the input's own memory (a view of what the input is a view of)
+    return Derived(position, array.shape, array.strides, offset, array.dtype)
+
+
+def derivation(array, inputs: Sequence, runtime: Sequence[int], constant: Sequence[int]):
+    """What the plan keeps for one array an adapter or a view gave: None for None, the array itself where it is
+    a view of a constant input (the same on every call), else a Derived from the runtime input it is a view of.
+    Unplanned for anything else."""
+    if array is None:
+        return None
+    if not isinstance(array, np.ndarray):
+        raise Unplanned
+    owner = memory_owner(array)
+    sources = [position for position in runtime if memory_owner(inputs[position]) is owner]
+    if sources:
+        return _view_of(array, inputs[sources[0]], sources[0])
+    if any(memory_owner(inputs[position]) is owner for position in constant):
+        return array
+    raise Unplanned
+
+
+def planned_arrays(value_inputs: tuple[int, ...] | None, names: Sequence[str], inputs: Sequence,
+                   constants: set[str], arrays: Sequence) -> tuple[Signature, tuple] | None:
+    """The signature of a node's inputs and how `arrays` (what its adapter or view gave) are made from them, or
+    None where the node cannot be planned (its entry does not say which values it reads, one of those is not a
+    constant, an input is not a NumPy array, two inputs share memory, an array is not a view)."""
+    if value_inputs is None:
+        return None
+    given = [position for position, name in enumerate(names) if name]
+    constant = [position for position in given if names[position] in constants]
+    runtime = [position for position in given if names[position] not in constants]
+    if any(position in runtime for position in value_inputs):
+        return None
+    if not all(isinstance(inputs[position], np.ndarray) for position in given):
+        return None
+    owners = {}
+    for position in runtime:
+        owner = id(memory_owner(inputs[position]))
+        if owners.setdefault(owner, names[position]) != names[position]:
+            return None  # two inputs of one memory: which one an array is a view of is not told by the Sizes
+    if any(id(memory_owner(inputs[position])) in owners for position in constant):
+        return None
+    try:
+        made = tuple(derivation(array, inputs, runtime, constant) for array in arrays)
+    except Unplanned:
+        return None
+    signature = Signature(tuple((p, inputs[p].dtype, inputs[p].shape, inputs[p].strides) for p in runtime),
+                          tuple((p, inputs[p]) for p in constant))
+    return signature, made
+
+
+def made_again(made: tuple, inputs: Sequence) -> list:
+    """The planned arrays for this call's inputs."""
+    return [item.of(inputs) if type(item) is Derived else item for item in made]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """Where a planned node's inputs come from and where its results go: the node's input names (empty for one
+    left out), the positions ONNX holds as bool and DirectML as UINT8 (the same bytes), and (result index, output
+    name) pairs with the outputs to view as bool again."""
+
+    inputs: tuple[str, ...]
+    bool_inputs: tuple[int, ...]
+    outputs: tuple[tuple[int, str], ...]
+    bool_outputs: tuple[str, ...] = ()
+
+    def inputs_of(self, values) -> list:
+        inputs = [values[name] if name else None for name in self.inputs]
+        for position in self.bool_inputs:
+            if inputs[position].dtype == np.bool_:
+                inputs[position] = inputs[position].view(np.uint8)
+        return inputs
+
+    def outputs_of(self, results: Sequence) -> dict:
+        outputs = {name: results[index] for index, name in self.outputs}
+        for name in self.bool_outputs:
+            outputs[name] = outputs[name].view(np.bool_)
+        return outputs
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A node's DirectML call as planned: its DirectML inputs made from the node's inputs, the executor's
+    compiled call, the adapter's finish and the verdict (the tolerance rule --compare reads)."""
+
+    wiring: Wiring
+    signature: Signature
+    made: tuple
+    execute: Callable[[list], tuple]
+    finish: Callable[[Sequence[np.ndarray]], tuple]
+    verdict: Verdict
+
+    def run(self, values) -> dict | None:
+        """The node's outputs by name, or None where its inputs are not those it was planned for."""
+        inputs = self.wiring.inputs_of(values)
+        if not self.signature.matches(inputs):
+            return None
+        return self.wiring.outputs_of(self.finish(self.execute(made_again(self.made, inputs))))
+
+
+@dataclass(frozen=True)
+class PlannedView:
+    """A view node's outputs as planned: each made from the node's inputs (or a constant)."""
+
+    wiring: Wiring
+    signature: Signature
+    made: tuple
+
+    def run(self, values) -> dict | None:
+        inputs = self.wiring.inputs_of(values)
+        if not self.signature.matches(inputs):
+            return None
+        return self.wiring.outputs_of(made_again(self.made, inputs))

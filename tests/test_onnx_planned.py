@@ -1,0 +1,187 @@
+"""A model's plan reuses each node's DirectML call (dmlcli/onnx_model/planned.py) where its table entry says which
+inputs' values it reads and those are constants: the planned calls give the bits the node's own mapping gives on
+the same values, and a node whose call depends on a runtime value, a copy, or another input's memory is mapped
+again on every call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+from dmlcli.onnx_model import OnnxSession  # noqa: E402
+from dmlcli.onnx_model.planned import Derived, Signature, planned_arrays  # noqa: E402
+from dmlcli.onnx_model.steps import DirectMLStep, ViewStep  # noqa: E402
+from dmlcli.suite.onnx.table import ENTRIES  # noqa: E402
+
+from test_onnx_models import F32, model_of, tensor, value  # noqa: E402
+
+
+def _bits(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _plumbing_model():
+    """Transposes (permuted Strides), a broadcast MatMul of a 3-D activation by a 2-D weight, an Add with a bias, a
+    Reshape view, a Gather of runtime indices, a Softmax and a bool output: the encoder's kinds of node."""
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["t", "w"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["a"]),
+        helper.make_node("Reshape", ["a", "shape"], ["r"]),
+        helper.make_node("Gather", ["r", "i"], ["g"], axis=1),
+        helper.make_node("Softmax", ["g"], ["y"], axis=-1),
+        helper.make_node("Greater", ["y", "half"], ["big"]),
+        helper.make_node("Not", ["big"], ["small"]),  # a bool input: DirectML's UINT8
+    ]
+    initializers = [tensor("w", rng.standard_normal((8, 6)).astype(np.float32)),
+                    tensor("b", rng.standard_normal(6).astype(np.float32)),
+                    tensor("shape", np.array([4, 3, 6], np.int64)),
+                    tensor("half", np.array(0.5, np.float32))]
+    return model_of(nodes, [value("x", F32, [3, 4, 8]), value("i", TensorProto.INT64, [2])],
+                    [value("y"), value("big", TensorProto.BOOL), value("small", TensorProto.BOOL)], initializers)
+
+
+def _feeds(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((3, 4, 8)).astype(np.float32), "i": rng.integers(-3, 3, 2).astype(np.int64)}
+
+
+def test_planned_calls_give_the_bits_of_the_nodes_own_mapping():
+    session = OnnxSession(_plumbing_model())
+    session.run(_feeds(0))  # the plan
+    steps = session.plan_for(_feeds(0)).steps
+    planned = {step.node.op for step in steps if isinstance(step, (DirectMLStep, ViewStep)) and step.planned}
+    assert planned == {"Transpose", "MatMul", "Add", "Reshape", "Gather", "Softmax", "Greater", "Not"}
+    for seed in (1, 2, 3):
+        got = session.run(_feeds(seed))
+        fresh = OnnxSession(_plumbing_model()).run(_feeds(seed))  # planned on these very values
+        for name in ("y", "big", "small"):
+            assert got[name].dtype == fresh[name].dtype and _bits(got[name]) == _bits(fresh[name]), name
+    got = session.run(_feeds(4))
+    assert got["big"].dtype == np.bool_ and got["small"].dtype == np.bool_ and (got["small"] == ~got["big"]).all()
+    values = session.run(_feeds(5), keep_all=True)  # the planned calls are the ones a run takes
+    for step in steps:
+        if isinstance(step, (DirectMLStep, ViewStep)):
+            assert step.planned.signature.matches(step.inputs_of(values)), step.node.op
+
+
+def test_a_node_whose_call_reads_a_runtime_value_is_mapped_on_every_call():
+    """Reshape's shape is a graph input here, not a constant: each call's shape counts."""
+    model = model_of([helper.make_node("Reshape", ["x", "shape"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+                     [value("x", F32, [2, 6]), value("shape", TensorProto.INT64, [2])], [value("z")])
+    session = OnnxSession(model)
+    x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+    assert session.run({"x": x, "shape": np.array([3, 4])})["z"].shape == (3, 4)
+    reshape = session.plan_for({"x": x, "shape": np.array([3, 4])}).steps[0]
+    assert isinstance(reshape, ViewStep) and reshape.planned is None
+    assert session.run({"x": x, "shape": np.array([4, 3])})["z"].shape == (4, 3)
+    assert session.run({"x": x, "shape": np.array([12, 1])})["z"].tolist() == np.maximum(x, 0).reshape(12, 1).tolist()
+
+
+def test_a_node_whose_adapter_copies_an_input_is_mapped_on_every_call():
+    """Where's condition is converted to UINT8 (a new array): it cannot be made again from the Sizes."""
+    model = model_of([helper.make_node("Where", ["c", "x", "y"], ["z"])],
+                     [value("c", TensorProto.BOOL, [4]), value("x", F32, [4]), value("y", F32, [4])], [value("z")])
+    session = OnnxSession(model)
+    x, y = np.arange(4, dtype=np.float32), -np.arange(4, dtype=np.float32)
+    first = session.run({"c": np.array([1, 0, 1, 0], bool), "x": x, "y": y})["z"]
+    step = session.plan_for({"c": np.array([1, 0, 1, 0], bool), "x": x, "y": y}).steps[0]
+    assert step.planned is None
+    second = session.run({"c": np.array([0, 1, 1, 1], bool), "x": x, "y": y})["z"]
+    assert first.tolist() == [0, -1, 2, -3] and second.tolist() == [0, 1, 2, 3]
+
+
+def test_inputs_other_than_the_planned_ones_take_the_general_path():
+    """Another Sizes makes another plan; the same node run on other arrays of the constants (--compare's
+    reference values) or on a non-contiguous input is mapped as it is, with the same result."""
+    session = OnnxSession(_plumbing_model())
+    feeds = _feeds(0)
+    session.run(feeds)
+    steps = session.plan_for(feeds).steps
+    matmul = next(step for step in steps if step.node.op == "MatMul")
+    values = session.run(feeds, keep_all=True)
+    expected = matmul.run(values, session.executor)["m"]
+    copies = {name: np.array(values[name]) for name in matmul.node.inputs}  # other objects: no constant matches
+    assert not matmul.planned.signature.matches(matmul.inputs_of(copies))
+    assert _bits(matmul.run(copies, session.executor)["m"]) == _bits(expected)
+    strided = dict(copies, t=np.asfortranarray(copies["t"]))
+    assert _bits(matmul.run(strided, session.executor)["m"]) == _bits(expected)
+
+
+def test_views_are_made_again_from_the_inputs_memory():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    made = planned_arrays((), ("x",), (x,), set(), (x, x.reshape(6, 4), x.transpose(2, 0, 1)[1:],
+                                                   np.broadcast_to(x[:, :1], (2, 5, 4))))
+    assert made is not None
+    signature, (same, reshape, strided, broadcast) = made
+    assert same == Derived(0) and reshape == Derived(0, (6, 4)) and strided.strides is not None
+    other = np.arange(100, 124, dtype=np.float32).reshape(2, 3, 4)
+    assert signature.matches((other,))
+    assert strided.of((other,)).tolist() == other.transpose(2, 0, 1)[1:].tolist()
+    assert broadcast.of((other,)).tolist() == np.broadcast_to(other[:, :1], (2, 5, 4)).tolist()
+    assert reshape.of((other,)).tolist() == other.reshape(6, 4).tolist()
+    assert not signature.matches((other.astype(np.float64),)) and not signature.matches((other[:, :, ::-1],))
+
+
+def test_what_cannot_be_made_again_is_not_planned():
+    x = np.arange(6, dtype=np.float32)
+    w = np.ones(6, np.float32)
+    assert planned_arrays(None, ("x",), (x,), set(), (x,)) is None  # the entry does not say what it reads
+    assert planned_arrays((1,), ("x", "s"), (x, w), set(), (x,)) is None  # a value read off a runtime input
+    assert planned_arrays((), ("x",), (x,), set(), (x + 1,)) is None  # a new array
+    assert planned_arrays((), ("x", "y"), (x, x[:3]), set(), (x, x[:3])) is None  # two inputs of one memory
+    signature, made = planned_arrays((), ("x", "w"), (x, w), {"w"}, (x, w.reshape(2, 3)))
+    assert made[1].shape == (2, 3) and signature == Signature(((0, x.dtype, (6,), (4,)),), ((1, w),))
+    assert not signature.matches((x, w.copy()))  # another array where the constant was
+
+
+def test_every_entry_that_states_its_value_inputs_names_inputs_by_position():
+    for entry in ENTRIES:
+        if entry.value_inputs is not None:
+            assert all(isinstance(p, int) and 0 <= p < 8 for p in entry.value_inputs), entry.onnx_op
+
+
+# ---------------------------------------------------------------- BLAS on the calling thread
+
+
+def _clear_blas_variables(monkeypatch):
+    from dmlcli.onnx_model.executors import BLAS_THREAD_VARIABLES
+
+    for name in BLAS_THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_model_runs_with_blas_on_the_calling_thread(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from dmlcli.onnx_model.executors import CpuExecutor
+
+    _clear_blas_variables(monkeypatch)
+    seen = []
+    run = CpuExecutor.execute
+
+    def execute(self, verdict, arrays):  # what BLAS's thread count is while a node runs
+        seen.append({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
+        return run(self, verdict, arrays)
+
+    monkeypatch.setattr(CpuExecutor, "execute", execute)
+    before = threadpoolctl.threadpool_info()
+    OnnxSession(_plumbing_model()).run(_feeds(0))
+    assert seen and all(counts <= {1} for counts in seen)
+    assert threadpoolctl.threadpool_info() == before  # restored after the run
+
+
+def test_blas_keeps_the_thread_count_the_environment_sets(monkeypatch):
+    from dmlcli.onnx_model import executors
+
+    _clear_blas_variables(monkeypatch)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    assert isinstance(executors.one_blas_thread(), type(executors.contextlib.nullcontext()))
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    monkeypatch.setattr(executors, "_blas_controller", lambda: None)  # threadpoolctl not installed
+    assert isinstance(executors.one_blas_thread(), type(executors.contextlib.nullcontext()))
+    assert OnnxSession(_plumbing_model()).run(_feeds(0))["y"].shape == (4, 2, 6)
