@@ -91,6 +91,10 @@ class Entry:
     # cannot match ONNX's expected values; a model's node runs as the provider runs it (dmlcli onnx), and
     # --compare ort shows the difference.
     differs: tuple[Cannot, ...] = ()
+    # Where `dmlcli run` (validate, describe, the API) cannot stand for the ONNX operator by its name, though a
+    # DirectML operator computes it here: why, and what to run instead; the name then points to `dmlcli onnx`.
+    # Empty: the name resolves to `directml` with the `fixed` fields (dmlcli/onnx_spellings.py).
+    command_line: str = ""
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -230,6 +234,8 @@ _WINDOW = ("indices smaller than data off the axis: DirectML reads data through 
 _STRIDED = ("DirectML has no {what} operator: ONNX Runtime's DirectML provider copies the input, read through an "
             "input DML_TENSOR_DESC with {strides} Strides, by ELEMENT_WISE_IDENTITY; dmlcli gives "
             "ELEMENT_WISE_IDENTITY the same strided view of the input")
+_VIEW_ONLY = ("ELEMENT_WISE_IDENTITY does it only by reading the input through {strides} Strides, which dmlcli run "
+              "does not take (it reads each tensor whole, at its own Sizes)")
 
 PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input's rank (a reshape)"
 
@@ -362,7 +368,9 @@ ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_LEFT", adapter=ae.elementwise(), outside=(BROADCAST,),
           selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"}),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_RIGHT", adapter=ae.elementwise(), outside=(BROADCAST,),
-          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}),
+          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"},
+          command_line="its direction attribute, which has no default, picks the operator: run bit_shift_left "
+                       "(LEFT) or bit_shift_right (RIGHT)"),
     Entry("Round", "ELEMENT_WISE_ROUND", fields={"InputTensor": "X"}, fixed={"RoundingMode": "HALVES_TO_NEAREST_EVEN"},
           adapter=ae.elementwise()),
     Entry("IsInf", "ELEMENT_WISE_IS_INFINITY",
@@ -546,9 +554,11 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=a.adapt_where,
           outside=("ONNX's multidirectional broadcasting is NumPy's, which dmlcli's broadcast applies",)),
     Entry("Expand", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input at the broadcast Sizes, zero Strides"},
-          adapter=ae.adapt_expand, outside=(_STRIDED.format(what="broadcasting", strides="zero"),)),
+          adapter=ae.adapt_expand, outside=(_STRIDED.format(what="broadcasting", strides="zero"),),
+          command_line=_VIEW_ONLY.format(strides="zero")),
     Entry("Transpose", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input through permuted Strides (perm)"},
-          adapter=ae.adapt_transpose, outside=(_STRIDED.format(what="transpose", strides="permuted"),)),
+          adapter=ae.adapt_transpose, outside=(_STRIDED.format(what="transpose", strides="permuted"),),
+          command_line=_VIEW_ONLY.format(strides="permuted")),
     Entry("RotaryEmbedding", None,
           reason="DirectML has no rotary embedding operator (DML_OPERATOR_TYPE up to 0x6400 has none): ONNX Runtime's "
                  "DirectML provider builds it from other operators (slices, multiplications, additions, joins) in a "
