@@ -10,16 +10,18 @@ The rule:
 - A DirectML spelling always wins, in any case: `relu` and `Relu` are ACTIVATION_RELU; `softmax` and `Softmax` are
   ACTIVATION_SOFTMAX, though the table maps ONNX's Softmax (opset 13) onto ACTIVATION_SOFTMAX1; `clip` is
   ELEMENT_WISE_CLIP, `slice` SLICE. dmlcli's names are case-insensitive, so ONNX's (case-sensitive) names are too,
-  and a name that means a DirectML operator keeps that meaning.
+  and a name that means a DirectML operator keeps that meaning. Typed exactly as ONNX spells it, such a name gets
+  a note where the table means something else ("ONNX's Softmax is activation_softmax1").
 - Any other name of the table, in any case and with or without separators (ReduceMean, reducemean, reduce_mean),
   is the entry a call with ONNX's default attributes selects (Mod: MODULUS_FLOOR, fmod being 0 by default): the
-  call runs that DirectML operator with the DESC fields the entry fixes (`fixed`) as options (ReduceMean: --function
-  average), and a line says so. An option given that contradicts a fixed one is a usage error naming both. The
-  tensors and the other options are the DirectML operator's own, as `run OP --help` lists them; what the suite's
-  adapter does around the operator for ONNX's own attributes (keepdims=0, auto_pad, negative axes, ONNX's shapes:
-  the entry's `outside`) is `dmlcli onnx`'s, and `describe NAME` lists it.
-- A name whose entry has no DirectML operator (ONNX's Reshape: the same buffer with other Sizes) or says why
-  `run` cannot stand for it (`command_line`: Transpose and Expand are ELEMENT_WISE_IDENTITY reading a strided
+  call runs that DirectML operator with the DESC fields the entry fixes (`fixed`) as options, and a line says so,
+  naming the fixed options the operator's defaults do not give ("ONNX's ReduceMean is reduce --function average";
+  "ONNX's MatMul is gemm": GEMM's defaults are MatMul's). An option given that contradicts a fixed one is a usage
+  error naming both. The tensors and the other options are the DirectML operator's own, as `run OP --help` lists
+  them; what the suite's adapter does around the operator for ONNX's own attributes (keepdims=0, auto_pad,
+  negative axes, ONNX's shapes: the entry's `outside`) is `dmlcli onnx`'s, and `describe NAME` lists it.
+- A name whose entry has no DirectML operator (ONNX's Reshape: the same buffer with other Sizes) or says why it
+  cannot run by its name alone (`command_line`: Transpose and Expand are ELEMENT_WISE_IDENTITY reading a strided
   view; BitShift's direction has no default) is a usage error that gives the reason and points to `dmlcli onnx`.
 - Any other of ONNX's operator names (operators/table/onnx_names.py) is unknown with that said, never answered
   with DirectML names spelt like it.
@@ -74,8 +76,9 @@ class OnnxSpelling(Frozen):
         return " ".join(f"{option_flag(keyword)} {self._shown(keyword, value)}" for keyword, value in self.changed())
 
     def line(self) -> str:
-        """ONNX's ReduceMean is reduce --function average"""
-        return f"ONNX's {self.name} is {self.operator.cli_name}" + (f" {self.words()}" if self.changed() else "")
+        """What the name runs, as the command line says it: "ONNX's ReduceMean is reduce --function average"."""
+        words = self.words()
+        return f"ONNX's {self.name} is {self.operator.cli_name}" + (f" {words}" if words else "")
 
     def with_fixed(self, options: Mapping[str, object]) -> dict:
         """`options` (API keywords; None where not given) with each fixed field set; an option given another value

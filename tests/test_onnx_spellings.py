@@ -77,6 +77,8 @@ def test_every_entry_resolves_or_points_to_the_model_runner():
         assert operator is find_operator(entry.directml) and spelling.name == name and spelling.entry is entry
         assert dict(spelling.fixed) == {keyword_for(entry, operator, field): value
                                         for field, value in entry.fixed.items()}
+        assert spelling.line().startswith(f"ONNX's {name} is {operator.cli_name}")
+        assert set(spelling.record()["options"]) == {option_flag(keyword) for keyword, _ in spelling.fixed}
     assert pointers == POINTERS
 
 
@@ -308,6 +310,15 @@ def test_the_api_takes_onnx_names():
         dmlcli.run("ReduceMean", x, function="max")
     with pytest.raises(InputError, match="which its name alone cannot run"):
         dmlcli.run("Transpose", x)
+
+
+def test_the_dask_api_takes_onnx_names():
+    da = pytest.importorskip("dask.array")
+    import dmlcli.dask
+
+    a, b = np.uint8([[1, 2], [3, 255]]), np.uint8([[7, 7], [0, 1]])
+    lazy = dmlcli.dask.run("BitwiseXor", da.from_array(a, chunks=1), da.from_array(b, chunks=1))
+    assert lazy.compute().tolist() == (a ^ b).tolist()
 
 
 # ---------------------------------------------------------------- the command line against the suite's adapter
