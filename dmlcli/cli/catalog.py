@@ -153,6 +153,17 @@ def onnx_section(spelling) -> list[str]:
     return lines
 
 
+def _onnx_lines(typed: str, op, spelling) -> list[str]:
+    """What describe says first about the name typed: an ONNX name's section, or the note for a name typed as ONNX
+    spells one that means a DirectML operator (Softmax); nothing for a DirectML name."""
+    if spelling is not None:
+        return onnx_section(spelling)
+    from ..onnx_spellings import clash_note
+
+    note = clash_note(typed, op)
+    return [] if note is None else [f"{note}."]
+
+
 @cli.command(epilog=exit_codes_help(0, 2, 5))
 @click.argument("words", nargs=-1, metavar="[WORD]...")
 @click.option("--family", type=click.Choice([family for family, _ in FAMILY_MODULES]), default=None,
@@ -212,7 +223,7 @@ def describe(operator, output_format):
       dmlcli describe bit_shift_left --format json | jq '.support[-1]'
     """
     from ..feature_levels import ALL_FEATURE_LEVELS
-    from ..onnx_spellings import clash_note, resolve
+    from ..onnx_spellings import resolve
     from ..operators.table.options import option_flag
     from ..operators.table.parameters import EnumParameter
     from ..display.rendering import make_console, show_records
@@ -225,8 +236,7 @@ def describe(operator, output_format):
         return echo_json({**operator_details(op), "onnx": None if spelling is None else spelling.record()})
     console = make_console(sys.stdout)
     console.soft_wrap = False  # prose wraps between words on a terminal (a pipe's console has no width limit)
-    clash = clash_note(operator, op) if spelling is None else None
-    for line in onnx_section(spelling) if spelling is not None else [f"{clash}."] if clash else ():
+    for line in _onnx_lines(operator, op, spelling):
         console.print(line, markup=False)
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)
