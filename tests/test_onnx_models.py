@@ -420,3 +420,13 @@ def test_compare_without_onnx_runtime_says_how_to_install_it(tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     result = CliRunner().invoke(cli, ["onnx", str(path), "-i", "[1, 2, 3, 4]", "--compare", "ort"])
     assert result.exit_code == 4 and "--compare ort needs ONNX Runtime" in result.output
+
+
+def test_a_scalar_keeps_no_dimension_on_its_way_to_the_device():
+    """The GPU executor copies host arrays in C order without numpy.ascontiguousarray's one dimension for a 0-D
+    array (a Gather's scalar index kept an axis ONNX drops on the GPU)."""
+    from dmlcli.onnx_model.executors import c_ordered
+
+    assert c_ordered(np.array(3, np.int64)).shape == ()
+    strided = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    assert c_ordered(strided).flags.c_contiguous and np.array_equal(c_ordered(strided), strided)

@@ -70,11 +70,11 @@ class GpuExecutor:
             return array
         owner = _owner(array)
         if id(owner) not in self._kept:
-            return self.cupy.asarray(np.ascontiguousarray(array))
+            return self.cupy.asarray(c_ordered(array))
         key = (id(owner), array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
         found = self._device.get(key)
         if found is None:
-            found = self._device[key] = self.cupy.asarray(np.ascontiguousarray(array))
+            found = self._device[key] = self.cupy.asarray(c_ordered(array))
         return found
 
     def to_host(self, array) -> np.ndarray:
@@ -89,6 +89,12 @@ class GpuExecutor:
             return (self.backend.execute_device(operator, arrays, out.shape, out.data_type.numpy_dtype,
                                                 call.parameters),)
         return tuple(self.backend.execute_shaped_device(operator, arrays, call.outputs, call.parameters))
+
+
+def c_ordered(array: np.ndarray) -> np.ndarray:
+    """The array in C order, keeping its shape: numpy.ascontiguousarray gives a 0-D array (an ONNX scalar: Gather's
+    index) one dimension, which made a Gather on the GPU keep an axis ONNX drops."""
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 def _owner(array: np.ndarray) -> np.ndarray:
