@@ -15,6 +15,7 @@ import numpy as np
 from . import engine
 from .errors import DmlcliWarning
 from .calls.validation import Verdict
+from .onnx_spellings import request as _request
 
 
 def _warn(messages) -> None:
@@ -25,7 +26,7 @@ def _warn(messages) -> None:
 def plan(op, inputs: Sequence[tuple], *, feature_level=None, broadcast=False, output_dtype=None,
          **parameters) -> Verdict:
     """Validate a call described by its inputs' (DataType, shape) pairs alone, with no data."""
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype)
     return engine.plan(req, inputs)
 
 
@@ -47,8 +48,8 @@ def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None
     `allow_tf32` change nothing that is checked; the verdict's call records them (the rule --check would use:
     dmlcli.checking.comparison.rule_for). `convert` as run's.
     """
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, allow_tf32=allow_tf32)
     return engine.plan_arrays(req, _converted(arrays, convert))
 
 
@@ -69,8 +70,8 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
     converts each array of another type of that kind first, as --convert does: floats rounded to nearest (NumPy's
     default FLOAT64), integers exactly.
     """
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, allow_tf32=allow_tf32)
     outcome = engine.run(req, _converted(arrays, convert), backend=backend)
     _warn(outcome.warnings)
     op = req.operator
@@ -95,8 +96,8 @@ def check(op, *arrays, expected, tolerance=None, feature_level=None, broadcast=F
     override = None
     if tolerance is not None:
         override = tolerance if isinstance(tolerance, Rule) else parse_tolerance(tolerance, "tolerance")
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, allow_tf32=allow_tf32)
     outcome = engine.run(req, _converted(arrays, convert), backend=backend)
     _warn(outcome.warnings)
     call = outcome.verdict.call
@@ -121,8 +122,8 @@ def run_files(op, inputs: Sequence[str], output: str, *, dtype=None, feature_lev
     name one of the inputs. `dtype`, when given, must agree with the files. `progress(total_bytes)`
     may return a context manager that yields an `advance(bytes)` callable. Returns the Verdict.
     """
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules, allow_tf32=allow_tf32)
     declared = None if dtype is None else engine.data_type_of(dtype)
     outcome = engine.run_files(req, [str(x) for x in inputs], str(output), dtype=declared, backend=backend,
                                chunk_bytes=chunk_bytes, progress=progress)

@@ -18,6 +18,7 @@ from typing import Sequence
 from . import engine
 from .errors import DmlcliWarning, InputError
 from .calls.validation import Verdict
+from .onnx_spellings import request as _request
 
 
 def lazy(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
@@ -28,8 +29,8 @@ def lazy(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, ba
     from .data_types import from_numpy
     from .distributed import graph
 
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules)
     dask_arrays = [graph.as_dask_array(a, i + 1) for i, a in enumerate(arrays)]
     described = []
     for position, (dtype, shape) in enumerate(graph.metadata(dask_arrays), start=1):
@@ -68,8 +69,8 @@ def run_stores(op, inputs: Sequence[str], output: str | None = None, *, schedule
     """
     from .distributed.settings import dask_options
 
-    req = engine.request(op, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, **parameters)
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                         float_rules=float_rules)
     declared = None if dtype is None else engine.data_type_of(dtype)
     options = dask_options(scheduler, workers, chunks, connect_timeout)
     outcome = engine.run_dask(req, [str(x) for x in inputs], output=None if output is None else str(output),

@@ -18,7 +18,6 @@ from dmlcli.data_types import parse_data_type
 from dmlcli.errors import InputError
 from dmlcli.io.json_tensor import parse_json_tensor
 from dmlcli.io.sources import read_tensor
-from dmlcli.operators.table.onnx_names import ONNX_TO_DIRECTML
 
 INTEGER_TYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
 
@@ -306,27 +305,7 @@ def test_backend_in_any_case(spelling):
     assert result.exit_code == 0 and json.loads(result.stdout)["data"] == [254]
 
 
-@pytest.mark.parametrize("name, suggested", [
-    ("Xor", "logical_xor"), ("BitwiseXor", "bit_xor"), ("And", "logical_and"), ("Or", "logical_or"),
-    ("Not", "logical_not"), ("BitwiseNot", "bit_not"), ("BitwiseAnd", "bit_and"), ("Equal", "logical_equals"),
-    ("Greater", "logical_greater_than"), ("Less", "logical_less_than"),
-    ("GreaterOrEqual", "logical_greater_than_or_equal"), ("LessOrEqual", "logical_less_than_or_equal"),
-    ("BitShift", "bit_shift_left or bit_shift_right"), ("IsInf", "is_infinity"), ("IsNaN", "is_nan"),
-    ("Sub", "subtract"), ("Mul", "multiply"), ("Div", "divide"), ("Neg", "negate"), ("LeakyRelu", "activation_leaky_relu"),
-    ("Where", "if"), ("Mod", "modulus_floor or modulus_truncate"), ("QuantizeLinear", "quantize_linear"),
-    ("DequantizeLinear", "dequantize_linear"), ("Reciprocal", "recip")])
-def test_onnx_names_suggest_the_directml_operator(name, suggested):
-    line = one_error_line(invoke("describe", name), 2)
-    assert f"that is ONNX's {name}, which DirectML calls {suggested}" in line
-
-
 @pytest.mark.parametrize("name", ["Add", "Abs", "Exp", "Log", "Pow", "Sqrt", "Relu", "Sigmoid", "Tanh", "Erf", "Sign",
                                   "Clip", "Max", "Min", "Ceil", "Floor", "Round", "Identity"])
 def test_names_accepted_today_keep_their_meaning(name):
     assert dmlcli.operators.find_operator(name) is dmlcli.operators.find_operator(name.upper())
-
-
-def test_every_onnx_mapping_names_an_operator_of_the_table():
-    for name, targets in ONNX_TO_DIRECTML.items():
-        for target in targets:
-            assert dmlcli.operators.find_operator(target).dml_name.endswith(target), (name, target)

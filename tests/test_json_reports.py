@@ -17,17 +17,19 @@ from dmlcli.feature_levels import ALL_FEATURE_LEVELS
 from conftest import REPO
 
 VALIDATE_KEYS = {"verdict", "operator", "feature_level", "lowest_feature_level", "message", "exit_code", "tensors",
-                 "check", "work"}  # check: issue 31; work: issue 34 (keys are added, never renamed or removed)
+                 "check", "work",  # check: issue 31; work: issue 34 (keys are added, never renamed or removed)
+                 "onnx"}  # issue 31: the ONNX name's resolution
 OPS_KEYS = {"name", "dml_name", "family", "summary", "inputs", "parameters", "output_type_same_as", "output_types",
-            "default_output_type", "introduced"}
+            "default_output_type", "introduced",
+            "onnx_names"}  # issue 31: the ONNX names that resolve to the operator
 DESCRIBE_KEYS = OPS_KEYS | {"enum_value", "formula", "tensors", "output", "exactness", "tolerance", "same_data_type",
                             "same_sizes", "in_place", "notes", "support",
                             # added with the shaped operators (keys are added, never renamed or removed)
                             "outputs", "variadic", "support_by", "support_groups", "tf32_products",
                             # added with the attention family
                             "optional_inputs", "optional_since", "optional_outputs",
-                            # added with issue 31: what --broadcast does to the inputs
-                            "broadcast"}
+                            # added with issue 31: what --broadcast does to the inputs; an ONNX name's resolution
+                            "broadcast", "onnx"}
 
 
 def invoke(*args):

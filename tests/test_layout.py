@@ -41,6 +41,8 @@ LAYERS = [
     ["dmlcli.dispatch.run"],
     ["dmlcli.dispatch", "dmlcli.suite"],
     ["dmlcli.onnx_model"],  # whole ONNX models on the suite's ONNX table and the engine
+    # ONNX's operator names for the command line and the API, read from the suite's ONNX table.
+    ["dmlcli.onnx_spellings"],
     ["dmlcli.api", "dmlcli.dask"],
     ["dmlcli.display"],
     ["dmlcli.cli", "dmlcli.__main__"],

@@ -12,7 +12,6 @@ import pytest
 
 import dmlcli
 from dmlcli.operators import find_operator
-from dmlcli.operators.table.onnx_names import ONNX_TO_DIRECTML
 from dmlcli.suite.onnx import ENTRIES, TABLE, Planned, Skipped
 from dmlcli.suite.onnx.adapters import OnnxCall
 from dmlcli.suite.onnx.mapping import plan_call
@@ -43,17 +42,6 @@ def test_a_placeholder_without_a_default_is_the_tables_error():
     with pytest.raises(KeyError, match="placeholder {surprise} is no attribute"):
         condition.describe(OnnxCall("Relu", ()))
     assert condition.describe(OnnxCall("Relu", (), {"surprise": 7})) == "ONNX's 7 is unknown"
-
-
-def test_the_element_wise_entries_agree_with_the_names_run_suggests():
-    # (QuantizeLinear and DequantizeLinear map onto 6_3's blocked QUANTIZE and DEQUANTIZE, which also take the
-    # per-tensor calls `run` suggests the element-wise ones for.)
-    for onnx_op, directml in ONNX_TO_DIRECTML.items():
-        entry = TABLE.get(onnx_op)
-        if entry is None or entry.directml is None or not find_operator(entry.directml).is_elementwise:
-            continue  # (Identity runs no operator in a model: ONNX Runtime's DirectML provider reuses the buffer)
-        mapped = {TABLE[onnx_op].directml, *(variant.directml for variant in VARIANTS.get(onnx_op, ()))}
-        assert mapped & {name for name in directml}, (onnx_op, mapped, directml)
 
 
 def test_every_entry_names_a_directml_operator_dmlcli_has_or_says_why_not():

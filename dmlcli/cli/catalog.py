@@ -105,8 +105,63 @@ def output_type_summary(op) -> str:
 
 
 def _matches(op, words: tuple[str, ...]) -> bool:
-    text = " ".join((op.cli_name, op.dml_name, op.family, op.summary)).lower()
+    """Every word is in the operator's name, family or summary, or in an ONNX name the suite's ONNX table maps onto
+    it (`ops ReduceMean` finds REDUCE)."""
+    if not words:
+        return True
+    from ..onnx_spellings import mapped_names
+
+    text = " ".join((op.cli_name, op.dml_name, op.family, op.summary, *mapped_names(op))).lower()
     return all(word.lower() in text for word in words)
+
+
+def onnx_summary(op) -> str | None:
+    """The ONNX names that resolve to the operator and the table's other entries that map onto it, in a line (None
+    where there are none)."""
+    from ..onnx_spellings import names_for
+
+    resolving, others = names_for(op)
+    parts = []
+    if resolving:
+        named = ", ".join(spelling.name + (f" ({spelling.words()})" if spelling.changed() else "")
+                          for spelling in resolving)
+        parts.append(f"{named} {'resolves' if len(resolving) == 1 else 'resolve'} to {op.cli_name}")
+    if others:
+        parts.append(f"{'also ' if resolving else ''}mapped onto it: {'; '.join(others)}")
+    if not parts:
+        return None
+    return f"ONNX (dmlcli's ONNX table, as dmlcli test and dmlcli onnx map it): {'; '.join(parts)}."
+
+
+def onnx_section(spelling) -> list[str]:
+    """describe's lines about an ONNX name: what it resolves to, where each DESC field comes from in ONNX, and what
+    only `dmlcli onnx` does around the operator."""
+    op = spelling.operator
+    lines = [f"{spelling.line()} (dmlcli's ONNX table, as dmlcli test and dmlcli onnx map it): the tensors and "
+             f"options are {op.name}'s, described below."]
+    fixed = dict(spelling.entry.fixed)
+    sources = [f"{field}: {source}" for field, source in spelling.entry.fields.items() if field not in fixed]
+    sources += [f"{field}: {value} (fixed)" for field, value in fixed.items()]
+    if sources:
+        lines.append(f"ONNX's attributes and inputs as {op.name}'s: {'; '.join(sources)}.")
+    if spelling.entry.outside:
+        lines.append(f"Around the operator, in dmlcli onnx (run takes {op.name}'s tensors and options as they are): "
+                     f"{'; '.join(spelling.entry.outside)}.")
+    if spelling.others:
+        lines.append(f"Other attributes of ONNX's {spelling.name} select "
+                     f"{' or '.join(other.cli_name for other in spelling.others)}.")
+    return lines
+
+
+def _onnx_lines(typed: str, op, spelling) -> list[str]:
+    """What describe says first about the name typed: an ONNX name's section, or the note for a name typed as ONNX
+    spells one that means a DirectML operator (Softmax); nothing for a DirectML name."""
+    if spelling is not None:
+        return onnx_section(spelling)
+    from ..onnx_spellings import clash_note
+
+    note = clash_note(typed, op)
+    return [] if note is None else [f"{note}."]
 
 
 @cli.command(epilog=exit_codes_help(0, 2, 5))
@@ -135,8 +190,11 @@ def ops(words, family, output_format):
                                         if (family is None or family == name) and _matches(op, words)]})
     from .. import operators as table_of
     from ..display.rendering import make_console, show_records
+    from ..onnx_spellings import word_note
 
     console = make_console(sys.stdout)
+    for note in filter(None, map(word_note, words)):  # an ONNX name among the words: what it is here
+        console.print(f"{note}.", markup=False)
     shown = 0
     for name, members in table_of.FAMILIES:
         chosen = [op for op in sorted(members, key=lambda o: o.cli_name)
@@ -165,18 +223,21 @@ def describe(operator, output_format):
       dmlcli describe bit_shift_left --format json | jq '.support[-1]'
     """
     from ..feature_levels import ALL_FEATURE_LEVELS
-    from ..operators import find_operator
+    from ..onnx_spellings import resolve
     from ..operators.table.options import option_flag
     from ..operators.table.parameters import EnumParameter
     from ..display.rendering import make_console, show_records
 
-    op = find_operator(operator)
+    op, spelling = resolve(operator)
     if output_format == "json":
         from .reports import operator_details
 
-        return echo_json(operator_details(op))
+        # Added with issue 31: the ONNX name's resolution (null for a DirectML name).
+        return echo_json({**operator_details(op), "onnx": None if spelling is None else spelling.record()})
     console = make_console(sys.stdout)
     console.soft_wrap = False  # prose wraps between words on a terminal (a pipe's console has no width limit)
+    for line in _onnx_lines(operator, op, spelling):
+        console.print(line, markup=False)
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)
     console.print(f"  {op.formula}", markup=False)
@@ -194,6 +255,9 @@ def describe(operator, output_format):
     same_name = _same_bare_name(op)
     if same_name is not None:
         console.print(same_name, markup=False)
+    onnx = onnx_summary(op)
+    if onnx is not None:
+        console.print(onnx, markup=False)
     for param in op.parameters:
         flags = ", ".join(option_flag(option)[2:] for option in param.options)
         values = ""

@@ -16,19 +16,28 @@ from .options import (OperatorCommand, WholeNumbers, backend_option, call_option
                       quiet_option)
 
 
-def _request(operator, arguments: dict):
-    """The engine's request from a command's arguments: the call options and the operator's own options."""
+def _request(operator, arguments: dict, quiet: bool = False):
+    """The engine's request from a command's arguments (the call options and the operator's own options), and the
+    ONNX spelling the operator was named in (None for a DirectML name). An ONNX name (ReduceMean) is its DirectML
+    operator with the fields the suite's ONNX table fixes, said on stderr ("ONNX's ReduceMean is reduce --function
+    average"; not with --quiet)."""
     from ..engine import request
-    from ..operators import find_operator
+    from ..onnx_spellings import clash_note, resolve
 
-    found = find_operator(operator)
+    found, spelling = resolve(operator)
     parameters = parameter_values(found, arguments)
+    if spelling is not None:
+        parameters = spelling.with_fixed(parameters)
+    # A name typed as ONNX spells one that means a DirectML operator (Softmax) says what ONNX's would be.
+    note = spelling.line() if spelling is not None else clash_note(operator, found)
+    if note is not None and not quiet:
+        click.echo(f"dmlcli: {note}", err=True)
     # validate has no --allow-tf32: it changes how a result is computed and checked, not whether DirectML
     # accepts the call.
     return request(found, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
                    output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"),
                    output_shape=arguments.pop("output_shape"), allow_tf32=arguments.pop("allow_tf32", False),
-                   **parameters)
+                   **parameters), spelling
 
 
 def _declared_dtype(text):
@@ -118,7 +127,7 @@ def run(operator, inputs, outputs, dtype, style, expected, tolerance, max_diffs,
         raise InputError(f"--format {style} shows a result on stdout, but with --check the result is compared, "
                          "not shown; leave --format out")
     style = style or "table"
-    req = _request(operator, arguments)
+    req, _ = _request(operator, arguments, quiet)
     override = None
     if tolerance is not None:
         from ..checking.comparison import parse_tolerance
@@ -211,7 +220,7 @@ def _run_to_several(operator, inputs, outputs, dtype, style, expected, save_case
     for given, what in ((style, "--format"), (expected, "--check"), (save_case, "--save-case")):
         if given is not None:
             raise InputError(f"{what} goes with one output; with several -o, leave {what} out")
-    req = _request(operator, arguments)
+    req, _ = _request(operator, arguments, quiet)
     with warnings_reported(quiet):
         outcome = run_sources(req, inputs, output=outputs, dtype=_declared_dtype(dtype), backend=backend,
                               dask=dask_settings(*dask), convert=convert)
@@ -263,9 +272,9 @@ def validate(operator, inputs, dtype, output_format, **arguments):
     from ..engine import plan_sources
 
     convert = _conversion_targets(arguments.pop("convert"))
-    req = _request(operator, arguments)
+    req, spelling = _request(operator, arguments)
     if output_format == "json":
-        return validate_as_json(req, inputs, _declared_dtype(dtype), convert)
+        return validate_as_json(req, inputs, _declared_dtype(dtype), convert, spelling)
     verdict = plan_sources(req, inputs, _declared_dtype(dtype), convert)
     tensors = ", ".join(t.describe() for t in verdict.call.tensors.values())
     click.echo(f"valid: {req.operator.name} accepts {tensors} at {verdict.feature_level}")

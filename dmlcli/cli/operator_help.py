@@ -40,14 +40,18 @@ def usage_arguments(operator, room: int) -> str:
 
 
 def format_operator_help(command: click.Command, ctx: click.Context, formatter: click.HelpFormatter, operator,
-                         own: list[click.Option], exit_codes: tuple[int, ...]) -> None:
+                         own: list[click.Option], exit_codes: tuple[int, ...], spelling=None) -> None:
     """The help of `dmlcli COMMAND OPERATOR --help`, written into click's formatter (its width is the terminal's,
     at most 78 columns). Text is wrapped here, between words only: click's wrapping breaks at hyphens, which cut
-    option names (--float-|rules)."""
-    path = f"{ctx.command_path} {operator.cli_name}"
+    option names (--float-|rules). `spelling`: the ONNX name OPERATOR was given by (onnx_spellings.OnnxSpelling),
+    or None."""
+    path = f"{ctx.command_path} {operator.cli_name if spelling is None else spelling.name}"
     room = formatter.width - len(f"Usage: {path} [OPTIONS] ")
     formatter.write_usage(path, f"[OPTIONS] {usage_arguments(operator, room)}".rstrip())
     formatter.write_paragraph()
+    if spelling is not None:
+        _write_text(formatter, f"{spelling.line()} (dmlcli describe {spelling.name} maps its attributes):",
+                    indent=2)
     summary = operator.summary.rstrip(".")
     _write_text(formatter, f"{operator.dml_name} (since {operator.introduced.short}): {summary}.", indent=2)
     _write_text(formatter, _tensors_line(operator), indent=2)

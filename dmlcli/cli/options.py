@@ -145,16 +145,18 @@ class OperatorCommand(TensorCommand):
             raise self._not_a_parameter(error, operator, self.name) from None
 
     def _operator_in(self, ctx: click.Context, args: list[str]):
-        """The operator the first positional argument names; None where there is none (help) or it is unknown
-        (the command then says so in its own words)."""
+        """The operator the first positional argument names (in any spelling: an ONNX name's resolution is kept
+        in ctx.meta["dmlcli.onnx"] for the help); None where there is none (help) or it is unknown (the command
+        then says so in its own words)."""
         from ..errors import InputError
-        from ..operators import find_operator
+        from ..onnx_spellings import resolve
 
         name = _first_positional(args, self.params)
         if name is None:
             return None
         try:
-            return find_operator(name)
+            operator, ctx.meta["dmlcli.onnx"] = resolve(name)
+            return operator
         except InputError:
             if ctx.resilient_parsing:  # shell completion: the options of no operator
                 return None
@@ -178,7 +180,8 @@ class OperatorCommand(TensorCommand):
             return super().format_help(ctx, formatter)
         from .operator_help import format_operator_help
 
-        format_operator_help(self, ctx, formatter, operator, ctx.meta.get(self._meta_key, []), self.exit_codes)
+        format_operator_help(self, ctx, formatter, operator, ctx.meta.get(self._meta_key, []), self.exit_codes,
+                             ctx.meta.get("dmlcli.onnx"))
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The common options, then the operator's own in a section of their own."""

@@ -52,7 +52,15 @@ def operator_record(op: Operator) -> dict:
         "output_types": _output_types(op),
         "default_output_type": None if op.default_output_type is None else op.default_output_type.name,
         "introduced": _level(op.introduced),
+        # Added with issue 31: the ONNX names that resolve to the operator (dmlcli run NAME runs it).
+        "onnx_names": _onnx_names(op),
     }
+
+
+def _onnx_names(op: Operator) -> list[str]:
+    from ..onnx_spellings import names_for
+
+    return [spelling.name for spelling in names_for(op)[0]]
 
 
 def support_table(op: Operator, group=None) -> list[dict]:
@@ -154,15 +162,18 @@ def check_record(call) -> dict:
             "sum_bound": None if figures is None else figures.to_json(), "text": rule.describe()}
 
 
-def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None, error=None) -> dict:
-    """The verdict of `dmlcli validate`: ok with the tensors, or rejected with the broken rule."""
+def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None, error=None, onnx=None) -> dict:
+    """The verdict of `dmlcli validate`: ok with the tensors, or rejected with the broken rule; `onnx`: the ONNX
+    spelling the operator was named by (onnx_spellings.OnnxSpelling), or None."""
     from ..errors import EXIT_OK
 
+    # Added with issue 31: the ONNX name's resolution (null for a DirectML name).
+    spelled = {"onnx": None if onnx is None else onnx.record()}
     if error is not None:
         return {"verdict": "rejected", "operator": op.dml_name, "feature_level": feature_level.name,
                 "lowest_feature_level": _level(getattr(error, "lowest_feature_level", None)),
                 "message": str(error), "exit_code": error.exit_code, "tensors": None, "check": None,
-                "work": None}
+                "work": None, **spelled}
     tensors = {name: {"data_type": t.data_type.name, "shape": list(t.shape)}
                for name, t in verdict.call.tensors.items()}
     described = ", ".join(t.describe() for t in verdict.call.tensors.values())
@@ -170,7 +181,7 @@ def validation_report(op: Operator, feature_level: FeatureLevel, *, verdict=None
             "lowest_feature_level": _level(verdict.lowest_feature_level),
             "message": f"valid: {op.name} accepts {described} at {verdict.feature_level}",
             "exit_code": EXIT_OK, "tensors": tensors, "check": check_record(verdict.call),
-            "work": work_report(verdict.call)}
+            "work": work_report(verdict.call), **spelled}
 
 
 def work_report(call) -> dict | None:

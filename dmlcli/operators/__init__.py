@@ -3,7 +3,8 @@
 The package is laid out by concern, each layer importing only the ones below it (tests/test_layout.py):
 - table/: what an entry is and how the table is indexed: schema (an entry and its self-checks), options and
   parameters (the parameter kinds), shaped (what a shape rule works with), hooks (value checks that warn),
-  index (which module holds each operator and option), directml_names and onnx_names (other names).
+  index (which module holds each operator and option), directml_names (DirectML.h's alias) and onnx_names
+  (ONNX's operator names, which never get spelling suggestions; what they mean is the suite's ONNX table).
 - numerics/: what kernels of several families share: the float specials, Direct3D's float-to-integer
   conversions, ScaleBias, the compiled CPU loops and the CUDA prelude.
 - elementwise/: the element-wise families (bitwise, logical, comparison, arithmetic, selection, math,
@@ -39,7 +40,8 @@ if TYPE_CHECKING:  # annotations only: the parameter kinds are loaded with the f
     from .table.parameters import Parameter
 
 __all__ = ["OPERATORS", "ELEMENTWISE_OPERATORS", "FAMILIES", "Operator", "SupportRow", "TensorSupport",
-           "find_operator", "known_options", "register_family", "all_operators"]
+           "find_operator", "lookup_operator", "directml_key", "normalised_name", "known_options", "register_family",
+           "all_operators"]
 
 _registered: list[tuple[str, tuple[Operator, ...]]] = []  # families added by register_family (plug-ins, tests)
 _registered_keys: dict[str, Operator] = {}
@@ -147,12 +149,10 @@ def option_owner(option: str) -> Parameter | None:
     return None
 
 
-def find_operator(text: str | Operator) -> Operator:
-    """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR.
-
-    Only the family module that holds it is imported. A name DirectML does not have gets the closest names
-    suggested (or, for an ONNX operator's name, the DirectML operators it maps to).
-    """
+def lookup_operator(text: str | Operator) -> Operator | None:
+    """The operator any DirectML spelling names (bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR,
+    DML_OPERATOR_ELEMENT_WISE_BIT_XOR), importing only the family module that holds it; None for any other name
+    (no suggestions: find_operator words them)."""
     if isinstance(text, Operator):
         return text
     known = _found.get(text) if isinstance(text, str) else None
@@ -161,17 +161,44 @@ def find_operator(text: str | Operator) -> Operator:
     key = _normalise(text)
     if key in _registered_keys:
         return _registered_keys[key]
-    if key in SPELLINGS:
-        full, module = SPELLINGS[key]
-        for op in _module(module).OPERATORS:
-            if op.key == full:
-                if isinstance(text, str):
-                    _found[text] = op
-                return op
-        raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.regenerate)")
-    onnx = _onnx_suggestion(text, key)
+    if key not in SPELLINGS:
+        return None
+    full, module = SPELLINGS[key]
+    for op in _module(module).OPERATORS:
+        if op.key == full:
+            if isinstance(text, str):
+                _found[text] = op
+            return op
+    raise AssertionError(f"index.py says {module} holds {full}: regenerate it (python -m dmlcli.operators.regenerate)")
+
+
+def directml_key(text: str) -> str | None:
+    """The key (DML_OPERATOR_<key>) of the operator a DirectML spelling names, without importing its module; None
+    for any other name."""
+    key = _normalise(text)
+    if key in _registered_keys:
+        return _registered_keys[key].key
+    return SPELLINGS[key][0] if key in SPELLINGS else None
+
+
+def find_operator(text: str | Operator) -> Operator:
+    """Look an operator up by any spelling: bit_xor, BIT_XOR, bit-xor, ELEMENT_WISE_BIT_XOR, DML_OPERATOR_ELEMENT_WISE_BIT_XOR.
+
+    Only the family module that holds it is imported. A name DirectML does not have gets the closest names
+    suggested; an ONNX operator's name gets none (its neighbours in spelling mean other things): the command line
+    and the API resolve ONNX's names through the suite's ONNX table (dmlcli/onnx_spellings.py), a layer above.
+    """
+    found = lookup_operator(text)
+    if found is not None:
+        return found
+    key = _normalise(text)
+    from .table.onnx_names import onnx_name
+
+    onnx = onnx_name(key)
     if onnx is not None:
-        raise InputError(onnx)
+        raise InputError(f"unknown operator {quoted(text)}: that is ONNX's {onnx}, not a DirectML operator's name "
+                         f"('dmlcli describe {onnx}' says what dmlcli's ONNX table maps it to; dmlcli run, validate "
+                         "and dmlcli.run take it)")
     names = sorted({full.removeprefix("ELEMENT_WISE_") if full.startswith("ELEMENT_WISE_") else full
                     for full, _ in SPELLINGS.values()} | {op.cli_name.upper() for op in _registered_keys.values()})
     import difflib  # only to word an unknown name
@@ -181,16 +208,6 @@ def find_operator(text: str | Operator) -> Operator:
     raise InputError(f"unknown operator {quoted(text)}{hint}")
 
 
-def _onnx_suggestion(text: str, key: str) -> str | None:
-    """For an ONNX operator name dmlcli does not accept (Xor, Equal, BitShift): the DirectML operator(s) to use."""
-    from .table.onnx_names import ONNX_NOTES, ONNX_TO_DIRECTML, onnx_name
-
-    name = onnx_name(key)
-    if name is None:
-        return None
-    targets = [target for target in ONNX_TO_DIRECTML[name] if target in SPELLINGS]
-    if not targets:
-        return None
-    note = f" ({ONNX_NOTES[name]})" if name in ONNX_NOTES else ""
-    uses = " or ".join(find_operator(target).cli_name for target in targets)
-    return f"unknown operator {quoted(text)}: that is ONNX's {name}, which DirectML calls {uses}{note}"
+def normalised_name(text: str) -> str:
+    """An operator's name as the table's keys are compared: upper case, separators as _, no DML_OPERATOR_."""
+    return _normalise(text)

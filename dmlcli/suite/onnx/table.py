@@ -98,6 +98,10 @@ class Entry:
     # where the inputs listed are constants (onnx_model/planned.py). None: not stated (the node is mapped again on
     # every call, as a node test's case is).
     value_inputs: tuple[int, ...] | None = None
+    # Where `dmlcli run` (validate, describe, the API) cannot stand for the ONNX operator by its name, though a
+    # DirectML operator computes it here: why, and what to run instead; the name then points to `dmlcli onnx`.
+    # Empty: the name resolves to `directml` with the `fixed` fields (dmlcli/onnx_spellings.py).
+    command_line: str = ""
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -237,6 +241,8 @@ _WINDOW = ("indices smaller than data off the axis: DirectML reads data through 
 _STRIDED = ("DirectML has no {what} operator: ONNX Runtime's DirectML provider copies the input, read through an "
             "input DML_TENSOR_DESC with {strides} Strides, by ELEMENT_WISE_IDENTITY; dmlcli gives "
             "ELEMENT_WISE_IDENTITY the same strided view of the input")
+_VIEW_ONLY = ("ELEMENT_WISE_IDENTITY does it only by reading the input through {strides} Strides, which dmlcli run "
+              "does not take (it reads each tensor whole, at its own Sizes)")
 
 PER_CHANNEL = "ONNX's 1-D per-channel tensors become {1, C, 1, ...} of the input's rank (a reshape)"
 
@@ -370,7 +376,9 @@ ELEMENTWISE_ENTRIES: tuple[Entry, ...] = (
           selects=lambda c: str(c.attr("direction", "")) == "LEFT", fields={"ATensor": "X", "BTensor": "Y"},
           value_inputs=()),
     Entry("BitShift", "ELEMENT_WISE_BIT_SHIFT_RIGHT", adapter=ae.elementwise(), outside=(BROADCAST,),
-          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}, value_inputs=()),
+          fields={"ATensor": "X", "BTensor": "Y (direction RIGHT)"}, value_inputs=(),
+          command_line="its direction attribute, which has no default, picks the operator: run bit_shift_left "
+                       "(LEFT) or bit_shift_right (RIGHT)"),
     Entry("Round", "ELEMENT_WISE_ROUND", fields={"InputTensor": "X"}, fixed={"RoundingMode": "HALVES_TO_NEAREST_EVEN"},
           adapter=ae.elementwise(), value_inputs=()),
     Entry("IsInf", "ELEMENT_WISE_IS_INFINITY",
@@ -558,10 +566,10 @@ ENTRIES: tuple[Entry, ...] = (
           outside=("ONNX's multidirectional broadcasting is NumPy's, which dmlcli's broadcast applies",)),
     Entry("Expand", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input at the broadcast Sizes, zero Strides"},
           adapter=ae.adapt_expand, outside=(_STRIDED.format(what="broadcasting", strides="zero"),),
-          value_inputs=(1,)),
+          value_inputs=(1,), command_line=_VIEW_ONLY.format(strides="zero")),
     Entry("Transpose", "ELEMENT_WISE_IDENTITY", fields={"InputTensor": "the input through permuted Strides (perm)"},
           adapter=ae.adapt_transpose, outside=(_STRIDED.format(what="transpose", strides="permuted"),),
-          value_inputs=()),
+          value_inputs=(), command_line=_VIEW_ONLY.format(strides="permuted")),
     Entry("RotaryEmbedding", None,
           reason="DirectML has no rotary embedding operator (DML_OPERATOR_TYPE up to 0x6400 has none): ONNX Runtime's "
                  "DirectML provider builds it from other operators (slices, multiplications, additions, joins) in a "
