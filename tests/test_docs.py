@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED, SHARED_MISSING
+from conftest import REPO, SHARED
 
 DOCS = REPO / "docs"
 README = REPO / "README.md"
@@ -137,12 +137,6 @@ def test_counts_in_the_pages_are_the_tables():
         if number != actual:
             wrong.append(f"{page} line {line}: says {number} for {key}, the table gives {actual}")
     assert not wrong, "\n".join(wrong)
-
-
-def test_shared_counts_are_checked_where_the_data_is():
-    if not SHARED.is_dir():
-        pytest.skip(SHARED_MISSING)
-    assert shared_count("conformance/onnx_elementwise") > 0
 
 
 # Phrases that state how many operators, families or levels there are: each must carry a count marker, so that
