@@ -33,6 +33,7 @@ from ..elementwise.activation import FUSED_ACTIVATION
 from ..table.parameters import EnumParameter, FloatParameter
 from ..table.schema import COMPOSITE, DIMS_4, EXACT, InputBroadcast, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..numerics import products
 
 FAMILY = "matrix multiplication"
 DIMS_2_TO_4 = (2, 3, 4)
@@ -364,7 +365,7 @@ def gemm_product(xp, inputs, outputs, params):
     if params["TransB"] == "TRANSPOSE":
         b = xp.swapaxes(b, -1, -2)
     with np.errstate(all="ignore"):  # overflow to inf and 0 * inf = NaN are the IEEE results
-        result = xp.matmul(a, b)  # FLOAT32 BLAS / cuBLAS sgemm (TF32 where the backend allows it), or the half GEMM
+        result = products.matmul(xp, a, b)  # FLOAT32 BLAS / cuBLAS sgemm (TF32 where the backend allows it), or the half GEMM
         alpha = np.float32(params["Alpha"])
         if alpha != 1:
             result *= alpha
@@ -400,7 +401,7 @@ def _broadcastable(values, per_row: bool):
 def _exact_product(xp, a, a_zero_point, b, b_zero_point):
     """The zero-point-shifted integer product, each sum exact: float64 holds any sum of fewer than 2^37
     products of 8-bit differences (|d| <= 255) exactly, and BLAS multiplies float64 in any order."""
-    return xp.matmul(_shifted(xp, a, a_zero_point, True), _shifted(xp, b, b_zero_point, False))
+    return products.matmul(xp, _shifted(xp, a, a_zero_point, True), _shifted(xp, b, b_zero_point, False))
 
 
 def mmi_kernel(xp, inputs, outputs, params):
