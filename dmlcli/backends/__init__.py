@@ -33,6 +33,14 @@ class Backend(Protocol):
 
     def describe(self) -> dict:
         """Versions and device facts, for `dmlcli info`."""
+
+    # Optional, for a backend that copies from pinned host memory (the GPU's): with both, a streamed .npy run reads
+    # each input chunk straight into such memory and writes each output chunk from where it is yielded, overlapped
+    # with the backend's work (engine/file_pipeline.py).
+    # - pinned_empty(shape, dtype) -> np.ndarray: host memory the backend copies from at full speed; input chunks
+    #   in it are used where they are, and must stay unchanged until their output chunk has been yielded.
+    # - chunks_held: int: the most chunks whose outputs execute_chunks has not yet yielded when it asks for the
+    #   next one.
 _MODULES = {"cpu": "dmlcli.backends.cpu", "gpu": "dmlcli.backends.gpu"}
 
 

@@ -123,6 +123,10 @@ class GpuBackend:
     name = "gpu"
     preferred_chunk_bytes = 64 << 20  # fewer, larger transfers and kernel launches per streamed run
     takes_allow_tf32 = True  # execute_shaped(..., allow_tf32=True): see backends/tf32.py
+    # execute_chunks asks for the next chunk with at most this many outputs not yet yielded (its pinned input
+    # chunks still in use): streamed .npy runs read straight into a ring of pinned buffers by it
+    # (engine/file_pipeline.py).
+    chunks_held = PIPELINE_SLOTS
 
     def __init__(self, cupy):
         self._cp = cupy

@@ -255,6 +255,11 @@ class _Job:
 
         header = npy_header(self.shape, self.out_dtype)
         handle.write(header)
+        from . import file_pipeline  # here: it imports this module
+
+        if file_pipeline.applies(engine, self.inputs, self.shape, handle):
+            file_pipeline.run(self, engine, handle, len(header), advance)
+            return
         per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
         # A device, FIFO or socket cannot be mapped: it is written in order, whatever the inputs' layout.
         in_order = not self.tiled or not _is_regular_file(handle)
