@@ -29,6 +29,7 @@ INSTALL_HINT = "pip install 'dmlcli[gpu]' (CUDA 12) or pip install 'dmlcli[gpu-c
 PIECE_BYTES = 32 << 20  # the widest tensor's bytes per pipeline step
 PIPELINE_SLOTS = 3  # pieces in flight: one copying in, one in the kernel, one copying out
 THREADS_PER_BLOCK = 256
+GEOMETRIES_KEPT = 4096  # broadcast geometries kept on the device (a few hundred bytes each)
 HOST_COPY_THREADS = 8
 PARALLEL_COPY_BYTES = 4 << 20  # below this a host copy is not worth splitting over threads
 VECTOR_ALIGNMENT = 256  # device buffers the vector kernels read start on this boundary (CuPy's pool gives 512)
@@ -127,6 +128,7 @@ class GpuBackend:
         self._cp = cupy
         self._modules: dict[tuple, object] = {}
         self._functions: dict[tuple, object] = {}
+        self._geometries: dict[tuple, object] = {}
         self._lock = threading.Lock()
         self._copy_pool: ThreadPoolExecutor | None = None
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
@@ -179,12 +181,24 @@ class GpuBackend:
         blocks = min(max(1, math.ceil(max(vectors, 1) / THREADS_PER_BLOCK)), 2**31 - 1)
         function((blocks,), (THREADS_PER_BLOCK,), (*device_inputs, device_out, np.int64(count), *params))
 
+    def _geometry(self, in_shapes: tuple, out_shape: tuple):
+        """The nd kernel's geometry on the device, copied once per shapes (up to GEOMETRIES_KEPT of them): a copy
+        per call cost a host-to-device transfer, and one from pageable memory cannot be captured in a CUDA graph,
+        which keeps reading the array it was given (so a kept one is never dropped)."""
+        key = (in_shapes, tuple(out_shape))
+        found = self._geometries.get(key)
+        if found is None:
+            found = self._cp.asarray(gpu_kernels.broadcast_geometry(list(in_shapes), out_shape))
+            if len(self._geometries) < GEOMETRIES_KEPT:
+                self._geometries[key] = found
+        return found
+
     def _run_broadcast(self, operator: Operator, device_inputs, device_out, parameters) -> None:
         """Launch the broadcasting kernel: inputs of shapes that broadcast to device_out's shape."""
         cp = self._cp
         signature = gpu_kernels.signature_of(operator, [x.dtype for x in device_inputs], device_out.dtype)
         params = gpu_kernels.parameter_values(operator, signature, parameters)
-        geometry = cp.asarray(gpu_kernels.broadcast_geometry([x.shape for x in device_inputs], device_out.shape))
+        geometry = self._geometry(tuple(x.shape for x in device_inputs), device_out.shape)
         function = self._function(operator, "nd", signature)
         blocks = min(max(1, math.ceil(device_out.size / THREADS_PER_BLOCK)), 65536)
         function((blocks,), (THREADS_PER_BLOCK,),

@@ -13,12 +13,22 @@ import click
 
 from ..operators.table.options import option_flag
 from .examples import example_words
-from .options import parameter_help
 
 SCREEN_LINES = 60
 # The exit codes in one line each, shorter than the command's epilog (which `dmlcli run --help` keeps whole).
 _EXIT_WORDS = {0: "success", 1: "--check mismatch", 2: "usage or input error", 3: "rule broken",
                4: "backend unavailable", 5: "internal error"}
+
+
+def parameter_help(parameter, option: str) -> str:
+    """An operator's own option, worded as `describe` words the parameter: meaning, choices, default."""
+    choices = parameter.choices(option)
+    text = f"{parameter.field}: {parameter.help}"
+    # Listed unless the help names them already, or they are a BOOL's true and false (the metavar says BOOL).
+    if choices and parameter.metavar(option) != "BOOL" and not all(choice in parameter.help.lower()
+                                                                   for choice in choices):
+        text += f" ({', '.join(choices)})"
+    return text + f" [default: {parameter.describe_default()}]."
 
 
 def input_words(operator) -> list[str]:

@@ -13,6 +13,7 @@ import click
 from ..backends import BACKEND_NAMES
 from .. import operators as table
 from ..operators.table.options import option_flag
+from .operator_help import format_operator_help, parameter_help
 
 
 class WholeNumbers(click.IntRange):
@@ -51,17 +52,6 @@ def complete_level(ctx, param, incomplete):
     from ..feature_levels import ALL_FEATURE_LEVELS
 
     return [fl.short for fl in ALL_FEATURE_LEVELS if fl.short.startswith(incomplete)]
-
-
-def parameter_help(parameter, option: str) -> str:
-    """An operator's own option, worded as `describe` words the parameter: meaning, choices, default."""
-    choices = parameter.choices(option)
-    text = f"{parameter.field}: {parameter.help}"
-    # Listed unless the help names them already, or they are a BOOL's true and false (the metavar says BOOL).
-    if choices and parameter.metavar(option) != "BOOL" and not all(choice in parameter.help.lower()
-                                                                   for choice in choices):
-        text += f" ({', '.join(choices)})"
-    return text + f" [default: {parameter.describe_default()}]."
 
 
 def _completer(parameter, option: str):
@@ -178,7 +168,6 @@ class OperatorCommand(TensorCommand):
         operator = ctx.meta.get("dmlcli.operator")
         if operator is None:
             return super().format_help(ctx, formatter)
-        from .operator_help import format_operator_help
 
         format_operator_help(self, ctx, formatter, operator, ctx.meta.get(self._meta_key, []), self.exit_codes,
                              ctx.meta.get("dmlcli.onnx"))

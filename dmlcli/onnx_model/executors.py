@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import engine
 from ..calls.validation import Verdict
+from .graphs import c_ordered
 
 
 # The environment variables that set a BLAS's thread count: where one is set, a model run keeps that count.
@@ -56,6 +57,7 @@ class CpuExecutor:
     """The CPU backend through the engine: arrays are NumPy's."""
 
     name = "cpu"
+    captures_graphs = False
 
     def __init__(self) -> None:
         self.backend = engine.choose_backend("cpu")
@@ -113,6 +115,7 @@ class GpuExecutor:
     """The GPU backend with device-resident tensors (CuPy arrays from one node to the next)."""
 
     name = "gpu"
+    captures_graphs = True  # a plan's run can be replayed as a CUDA graph (graphs.py)
 
     def __init__(self) -> None:
         from ..backends import get_backend
@@ -124,6 +127,7 @@ class GpuExecutor:
         self.warnings: list[str] = []
         self._kept: dict[int, np.ndarray] = {}  # the session's constants by id: their device copies are cached
         self._device: dict[tuple, object] = {}
+        self.uploads = None  # graphs.Uploads while a run is recorded or captured for a CUDA graph
 
     def keep(self, arrays) -> None:
         for array in arrays:
@@ -137,6 +141,8 @@ class GpuExecutor:
             return array
         owner = memory_owner(array)
         if id(owner) not in self._kept:
+            if self.uploads is not None:
+                return self.uploads.upload(array)
             return self.cupy.asarray(c_ordered(array))
         key = (id(owner), array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
         found = self._device.get(key)
@@ -163,12 +169,6 @@ class GpuExecutor:
             return (self.backend.execute_device(operator, arrays, out.shape, out.data_type.numpy_dtype,
                                                 call.parameters),)
         return tuple(self.backend.execute_shaped_device(operator, arrays, call.outputs, call.parameters))
-
-
-def c_ordered(array: np.ndarray) -> np.ndarray:
-    """The array in C order, keeping its shape: numpy.ascontiguousarray gives a 0-D array (an ONNX scalar: Gather's
-    index) one dimension, which made a Gather on the GPU keep an axis ONNX drops."""
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 def memory_owner(array: np.ndarray) -> np.ndarray:

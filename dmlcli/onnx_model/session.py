@@ -17,6 +17,7 @@ from ..errors import InputError, ValidationError
 from ..feature_levels import parse_feature_level
 from ..suite.onnx.table import entry_for
 from .executors import executor_for
+from .graphs import CapturedRun, capture_run
 from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
 from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
 from .reference import fallback_session, folded_outputs
@@ -43,7 +44,10 @@ class Plan:
 
 
 class OnnxSession:
-    def __init__(self, model, *, backend: str = "cpu", feature_level=None, fallback: str | None = None) -> None:
+    def __init__(self, model, *, backend: str = "cpu", feature_level=None, fallback: str | None = None,
+                 cuda_graphs: bool = True) -> None:
+        """`cuda_graphs`: on the GPU, a plan's third call and later replay a CUDA graph captured on its second
+        (graphs.py), where the run can be captured and the graph gives the eager run's bits."""
         if fallback not in FALLBACKS:
             raise InputError(f"fallback {fallback!r}: expected None or 'cpu'")
         self.model: LoadedModel = load_model(model)
@@ -53,6 +57,9 @@ class OnnxSession:
         self.nodes: tuple[Node, ...] = nodes_of(self.model)
         self.executor.keep(self.model.constants.values())
         self._plans: dict[tuple, Plan] = {}
+        self.cuda_graphs = bool(cuda_graphs) and self.executor.captures_graphs
+        self._graphs: dict[tuple, CapturedRun | None] = {}
+        self._graph_reasons: dict[tuple, str] = {}
 
     @property
     def backend(self) -> str:
@@ -101,6 +108,12 @@ class OnnxSession:
         (the intermediates too), on the backend's device."""
         feeds = self.checked_inputs(inputs)
         plan = self._plans.get(_signature(feeds))
+        if plan is not None and self.cuda_graphs and not keep_all:
+            outputs = self._graph_run(plan, feeds)
+            if outputs is not None:
+                if progress is not None:
+                    progress(len(plan.steps), len(plan.steps))
+                return outputs
         values = {**self.model.constants, **{name: self.executor.to_device(a) for name, a in feeds.items()}}
         with self.executor.running():
             if plan is None:
@@ -111,6 +124,39 @@ class OnnxSession:
         if keep_all:
             return values
         return {d.name: self.executor.to_host(values[d.name]) for d in self.model.outputs}
+
+    def _graph_run(self, plan: Plan, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+        """The outputs through the plan's CUDA graph: replayed where there is one, captured on the first call
+        that finds none (whose outputs are the eager run's); None where the plan cannot be captured."""
+        key = _signature(feeds)
+        if key in self._graphs:
+            captured = self._graphs[key]
+            return None if captured is None else captured.run(feeds)
+        cupy = self.executor.cupy
+
+        def run(inputs: dict[str, object]) -> dict[str, object]:
+            values = {**self.model.constants, **inputs}
+            with self.executor.running():
+                self._execute(plan, values, None, False)
+            return {d.name: values[d.name] for d in self.model.outputs}
+
+        def set_uploads(uploads) -> None:
+            self.executor.uploads = uploads
+
+        captured, outputs, why = capture_run(cupy, set_uploads, run, feeds)
+        self._graphs[key] = captured
+        self._graph_reasons[key] = why
+        return outputs
+
+    def graph_state(self, inputs: Mapping[str, np.ndarray]) -> str:
+        """How calls with these inputs' types and Sizes run on the GPU: "replayed" (a CUDA graph), "eager: WHY",
+        or "not captured yet" (a plan's first two calls run eagerly)."""
+        if not self.cuda_graphs:
+            return "eager: CUDA graphs are off" if self.executor.captures_graphs else "eager: the CPU backend"
+        key = _signature(self.checked_inputs(inputs))
+        if key not in self._graphs:
+            return "not captured yet"
+        return "replayed" if self._graphs[key] is not None else f"eager: {self._graph_reasons[key]}"
 
     def plan_for(self, inputs: Mapping[str, np.ndarray]) -> Plan:
         """The plan of these inputs' types and Sizes (made by running them once where there is none yet)."""

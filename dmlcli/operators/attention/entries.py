@@ -30,6 +30,7 @@ from ...records import Frozen
 from ..table.parameters import EnumParameter, FloatParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..numerics import products
 
 FAMILY = "attention"
 
@@ -518,7 +519,7 @@ def _attend_rows(xp, given, params, found: Layout, past_lengths, queries, keys, 
     b, qh, kvh, t, count = found.batch, found.query_heads, found.kv_heads, found.total, len(rows)
     # The query heads of one key/value head as one batch of rows: {B, KVH, group * rows, hs} x {B, KVH, hs, T}.
     grouped = queries[:, :, rows.start:rows.stop].reshape(b, kvh, found.group * count, found.head_size)
-    scores = xp.matmul(grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, count, t) * np.float32(params["Scale"])
+    scores = products.matmul(xp, grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, count, t) * np.float32(params["Scale"])
     if "RelativePositionBiasTensor" in given:
         bias = _as_float32(xp, given["RelativePositionBiasTensor"])
         scores = scores + _query_rows(bias.reshape(bias.shape[-4:]), found, rows)
@@ -528,7 +529,7 @@ def _attend_rows(xp, given, params, found: Layout, past_lengths, queries, keys, 
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf in a row of infinities: NaN, as IEEE gives it
         scores = xp.exp(scores - xp.max(scores, axis=-1, keepdims=True))
         scores = scores / xp.sum(scores, axis=-1, keepdims=True)
-    attended = xp.matmul(scores.reshape(b, kvh, found.group * count, t), values)  # {B, KVH, group * rows, vhs}
+    attended = products.matmul(xp, scores.reshape(b, kvh, found.group * count, t), values)  # {B, KVH, group * rows, vhs}
     return xp.transpose(attended.reshape(b, qh, count, found.value_head_size), (0, 2, 1, 3))
 
 
@@ -575,8 +576,8 @@ def _magnitude_rows(xp, given, params, found: Layout, past_lengths, queries, key
     b, qh, kvh, t, count = found.batch, found.query_heads, found.kv_heads, found.total, len(rows)
     grouped = queries[:, :, rows.start:rows.stop].reshape(b, kvh, found.group * count, found.head_size)
     scale = float(params["Scale"])
-    scores = xp.matmul(grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, count, t) * scale
-    sizes = xp.matmul(xp.abs(grouped), xp.swapaxes(xp.abs(keys), 2, 3)).reshape(b, qh, count, t) * abs(scale)
+    scores = products.matmul(xp, grouped, xp.swapaxes(keys, 2, 3)).reshape(b, qh, count, t) * scale
+    sizes = products.matmul(xp, xp.abs(grouped), xp.swapaxes(xp.abs(keys), 2, 3)).reshape(b, qh, count, t) * abs(scale)
     if "RelativePositionBiasTensor" in given:
         bias = _query_rows(_as_float32(xp, given["RelativePositionBiasTensor"], np.float64).reshape(
             given["RelativePositionBiasTensor"].shape[-4:]), found, rows)
@@ -595,8 +596,8 @@ def _magnitude_rows(xp, given, params, found: Layout, past_lengths, queries, key
         weighted = xp.where(weights > 0, weights * sizes, 0)  # a key of weight 0 (masked by -inf) adds nothing
         spread = xp.sum(weighted, axis=-1, keepdims=True)  # B: {B, QH, rows, 1}
         magnitudes = xp.abs(values)
-        plain = xp.matmul(weights.reshape(b, kvh, found.group * count, t), magnitudes)  # P
-        grown = xp.matmul(weighted.reshape(b, kvh, found.group * count, t), magnitudes)  # A
+        plain = products.matmul(xp, weights.reshape(b, kvh, found.group * count, t), magnitudes)  # P
+        grown = products.matmul(xp, weighted.reshape(b, kvh, found.group * count, t), magnitudes)  # A
         vhs = found.value_head_size
         total = plain.reshape(b, qh, count, vhs) * (1 + spread) + grown.reshape(b, qh, count, vhs)
     return xp.transpose(total, (0, 2, 1, 3))

@@ -38,6 +38,7 @@ from ..numerics.padding import constant_padded
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes, onnx_layout_hint
+from ..numerics import products
 
 FAMILY = "convolution"
 I8_U8 = (INT8, UINT8)
@@ -335,7 +336,7 @@ def _grouped_matmul(xp, filters, columns):
     BLAS (40x slower than a loop of 2-D products, measured), so NumPy gets the loop; CuPy's batched cuBLAS call
     takes the stack as it is."""
     if xp is not np:
-        return xp.matmul(filters, columns)
+        return products.matmul(xp, filters, columns)
     count, groups = columns.shape[:2]
     result = np.empty((count, groups, filters.shape[1], columns.shape[3]), dtype=np.result_type(filters, columns))
     for item, group in itertools.product(range(count), range(groups)):

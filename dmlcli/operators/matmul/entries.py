@@ -33,6 +33,7 @@ from ..elementwise.activation import FUSED_ACTIVATION
 from ..table.parameters import EnumParameter, FloatParameter
 from ..table.schema import COMPOSITE, DIMS_4, EXACT, InputBroadcast, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..numerics import products
 
 FAMILY = "matrix multiplication"
 DIMS_2_TO_4 = (2, 3, 4)
@@ -370,12 +371,12 @@ def _product(xp, a, b):
     M, K} x {K, N}): NumPy's matmul calls BLAS once per batch, each call a thin product (a Transformer's {16, 1,
     128} x {128, 384}: 16 calls of one row, 2.2x the time of one call of 16 rows). Each element is still one dot
     product of K terms summed in FLOAT32, in BLAS's order for the stacked shape: within GEMM's sum bound. CuPy
-    batches on the device itself (cuBLAS's strided batched GEMM) and keeps its shape."""
+    batches on the device itself (cuBLAS's strided batched GEMM: numerics/products.py) and keeps its shape."""
     shared = _shared_matrix(a, b) if xp is np else None
     if shared is None:
-        return xp.matmul(a, b)
+        return products.matmul(xp, a, b)
     rows = a.reshape(-1, a.shape[-1])  # a view where A's batch is C-ordered (the adapter's reshapes keep it so)
-    return xp.matmul(rows, shared).reshape(a.shape[:-1] + shared.shape[-1:])
+    return products.matmul(xp, rows, shared).reshape(a.shape[:-1] + shared.shape[-1:])
 
 
 def gemm_product(xp, inputs, outputs, params):
@@ -424,7 +425,7 @@ def _broadcastable(values, per_row: bool):
 def _exact_product(xp, a, a_zero_point, b, b_zero_point):
     """The zero-point-shifted integer product, each sum exact: float64 holds any sum of fewer than 2^37
     products of 8-bit differences (|d| <= 255) exactly, and BLAS multiplies float64 in any order."""
-    return xp.matmul(_shifted(xp, a, a_zero_point, True), _shifted(xp, b, b_zero_point, False))
+    return products.matmul(xp, _shifted(xp, a, a_zero_point, True), _shifted(xp, b, b_zero_point, False))
 
 
 def mmi_kernel(xp, inputs, outputs, params):

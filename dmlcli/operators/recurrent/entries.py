@@ -28,6 +28,7 @@ from ..elementwise.activation import ACTIVATIONS
 from ..table.parameters import ActivationsParameter, BoolParameter, EnumParameter, FloatParameter
 from ..table.schema import APPROXIMATE, DIMS_4, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..numerics import products
 
 # ---------------------------------------------------------------- tensors and support tables (one row each)
 
@@ -265,7 +266,7 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
         for d in range(d_count):
             own = activations[d * per_direction:(d + 1) * per_direction]
             # X_t * W^T + W_b for every t at once: one matmul; the recurrence is a loop over time.
-            projected = xp.matmul(x, w[d].T) + bias[d, :gates * hidden]
+            projected = products.matmul(xp, x, w[d].T) + bias[d, :gates * hidden]
             state = (h_init[d], c_init[d])
             step = _STEPS[kind]
             for t in _direction_steps(params, d, steps):
@@ -294,20 +295,20 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
 def _rnn_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
     h, c = state
     (f,) = own
-    return apply_activation(xp, f, projected + xp.matmul(h, r.T) + recurrence_bias), c
+    return apply_activation(xp, f, projected + products.matmul(xp, h, r.T) + recurrence_bias), c
 
 
 def _gru_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
     h, c = state
     f, g = own
-    zr = xp.matmul(h, r[:2 * hidden].T) + recurrence_bias[:2 * hidden]
+    zr = products.matmul(xp, h, r[:2 * hidden].T) + recurrence_bias[:2 * hidden]
     z = apply_activation(xp, f, projected[:, :hidden] + zr[:, :hidden])
     reset = apply_activation(xp, f, projected[:, hidden:2 * hidden] + zr[:, hidden:])
     r_h, rb_h = r[2 * hidden:], recurrence_bias[2 * hidden:]
     if params["LinearBeforeReset"]:
-        candidate = projected[:, 2 * hidden:] + reset * (xp.matmul(h, r_h.T) + rb_h)
+        candidate = projected[:, 2 * hidden:] + reset * (products.matmul(xp, h, r_h.T) + rb_h)
     else:
-        candidate = projected[:, 2 * hidden:] + xp.matmul(reset * h, r_h.T) + rb_h
+        candidate = projected[:, 2 * hidden:] + products.matmul(xp, reset * h, r_h.T) + rb_h
     new = apply_activation(xp, g, candidate)
     return (1 - z) * new + z * h, c
 
@@ -315,7 +316,7 @@ def _gru_step(xp, projected, state, r, recurrence_bias, peephole, own, params, h
 def _lstm_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
     h, c = state
     f, g, h_activation = own
-    pre = projected + xp.matmul(h, r.T) + recurrence_bias  # gates i, o, f, c
+    pre = projected + products.matmul(xp, h, r.T) + recurrence_bias  # gates i, o, f, c
     limit = _f32(params["ClipThreshold"])
 
     def clip(v):
@@ -355,12 +356,12 @@ def recurrent_terms(call) -> dict:
 
 def _carried(xp, errors, weights):
     """The error a product with `weights` carries: errors x |weights|^T."""
-    return xp.matmul(errors, xp.abs(weights).T)
+    return products.matmul(xp, errors, xp.abs(weights).T)
 
 
 def _sized(xp, values, weights, bias):
     """The magnitudes of values x weights^T + bias: |values| x |weights|^T + |bias|."""
-    return xp.matmul(xp.abs(values), xp.abs(weights).T) + xp.abs(bias)
+    return products.matmul(xp, xp.abs(values), xp.abs(weights).T) + xp.abs(bias)
 
 
 def _through(xp, activation, value, error):
@@ -374,7 +375,7 @@ def _rnn_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias, 
     h, c = state
     error_h, error_c = errors
     (f,) = own
-    pre = projected + xp.matmul(h, r.T) + recurrence_bias
+    pre = projected + products.matmul(xp, h, r.T) + recurrence_bias
     new_h, error = _through(xp, f, pre, size + _sized(xp, h, r, recurrence_bias) + _carried(xp, error_h, r))
     return (new_h, c), (error, error_c)
 
@@ -384,13 +385,13 @@ def _gru_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias, 
     error_h, error_c = errors
     f, g = own
     r_zr, rb_zr = r[:2 * hidden], recurrence_bias[:2 * hidden]
-    pre = projected[:, :2 * hidden] + xp.matmul(h, r_zr.T) + rb_zr
+    pre = projected[:, :2 * hidden] + products.matmul(xp, h, r_zr.T) + rb_zr
     pre_error = size[:, :2 * hidden] + _sized(xp, h, r_zr, rb_zr) + _carried(xp, error_h, r_zr)
     z, error_z = _through(xp, f, pre[:, :hidden], pre_error[:, :hidden])
     reset, error_r = _through(xp, f, pre[:, hidden:], pre_error[:, hidden:])
     r_h, rb_h = r[2 * hidden:], recurrence_bias[2 * hidden:]
     if params["LinearBeforeReset"]:
-        linear = xp.matmul(h, r_h.T) + rb_h
+        linear = products.matmul(xp, h, r_h.T) + rb_h
         error_linear = _sized(xp, h, r_h, rb_h) + _carried(xp, error_h, r_h)
         candidate = projected[:, 2 * hidden:] + reset * linear
         error_candidate = (size[:, 2 * hidden:] + xp.abs(reset) * error_linear + xp.abs(linear) * error_r
@@ -398,7 +399,7 @@ def _gru_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias, 
     else:
         reset_h = reset * h
         error_reset_h = xp.abs(reset) * error_h + xp.abs(h) * error_r + xp.abs(reset_h)
-        candidate = projected[:, 2 * hidden:] + xp.matmul(reset_h, r_h.T) + rb_h
+        candidate = projected[:, 2 * hidden:] + products.matmul(xp, reset_h, r_h.T) + rb_h
         error_candidate = size[:, 2 * hidden:] + _sized(xp, reset_h, r_h, rb_h) + _carried(xp, error_reset_h, r_h)
     new, error_new = _through(xp, g, candidate, error_candidate)
     new_h = (1 - z) * new + z * h
@@ -411,7 +412,7 @@ def _lstm_magnitude_step(xp, projected, size, state, errors, r, recurrence_bias,
     h, c = state
     error_h, error_c = errors
     f, g, h_activation = own
-    pre = projected + xp.matmul(h, r.T) + recurrence_bias  # gates i, o, f, c
+    pre = projected + products.matmul(xp, h, r.T) + recurrence_bias  # gates i, o, f, c
     pre_error = size + _sized(xp, h, r, recurrence_bias) + _carried(xp, error_h, r)
     limit = float(params["ClipThreshold"])
 
@@ -457,7 +458,7 @@ def _recurrent_magnitude(kind: str, parameter: ActivationsParameter):
         singles, cells = [], []
         for d in range(d_count):
             own = activations[d * per_direction:(d + 1) * per_direction]
-            projected = xp.matmul(x, w[d].T) + bias[d, :gates * hidden]
+            projected = products.matmul(xp, x, w[d].T) + bias[d, :gates * hidden]
             size = _sized(xp, x, w[d], bias[d, :gates * hidden])
             state, errors = (h_init[d], c_init[d]), (xp.zeros_like(h_init[d]), xp.zeros_like(h_init[d]))
             for t in _direction_steps(params, d, steps):

@@ -1275,7 +1275,7 @@ def roi_align_half_pixel(call: OnnxCall) -> bool:
 
 def roi_align_small_region(call: OnnxCall) -> bool:
     """output_half_pixel: ONNX widens a region narrower than 1 (after spatial_scale) to 1; DirectML does not."""
-    rois = np.asarray(call.input(1), dtype=np.float64).reshape(-1, 4) * float(call.attr("spatial_scale", 1.0))
+    rois = host_values(call.input(1)).astype(np.float64).reshape(-1, 4) * float(call.attr("spatial_scale", 1.0))
     narrow = (rois[:, 2] - rois[:, 0] < 1) | (rois[:, 3] - rois[:, 1] < 1)
     return not roi_align_half_pixel(call) and bool(narrow.any())
 
