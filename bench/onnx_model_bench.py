@@ -23,8 +23,8 @@ against 5.7-5.9 without, in blocks), and elsewhere the spinning is what makes it
 taking the better of the two never compares dmlcli with a slowed ONNX Runtime. The three are timed in blocks
 (--block: 5 timed runs of each in turn, each block after one untimed run) rather than run by run: a spinning
 thread keeps a core busy for a while after its run, and run by run that time fell in dmlcli's next timed run
-(SqueezeNet's and the encoder's runs measured 1.8-2.4x slower right after a spinning ONNX Runtime's); the untimed
-run lets the threads of the one before settle. --block 1 alternates run by run.
+(dmlcli's median measured up to 2.4x slower run by run than in blocks: 1.0-2.4x over five pairs of measurements
+of each model); the untimed run lets the threads of the one before settle. --block 1 alternates run by run.
 
 On a busy machine wall times say more about the other processes than about either side (OpenBLAS's threads
 wait for a core, ONNX Runtime's pool waits for its second core): `--cpu-time` times each run by the calling
