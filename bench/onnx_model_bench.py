@@ -23,7 +23,7 @@ against 5.7-5.9 without, in blocks), and elsewhere the spinning is what makes it
 taking the better of the two never compares dmlcli with a slowed ONNX Runtime. The three are timed in blocks
 (--block: 5 timed runs of each in turn, each block after one untimed run) rather than run by run: a spinning
 thread keeps a core busy for a while after its run, and run by run that time fell in dmlcli's next timed run
-(dmlcli's median measured up to 2.4x slower run by run than in blocks: 1.0-2.4x over five pairs of measurements
+(dmlcli's median measured up to 2.4x slower run by run than in blocks: 0.9-2.4x over five pairs of measurements
 of each model); the untimed run lets the threads of the one before settle. --block 1 alternates run by run.
 
 On a busy machine wall times say more about the other processes than about either side (OpenBLAS's threads
