@@ -31,7 +31,7 @@ class CpuBackend:
         if getattr(result, "shape", None) != out_shape:  # broadcast_to costs a small call a few µs
             result = np.broadcast_to(result, out_shape)
         result = np.ascontiguousarray(result)
-        if any(np.may_share_memory(result, x) for x in arrays):
+        if _aliases(result, arrays):
             result = result.copy()  # a kernel may hand an input back (IDENTITY): the output is always its own
         return result
 
@@ -95,6 +95,15 @@ def _own_result(result, info, inputs) -> np.ndarray:
                              f"({expected} {list(info.shape)})")
     if info.data_type.is_four_bit:
         return from_kernel_array(result, info.data_type)  # a fresh array
-    if any(x is not None and np.may_share_memory(result, x) for x in inputs) or not result.flags.c_contiguous:
+    if not result.flags.c_contiguous or _aliases(result, inputs):
         return np.ascontiguousarray(result).copy()
     return result
+
+
+def _aliases(result: np.ndarray, inputs) -> bool:
+    """Whether a kernel's result is one of its inputs or a view of an input's memory. A result that owns its memory
+    (a new array, what kernels give) can share it only by being an input itself, so only a view pays NumPy's
+    may_share_memory (a few µs a model's node, where a planned call's whole cost is tens)."""
+    if result.base is None:
+        return any(result is x for x in inputs)
+    return any(x is not None and np.may_share_memory(result, x) for x in inputs)

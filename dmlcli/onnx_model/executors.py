@@ -87,7 +87,9 @@ class CpuExecutor:
         if operator.is_elementwise and operator.hooks:
             return lambda arrays: self.execute(verdict, arrays)
         backend = engine.choose_backend(self.backend, call.float_rules, call.allow_tf32)
-        complete, parameters = call.complete, call.parameters
+        parameters = call.parameters
+        # Call.complete adds nothing to a call that leaves no input out and broadcasts no shaped operator's input.
+        complete = call.complete if call.absent or (call.broadcast and not operator.is_elementwise) else list
         plain = backend is self.backend  # NumPy's backend itself, not a wrapper (Direct3D's float rules, TF32)
         if operator.is_elementwise:
             shape, dtype = tuple(call.output.shape), np.dtype(call.output.data_type.numpy_dtype)
