@@ -1,8 +1,8 @@
-"""The package's layering, as the README's "Layout" section draws it: imports only go down.
+"""The package's layering, as docs/layout.md draws it: imports only go down.
 
 Each module of dmlcli is given a layer (the basics at 0, the command line at the top); a module may import
 only modules of its own layer or below, whether it imports them at the top or inside a function. The
-lists below are the README's, so that a module moved or added without a place in them fails here.
+lists below are docs/layout.md's, so that a module moved or added without a place in them fails here.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ LAYERS = [
     ["dmlcli.calls"],
     ["dmlcli.checking", "dmlcli.distributed"],
     ["dmlcli.engine"],
-    # DxDispatch models, bottom up (README "Layout": dispatch/), then the package's face beside the test suites.
+    # DxDispatch models, bottom up (docs/layout.md: dispatch/), then the package's face beside the test suites.
     ["dmlcli.dispatch.jsonc", "dmlcli.dispatch.files", "dmlcli.dispatch.memory"],
     ["dmlcli.dispatch.fields", "dmlcli.dispatch.images", "dmlcli.dispatch.onnx"],
     ["dmlcli.dispatch.dispatchable"],
@@ -45,7 +45,8 @@ LAYERS = [
     ["dmlcli.onnx_spellings"],
     ["dmlcli.api", "dmlcli.dask"],
     ["dmlcli.display"],
-    ["dmlcli.cli", "dmlcli.__main__"],
+    # The generated documentation (docs/reference/) prints what the command line prints.
+    ["dmlcli.cli", "dmlcli.__main__", "dmlcli.docs"],
 ]
 # The package's own __init__ names the API lazily (PEP 562): it sits above everything it names.
 TOP = "dmlcli"
@@ -59,7 +60,7 @@ def layer_of(module: str) -> int:
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
                 best, found = len(prefix), index
-    assert found is not None, f"{module} has no place in the layout (README 'Layout', tests/test_layout.py)"
+    assert found is not None, f"{module} has no place in the layout (docs/layout.md, tests/test_layout.py)"
     return found
 
 

@@ -13,8 +13,8 @@ import pytest
 import dmlcli
 from dmlcli.operators import find_operator
 from dmlcli.suite.onnx import ENTRIES, TABLE, Planned, Skipped
-from dmlcli.suite.onnx.adapters import OnnxCall
-from dmlcli.suite.onnx.mapping import plan_call
+from dmlcli.suite.onnx.adapters import OnnxCall, resize_differences, resize_plan
+from dmlcli.suite.onnx.mapping import directml_operator, plan_call, planned_call, prepare
 from dmlcli.suite.onnx.table import VARIANTS, Cannot
 
 
@@ -130,3 +130,62 @@ def test_every_nearest_mode_and_antialias_map_onto_resample3(nearest_mode):
     assert planned.operator.name == "RESAMPLE3"
     linear = _planned("Resize", [x, None, np.float32([1, 1, 0.5, 0.5])], mode="linear", antialias=1)
     assert linear.operator.name == "RESAMPLE3" and linear.keywords["antialiased"] is True
+
+
+# The divergence the ONNX differential found (tests/test_onnx_differential.py): a 1x1x2x3 input, scales
+# [1, 1, 0.5, 1.5], nearest floor, half_pixel_symmetric. Output column 3's exact coordinate is
+# 1.5 * (1 - 4 / 4.5) + (3 + 0.5) / 1.5 - 0.5 = 2.
+TIE_X = np.float32([[[[0.12573022, -0.13210486, 0.64042264], [0.10490011, -0.5356694, 0.36159506]]]])
+TIE_SCALES = np.float32([1, 1, 0.5, 1.5])
+TIE_ATTRIBUTES = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel_symmetric", "nearest_mode": "floor"}
+
+
+def _provider_symmetric_offset(n: int, out: int, scale: float) -> np.float32:
+    """ONNX Runtime's DirectML provider's half_pixel_symmetric InputPixelOffset (DmlOperatorResize.cpp), C++ float
+    arithmetic: 0.5f - float((in / 2.0f) * (1.0f - out / (scale * in)))."""
+    f = np.float32
+    return f(0.5) - (f(n) / f(2)) * (f(1) - f(out) / (f(scale) * f(n)))
+
+
+def test_half_pixel_symmetric_passes_the_providers_float_offsets_and_keeps_its_exact_tie():
+    call = OnnxCall("Resize", (TIE_X, None, TIE_SCALES), TIE_ATTRIBUTES)
+    plan = resize_plan(call)
+    offset = _provider_symmetric_offset(3, 4, 1.5)
+    assert plan.output_shape == (1, 1, 1, 4) and plan.scales[3] == 1.5 and plan.output_offsets[3] == -0.5
+    assert np.float32(plan.input_offsets[3]).tobytes() == offset.tobytes()
+    # DirectML's coordinate (o - OutputPixelOffset) / Scale - InputPixelOffset in FLOAT32 (the RESAMPLE2 page) at
+    # o = 3: 2.3333333 - 0.33333334 = 1.9999999, floor 1; ONNX's exact 2 picks element 2.
+    x = (np.float32(3) + np.float32(0.5)) / np.float32(1.5) - offset
+    assert x < 2 and np.floor(x) == 1
+    entry = TABLE["Resize"]
+    as_in_a_model = planned_call(entry, directml_operator(entry), prepare(entry, call), call)  # differs not asked
+    (resampled,) = _run(as_in_a_model)
+    assert resampled[0, 0, 0].tolist() == TIE_X[0, 0, 0, [0, 0, 1, 1]].tolist()  # the provider's, not ONNX's x2
+    words = resize_differences(call)
+    assert words == ("nearest_mode floor on an exact tie: half_pixel_symmetric puts output element 3 of axis 3 "
+                     "exactly on 2, where ONNX reads input element 2; DirectML computes the coordinate from the "
+                     "provider's FLOAT32 Scale 1.5 and InputPixelOffset 0.333333343 as 1.99999988 and reads element 1")
+    skipped = plan_call(call)
+    assert isinstance(skipped, Skipped) and skipped.reason.endswith(words)
+    assert not any(condition.when(call) for condition in entry.cannot)  # a model's node runs it
+
+
+@pytest.mark.parametrize("changed", [{"nearest_mode": "ceil"}, {"nearest_mode": "round_prefer_floor"},
+                                     {"coordinate_transformation_mode": "half_pixel"}, {"mode": "linear"}])
+def test_the_tie_is_named_only_where_float_rounding_moves_an_exact_boundary(changed):
+    assert resize_differences(OnnxCall("Resize", (TIE_X, None, TIE_SCALES), {**TIE_ATTRIBUTES, **changed})) is None
+
+
+@pytest.mark.parametrize("nearest_mode, adjustment", [("floor", 0.0), ("round_prefer_floor", 0.5),
+                                                      ("round_prefer_ceil", -0.5)])
+def test_half_pixel_symmetric_offsets_are_the_providers_float_bits_not_a_rounded_double(nearest_mode, adjustment):
+    # in 39, scale 3.3 -> out 128: the offset rounded once from float64 is 0.39393967, the provider's float
+    # arithmetic gives 0.39393982; its nearest_mode adjustment is added in float too (offset += offsetAdjustment).
+    x = np.zeros((1, 1, 1, 39), np.float32)
+    attributes = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel_symmetric",
+                  "nearest_mode": nearest_mode}
+    plan = resize_plan(OnnxCall("Resize", (x, None, np.float32([1, 1, 1, 3.3])), attributes))
+    offset = _provider_symmetric_offset(39, 128, np.float32(3.3))
+    assert offset != np.float32(0.5 - 39 / 2 * (1 - 128 / (39 * float(np.float32(3.3)))))
+    assert plan.output_shape[3] == 128
+    assert np.float32(plan.input_offsets[3]).tobytes() == (offset + np.float32(adjustment)).tobytes()

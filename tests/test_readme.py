@@ -1,4 +1,7 @@
-"""Every example in README.md runs, and what it prints is what the README shows.
+"""Every example in README.md and docs/*.md runs, and what it prints is what the page shows.
+
+The pages are README.md and every page of docs/ but the generated operator reference (docs/reference/, which
+holds describe's text and no examples; tests/test_docs.py keeps it fresh).
 
 - ```console blocks: each `$ command` runs in a shell; the lines after it, up to the next `$`, are its
   output (stdout and stderr together, as a terminal shows them). In an expected line `...` stands for any
@@ -30,6 +33,8 @@ import pytest
 from conftest import REPO, SHARED, SHARED_MISSING
 
 README = REPO / "README.md"
+# README first, then docs/ by name; docs/reference/ is generated (tests/test_docs.py) and holds no examples.
+PAGES = [README] + sorted((REPO / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\w*)\s*$")
 REMOTE = re.compile(r"\b(?:s3|gs|tcp)://")
 MARKER = re.compile(r"^<!-- readme-test: (\S+)(?: (.*))? -->\s*$")
@@ -37,18 +42,26 @@ MARKER = re.compile(r"^<!-- readme-test: (\S+)(?: (.*))? -->\s*$")
 
 @dataclass(frozen=True)
 class Block:
+    page: str          # the page's path below the repository, README.md or docs/NAME.md
     language: str
     line: int          # of the opening fence, 1-based
     text: str
     marker: str        # "" when the block runs everywhere
 
+    reason: str = ""   # the marker's words after its kind: why the block is not run here
+
     @property
     def id(self) -> str:
-        return f"{self.language}-line{self.line}"
+        return f"{self.page}-{self.language}-line{self.line}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.line}"
 
 
-def readme_blocks() -> list[Block]:
-    lines = README.read_text(encoding="utf-8").splitlines()
+def page_blocks(path: Path) -> list[Block]:
+    page = path.relative_to(REPO).as_posix()
+    lines = path.read_text(encoding="utf-8").splitlines()
     blocks, index = [], 0
     while index < len(lines):
         opening = FENCE.match(lines[index])
@@ -57,8 +70,8 @@ def readme_blocks() -> list[Block]:
             continue
         end = next(j for j in range(index + 1, len(lines)) if lines[j].startswith("```"))
         marker = MARKER.match(lines[index - 1]) if index else None
-        blocks.append(Block(opening.group(1), index + 1, "\n".join(lines[index + 1:end]),
-                            marker.group(1) if marker else ""))
+        blocks.append(Block(page, opening.group(1), index + 1, "\n".join(lines[index + 1:end]),
+                            marker.group(1) if marker else "", (marker.group(2) or "") if marker else ""))
         index = end + 1
     return blocks
 
@@ -78,7 +91,7 @@ def runnable(block: Block) -> None:
     if "../shared" in block.text and not SHARED.is_dir():
         pytest.skip(SHARED_MISSING)
     if block.marker == "skip":
-        pytest.skip("marked not to run here in README.md")
+        pytest.skip(f"marked not to run here in {block.page}: {block.reason}")
     if block.marker == "gpu" and not gpu_usable():
         pytest.skip("needs a usable GPU")
     if block.marker == "no-gpu" and gpu_usable():
@@ -146,16 +159,34 @@ def bash_commands(text: str) -> list[str]:
     return [line for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-BLOCKS = [block for block in readme_blocks() if block.language in ("console", "bash", "python")]
+BLOCKS = [block for path in PAGES for block in page_blocks(path) if block.language in ("console", "bash", "python")]
 
 
 def test_the_readme_has_runnable_examples():
-    languages = [block.language for block in BLOCKS if not block.marker]
+    languages = [block.language for block in BLOCKS if block.page == "README.md" and not block.marker]
     assert languages.count("console") >= 2 and "bash" in languages and "python" in languages
 
 
+def test_every_docs_page_is_read_for_examples():
+    """Every docs page is in PAGES (the generated reference aside), and most of them show runnable examples."""
+    pages = {block.page for block in BLOCKS if not block.marker}
+    assert {"README.md", "docs/cli.md", "docs/checking.md", "docs/operator-families.md", "docs/test-suites.md",
+            "docs/dxdispatch.md", "docs/python-api.md"} <= pages
+    assert not any(path.parent.name == "reference" for path in PAGES)
+
+
+def test_every_marker_says_why():
+    """A block is left unrun only for a reason a reader can weigh: `skip` and `gpu` markers carry their words."""
+    for path in PAGES:
+        for block in page_blocks(path):
+            if block.marker:
+                assert block.marker in ("skip", "gpu", "no-gpu"), f"{block.where}: unknown marker {block.marker}"
+            if block.marker == "skip":
+                assert block.reason.strip(), f"{block.where}: a skip marker without its reason"
+
+
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.id)
-def test_readme_example(block: Block, scratch):
+def test_documented_example(block: Block, scratch):
     runnable(block)
     work, env = scratch
     if block.language == "python":
@@ -170,10 +201,10 @@ def test_readme_example(block: Block, scratch):
             if REMOTE.search(command):  # an object store or a cluster elsewhere: nothing to reach from a test
                 continue
             result = shell(command, work, env)
-            assert result.returncode == 0, f"README line {block.line}: {command}\n{result.stderr}"
+            assert result.returncode == 0, f"{block.where}: {command}\n{result.stderr}"
         return
     examples = console_examples(block.text)
-    assert examples, f"README line {block.line}: a console block with no `$ ` command"
+    assert examples, f"{block.where}: a console block with no `$ ` command"
     for command, expected in examples:
         while expected and not expected[-1].strip():
             expected.pop()
@@ -182,7 +213,7 @@ def test_readme_example(block: Block, scratch):
         if block.marker == "gpu":
             assert result.returncode == 0, f"{command}\n{result.stderr}"
             continue
-        assert matches(expected, got), (f"README line {block.line}: {command}\n--- README shows:\n"
+        assert matches(expected, got), (f"{block.where}: {command}\n--- the page shows:\n"
                                         + "\n".join(expected) + "\n--- dmlcli printed:\n" + "\n".join(got))
 
 

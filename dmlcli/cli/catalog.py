@@ -222,11 +222,7 @@ def describe(operator, output_format):
       dmlcli describe bit_shift_left
       dmlcli describe bit_shift_left --format json | jq '.support[-1]'
     """
-    from ..feature_levels import ALL_FEATURE_LEVELS
     from ..onnx_spellings import resolve
-    from ..operators.table.options import option_flag
-    from ..operators.table.parameters import EnumParameter
-    from ..display.rendering import make_console, show_records
 
     op, spelling = resolve(operator)
     if output_format == "json":
@@ -234,9 +230,23 @@ def describe(operator, output_format):
 
         # Added with issue 31: the ONNX name's resolution (null for a DirectML name).
         return echo_json({**operator_details(op), "onnx": None if spelling is None else spelling.record()})
+    from ..display.rendering import make_console
+
     console = make_console(sys.stdout)
     console.soft_wrap = False  # prose wraps between words on a terminal (a pipe's console has no width limit)
-    for line in _onnx_lines(operator, op, spelling):
+    print_description(console, operator, op, spelling)
+
+
+def print_description(console, typed: str, op, spelling) -> None:
+    """describe's text for an operator, printed on a rich console: the ONNX name's section where `typed` is one,
+    then the formula, tensors, result class, parameters, constraints, notes and the support tables. The command
+    prints it on stdout; dmlcli.docs.reference writes it into the operator's reference page at a fixed width."""
+    from ..feature_levels import ALL_FEATURE_LEVELS
+    from ..operators.table.options import option_flag
+    from ..operators.table.parameters import EnumParameter
+    from ..display.rendering import show_records
+
+    for line in _onnx_lines(typed, op, spelling):
         console.print(line, markup=False)
     console.print(f"{op.dml_name} (DML_OPERATOR_TYPE {op.enum_value})", markup=False)
     console.print(op.summary, markup=False)

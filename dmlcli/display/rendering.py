@@ -283,8 +283,11 @@ def show_records(console, title: str, headers: list[str], rows: list[list[str]],
                               soft_wrap=True)
 
 
-def make_console(stream=None, *, stderr: bool = False):
-    """A rich console that never wraps tables; colour only on a terminal and never with NO_COLOR."""
+def make_console(stream=None, *, stderr: bool = False, width: int | None = None):
+    """A rich console that never wraps tables; colour only on a terminal and never with NO_COLOR.
+
+    With `width`, a plain console of that many columns whatever the stream is (no colour, no terminal queries):
+    text that must not depend on where it is made, such as the generated operator reference."""
     from rich.console import Console
 
     class _Console(Console):
@@ -293,6 +296,9 @@ def make_console(stream=None, *, stderr: bool = False):
             self.quiet = True
             raise BrokenPipeError()
 
+    if width is not None:
+        return _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True, width=width, no_color=True,
+                        color_system=None, force_terminal=False, legacy_windows=False)
     console = _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
     if console.is_terminal and os.environ.get("NO_COLOR"):
         # rich's own NO_COLOR support drops colours but keeps bold, dim and italic: no-color.org asks for

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -801,35 +802,113 @@ def resize_extrapolates(call: OnnxCall) -> bool:
     return False
 
 
+F32 = np.float32
+
+
 def _pixel_offsets(transform: str, n: int, out: int, scale: float, crop: tuple[float, float]):
-    """(Scale, InputPixelOffset, OutputPixelOffset) that make x = (o - OutputPixelOffset) / Scale - InputPixelOffset
-    ONNX's coordinate_transformation_mode along one dimension, as ONNX Runtime's DirectML provider computes them
-    (DmlOperatorResize.cpp, ComputePixelOffsetsAndScales): align_corners and tf_crop_and_resize from the output's
-    Sizes, pytorch_half_pixel's special case on the input's length. Where that gives other values than ONNX's
-    reference, the table's Resize entry says so (resize_differences)."""
+    """(Scale, InputPixelOffset, OutputPixelOffset), FLOAT32, that make x = (o - OutputPixelOffset) / Scale -
+    InputPixelOffset ONNX's coordinate_transformation_mode along one dimension, as ONNX Runtime's DirectML provider
+    computes them (DmlOperatorResize.cpp, ComputePixelOffsetsAndScales): in C++ float arithmetic, one rounding per
+    operation in the provider's order (half_pixel_symmetric's offset, align_corners' and tf_crop_and_resize's
+    Scale), so that DirectML is asked for the very bits the provider asks for; align_corners and tf_crop_and_resize
+    from the output's Sizes, pytorch_half_pixel's special case on the input's length. Where that gives other values
+    than ONNX's reference, the table's Resize entry says so (resize_differences)."""
+    s, length, size = F32(scale), F32(n), F32(out)
     if transform == "asymmetric":
-        return scale, 0.0, 0.0
+        return s, F32(0), F32(0)
     if transform == "pytorch_half_pixel":
-        return (FLOAT32_MAX, 0.0, 0.0) if n <= 1 else (scale, 0.5, -0.5)
+        return (F32(FLOAT32_MAX), F32(0), F32(0)) if n <= 1 else (s, F32(0.5), F32(-0.5))
     if transform == "align_corners":
-        return ((out - 1) / (n - 1) if out > 1 and n > 1 else FLOAT32_MAX), 0.0, 0.0
+        return ((size - F32(1)) / (length - F32(1)) if out > 1 and n > 1 else F32(FLOAT32_MAX)), F32(0), F32(0)
     if transform == "half_pixel_symmetric":
-        return scale, 0.5 - (n / 2) * (1 - out / (n * scale)), -0.5
+        # 0.5f - float((in / 2.0f) * (1.0f - out / (scale * in))): ONNX's 0.5 - offset, folded into one offset.
+        return s, F32(0.5) - (length / F32(2)) * (F32(1) - size / (s * length)), F32(-0.5)
     if transform == "tf_crop_and_resize":
         # x = o * (end - start) * (n - 1) / (out - 1) + start * (n - 1): a Scale and an InputPixelOffset.
-        start, end = crop
+        start, end = F32(crop[0]), F32(crop[1])
         if out == 1 or n <= 1:  # ONNX's 0.5 * (start + end) * (n - 1) (the provider's Scale would be 0 here)
-            return 1.0, -((end - start) * (n - 1) / 2 + start * (n - 1)), 0.0
-        return (out - 1) / max((end - start) * (n - 1), 1.0), -start * (n - 1), 0.0
-    return scale, 0.5, -0.5  # half_pixel
+            return F32(1), F32(-((crop[1] - crop[0]) * (n - 1) / 2 + crop[0] * (n - 1))), F32(0)
+        return (size - F32(1)) / max((end - start) * (length - F32(1)), F32(1)), -(start * (length - F32(1))), F32(0)
+    return s, F32(0.5), F32(-0.5)  # half_pixel
+
+
+def _onnx_coordinate(transform: str, n: int, out: int, scale, o):
+    """ONNX's input coordinate of output element o along one dimension (onnx/reference/ops/op_resize.py), in o's
+    and scale's arithmetic: float64, or Fractions for the exact value (not tf_crop_and_resize's: _crop_coordinates)."""
+    if transform == "asymmetric":
+        return o / scale
+    if transform == "align_corners":
+        return o * 0 if out == 1 else o * (n - 1) / (out - 1)
+    # (x + 0.5) / scale - 0.5 written with integers only, so that it keeps o's and scale's arithmetic.
+    if transform == "pytorch_half_pixel" and out == 1:
+        return (o * 0 - 1) / 2
+    if transform in ("half_pixel", "pytorch_half_pixel"):
+        return ((2 * o + 1) / scale - 1) / 2
+    if transform == "half_pixel_symmetric":  # offset = (in / 2) * (1 - out / (scale * in))
+        return n * (1 - out / (scale * n)) / 2 + ((2 * o + 1) / scale - 1) / 2
+    raise ValueError(f"no exact coordinate for {transform}")
+
+
+def _directml_coordinates(plan: ResizeMapping, axis: int, in_size: int) -> np.ndarray:
+    """RESAMPLE's input coordinate of each output element of this axis: the page's (o - OutputPixelOffset) / Scale
+    - InputPixelOffset in FLOAT32, clamped to the input (resampling's resample_coordinates)."""
+    o = np.arange(plan.output_shape[axis], dtype=np.float32)
+    return np.clip((o - F32(plan.output_offsets[axis])) / F32(plan.scales[axis]) - F32(plan.input_offsets[axis]),
+                   F32(0), F32(in_size - 1))
+
+
+def _directml_elements(plan: ResizeMapping, axis: int, in_size: int) -> np.ndarray:
+    """The input element RESAMPLE's NEAREST_NEIGHBOR reads for each output element of this axis: its coordinate
+    rounded by RoundingDirection."""
+    x = _directml_coordinates(plan, axis, in_size)
+    return (np.ceil(x) if plan.rounding == "INCREASING" else np.floor(x)).astype(np.int64)
+
+
+# ONNX's nearest_mode on an exact coordinate whose rounding boundary it lies on: the element it picks there.
+_EXACT_NEAREST = {"floor": math.floor, "ceil": math.ceil, "round_prefer_floor": lambda x: math.ceil(x - Fraction(1, 2)),
+                  "round_prefer_ceil": lambda x: math.floor(x + Fraction(1, 2))}
+
+
+def _rounding_tie(call: OnnxCall, plan: ResizeMapping, shape: tuple[int, ...]) -> str | None:
+    """Where an output element's exact ONNX coordinate lies on its nearest_mode's rounding boundary (an integer for
+    floor and ceil, a half for the round_prefer modes) and the FLOAT32 coordinate DirectML computes from the
+    provider's fields falls on the other side of it, what happens (None where no element does). Only exact ties:
+    a coordinate off the boundary rounds alike however it is computed. tf_crop_and_resize's ties are not looked
+    for (its region's coordinates are ONNX's float64 ones, _crop_coordinates)."""
+    transform = str(call.attr("coordinate_transformation_mode", "half_pixel"))
+    if plan.mode != "NEAREST_NEIGHBOR" or is_upsample(call) or transform == "tf_crop_and_resize":
+        return None
+    nearest_mode = str(call.attr("nearest_mode", "round_prefer_floor"))
+    boundary = 0.0 if nearest_mode in ("floor", "ceil") else 0.5
+    scales, _ = _resize_sizes_and_scales(call, shape)
+    for axis, (n, out) in enumerate(zip(shape, plan.output_shape)):
+        if n == 1:  # every coordinate reads element 0
+            continue
+        approximate = _onnx_coordinate(transform, n, out, scales[axis], np.arange(out, dtype=np.float64))
+        near = np.abs((approximate - boundary) - np.round(approximate - boundary)) < 1e-6
+        coordinates, directml = _directml_coordinates(plan, axis, n), _directml_elements(plan, axis, n)
+        for o in np.flatnonzero(near):
+            exact = _onnx_coordinate(transform, n, out, Fraction(scales[axis]), Fraction(int(o)))
+            if (exact - Fraction(boundary)).denominator != 1:
+                continue
+            onnx = min(max(_EXACT_NEAREST[nearest_mode](exact), 0), n - 1)
+            if onnx != directml[o]:
+                return (f"nearest_mode {nearest_mode} on an exact tie: {transform} puts output element {o} of "
+                        f"axis {axis} exactly on {exact}, where ONNX reads input element {onnx}; DirectML computes "
+                        f"the coordinate from the provider's FLOAT32 Scale {plan.scales[axis]:.9g} and "
+                        f"InputPixelOffset {plan.input_offsets[axis]:.9g} as {float(coordinates[o]):.9g} and reads "
+                        f"element {directml[o]}")
+    return None
 
 
 def resize_differences(call: OnnxCall) -> str | None:
     """Where ONNX Runtime's DirectML provider maps a Resize to values ONNX's reference does not give, what differs
     (None where they agree). The provider takes align_corners' and tf_crop_and_resize's length from the output's
     Sizes, ONNX's reference from input x scale before it is rounded down; it tests pytorch_half_pixel's special case
-    on the input's length, ONNX on the output's; and DirectML widens the antialiasing filter by 1 / Scale, which
-    for align_corners is the coordinate scale (out - 1) / (in - 1), not ONNX's size ratio."""
+    on the input's length, ONNX on the output's; DirectML widens the antialiasing filter by 1 / Scale, which
+    for align_corners is the coordinate scale (out - 1) / (in - 1), not ONNX's size ratio; and where a nearest
+    coordinate is exactly on its rounding boundary, the provider's FLOAT32 fields may move it across
+    (_rounding_tie)."""
     if call.op != "Resize" or is_upsample(call):
         return None
     shape = data_input(call).shape
@@ -850,7 +929,7 @@ def resize_differences(call: OnnxCall) -> str | None:
         if antialiased and transform == "align_corners" and scale < 1 and n > 1 and (out - 1) / (n - 1) != scale:
             return ("antialias with align_corners: DirectML widens the filter by 1 / Scale, and align_corners' Scale "
                     "is (out - 1) / (in - 1), not ONNX's size ratio")
-    return None
+    return _rounding_tie(call, resize_plan(call), shape)
 
 
 def resize_plan(call: OnnxCall) -> ResizeMapping:
@@ -871,9 +950,9 @@ def resize_plan(call: OnnxCall) -> ResizeMapping:
     used, ins, outs = [], [], []
     for n, out, scale, crop in zip(shape, sizes, scales, crops):
         scale, in_offset, out_offset = _pixel_offsets(transform, n, out, scale, crop)
-        used.append(float(np.float32(scale)))
-        ins.append(float(np.float32(in_offset + adjustment)))
-        outs.append(float(np.float32(out_offset)))
+        used.append(float(scale))
+        ins.append(float(in_offset + F32(adjustment)))  # the provider's `offset += offsetAdjustment`, in float
+        outs.append(float(out_offset))
     antialiased = mode == "LINEAR" and bool(call.attr("antialias", 0))
     return ResizeMapping(mode, rounding, tuple(used), tuple(ins), tuple(outs), tuple(sizes), antialiased)
 
@@ -888,12 +967,8 @@ def _axis_left_alone(plan: ResizeMapping, axis: int, in_size: int) -> bool:
     out_size = plan.output_shape[axis]
     if in_size != out_size or plan.scales[axis] != 1.0:
         return False
-    o = np.arange(out_size, dtype=np.float32)
-    x = np.clip((o - np.float32(plan.output_offsets[axis])) - np.float32(plan.input_offsets[axis]),
-                np.float32(0), np.float32(in_size - 1))
-    if plan.mode == "NEAREST_NEIGHBOR":
-        x = np.ceil(x) if plan.rounding == "INCREASING" else np.floor(x)
-    return bool(np.array_equal(x, o))
+    read = (_directml_elements if plan.mode == "NEAREST_NEIGHBOR" else _directml_coordinates)(plan, axis, in_size)
+    return bool(np.array_equal(read, np.arange(out_size)))
 
 
 def resize_layout(plan: ResizeMapping, shape: tuple[int, ...]) -> list[tuple[int, int]]:

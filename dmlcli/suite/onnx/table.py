@@ -263,8 +263,9 @@ def _resize(onnx_op: str) -> Entry:
               "Scales": "scales, or sizes / input Sizes (keep_aspect_ratio_policy's common scale; align_corners: "
                         "(out - 1) / (in - 1); tf_crop_and_resize: (out - 1) / ((end - start) * (in - 1)))",
               "InputPixelOffsets": "coordinate_transformation_mode: half_pixel 0.5, asymmetric and align_corners 0, "
-                                   "half_pixel_symmetric 0.5 - its offset, tf_crop_and_resize -start * (in - 1); "
-                                   "nearest_mode round_prefer_floor adds 0.5, round_prefer_ceil -0.5",
+                                   "half_pixel_symmetric 0.5 - its offset, tf_crop_and_resize -start * (in - 1), "
+                                   "each in float arithmetic in the provider's order; nearest_mode "
+                                   "round_prefer_floor adds 0.5, round_prefer_ceil -0.5 (in float)",
               "OutputPixelOffsets": "half_pixel -0.5, asymmetric, align_corners and tf_crop_and_resize 0",
               "OutputTensor.Sizes": "floor(input Sizes * scales), or sizes (keep_aspect_ratio_policy applied)"}
     if onnx_op == "Resize":
@@ -276,7 +277,8 @@ def _resize(onnx_op: str) -> Entry:
                  "past 4 dimensions: axes of size 1 in and out are dropped (as ONNX Runtime's DirectML provider "
                  "drops them), then neighbouring axes the resample leaves alone are merged (reshapes)",
                  "the Scales and offsets ONNX Runtime's DirectML provider computes (ComputePixelOffsetsAndScales), "
-                 "where they differ from ONNX's reference too (differs)"),
+                 "bit for bit (its float arithmetic), where they differ from ONNX's reference too (differs: a "
+                 "nearest coordinate exactly on its rounding boundary that the float fields move across is one)"),
         cannot=(
             Cannot(lambda c: str(attr(c, "mode", "nearest")) == "cubic",
                    "ONNX's mode cubic has no DirectML counterpart: DML_INTERPOLATION_MODE has NEAREST_NEIGHBOR and "

@@ -1,0 +1,1 @@
+"""Documentation generated from the operator table (docs/reference/): `python -m dmlcli.docs.reference`."""
