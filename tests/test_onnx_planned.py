@@ -46,6 +46,29 @@ def _plumbing_model():
                     [value("y"), value("big", TensorProto.BOOL), value("small", TensorProto.BOOL)], initializers)
 
 
+def _vision_model():
+    """SqueezeNet's kinds of node: a strided 3 x 3 Conv with a bias, Relu, a ceil-mode MaxPool (end padding), a 1 x 1
+    Conv, a Concat of two branches, a GlobalAveragePool and a Flatten view."""
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        helper.make_node("Conv", ["p", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["p", "w3", "b3"], ["c3"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["c2", "c3"], ["j"], axis=1),
+        helper.make_node("GlobalAveragePool", ["j"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ]
+    initializers = [tensor("w1", rng.standard_normal((8, 3, 3, 3)).astype(np.float32)),
+                    tensor("b1", rng.standard_normal(8).astype(np.float32)),
+                    tensor("w2", rng.standard_normal((4, 8, 1, 1)).astype(np.float32)),
+                    tensor("b2", rng.standard_normal(4).astype(np.float32)),
+                    tensor("w3", rng.standard_normal((4, 8, 3, 3)).astype(np.float32)),
+                    tensor("b3", rng.standard_normal(4).astype(np.float32))]
+    return model_of(nodes, [value("x", F32, [2, 3, 20, 21])], [value("y")], initializers)
+
+
 def _feeds(seed: int) -> dict:
     rng = np.random.default_rng(seed)
     return {"x": rng.standard_normal((3, 4, 8)).astype(np.float32), "i": rng.integers(-3, 3, 2).astype(np.int64)}
@@ -185,3 +208,42 @@ def test_blas_keeps_the_thread_count_the_environment_sets(monkeypatch):
     monkeypatch.setattr(executors, "_blas_controller", lambda: None)  # threadpoolctl not installed
     assert isinstance(executors.one_blas_thread(), type(executors.contextlib.nullcontext()))
     assert OnnxSession(_plumbing_model()).run(_feeds(0))["y"].shape == (4, 2, 6)
+
+
+@pytest.mark.parametrize("name", ["squeezenet1_1", "encoder_small"])
+def test_a_shared_models_planned_runs_give_the_bits_of_its_mapped_runs(name):
+    """Every tensor of a planned run (each node's kept call) has the bits a first run gives, which maps, validates
+    and runs each node through the engine: for the input that made the plan and for another of its Sizes."""
+    from test_onnx_models import MODELS
+
+    if not MODELS.is_dir():
+        pytest.skip("the shared models are not there")
+    path = str(MODELS / f"{name}.onnx")
+    given = np.load(MODELS / f"{name}.npz")["input"]
+    rng = np.random.default_rng(11)
+    other = (rng.integers(0, 1000, given.shape).astype(given.dtype) if given.dtype.kind == "i"
+             else rng.standard_normal(given.shape).astype(given.dtype))
+    session = OnnxSession(path)
+    session.run({"input": given})  # the plan
+    assert sum(1 for step in session.plan_for({"input": given}).steps if getattr(step, "planned", None)) > 40
+    for feeds in ({"input": given}, {"input": other}):
+        planned = session.run(feeds, keep_all=True)
+        mapped = OnnxSession(path).run(feeds, keep_all=True)  # a first run: no plan yet
+        assert planned.keys() == mapped.keys()
+        for tensor, array in mapped.items():
+            assert planned[tensor].dtype == array.dtype and _bits(planned[tensor]) == _bits(array), tensor
+
+
+def test_a_vision_graphs_planned_runs_give_the_bits_of_its_mapped_runs():
+    session = OnnxSession(_vision_model())
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 20, 21)).astype(np.float32)
+    session.run({"x": x})
+    steps = session.plan_for({"x": x}).steps
+    assert all(step.planned is not None for step in steps), [s.node.op for s in steps if s.planned is None]
+    for seed in (1, 2):
+        feeds = {"x": rng.standard_normal((2, 3, 20, 21)).astype(np.float32)}
+        planned = session.run(feeds, keep_all=True)
+        mapped = OnnxSession(_vision_model()).run(feeds, keep_all=True)
+        for tensor, array in mapped.items():
+            assert planned[tensor].dtype == array.dtype and _bits(planned[tensor]) == _bits(array), tensor

@@ -800,3 +800,26 @@ def test_the_suite_runs_them_through_the_onnx_table(shared_dir):
     assert len(run.results) == 22
     skipped = [r for r in run.results if not r.passed]
     assert all("FLOAT16 for AScaleTensor" in r.message for r in skipped) and len(skipped) == 3
+
+
+@pytest.mark.parametrize("a_shape, b_shape, broadcast_b", [
+    ((16, 1, 128), (1, 128, 24), False),  # B's batch of 1: one product of A's 16 rows
+    ((2, 3, 4, 5), (2, 3, 5, 6), True),  # B broadcast to A's batch by zero Strides (the ONNX adapter's)
+    ((2, 3, 4, 5), (2, 3, 5, 6), False),  # B's own batches: batch by batch
+    ((1, 4, 5), (3, 5, 6), False),  # A's batch of 1 against B's 3: not a shared B
+])
+def test_gemm_product_of_a_batch_by_a_shared_matrix_keeps_each_dot_product(a_shape, b_shape, broadcast_b):
+    # A batch of A by one matrix B runs as one product of A's stacked rows on NumPy: the same Sizes as NumPy's
+    # matmul, each element the same dot product (within the sum bound of its K terms).
+    from dmlcli.operators.matmul.entries import _product
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    if broadcast_b:
+        b = np.broadcast_to(b[(0,) * (b.ndim - 2)], b_shape)
+    got = _product(np, a, b)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert got.shape == want.shape and got.dtype == np.float32
+    bound = a_shape[-1] * 2.0**-24 * np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    assert np.all(np.abs(got - want) <= bound)

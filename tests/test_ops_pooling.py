@@ -863,3 +863,32 @@ def test_a_global_pool_adds_its_window_in_row_major_order(op, parameters, term, 
             total = np.float32(total + term(np.float32(value)))
         want = np.sqrt(total) if op == "lp_pooling" else total / np.float32(13 * 11)
         assert got[b, ch, 0, 0] == np.asarray(want, np.float32).astype(dtype), (b, ch)
+
+
+@pytest.mark.parametrize("window, strides, dilations, start, end", [
+    ((3, 3), (2, 2), (1, 1), (0, 0), (1, 1)),  # SqueezeNet's ceil mode: end padding past the last element
+    ((3, 2), (3, 2), (1, 2), (1, 0), (2, 1)),  # strides 3 and 2 on the last axis (its elements taken by phase)
+    ((2, 3), (1, 3), (2, 1), (1, 2), (0, 2)),
+])
+def test_window_maxima_without_a_padded_copy_match_each_windows_maximum(window, strides, dilations, start, end):
+    # window_maxima leaves a tap's padding out rather than reading a padded copy: each output is still the NaN-
+    # skipping maximum of its window's input elements (NaN where it reads only NaN), as a loop over windows says.
+    from dmlcli.operators.pooling.entries import _geometry_of, window_maxima
+
+    rng = np.random.default_rng(sum(window) + sum(strides))
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    params = {"WindowSize": window, "Strides": strides, "Dilations": dilations, "StartPadding": start,
+              "EndPadding": end}
+    geometry, out_shape = _geometry_of(x.shape, params)
+    got = window_maxima(np, x, geometry, out_shape)
+    want = np.full(out_shape, np.nan, np.float32)
+    for i, j in itertools.product(range(out_shape[2]), range(out_shape[3])):
+        rows = [i * strides[0] + k * dilations[0] - start[0] for k in range(window[0])]
+        cols = [j * strides[1] + k * dilations[1] - start[1] for k in range(window[1])]
+        for n, c in itertools.product(range(2), range(3)):
+            values = [x[n, c, r, q] for r in rows for q in cols if 0 <= r < 9 and 0 <= q < 11]
+            values = [v for v in values if not np.isnan(v)]
+            if values:
+                want[n, c, i, j] = max(values)
+    assert np.array_equal(got, want, equal_nan=True)

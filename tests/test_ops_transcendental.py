@@ -863,3 +863,17 @@ def test_erf_rounded_gives_the_series_bits_rounded_once(monkeypatch, dtype, apar
     assert got.dtype == dtype and got.shape == (2, x.size // 2)
     assert np.array_equal(got.reshape(-1).view(np.uint32 if dtype == np.float32 else np.uint16),
                           want.view(np.uint32 if dtype == np.float32 else np.uint16))
+
+
+@pytest.mark.parametrize("largest", [1e-3, 0.2, 0.5, 0.51, 1.0, 2.0, 3.99])
+def test_erf_rounded_at_the_degree_of_the_tensors_largest_value(largest):
+    # The Horner degrees follow the largest |x| of the tensor (and of the elements past the first band): a tensor
+    # of small values is summed at a low degree, which must still give every element the series' bits.
+    from dmlcli.operators.elementwise import transcendental
+
+    rng = np.random.default_rng(int(largest * 1000))
+    x = np.concatenate([rng.uniform(-largest, largest, 20000), [largest, -largest, 0.0, -0.0]])
+    x = x.astype(np.float32).astype(np.float64)
+    want = transcendental._to_float_result(transcendental._erf(x), np.dtype(np.float32))
+    got = transcendental._erf_rounded(x, np.dtype(np.float32))
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

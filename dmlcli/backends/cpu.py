@@ -18,13 +18,20 @@ class CpuBackend:
 
     def execute(self, operator: Operator, inputs, out_shape, out_dtype: np.dtype, parameters) -> np.ndarray:
         """Whole tensors in, whole tensor out (inputs are broadcast to `out_shape`)."""
-        arrays = [_read_only(to_native(np.asarray(x)), tuple(out_shape)) for x in inputs]
         with np.errstate(all="ignore"):  # NaN and infinity are values here, not errors
-            result = operator.cpu_kernel(arrays, np.dtype(out_dtype), parameters)
-        if getattr(result, "shape", None) != tuple(out_shape):  # broadcast_to costs a small call a few µs
+            return self.elementwise([np.asarray(x) for x in inputs], operator, tuple(out_shape), np.dtype(out_dtype),
+                                    parameters)
+
+    def elementwise(self, inputs: list[np.ndarray], operator: Operator, out_shape: tuple, out_dtype: np.dtype,
+                    parameters) -> np.ndarray:
+        """execute's work on NumPy arrays, for a caller that holds np.errstate(all="ignore") around many calls (a
+        model's planned calls: onnx_model/executors.py), with the output's Sizes a tuple and its type a dtype."""
+        arrays = [_read_only(to_native(x), out_shape) for x in inputs]
+        result = operator.cpu_kernel(arrays, out_dtype, parameters)
+        if getattr(result, "shape", None) != out_shape:  # broadcast_to costs a small call a few µs
             result = np.broadcast_to(result, out_shape)
         result = np.ascontiguousarray(result)
-        if any(np.may_share_memory(result, x) for x in arrays):
+        if _aliases(result, arrays):
             result = result.copy()  # a kernel may hand an input back (IDENTITY): the output is always its own
         return result
 
@@ -43,15 +50,20 @@ class CpuBackend:
 
     def execute_shaped(self, operator: Operator, inputs, outputs, parameters) -> tuple[np.ndarray, ...]:
         """A shaped operator's array_kernel on NumPy: every output, as its own C-ordered array."""
-        # 4-bit tensors (ml_dtypes' int4, uint4) reach the kernel as int8/uint8 values and leave it as such.
-        arrays = [None if x is None else to_kernel_array(to_native(np.asarray(x))) for x in inputs]
         with np.errstate(all="ignore"):
-            results = list(operator.array_kernel(np, arrays, outputs, parameters))
-            fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
-            if fused is not None:  # the activation's own kernel, on the result rounded to the output type
-                activation, fields = fused
-                first = np.asarray(results[0])
-                results[0] = activation.cpu_kernel([first], first.dtype, fields)
+            return self.shaped([None if x is None else np.asarray(x) for x in inputs], operator, outputs, parameters)
+
+    def shaped(self, inputs: list, operator: Operator, outputs, parameters) -> tuple[np.ndarray, ...]:
+        """execute_shaped's work on NumPy arrays (None for an input left out), for a caller that holds
+        np.errstate(all="ignore") around many calls (as `elementwise`)."""
+        # 4-bit tensors (ml_dtypes' int4, uint4) reach the kernel as int8/uint8 values and leave it as such.
+        arrays = [None if x is None else to_kernel_array(to_native(x)) for x in inputs]
+        results = list(operator.array_kernel(np, arrays, outputs, parameters))
+        fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
+        if fused is not None:  # the activation's own kernel, on the result rounded to the output type
+            activation, fields = fused
+            first = np.asarray(results[0])
+            results[0] = activation.cpu_kernel([first], first.dtype, fields)
         return tuple(_own_result(result, info, arrays) for result, info in zip(results, outputs))
 
     def describe(self) -> dict:
@@ -83,6 +95,15 @@ def _own_result(result, info, inputs) -> np.ndarray:
                              f"({expected} {list(info.shape)})")
     if info.data_type.is_four_bit:
         return from_kernel_array(result, info.data_type)  # a fresh array
-    if any(x is not None and np.may_share_memory(result, x) for x in inputs) or not result.flags.c_contiguous:
+    if not result.flags.c_contiguous or _aliases(result, inputs):
         return np.ascontiguousarray(result).copy()
     return result
+
+
+def _aliases(result: np.ndarray, inputs) -> bool:
+    """Whether a kernel's result is one of its inputs or a view of an input's memory. A result that owns its memory
+    (a new array, what kernels give) can share it only by being an input itself, so only a view pays NumPy's
+    may_share_memory (a few µs a model's node, where a planned call's whole cost is tens)."""
+    if result.base is None:
+        return any(result is x for x in inputs)
+    return any(x is not None and np.may_share_memory(result, x) for x in inputs)

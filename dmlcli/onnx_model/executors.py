@@ -64,8 +64,12 @@ class CpuExecutor:
         self.warnings: list[str] = []
 
     def running(self) -> ContextManager:
-        """Around a model's run: BLAS on the calling thread (one_blas_thread)."""
-        return one_blas_thread()
+        """Around a model's run: BLAS on the calling thread (one_blas_thread), and NaN and infinity taken as values
+        (the errstate each backend call would otherwise enter and leave: a planned call runs without its own)."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(one_blas_thread())
+        stack.enter_context(np.errstate(all="ignore"))
+        return stack
 
     def execute(self, verdict: Verdict, arrays: Sequence[np.ndarray | None]) -> tuple[np.ndarray, ...]:
         outcome = engine.execute(verdict, arrays, self.backend)
@@ -83,11 +87,20 @@ class CpuExecutor:
         if operator.is_elementwise and operator.hooks:
             return lambda arrays: self.execute(verdict, arrays)
         backend = engine.choose_backend(self.backend, call.float_rules, call.allow_tf32)
-        complete, parameters = call.complete, call.parameters
+        parameters = call.parameters
+        # Call.complete adds nothing to a call that leaves no input out and broadcasts no shaped operator's input.
+        complete = call.complete if call.absent or (call.broadcast and not operator.is_elementwise) else list
+        plain = backend is self.backend  # NumPy's backend itself, not a wrapper (Direct3D's float rules, TF32)
         if operator.is_elementwise:
-            shape, dtype = call.output.shape, call.output.data_type.numpy_dtype
+            shape, dtype = tuple(call.output.shape), np.dtype(call.output.data_type.numpy_dtype)
+            if plain:  # under running()'s errstate
+                elementwise = backend.elementwise
+                return lambda arrays: (elementwise(complete(arrays), operator, shape, dtype, parameters),)
             return lambda arrays: (backend.execute(operator, complete(arrays), shape, dtype, parameters),)
         outputs = call.outputs
+        if plain:
+            shaped = backend.shaped
+            return lambda arrays: shaped(complete(arrays), operator, outputs, parameters)
         return lambda arrays: tuple(backend.execute_shaped(operator, complete(arrays), outputs, parameters))
 
     def to_device(self, array: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ kernels (float32 or float16 HLSL) are held to the operator's tolerance, not to t
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -211,11 +212,14 @@ def _erf_tail(y: float, degree: int) -> float:
     return float(Fraction(1, math.prod(range(1, 2 * degree + 4, 2)))) * y ** (degree + 1) / (1 - ratio)
 
 
-# The series' sum in y = 2x^2 by Horner's rule: every element at the first degree, then those past each band's
-# start again at the next (|x| < 0.5, < 2, < 4); each degree the least whose tail is below 2^-46 of the sum.
-_ERF_BANDS = (0.5, 8.0, 32.0)
-_ERF_DEGREES = tuple(next(n for n in range(1, 200) if _erf_tail(y, n) <= 2.0**-46) for y in _ERF_BANDS)
-_ERF_COEFFICIENTS = _double_factorial_reciprocals(max(_ERF_DEGREES) + 1)
+# The series' sum in y = 2x^2 by Horner's rule: every element at the degree of the first band (y <= 0.5), then the
+# elements past it again at the degree of the largest y there (y < 32: |x| < 4). A degree is the least whose tail
+# is below 2^-46 of the sum at a grid point at or above the y it serves (the tail grows with y): most of a network's
+# activations lie in the first band, and the rest near it, at degrees a fraction of the largest's.
+_ERF_FIRST_BAND = 0.5
+_ERF_GRID = 0.25  # the grid of y on which degrees are worked out (y <= 32: 128 points)
+_ERF_DEGREES_MOST = 65  # the degree at y = 32 (_erf_degree(32.0))
+_ERF_COEFFICIENTS = _double_factorial_reciprocals(_ERF_DEGREES_MOST + 1)
 # Relative distance within which the Horner result and _erf_series's lie: each sums the same positive terms of
 # the same factor y, with at most (2 x 128 + 128) roundings in the series (at most 128 terms, each made by 2n
 # roundings) and 2 x 128 + 2 in Horner's rule and the products by x and the scale: 650 ULP of double at most
@@ -224,22 +228,38 @@ _ERF_APART = 2.0**-40
 
 
 def _horner(y: np.ndarray, degree: int) -> np.ndarray:
-    total = np.full(y.shape, _ERF_COEFFICIENTS[degree])
-    for coefficient in _ERF_COEFFICIENTS[degree - 1::-1]:
-        total *= y
+    """sum_{n <= degree} y^n / (2n+1)!! by Horner's rule: ((c_d y + c_{d-1}) y + ...) y + c_0."""
+    total = y * _ERF_COEFFICIENTS[degree]
+    for coefficient in _ERF_COEFFICIENTS[degree - 1:0:-1]:
         total += coefficient
+        total *= y
+    total += _ERF_COEFFICIENTS[0]
     return total
 
 
+@functools.lru_cache(maxsize=None)
+def _erf_grid_degree(point: int) -> int:
+    """The least degree whose tail is below 2^-46 of the sum at y = point x _ERF_GRID."""
+    return next(n for n in range(1, 200) if _erf_tail(point * _ERF_GRID, n) <= 2.0**-46)
+
+
+def _erf_degree(y: float) -> int:
+    """The degree that sums every y' <= y to within 2^-46: the degree of the grid point at or above y."""
+    return _erf_grid_degree(max(1, math.ceil(y / _ERF_GRID)))
+
+
 def _erf_horner(square: np.ndarray) -> np.ndarray:
-    """sum_n (2 square)^n / (2n+1)!! for each element (square < 16), by Horner's rule at its band's degree."""
+    """sum_n (2 square)^n / (2n+1)!! for each element (square < 16), by Horner's rule: every element at the first
+    band's degree (or the whole tensor's, where it lies below), the elements past the band again at the degree of
+    their largest."""
     factor = 2.0 * square
-    result = _horner(factor, _ERF_DEGREES[0])
-    for start, degree in zip(_ERF_BANDS, _ERF_DEGREES[1:]):
-        where = np.flatnonzero(factor > start)
-        if where.size == 0:
-            break
-        result[where] = _horner(factor[where], degree)
+    if factor.size == 0:
+        return factor
+    top = float(factor.max())
+    result = _horner(factor, _erf_degree(min(top, _ERF_FIRST_BAND)))
+    if top > _ERF_FIRST_BAND:
+        where = np.flatnonzero(factor > _ERF_FIRST_BAND)
+        result[where] = _horner(factor[where], _erf_degree(top))
     return result
 
 

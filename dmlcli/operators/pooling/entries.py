@@ -465,67 +465,111 @@ def _lowest(dtype):
     return dtype.type(np.nan) if dtype.kind == "f" else np.iinfo(dtype).min
 
 
+def maximum_padded(xp, x, geometry):
+    """The input padded with a value that is never the maximum (_lowest): NaN for floats, which xp.fmax skips as it
+    skips NaN, the type's minimum else; what a window's elements are read from by tap (max_window_taps)."""
+    return _padded(xp, x, geometry, _lowest(x.dtype))
+
+
+def _tap_outputs(tap: int, count: int, size: int, stride: int, dilation: int, start: int) -> tuple[int, int]:
+    """The outputs first..last (along one spatial dimension) whose window element `tap` is an input element, not
+    padding: start <= o x stride + tap x dilation < start + size. Empty where first > last."""
+    offset = tap * dilation - start
+    first = max(0, -(offset // stride))  # ceil(-offset / stride)
+    last = min(count - 1, (size - 1 - offset) // stride)
+    return first, last
+
+
+class _Phases:
+    """The elements of an array's last axis every `stride`, by phase (begin mod stride), each phase copied once to
+    an array of its own: a tap's elements are then consecutive, where a view every `stride` elements takes NumPy's
+    element-by-element loops (a 3 x 3, stride 2 maximum over 64 x 111 x 111: 2.5x faster along that axis)."""
+
+    def __init__(self, xp, array, stride: int) -> None:
+        self.xp, self.array, self.stride = xp, array, stride
+        self.copies: dict[int, object] = {}
+
+    def elements(self, begin: int, count: int):
+        """array[..., begin : begin + stride x (count - 1) + 1 : stride]."""
+        phase, offset = begin % self.stride, begin // self.stride
+        if phase not in self.copies:
+            self.copies[phase] = self.xp.ascontiguousarray(self.array[..., phase::self.stride])
+        return self.copies[phase][..., offset:offset + count]
+
+
 def window_maxima(xp, x, geometry, out_shape):
-    """The input padded with a value that is never the maximum (_lowest), and each window's maximum (NaN skipped:
-    NaN only where the window reads nothing but NaN): what MAX_POOLING and MAX_POOLING_GRAD select by.
+    """Each window's maximum (NaN skipped: NaN only where the window reads nothing but NaN), what MAX_POOLING and
+    MAX_POOLING_GRAD select by: the maxima over maximum_padded's windows, with no padded copy made.
 
     The maximum of a window is the maximum, along its first spatial dimension, of the maxima along the others, so
     it is taken one spatial dimension at a time: 3 + 3 passes for a 3 x 3 window instead of 9 (the same values:
     fmax keeps a number against NaN whatever the order, and the sign of a zero maximum is set afterwards by
-    _keep_the_first_zero)."""
-    padded = _padded(xp, x, geometry, _lowest(x.dtype))
+    _keep_the_first_zero). A tap's padding is left out rather than read: max(m, padding) is m, and an output
+    whose first taps are padding starts as the padding (_lowest), as it would from the padded input."""
     combine = xp.fmax if x.dtype.kind == "f" else xp.maximum
     # window_work's reads (output elements x window elements), reported as the passes go: each tap's share of them.
     work, taps, done, reported = math.prod(out_shape) * math.prod(geometry["WindowSize"]), sum(geometry["WindowSize"]), 0, 0
-    best = padded
+    best = x
     for dim in range(len(out_shape) - 2):
-        axis, count = dim + 2, out_shape[dim + 2]
-        stride, dilation = geometry["Strides"][dim], geometry["Dilations"][dim]
-        reduced = first = None
+        axis, count, size = dim + 2, out_shape[dim + 2], best.shape[dim + 2]
+        stride, dilation, start = geometry["Strides"][dim], geometry["Dilations"][dim], geometry["StartPadding"][dim]
+        phases = _Phases(xp, best, stride) if axis == best.ndim - 1 and stride > 1 else None
+        reduced = None
         for tap in range(geometry["WindowSize"][dim]):
-            index = [slice(None)] * best.ndim
-            index[axis] = slice(tap * dilation, tap * dilation + stride * (count - 1) + 1, stride)
-            view = best[tuple(index)]
-            if tap == 0:
-                first = view
-            elif tap == 1:
-                reduced = combine(first, view)  # the first two taps into a new array: no copy of the first
-            else:
-                combine(reduced, view, out=reduced)
+            first, last = _tap_outputs(tap, count, size, stride, dilation, start)
+            if first <= last:
+                begin = first * stride + tap * dilation - start
+                if phases is not None:
+                    view = phases.elements(begin, last - first + 1)
+                else:
+                    source = [slice(None)] * best.ndim
+                    source[axis] = slice(begin, begin + stride * (last - first) + 1, stride)
+                    view = best[tuple(source)]
+                if reduced is None and (first, last) == (0, count - 1):
+                    reduced = xp.array(view, copy=True)  # every output's first tap: no padding to start from
+                else:
+                    if reduced is None:
+                        shape = list(best.shape)
+                        shape[axis] = count
+                        reduced = xp.full(tuple(shape), _lowest(x.dtype), dtype=x.dtype)
+                    target = [slice(None)] * best.ndim
+                    target[axis] = slice(first, last + 1)
+                    part = reduced[tuple(target)]
+                    combine(part, view, out=part)
             done += 1
             advance(work * done // taps - reported)
             reported = work * done // taps
-        best = xp.array(first, copy=True) if reduced is None else reduced
-    return padded, best
+        best = reduced
+    return best
 
 
 def max_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     out = outputs[0]
     geometry, out_shape = _geometry_of(x.shape, params)
-    padded, best = window_maxima(xp, x, geometry, out_shape)
+    best = window_maxima(xp, x, geometry, out_shape)
     if x.dtype.kind == "f":
-        _keep_the_first_zero(xp, best, padded, geometry, out_shape)
+        _keep_the_first_zero(xp, best, x, geometry, out_shape)
     if len(outputs) == 1:
         return (best.astype(out.data_type.numpy_dtype, copy=False),)
-    return best, _max_indices(xp, x, padded, best, geometry, out_shape, outputs[1])
+    return best, _max_indices(xp, x, maximum_padded(xp, x, geometry), best, geometry, out_shape, outputs[1])
 
 
-def _keep_the_first_zero(xp, best, padded, geometry, out_shape) -> None:
+def _keep_the_first_zero(xp, best, x, geometry, out_shape) -> None:
     """Where a window's maximum is a zero, the window's first zero (row-major), as the rule keeps the first of
     equal values: fmax's vector loops give the later of -0.0 and +0.0 (x86's maxps returns its second operand
     for two zeros) and its scalar loop the earlier, so without this the sign would depend on where an element
-    falls. Only windows whose maximum is a zero are walked again."""
+    falls. Only windows whose maximum is a zero are walked again, over the padded input."""
     pending = best == 0
     if not pending.any():
         return
     # Read from the bits, one pass each with nothing made: -0.0 is the one float whose bits, read as a signed
-    # integer, are the least; +0.0 the one whose bits, read unsigned, are 0.
-    size = padded.dtype.itemsize
-    if int(padded.view(f"int{8 * size}").min()) != -(1 << (8 * size - 1)) or \
-            int(padded.view(f"uint{8 * size}").min()) != 0:
+    # integer, are the least; +0.0 the one whose bits, read unsigned, are 0. -0.0 first: the rarer (none after a
+    # ReLU), so most inputs take one pass.
+    size = x.dtype.itemsize
+    if int(x.view(f"int{8 * size}").min()) != -(1 << (8 * size - 1)) or int(x.view(f"uint{8 * size}").min()) != 0:
         return  # the input's zeros all have one sign: every zero maximum has it already
-    for _, view in window_views(padded, geometry, out_shape):
+    for _, view in window_views(maximum_padded(xp, x, geometry), geometry, out_shape):
         first = pending & (view == 0)
         best[first] = view[first]
         pending &= ~first

@@ -23,7 +23,7 @@ import numpy as np
 from ...data_types import FLOATS
 from ..pooling.entries import (DILATIONS, END_PADDING, INCLUDE_PADDING, START_PADDING, STRIDES, WINDOW_SIZE, window_taps,
                                valid_counts, window_views, max_window_taps, pooling_shape, window_geometry,
-                               window_maxima)
+                               window_maxima, maximum_padded)
 from ..table.schema import COMPOSITE, DIMS_4, DIMS_4_TO_5, Operator, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 from .adjoint import (FAMILY, FORWARD_NAMES, forward_rule, gradient_sum_bound, stated_gradient_sizes,
@@ -123,8 +123,8 @@ def max_grad_kernel(xp, inputs, outputs, params):
     x, incoming = inputs
     (out,) = outputs
     geometry = window_geometry(x.shape, params)
-    padded, best = window_maxima(xp, x, geometry, incoming.shape)
-    chosen = max_window_taps(xp, x, padded, best, geometry, incoming.shape)
+    best = window_maxima(xp, x, geometry, incoming.shape)
+    chosen = max_window_taps(xp, x, maximum_padded(xp, x, geometry), best, geometry, incoming.shape)
     gradient = incoming.astype(xp.float32)
     zero = xp.float32(0)
     total, inside = _accumulator(xp, x.shape, geometry)
