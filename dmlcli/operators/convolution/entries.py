@@ -459,6 +459,23 @@ def convolution_kernel(xp, inputs, outputs, params):
     return (xp.ascontiguousarray(_float_result(xp, inputs, outputs, params)),)
 
 
+def convolution_gpu_kernel(xp, inputs, outputs, params):
+    """CONVOLUTION on the GPU: through cuDNN (convolution/cudnn.py) where its frontend is installed and builds a plan
+    for the call, faster than the column buffer and cuBLAS; else the kernel above. Which one ran is recorded
+    (numerics/cudnn_graphs.LAST_CHOICE)."""
+    from ..numerics import cudnn_graphs  # imported by the GPU path only
+    from . import cudnn
+
+    x, w, bias = inputs
+    try:
+        found = cudnn.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geometry(params, x.ndim), _flipped)
+    except cudnn_graphs.Unsupported as why:
+        cudnn_graphs.record(FAMILY, f"dmlcli: {why}")
+        return convolution_kernel(xp, inputs, outputs, params)
+    cudnn_graphs.record(FAMILY, "cudnn")
+    return found
+
+
 def _zero_point(tensor, rank: int):
     """A zero point as float64 that broadcasts against a filter or an input: per tensor, one element; per output
     channel, one value per filter row (FilterTensor's axis 0)."""
@@ -588,7 +605,8 @@ CONVOLUTION = Operator(
     parameters=(MODE, DIRECTION, STRIDES, DILATIONS, START_PADDING, END_PADDING, OUTPUT_PADDING, GROUP_COUNT,
                 FUSED_ACTIVATION),
     optional_inputs=(("BiasTensor", "InputTensor"),), optional_since=_CONV_ROWS[-1].level,
-    shape_rule=convolution_shape, array_kernel=convolution_kernel, fused_activation="FusedActivation",
+    shape_rule=convolution_shape, array_kernel=convolution_kernel, gpu_array_kernel=convolution_gpu_kernel,
+    fused_activation="FusedActivation",
     exactness=APPROXIMATE, tolerance=Tolerance("ulp", 2, 2, _WEBNN_CONV),
     tolerance_scale=convolution_tolerance_scale, tf32_products=True, sum_bound=CONVOLUTION_SUM_BOUND,
     scratch=_scratch(4),
