@@ -23,7 +23,7 @@ from . import gpu_kernels
 from ..data_types import from_kernel_array, to_kernel_array
 from ..errors import BackendUnavailableError, InputError
 from ..operators import Operator
-from ..operators.numerics import products
+from ..operators.numerics import cudnn_graphs, products
 from ..operators.table.schema import ActivationApplied
 from ..io.npy import to_native
 
@@ -432,6 +432,8 @@ class GpuBackend:
             "cuda_driver": _cuda_version(runtime.driverGetVersion()),
             "device": self.device_name,
             "device_memory_bytes": self.device_memory,
+            "products": products.describe(cp),
+            "cudnn": cudnn_graphs.describe(),
         }
 
 

@@ -63,6 +63,13 @@ def matmul(xp, a, b):
     return library.matmul(xp, a, b)
 
 
+def describe(cupy) -> str:
+    """Which path the GPU's products take, for `dmlcli info`."""
+    if _library(cupy) is None:
+        return "CuPy's matmul (no cuBLAS library found in the process)"
+    return "cuBLAS through ctypes (cublasGemmStridedBatchedEx, capturable in a CUDA graph)"
+
+
 class _Cublas:
     """cuBLAS's entry points this module calls, from the library CuPy loaded."""
 
