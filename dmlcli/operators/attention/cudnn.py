@@ -54,6 +54,7 @@ class Signature(NamedTuple):
 def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
     """(OutputTensor, OutputPresentKeyTensor, OutputPresentValueTensor) through cuDNN; Unsupported where the call does
     not map. `found` is the call's Layout (entries.layout)."""
+    cudnn = cudnn_graphs.frontend()
     present = [name for name in _UNMAPPED if name in given]
     if present:
         raise Unsupported(f"{present[0]} (cuDNN's attention here takes none)")
@@ -72,7 +73,6 @@ def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
     signature = Signature(*(_heads_major(views[name]) for name in ("Q", "K", "V", "O")),
                           scale=float(params["Scale"]), causal=causal)
     pointers = {name: view.data.ptr for name, view in views.items()}
-    cudnn = cudnn_graphs.frontend()
     built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
                                 pointers)
     built.execute(cudnn, cupy, pointers)

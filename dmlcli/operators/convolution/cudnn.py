@@ -53,6 +53,7 @@ class Signature(NamedTuple):
 def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, flip) -> tuple:
     """The convolution's outputs through cuDNN, an ActivationApplied where the fused RELU ran in cuDNN;
     Unsupported where cuDNN cannot run this call. `flip(w)` flips a filter (CONVOLUTION mode)."""
+    cudnn = cudnn_graphs.frontend()
     if x.dtype != w.dtype or (bias is not None and bias.dtype != x.dtype):
         raise Unsupported("cuDNN's graph here takes one data type for every tensor")
     if x.dtype not in (np.float16, np.float32):
@@ -82,7 +83,6 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, fl
     base = dict(input_sizes=tuple(x.shape), filter_sizes=tuple(w.shape), output_sizes=tuple(out_sizes),
                 dtype=x.dtype.name, backward=backward, pre=geo["StartPadding"], post=geo["EndPadding"],
                 strides=geo["Strides"], dilations=geo["Dilations"], bias=bias is not None, relu=relu, tf32=tf32)
-    cudnn = cudnn_graphs.frontend()
     fused = Signature(fused=True, **base)
     try:
         built = cudnn_graphs.cached(cupy, fused, _builder(fused), pointers)
