@@ -29,7 +29,8 @@ from typing import Callable, Hashable
 
 # Plans built and timed for a new signature (PyTorch's cudnn.benchmark_limit is 10): more finds a faster plan less
 # and less often while each costs a build (a runtime-compiled engine: a second or more).
-TUNED_PLANS = 6
+# DMLCLI_CUDNN_TUNED_PLANS=1 keeps the heuristics' first plan that builds (no timing: the GPU tests, a quick start).
+TUNED_PLANS = max(1, int(os.environ.get("DMLCLI_CUDNN_TUNED_PLANS", "6") or 6))
 TIMED_RUNS = 3
 GRAPHS_KEPT = 512  # signatures kept (a graph holds a few kB of host memory and its compiled plans)
 # Set to 1 to run dmlcli's own kernels where cuDNN would run (a comparison, or a cuDNN that misbehaves).
