@@ -696,6 +696,11 @@ _NOTES = (
     "line default to 1 and -10000 (the page's usual value). HeadCount 0 is refused (exit 3), and so are a "
     "MaskTensor with MaskType NONE and a MaskType without MaskTensor (dmlcli's rules: the page gives neither a "
     "meaning).",
+    "On the GPU with cuDNN installed (nvidia-cudnn-frontend, the gpu extras), a FLOAT16 call without BiasTensor, "
+    "RelativePositionBiasTensor or past, unmasked or causal (a BOOLEAN MaskTensor of key <= query, or "
+    "MULTIHEAD_ATTENTION1's past lengths without a past, MaskFilterValue <= -10000), runs as cuDNN's fused "
+    "attention (attention/cudnn.py): FLOAT32 scores and softmax, the weights rounded to FLOAT16 for the product "
+    "with Value (FLOAT32 accumulation), within the FLOAT16 tolerance above. Other calls run the steps above.",
     "The scores are computed for blocks of query rows whose {batchSize, headCount, rows, T} FLOAT32 scores stay "
     "within 64 MiB (1 GiB on the GPU; one row at least), so the kernel's scratch is bounded whatever the sequence "
     "lengths; each row's result is the same computation.",
