@@ -24,7 +24,7 @@ try:
     import torch
 
     HAS_TORCH_GPU = HAS_GPU and torch.cuda.is_available()
-except Exception:  # noqa: BLE001 - PyTorch missing or broken: torch_gpu_bench must skip
+except Exception:  # noqa: BLE001 - PyTorch missing or broken: torch_gpu_bench and cudnn_bench must skip
     HAS_TORCH_GPU = False
 
 
@@ -75,12 +75,14 @@ TINY = {
                                   "--plot", str(tmp / "plot.png"), "--json", str(tmp / "rows.json")], "| bit_xor"),
     "stream_startup": (lambda tmp: ["--runs", "1", "--installs", "editable"], "dmlcli run (table)"),
     "torch_gpu_bench": (lambda tmp: ["--size", "64", "--batch", "1", "--repeats", "1"], "torch/dmlcli"),
+    "cudnn_bench": (lambda tmp: ["--batch", "1", "--repeats", "1"], "path"),
     "suite_bench": (lambda tmp: ["--skip-conformance", "--cases", "2", "--elements", "16", "--runs", "1"],
                     "speed-up"),
 }
 NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench"}  # they read ../shared
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
-               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench"}
+               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench", "cudnn_bench"}
+NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench"}
 
 
 def test_every_bench_script_has_a_tiny_run():
@@ -101,7 +103,7 @@ def test_bench_script_runs_on_a_tiny_input(name, tmp_path, capsys, monkeypatch):
     status = module.main(arguments(tmp_path))
     out = capsys.readouterr().out
     assert status == 0, out
-    if name in GPU_SCRIPTS and not (HAS_TORCH_GPU if name == "torch_gpu_bench" else HAS_GPU):
+    if name in GPU_SCRIPTS and not (HAS_TORCH_GPU if name in NEEDS_TORCH else HAS_GPU):
         assert out.startswith("skipped: "), out
     else:
         assert expected in out, out

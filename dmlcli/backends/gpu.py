@@ -23,6 +23,8 @@ from . import gpu_kernels
 from ..data_types import from_kernel_array, to_kernel_array
 from ..errors import BackendUnavailableError, InputError
 from ..operators import Operator
+from ..operators.numerics import cudnn_graphs, products
+from ..operators.table.schema import ActivationApplied
 from ..io.npy import to_native
 
 INSTALL_HINT = "pip install 'dmlcli[gpu]' (CUDA 12) or pip install 'dmlcli[gpu-cuda13]' (CUDA 13)"
@@ -114,7 +116,8 @@ def tf32_products(cupy, cublas):
     before = cublas.getMathMode(handle)
     cublas.setMathMode(handle, _CUBLAS_TF32_TENSOR_OP_MATH)
     try:
-        yield
+        with products.allowing_tf32():  # cuDNN's graphs read the permission there (they have no math mode)
+            yield
     finally:
         cublas.setMathMode(handle, before)
 
@@ -254,8 +257,11 @@ class GpuBackend:
                   for x in inputs]
         kernel = operator.gpu_array_kernel or operator.array_kernel
         with self._products(operator, outputs, allow_tf32):
-            results = list(kernel(cp, arrays, outputs, parameters))
+            applied = kernel(cp, arrays, outputs, parameters)
+            results = list(applied)
         fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
+        if isinstance(applied, ActivationApplied):
+            fused = None  # the kernel's library applied it (cuDNN's fused RELU): not twice
         if fused is not None:  # the activation's own CUDA kernel, on the device result rounded to the output type
             activation, fields = fused
             first = cp.asarray(results[0])
@@ -430,6 +436,8 @@ class GpuBackend:
             "cuda_driver": _cuda_version(runtime.driverGetVersion()),
             "device": self.device_name,
             "device_memory_bytes": self.device_memory,
+            "products": products.describe(cp),
+            "cudnn": cudnn_graphs.describe(),
         }
 
 

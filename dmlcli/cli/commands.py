@@ -327,10 +327,17 @@ def dispatch(model, backend, feature_level, iterations, warmup, no_timing, outpu
                   emit=click.echo, timing=not no_timing)
 
 
+def _cudnn_text(found: dict) -> str:
+    if found["available"]:
+        return f"cuDNN {found['cudnn']} (frontend {found['frontend']}), dmlcli's kernels where cuDNN has no plan"
+    return f"cuDNN not installed: convolution and attention use dmlcli's kernels ({found['reason']})"
+
+
 @cli.command(epilog=exit_codes_help(0, 5))
 @format_option
 def info(output_format):
-    """Show the backends found: NumPy for the CPU; CuPy, CUDA and the device for the GPU.
+    """Show the backends found: NumPy for the CPU; CuPy, CUDA and the device for the GPU, with the paths its
+    products (cuBLAS) and its convolution and attention (cuDNN, or dmlcli's own kernels) take.
 
     Exits 0 whether or not a GPU is usable; 'GPU: not available (reason)' says why not.
 
@@ -356,4 +363,6 @@ def info(output_format):
     else:
         click.echo(f"GPU: {gpu['device']}, {gpu['device_memory_bytes'] / 2**30:.1f} GiB; CuPy {gpu['cupy']}, "
                    f"CUDA runtime {gpu['cuda_runtime']}, driver supports CUDA {gpu['cuda_driver']}")
+        click.echo(f"GPU products: {gpu['products']}")
+        click.echo(f"GPU convolution and attention: {_cudnn_text(gpu['cudnn'])}")
     click.echo(f"backends found: {', '.join(found)} (--backend auto picks {found[-1]})")

@@ -485,6 +485,27 @@ def attention_kernel(names: tuple[str, ...]):
     return kernel
 
 
+def attention_gpu_kernel(names: tuple[str, ...]):
+    """The GPU kernel of an entry whose inputs are `names`: cuDNN's fused attention (attention/cudnn.py) where its
+    frontend is installed and the call maps onto it, else the kernel above. Which one ran is recorded
+    (numerics/cudnn_graphs.LAST_CHOICE)."""
+    def kernel(xp, inputs, outputs, params):
+        from ..numerics import cudnn_graphs  # imported by the GPU path only
+        from . import cudnn
+
+        given = {name: array for name, array in zip(names, inputs) if array is not None}
+        found = layout({name: tuple(array.shape) for name, array in given.items()}, params)
+        try:
+            results = cudnn.attend(xp, given, outputs, params, found)
+        except cudnn_graphs.Unsupported as why:
+            cudnn_graphs.record(FAMILY, f"dmlcli: {why}")
+            return attend(xp, given, outputs, params)
+        cudnn_graphs.record(FAMILY, "cudnn")
+        return results
+
+    return kernel
+
+
 # The scores of one block of query rows, {B, QH, rows, T} FLOAT32, and the two arrays the softmax makes of them stay
 # within this many bytes (at least one row at a time): like CONVOLUTION's column buffer, the scratch is bounded
 # whatever the sequence lengths (the room check counts about twice the largest input as scratch). The GPU's
@@ -675,6 +696,11 @@ _NOTES = (
     "line default to 1 and -10000 (the page's usual value). HeadCount 0 is refused (exit 3), and so are a "
     "MaskTensor with MaskType NONE and a MaskType without MaskTensor (dmlcli's rules: the page gives neither a "
     "meaning).",
+    "On the GPU with cuDNN installed (nvidia-cudnn-frontend, the gpu extras), a FLOAT16 call without BiasTensor, "
+    "RelativePositionBiasTensor or past, unmasked or causal (a BOOLEAN MaskTensor of key <= query, or "
+    "MULTIHEAD_ATTENTION1's past lengths without a past, MaskFilterValue <= -10000), runs as cuDNN's fused "
+    "attention (attention/cudnn.py): FLOAT32 scores and softmax, the weights rounded to FLOAT16 for the product "
+    "with Value (FLOAT32 accumulation), within the FLOAT16 tolerance above. Other calls run the steps above.",
     "The scores are computed for blocks of query rows whose {batchSize, headCount, rows, T} FLOAT32 scores stay "
     "within 64 MiB (1 GiB on the GPU; one row at least), so the kernel's scratch is bounded whatever the sequence "
     "lengths; each row's result is the same computation.",
@@ -710,7 +736,7 @@ def _entry(name: str, enum_value: int, introduced: str, inputs: tuple[str, ...],
         support=rows((introduced, {tensor: support[tensor] for tensor in inputs + _OUTPUTS})),
         same_data_type=_float_tensors(inputs), same_sizes=(), cpu_kernel=None, cuda_body="",
         parameters=(SCALE, MASK_FILTER_VALUE) + heads + (MASK_TYPE,), shape_rule=attention_shape,
-        array_kernel=attention_kernel(inputs), exactness=APPROXIMATE, tolerance=_TOLERANCE,
+        array_kernel=attention_kernel(inputs), gpu_array_kernel=attention_gpu_kernel(inputs), exactness=APPROXIMATE, tolerance=_TOLERANCE,
         tolerance_scale=attention_tolerance_scale, tf32_products=True,
         sum_bound=SumBound(
             attention_terms, "headSize + T + 4, T = pastSequenceLength + keyValueSequenceLength keys (OutputTensor; "

@@ -459,6 +459,23 @@ def convolution_kernel(xp, inputs, outputs, params):
     return (xp.ascontiguousarray(_float_result(xp, inputs, outputs, params)),)
 
 
+def convolution_gpu_kernel(xp, inputs, outputs, params):
+    """CONVOLUTION on the GPU: through cuDNN (convolution/cudnn.py) where its frontend is installed and builds a plan
+    for the call, faster than the column buffer and cuBLAS; else the kernel above. Which one ran is recorded
+    (numerics/cudnn_graphs.LAST_CHOICE)."""
+    from ..numerics import cudnn_graphs  # imported by the GPU path only
+    from . import cudnn
+
+    x, w, bias = inputs
+    try:
+        found = cudnn.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geometry(params, x.ndim), _flipped)
+    except cudnn_graphs.Unsupported as why:
+        cudnn_graphs.record(FAMILY, f"dmlcli: {why}")
+        return convolution_kernel(xp, inputs, outputs, params)
+    cudnn_graphs.record(FAMILY, "cudnn")
+    return found
+
+
 def _zero_point(tensor, rank: int):
     """A zero point as float64 that broadcasts against a filter or an input: per tensor, one element; per output
     channel, one value per filter row (FilterTensor's axis 0)."""
@@ -588,7 +605,8 @@ CONVOLUTION = Operator(
     parameters=(MODE, DIRECTION, STRIDES, DILATIONS, START_PADDING, END_PADDING, OUTPUT_PADDING, GROUP_COUNT,
                 FUSED_ACTIVATION),
     optional_inputs=(("BiasTensor", "InputTensor"),), optional_since=_CONV_ROWS[-1].level,
-    shape_rule=convolution_shape, array_kernel=convolution_kernel, fused_activation="FusedActivation",
+    shape_rule=convolution_shape, array_kernel=convolution_kernel, gpu_array_kernel=convolution_gpu_kernel,
+    fused_activation="FusedActivation",
     exactness=APPROXIMATE, tolerance=Tolerance("ulp", 2, 2, _WEBNN_CONV),
     tolerance_scale=convolution_tolerance_scale, tf32_products=True, sum_bound=CONVOLUTION_SUM_BOUND,
     scratch=_scratch(4),
@@ -610,6 +628,11 @@ CONVOLUTION = Operator(
         "results are checked within WebNN's conv2d tolerance, which grows with the products summed per element. "
         "With --allow-tf32 a FLOAT32 convolution's products on the GPU may run on TF32 tensor cores (checked "
         "within 2^13 times that tolerance).",
+        "On the GPU with cuDNN installed (nvidia-cudnn-frontend, the gpu extras) the convolution runs as cuDNN's "
+        "graph where cuDNN builds a plan for the call (convolution/cudnn.py: FLOAT16 and FLOAT32, 1-D to 3-D, "
+        "groups, BACKWARD as its data gradient, the bias and a RELU fused), computing in FLOAT32 without TF32 "
+        "unless --allow-tf32; the order of its additions is cuDNN's, within the same rule. Other calls run the "
+        "column buffer and cuBLAS.",
         "The fused activation (dml-fused-activations: " + ", ".join(op.name.lower() for op in FUSABLE) + ") runs on "
         "the rounded result, exactly as the activation operator would on it, on the GPU as its own CUDA kernel. "
         "In a DxDispatch model: \"FusedActivation\": {\"Type\": \"ACTIVATION_RELU\"} (or null).",

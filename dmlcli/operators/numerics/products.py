@@ -13,9 +13,12 @@ cupy.matmul still runs where this path does not apply: no cuBLAS library found i
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import math
 import threading
+from typing import Iterator
 
 import numpy as np
 
@@ -28,6 +31,25 @@ CUDA_TYPES = {np.dtype(np.float32): (0, 68, ctypes.c_float), np.dtype(np.float64
               np.dtype(np.float16): (2, 68, ctypes.c_float)}
 INT_MAX = 2**31 - 1
 
+# Whether the running kernel's FLOAT32 products may use TF32 (--allow-tf32): cuBLAS learns it from its handle's math
+# mode, which the GPU backend sets; a library with no such mode (cuDNN, operators/numerics/cudnn_graphs.py) reads it
+# here. Set only around a kernel whose operator has tf32_products and a FLOAT32 output (backends/gpu.py).
+_TF32_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("dmlcli_tf32_allowed", default=False)
+
+
+def tf32_allowed() -> bool:
+    """True inside `allowing_tf32()`: the kernel's FLOAT32 products may run on TF32 tensor cores."""
+    return _TF32_ALLOWED.get()
+
+
+@contextlib.contextmanager
+def allowing_tf32() -> Iterator[None]:
+    token = _TF32_ALLOWED.set(True)
+    try:
+        yield
+    finally:
+        _TF32_ALLOWED.reset(token)
+
 
 def matmul(xp, a, b):
     """a @ b as numpy.matmul gives it, on NumPy or CuPy arrays."""
@@ -39,6 +61,13 @@ def matmul(xp, a, b):
     if library is None or not library.takes(a, b):
         return xp.matmul(a, b)
     return library.matmul(xp, a, b)
+
+
+def describe(cupy) -> str:
+    """Which path the GPU's products take, for `dmlcli info`."""
+    if _library(cupy) is None:
+        return "CuPy's matmul (no cuBLAS library found in the process)"
+    return "cuBLAS through ctypes (cublasGemmStridedBatchedEx, capturable in a CUDA graph)"
 
 
 class _Cublas:

@@ -256,6 +256,12 @@ class InputBroadcast(Frozen):
         vars(self).update(rule=rule, text=text)
 
 
+class ActivationApplied(tuple):
+    """A kernel's results (a tuple like any other) with the operator's fused activation already applied: a GPU
+    kernel whose library fused it into its own kernel (cuDNN's RELU after a convolution) returns this, and the backend
+    does not run the activation again (Operator.fused_activation)."""
+
+
 class Operator(Frozen):
     """One entry of the operator table (an immutable record: records.py); it checks itself as it is made."""
 

@@ -1,0 +1,155 @@
+"""MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1 through cuDNN's fused attention (the frontend's sdpa: flash attention,
+the scores never stored), the GPU kernel's first choice where the call maps onto it; dmlcli's kernel otherwise
+(entries.py). See operators/numerics/cudnn_graphs.py for the loading, the handles and the cache.
+
+What maps (anything else raises Unsupported and runs dmlcli's kernel):
+- FLOAT16 queries, keys and values (cuDNN's attention takes 16-bit and 8-bit types, not FLOAT32) from QueryTensor,
+  KeyTensor and ValueTensor or their stacks, read where they lie: each is a {batch, heads, rows, headSize} view
+  with its own strides (the stacks' too), so nothing is copied; grouped-query heads (MULTIHEAD_ATTENTION1) as
+  cuDNN's own;
+- no BiasTensor, RelativePositionBiasTensor or past keys and values;
+- no mask (MaskType NONE, or a BOOLEAN MaskTensor of ones), or a causal one: a BOOLEAN MaskTensor that holds
+  exactly key j <= query i (checked on the device, one value read back, so such a call is not captured into a CUDA
+  graph), or MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor without a past (then every length is 0 and the
+  attention is causal, whatever the lengths hold). cuDNN leaves a masked key out (weight 0); DirectML adds
+  MaskFilterValue, which gives a weight of exp(score + MaskFilterValue - the row's largest score), exactly 0 in
+  FLOAT32 wherever that exponent is below -104: a causal call maps where MaskFilterValue <= -10000 (ONNX
+  Runtime's default), i.e. where a row's scores span less than about 9896.
+
+Numbers: cuDNN computes the scores and the softmax in FLOAT32 and multiplies the FLOAT16-rounded weights by the
+values with FLOAT32 accumulation, then rounds once: within MULTIHEAD_ATTENTION's FLOAT16 tolerance (its note: DirectML
+may compute a FLOAT16 attention in half precision).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple
+
+import numpy as np
+
+from ..numerics import cudnn_graphs
+from ..numerics.cudnn_graphs import Unsupported
+
+_UNMAPPED = ("BiasTensor", "RelativePositionBiasTensor", "PastKeyTensor", "PastValueTensor")
+_STACK_POSITION = {("StackedQueryKeyTensor", "q"): 0, ("StackedQueryKeyTensor", "k"): 1,
+                   ("StackedKeyValueTensor", "k"): 0, ("StackedKeyValueTensor", "v"): 1,
+                   ("StackedQueryKeyValueTensor", "q"): 0, ("StackedQueryKeyValueTensor", "k"): 1,
+                   ("StackedQueryKeyValueTensor", "v"): 2}
+# A causal call maps where MaskFilterValue is at most this (see the module's text).
+CAUSAL_FILTER_LIMIT = -10000.0
+
+
+class Signature(NamedTuple):
+    """The key of a built attention graph: the {batch, heads, rows, size} Sizes and strides (in elements) of Q, K,
+    V and O, the scale and whether it is causal."""
+
+    q: tuple[tuple[int, ...], tuple[int, ...]]
+    k: tuple[tuple[int, ...], tuple[int, ...]]
+    v: tuple[tuple[int, ...], tuple[int, ...]]
+    o: tuple[tuple[int, ...], tuple[int, ...]]
+    scale: float
+    causal: bool
+
+
+def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
+    """(OutputTensor, OutputPresentKeyTensor, OutputPresentValueTensor) through cuDNN; Unsupported where the call does
+    not map. `found` is the call's Layout (entries.layout)."""
+    cudnn = cudnn_graphs.frontend()
+    present = [name for name in _UNMAPPED if name in given]
+    if present:
+        raise Unsupported(f"{present[0]} (cuDNN's attention here takes none)")
+    if found.key_from is None:
+        raise Unsupported("keys and values from the past alone")
+    floats = [array for name, array in given.items() if name not in ("MaskTensor", "PastSequenceLengthsTensor")]
+    if any(array.dtype != np.float16 for array in floats):
+        raise Unsupported("cuDNN's attention takes FLOAT16 here (not FLOAT32)")
+    causal = _causal(cupy, given, params, found)
+    b, s, kv = found.batch, found.sequence, found.kv_sequence
+    queries = _rows_by_heads(given, found.query_from, "q", b, s, found.query_heads, found.head_size)
+    keys = _rows_by_heads(given, found.key_from, "k", b, kv, found.kv_heads, found.head_size)
+    values = _rows_by_heads(given, found.value_from, "v", b, kv, found.kv_heads, found.value_head_size)
+    attended = cupy.empty((b, s, found.query_heads, found.value_head_size), dtype=np.float16)
+    views = {"Q": queries, "K": keys, "V": values, "O": attended}
+    signature = Signature(*(_heads_major(views[name]) for name in ("Q", "K", "V", "O")),
+                          scale=float(params["Scale"]), causal=causal)
+    pointers = {name: view.data.ptr for name, view in views.items()}
+    built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
+                                pointers)
+    built.execute(cudnn, cupy, pointers)
+    length = outputs[1].shape[-2]  # the present's rows (ONNX Runtime's shared past/present buffer: fewer)
+    present_keys = cupy.ascontiguousarray(keys.transpose(0, 2, 1, 3)[:, :, :length])
+    present_values = cupy.ascontiguousarray(values.transpose(0, 2, 1, 3)[:, :, :length])
+    return (attended.reshape(outputs[0].shape), present_keys.reshape(outputs[1].shape),
+            present_values.reshape(outputs[2].shape))
+
+
+def _rows_by_heads(given, source: str, role: str, batch: int, rows: int, heads: int, size: int):
+    """A {batch, rows, heads, size} view of the queries, keys or values where they lie (no copy)."""
+    array = given[source]
+    if (source, role) in _STACK_POSITION:
+        stack = array.shape[3]
+        return array.reshape(batch, rows, heads, stack, size)[:, :, :, _STACK_POSITION[(source, role)]]
+    return array.reshape(batch, rows, heads, size)
+
+
+def _heads_major(view) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The Sizes and element strides of a {batch, rows, heads, size} view read as {batch, heads, rows, size}."""
+    sizes, strides = view.shape, cudnn_graphs.element_strides(view)
+    order = (0, 2, 1, 3)
+    return tuple(int(sizes[axis]) for axis in order), tuple(int(strides[axis]) for axis in order)
+
+
+def _causal(cupy, given, params, found) -> bool:
+    """Whether the call's mask is the causal one (True) or none (False); Unsupported for any other mask."""
+    mask_type = params["MaskType"]
+    lengths = "PastSequenceLengthsTensor" in given
+    if lengths and found.past:
+        raise Unsupported("PastSequenceLengthsTensor with past keys (per-entry positions)")
+    if mask_type == "NONE":
+        causal = lengths
+    elif mask_type == "BOOLEAN":
+        pattern = _boolean_pattern(cupy, given["MaskTensor"], found)
+        if pattern == "causal" or (pattern == "none" and lengths):
+            causal = True
+        elif pattern == "none":
+            causal = False
+        else:
+            raise Unsupported("a BOOLEAN mask that is neither all ones nor causal")
+    else:
+        raise Unsupported(f"MaskType {mask_type}")
+    if causal and not float(params["MaskFilterValue"]) <= CAUSAL_FILTER_LIMIT:
+        raise Unsupported(f"a causal mask with MaskFilterValue {params['MaskFilterValue']} above "
+                          f"{CAUSAL_FILTER_LIMIT:g} (masked keys would keep a weight)")
+    return causal
+
+
+def _boolean_pattern(cupy, mask, found) -> str:
+    """"none" (every key kept), "causal" (key j kept for query i exactly where j <= i) or "other", read from the
+    device (one small copy back, which a CUDA-graph capture cannot hold: the capture then ends)."""
+    if cudnn_graphs.capturing(cupy):
+        raise RuntimeError("a BOOLEAN mask's pattern is read on the host, which a CUDA graph capture cannot replay")
+    kept = mask.reshape(mask.shape[-4:]) != 0
+    verdicts = [cupy.all(kept)]
+    if kept.shape[-2:] == (found.sequence, found.total):
+        verdicts.append(cupy.all(kept == cupy.tri(found.sequence, found.total, dtype=bool)))
+    found_values = cupy.stack(verdicts).get()
+    if found_values[0]:
+        return "none"
+    return "causal" if len(found_values) > 1 and found_values[1] else "other"
+
+
+def build_graph(cudnn, handle, signature: Signature) -> cudnn_graphs.Built:
+    """The planned graph: O = softmax(Q K^T * scale [causal]) V, FLOAT16 in and out, FLOAT32 inside."""
+    half = cudnn.data_type.HALF
+    graph = cudnn.pygraph(io_data_type=half, intermediate_data_type=cudnn.data_type.FLOAT,
+                          compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+    tensors = {name: graph.tensor(name=name, dim=list(sizes), stride=list(strides), data_type=half)
+               for name, (sizes, strides) in (("Q", signature.q), ("K", signature.k), ("V", signature.v))}
+    options = {"use_causal_mask": True} if signature.causal else {}
+    attended, _ = graph.sdpa(name="sdpa", q=tensors["Q"], k=tensors["K"], v=tensors["V"], generate_stats=False,
+                             attn_scale=signature.scale, **options)
+    sizes, strides = signature.o
+    attended.set_output(True).set_dim(list(sizes)).set_stride(list(strides)).set_data_type(half)
+    tensors["O"] = attended
+    cudnn_graphs.plan_graph(cudnn, graph, ())
+    return cudnn_graphs.Built(graph, tensors)

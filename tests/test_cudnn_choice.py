@@ -1,0 +1,168 @@
+"""The choice between cuDNN and dmlcli's own GPU kernels, and the cache of built graphs, without a GPU: a fake
+frontend and a fake CuPy stand in (numerics/cudnn_graphs.py, convolution/cudnn.py, attention/cudnn.py)."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.operators import find_operator
+from dmlcli.operators.numerics import cudnn_graphs, products
+from dmlcli.operators.numerics.cudnn_graphs import Unsupported
+
+
+@pytest.fixture
+def hidden_frontend(monkeypatch):
+    """The frontend as if it were not installed."""
+    monkeypatch.setattr(cudnn_graphs, "_LOADED", [cudnn_graphs._Loaded(None, "nvidia-cudnn-frontend is not installed")])
+
+
+class FakeStream:
+    def __init__(self, capturing=False):
+        self.ptr = 0
+        self._capturing = capturing
+
+    def is_capturing(self):
+        return self._capturing
+
+
+def fake_cupy(capturing=False):
+    stream = FakeStream(capturing)
+    cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0), get_current_stream=lambda: stream)
+    return types.SimpleNamespace(cuda=cuda, uint8=np.uint8, empty=np.empty)
+
+
+class FakeGraph:
+    def __init__(self, builds=("ok",)):
+        self.plans = [types.SimpleNamespace(engine_id=index) for index in range(len(builds))]
+        self.builds = builds
+        self.executed = []
+
+    def get_execution_plan_count(self):
+        return len(self.plans)
+
+    def build_plan_at_index(self, index):
+        if self.builds[index] != "ok":
+            raise RuntimeError(self.builds[index])
+
+    def get_workspace_size_plan_at_index(self, index):
+        return 0
+
+    def execute_plan_at_index(self, pack, workspace, index, handle):
+        self.executed.append((dict(pack), index))
+
+
+@pytest.fixture
+def fake_frontend(monkeypatch):
+    module = types.SimpleNamespace(create_handle=lambda: "handle", set_stream=lambda handle, stream: None)
+    monkeypatch.setattr(cudnn_graphs, "_LOADED", [cudnn_graphs._Loaded(module, "")])
+    monkeypatch.setattr(cudnn_graphs, "_backend_plans", lambda graph: list(range(len(graph.plans))))
+    monkeypatch.setattr(cudnn_graphs._HANDLES, "by_device", {}, raising=False)
+    cudnn_graphs.forget()
+    yield module
+    cudnn_graphs.forget()
+
+
+def test_a_signature_is_built_once(fake_frontend):
+    cupy = fake_cupy()
+    made = []
+
+    def build(cudnn, handle):
+        made.append(handle)
+        return cudnn_graphs.Built(FakeGraph(), {"X": "x-tensor"})
+
+    first = cudnn_graphs.cached(cupy, ("conv", (1, 2)), build, {"X": 16})
+    second = cudnn_graphs.cached(cupy, ("conv", (1, 2)), build, {"X": 32})
+    assert first is second and made == ["handle"]
+    first.execute(fake_frontend, cupy, {"X": 48})
+    assert first.graph.executed[-1] == ({"x-tensor": 48}, 0)
+    cudnn_graphs.cached(cupy, ("conv", (1, 3)), build, {"X": 16})
+    assert len(made) == 2
+
+
+def test_the_first_plan_that_builds_is_kept(fake_frontend):
+    built = cudnn_graphs.cached(fake_cupy(), "sig", lambda cudnn, handle: cudnn_graphs.Built(
+        FakeGraph(("no engine", "ok")), {}), {})
+    assert built.plan == 1 and built.plans_tried == ["1"]
+
+
+def test_a_refused_signature_is_remembered(fake_frontend):
+    calls = []
+
+    def build(cudnn, handle):
+        calls.append(1)
+        raise ValueError("not supported here")
+
+    for _ in range(2):
+        with pytest.raises(Unsupported, match="cuDNN refused the graph .ValueError: not supported here"):
+            cudnn_graphs.cached(fake_cupy(), "refused", build, {})
+    assert calls == [1]
+    with pytest.raises(Unsupported, match="no cuDNN plan builds"):
+        cudnn_graphs.cached(fake_cupy(), "no plan", lambda cudnn, handle: cudnn_graphs.Built(
+            FakeGraph(("declined",)), {}), {})
+
+
+def test_no_graph_is_built_while_a_stream_captures(fake_frontend):
+    build = lambda cudnn, handle: cudnn_graphs.Built(FakeGraph(), {})  # noqa: E731
+    with pytest.raises(RuntimeError, match="captured"):
+        cudnn_graphs.cached(fake_cupy(capturing=True), "late", build, {})
+    built = cudnn_graphs.cached(fake_cupy(), "early", build, {})
+    assert cudnn_graphs.cached(fake_cupy(capturing=True), "early", build, {}) is built
+
+
+def test_the_frontend_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv(cudnn_graphs.DISABLE_ENVIRONMENT, "1")
+    loaded = cudnn_graphs._load()
+    assert loaded.module is None and "DMLCLI_NO_CUDNN" in loaded.reason
+
+
+def test_describe_says_why_not(hidden_frontend):
+    assert cudnn_graphs.describe() == {"available": False, "reason": "nvidia-cudnn-frontend is not installed"}
+
+
+def test_float32_leaves_tensor_cores_out_unless_tf32_is_allowed():
+    from dmlcli.operators.convolution.cudnn import excluded_notes
+
+    notes = types.SimpleNamespace(DOWN_CONVERT_INPUTS="down", REDUCED_PRECISION_REDUCTION="reduced",
+                                  TENSOR_CORE="tensor")
+    cudnn = types.SimpleNamespace(numerical_note=notes)
+    assert excluded_notes(cudnn, "float32", False) == ["down", "reduced", "tensor"]
+    assert excluded_notes(cudnn, "float32", True) == ["down", "reduced"]
+    assert excluded_notes(cudnn, "float16", False) == ["down", "reduced"]
+
+
+def test_tf32_permission_is_scoped():
+    assert not products.tf32_allowed()
+    with products.allowing_tf32():
+        assert products.tf32_allowed()
+    assert not products.tf32_allowed()
+
+
+def test_without_the_frontend_the_gpu_kernels_run_dmlcli_s_own(hidden_frontend):
+    # The GPU kernels of both families fall back to their xp kernels (run here on NumPy) and say why.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    call = dmlcli.validate("convolution", x, w, fused_activation="relu").call
+    op = find_operator("convolution")
+    (found,) = op.gpu_array_kernel(np, [x, w, None], call.outputs, call.parameters)
+    (expected,) = op.array_kernel(np, [x, w, None], call.outputs, call.parameters)
+    assert np.array_equal(found, expected)
+    assert cudnn_graphs.LAST_CHOICE["convolution"] == "dmlcli: nvidia-cudnn-frontend is not installed"
+    q = rng.standard_normal((1, 4, 8)).astype(np.float16)
+    op = find_operator("multihead_attention")
+    inputs = [q, q, q] + [None] * (len(op.inputs) - 3)
+    call = dmlcli.validate("multihead_attention", *inputs, head_count=2).call
+    found = op.gpu_array_kernel(np, inputs, call.outputs, call.parameters)
+    expected = op.array_kernel(np, inputs, call.outputs, call.parameters)
+    assert all(np.array_equal(a, b) for a, b in zip(found, expected))
+    assert cudnn_graphs.LAST_CHOICE["attention"].startswith("dmlcli: ")
+
+
+def test_the_cpu_backend_never_asks_for_cudnn(hidden_frontend, monkeypatch):
+    monkeypatch.setattr(cudnn_graphs, "frontend", lambda: pytest.fail("the CPU backend asked for cuDNN"))
+    x = np.ones((1, 1, 4, 4), np.float32)
+    assert dmlcli.run("convolution", x, np.ones((1, 1, 3, 3), np.float32), backend="cpu").shape == (1, 1, 2, 2)

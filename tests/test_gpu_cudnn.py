@@ -1,0 +1,173 @@
+"""CONVOLUTION and MULTIHEAD_ATTENTION through cuDNN (operators/convolution/cudnn.py, operators/attention/cudnn.py):
+each result against the CPU backend's within the operator's rule, the path taken checked (cudnn_graphs.LAST_CHOICE),
+a configuration cuDNN does not take running dmlcli's kernel, and every call running with the frontend hidden.
+Needs CuPy and a device; the cuDNN-specific tests also need nvidia-cudnn-frontend (skipped, saying why, without)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dmlcli
+from dmlcli.checking.comparison import compare_arrays, rule_for
+
+cupy = pytest.importorskip("cupy")
+pytestmark = pytest.mark.usefixtures("gpu_usable")  # conftest: skips where no device can run
+
+from dmlcli.operators.numerics import cudnn_graphs  # noqa: E402
+
+
+@pytest.fixture
+def frontend():
+    try:
+        return cudnn_graphs.frontend()
+    except cudnn_graphs.Unsupported as why:
+        pytest.skip(f"cuDNN path not available: {why}")
+
+
+@pytest.fixture
+def hidden_frontend(monkeypatch):
+    monkeypatch.setattr(cudnn_graphs, "_LOADED", [cudnn_graphs._Loaded(None, "hidden by the test")])
+
+
+def convolution_within(x_shape, w_shape, parameters, dtype, with_bias, allow_tf32=False):
+    """Runs the call on both backends, compares within the rule; the GPU's path taken."""
+    rng = np.random.default_rng(sum(x_shape) + len(parameters))
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = (rng.standard_normal(w_shape) * 0.2).astype(dtype)
+    backward = parameters.get("direction") == "backward"
+    channels = w_shape[1] * parameters.get("group_count", 1) if backward else w_shape[0]
+    extra = [rng.standard_normal((1, channels) + (1,) * (len(x_shape) - 2)).astype(dtype)] if with_bias else []
+    on_cpu = dmlcli.run("convolution", x, w, *extra, backend="cpu", **parameters)
+    on_gpu = dmlcli.run("convolution", x, w, *extra, backend="gpu", allow_tf32=allow_tf32, **parameters)
+    taken = cudnn_graphs.LAST_CHOICE.get("convolution")
+    assert on_cpu.dtype == on_gpu.dtype == np.dtype(dtype) and on_cpu.shape == on_gpu.shape
+    call = dmlcli.validate("convolution", x, w, *extra, allow_tf32=allow_tf32, **parameters).call
+    comparison = compare_arrays(on_gpu, on_cpu, rule_for(call.operator, on_cpu.dtype, call=call,
+                                                         inputs=[x, w, *extra]))
+    assert comparison.passed, f"{taken}: {comparison.text()}"
+    return taken
+
+
+CUDNN_CALLS = {
+    "3x3 pad 1": ((4, 32, 28, 28), (32, 32, 3, 3), {"start_padding": [1, 1], "end_padding": [1, 1]}),
+    "1x1": ((2, 64, 14, 14), (32, 64, 1, 1), {}),
+    "strides 2, asymmetric padding": ((2, 16, 15, 17), (24, 16, 3, 3),
+                                      {"strides": [2, 2], "start_padding": [1, 0], "end_padding": [0, 1]}),
+    "dilation 2": ((2, 16, 20, 20), (16, 16, 3, 3), {"dilations": [2, 2], "start_padding": [2, 2],
+                                                      "end_padding": [2, 2]}),
+    "groups 4": ((2, 32, 12, 12), (32, 8, 3, 3), {"group_count": 4, "start_padding": [1, 1], "end_padding": [1, 1]}),
+    "depthwise": ((2, 32, 16, 16), (32, 1, 3, 3), {"group_count": 32, "start_padding": [1, 1], "end_padding": [1, 1]}),
+    "1-D": ((2, 16, 50), (24, 16, 5), {"start_padding": [2], "end_padding": [2], "strides": [2]}),
+    "3-D": ((1, 8, 6, 10, 10), (16, 8, 3, 3, 3), {"start_padding": [1, 1, 1], "end_padding": [1, 1, 1]}),
+    "convolution mode": ((2, 8, 9, 9), (8, 8, 3, 3), {"mode": "convolution"}),
+    "backward stride 2": ((2, 16, 8, 8), (16, 8, 3, 3), {"direction": "backward", "strides": [2, 2],
+                                                          "start_padding": [1, 1], "end_padding": [1, 1],
+                                                          "output_padding": [1, 1]}),
+    "backward grouped 3-D": ((1, 8, 4, 5, 5), (8, 2, 2, 2, 2), {"direction": "backward", "group_count": 2,
+                                                                 "strides": [2, 2, 2]}),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("name", list(CUDNN_CALLS))
+def test_convolution_through_cudnn(frontend, name, dtype, with_bias):
+    x_shape, w_shape, parameters = CUDNN_CALLS[name]
+    taken = convolution_within(x_shape, w_shape, parameters, dtype, with_bias)
+    assert taken == "cudnn", taken
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("name", ["3x3 pad 1", "1-D", "3-D", "depthwise", "backward stride 2"])
+def test_fused_relu_through_cudnn(frontend, name, dtype):
+    x_shape, w_shape, parameters = CUDNN_CALLS[name]
+    taken = convolution_within(x_shape, w_shape, dict(parameters, fused_activation="relu"), dtype, True)
+    assert taken == "cudnn", taken
+
+
+def test_other_activations_follow_cudnn_s_convolution(frontend):
+    taken = convolution_within((2, 8, 10, 10), (8, 8, 3, 3), {"fused_activation": "elu", "fused_alpha": 0.5},
+                               "float16", True)
+    assert taken == "cudnn", taken
+
+
+def test_float32_with_tf32_allowed(frontend):
+    assert convolution_within((4, 32, 28, 28), (32, 32, 3, 3), {"start_padding": [1, 1], "end_padding": [1, 1]},
+                              "float32", False, allow_tf32=True) == "cudnn"
+
+
+def test_a_configuration_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
+    taken = convolution_within((2, 4, 9, 9), (6, 4, 3, 3), {"output_padding": [1, 1]}, "float32", True)
+    assert taken.startswith("dmlcli: FORWARD with OutputPadding"), taken
+
+
+def test_without_the_frontend_every_convolution_runs(hidden_frontend):
+    for name, (x_shape, w_shape, parameters) in CUDNN_CALLS.items():
+        taken = convolution_within(x_shape, w_shape, parameters, "float16", True)
+        assert taken == "dmlcli: hidden by the test", name
+
+
+MHA_INPUTS = 11
+
+
+def attention_within(arrays, options, operator="multihead_attention"):
+    on_cpu = dmlcli.run(operator, *arrays, backend="cpu", **options)
+    on_gpu = dmlcli.run(operator, *arrays, backend="gpu", **options)
+    taken = cudnn_graphs.LAST_CHOICE.get("attention")
+    verdict = dmlcli.validate(operator, *arrays, **options)
+    for index, (cpu_result, gpu_result) in enumerate(zip(on_cpu, on_gpu)):
+        assert cpu_result.dtype == gpu_result.dtype and cpu_result.shape == gpu_result.shape
+        if index > 0:  # the present keys and values: copies
+            assert np.array_equal(cpu_result, gpu_result), taken
+            continue
+        rule = rule_for(verdict.call.operator, cpu_result.dtype, call=verdict.call, inputs=arrays)
+        comparison = compare_arrays(gpu_result, cpu_result, rule)
+        assert comparison.passed, f"{taken}: {comparison.text()}"
+    return taken
+
+
+def qkv(batch, sequence, heads, size, seed=1):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((batch, sequence, heads * size)).astype(np.float16) for _ in range(3)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_through_cudnn(frontend, causal):
+    batch, sequence, heads, size = 2, 128, 4, 64
+    arrays = qkv(batch, sequence, heads, size) + [None] * (MHA_INPUTS - 3)
+    options = {"head_count": heads, "scale": 1 / np.sqrt(size)}
+    if causal:
+        arrays[7] = np.tril(np.ones((sequence, sequence), np.int32)).reshape(1, 1, sequence, sequence)
+        options["mask_type"] = "boolean"
+    assert attention_within(arrays, options) == "cudnn"
+
+
+def test_grouped_query_causal_attention_through_cudnn(frontend):
+    # MULTIHEAD_ATTENTION1's past lengths without a past: causal whatever the lengths hold.
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((1, 96, 8 * 64)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 96, 2 * 64)).astype(np.float16) for _ in range(2))
+    arrays = [q, k, v] + [None] * 8 + [np.zeros(1, np.int32)]
+    options = {"query_head_count": 8, "key_value_head_count": 2, "scale": 0.125}
+    assert attention_within(arrays, options, "multihead_attention1") == "cudnn"
+
+
+def test_stacked_attention_through_cudnn(frontend):
+    stacked = np.random.default_rng(5).standard_normal((2, 64, 4, 3, 64)).astype(np.float16)
+    arrays = [None] * 5 + [stacked] + [None] * (MHA_INPUTS - 6)
+    assert attention_within(arrays, {"head_count": 4, "scale": 0.125}) == "cudnn"
+
+
+def test_attention_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
+    arrays = qkv(1, 16, 2, 32) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = (np.random.default_rng(2).random((1, 2, 16, 16)) > 0.3).astype(np.int32)
+    taken = attention_within(arrays, {"head_count": 2, "mask_type": "boolean"})
+    assert taken.startswith("dmlcli: a BOOLEAN mask"), taken
+    float32 = [a.astype(np.float32) for a in qkv(1, 16, 2, 32)] + [None] * (MHA_INPUTS - 3)
+    assert attention_within(float32, {"head_count": 2}).startswith("dmlcli: cuDNN's attention takes FLOAT16")
+
+
+def test_without_the_frontend_attention_runs(hidden_frontend):
+    arrays = qkv(1, 64, 4, 32) + [None] * (MHA_INPUTS - 3)
+    assert attention_within(arrays, {"head_count": 4, "scale": 0.2}) == "dmlcli: hidden by the test"
