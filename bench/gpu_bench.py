@@ -16,9 +16,10 @@
    sets on this machine), GpuBackend.execute on arrays already in host memory (the same pipeline with a
    staging copy in and a copy out), dmlcli's own .npy-to-.npy path (dmlcli.run_files,
    what `dmlcli run a.npy b.npy -o out.npy --backend gpu` does: engine/file_pipeline.py, reads by
-   threads into pinned memory, pwrite of each output chunk into a temporary file renamed over the
-   target, fsync at the end; its output checked as the pipeline's; goal (issue 33 item 6): file I/O
-   alone / run_files >= 0.9), and the CPU backend on the arrays in memory.
+   threads into pinned memory, each output chunk copied by threads into a temporary file mapped in
+   memory (its range reserved first), renamed over the target, msync and fsync at the end; its output
+   checked as the pipeline's; goal (issue 33 item 6): file I/O alone / run_files >= 0.9), and the CPU
+   backend on the arrays in memory.
 
 Times are CUDA-event (part 1) or wall-clock (part 2) medians of --repeats runs after warm-up.
 Every kernel's output is checked against the CPU backend on a sample before it is timed.

@@ -13,25 +13,48 @@ step waits for the one before (1 GiB bit_xor on an H200: 1.08 s, where the file 
 
 each input chunk is read by a pool of threads, each with pread at its own offset, straight into one of a ring of
 `chunks_held + 1` pinned buffers per input, and handed to execute_chunks as it is; each output chunk the backend
-yields is written by the pool with pwrite at its offset in the output file while the next chunks are read and
-computed. The ring is safe by the backend's contract: chunk k goes into buffer k mod (chunks_held + 1), and the
-backend asks for chunk k only once it has yielded the output of chunk k - chunks_held - 1, the buffer's last user;
-a backend that breaks its word is stopped with an error before a buffer in use is overwritten.
+yields is copied by the pool, in parts, into the output file mapped in memory, at its place, while the next chunks
+are read and computed. (Not pwrite: the kernel writes one file on one thread at a time, tmpfs and most file systems
+under the file's lock, so eight threads' pwrites of one chunk took as long as one's: 1 GiB BIT_XOR on the H200,
+0.46 s where the reads and mapped writes of bench/gpu_bench.py's pipeline_files take 0.27 s. Copies into a shared
+map run side by side, each page faulted in on its own thread.) The ring is safe by the backend's contract: chunk k
+goes into buffer k mod (chunks_held + 1), and the backend asks for chunk k only once it has yielded the output of
+chunk k - chunks_held - 1, the buffer's last user; a backend that breaks its word is stopped with an error before a
+buffer in use is overwritten.
+
+What pipeline_files (the bench's floor) does not do, kept here: reserving the output (below); unmapping each chunk's
+pages and POSIX_FADV_DONTNEED on its range (the memory bound; on a disk the writeback starts while the rest is
+computed, on tmpfs the advice costs a system call and does nothing); msync and fsync at the end (the atomic writer's
+promise; nothing to do on tmpfs). Reads are made when the backend asks for a chunk, not by a thread of their own one
+chunk ahead: the GPU backend asks for chunk k + 1 while chunk k is on the device, so reads and the GPU overlap as
+they do there; reading before the backend asks would take another pinned buffer per input (or tracking which
+buffers its yields have freed), for the time the main thread waits on a write, which the copies' threads keep short.
+
+The output file is sized first (ftruncate) and its data range reserved (streaming.reserve: posix_fallocate, else
+zeros written) span by span by a thread of its own, ahead of the copies: a chunk is copied only into a reserved
+range, so a full disk is an OSError that the atomic writer reports, never a SIGBUS from the map. (On tmpfs
+reserving allocates the pages, about 0.2 s a GiB on one thread: done up front, or before each chunk's copy, it would
+add that to the run.)
 
 Memory (pipeline_memory_bound): the rings, (chunks_held + 1) chunks per input, in pinned memory; the output chunks
-the backend holds (its own business, as on the general path) and at most WRITES_HELD being written. No staging
-copies: the GPU backend's pinned staging buffers (PIPELINE_SLOTS pieces per input) are never allocated.
+the backend holds (its own business, as on the general path) and at most WRITES_HELD being written; and the pages of
+the one output chunk being copied, mapped into the process (resident memory, though they are the page cache's, the
+file's own pages on tmpfs): unmapped after each chunk (MADV_DONTNEED; they stay in the page cache, written back to
+the disk from there), as the tiled path does after each tile. No staging copies: the GPU backend's pinned staging
+buffers (PIPELINE_SLOTS pieces per input) are never allocated.
 
 It applies where each input is a .npy file stored in C order with the output's Sizes (no broadcast, no .npz
 array: those take the general path, as do the CPU backend and backends without the two attributes) and the output
-is a regular file. The output is still written into write_atomically's temporary file, renamed over the target
-only once complete: an error or Ctrl-C anywhere leaves the target as it was.
+is a regular file. The output is still written into write_atomically's temporary file, the map flushed (msync)
+before its fsync, and renamed over the target only once complete: an error or Ctrl-C anywhere leaves the target as
+it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import mmap
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,15 +62,21 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .streaming import Box, NpyInput, _box_shape, _ContiguousReader, _is_regular_file, _result_array, reads_in_order
+from .streaming import (Box, NpyInput, _box_shape, _ContiguousReader, _is_regular_file, _MappedWriter, _result_array,
+                        reads_in_order, reserve)
 
-# Threads that read or write one chunk's parts at once (a pread or pwrite copies between the page cache and the
-# buffer on the calling thread, so one thread moves a few GB/s where several move the memory's bandwidth).
+# Threads that read or write one chunk's parts at once (a pread, or a copy into the mapped output, moves the bytes
+# on the calling thread, so one thread moves a few GB/s where several move the memory's bandwidth).
 IO_THREADS = max(1, min(8, os.cpu_count() or 1))
-# Below this, a part is not worth a thread of its own.
-PART_BYTES = 4 << 20
+# Below this, a part is not worth a thread of its own (a chunk of 16 MiB still goes to 8 threads, as in
+# bench/gpu_bench.py's pipeline_files: FLOAT32 -> UINT8 outputs are a quarter of the 64 MiB input chunks).
+PART_BYTES = 2 << 20
 # Output chunks being written while the next are read and computed (beyond those the backend holds).
 WRITES_HELD = 2
+# The output's data are reserved in spans of this many bytes, at most RESERVED_AHEAD spans beyond the chunk being
+# written (a span waited for is one the copies need now; the thread works ahead of them).
+RESERVE_BYTES = 64 << 20
+RESERVED_AHEAD = 4
 
 
 def applies(engine, inputs: Sequence[NpyInput], shape: tuple[int, ...], handle) -> bool:
@@ -64,24 +93,31 @@ def ring_size(engine) -> int:
 
 
 def pipeline_memory_bound(engine, inputs: Sequence[NpyInput], out_dtype: np.dtype, chunk_elements: int) -> int:
-    """The host memory this path itself allocates: the input rings (pinned) and the output chunks being written.
-    The output chunks the backend holds are counted with the backend, as on the general path."""
+    """The host memory this path itself takes: the input rings (pinned), the output chunks being written, and the
+    mapped pages of the one being copied into the output (two more pages where it does not start and end on page
+    boundaries). The output chunks the backend holds are counted with the backend, as on the general path."""
     rings = ring_size(engine) * chunk_elements * sum(x.dtype.itemsize for x in inputs)
-    return rings + WRITES_HELD * chunk_elements * np.dtype(out_dtype).itemsize
+    out_chunk = chunk_elements * np.dtype(out_dtype).itemsize
+    return rings + WRITES_HELD * out_chunk + out_chunk + 2 * mmap.PAGESIZE
 
 
 def run(job, engine, handle, header_bytes: int, advance: Callable[[int], None]) -> None:
     """Stream `job` (streaming._Job) through `engine` into `handle` (the temporary output file, its header
     already written), chunk by chunk in C order."""
-    handle.flush()  # the header is on the file before any pwrite lands beside it
     boxes = list(job.boxes(in_order=True))
     per_element = sum(x.dtype.itemsize for x in job.inputs) + job.out_dtype.itemsize
     with contextlib.ExitStack() as stack:
         readers = [stack.enter_context(_ContiguousReader(x, job.shape, 0)) for x in job.inputs]
         rings = [_Ring(engine, reader, job.chunk_elements, ring_size(engine)) for reader in readers]
+        # Sized and mapped; flushed (on success) and unmapped only after every thread below has ended.
+        output = stack.enter_context(_MappedWriter(handle, header_bytes, job.shape, job.out_dtype, reserve_now=False))
         # On leaving (in the reverse order): the backend's copies to and from pinned memory end, the writes not
         # started are dropped and those started end, then every part a pool still runs (after Ctrl-C during a
-        # read), and only then are the files closed: nothing reads or writes after that.
+        # read), the reservations not started are dropped and the one running ends, and only then are the map and
+        # the files closed: nothing reads or writes after that.
+        reserver = ThreadPoolExecutor(1, thread_name_prefix="dmlcli-reserve")
+        stack.callback(reserver.shutdown, cancel_futures=True)
+        reservations = _Reservations(reserver, output, math.prod(job.shape) * job.out_dtype.itemsize)
         pool = stack.enter_context(ThreadPoolExecutor(2 * IO_THREADS, thread_name_prefix="dmlcli-io"))
         writer = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="dmlcli-writer"))
         writes: deque[Future] = deque()
@@ -90,22 +126,50 @@ def run(job, engine, handle, header_bytes: int, advance: Callable[[int], None]) 
         chunks = _chunks(job, boxes, rings, pool, received)
         results = stack.enter_context(contextlib.closing(
             engine.execute_chunks(job.call.operator, chunks, job.out_dtype, job.call.parameters)))
-        out = handle.fileno()
         for number, result in enumerate(results):
             if number >= len(boxes):
                 raise RuntimeError("the backend returned more chunks than it was given")
             box = boxes[number]
             received[0] = number + 1
             data = _result_array(result, box, job.out_dtype).reshape(-1).view(np.uint8)
-            position = header_bytes + _first_element(box, job.shape) * job.out_dtype.itemsize
+            first = _first_element(box, job.shape) * job.out_dtype.itemsize
             while len(writes) >= WRITES_HELD:
                 writes.popleft().result()
-            writes.append(writer.submit(_write_chunk, pool, out, data, position))
+            writes.append(writer.submit(_write_chunk, pool, output, reservations, data, first))
             advance(data.size // job.out_dtype.itemsize * per_element)
         while writes:
             writes.popleft().result()
         if received[0] != len(boxes):
             raise RuntimeError(f"the backend returned {len(boxes) - received[0]} fewer chunks than it was given")
+
+
+class _Reservations:
+    """The output's data range reserved (streaming.reserve) span by span, in order, by a thread of its own, up to
+    RESERVED_AHEAD spans beyond the chunk being written. Used by the one writer thread, chunks in order."""
+
+    def __init__(self, executor: ThreadPoolExecutor, output: _MappedWriter, total: int):
+        self.executor = executor
+        self.output = output
+        self.total = total
+        self.submitted = 0  # bytes of the data whose reservation is queued
+        self.spans: deque[tuple[int, Future]] = deque()  # (first byte, its reservation), not yet waited for
+        self._queue_until(0)
+
+    def wait(self, first: int, count: int) -> None:
+        """Return once bytes first..first+count of the data are reserved; raise the error if one could not be."""
+        end = first + count
+        self._queue_until(end)
+        while self.spans and self.spans[0][0] < end:
+            self.spans.popleft()[1].result()
+
+    def _queue_until(self, end: int) -> None:
+        limit = min(self.total, end + RESERVED_AHEAD * RESERVE_BYTES)
+        while self.submitted < limit:
+            length = min(RESERVE_BYTES, self.total - self.submitted)
+            position = self.output.header_size + self.submitted
+            self.spans.append((self.submitted, self.executor.submit(reserve, self.output.descriptor, position,
+                                                                    length)))
+            self.submitted += length
 
 
 class _Ring:
@@ -162,20 +226,18 @@ def _parts(count: int, itemsize: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _write_chunk(pool: ThreadPoolExecutor, descriptor: int, data: np.ndarray, position: int) -> None:
-    """One output chunk written at its place by the pool, then its writeback to the disk started (as the
-    general path's writer does: the final fsync has little left, and the disk works while the rest is computed)."""
-    _wait_all([pool.submit(_write_exactly, descriptor, data[lo:hi], position + lo)
-               for lo, hi in _parts(data.size, 1)])
-    if hasattr(os, "posix_fadvise"):
-        os.posix_fadvise(descriptor, position, data.size, os.POSIX_FADV_DONTNEED)
+def _write_chunk(pool: ThreadPoolExecutor, output: _MappedWriter, reservations: _Reservations, data: np.ndarray,
+                 first: int) -> None:
+    """One output chunk copied into the mapped output at byte `first` of its data, by the pool in parts, once that
+    range is reserved; then its pages released (_MappedWriter.release)."""
+    reservations.wait(first, data.size)
+    _wait_all([pool.submit(_copy_part, output, data[lo:hi], first + lo) for lo, hi in _parts(data.size, 1)])
+    output.release(first, data.size)
 
 
-def _write_exactly(descriptor: int, data: np.ndarray, position: int) -> None:
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        done += os.pwrite(descriptor, view[done:], position + done)
+def _copy_part(output: _MappedWriter, part: np.ndarray, first: int) -> None:
+    # The map's view is made here, on the pool's thread, so that none outlives the copy (the map closes after it).
+    np.copyto(output.data_bytes()[first:first + part.size], part)
 
 
 def _wait_all(futures: Sequence[Future]) -> None:

@@ -703,16 +703,24 @@ def reserve(descriptor: int, offset: int, length: int) -> None:
 
 
 class _MappedWriter:
-    """Tiles land anywhere in the output, so the output is memory-mapped (the file is sized first)."""
+    """Tiles land anywhere in the output, so the output is memory-mapped (the file is sized first).
 
-    def __init__(self, handle, header_size: int, shape, out_dtype: np.dtype):
+    Also file_pipeline's output: its chunks are copied into the map by threads at once, where pwrite takes the
+    file's lock for each (tmpfs and most file systems write one file on one thread at a time).
+    """
+
+    def __init__(self, handle, header_size: int, shape, out_dtype: np.dtype, *, reserve_now: bool = True):
         handle.flush()
         self.out_dtype = out_dtype
+        self.descriptor = handle.fileno()
+        self.header_size = header_size
         size = header_size + math.prod(shape) * out_dtype.itemsize
         os.ftruncate(handle.fileno(), size)
         # A sparse file takes its blocks only when the map writes them: should the disk fill then, the
         # process gets SIGBUS. Reserved now, a full disk is an OSError that the atomic writer reports.
-        reserve(handle.fileno(), header_size, size - header_size)
+        # (reserve_now=False: the caller reserves each byte range before it writes there, with reserve().)
+        if reserve_now:
+            reserve(handle.fileno(), header_size, size - header_size)
         # mkstemp opened the temporary file read-write, as a shared writable map needs.
         self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_WRITE)
         self.array = np.ndarray(shape, out_dtype, buffer=self.map, offset=header_size)
@@ -724,6 +732,22 @@ class _MappedWriter:
         blocked_copy(self.array[box], np.broadcast_to(array, _box_shape(box)))
         _drop_pages(self.map)  # dirty pages go to the page cache, to be written back
 
+    def data_bytes(self) -> np.ndarray:
+        """The output's data, in C order, as bytes: a view of the map."""
+        return self.array.reshape(-1).view(np.uint8)
+
+    def release(self, first: int, count: int) -> None:
+        """Bytes first..first+count of the data written: their pages leave this process's resident memory (they
+        stay in the page cache) and their writeback to the disk starts, as _SequentialWriter's does (on tmpfs,
+        whose pages are the file, the advice does nothing)."""
+        page = mmap.PAGESIZE
+        start = self.header_size + first
+        aligned = start // page * page
+        if hasattr(self.map, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            self.map.madvise(mmap.MADV_DONTNEED, aligned, start + count - aligned)
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self.descriptor, start, count, os.POSIX_FADV_DONTNEED)
+
     def __enter__(self):
         return self
 
@@ -731,4 +755,10 @@ class _MappedWriter:
         del self.array
         if exc_info[0] is None:
             self.map.flush()
-        self.map.close()
+        try:
+            self.map.close()
+        except BufferError:
+            # A view of the map is still held, by the traceback of an error raised while copying into it: the
+            # mapping goes with that view (the temporary file is removed all the same).
+            if exc_info[0] is None:
+                raise
