@@ -171,3 +171,19 @@ def test_attention_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
 def test_without_the_frontend_attention_runs(hidden_frontend):
     arrays = qkv(1, 64, 4, 32) + [None] * (MHA_INPUTS - 3)
     assert attention_within(arrays, {"head_count": 4, "scale": 0.2}) == "dmlcli: hidden by the test"
+
+
+def test_a_built_plan_runs_through_the_direct_execute_with_the_public_executes_bits(frontend):
+    # The first call of a signature runs the frontend's public execute; the later ones its backend call directly
+    # (cudnn_graphs._DirectExecute): the same plan, the same bits.
+    cudnn_graphs.forget()
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 16, 12, 12)).astype(np.float16)
+    w = (rng.standard_normal((8, 16, 3, 3)) * 0.2).astype(np.float16)
+    first = dmlcli.run("convolution", x, w, backend="gpu", start_padding=[1, 1], end_padding=[1, 1])
+    built = [b for b in cudnn_graphs._GRAPHS.values() if isinstance(b, cudnn_graphs.Built)]
+    assert built and any(direct is not None for b in built for direct in b.direct.values()), \
+        "frontend 1.32's backend path was not found: every call takes the public execute"
+    for _ in range(3):
+        again = dmlcli.run("convolution", x, w, backend="gpu", start_padding=[1, 1], end_padding=[1, 1])
+        assert again.tobytes() == first.tobytes()
