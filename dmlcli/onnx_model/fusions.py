@@ -298,12 +298,15 @@ def fused_activation(node: Node, edges: Edges, graph: FusionGraph) -> tuple[Node
     fuses them: the operator has exactly one output edge (and, here, makes no graph output: the fused node would
     not make it); the activation takes one input; FusionHelpers::TryGetFusedOp finds the operator's since-version
     in c_fusableOps and the activation's in c_activationOps. Where dmlcli's table maps the operator onto a DirectML
-    operator without a FusedActivation field, the nodes are left as they are."""
+    operator without a FusedActivation field, the nodes are left as they are. A Gemm MatMulAddFusion made of an A
+    of another rank than 2 is read by ONNX Runtime's Reshape, not by the activation: it is left too."""
     if node.domain not in DEFAULT_DOMAINS or node.op not in FUSABLE or node.activation is not None \
             or (node.fusion and node.fusion != MATMUL_ADD):
         return None
-    if since_version(node, graph.opset) not in FUSABLE[node.op] and node.fusion != MATMUL_ADD:
+    if since_version(node, graph.opset) not in FUSABLE[node.op]:
         return None
+    if node.fusion == MATMUL_ADD and graph.shape(node.inputs[0]) is not None and len(graph.shape(node.inputs[0])) != 2:
+        return None  # ONNX Runtime's Gemm of a rank-N A is read by its output Reshape, not by the activation
     activation = edges.sole_reader(node, graph)
     if activation is None or activation.domain not in DEFAULT_DOMAINS or activation.op not in ACTIVATIONS \
             or len(activation.inputs) != 1 or since_version(activation, graph.opset) not in ACTIVATIONS[activation.op]:

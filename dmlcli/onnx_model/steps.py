@@ -151,7 +151,7 @@ class DirectMLStep(Step):
     @property
     def directml(self) -> str:
         if self.fused_keywords:
-            return f"{self.operator.name} + {self.fused_keywords['fused_activation']}"
+            return f"{self.operator.name} + {self.fused_keywords['fused_activation'].removeprefix('ACTIVATION_')}"
         return self.operator.name
 
     def inputs_of(self, values) -> tuple:
