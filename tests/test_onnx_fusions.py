@@ -21,18 +21,12 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
+from test_onnx_models import model_of  # noqa: E402
 
 MODELS = SHARED / "onnx_models"
 needs_models = pytest.mark.skipif(not MODELS.is_dir(), reason=SHARED_MISSING)
 F32 = TensorProto.FLOAT
 RNG = np.random.default_rng(7)
-
-
-def model_of(nodes, inputs, outputs, initializers=(), opset=17):
-    graph = helper.make_graph(nodes, "fusions", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    return model
 
 
 def constant(name, array):
