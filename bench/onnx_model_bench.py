@@ -98,14 +98,14 @@ def _torch_network(name: str, torch):
     return Encoder().eval()
 
 
-def _cpu_row(name: str, repeats: int, cpu_time: bool, block: int) -> str:
+def _cpu_row(name: str, repeats: int, cpu_time: bool, block: int, fusions: bool = True) -> str:
     import onnxruntime
 
     from dmlcli.onnx_model import OnnxSession
 
     data = np.load(FOLDER / f"{name}.npz")
     feeds = {"input": data["input"]}
-    session = OnnxSession(str(FOLDER / f"{name}.onnx"))
+    session = OnnxSession(str(FOLDER / f"{name}.onnx"), fusions=fusions)
     sessions = []
     for spinning in ("1", "0"):  # ONNX Runtime's default (its threads spin after a run), and without the spinning
         options = onnxruntime.SessionOptions()
@@ -121,12 +121,12 @@ def _cpu_row(name: str, repeats: int, cpu_time: bool, block: int) -> str:
     how = "default" if spinning <= settled else "no spinning"
     ratio = ours / theirs
     verdict = "meets" if ratio <= CPU_GOAL else "misses"
-    return (f"| {name} | cpu{' (CPU time)' if cpu_time else ''} | {ours * 1e3:.2f} ms | ONNX Runtime CPU "
+    return (f"| {name} | cpu{' (CPU time)' if cpu_time else ''}{'' if fusions else ' (no fusions)'} | {ours * 1e3:.2f} ms | ONNX Runtime CPU "
             f"{theirs * 1e3:.2f} ms ({how}; default {spinning * 1e3:.2f}, no spinning {settled * 1e3:.2f}) | "
             f"dmlcli / ORT {ratio:.2f}x | {verdict} the goal (<= {CPU_GOAL:g}x) |")
 
 
-def _gpu_rows(name: str, repeats: int) -> list[str]:
+def _gpu_rows(name: str, repeats: int, fusions: bool = True) -> list[str]:
     """Two rows: dmlcli as a session runs by default (a plan's CUDA graph replayed, where it can be captured) and
     with CUDA graphs off (every node through Python), each against PyTorch eager in the same alternation."""
     import cupy
@@ -151,7 +151,8 @@ def _gpu_rows(name: str, repeats: int) -> list[str]:
 
     rows = []
     for graphs in (True, False):
-        session = OnnxSession(str(FOLDER / f"{name}.onnx"), backend="gpu", cuda_graphs=graphs)
+        session = OnnxSession(str(FOLDER / f"{name}.onnx"), backend="gpu", cuda_graphs=graphs,
+                              fusions=fusions)
 
         def ours():
             session.run(feeds)
@@ -182,6 +183,8 @@ def main(argv=None) -> int:
                         help=f"timed runs of one side before the other's (default {BLOCK}; 1: alternate run by run)")
     parser.add_argument("--cpu-time", action="store_true",
                         help="CPU time of the calling thread, both sides on one thread (needs OPENBLAS_NUM_THREADS=1)")
+    parser.add_argument("--no-fusions", action="store_true",
+                        help="dmlcli without the graph fusions ONNX Runtime applies for its DirectML provider")
     args = parser.parse_args(argv)
     if args.cpu_time and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
         print("--cpu-time needs OPENBLAS_NUM_THREADS=1 in the environment (BLAS's own threads are not the calling "
@@ -208,8 +211,9 @@ def main(argv=None) -> int:
     print(f"| model | backend | dmlcli (median of {args.repeats}) | against | ratio | goal |")
     print("|---|---|---|---|---|---|")
     for name in args.models.split(","):
-        rows = [_cpu_row(name, args.repeats, args.cpu_time, max(1, args.block))] if args.backend == "cpu" \
-            else _gpu_rows(name, args.repeats)
+        fusions = not args.no_fusions
+        rows = [_cpu_row(name, args.repeats, args.cpu_time, max(1, args.block), fusions)] if args.backend == "cpu" \
+            else _gpu_rows(name, args.repeats, fusions)
         print("\n".join(rows))
     return 0
 

@@ -143,17 +143,19 @@ def run_case(case_or_path, *, backend="cpu", feature_level=None, float_rules=Non
                    allow_tf32=allow_tf32)
 
 
-def run_onnx(model, inputs, *, backend="cpu", feature_level=None, fallback=None) -> dict:
+def run_onnx(model, inputs, *, backend="cpu", feature_level=None, fallback=None, fusions=True) -> dict:
     """Run an ONNX model as ONNX Runtime's DirectML provider runs it; return its outputs by name.
 
     `model`: an .onnx path, an onnx.ModelProto, or a dmlcli.onnx_model.OnnxSession (which keeps the model read and
     its plan made between calls: the weights converted once). `inputs`: arrays by the model's input names.
     Every node runs on its DirectML operator, validated at `feature_level` (default 6_4): dmlcli.ValidationError
     names a node DirectML cannot run, unless `fallback="cpu"` runs it on ONNX Runtime's CPU provider.
+    `fusions=False` runs the model's nodes as they are, without the graph fusions ONNX Runtime applies for its
+    DirectML provider (docs/onnx.md).
     dmlcli.BackendUnavailableError where the onnx package (or, for the fallback, onnxruntime) is missing.
     """
     from .onnx_model import OnnxSession
 
     session = model if isinstance(model, OnnxSession) else OnnxSession(
-        model, backend=backend, feature_level=feature_level, fallback=fallback)
+        model, backend=backend, feature_level=feature_level, fallback=fallback, fusions=fusions)
     return session.run(inputs)

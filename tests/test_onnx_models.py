@@ -81,7 +81,7 @@ def test_the_command_line_checks_a_shared_model(tmp_path):
 @needs_models
 def test_the_encoders_plumbing_is_folded_or_viewed_and_its_transposes_are_strided_identities():
     data = np.load(MODELS / "encoder_small.npz")
-    session = OnnxSession(str(MODELS / "encoder_small.onnx"))
+    session = OnnxSession(str(MODELS / "encoder_small.onnx"), fusions=False)  # the model's own nodes
     steps = session.plan_for({"input": data["input"]}).steps
     kinds = {}
     for step in steps:
@@ -92,6 +92,9 @@ def test_the_encoders_plumbing_is_folded_or_viewed_and_its_transposes_are_stride
         assert "(none: a view)" in kinds[op], op
     assert kinds["Transpose"] == {"IDENTITY"} and kinds["MatMul"] == {"GEMM"} and kinds["Erf"] == {"ERF"}
     assert kinds["LayerNormalization"] == {"MEAN_VARIANCE_NORMALIZATION1"} and kinds["Softmax"] == {"SOFTMAX1"}
+    fused = {step.node.op: step.directml for step in OnnxSession(str(MODELS / "encoder_small.onnx")).plan_for(
+        {"input": data["input"]}).steps if step.node.fusion}  # ONNX Runtime's fusions (tests/test_onnx_fusions.py)
+    assert fused == {"Gemm": "GEMM", "Gelu": "GELU"}
 
 
 # ---------------------------------------------------------------- graphs built here, against NumPy

@@ -75,14 +75,14 @@ def _feeds(seed: int) -> dict:
 
 
 def test_planned_calls_give_the_bits_of_the_nodes_own_mapping():
-    session = OnnxSession(_plumbing_model())
+    session = OnnxSession(_plumbing_model(), fusions=False)
     session.run(_feeds(0))  # the plan
     steps = session.plan_for(_feeds(0)).steps
     planned = {step.node.op for step in steps if isinstance(step, (DirectMLStep, ViewStep)) and step.planned}
     assert planned == {"Transpose", "MatMul", "Add", "Reshape", "Gather", "Softmax", "Greater", "Not"}
     for seed in (1, 2, 3):
         got = session.run(_feeds(seed))
-        fresh = OnnxSession(_plumbing_model()).run(_feeds(seed))  # planned on these very values
+        fresh = OnnxSession(_plumbing_model(), fusions=False).run(_feeds(seed))  # planned on these very values
         for name in ("y", "big", "small"):
             assert got[name].dtype == fresh[name].dtype and _bits(got[name]) == _bits(fresh[name]), name
     got = session.run(_feeds(4))
@@ -122,7 +122,7 @@ def test_a_node_whose_adapter_copies_an_input_is_mapped_on_every_call():
 def test_inputs_other_than_the_planned_ones_take_the_general_path():
     """Another Sizes makes another plan; the same node run on other arrays of the constants (--compare's
     reference values) or on a non-contiguous input is mapped as it is, with the same result."""
-    session = OnnxSession(_plumbing_model())
+    session = OnnxSession(_plumbing_model(), fusions=False)
     feeds = _feeds(0)
     session.run(feeds)
     steps = session.plan_for(feeds).steps
@@ -225,7 +225,8 @@ def test_a_shared_models_planned_runs_give_the_bits_of_its_mapped_runs(name):
              else rng.standard_normal(given.shape).astype(given.dtype))
     session = OnnxSession(path)
     session.run({"input": given})  # the plan
-    assert sum(1 for step in session.plan_for({"input": given}).steps if getattr(step, "planned", None)) > 40
+    # (with ONNX Runtime's fusions, SqueezeNet's 26 Conv + Relu pairs are 26 planned calls)
+    assert sum(1 for step in session.plan_for({"input": given}).steps if getattr(step, "planned", None)) > 30
     for feeds in ({"input": given}, {"input": other}):
         planned = session.run(feeds, keep_all=True)
         mapped = OnnxSession(path).run(feeds, keep_all=True)  # a first run: no plan yet

@@ -73,8 +73,13 @@ def _check_report_target(report: str | None) -> None:
 @click.option("--fallback", type=click.Choice(["cpu"]), default=None,
               help="Run the nodes DirectML cannot run on ONNX Runtime's CPU provider (as the DirectML provider "
                    "falls back), and list them, instead of refusing the model (exit 3).")
+@click.option("--no-fusions", "no_fusions", is_flag=True, default=False,
+              help="Run the model's nodes as they are, without the graph fusions ONNX Runtime applies for its "
+                   "DirectML provider (MatMul + Add -> Gemm, the Erf form of GELU -> Gelu, activations into "
+                   "Conv and Gemm).")
 @quiet_option("No warnings or progress on stderr.")
-def onnx(model, inputs, output, backend, feature_level, compare, expected, tolerance, report, fallback, quiet):
+def onnx(model, inputs, output, backend, feature_level, compare, expected, tolerance, report, fallback, no_fusions,
+         quiet):
     """Run an ONNX model as ONNX Runtime's DirectML provider runs it: every node on DirectML's operator, validated
     at the feature level, through the ONNX table `dmlcli test` uses.
 
@@ -95,7 +100,8 @@ def onnx(model, inputs, output, backend, feature_level, compare, expected, toler
         check_output_target(output)
     _check_report_target(report)
     started = time.perf_counter()
-    session = OnnxSession(model, backend=backend, feature_level=feature_level, fallback=fallback)
+    session = OnnxSession(model, backend=backend, feature_level=feature_level, fallback=fallback,
+                          fusions=not no_fusions)
     feeds = read_inputs(session, inputs)
     session.checked_inputs(feeds)
     wanted = read_expected(expected, [d.name for d in session.model.outputs]) if expected is not None else None
@@ -162,10 +168,17 @@ def _print_comparison(comparison) -> None:
         step = node.step
         rows.append([str(step.node.index), step.node.proto.name or "", step.node.op, step.directml,
                      _number(node.max_ulp), _number(node.max_abs, "{:.3g}"), node.verdict])
+        for member in step.node.fused:  # the model's nodes a fusion replaced: their tensors are gone, not missing
+            rows.append([str(member.index), member.proto.name or "", member.op, f"(fused: {step.node.fusion})",
+                         "", "", "fused"])
     console = make_console(sys.stdout)
     show_records(console, "every node against ONNX Runtime's CPU provider (each on ONNX Runtime's inputs)",
                  ["#", "node", "ONNX op", "DirectML", "max ULP", "max abs", "verdict"], rows, whole=(0, 2, 3, 6))
     first = comparison.first_divergence
+    fused = sum(len(node.step.node.fused) for node in comparison.nodes)
+    if fused:
+        click.echo(f"{fused} of the model's nodes are fused into {sum(1 for n in comparison.nodes if n.step.node.fusion)}"
+                   " (each fused node's outputs compared with ONNX Runtime's tensors of the same names)")
     if first is None:
         click.echo(f"MATCHES: all {len(comparison.nodes)} nodes within their operators' tolerances")
     else:

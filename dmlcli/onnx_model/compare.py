@@ -22,6 +22,7 @@ from ..checking.bounds import ElementBound, finished_bounds
 from ..checking.comparison import EXACT, Comparison, Rule, compare_arrays, rule_for, ulp_distance, with_bound
 from ..data_types import as_bits
 from ..suite.onnx.mapping import arrangement, prepare
+from .fusions import removed_outputs
 from .reference import reference_values
 from .session import OnnxSession, Progress
 from .steps import DirectMLStep, FallbackStep, Step
@@ -83,6 +84,11 @@ class NodeComparison:
                  "outputs": [output.to_json() for output in self.outputs]}
         if isinstance(self.step, FallbackStep):
             found["fallback_reason"] = self.step.reason
+        if node.fusion:
+            found["fusion"] = node.fusion
+            found["fused"] = [{"index": member.index, "name": member.proto.name, "op": member.op,
+                               "outputs": [name for made_by, name in removed_outputs(node) if made_by is member]}
+                              for member in node.fused]
         return found
 
 
@@ -104,6 +110,8 @@ class ModelComparison:
         return {"verdict": "DIVERGES" if first is not None else "MATCHES",
                 "first_divergence": None if first is None else first.step.node.label,
                 "diverging_nodes": len(self.diverging), "nodes": [node.to_json() for node in self.nodes],
+                "fused_tensors": [{"name": name, "node": made_by, "fusion": fusion}
+                                  for name, made_by, fusion in fused_tensors(self)],
                 "chained_outputs_max_abs_error": {name: _finite(value) for name, value in self.outputs.items()}}
 
 
@@ -164,7 +172,9 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
     feeds = session.checked_inputs(inputs)
     chained = session.run(feeds, keep_all=True)
     executor = session.executor
-    reference = reference_values(session.model, session.nodes, feeds, plan.types, chained)
+    # ONNX Runtime runs the model's own nodes (optimisations off): a fused node's outputs carry the names of the
+    # last nodes it stands for, and the tensors the fusion removed are listed as fused (fused_tensors).
+    reference = reference_values(session.model, session.model_nodes, feeds, plan.types, chained)
     nodes = []
     for position, step in enumerate(plan.steps):
         on_reference = {name: executor.to_device(reference[name]) for name in step.node.inputs
@@ -184,6 +194,12 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
                    for name, array in results.items() if name in reference
                    and np.shape(array) == np.shape(reference[name])}
     return results, ModelComparison(nodes, differences)
+
+
+def fused_tensors(comparison: ModelComparison) -> list[tuple[str, str, str]]:
+    """The tensors of the model that a fusion removed: (tensor, the node that made it, the fusion), in node order."""
+    return [(name, member.label, node.step.node.fusion) for node in comparison.nodes
+            for member, name in removed_outputs(node.step.node)]
 
 
 def _compared_outputs(step: Step, outputs: dict, reference: Mapping, inputs: Mapping,

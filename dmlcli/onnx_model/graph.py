@@ -34,6 +34,11 @@ class Node:
     outputs: tuple[str, ...]  # "" for an optional output not asked for
     attributes: Mapping[str, object]
     opset: int | None
+    # A node a graph fusion made (fusions.py): the fusion's name as ONNX Runtime names it, the model's nodes it
+    # stands for, and the activation fused into it (DirectML's FusedActivation), where one is.
+    fusion: str = ""
+    fused: tuple["Node", ...] = ()
+    activation: "Node | None" = None
 
     @cached_property
     def output_count(self) -> int:

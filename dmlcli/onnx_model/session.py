@@ -17,6 +17,7 @@ from ..errors import InputError, ValidationError
 from ..feature_levels import parse_feature_level
 from ..suite.onnx.table import entry_for
 from .executors import executor_for
+from .fusions import fused_model
 from .graphs import CapturedRun, capture_run
 from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
 from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
@@ -45,16 +46,21 @@ class Plan:
 
 class OnnxSession:
     def __init__(self, model, *, backend: str = "cpu", feature_level=None, fallback: str | None = None,
-                 cuda_graphs: bool = True) -> None:
+                 cuda_graphs: bool = True, fusions: bool = True) -> None:
         """`cuda_graphs`: on the GPU, a plan's third call and later replay a CUDA graph captured on its second
-        (graphs.py), where the run can be captured and the graph gives the eager run's bits."""
+        (graphs.py), where the run can be captured and the graph gives the eager run's bits. `fusions`: apply the
+        graph fusions ONNX Runtime applies for its DirectML provider (fusions.py) before planning."""
         if fallback not in FALLBACKS:
             raise InputError(f"fallback {fallback!r}: expected None or 'cpu'")
         self.model: LoadedModel = load_model(model)
         self.feature_level = parse_feature_level(feature_level)
         self.fallback = fallback
         self.executor = executor_for(backend)
-        self.nodes: tuple[Node, ...] = nodes_of(self.model)
+        # The model's own nodes, and the nodes that run: after the fusions, where they are on.
+        self.model_nodes: tuple[Node, ...] = nodes_of(self.model)
+        self.fusions = bool(fusions)
+        self.nodes: tuple[Node, ...] = fused_model(self.model, self.model_nodes) if self.fusions \
+            else self.model_nodes
         self.executor.keep(self.model.constants.values())
         self._plans: dict[tuple, Plan] = {}
         self.cuda_graphs = bool(cuda_graphs) and self.executor.captures_graphs
@@ -222,7 +228,7 @@ class OnnxSession:
         folded = self._folded(node, values, constant, types)
         if folded is not None:
             return folded, folded.outputs
-        if node.domain not in DEFAULT_DOMAINS:
+        if node.domain not in DEFAULT_DOMAINS and not node.fusion:  # a fusion's contrib node maps by its name
             return self._refused(node, values, types, f"{node.domain}.{node.op} is an operator of the domain "
                                  f"{node.domain!r}; dmlcli's ONNX table maps ONNX's own operators")
         entry = entry_for(node.call(values))
@@ -249,13 +255,15 @@ class OnnxSession:
 
     def _folded(self, node: Node, values: dict, constant: set, types: Mapping[str, Inferred]) -> FoldedStep | None:
         """The node's outputs as constants where it reads only constants (or only a known tensor's Sizes)."""
-        if node.op in RANDOM or node.domain not in DEFAULT_DOMAINS:
+        if node.op in RANDOM or (node.domain not in DEFAULT_DOMAINS and not node.fusion):
             return None
         reads_sizes = node.op in ("Shape", "Size") and types.get(node.inputs[0], Inferred(0, None)).shape is not None
         if not reads_sizes and not all(not name or name in constant for name in node.inputs):
             return None
         # Constants are on the host already; Shape and Size read only a tensor's Sizes, wherever it lies.
         host = values if reads_sizes else {name: self.executor.to_host(values[name]) for name in node.inputs if name}
+        if node.fusion:  # ONNX Runtime folds constants before it fuses: the nodes it stands for, folded
+            return self._folded_members(node, host)
         entry = entry_for(node.call(host))
         if entry is not None and entry.view is not None:
             try:
@@ -267,6 +275,15 @@ class OnnxSession:
             if outputs is None:
                 return None
         return FoldedStep(node, {name: np.asarray(array) for name, array in outputs.items()})
+
+    def _folded_members(self, node: Node, host: dict) -> FoldedStep | None:
+        values = dict(host)
+        for member in node.fused:
+            outputs = folded_outputs(member, self.model, {name: values[name] for name in member.inputs if name})
+            if outputs is None:
+                return None
+            values.update(outputs)
+        return FoldedStep(node, {name: np.asarray(values[name]) for name in node.outputs if name})
 
     def _refused(self, node: Node, values: dict, types: Mapping[str, Inferred], reason: str) -> tuple[Step, dict]:
         """The fallback step of a node DirectML cannot run (--fallback cpu) and its outputs, else the refusal

@@ -23,7 +23,7 @@ from .. import engine
 from ..errors import InputError, ValidationError
 from ..suite.onnx.adapters import OnnxCall
 from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
-from ..suite.onnx.table import Entry
+from ..suite.onnx.table import Entry, fused_activation_keywords
 from .graph import Node
 from .planned import PlannedCall, PlannedView, Wiring, planned_arrays
 
@@ -143,9 +143,15 @@ class DirectMLStep(Step):
         self.verdicts: dict[tuple, object] = {}
         self.last_verdict = None  # the verdict of the latest call (its tolerance rule, for --compare)
         self.planned: PlannedCall | None = None
+        # An activation a fusion put into the node (fusions.py): DirectML's FusedActivation of the call.
+        activation = node.activation
+        self.fused_keywords = {} if activation is None else fused_activation_keywords(activation.op,
+                                                                                     activation.attributes)
 
     @property
     def directml(self) -> str:
+        if self.fused_keywords:
+            return f"{self.operator.name} + {self.fused_keywords['fused_activation'].removeprefix('ACTIVATION_')}"
         return self.operator.name
 
     def inputs_of(self, values) -> tuple:
@@ -214,7 +220,7 @@ class DirectMLStep(Step):
         planned = planned_call(self.entry, self.operator, prepared)
         request = engine.request(self.operator, feature_level=self.feature_level, broadcast=planned.broadcast,
                                  output_dtype=planned.output_dtype, output_shapes=planned.output_shapes or None,
-                                 **planned.keywords)
+                                 **planned.keywords, **self.fused_keywords)
         try:
             return engine.plan_arrays(request, planned.inputs)
         except ValidationError as error:

@@ -1166,6 +1166,18 @@ def adapt_gemm(call: OnnxCall, fixed) -> Prepared:
     return Prepared(values, inputs)
 
 
+def adapt_gemm_of_rank(call: OnnxCall, fixed) -> Prepared:
+    """The Gemm ONNX Runtime's MatMulAddFusion makes of MatMul + Add where A is not 2-D (matmul_add_fusion.cc):
+    A reshaped to [M, K] (M the product of its leading Sizes) before the Gemm and the result to A's leading Sizes
+    and N after it, the two Reshape nodes ONNX Runtime inserts, made here as views."""
+    a, b = call.input(0), call.input(1)
+    flat = OnnxCall(call.op, (a.reshape(-1, a.shape[-1]), *call.inputs[1:]), call.attributes, call.outputs,
+                    call.output_names, call.opset)
+    prepared = adapt_gemm(flat, fixed)
+    prepared.finish = reshaped_to([a.shape[:-1] + (b.shape[1],)])
+    return prepared
+
+
 def adapt_matmul(call: OnnxCall, fixed) -> Prepared:
     a, b, out_shape = _matmul_operands(data_input(call), call.input(1))
     return Prepared(dict(fixed), [a, b], finish=reshaped_to([out_shape]))

@@ -641,6 +641,17 @@ ENTRIES: tuple[Entry, ...] = (
           adapter=a.adapt_gemm, value_inputs=(),
           outside=("C gets leading size-1 axes up to 2-D; GEMM broadcasts its sizes of 1 to [M, N] (DirectML: a "
                    "CTensor desc with zero Strides)",)),
+    # ONNX's Gemm takes a 2-D A; one of another rank comes only from ONNX Runtime's MatMulAddFusion
+    # (onnxruntime/core/optimizer/matmul_add_fusion.cc), which wraps the Gemm in Reshape nodes (dmlcli onnx's
+    # fusions.py, on by default: the DirectML provider runs what that fusion leaves).
+    Entry("Gemm", "GEMM", fields={"ATensor": "A reshaped to [M, K]", "BTensor": "B", "CTensor": "C (1-D [N])",
+                                  "TransA": "transA (the fusion sets none: 0)", "TransB": "transB (0)",
+                                  "Alpha": "alpha (1)", "Beta": "beta (1)"},
+          adapter=a.adapt_gemm_of_rank, value_inputs=(),
+          selects=lambda c: c.input(0) is not None and c.input(0).ndim != 2,
+          outside=("MatMulAddFusion's Reshape nodes: A of Sizes [..., K] viewed as [M, K] (M the product of the "
+                   "leading Sizes), the [M, N] result as [..., N]",
+                   "C gets a leading size-1 axis (GEMM broadcasts it to [M, N] with zero Strides)")),
     Entry("MatMul", "GEMM", fields={"ATensor": "A", "BTensor": "B"},
           fixed={"TransA": "NONE", "TransB": "NONE", "Alpha": 1.0, "Beta": 1.0}, adapter=a.adapt_matmul,
           value_inputs=(),
@@ -810,6 +821,21 @@ for _variant in (entry for entry in ENTRIES if entry.selects is not None):
 if len(TABLE) + sum(map(len, VARIANTS.values())) != len(ENTRIES) or not set(VARIANTS) <= set(TABLE):
     # A table typo fails at import.
     raise ValueError("ONNX table: an ONNX operator has two plain entries, or a variant without its plain entry")
+
+
+def fused_activation_keywords(op: str, attributes: Mapping[str, object]) -> dict[str, object]:
+    """The API keywords of the FusedActivation ONNX Runtime's DirectML provider makes of an ONNX activation it
+    fuses into the operator before it (OperatorUtility.cpp, FusionHelpers::TryGetFusedActivationDesc): the
+    activation's DirectML operator as its own entry maps it, with its FLOAT fields from the ONNX attributes
+    (ONNX's defaults where left out; Softplus at Steepness 1). KeyError for an activation the table maps otherwise."""
+    from ...operators.table.options import snake_case
+
+    if op == "Softplus":
+        directml, fields = "ACTIVATION_SOFTPLUS", {"Steepness": 1.0}
+    else:
+        directml, attribute_fields = _ELEMENTWISE[op]
+        fields = {name: float(attributes.get(attribute, default)) for name, attribute, default in attribute_fields}
+    return {"fused_activation": directml, **{f"fused_{snake_case(name)}": value for name, value in fields.items()}}
 
 
 def entry_for(call: a.OnnxCall) -> Entry | None:
