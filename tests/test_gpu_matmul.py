@@ -191,7 +191,12 @@ def test_allow_tf32_gemm_uses_tf32_and_only_for_that_call(gpu):
     ("gemm", [(2, 3, 64, 256), (2, 3, 256, 64)]),
     ("convolution", [(2, 16, 20, 20), (8, 16, 3, 3)]),  # grouped products, (g, m, k) @ (n, g, k, p)
 ])
-def test_allow_tf32_reaches_batched_products(gpu, op, shapes):
+def test_allow_tf32_reaches_batched_products(gpu, op, shapes, monkeypatch):
+    # The products' path: with cuDNN installed a convolution runs there, whose plan may or may not take TF32 (the
+    # flag allows, never requires it: tests/test_gpu_cudnn.py checks that path within TF32's rule).
+    from dmlcli.operators.numerics import cudnn_graphs
+
+    monkeypatch.setattr(cudnn_graphs, "_LOADED", [cudnn_graphs._Loaded(None, "dmlcli's own products tested")])
     rng = np.random.default_rng(23)
     arrays = [rng.standard_normal(shape).astype(F32) for shape in shapes]
     fp32 = dmlcli.run(op, *arrays, backend="gpu")
