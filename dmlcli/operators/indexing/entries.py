@@ -274,7 +274,8 @@ def _gather_source(word_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
                  "        const idx_t outer = t / count;\n"
                  "        const idx_t j = t - outer * count;\n")
     else:
-        split = ("        const idx_t t = (idx_t)dml_fast_divide((unsigned int)i, (unsigned int)inner, m_inner, r_inner);\n"
+        split = ("        const idx_t t = (idx_t)dml_fast_divide((unsigned int)i, (unsigned int)inner, m_inner, "
+                 "r_inner);\n"
                  "        const idx_t within = i - t * inner;\n"
                  "        const idx_t outer = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)count, m_count, "
                  "r_count);\n"
