@@ -10,8 +10,8 @@ no flush to zero, no contraction: cuda_prelude.py), so the GPU's results equal t
   add each later one in row-major window order in FLOAT32, then divide by the window's size (IncludePadding) or
   by the product of the per-dimension counts of input elements read, as FLOAT32 (exact for any real window).
 A window inside the input takes a path without bounds tests (the maximum's PTX max.f32, the sums' unconditional
-loads), with the same bits. A FLOAT32 maximum with stride 1 and windows of 3 to 7 rows runs the strip kernel instead (max_strip_kernel: a thread
-takes STRIP_ROWS outputs down a column), with the same bits.
+loads), with the same bits. A FLOAT32 maximum with stride 1 and windows of 3 to 7 rows runs the strip kernel
+instead (max_strip_kernel: a thread takes STRIP_ROWS outputs down a column), with the same bits.
 MAX_POOLING1/2's indices and LP_POOLING's P other than 1 and 2 keep the xp kernels (pooling.py chooses).
 Up to three spatial dimensions; a 4-D input has a leading spatial size of 1.
 """
