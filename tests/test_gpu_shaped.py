@@ -252,8 +252,9 @@ def test_gpu_cumulative_sums_of_many_rows(gpu_backend, cols):
 @pytest.mark.parametrize("cols", [4, 32, 1000, 4096, 16384])
 def test_gpu_softmax_stage_copies_keep_the_bits(gpu_backend, cols, monkeypatch):
     """Softmax rows staged in shared memory (their float4 vectors copied there by cp.async) give the bits of the same
-    rows read from device memory in every pass (SOFTMAX_STAGE_BYTES 0: no stage), NaN rows, -0.0, infinities and
-    rows of ties included; and the CPU's result within the tolerance, 64 rows (the bench's rows, fewer of them)."""
+    rows read from device memory in every pass (SOFTMAX_STAGE_BYTES 0: no stage) by blocks of as many threads, NaN
+    rows, -0.0, infinities and rows of ties included; and the CPU's result within the tolerance, 64 rows (the
+    bench's rows, fewer of them)."""
     from dmlcli.operators.reduction import gpu as reduction_gpu
 
     cupy = pytest.importorskip("cupy")
@@ -268,7 +269,9 @@ def test_gpu_softmax_stage_copies_keep_the_bits(gpu_backend, cols, monkeypatch):
     for log_form in (False, True):
         staged = cupy.asnumpy(reduction_gpu.softmax_rows(cupy, device, log_form))
         with monkeypatch.context() as patch:
+            threads = reduction_gpu.softmax_threads(cols, True)  # the same combining order as the staged run
             patch.setattr(reduction_gpu, "SOFTMAX_STAGE_BYTES", 0)
+            patch.setattr(reduction_gpu, "softmax_threads", lambda count, staged: threads)
             unstaged = cupy.asnumpy(reduction_gpu.softmax_rows(cupy, device, log_form))
         assert np.array_equal(staged.view(np.uint32), unstaged.view(np.uint32)), log_form
     finite = np.where(np.isfinite(x), x, 0.5).astype(np.float32)

@@ -306,6 +306,20 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
 """
 SOFTMAX_STAGE_BYTES = 96 * 1024  # two blocks of 1024 threads per SM still fit the H100's 228 KiB
 SOFTMAX_THREADS = 1024  # a block's threads for rows of 8192 elements or more (shorter rows: 256)
+# Staged rows of 8192 to 16384 elements (32 to 64 KiB of stage): blocks of 512 threads, so that 3 or 4 blocks share
+# an SM (3 x 65 KiB of shared memory fit 228 KiB; 4 x 512 threads the SM's 2048) where 1024-thread blocks allowed 2
+# (2048 threads). A block's passes go load, exp (about 25 instructions an element: as long as the load at the SM's
+# share of the bandwidth), store: with 2 blocks an SM's memory idles while both compute, with 3 or 4 one of them is
+# mostly loading or storing.
+SOFTMAX_SHARED_THREADS = 512
+SOFTMAX_SHARED_ROWS = (8192, 16384)
+
+
+def softmax_threads(count: int, staged: bool) -> int:
+    """A softmax block's threads for rows of `count` elements, staged in shared memory or not."""
+    if staged and SOFTMAX_SHARED_ROWS[0] <= count <= SOFTMAX_SHARED_ROWS[1]:
+        return SOFTMAX_SHARED_THREADS
+    return SOFTMAX_THREADS if count >= 8192 else SHORT_ROW_THREADS
 
 
 def softmax_rows(cp, work, log_form: bool):
@@ -323,7 +337,7 @@ def softmax_rows(cp, work, log_form: bool):
         source = DEVICE_PRELUDE + BLOCK_COMBINE + f"\n#define DML_VECTOR {vector}\n" + _SOFTMAX_BODY
         kernel = _KERNELS[("softmax", vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
         kernel.max_dynamic_shared_size_bytes = SOFTMAX_STAGE_BYTES
-    threads = SOFTMAX_THREADS if count >= 8192 else SHORT_ROW_THREADS
+    threads = softmax_threads(count, staged)
     blocks = int(min(rows, 65535))
     kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows),
                                    np.int32(staged)), shared_mem=shared_bytes)
