@@ -22,6 +22,7 @@ Rules dmlcli had to choose where the pages are silent or disagree, each in the e
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -260,6 +261,7 @@ def _clamped_position_source(index_dtype: np.dtype) -> str:
 GATHER_WORD_BYTES = 16
 
 
+@functools.lru_cache(maxsize=64)  # the text is built once per word, index type and index size
 def _gather_source(word_bytes: int, index_dtype: np.dtype, wide: bool) -> str:
     """GATHER in one pass: each output word reads its index, wraps a negative one, clamps it into the dimension and
     copies the input's bits (the rule gather_kernel applies in three passes). `word_bytes`: the bytes each thread
