@@ -180,3 +180,34 @@ def test_gathers_clamp_the_index_types_extremes(index_dtype):
     tuples = np.resize(extremes, (1, 5, 2)).astype(index_dtype)
     assert_same_bits(*both("gather_nd", x, tuples))
     assert_same_bits(*both("gather_nd1", x, tuples))
+
+
+@pytest.mark.parametrize("dtype, shape, axis", [
+    ("float32", (6, 32), 0), ("float32", (6, 1), 0), ("float32", (6, 31), 0), ("float32", (6, 33), 0),
+    ("float32", (4, 1000), 0), ("float16", (3, 4, 8), 1), ("float64", (5, 2), 0), ("uint8", (2, 7, 1000), 1),
+    ("int8", (4, 3), 0), ("uint16", (2, 9, 4), 1), ("float32", (64, 1024), 0)])  # the last: the bench's, small
+def test_gather_moves_whole_words(dtype, shape, axis):
+    """GATHER's kernel copies 16-, 8-, 4-, 2- or 1-byte words (the widest the slices after Axis are a whole number
+    of): the CPU's bits for each width, rows of 1, 31, 32, 33 and 1000 elements, negative and out-of-range
+    indices."""
+    rng = np.random.default_rng(len(shape) * 7 + shape[-1])
+    x = values(rng, shape, dtype)
+    for index_dtype in ("int32", "uint64"):
+        idx = indices(rng, (1,) * (len(shape) - 1) + (5,), index_dtype, shape[axis])
+        assert_same_bits(*both("gather", x, idx, axis=axis, index_dimensions=1))
+
+
+def test_gather_of_a_view_that_starts_off_a_word():
+    """A contiguous view that starts 4 bytes past a 16-byte boundary is moved in 4-byte words, the same bits as a
+    fresh copy of it."""
+    from dmlcli.operators.indexing import entries as indexing
+
+    rng = np.random.default_rng(3)
+    flat = values(rng, (5 * 64 + 1,), "float32")
+    host = flat[1:].reshape(5, 64)
+    idx = indices(rng, (1, 7), "int64", 5)
+    view = cupy.asarray(flat)[1:].reshape(5, 64)
+    assert view.data.ptr % 16 == 4
+    call = dmlcli.validate("gather", host, idx, axis=0, index_dimensions=1).call
+    (got,) = indexing.gather_gpu_kernel(cupy, [view, cupy.asarray(idx)], call.outputs, call.parameters)
+    assert_same_bits(dmlcli.run("gather", host, idx, backend="cpu", axis=0, index_dimensions=1), cupy.asnumpy(got))

@@ -296,3 +296,18 @@ def test_tile_reads_the_input_once(gpu_backend, monkeypatch):
     assert np.array_equal(bits(dmlcli.run("tile", x, backend=gpu_backend, repeats=many)),
                           bits(dmlcli.run("tile", x, backend="cpu", repeats=many)))
     assert engine_tiles == [tuple(many)]
+
+
+def test_tile_offsets_kept_on_the_device(gpu_backend):
+    """TILE's copy offsets are made once per shape and repeats and kept on the device: calls that share them (other
+    element widths, a second call) and calls that differ only in the repeats or the shape give the CPU's bits."""
+    from dmlcli.operators.movement import gpu as movement_gpu
+
+    movement_gpu._TILE_OFFSETS.clear()
+    for shape, repeats in [((3, 8), (2, 1)), ((3, 8), (1, 2)), ((3, 8), (2, 1)), ((8, 3), (2, 1)), ((64, 1024), (2, 1))]:
+        for dtype in ("float32", "uint8", "uint64"):
+            x = random_bits(shape, dtype, shape[0])
+            on_cpu = dmlcli.run("tile", x, backend="cpu", repeats=list(repeats))
+            on_gpu = dmlcli.run("tile", x, backend=gpu_backend, repeats=list(repeats))
+            assert np.array_equal(bits(on_cpu), bits(on_gpu)), (dtype, shape, repeats)
+    assert len(movement_gpu._TILE_OFFSETS) == 4

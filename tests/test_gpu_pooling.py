@@ -245,3 +245,25 @@ def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, en
     (c,), (g,) = both("max_pooling", [x], gpu_backend, window_size=window, start_padding=start, end_padding=end)
     same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
     assert ran and same.all(), (c[~same][:4], g[~same][:4])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("geometry", [
+    dict(window_size=[2, 2], strides=[2, 2]),  # the bench's: every window inside
+    dict(window_size=[3, 3], strides=[3, 1], start_padding=[1, 1], end_padding=[1, 1]),  # inside and across the edge
+    dict(window_size=[2, 3], strides=[3, 5], dilations=[2, 1])])
+@pytest.mark.parametrize("op, extra", [("average_pooling", {}), ("average_pooling1", {"include_padding": True}),
+                                       ("lp_pooling", {"p": 1}), ("lp_pooling", {"p": 2})])
+def test_gpu_inside_windows_give_the_cpu_bits(gpu_backend, op, extra, geometry, dtype):
+    """Windows inside the input take the path without bounds tests (pooling_gpu._INSIDE_SUM), the others the
+    generic loop: the CPU's bits either way, on { 2, 16, 32, 33 } (the bench's { B, 16, 256, 256 }, small), with
+    subnormals and -0.0."""
+    if "dilations" in geometry and op != "average_pooling1":
+        geometry = {k: v for k, v in geometry.items() if k != "dilations"}
+    x = data((2, 16, 32, 33), dtype, seed=7)
+    x.reshape(-1)[5::19] = np.finfo(dtype).smallest_subnormal * 3
+    x.reshape(-1)[7::23] = -0.0
+    (c,), (g,) = both(op, [x], gpu_backend, **geometry, **extra)
+    bits = np.uint32 if dtype == "float32" else np.uint16
+    same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
+    assert same.all(), (op, extra, geometry, c[~same][:4], g[~same][:4])

@@ -224,3 +224,58 @@ def test_gpu_column_reductions(gpu_backend, shape, axes, function):
     assert comparison.passed, (function, shape, comparison.text())
     assert any(key[0] == "columns" and key[1] == function.upper() for key in reduction_gpu._KERNELS if
                isinstance(key, tuple))
+
+
+@pytest.mark.parametrize("cols", [1, 31, 32, 33, 1000, 4100, 8192])
+def test_gpu_cumulative_sums_of_many_rows(gpu_backend, cols):
+    """CUMULATIVE_SUMMATION of CUMSUM_MANY_ROWS rows or more: the vector scan in blocks of 256 threads (tiles of 4096
+    elements, a carry between them: one tile, two, and a part-filled last one), every direction and form; the
+    CPU's result within the tolerance, integers bit for bit."""
+    from dmlcli.operators.reduction import gpu as reduction_gpu
+
+    rows = reduction_gpu.CUMSUM_MANY_ROWS
+    rng = np.random.default_rng(cols)
+    for dtype in ("float32", "int32", "uint32"):
+        x = np.abs(rng.standard_normal((rows, cols))).astype(np.float32) if dtype == "float32" else \
+            rng.integers(0, 2**31 - 1, (rows, cols)).astype(dtype)  # wrapping sums, as on the CPU
+        for params in ({}, {"axis_direction": "decreasing"}, {"has_exclusive_sum": True},
+                       {"axis_direction": "decreasing", "has_exclusive_sum": True}):
+            verdict = dmlcli.validate("cumulative_summation", x, axis=1, **params)
+            on_cpu = dmlcli.run("cumulative_summation", x, axis=1, **params)
+            on_gpu = dmlcli.run("cumulative_summation", x, axis=1, backend="gpu", **params)
+            if dtype != "float32":
+                assert np.array_equal(on_gpu, on_cpu), (dtype, params)
+                continue
+            assert_backends_agree(verdict, on_cpu, on_gpu, [x], (dtype, params))
+
+
+@pytest.mark.parametrize("cols", [4, 32, 1000, 4096, 16384])
+def test_gpu_softmax_stage_copies_keep_the_bits(gpu_backend, cols, monkeypatch):
+    """Softmax rows staged in shared memory (their float4 vectors copied there by cp.async) give the bits of the same
+    rows read from device memory in every pass (SOFTMAX_STAGE_BYTES 0: no stage) by blocks of as many threads, NaN
+    rows, -0.0, infinities and rows of ties included; and the CPU's result within the tolerance, 64 rows (the
+    bench's rows, fewer of them)."""
+    from dmlcli.operators.reduction import gpu as reduction_gpu
+
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(cols)
+    x = (rng.standard_normal((64, cols)) * 4).astype(np.float32)
+    x[1, ::3] = np.nan
+    x[2, :] = -0.0
+    x[3, 0] = np.inf
+    x[4, :] = 1.0
+    x[5, -1] = -np.inf
+    device = cupy.asarray(x)
+    for log_form in (False, True):
+        staged = cupy.asnumpy(reduction_gpu.softmax_rows(cupy, device, log_form))
+        with monkeypatch.context() as patch:
+            threads = reduction_gpu.softmax_threads(cols, True)  # the same combining order as the staged run
+            patch.setattr(reduction_gpu, "SOFTMAX_STAGE_BYTES", 0)
+            patch.setattr(reduction_gpu, "softmax_threads", lambda count, staged: threads)
+            unstaged = cupy.asnumpy(reduction_gpu.softmax_rows(cupy, device, log_form))
+        assert np.array_equal(staged.view(np.uint32), unstaged.view(np.uint32)), log_form
+    finite = np.where(np.isfinite(x), x, 0.5).astype(np.float32)
+    verdict = dmlcli.validate("activation_softmax1", finite, axes=[1])
+    on_cpu = dmlcli.run("activation_softmax1", finite, axes=[1])
+    on_gpu = dmlcli.run("activation_softmax1", finite, axes=[1], backend="gpu")
+    assert_backends_agree(verdict, on_cpu, on_gpu, [finite], cols)

@@ -930,3 +930,20 @@ def test_npy_files_in_and_out(tmp_path):
     assert result.exit_code == 0, result.output
     assert np.load(tmp_path / "v.npy").tolist() == [[3, 2], [7, 6], [11, 10]]
     assert np.load(tmp_path / "ix.npy").tolist() == [[3, 2]] * 3
+
+
+def test_gather_word_bytes_is_the_widest_whole_aligned_word():
+    """GATHER's GPU kernel moves the widest word (16 bytes at most) that the slice after Axis is a whole number of
+    and that the input's start is aligned to; never less than an element."""
+    from dmlcli.operators.indexing.entries import gather_word_bytes
+
+    assert gather_word_bytes(4, 16384, 256) == 16
+    assert gather_word_bytes(4, 2, 256) == 8
+    assert gather_word_bytes(4, 33, 256) == 4
+    assert gather_word_bytes(4, 1, 256) == 4
+    assert gather_word_bytes(4, 32, 260) == 4  # a view that starts 4 bytes past a 16-byte boundary
+    assert gather_word_bytes(4, 32, 264) == 8
+    assert gather_word_bytes(1, 3, 256) == 1
+    assert gather_word_bytes(2, 1000, 256) == 16
+    assert gather_word_bytes(8, 1, 256) == 8
+    assert gather_word_bytes(1, 1000, 256) == 8

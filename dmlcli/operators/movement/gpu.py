@@ -125,18 +125,36 @@ def tile_by_kernel(cp, x, repeats):
     while x.shape[-1] % vector:
         vector //= 2
     out_steps = [s // itemsize for s in out.strides]
-    # Each copy's offset: the copy's index along each axis times the input's size there, in output elements.
-    offsets = np.zeros(1, dtype=np.int64)
-    for size, repeat, step in zip(x.shape, repeats, out_steps):
-        offsets = (offsets[:, None] + np.arange(repeat, dtype=np.int64)[None, :] * (size * step)).reshape(-1)
     counts = list(x.shape[:-1]) + [x.shape[-1] // vector]
     wide = max(x.size, out.size) >= 2**31 - 2**24
     word = f"uint{itemsize * 8}"
     magic = [fast_division(count) for count in counts]
+    offsets = _copy_offsets(cp, x.shape, tuple(int(r) for r in repeats), out_steps)
     launch(cp, _tile_source(x.ndim, C_WORD_TYPES[itemsize * 8], vector, wide), x.view(word), out.view(word),
-           cp.asarray(offsets), np.int64(copies), *(np.int64(v) for v in (*counts, *out_steps)),
+           offsets, np.int64(copies), *(np.int64(v) for v in (*counts, *out_steps)),
            *(np.uint32(m) for m, _ in magic), *(np.uint32(r) for _, r in magic), count=x.size // vector)
     return out
+
+
+# The copies' offsets on the device, kept per device, input shape and repeats: made on every call, they were a
+# host-to-device copy from pageable memory before each launch (the host waits for it; the GPU idles meanwhile).
+_TILE_OFFSETS: dict = {}
+_TILE_OFFSETS_KEPT = 256
+
+
+def _copy_offsets(cp, shape, repeats: tuple, out_steps):
+    """Each copy's offset: the copy's index along each axis times the input's size there, in output elements (the
+    same for every element size: out_steps are in elements)."""
+    key = (cp.cuda.Device().id, tuple(int(n) for n in shape), repeats)
+    found = _TILE_OFFSETS.get(key)
+    if found is None:
+        offsets = np.zeros(1, dtype=np.int64)
+        for size, repeat, step in zip(shape, repeats, out_steps):
+            offsets = (offsets[:, None] + np.arange(repeat, dtype=np.int64)[None, :] * (size * step)).reshape(-1)
+        if len(_TILE_OFFSETS) >= _TILE_OFFSETS_KEPT:
+            _TILE_OFFSETS.clear()
+        found = _TILE_OFFSETS[key] = cp.asarray(offsets)
+    return found
 
 
 def tile(cp, x, repeats):

@@ -226,7 +226,13 @@ def _reduce_columns(cp, function: str, columns):
 # sees one read and one write; a longer row is read three times, the second and third mostly from the L2 cache. Every
 # thread reads and writes only its own elements of the stage (the same indices in every pass), so the passes need no
 # barrier of their own. Rows of a multiple of 4 elements go by float4 (DML_VECTOR 4): a thread's 4 neighbours are
-# combined left to right.
+# combined left to right. A staged float4 row is copied to the stage by cp.async (sm_80 on): pass 1's loop, one
+# float4 a thread and iteration through a register, kept one 16-byte load in flight per thread (2 blocks of 1024
+# threads an SM: 32 KiB, and only while both blocks were in pass 1), and 1 GiB of 16384-element rows went at 0.70
+# of the H200's copy bandwidth; every copy of the row is now issued before the thread waits (the block's 64 KiB in
+# flight at once, no registers: batching the loads in registers would take 16 more and leave one block an SM). The
+# maximum is then read from the stage: the same elements, and a maximum does not depend on the order, so the
+# results keep their bits.
 _SOFTMAX_BODY = """
 #if DML_VECTOR == 4
 typedef float4 V;
@@ -264,6 +270,18 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
         const V* x = reinterpret_cast<const V*>(xs + row * count);
         V* y = reinterpret_cast<V*>(ys + row * count);
         float peak = -__int_as_float(0x7f800000);
+#if DML_VECTOR == 4 && __CUDA_ARCH__ >= 800
+        if (staged) {
+            // Every 16-byte vector of the thread's share copied to the stage at once, without registers
+            // (cp.async, sm_80 on); the thread waits for its own copies only: it alone reads those indices.
+            for (long long i = threadIdx.x; i < vectors; i += blockDim.x) {
+                const unsigned int to = (unsigned int)__cvta_generic_to_shared(stage + i);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(to), "l"(x + i) : "memory");
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory");
+            for (long long i = threadIdx.x; i < vectors; i += blockDim.x) peak = dml_peak(peak, dml_v_peak(stage[i]));
+        } else
+#endif
         for (long long i = threadIdx.x; i < vectors; i += blockDim.x) {
             const V v = x[i];
             if (staged) stage[i] = v;
@@ -288,6 +306,20 @@ extern "C" __global__ void dml_kernel(const float* xs, float* ys, const long lon
 """
 SOFTMAX_STAGE_BYTES = 96 * 1024  # two blocks of 1024 threads per SM still fit the H100's 228 KiB
 SOFTMAX_THREADS = 1024  # a block's threads for rows of 8192 elements or more (shorter rows: 256)
+# Staged rows of 8192 to 16384 elements (32 to 64 KiB of stage): blocks of 512 threads, so that 3 or 4 blocks share
+# an SM (3 x 65 KiB of shared memory fit 228 KiB; 4 x 512 threads the SM's 2048) where 1024-thread blocks allowed 2
+# (2048 threads). A block's passes go load, exp (about 25 instructions an element: as long as the load at the SM's
+# share of the bandwidth), store: with 2 blocks an SM's memory idles while both compute, with 3 or 4 one of them is
+# mostly loading or storing.
+SOFTMAX_SHARED_THREADS = 512
+SOFTMAX_SHARED_ROWS = (8192, 16384)
+
+
+def softmax_threads(count: int, staged: bool) -> int:
+    """A softmax block's threads for rows of `count` elements, staged in shared memory or not."""
+    if staged and SOFTMAX_SHARED_ROWS[0] <= count <= SOFTMAX_SHARED_ROWS[1]:
+        return SOFTMAX_SHARED_THREADS
+    return SOFTMAX_THREADS if count >= 8192 else SHORT_ROW_THREADS
 
 
 def softmax_rows(cp, work, log_form: bool):
@@ -305,7 +337,7 @@ def softmax_rows(cp, work, log_form: bool):
         source = DEVICE_PRELUDE + BLOCK_COMBINE + f"\n#define DML_VECTOR {vector}\n" + _SOFTMAX_BODY
         kernel = _KERNELS[("softmax", vector)] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
         kernel.max_dynamic_shared_size_bytes = SOFTMAX_STAGE_BYTES
-    threads = SOFTMAX_THREADS if count >= 8192 else SHORT_ROW_THREADS
+    threads = softmax_threads(count, staged)
     blocks = int(min(rows, 65535))
     kernel((blocks,), (threads,), (work, result, np.int64(count), np.int32(bool(log_form)), np.int64(rows),
                                    np.int32(staged)), shared_mem=shared_bytes)
@@ -453,6 +485,18 @@ extern "C" __global__ void dml_kernel_vector(const T* xs, T* ys, const long long
 """
 
 
+# The vector scan's block for many rows. The kernel holds 16 values a thread and takes 46 registers (ptxas, sm_90),
+# so a block of 1024 threads is alone on its SM (2 x 1024 x 48 > 65536 registers): its phases (the loads of a
+# tile, the block scan with its barriers, the stores) then follow each other with nothing to overlap them, and
+# 1 GiB of 16384-element rows scanned at 0.58 of the H200's copy bandwidth. Blocks of 256 threads (tiles of 4096
+# elements, a carry between them) fit 5 to an SM (5 x 256 x 48 = 61440 registers): five rows at different phases,
+# up to 5 x 16 KiB of 16-byte loads in flight where one block had 64 KiB then none. Fewer rows than
+# CUMSUM_MANY_ROWS (a few blocks per SM of the largest GPUs) keep blocks of up to 1024 threads: more of each row's
+# loads in flight where the rows do not fill the GPU.
+CUMSUM_MANY_ROWS = 1024
+CUMSUM_MANY_ROWS_THREADS = 256
+
+
 def cumsum_types() -> tuple[str, ...]:
     """The types cumsum_rows runs (FLOAT16 is widened to FLOAT32 first)."""
     return _CUMSUM_TYPES
@@ -484,8 +528,9 @@ def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
     if kernel is None:
         kernel = _KERNELS[("cumsum", dtype.name, name)] = cp.RawKernel(_cumsum_source(dtype), name,
                                                                        options=COMPILE_OPTIONS)
-    if vectorised:  # a row of up to 16384 elements in one tile
-        threads = int(min(1024, max(32, -(-count // 512) * 32)))
+    if vectorised:  # a row of up to 16384 elements in one tile (of 4096 where there are many rows)
+        cap = CUMSUM_MANY_ROWS_THREADS if rows >= CUMSUM_MANY_ROWS else 1024
+        threads = int(min(cap, max(32, -(-count // 512) * 32)))
         kernel((int(min(rows, 65535)),), (threads,),
                (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)))
         return result
