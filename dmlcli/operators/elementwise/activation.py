@@ -243,13 +243,22 @@ def _erfc_cody(t: np.ndarray) -> np.ndarray:
     exp(-s^2) exp(-(t - s)(t + s)) with s = t rounded down to 1/16: s^2 is exact, so no rounding of t^2 (whose
     error exp would magnify by t^2, up to 784) reaches the result (Cody's own split)."""
     t = np.minimum(t, _ERFC_ZERO_FROM)
-    middle = t <= _CODY_MIDDLE_END
-    ratio = _polynomial(_CODY_MIDDLE_P, t) / _polynomial(_CODY_MIDDLE_Q, t)
-    inverse_square = 1.0 / (t * t)
-    asymptotic = (_ONE_OVER_SQRT_PI - _polynomial(_CODY_TAIL_P, inverse_square) * inverse_square
-                  / _polynomial(_CODY_TAIL_Q, inverse_square)) / t
+    beyond = np.flatnonzero(~(t <= _CODY_MIDDLE_END))  # past 4 (and NaN): the asymptotic form
+    if beyond.size == t.size:
+        factor = _cody_asymptotic(t)
+    else:
+        factor = _polynomial(_CODY_MIDDLE_P, t) / _polynomial(_CODY_MIDDLE_Q, t)
+        if beyond.size:
+            factor[beyond] = _cody_asymptotic(t[beyond])
     s = np.trunc(t * 16.0) / 16.0
-    return np.exp(-s * s) * np.exp(-(t - s) * (t + s)) * np.where(middle, ratio, asymptotic)
+    return np.exp(-s * s) * np.exp(-(t - s) * (t + s)) * factor
+
+
+def _cody_asymptotic(t: np.ndarray) -> np.ndarray:
+    """Cody's erfc(t) exp(t^2) for t > 4: (1/sqrt(pi) - R(1/t^2)/t^2) / t."""
+    inverse_square = 1.0 / (t * t)
+    return (_ONE_OVER_SQRT_PI - _polynomial(_CODY_TAIL_P, inverse_square) * inverse_square
+            / _polynomial(_CODY_TAIL_Q, inverse_square)) / t
 
 
 def _erfc(values: np.ndarray) -> np.ndarray:
@@ -458,7 +467,8 @@ def gelu(inputs, out_dtype, params):
         result = _out(values, out_dtype)
         # The bits C's erfc gave (which this took element by element past t = 0.5 before): the few products
         # within _ERFC_APART of a rounding boundary are made again with it.
-        near = np.flatnonzero((t >= _ERFC_BY_ERF) & _near_a_rounding_boundary(values, out_dtype))
+        tail = np.flatnonzero(t >= _ERFC_BY_ERF)
+        near = tail[_near_a_rounding_boundary(values.ravel()[tail], out_dtype)]
         if near.size:
             again = 0.5 * v.ravel()[near] * _erfc_libm(t.ravel()[near])
             result = np.array(result, copy=True)
