@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import gpu_median_seconds, gpu_stream_seconds, warm_up  # noqa: E402
+from gpu_bench import gpu_median_seconds, gpu_stream_seconds, torch_and_gpu, warm_up  # noqa: E402
 
 
 def _convolution_cases(cp, torch, batch: int):
@@ -163,24 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32, help="the 2-D convolutions' N")
     parser.add_argument("--only", choices=("conv", "attention"), default=None)
     args = parser.parse_args(argv)
-    try:
-        import cupy as cp
-        import torch
-
-        import dmlcli
-        from dmlcli.backends import gpu
-        from dmlcli.operators.numerics import cudnn_graphs
-
-        backend = gpu.create()
-        if not torch.cuda.is_available():
-            raise RuntimeError("PyTorch sees no CUDA device")
-    except Exception as why:  # noqa: BLE001 - no CuPy, no PyTorch or no device: nothing to measure
-        print(f"skipped: needs CuPy, PyTorch and a CUDA device ({str(why).splitlines()[0] if str(why) else why!r})")
+    found = torch_and_gpu()
+    if isinstance(found, str):
+        print(f"skipped: {found}")
         return 0
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-    torch.backends.cudnn.benchmark = True
+    cp, torch, backend = found
+    import dmlcli
+    from dmlcli.operators.numerics import cudnn_graphs
+
     print(warm_up(cp))
     print(f"GPU: {backend.device_name}; CuPy {cp.__version__}; PyTorch {torch.__version__} (its cuDNN "
           f"{torch.backends.cudnn.version()}); dmlcli's cuDNN: {cudnn_graphs.describe()}")

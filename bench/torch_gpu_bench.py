@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import gpu_median_seconds, gpu_stream_seconds, warm_up  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
+from gpu_bench import gpu_median_seconds, gpu_stream_seconds, torch_and_gpu, warm_up  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
 
 
 def _copy_bandwidth(cp, repeats: int) -> float:
@@ -102,25 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32, help="the convolution's and normalization's N")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
-    try:
-        import cupy as cp
-        import torch
-
-        from dmlcli.backends import gpu
-
-        backend = gpu.create()
-        if not torch.cuda.is_available():
-            raise RuntimeError("PyTorch sees no CUDA device")
-    except Exception as why:  # noqa: BLE001 - no CuPy, no PyTorch or no device: nothing to measure
-        print(f"skipped: needs CuPy, PyTorch and a CUDA device ({str(why).splitlines()[0] if str(why) else why!r})")
+    found = torch_and_gpu()
+    if isinstance(found, str):
+        print(f"skipped: {found}")
         return 0
+    cp, torch, backend = found
     from dmlcli import engine
     from dmlcli.data_types import from_numpy
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-    torch.backends.cudnn.benchmark = True
 
     clocks = warm_up(cp)
     copy_bandwidth = max(_copy_bandwidth(cp, args.repeats) for _ in range(3))  # the best of three: the strictest

@@ -44,6 +44,19 @@ def _no_colour(monkeypatch):
 
 
 @pytest.fixture(scope="module")
+def gpu_backend():
+    """The GPU backend, or a skip saying why no device can run it (a GPU test module asks for it by name, after
+    `pytest.importorskip("cupy")`)."""
+    from dmlcli.backends import gpu
+    from dmlcli.errors import BackendUnavailableError
+
+    try:
+        return gpu.create()
+    except BackendUnavailableError as why:
+        pytest.skip(f"no usable GPU: {why}")
+
+
+@pytest.fixture(scope="module")
 def gpu_usable():
     """Skips a GPU test module where CuPy is installed but no device (or driver) can run it: a module asks for it
     with `pytestmark = pytest.mark.usefixtures("gpu_usable")` after `pytest.importorskip("cupy")`."""

@@ -13,19 +13,8 @@ import pytest
 
 import dmlcli
 from dmlcli.checking.comparison import compare_arrays, rule_for
-from dmlcli.errors import BackendUnavailableError
 
 cupy = pytest.importorskip("cupy")
-
-
-@pytest.fixture(scope="module")
-def gpu_backend():
-    from dmlcli.backends import gpu
-
-    try:
-        return gpu.create()
-    except BackendUnavailableError as why:
-        pytest.skip(f"no usable GPU: {why}")
 
 
 FLOAT_CALLS = [

@@ -488,8 +488,10 @@ def run_files(req: Request, sources: Sequence[str], output: str, *, dtype: DataT
     if written_suffix(output, output_format) == ".json":
         streaming.stream_json(verdict.call, inputs, output, engine, chunk_bytes=size, progress=progress, tally=tally)
     else:
+        from . import file_pipeline  # the GPU's overlapped file path, which builds on streaming.py
+
         streaming.stream(verdict.call, inputs, Path(output), engine, chunk_bytes=size, progress=progress,
-                         tally=tally)
+                         tally=tally, pipeline=file_pipeline)
     return Outcome(None, verdict, getattr(engine, "name", "custom"), tally.warnings())
 
 

@@ -191,16 +191,18 @@ def open_input(source: str, *, label: str, dtype: DataType | None = None) -> Npy
 
 
 def stream(call: Call, inputs: list[NpyInput], output: Path, engine, *, chunk_bytes: int,
-           progress: ProgressFactory | None = None, tally=None) -> None:
+           progress: ProgressFactory | None = None, tally=None, pipeline=None) -> None:
     """Stream a validated call from the .npy `inputs` into `output`, chunk by chunk.
 
     The output is written atomically (a temporary file renamed over it once complete), so `output`
     may name one of the inputs. `progress(total_bytes)` may give a context manager yielding an
     `advance(bytes)` callable. `tally` (engine.HookTally) counts the operator's hooks chunk by chunk.
+    `pipeline` (the module engine/file_pipeline.py, which the engine passes: it builds on this module, so this one
+    does not import it) runs the job instead where its `applies` says so.
     """
     from ..io.atomic import write_atomically
 
-    job = _Job(call, inputs, chunk_bytes, tally)
+    job = _Job(call, inputs, chunk_bytes, tally, pipeline)
     factory = progress or _no_progress
     with factory(job.total_bytes) as advance:
         write_atomically(output, lambda handle: job.run(engine, handle, advance))
@@ -234,8 +236,9 @@ def _no_progress(total_bytes: int):
 class _Job:
     """One streamed call: the box layout, the readers, and the hooks' running tally."""
 
-    def __init__(self, call: Call, inputs: list[NpyInput], chunk_bytes: int, tally=None):
+    def __init__(self, call: Call, inputs: list[NpyInput], chunk_bytes: int, tally=None, pipeline=None):
         self.call = call
+        self.pipeline = pipeline
         self.inputs = inputs
         self.tally = tally
         self.shape = tuple(call.output.shape)
@@ -255,10 +258,8 @@ class _Job:
 
         header = npy_header(self.shape, self.out_dtype)
         handle.write(header)
-        from . import file_pipeline  # here: it imports this module
-
-        if file_pipeline.applies(engine, self.inputs, self.shape, handle):
-            file_pipeline.run(self, engine, handle, len(header), advance)
+        if self.pipeline is not None and self.pipeline.applies(engine, self.inputs, self.shape, handle):
+            self.pipeline.run(self, engine, handle, len(header), advance)
             return
         per_element = sum(x.dtype.itemsize for x in self.inputs) + self.out_dtype.itemsize
         # A device, FIFO or socket cannot be mapped: it is written in order, whatever the inputs' layout.
