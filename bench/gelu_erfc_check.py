@@ -6,7 +6,9 @@ edges (+-0, subnormals, +-inf, NaN, the saturation edge where the FLOAT32 result
 relative distance between Cody's erfc and C's over t in [0.5, 26.5] (the bound _ERFC_APART stands on), the count of
 products redone with C's erfc, and the count of differing bits (0 expected).
 
-    PYTHONPATH=. python3 bench/gelu_erfc_check.py [--step 1]
+    PYTHONPATH=. python3 bench/gelu_erfc_check.py [--step 1] [--spread 4096]
+
+Exit status 0 where no bit differs, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ def before(x: np.ndarray, out_dtype) -> np.ndarray:
 
 
 def differing(x: np.ndarray, out_dtype) -> int:
-    now = activation.gelu([x], out_dtype, {})
-    old = before(x, out_dtype)
+    with np.errstate(all="ignore"):  # NaN and infinity are values here
+        now = activation.gelu([x], out_dtype, {})
+        old = before(x, out_dtype)
     bits = np.dtype(out_dtype).itemsize * 8
     as_int = np.dtype(f"u{bits // 8}")
     return int(np.count_nonzero(now.view(as_int) != old.view(as_int)))
@@ -54,9 +57,9 @@ def largest_distance(t: np.ndarray) -> float:
 
 
 def redone(x: np.ndarray, out_dtype) -> int:
-    v = x.astype(np.float64)
-    t = -v * activation._SQRT1_2
     with np.errstate(all="ignore"):
+        v = x.astype(np.float64)
+        t = -v * activation._SQRT1_2
         values = 0.5 * v * activation._erfc(t)
         return int(np.count_nonzero((t >= 0.5) & activation._near_a_rounding_boundary(values, out_dtype)))
 
@@ -66,17 +69,20 @@ def float32_patterns(first: int, last: int, step: int):
         yield np.arange(start, min(start + CHUNK * step, last + 1), step, dtype=np.uint32).view(np.float32)
 
 
-def main() -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--step", type=int, default=1, help="every step-th FLOAT32 pattern in the tail (1: all)")
-    args = parser.parse_args()
+    parser.add_argument("--step", type=int, default=1,
+                        help="every step-th FLOAT32 pattern of the tail and of [-14.5, -13.5] (1: all)")
+    parser.add_argument("--spread", type=int, default=4096, help="every spread-th FLOAT32 pattern of the rest")
+    args = parser.parse_args(argv)
 
     halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    print(f"FLOAT16, all 65536: differing {differing(halves, np.float16)}, redone {redone(halves, np.float16)}")
+    count = differing(halves, np.float16)
+    print(f"FLOAT16, all 65536: differing {count}, redone {redone(halves, np.float16)}")
 
     head = int(np.float32(-0.70703125).view(np.uint32))
     end = int(np.float32(-38.0).view(np.uint32))
-    worst, count, near, total = 0.0, 0, 0, 0
+    worst, near, total = 0.0, 0, 0
     for x in float32_patterns(head, end, args.step):
         t = -x.astype(np.float64) * activation._SQRT1_2
         worst = max(worst, largest_distance(t))
@@ -86,18 +92,22 @@ def main() -> None:
     print(f"FLOAT32 tail [-38, -0.70703125], {total} values: largest |cody - libm| / libm {worst:.3g} "
           f"(2^{math.log2(worst):.1f}), redone {near}, differing {count}")
 
-    spread = np.arange(0, 1 << 32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    spread = np.arange(0, 1 << 32, args.spread, dtype=np.uint64).astype(np.uint32).view(np.float32)
     edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38,
                       -2.0**-149, -14.0, -14.1, -14.2, -14.3, -13.9, -37.6, -37.7, -38.5, -40.0, -3.4028235e38],
                      np.float32)
     saturation = np.arange(int(np.float32(-13.5).view(np.uint32)), int(np.float32(-14.5).view(np.uint32)),
-                           dtype=np.uint32).view(np.float32)
+                           args.step, dtype=np.uint32).view(np.float32)
     rest = np.concatenate([spread, edges, saturation])
-    print(f"FLOAT32 spread (every 4096th pattern), edges, every value in [-14.5, -13.5], {rest.size} values: "
-          f"differing {differing(rest, np.float32)}")
+    rest_differing = differing(rest, np.float32)
+    count += rest_differing
+    print(f"FLOAT32 every {args.spread}th pattern, edges, every {args.step}th value in [-14.5, -13.5], "
+          f"{rest.size} values: differing {rest_differing}")
     zero_from = saturation[activation.gelu([saturation], np.float32, {}) == 0]
     print(f"FLOAT32 results -0 from x = {zero_from.max() if zero_from.size else 'none'} down")
+    print(f"differing bits in all: {count}")
+    return 0 if count == 0 else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
