@@ -53,6 +53,7 @@ TINY = {
     "dispatch_overhead_bench": (lambda tmp: ["--rows", "4", "--cols", "8", "--iterations", "2"],
                                 "ratio dispatch / baseline"),
     "ftz_probe": (lambda tmp: ["--elements", "64"], "bit-exact with NumPy"),
+    "gelu_erfc_check": (lambda tmp: ["--step", "65536", "--spread", "1048576"], "differing bits in all: 0"),
     "generation_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "geometric mean"),
     "gpu_cast_probe": (lambda tmp: [], "type pairs where CuPy's astype differs"),
     "indexing_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "worst ratio"),

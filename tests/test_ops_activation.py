@@ -967,3 +967,56 @@ def test_onnx_softplus_cases_run_through_activation_softplus(shared_dir, tmp_pat
     assert TABLE["Softplus"].directml == "ACTIVATION_SOFTPLUS" and TABLE["Softplus"].fixed == {"Steepness": 1.0}
     results = run_suite([tmp_path], backend="cpu", jobs=1).results
     assert len(results) == 2 and all(r.passed for r in results), [(r.case_id, r.message) for r in results]
+
+
+# ---------------------------------------------------------------- GELU's erfc past t = 0.5 (Cody's, vectorised)
+
+def _gelu_by_libm(x: np.ndarray) -> np.ndarray:
+    """0.5*x*erfc(-x/sqrt2) with C's erfc element by element (the kernel's arithmetic before Cody's erfc), as float64."""
+    return np.array([0.5 * v * math.erfc(-v * 0.7071067811865476) if v != -INF else -0.0 for v in x.tolist()])
+
+
+def _gelu_tail_sample() -> np.ndarray:
+    """FLOAT32 x past t = -x/sqrt(2) >= 0.5: a random sample of bit patterns over [-38, -0.707], every value around
+    the FLOAT32 result's saturation to -0 (x near -14.36), and the edges."""
+    head, end = (int(np.float32(v).view(np.uint32)) for v in (-0.70703125, -38.0))
+    patterns = np.random.default_rng(7).integers(head, end, 200_000, dtype=np.uint32)
+    saturation = np.arange(int(np.float32(-14.35).view(np.uint32)), int(np.float32(-14.37).view(np.uint32)),
+                           dtype=np.uint32)
+    edges = np.array([-0.70710677, -0.7071068, -4 * 1.4142135, -5.656854, -5.6568546, -26.5 * 1.4142135, -37.6,
+                      -38.5, -1e30, -3.4028235e38, -INF], np.float32)
+    return np.concatenate([patterns.view(np.float32), saturation.view(np.float32), edges])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gelu_tail_has_the_bits_of_c_erfc(dtype):
+    # Every FLOAT16 value, and FLOAT32 values over the tail: the same bits as with C's erfc element by element
+    # (bench/gelu_erfc_check.py runs every FLOAT32 value of the tail).
+    if dtype is np.float16:
+        x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    else:
+        x = _gelu_tail_sample()
+    x = x[~np.isnan(x) & (x <= -0.70703125)]
+    got = module.gelu([x], dtype, {})
+    with np.errstate(over="ignore"):
+        expected = _gelu_by_libm(x.astype(np.float64)).astype(dtype)
+    assert np.array_equal(got.view(f"u{got.itemsize}"), expected.view(f"u{got.itemsize}"))
+
+
+def test_gelu_erfc_within_its_bound_of_c_erfc():
+    t = np.concatenate([np.linspace(0.5, 26.5, 20_001), [0.5, 4.0, np.nextafter(4.0, 5.0), 26.5]])
+    libm = np.array([math.erfc(v) for v in t.tolist()])
+    assert np.max(np.abs(module._erfc_cody(t) - libm) / libm) < module._ERFC_APART / 64
+    assert module._erfc_cody(np.array([28.0, 1e300, INF])).tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(module._erfc_cody(np.array([math.nan])))[0]
+
+
+def test_gelu_redoes_the_products_near_a_rounding_boundary(monkeypatch):
+    # With the bound widened to 2^-26 (a few FLOAT32 ULP), an erfc off by half of it still gives C's erfc's bits: the
+    # products whose rounding it could move are made again with C's erfc (without that step most bits differ).
+    cody = module._erfc_cody
+    monkeypatch.setattr(module, "_ERFC_APART", 2.0**-26)
+    monkeypatch.setattr(module, "_erfc_cody", lambda t: cody(t) * (1 + 2.0**-27))
+    x = _gelu_tail_sample()[:20_000]
+    expected = _gelu_by_libm(x.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(module.gelu([x], np.float32, {}).view(np.uint32), expected.view(np.uint32))
