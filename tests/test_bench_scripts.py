@@ -59,6 +59,7 @@ TINY = {
     "indexing_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "worst ratio"),
     "matmul_cpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "worst ratio"),
     "matmul_gpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "GEMM on"),
+    "products_gpu_bench": (lambda tmp: ["--size", "16", "--repeats", "1"], "torch / products"),
     "movement_cpu_bench": (lambda tmp: ["--mib", "1", "--repeats", "1"], "worst ratio"),
     "normalization_cpu_bench": (lambda tmp: ["--mib", "0.25", "--repeats", "1"], "worst ratio"),
     "npz_bench": (lambda tmp: ["--sizes", "1", "--kinds", "deflated", "--runs", "1", "--folder", str(tmp)], "ratio"),
@@ -82,8 +83,8 @@ TINY = {
 }
 NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench"}  # they read ../shared
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
-               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench", "cudnn_bench"}
-NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench"}
+               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
+NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
 
 
 def test_every_bench_script_has_a_tiny_run():
