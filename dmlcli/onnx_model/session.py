@@ -64,8 +64,8 @@ class OnnxSession:
         self.executor.keep(self.model.constants.values())
         self._plans: dict[tuple, Plan] = {}
         self.cuda_graphs = bool(cuda_graphs) and self.executor.captures_graphs
-        self._graphs: dict[tuple, CapturedRun | None] = {}
-        self._graph_reasons: dict[tuple, str] = {}
+        # Each captured plan's graph, or the reason its calls stay eager.
+        self._graphs: dict[tuple, CapturedRun | str] = {}
 
     @property
     def backend(self) -> str:
@@ -113,9 +113,10 @@ class OnnxSession:
         """The model's outputs by name (NumPy arrays, ONNX's types). With `keep_all`, every tensor computed
         (the intermediates too), on the backend's device."""
         feeds = self.checked_inputs(inputs)
-        plan = self._plans.get(_signature(feeds))
+        key = _signature(feeds)
+        plan = self._plans.get(key)
         if plan is not None and self.cuda_graphs and not keep_all:
-            outputs = self._graph_run(plan, feeds)
+            outputs = self._graph_run(key, plan, feeds)
             if outputs is not None:
                 if progress is not None:
                     progress(len(plan.steps), len(plan.steps))
@@ -124,20 +125,19 @@ class OnnxSession:
         with self.executor.running():
             if plan is None:
                 plan = self._plan(feeds, values, progress)
-                self._plans[_signature(feeds)] = plan
+                self._plans[key] = plan
             else:
                 self._execute(plan, values, progress, keep_all)
         if keep_all:
             return values
         return {d.name: self.executor.to_host(values[d.name]) for d in self.model.outputs}
 
-    def _graph_run(self, plan: Plan, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    def _graph_run(self, key: tuple, plan: Plan, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
         """The outputs through the plan's CUDA graph: replayed where there is one, captured on the first call
         that finds none (whose outputs are the eager run's); None where the plan cannot be captured."""
-        key = _signature(feeds)
         if key in self._graphs:
             captured = self._graphs[key]
-            return None if captured is None else captured.run(feeds)
+            return captured.run(feeds) if isinstance(captured, CapturedRun) else None
         cupy = self.executor.cupy
 
         def run(inputs: dict[str, object]) -> dict[str, object]:
@@ -150,8 +150,7 @@ class OnnxSession:
             self.executor.uploads = uploads
 
         captured, outputs, why = capture_run(cupy, set_uploads, run, feeds)
-        self._graphs[key] = captured
-        self._graph_reasons[key] = why
+        self._graphs[key] = captured if captured is not None else why
         return outputs
 
     def graph_state(self, inputs: Mapping[str, np.ndarray]) -> str:
@@ -162,7 +161,8 @@ class OnnxSession:
         key = _signature(self.checked_inputs(inputs))
         if key not in self._graphs:
             return "not captured yet"
-        return "replayed" if self._graphs[key] is not None else f"eager: {self._graph_reasons[key]}"
+        captured = self._graphs[key]
+        return "replayed" if isinstance(captured, CapturedRun) else f"eager: {captured}"
 
     def plan_for(self, inputs: Mapping[str, np.ndarray]) -> Plan:
         """The plan of these inputs' types and Sizes (made by running them once where there is none yet)."""
