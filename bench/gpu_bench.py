@@ -80,8 +80,8 @@ ONLY: set[str] = set()  # --ops
 
 def torch_and_gpu():
     """(cupy, torch, dmlcli's GPU backend) for a bench that compares with PyTorch, PyTorch set as those comparisons
-    need it (TF32 off in both its libraries, no reduced-precision FLOAT16 sums, cudnn.benchmark on); or the reason
-    there are none (a string: no CuPy, no PyTorch, no device)."""
+    need it (TF32 off in both its libraries, no reduced-precision FLOAT16 sums, cudnn.benchmark on); or None, having
+    printed the bench's "skipped: " line with the reason (no CuPy, no PyTorch, no device)."""
     try:
         import cupy as cp
         import torch
@@ -92,7 +92,8 @@ def torch_and_gpu():
         if not torch.cuda.is_available():
             raise RuntimeError("PyTorch sees no CUDA device")
     except Exception as why:  # noqa: BLE001 - no CuPy, no PyTorch or no device: nothing to measure
-        return f"needs CuPy, PyTorch and a CUDA device ({str(why).splitlines()[0] if str(why) else why!r})"
+        print(f"skipped: needs CuPy, PyTorch and a CUDA device ({str(why).splitlines()[0] if str(why) else why!r})")
+        return None
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False

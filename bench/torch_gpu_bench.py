@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
     found = torch_and_gpu()
-    if isinstance(found, str):
-        print(f"skipped: {found}")
+    if found is None:
         return 0
     cp, torch, backend = found
     from dmlcli import engine

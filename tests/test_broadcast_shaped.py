@@ -140,15 +140,7 @@ def test_the_table_says_which_operators_broadcast():
     assert takers == MATRIX_PRODUCTS
 
 
-def test_the_gpu_gives_the_cpu_s_broadcast_products():
-    pytest.importorskip("cupy")
-    from dmlcli.backends import gpu
-    from dmlcli.errors import BackendUnavailableError
-
-    try:
-        gpu.create()
-    except BackendUnavailableError as why:
-        pytest.skip(f"no usable GPU: {why}")
+def test_the_gpu_gives_the_cpu_s_broadcast_products(gpu_backend):
     a, b, c = floats(2, 3, 4, 5), floats(1, 1, 5, 6), floats(6)
     cpu_result = dmlcli.run("gemm", a, b, c, broadcast=True)
     gpu_result = dmlcli.run("gemm", a, b, c, broadcast=True, backend="gpu")

@@ -22,20 +22,13 @@ from click.testing import CliRunner
 import dmlcli
 from dmlcli.checking.comparison import compare_arrays, rule_for
 from dmlcli.cli import cli
-from dmlcli.errors import BackendUnavailableError
 
 F32, F16 = np.float32, np.float16
 
 
 @pytest.fixture(scope="module")
-def gpu():
-    pytest.importorskip("cupy")
-    from dmlcli.backends import gpu as module
-
-    try:
-        module.create()
-    except BackendUnavailableError as why:
-        pytest.skip(f"no usable GPU: {why}")
+def gpu(gpu_backend):
+    """The backend's name, for `dmlcli.run(..., backend=gpu)`; a skip where no device can run it."""
     return "gpu"
 
 
