@@ -248,3 +248,38 @@ def test_a_vision_graphs_planned_runs_give_the_bits_of_its_mapped_runs():
         mapped = OnnxSession(_vision_model()).run(feeds, keep_all=True)
         for tensor, array in mapped.items():
             assert planned[tensor].dtype == array.dtype and _bits(planned[tensor]) == _bits(array), tensor
+
+
+def test_a_planned_kernels_result_is_never_an_inputs_memory():
+    """The backend's planned call runs the kernel on the arrays as they come, and still hands back a fresh
+    C-ordered array where a kernel gives an input (or a view of one) back."""
+    from types import SimpleNamespace
+
+    from dmlcli.backends.cpu import CpuBackend
+    from dmlcli.data_types import FLOAT32
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    returns_views = SimpleNamespace(fused_activation=None, array_kernel=lambda xp, inputs, outputs, params: (
+        inputs[0][:, ::2], inputs[0]))
+    info = SimpleNamespace(data_type=FLOAT32)
+    run = CpuBackend().planned_shaped(returns_views, [x], [info, info], {})
+    strided, same = run([x])
+    assert strided.flags.c_contiguous and not np.shares_memory(strided, x)
+    assert same is not x and not np.shares_memory(same, x) and np.array_equal(same, x)
+
+
+def test_a_planned_call_of_converted_inputs_takes_the_backends_general_path():
+    """An input the kernel must not see as it is (another byte order) keeps the backend's `shaped`, which converts
+    it: the planned call gives the general path's result."""
+    from dmlcli.backends.cpu import CpuBackend
+
+    import dmlcli
+
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    call = dmlcli.validate("slice", x.astype(np.float32), offsets=[0, 1], sizes=[2, 2], strides=[1, 1]).call
+    backend = CpuBackend()
+    run = backend.planned_shaped(call.operator, [x], call.outputs, call.parameters)
+    (planned,) = run([x])
+    (general,) = backend.execute_shaped(call.operator, [x], call.outputs, call.parameters)
+    assert planned.dtype == np.float32 and np.array_equal(planned, general)
+    assert np.array_equal(planned, np.array([[1, 2], [4, 5]], np.float32))

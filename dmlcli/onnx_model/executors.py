@@ -77,11 +77,12 @@ class CpuExecutor:
             self.warnings.extend(outcome.warnings)
         return outcome.all_outputs
 
-    def compiled(self, verdict: Verdict) -> Callable[[Sequence[np.ndarray | None]], tuple[np.ndarray, ...]]:
+    def compiled(self, verdict: Verdict, arrays: Sequence[np.ndarray | None]
+                 ) -> Callable[[Sequence[np.ndarray | None]], tuple[np.ndarray, ...]]:
         """The verdict's call as a function of its input arrays, what engine.execute looks up on every call read
         once (the backend under the call's float rules, the output's Sizes and type, the parameters): the call of
-        a planned node (planned.py). An element-wise operator with hooks (counted per call, for the warnings)
-        keeps engine.execute."""
+        a planned node (planned.py), whose every call has inputs of the types of `arrays`, its first call's. An
+        element-wise operator with hooks (counted per call, for the warnings) keeps engine.execute."""
         call = verdict.call
         operator = call.operator
         if operator.is_elementwise and operator.hooks:
@@ -99,6 +100,8 @@ class CpuExecutor:
             return lambda arrays: (backend.execute(operator, complete(arrays), shape, dtype, parameters),)
         outputs = call.outputs
         if plain:
+            if complete is list:  # the arrays as they come: the backend's own planned call
+                return backend.planned_shaped(operator, list(arrays), outputs, parameters)
             shaped = backend.shaped
             return lambda arrays: shaped(complete(arrays), operator, outputs, parameters)
         return lambda arrays: tuple(backend.execute_shaped(operator, complete(arrays), outputs, parameters))
@@ -155,7 +158,7 @@ class GpuExecutor:
     def to_host(self, array) -> np.ndarray:
         return array if isinstance(array, np.ndarray) else self.cupy.asnumpy(array)
 
-    def compiled(self, verdict: Verdict) -> None:
+    def compiled(self, verdict: Verdict, arrays: Sequence) -> None:
         """None: a GPU run's nodes are not planned (planned.py makes NumPy views; the device arrays are CuPy's)."""
         return None
 

@@ -179,7 +179,7 @@ class DirectMLStep(Step):
         prepared, verdict = self._prepared(self.node.call_on(inputs))
         results = prepared.finish(executor.execute(verdict, prepared.inputs))
         outputs = self._outputs(results)
-        execute = executor.compiled(verdict)
+        execute = executor.compiled(verdict, prepared.inputs)
         found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, prepared.inputs)
         if found is not None and execute is not None:
             names = self.node.inputs
