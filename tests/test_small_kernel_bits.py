@@ -192,6 +192,46 @@ def test_mean_variance_normalization_keeps_its_bits(data):
                         lambda: _with_old_normalise(lambda: normalization.mvn_kernel(np, inputs, outputs, params)))
 
 
+def test_a_one_element_normalisation_keeps_the_nan_it_gave():
+    """The case behind _in_place's exception: x - mean is 0, 0 / sqrt(0 + 0) a NaN, and Bias another NaN. NumPy
+    adds a one-element array in place by its reduction loop, which gives Bias's NaN where the new array got the
+    quotient's: written into a new array, as before."""
+    x = np.array([1.2573022e-07], np.float32)
+    bias = np.array([0xFFE12345], np.uint32).view(np.float32)
+    params = {"Axes": (0,), "Epsilon": np.float32(0.0), "FusedActivation": None, "NormalizeVariance": True}
+    assert_same_outcome(lambda: normalization.mvn_axes_kernel(np, [x, None, bias], [output(np.float32)], params),
+                        lambda: _with_old_normalise(lambda: normalization.mvn_axes_kernel(
+                            np, [x, None, bias], [output(np.float32)], params)))
+
+
+NAN_LAYOUT_SHAPES = [(2,), (3,), (1, 5), (5, 1), (4, 17), (17, 4), (1, 16, 128), (3, 1, 1), (2, 3, 33), (64,)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("operation", [np.add, np.subtract, np.multiply, np.divide])
+def test_numpy_gives_in_place_operations_the_new_arrays_nans(dtype, operation):
+    """What _in_place stands on: NumPy writes an operation on arrays of more than one element into its first operand
+    with the bits it gives a new array, NaN payloads included where both operands are NaN of different payloads
+    (the loop is the same: only a single element takes the reduction loop), for operands of every layout and
+    broadcast."""
+    rng = np.random.default_rng(13)
+    width = np.uint32 if dtype == "float32" else np.uint16
+    signs = (0xFFC00000, 0x7FC00000) if dtype == "float32" else (0xFE00, 0x7E00)
+    for shape in NAN_LAYOUT_SHAPES:
+        for kept in range(2 ** len(shape)):
+            other_shape = tuple(n if kept >> axis & 1 else 1 for axis, n in enumerate(shape))
+            first, second = ((sign | rng.integers(1, 256, size=s)).astype(width).view(dtype)
+                             for sign, s in zip(signs, (shape, other_shape)))
+            for a in (first, np.ascontiguousarray(first.T).T, np.repeat(first, 2, axis=-1)[..., ::2]):
+                for b in (second, np.ascontiguousarray(second.T).T):
+                    made = operation(a, np.zeros((), dtype))  # the kernel's own array, laid out as `a`
+                    kept_copy = made.copy(order="K")
+                    want = operation(made, b)
+                    got = operation(kept_copy, b, out=kept_copy)
+                    assert np.array_equal(np.ascontiguousarray(got).view(width),
+                                          np.ascontiguousarray(want).view(width)), (shape, other_shape)
+
+
 def test_the_float32_division_of_a_mean_is_numpys_float64_one():
     """_mean divides a FLOAT32 sum by a count up to 2^24 in FLOAT32 where np.mean divides in float64 and rounds:
     the same bits (double rounding is innocuous for division from 53 bits to 24), checked here on every special
@@ -372,3 +412,33 @@ def test_transpose_through_the_api_keeps_its_bits():
     strided = np.lib.stride_tricks.as_strided(x, (4, 16, 32), (128, 512, 4))  # a transpose's view
     got = dmlcli.run("identity", strided)
     assert_same_bits(got, old_identity([strided], np.dtype(np.float32), {}))
+
+
+# ---------------------------------------------------------------- the branches CuPy takes
+
+
+class _ArrayModule:
+    """NumPy under another name: the kernels' `xp is np` tests fail, so they take the branch CuPy takes (there
+    without NumPy's faster calls), here on NumPy arrays."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@SETTINGS
+@given(st.data())
+def test_the_cupy_branches_keep_the_bits(data):
+    other = _ArrayModule()
+    x, scale, bias, params = data.draw(mvn_calls())
+    assert_same_outcome(lambda: normalization.mvn_axes_kernel(other, [x, scale, bias], [output(x.dtype)], params),
+                        lambda: _with_old_normalise(lambda: normalization.mvn_axes_kernel(np, [x, scale, bias],
+                                                                                          [output(x.dtype)], params)))
+    x, params = data.draw(softmax_calls())
+    for new_kernel, old_kernel in ((reduction.softmax_kernel, old_softmax_kernel),
+                                   (reduction.log_softmax_kernel, old_log_softmax_kernel)):
+        assert_same_outcome(lambda: new_kernel(other, [x], [output(x.dtype)], params),
+                            lambda: old_kernel(np, [x], [output(x.dtype)], params))
+    table, indices, params, out_shape = data.draw(gather_calls())
+    outputs = [output(table.dtype, out_shape)]
+    assert_same_outcome(lambda: indexing.gather_kernel(other, [table, indices], outputs, params),
+                        lambda: old_gather_kernel(np, [table, indices], outputs, params))

@@ -433,21 +433,29 @@ def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon, use_
     """(x - mean) [/ sqrt(variance + epsilon)], then Scale and Bias where given; all in FLOAT32. Without
     `use_mean` (MEAN_VARIANCE_NORMALIZATION2's UseMean FALSE) nothing is subtracted and the variance is the mean
     of the squares (about 0: RMS normalization). The operations after the variance write into the array the first
-    of them made (the same elementwise operations, one array instead of one each); the arrays the two means reduce
-    are laid out as the input is, which fixes their order of summation."""
+    of them made (the same elementwise operations, one array instead of one each: _in_place); the arrays the two
+    means reduce are laid out as the input is, which fixes their order of summation."""
     centred = x - _mean(xp, x, axes) if use_mean else x
     deviation = None
     if normalize_variance:
         # The mean of the squared deviations (two passes): the page's E[X^2] - E[X]^2 without its cancellation.
         deviation = _mean(xp, centred * centred, axes)
-        deviation += xp.float32(epsilon)
-        xp.sqrt(deviation, out=deviation)
+        deviation = xp.add(deviation, xp.float32(epsilon), out=_in_place(deviation))
+        xp.sqrt(deviation, out=deviation)  # one operand: no other NaN to give
     owned = use_mean  # whether `centred` is the kernel's own array (not the input), free to be overwritten
     for operation, operand in ((xp.divide, deviation), (xp.multiply, scale), (xp.add, bias)):
         if operand is not None:
-            centred = operation(centred, operand, out=centred if owned else None)
+            centred = operation(centred, operand, out=_in_place(centred) if owned else None)
             owned = True
     return centred
+
+
+def _in_place(array):
+    """The `out` of a two-operand operation on an array of the kernel's own: the array itself (no new one), except
+    where it holds a single element. NumPy runs a one-element operation written in place by its reduction loop, and
+    where both operands are NaN that loop may give the other NaN's payload (FLOAT32 addition does: NumPy 2.4), so
+    such an operation keeps the new array it always had (tests/test_small_kernel_bits.py compares the bits)."""
+    return array if array.size > 1 else None
 
 
 def mvn_kernel(xp, inputs, outputs, params):

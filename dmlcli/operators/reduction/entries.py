@@ -532,10 +532,9 @@ def _group_sum(xp, x, axes):
 
 
 def _shifted(xp, x, axes):
-    """x - its group's max, in a new array where the computation runs (_accumulator). FLOAT16's widened copy is
-    overwritten (the same values, one array fewer, laid out as the input as the difference would be)."""
+    """x - its group's max, a new array, where the computation runs (_accumulator)."""
     work = _accumulator(xp, x)
-    return xp.subtract(work, _group_max(xp, work, axes), out=None if work is x else work)
+    return work - _group_max(xp, work, axes)
 
 
 def softmax_kernel(xp, inputs, outputs, params):
