@@ -68,6 +68,8 @@ TINY = {
     "recurrent_cpu_bench": (lambda tmp: ["--repeats", "1"], "lstm"),
     "shaped_cpu_bench": (lambda tmp: ["--mib", "0.1", "--repeats", "1"], "worst ratio"),
     "shaped_gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1"], "dmlcli / CuPy time"),
+    "small_kernels_bench": (lambda tmp: ["--tiny", "--cases", "{1,16,128},{1,4,16,16},by a scalar,{4,16,32}"],
+                            "old/new"),
     "gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1", "--e2e-repeats", "1", "--chunk-mib", "1",
                                "--ops", "bit_xor", "--dir", str(tmp)], "End to end"),
     "gpu_compile_all": (lambda tmp: ["--processes", "1", "--ops", "bit_xor"], "compiled"),

@@ -191,7 +191,9 @@ def _clear_sign(x):
 def identity(inputs, out_dtype, params):
     (x,) = inputs
     if params.get("ScaleBias") is None:
-        return x.astype(out_dtype, copy=True)  # a copy of the bits (never the input's own buffer)
+        # A copy of the bits (never the input's own buffer), C-ordered as the backend returns it: a strided input (a
+        # transpose) is then copied once, where astype's default order (the input's) left a second copy to the backend.
+        return x.astype(out_dtype, order="C", copy=True)
     with np.errstate(all="ignore"):
         return scale_bias(x, params).astype(out_dtype, copy=False)
 
@@ -279,12 +281,14 @@ def _sign_settled(x: np.ndarray) -> np.ndarray:
 
 
 def _binary(ufunc):
+    # No errstate of its own: the backend runs every cpu_kernel under np.errstate(all="ignore") (backends/cpu.py:
+    # execute, execute_chunks, and the callers of `elementwise`), and entering one costs a call of a few thousand
+    # values about as much as the operation itself (more once NumPy's code is out of the caches).
     def kernel(inputs, out_dtype, params):
         a, b = inputs
-        with np.errstate(all="ignore"):
-            if a.dtype.kind == "f":
-                return ufunc(_work(a), _work(b)).astype(out_dtype, copy=False)
-            return ufunc(a, b).astype(out_dtype, copy=False)  # wraps modulo 2^width
+        if a.dtype.kind == "f":
+            return ufunc(_work(a), _work(b)).astype(out_dtype, copy=False)
+        return ufunc(a, b).astype(out_dtype, copy=False)  # wraps modulo 2^width
 
     kernel.__name__ = ufunc.__name__
     return kernel

@@ -140,10 +140,13 @@ def _sizes_except(shape, like, axis: int, name: str, like_name: str) -> None:
 # ---------------------------------------------------------------- kernel helpers
 
 
+_UNSIGNED_OF_WIDTH = {size: np.dtype(f"uint{size * 8}") for size in (1, 2, 4, 8)}  # by bytes: no dtype parsed a call
+
+
 def _bits(xp, x):
     """A float array as its unsigned bit pattern (copies and selections then keep every bit, NaN payloads too)."""
     if x.dtype.kind == "f":
-        return x.view(np.dtype(f"uint{x.dtype.itemsize * 8}"))
+        return x.view(_UNSIGNED_OF_WIDTH[x.dtype.itemsize])
     return x
 
 
@@ -234,10 +237,30 @@ def gather_kernel(xp, inputs, outputs, params):
     axis = params["Axis"]
     count = params["IndexDimensions"]
     count = indices.ndim if count is None else count
-    index_sizes = indices.shape[indices.ndim - count:]
-    positions = _clamped_positions(xp, indices.reshape(index_sizes), data.shape[axis])
-    taken = xp.take(_bits(xp, data), positions, axis=axis)
-    return (_as_type(xp, taken, out.data_type.numpy_dtype).reshape(out.shape),)
+    indices = indices.reshape(indices.shape[indices.ndim - count:])
+    if xp is np:
+        taken = _numpy_take_clamped(data, indices, axis)
+    else:
+        taken = xp.take(_bits(xp, data), _clamped_positions(xp, indices, data.shape[axis]), axis=axis)
+    taken = _as_type(xp, taken, out.data_type.numpy_dtype)
+    # The take has the output's Sizes already: a reshape would only make a view, which the backend then checks
+    # for aliasing against every input (np.may_share_memory).
+    return (taken if taken.shape == tuple(out.shape) else taken.reshape(out.shape),)
+
+
+def _numpy_take_clamped(data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    """gather_kernel's take on NumPy, an array of its own: data.take(_clamped_positions(indices), axis), but first
+    data.take(indices) itself, whose mode 'raise' counts a negative index from the end as DirectML does and refuses
+    any index beyond either end, so that indices all in [-size, size) need neither the clamp's check (their min and
+    max) nor its conversion. UINT64 indices keep the clamp: take reads them as intp, where those past INT64's range
+    would count from the end. NumPy's take copies whole items (no float arithmetic), so floats need no unsigned view
+    for their bits (signalling NaN payloads included: tests/test_small_kernel_bits.py)."""
+    if not (indices.dtype.kind == "u" and indices.dtype.itemsize == 8):
+        try:
+            return data.take(indices, axis=axis)
+        except IndexError:  # an index out of range: clamped below
+            pass
+    return data.take(_clamped_positions(np, indices, data.shape[axis]), axis=axis)
 
 
 def _clamped_position_source(index_dtype: np.dtype) -> str:

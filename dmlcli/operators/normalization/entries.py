@@ -411,20 +411,51 @@ def _batch_normalization_by_channel(cp, x, mean, variance, scale, bias, epsilon)
     return y
 
 
+def _mean(xp, x, axes: tuple[int, ...]):
+    """xp.mean(x, axis=axes, keepdims=True, dtype=float32). On NumPy its own two steps without the Python wrapper
+    around them: the FLOAT32 sum, then the division by the count, which NumPy's mean makes a float64 division
+    (the count an intp) rounded to FLOAT32. Where the count is a FLOAT32 (up to 2^24) that is the FLOAT32 division's
+    result: both operands are exact in float64, and float64's 53 bits are at least 2 x 24 + 2, where rounding twice
+    gives the once-rounded quotient (Figueroa, "When is double rounding innocuous?", 1995), NaN, infinity and
+    0 / 0 included; the FLOAT32 division takes half the time of the mixed one."""
+    if xp is not np:
+        return xp.mean(x, axis=axes, keepdims=True, dtype=xp.float32)
+    total = np.add.reduce(x, axis=axes, dtype=np.float32, keepdims=True)
+    count = 1
+    for axis in axes:
+        count *= x.shape[axis]
+    if count <= 1 << 24:
+        return np.true_divide(total, np.float32(count), out=total)
+    return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
+
+
 def _normalise(xp, x, axes, scale, bias, normalize_variance: bool, epsilon, use_mean: bool = True):
     """(x - mean) [/ sqrt(variance + epsilon)], then Scale and Bias where given; all in FLOAT32. Without
     `use_mean` (MEAN_VARIANCE_NORMALIZATION2's UseMean FALSE) nothing is subtracted and the variance is the mean
-    of the squares (about 0: RMS normalization)."""
-    centred = x - xp.mean(x, axis=axes, keepdims=True, dtype=xp.float32) if use_mean else x
+    of the squares (about 0: RMS normalization). The operations after the variance write into the array the first
+    of them made (the same elementwise operations, one array instead of one each: _in_place); the arrays the two
+    means reduce are laid out as the input is, which fixes their order of summation."""
+    centred = x - _mean(xp, x, axes) if use_mean else x
+    deviation = None
     if normalize_variance:
         # The mean of the squared deviations (two passes): the page's E[X^2] - E[X]^2 without its cancellation.
-        variance = xp.mean(centred * centred, axis=axes, keepdims=True, dtype=xp.float32)
-        centred = centred / xp.sqrt(variance + xp.float32(epsilon))
-    if scale is not None:
-        centred = centred * scale
-    if bias is not None:
-        centred = centred + bias
+        deviation = _mean(xp, centred * centred, axes)
+        deviation = xp.add(deviation, xp.float32(epsilon), out=_in_place(deviation))
+        xp.sqrt(deviation, out=deviation)  # one operand: no other NaN to give
+    owned = use_mean  # whether `centred` is the kernel's own array (not the input), free to be overwritten
+    for operation, operand in ((xp.divide, deviation), (xp.multiply, scale), (xp.add, bias)):
+        if operand is not None:
+            centred = operation(centred, operand, out=_in_place(centred) if owned else None)
+            owned = True
     return centred
+
+
+def _in_place(array):
+    """The `out` of a two-operand operation on an array of the kernel's own: the array itself (no new one), except
+    where it holds a single element. NumPy runs a one-element operation written in place by its reduction loop, and
+    where both operands are NaN that loop may give the other NaN's payload (FLOAT32 addition does: NumPy 2.4), so
+    such an operation keeps the new array it always had (tests/test_small_kernel_bits.py compares the bits)."""
+    return array if array.size > 1 else None
 
 
 def mvn_kernel(xp, inputs, outputs, params):
