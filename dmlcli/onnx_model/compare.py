@@ -190,10 +190,11 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
                            for name, array in session.run_step(step, on_reference).items()}
             nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference,
                                                                 executor.to_host)))
-        else:  # ONNX Runtime gave no value for an input (one inference could not type): the chained run's
+        else:  # ONNX Runtime has no value for an input (one inference could not type, or a fusion's own tensor):
+            # the chained run's outputs, and its inputs for the sum bounds
             outputs = {name: executor.to_host(chained[name]) for name in step.node.outputs if name}
-            nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference,
-                                                                executor.to_host)))
+            own = {name: chained[name] for name in step.node.inputs if name}
+            nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, own, executor.to_host)))
         if progress is not None:
             progress(position + 1, len(plan.steps))
     results = {d.name: executor.to_host(chained[d.name]) for d in session.model.outputs}

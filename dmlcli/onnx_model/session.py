@@ -298,7 +298,7 @@ class OnnxSession:
         if self.fallback != "cpu":
             raise ValidationError(f"{self.model.shown}: {node.label}: {reason}; DirectML cannot run it "
                                   "(--fallback cpu runs such nodes on ONNX Runtime's CPU provider)")
-        inputs = {name: self.executor.to_host(values[name]) for name in node.inputs if name}
+        inputs = {name: self.executor.to_host(values[name]) for name in fallback_inputs(node)}
         session = fallback_session(node, self.model, inputs, types)
         step = FallbackStep(node, reason, session, list(inputs))
         return step, self.run_step(step, values)
@@ -308,6 +308,15 @@ class OnnxSession:
     def fallbacks(self, inputs: Mapping[str, np.ndarray]) -> list[tuple[Node, str]]:
         """The nodes the plan of these inputs runs on ONNX Runtime's CPU provider, each with its reason."""
         return [(step.node, step.reason) for step in self.plan_for(inputs).steps if isinstance(step, FallbackStep)]
+
+
+def fallback_inputs(node: Node) -> tuple[str, ...]:
+    """The values ONNX Runtime's CPU provider is given for a node it runs (--fallback cpu): the node's inputs; for a
+    fused node, what the model's nodes it stands for read from outside them (constants too)."""
+    if not node.fusion:
+        return tuple(dict.fromkeys(name for name in node.inputs if name))
+    made = {name for member in node.fused for name in member.outputs if name}
+    return tuple(dict.fromkeys(name for member in node.fused for name in member.inputs if name and name not in made))
 
 
 def _signature(feeds: Mapping[str, np.ndarray]) -> tuple:

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-from collections import ChainMap
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -259,11 +258,11 @@ class ComposedStep(Step):
         return " then ".join(part.directml for part in self.parts)
 
     def run(self, values, executor):
-        made: dict[str, object] = {}
-        reading = ChainMap(made, values)
+        """The node's outputs; each call's outputs join the run's values (the next call reads them there: the model's
+        names of the tensors the fusion removed, or names of the node's own), and stay there for the run."""
         for part in self.parts:
-            made.update(part.run(reading, executor))
-        return {name: made[name] for name in self.node.outputs if name}
+            values.update(part.run(values, executor))
+        return {name: values[name] for name in self.node.outputs if name}
 
     def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
         """The outputs of the plan's first call, each part planned on the values before it (Refused, naming the
@@ -272,20 +271,18 @@ class ComposedStep(Step):
         reason = cannot_reason(self.entry, call)
         if reason is not None:
             raise Refused(reason)
-        made: dict[str, object] = {}
-        reading = ChainMap(made, values)
         self.parts = []
         for part in part_nodes(self.node, self.entry.composed(self._composition(call))):
-            entry = entry_for(part.call(reading))
+            entry = entry_for(part.call(values))
             if entry is None or entry.directml is None:
                 raise Refused(f"its {part.op} call has no DirectML operator in dmlcli's ONNX table")
             step = DirectMLStep(part, entry, self.feature_level, frozenset())
             try:
-                made.update(step.plan(reading, executor, constants))
+                values.update(step.plan(values, executor, constants))
             except Refused as refused:
                 raise Refused(f"its {part.op} call ({step.operator.name}): {refused}") from None
             self.parts.append(step)
-        return {name: made[name] for name in self.node.outputs if name}
+        return {name: values[name] for name in self.node.outputs if name}
 
     def _composition(self, call: OnnxCall) -> Composition:
         own = dict(self.node.intermediates)
