@@ -271,6 +271,16 @@ def test_a_scale_is_left_where_a_condition_fails(case):
     fused_run(model, {"a": random(4, 8) + 3, "b": random(8, 3)})
 
 
+@pytest.mark.parametrize("opset", [7, 8, 9, 12, 13, 17, 23])
+def test_the_scale_fusion_takes_matmul_9_and_13_of_every_opset(opset):
+    """ProcessNode asks MatMul {9, 13}: opsets 7 and 8 have MatMul-1, whose MatMul and Mul stay."""
+    model = scale_model(before="mul", opset=opset)
+    a, b = random(4, 8), random(8, 3)
+    session = OnnxSession(model)
+    assert [node.op for node in session.nodes] == (["Mul", "MatMul"] if opset < 9 else ["FusedMatMul"])
+    assert within_rule(session.run({"a": a, "b": b})["y"], np.matmul(a.astype(np.float64) * 0.25, b))
+
+
 def test_a_scale_read_elsewhere_stays():
     """GetInputNodeMerges asks no single reader: the product reads the Mul's input, and the Mul stays for the Neg."""
     model = scale_model(before="mul", extra_reader=True)
@@ -479,6 +489,25 @@ def test_the_contrib_entries_name_the_directml_calls_and_stay_out_of_onnxs_names
         else:
             assert find_operator(entry.directml).key == entry.directml and entry.adapter is not None
         assert all("DirectML" in condition.reason for condition in entry.cannot)
+
+
+@pytest.mark.parametrize("op, inputs, attributes, outputs, words", [
+    ("SkipLayerNormalization", ((2, 3, 4, 8), (2, 3, 4, 8), (8,), (8,)), {}, ("y",), "neither 2-D nor 3-D"),
+    ("SkipLayerNormalization", ((2, 5, 8), (1, 5, 8), (8,), (8,)), {}, ("y",),
+     "reads skip at input's Sizes (ELEMENT_WISE_ADD of two {batch, sequence, hidden, 1} tensors)"),
+    ("SkipLayerNormalization", ((2, 5, 8), (2, 5, 8), (5, 8), (8,)), {}, ("y",), "reads each as {1, 1, hidden, 1}"),
+    ("SkipLayerNormalization", ((2, 5, 8), (2, 5, 8), (8,), (8,)), {}, ("y", "", "inv"), "inv_std_var"),
+    ("FusedMatMul", ((4, 2, 8), (8, 3)), {"transBatchA": 1}, ("y",), "requires one rank above 2"),
+    ("FusedMatMulActivation", ((2, 4, 8), (2, 8, 3)), {"activation": "Relu"}, ("y",), "not Relu"),
+])
+def test_a_contrib_call_the_provider_refuses_says_why(op, inputs, attributes, outputs, words):
+    from dmlcli.suite.onnx.adapters import OnnxCall
+    from dmlcli.suite.onnx.mapping import cannot_reason
+    from dmlcli.suite.onnx.table import CONTRIB
+
+    call = OnnxCall(op, tuple(random(*shape) for shape in inputs), attributes, len(outputs), outputs)
+    reason = cannot_reason(CONTRIB[op], call)
+    assert reason is not None and words in reason and "DirectML" in reason
 
 
 def test_no_fusions_runs_the_models_own_nodes():

@@ -22,8 +22,8 @@ states them (microsoft/onnxruntime; the file and the condition are cited at each
   - MatMulActivationFusion (matmul_activation_fusion.cc, the DirectML provider's alone): a FusedMatMul and the
     Softmax reading it -> com.microsoft FusedMatMulActivation, one GEMM with a fused ACTIVATION_SOFTMAX1;
   LayerNormFusion, AttentionFusion, EmbedLayerNormFusion, BiasGeluFusion and QuickGeluFusion are on the list too:
-  they match neither shared model (ONNX Runtime's CPU provider, which runs them all, makes none of their nodes of
-  either), and are not built here;
+  they match neither shared model (ONNX Runtime's CPU provider, which runs them all, makes no node of theirs in
+  either) and are not built here;
 - the provider's own fusion, DmlOperatorFusion (providers/dml/DmlExecutionProvider/src/GraphTransformer.cpp,
   PerformOperatorFusion, with Operators/OperatorUtility.cpp's FusionHelpers lists c_fusableOps and
   c_activationOps): an activation that is the only consumer of a Conv, ConvTranspose, BatchNormalization,
@@ -90,7 +90,7 @@ class FusionGraph:
     # values computed when a fusion asks, `model` giving the opsets for onnx's reference), and their values so far.
     folds: Mapping[str, Node] = field(default_factory=dict)
     model: LoadedModel | None = None
-    folded: dict[str, np.ndarray] = field(default_factory=dict)
+    folded: dict[str, np.ndarray | None] = field(default_factory=dict)  # None: the reference could not compute it
     made: dict[str, Inferred] = field(default_factory=dict)  # the types of tensors a fusion made
 
     def inferred(self, name: str) -> Inferred | None:
@@ -156,14 +156,16 @@ class FusionGraph:
             if node.op not in ("Shape", "Size"):
                 pending.extend(self.folds[input_name] for input_name in node.inputs
                                if input_name in self.folds and input_name not in self.folded)
-        for node in sorted(order, key=lambda member: self.folds_order[id(member)]):
+        position = {id(node): index for index, node in enumerate(dict.fromkeys(self.folds.values()))}
+        for node in sorted(order, key=lambda member: position[id(member)]):
             values = {input_name: self._input_value(node, input_name) for input_name in node.inputs if input_name}
-            if any(value is None for value in values.values()):
-                return
-            outputs = folded_outputs(node, self.model, values)
+            outputs = None if any(value is None for value in values.values()) \
+                else folded_outputs(node, self.model, values)
             if outputs is None:
-                return
+                self.folded.update({output: None for output in node.outputs if output})
+                break
             self.folded.update(outputs)
+        self.folded.setdefault(name, None)
 
     def _input_value(self, node: Node, name: str) -> np.ndarray | None:
         if node.op in ("Shape", "Size"):  # reads the Sizes alone: a stand-in of the tensor's type and Sizes
@@ -171,10 +173,6 @@ class FusionGraph:
             dtype = onnx.helper.tensor_dtype_to_np_dtype(self.elem_type(name) or FLOAT)
             return np.broadcast_to(np.zeros((), dtype), self.shape(name))
         return self.folded.get(name) if name in self.folds else self.constant(name)
-
-    @property
-    def folds_order(self) -> dict[int, int]:
-        return {id(node): position for position, node in enumerate(dict.fromkeys(self.folds.values()))}
 
     def is_scalar_constant(self, name: str, expected: Sequence[float]) -> bool:
         """IsInitializerWithExpectedValue: a constant whose shape is [] or [1] (IsScalar), a floating-point value
