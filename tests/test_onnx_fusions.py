@@ -245,7 +245,8 @@ def test_constant_inputs_fold_through_the_fused_nodes():
 
 @needs_models
 @pytest.mark.parametrize("name, before, after, fusions", [
-    ("encoder_small", 187, 166, {"MatMulAddFusion": 7, "GeluFusion": 2}),
+    ("encoder_small", 187, 156, {"MatMulAddFusion": 7, "GeluFusion": 2, "SkipLayerNormFusion": 4,
+                                 "MatMulScaleFusion + MatMulActivationFusion": 2}),
     ("squeezenet1_1", 83, 57, {"DmlOperatorFusion": 26})])
 def test_shared_models_fused_node_counts_and_outputs(name, before, after, fusions):
     data = np.load(MODELS / f"{name}.npz")

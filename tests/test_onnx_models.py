@@ -94,7 +94,8 @@ def test_the_encoders_plumbing_is_folded_or_viewed_and_its_transposes_are_stride
     assert kinds["LayerNormalization"] == {"MEAN_VARIANCE_NORMALIZATION1"} and kinds["Softmax"] == {"SOFTMAX1"}
     fused = {step.node.op: step.directml for step in OnnxSession(str(MODELS / "encoder_small.onnx")).plan_for(
         {"input": data["input"]}).steps if step.node.fusion}  # ONNX Runtime's fusions (tests/test_onnx_fusions.py)
-    assert fused == {"Gemm": "GEMM", "Gelu": "GELU"}
+    assert fused == {"Gemm": "GEMM", "Gelu": "GELU", "SkipLayerNormalization": "ADD then MEAN_VARIANCE_NORMALIZATION1",
+                     "FusedMatMulActivation": "GEMM then SOFTMAX1"}
 
 
 # ---------------------------------------------------------------- graphs built here, against NumPy

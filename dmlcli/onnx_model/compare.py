@@ -3,7 +3,10 @@
 Each node is compared on its own: it runs on ONNX Runtime's values of its inputs, so that its difference is its
 own, not the sum of every difference upstream (a network carries small differences forward and a later node
 would seem to diverge for its predecessors' sake). The first node whose outputs fall outside the tolerance is
-where dmlcli's DirectML semantics part from ONNX Runtime's CPU. The tolerance is the DirectML operator's own for
+where dmlcli's DirectML semantics part from ONNX Runtime's CPU. A node the provider runs as several DirectML calls (a
+composed node: SkipLayerNormalization) is compared call by call: each call runs on ONNX Runtime's values of its
+inputs where the model has them (the tensors the fusion removed: the Add's sum, the MatMul's product), else on the
+value the call before it made, and each output the model names is compared by the call's own rule. The tolerance is the DirectML operator's own for
 the call (`describe OP`: a ULP figure with its absolute floor, grown with the accumulation length where the
 operator's is), through checking/comparison.py's rule_for and compare_arrays, as --check uses them; a node that
 runs no DirectML operator (folded, a view) must match bit for bit. The chained run's outputs (each node on
@@ -25,7 +28,7 @@ from ..suite.onnx.mapping import arrangement, prepare
 from .fusions import removed_outputs
 from .reference import reference_values
 from .session import OnnxSession, Progress
-from .steps import DirectMLStep, FallbackStep, Step
+from .steps import ComposedStep, DirectMLStep, FallbackStep, Step
 
 MATCHES, DIVERGES, NOT_COMPARED = "matches", "DIVERGES", "not compared"
 
@@ -179,14 +182,19 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
     for position, step in enumerate(plan.steps):
         on_reference = {name: executor.to_device(reference[name]) for name in step.node.inputs
                         if name and name in reference}
-        if all(not name or name in on_reference for name in step.node.inputs):
+        if isinstance(step, ComposedStep) and all(not name or name in on_reference for name in step.node.inputs):
+            nodes.append(NodeComparison(step, _compared_parts(session, step, reference)))
+        elif all(not name or name in on_reference for name in step.node.inputs):
             with executor.running():
                 outputs = {name: executor.to_host(array)
                            for name, array in session.run_step(step, on_reference).items()}
-        else:  # ONNX Runtime gave no value for an input (one inference could not type): the chained run's
+            nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference,
+                                                                executor.to_host)))
+        else:  # ONNX Runtime has no value for an input (one inference could not type, or a fusion's own tensor):
+            # the chained run's outputs, and its inputs for the sum bounds
             outputs = {name: executor.to_host(chained[name]) for name in step.node.outputs if name}
-        nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, on_reference,
-                                                            executor.to_host)))
+            own = {name: chained[name] for name in step.node.inputs if name}
+            nodes.append(NodeComparison(step, _compared_outputs(step, outputs, reference, own, executor.to_host)))
         if progress is not None:
             progress(position + 1, len(plan.steps))
     results = {d.name: executor.to_host(chained[d.name]) for d in session.model.outputs}
@@ -194,6 +202,24 @@ def compare_with_ort(session: OnnxSession, inputs: Mapping[str, np.ndarray], *,
                    for name, array in results.items() if name in reference
                    and np.shape(array) == np.shape(reference[name])}
     return results, ModelComparison(nodes, differences)
+
+
+def _compared_parts(session: OnnxSession, step: ComposedStep, reference: Mapping) -> list[OutputComparison]:
+    """A composed node's calls, each on ONNX Runtime's values of its inputs where the model has them (else on the
+    value the call before it made), each output the model names compared by the call's own rule."""
+    executor = session.executor
+    made: dict[str, object] = {}
+    compared = []
+    for part in step.parts:
+        inputs = {name: executor.to_device(reference[name]) if name in reference else made[name]
+                  for name in part.node.inputs if name}
+        with executor.running():
+            outputs = session.run_step(part, inputs)
+        made.update(outputs)
+        named = {name: executor.to_host(array) for name, array in outputs.items() if name in reference}
+        if named:
+            compared.extend(_compared_outputs(part, named, reference, inputs, executor.to_host))
+    return compared
 
 
 def fused_tensors(comparison: ModelComparison) -> list[tuple[str, str, str]]:

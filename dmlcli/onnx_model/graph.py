@@ -39,6 +39,10 @@ class Node:
     fusion: str = ""
     fused: tuple["Node", ...] = ()
     activation: "Node | None" = None
+    # A node the DirectML provider runs as several DirectML calls (the table's composed entries): the model's tensors
+    # its intermediate values stand for, by the role the table's composition names them (role, tensor name), so that
+    # --compare ort compares each call with ONNX Runtime's tensor. A role not given gets a name of the node's own.
+    intermediates: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def output_count(self) -> int:
@@ -111,10 +115,12 @@ def decoded_attributes(proto, model: LoadedModel) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class Inferred:
-    """What shape inference says of one tensor: its ONNX element type and, where fully known, its Sizes."""
+    """What shape inference says of one tensor: its ONNX element type and, where fully known, its Sizes; `dims`
+    gives each dimension as inference has it (a size, a symbolic name, or None) where the rank is known."""
 
     elem_type: int
     shape: tuple[int, ...] | None
+    dims: tuple[int | str | None, ...] | None = None
 
 
 def inferred_tensors(model: LoadedModel, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, Inferred]:
@@ -150,8 +156,24 @@ def inferred_tensors(model: LoadedModel, input_shapes: Mapping[str, tuple[int, .
         if not info.type.HasField("tensor_type"):
             continue
         tensor = info.type.tensor_type
-        shape = None
-        if tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim):
-            shape = tuple(int(d.dim_value) for d in tensor.shape.dim)
-        found[info.name] = Inferred(tensor.elem_type, shape)
+        dims = None
+        if tensor.HasField("shape"):
+            dims = tuple(int(d.dim_value) if d.HasField("dim_value") else d.dim_param if d.HasField("dim_param")
+                         else None for d in tensor.shape.dim)
+        shape = dims if dims is not None and all(isinstance(size, int) for size in dims) else None
+        found[info.name] = Inferred(tensor.elem_type, shape, dims)
     return found
+
+
+def part_nodes(node: Node, parts) -> tuple[Node, ...]:
+    """The nodes of the DirectML calls a composed node is run as (the table's Parts), each an ONNX call its own
+    entry maps, named after the node ("<name>/<position> <op>")."""
+    onnx = require_onnx()
+    made = []
+    for position, part in enumerate(parts):
+        proto = onnx.helper.make_node(part.onnx_op, list(part.inputs), list(part.outputs),
+                                      name=f"{node.proto.name or node.op}/{position} {part.onnx_op}",
+                                      **dict(part.attributes))
+        made.append(Node(node.index, proto, part.onnx_op, "", tuple(part.inputs), tuple(part.outputs),
+                         dict(part.attributes), part.opset))
+    return tuple(made)

@@ -29,17 +29,23 @@ def _single_node_model(node: Node, model: LoadedModel, inputs: Mapping[str, np.n
                        types: Mapping[str, Inferred]):
     """A model of one node: its inputs typed as the arrays are, its outputs as inference typed them (untyped
     where it could not), the source model's opsets and functions."""
+    return _nodes_model((node,), node.outputs, model, inputs, types)
+
+
+def _nodes_model(nodes: Sequence[Node], output_names: Sequence[str], model: LoadedModel,
+                 inputs: Mapping[str, np.ndarray], types: Mapping[str, Inferred]):
+    """A model of a few of the model's nodes (in an order they run in), giving `output_names`."""
     onnx = require_onnx()
     helper = onnx.helper
     outputs = []
-    for name in node.outputs:
+    for name in output_names:
         if not name:
             continue
         known = types.get(name)
         outputs.append(helper.make_tensor_value_info(name, known.elem_type, None) if known is not None
                        else helper.make_empty_tensor_value_info(name))
-    graph = helper.make_graph([node.proto], "node", [_value_info(name, array) for name, array in inputs.items()],
-                              outputs)
+    graph = helper.make_graph([node.proto for node in nodes], "node",
+                              [_value_info(name, array) for name, array in inputs.items()], outputs)
     single = helper.make_model(graph, opset_imports=list(model.proto.opset_import))
     single.ir_version = model.proto.ir_version or single.ir_version
     single.functions.extend(model.proto.functions)
@@ -75,9 +81,12 @@ def _session_options(onnxruntime, *, optimise: bool):
 
 
 def fallback_session(node: Node, model: LoadedModel, inputs: Mapping[str, np.ndarray], types: Mapping[str, Inferred]):
-    """ONNX Runtime's CPU provider on the node alone (--fallback cpu)."""
+    """ONNX Runtime's CPU provider on the node alone (--fallback cpu); a fused node's as the model's own nodes it
+    stands for (`inputs` then the values they read: contrib operators are no operators of the model's opsets)."""
     onnxruntime = require_onnxruntime("--fallback cpu")
-    single = _single_node_model(node, model, {name: np.asarray(array) for name, array in inputs.items()}, types)
+    members = node.fused if node.fusion else (node,)
+    single = _nodes_model(members, node.outputs, model, {name: np.asarray(array) for name, array in inputs.items()},
+                          types)
     try:
         return onnxruntime.InferenceSession(single.SerializeToString(), _session_options(onnxruntime, optimise=True),
                                             providers=["CPUExecutionProvider"])

@@ -22,7 +22,7 @@ from .graphs import CapturedRun, capture_run
 from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
 from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
 from .reference import fallback_session, folded_outputs
-from .steps import BOOL, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
+from .steps import BOOL, ComposedStep, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
 
 FALLBACKS = (None, "cpu")
 # ONNX operators whose outputs are bool whatever shape inference says (DirectML writes them as UINT8 0 and 1).
@@ -241,11 +241,18 @@ class OnnxSession:
                 return step, step.plan(values, self.executor, constant)
             except (Refused, InputError) as error:
                 raise self._labelled(step, error) from None
+        if entry.composed is not None:  # several DirectML calls (the provider's graph for a contrib operator)
+            return self._planned(ComposedStep(node, entry, self.feature_level), node, values, constant, types)
         if entry.directml is None:
             return self._refused(node, values, types, entry.reason)
         bools = frozenset(name for name in node.outputs if name and (node.op in BOOL_RESULTS or (
             name in types and types[name].elem_type == BOOL)))
-        step = DirectMLStep(node, entry, self.feature_level, bools)
+        return self._planned(DirectMLStep(node, entry, self.feature_level, bools), node, values, constant, types)
+
+    def _planned(self, step: Step, node: Node, values: dict, constant: set,
+                 types: Mapping[str, Inferred]) -> tuple[Step, dict]:
+        """A DirectML step planned on the plan's first call, with its outputs; the fallback's where DirectML
+        refuses it."""
         try:
             return step, step.plan(values, self.executor, constant)
         except Refused as refused:  # shown now, where the fallback can take the node
@@ -291,7 +298,7 @@ class OnnxSession:
         if self.fallback != "cpu":
             raise ValidationError(f"{self.model.shown}: {node.label}: {reason}; DirectML cannot run it "
                                   "(--fallback cpu runs such nodes on ONNX Runtime's CPU provider)")
-        inputs = {name: self.executor.to_host(values[name]) for name in node.inputs if name}
+        inputs = {name: self.executor.to_host(values[name]) for name in fallback_inputs(node)}
         session = fallback_session(node, self.model, inputs, types)
         step = FallbackStep(node, reason, session, list(inputs))
         return step, self.run_step(step, values)
@@ -301,6 +308,15 @@ class OnnxSession:
     def fallbacks(self, inputs: Mapping[str, np.ndarray]) -> list[tuple[Node, str]]:
         """The nodes the plan of these inputs runs on ONNX Runtime's CPU provider, each with its reason."""
         return [(step.node, step.reason) for step in self.plan_for(inputs).steps if isinstance(step, FallbackStep)]
+
+
+def fallback_inputs(node: Node) -> tuple[str, ...]:
+    """The values ONNX Runtime's CPU provider is given for a node it runs (--fallback cpu): the node's inputs; for a
+    fused node, what the model's nodes it stands for read from outside them (constants too)."""
+    if not node.fusion:
+        return tuple(dict.fromkeys(name for name in node.inputs if name))
+    made = {name for member in node.fused for name in member.outputs if name}
+    return tuple(dict.fromkeys(name for member in node.fused for name in member.inputs if name and name not in made))
 
 
 def _signature(feeds: Mapping[str, np.ndarray]) -> tuple:

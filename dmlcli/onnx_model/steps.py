@@ -9,6 +9,9 @@
 - directml: the table's entry, its adapter and the DirectML operator, validated at the plan's feature level; the
   verdict is kept for the next call with the same tensors and fields, and where planned.py can, the whole call
   (the adapter's views, the verdict, the executor's compiled call) for the next call with the same inputs;
+- composed: a node ONNX Runtime's DirectML provider runs as several DirectML calls (the table's composed entries:
+  SkipLayerNormalization is ELEMENT_WISE_ADD then MEAN_VARIANCE_NORMALIZATION1): one directml step per call, each
+  the table's entry for its part, run in order on the node's inputs and the values the calls before it made;
 - fallback: a node DirectML cannot run, with --fallback cpu, through ONNX Runtime's CPU provider (the DirectML
   provider's fallback), one single-node session per node.
 """
@@ -23,8 +26,9 @@ from .. import engine
 from ..errors import InputError, ValidationError
 from ..suite.onnx.adapters import OnnxCall
 from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
-from ..suite.onnx.table import Entry, fused_activation_keywords
-from .graph import Node
+from ..suite.onnx.adapters_contrib import Composition
+from ..suite.onnx.table import Entry, entry_for, fused_activation_keywords
+from .graph import Node, part_nodes
 from .planned import PlannedCall, PlannedView, Wiring, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
@@ -235,6 +239,59 @@ def _key(prepared) -> tuple | None:
         return None
     tensors = tuple(None if array is None else (array.dtype.str, array.shape) for array in prepared.inputs)
     return tensors, repr(tuple(values.items())), prepared.output_dtype, prepared.broadcast
+
+
+class ComposedStep(Step):
+    """A node the DirectML provider runs as several DirectML calls: the table's composed entry gives the calls
+    (Parts), each planned and run as a DirectMLStep of its own; the values between them stay the node's own."""
+
+    kind = "directml"
+
+    def __init__(self, node: Node, entry: Entry, feature_level) -> None:
+        super().__init__(node)
+        self.entry = entry
+        self.feature_level = feature_level
+        self.parts: list[DirectMLStep] = []
+
+    @property
+    def directml(self) -> str:
+        return " then ".join(part.directml for part in self.parts)
+
+    def run(self, values, executor):
+        """The node's outputs; each call's outputs join the run's values (the next call reads them there: the model's
+        names of the tensors the fusion removed, or names of the node's own), and stay there for the run."""
+        for part in self.parts:
+            values.update(part.run(values, executor))
+        return {name: values[name] for name in self.node.outputs if name}
+
+    def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
+        """The outputs of the plan's first call, each part planned on the values before it (Refused, naming the
+        part, where DirectML cannot run one)."""
+        call = self.node.call(values)
+        reason = cannot_reason(self.entry, call)
+        if reason is not None:
+            raise Refused(reason)
+        self.parts = []
+        for part in part_nodes(self.node, self.entry.composed(self._composition(call))):
+            entry = entry_for(part.call(values))
+            if entry is None or entry.directml is None:
+                raise Refused(f"its {part.op} call has no DirectML operator in dmlcli's ONNX table")
+            step = DirectMLStep(part, entry, self.feature_level, frozenset())
+            try:
+                values.update(step.plan(values, executor, constants))
+            except Refused as refused:
+                raise Refused(f"its {part.op} call ({step.operator.name}): {refused}") from None
+            self.parts.append(step)
+        return {name: values[name] for name in self.node.outputs if name}
+
+    def _composition(self, call: OnnxCall) -> Composition:
+        own = dict(self.node.intermediates)
+        base = next((name for name in self.node.outputs if name), self.node.op)
+
+        def named(role: str) -> str:
+            return own.get(role) or f"{base}/{role}"
+
+        return Composition(self.node.inputs, self.node.outputs, call, named)
 
 
 class FallbackStep(Step):

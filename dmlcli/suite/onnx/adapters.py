@@ -1135,10 +1135,11 @@ def adapt_qlinear_conv(call: OnnxCall, fixed) -> Prepared:
 MAX_GEMM_RANK = 4  # GEMM and the integer products take 2 to 4 dimensions
 
 
-def _matmul_operands(a: np.ndarray, b: np.ndarray):
+def _matmul_operands(a: np.ndarray, b: np.ndarray, fold: bool = True):
     """ONNX's MatMul operands (NumPy's matmul rules) as DirectML's: a 1-D A is a row [1, K], a 1-D B a column
     [K, 1]; both get the same rank (leading 1s) and the same batch Sizes (a broadcast batch: what a desc's zero
-    Strides give DirectML). Returns the operands and ONNX's output Sizes."""
+    Strides give DirectML); with `fold`, past 4 dimensions the leading batch dimensions folded into one (MatMul's
+    mapping; the provider's FusedMatMul does not fold). Returns the operands and ONNX's output Sizes."""
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     b2 = b.reshape(-1, 1) if b.ndim == 1 else b
     rank = max(a2.ndim, b2.ndim, 2)
@@ -1150,7 +1151,7 @@ def _matmul_operands(a: np.ndarray, b: np.ndarray):
     # NumPy's matmul drops the axis a 1-D operand gained.
     out_shape = batch + ((a2.shape[-2],) if a.ndim > 1 else ()) + ((b2.shape[-1],) if b.ndim > 1 else ())
     a2, b2 = np.broadcast_to(a2, batch + a2.shape[-2:]), np.broadcast_to(b2, batch + b2.shape[-2:])
-    if rank > MAX_GEMM_RANK:  # the leading batch dimensions folded into one (a reshape of the broadcast operands)
+    if fold and rank > MAX_GEMM_RANK:  # the leading batch dimensions folded into one (a reshape of the broadcast operands)
         a2, b2 = a2.reshape(folded_batch(a2.shape, MAX_GEMM_RANK)), b2.reshape(folded_batch(b2.shape, MAX_GEMM_RANK))
     return a2, b2, out_shape
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import adapters as a
 from . import adapters_attention as aa
+from . import adapters_contrib as ac
 from . import adapters_elementwise as ae
 from . import adapters_normalization as an
 from . import adapters_quantization as aq
@@ -98,6 +99,10 @@ class Entry:
     # where the inputs listed are constants (onnx_model/planned.py). None: not stated (the node is mapped again on
     # every call, as a node test's case is).
     value_inputs: tuple[int, ...] | None = None
+    # directml None: where ONNX Runtime's DirectML provider runs the operator as several DirectML calls (a contrib
+    # operator its fusions make: SkipLayerNormalization), the calls as Parts, each an ONNX call whose own entry maps
+    # it (adapters_contrib.py). The model runner runs them in order, as one node; `cannot` is checked on the node.
+    composed: Callable[[ac.Composition], tuple[ac.Part, ...]] | None = None
     # Where `dmlcli run` (validate, describe, the API) cannot stand for the ONNX operator by its name, though a
     # DirectML operator computes it here: why, and what to run instead; the name then points to `dmlcli onnx`.
     # Empty: the name resolves to `directml` with the `fixed` fields (dmlcli/onnx_spellings.py).
@@ -812,9 +817,58 @@ ENTRIES: tuple[Entry, ...] = (
     *QUANTIZATION_ENTRIES,
 )
 
+
+# ---- ONNX Runtime's contrib operators (domain com.microsoft) that its fusions make for the DirectML provider
+# (dmlcli onnx's fusions.py: MatmulTransposeFusion, MatMulScaleFusion, MatMulActivationFusion, SkipLayerNormFusion).
+# They are no ONNX operators: a model's fused node finds its entry here by name, after ONNX's (entry_for); `dmlcli
+# run`, `ops` and the node tests, which read ONNX's names (TABLE), do not list them.
+CONTRIB_ENTRIES: tuple[Entry, ...] = (
+    Entry("FusedMatMul", "GEMM",
+          fields={"ATensor": "A, read through Strides: transBatchA moves its first dimension to the rows' place, then "
+                             "transA swaps the last two (GetFusedMatMulSizesAndStrides)",
+                  "BTensor": "B, likewise with transBatchB and transB", "Alpha": "alpha (default 1)"},
+          fixed={"TransA": "NONE", "TransB": "NONE", "Beta": 0.0}, adapter=ac.adapt_fused_matmul, value_inputs=(),
+          outside=("the transposes are a view of A and B (permuted Strides), as the provider's descs read them; then "
+                   "NumPy's matmul rules as MatMul's (1-D operands, leading 1s, a batch broadcast with zero "
+                   "Strides), the ranks kept past 4 (the provider does not fold FusedMatMul's dimensions)",),
+          cannot=(Cannot(ac.batch_ranks_differ,
+                         "transBatchA or transBatchB with A and B of different ranks or of rank 2: ONNX Runtime's "
+                         "DirectML provider requires one rank above 2 (DmlOperatorFusedMatMul.cpp)"),)),
+    Entry("FusedMatMulActivation", None, composed=ac.fused_matmul_activation_parts,
+          reason="ONNX Runtime's DirectML provider runs its contrib FusedMatMulActivation (MatMulActivationFusion: "
+                 "a FusedMatMul and the Softmax reading it) as one GEMM whose FusedActivation is ACTIVATION_SOFTMAX1 "
+                 "over activation_axis; dmlcli onnx runs the GEMM (FusedMatMul's mapping) then ACTIVATION_SOFTMAX1 "
+                 "(Softmax's), the same values: a fused activation runs on the rounded product, as the activation "
+                 "operator would",
+          cannot=(Cannot(ac.activation_not_softmax,
+                         "ONNX Runtime's DirectML provider fuses only Softmax into FusedMatMulActivation "
+                         "(TryGetGraphFusedActivationDesc), not {activation}", {"activation": "none"}),)),
+    Entry("SkipLayerNormalization", None, composed=ac.skip_layer_normalization_parts,
+          reason="ONNX Runtime's DirectML provider runs its contrib SkipLayerNormalization as a DirectML graph: "
+                 "ELEMENT_WISE_ADD of input and skip, ELEMENT_WISE_ADD of the bias where given, then "
+                 "MEAN_VARIANCE_NORMALIZATION1 over the hidden axis with gamma and beta "
+                 "(DmlOperatorSkipLayerNormalization.cpp); dmlcli onnx runs those calls, each through Add's and "
+                 "LayerNormalization's entries",
+          cannot=(Cannot(ac.skip_statistics_asked,
+                         "SkipLayerNormalization's mean or inv_std_var output is asked for; ONNX Runtime's DirectML "
+                         "provider does not compute them (QuerySkipLayerNormalization)"),
+                  Cannot(ac.skip_rank_unsupported,
+                         "SkipLayerNormalization's input is neither 2-D nor 3-D; ONNX Runtime's DirectML provider "
+                         "takes {{batch, hidden}} or {{batch, sequence, hidden}}"),
+                  Cannot(ac.skip_shape_differs,
+                         "skip's Sizes differ from input's; ONNX Runtime's DirectML provider reads skip at input's "
+                         "Sizes (ELEMENT_WISE_ADD of two {{batch, sequence, hidden, 1}} tensors)"),
+                  Cannot(ac.skip_vector_differs,
+                         "gamma, beta or bias does not hold one value per hidden element; ONNX Runtime's DirectML "
+                         "provider reads each as {{1, 1, hidden, 1}}"))),
+)
+
 ENTRIES = ENTRIES + ELEMENTWISE_ENTRIES + VIEW_ENTRIES
 
 TABLE: dict[str, Entry] = {entry.onnx_op: entry for entry in ENTRIES if entry.selects is None}
+CONTRIB: dict[str, Entry] = {entry.onnx_op: entry for entry in CONTRIB_ENTRIES}
+if set(CONTRIB) & set(TABLE) or len(CONTRIB) != len(CONTRIB_ENTRIES):
+    raise ValueError("ONNX table: a contrib operator's name is ONNX's, or it has two entries")
 VARIANTS: dict[str, tuple[Entry, ...]] = {}
 for _variant in (entry for entry in ENTRIES if entry.selects is not None):
     VARIANTS[_variant.onnx_op] = VARIANTS.get(_variant.onnx_op, ()) + (_variant,)
@@ -840,8 +894,8 @@ def fused_activation_keywords(op: str, attributes: Mapping[str, object]) -> dict
 
 def entry_for(call: a.OnnxCall) -> Entry | None:
     """The entry that maps this call: the first variant of its ONNX operator that selects it, else the plain
-    entry (None for an ONNX operator outside the table)."""
+    entry, else a contrib operator's of that name (None for an operator outside both tables)."""
     for variant in VARIANTS.get(call.op, ()):
         if variant.selects(call):
             return variant
-    return TABLE.get(call.op)
+    return TABLE.get(call.op) or CONTRIB.get(call.op)
