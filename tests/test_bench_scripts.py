@@ -68,6 +68,7 @@ TINY = {
     "recurrent_cpu_bench": (lambda tmp: ["--repeats", "1"], "lstm"),
     "shaped_cpu_bench": (lambda tmp: ["--mib", "0.1", "--repeats", "1"], "worst ratio"),
     "shaped_gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1"], "dmlcli / CuPy time"),
+    "shaped_paths_gpu_bench": (lambda tmp: ["--mib", "0.01", "--repeats", "1"], "fraction of the copy"),
     "gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1", "--e2e-repeats", "1", "--chunk-mib", "1",
                                "--ops", "bit_xor", "--dir", str(tmp)], "End to end"),
     "gpu_compile_all": (lambda tmp: ["--processes", "1", "--ops", "bit_xor"], "compiled"),
@@ -83,7 +84,8 @@ TINY = {
 }
 NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench"}  # they read ../shared
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
-               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
+               "matmul_gpu_bench", "shaped_gpu_bench", "shaped_paths_gpu_bench", "torch_gpu_bench", "cudnn_bench",
+               "products_gpu_bench"}
 NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
 
 
