@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import gpu_median_seconds, warm_up  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
+from gpu_bench import copy_bandwidth, cupy_and_gpu, gpu_median_seconds, warm_up  # noqa: E402 - the GPU benches' helpers
 
 SAME_3x3 = {"window_size": [3, 3], "start_padding": [1, 1], "end_padding": [1, 1]}
 SAME_5x5 = {"window_size": [5, 5], "start_padding": [2, 2], "end_padding": [2, 2]}
@@ -53,14 +53,10 @@ def main(argv=None) -> int:
     parser.add_argument("--mib", type=float, default=256.0, help="input size of each case in MiB (FLOAT32)")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
-    try:
-        import cupy as cp
-        from dmlcli.backends import gpu
-
-        backend = gpu.create()
-    except Exception as why:  # noqa: BLE001 - no CuPy or no device: nothing to measure
-        print(f"skipped: no usable GPU ({str(why).splitlines()[0] if str(why) else type(why).__name__})")
+    found = cupy_and_gpu()
+    if found is None:
         return 0
+    cp, backend = found
     from dmlcli import engine
     from dmlcli.data_types import from_numpy
 
@@ -75,12 +71,9 @@ def main(argv=None) -> int:
         run = lambda: backend.execute_shaped_device(call.operator, [x], call.outputs, call.parameters)  # noqa: E731
         moved = x.nbytes + sum(int(np.prod(t.shape)) * t.data_type.numpy_dtype.itemsize for t in call.outputs)
         ours = gpu_median_seconds(cp, run, args.repeats)
-        source = cp.empty(moved // 2 + 1, dtype=cp.uint8)  # a copy of half the bytes moves them all
-        target = cp.empty_like(source)
-        copy = gpu_median_seconds(cp, lambda: cp.cuda.runtime.memcpy(
-            target.data.ptr, source.data.ptr, source.nbytes, cp.cuda.runtime.memcpyDeviceToDevice), args.repeats)
-        print(f"{label:44} {'x'.join(map(str, shape)):>22} {ours * 1e3:9.3f} {copy / ours:21.2f}")
-        del x, source, target
+        copy = copy_bandwidth(cp, moved // 2 + 1, args.repeats)  # a copy of half the bytes moves them all
+        print(f"{label:44} {'x'.join(map(str, shape)):>22} {ours * 1e3:9.3f} {moved / ours / copy:21.2f}")
+        del x
         cp.get_default_memory_pool().free_all_blocks()
     return 0
 

@@ -220,6 +220,36 @@ def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
         assert np.signbit(c[zeros]).any() and (~np.signbit(c[zeros])).any() and (c != 0).any()  # every kind made
 
 
+def special_values(shape, seed):
+    """Normal values with -0.0, +0.0, subnormals, NaN, +inf and -inf scattered in, and a band of NaN rows (windows of
+    nothing but NaN) where the planes are tall enough."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    pick = rng.random(shape)
+    x[pick < 0.2] = -0.0
+    x[(pick >= 0.2) & (pick < 0.4)] = 0.0
+    x[(pick >= 0.4) & (pick < 0.45)] = np.float32(np.finfo(np.float32).smallest_subnormal * 5)
+    x[(pick >= 0.45) & (pick < 0.5)] = np.nan
+    x[(pick >= 0.5) & (pick < 0.52)] = np.inf
+    x[(pick >= 0.52) & (pick < 0.54)] = -np.inf
+    if shape[2] > 8:
+        x[0, 0, 2:7, :] = np.nan
+    return x
+
+
+def assert_maximum_by(kernel: str, x, gpu_backend, monkeypatch, **parameters) -> None:
+    """MAX_POOLING of FLOAT32 `x` with `parameters` on the GPU runs pooling_gpu's `kernel` and gives the CPU's bits
+    (a NaN where the CPU has one)."""
+    from dmlcli.operators.pooling import gpu as pooling_gpu
+
+    ran = []
+    real = getattr(pooling_gpu, kernel)
+    monkeypatch.setattr(pooling_gpu, kernel, lambda *args: ran.append(1) or real(*args))
+    (c,), (g,) = both("max_pooling", [x], gpu_backend, **parameters)
+    same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
+    assert ran and same.all(), (kernel, parameters, c[~same][:4], g[~same][:4])
+
+
 @pytest.mark.parametrize("window, start, end, shape", [
     ([3, 3], [1, 1], [1, 1], (2, 3, 17, 19)), ([3, 1], [0, 0], [0, 0], (1, 2, 9, 5)),
     ([5, 5], [2, 2], [2, 2], (1, 2, 23, 38)), ([3, 5], [0, 2], [2, 1], (2, 2, 8, 33)),
@@ -230,22 +260,8 @@ def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, en
     column from one horizontal maximum per input row) where the slide kernel does not take it (widths that are not a
     multiple of 4, outputs narrower than the input): the CPU's bits, zeros of both signs, subnormals, NaN and
     infinities included, heights that are and are not a multiple of the strip, windows wider than the input."""
-    from dmlcli.operators.pooling import gpu as pooling_gpu
-
-    ran = []
-    real = pooling_gpu.max_strip_kernel
-    monkeypatch.setattr(pooling_gpu, "max_strip_kernel", lambda *args: ran.append(1) or real(*args))
-    rng = np.random.default_rng(sum(shape))
-    x = rng.standard_normal(shape).astype(np.float32)
-    pick = rng.random(shape)
-    x[pick < 0.2] = -0.0
-    x[(pick >= 0.2) & (pick < 0.4)] = 0.0
-    x[(pick >= 0.4) & (pick < 0.45)] = np.float32(np.finfo(np.float32).smallest_subnormal * 5)
-    x[(pick >= 0.45) & (pick < 0.5)] = np.nan
-    x[(pick >= 0.5) & (pick < 0.52)] = np.inf
-    (c,), (g,) = both("max_pooling", [x], gpu_backend, window_size=window, start_padding=start, end_padding=end)
-    same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
-    assert ran and same.all(), (c[~same][:4], g[~same][:4])
+    assert_maximum_by("max_strip_kernel", special_values(shape, sum(shape)), gpu_backend, monkeypatch,
+                      window_size=window, start_padding=start, end_padding=end)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -270,23 +286,6 @@ def test_gpu_inside_windows_give_the_cpu_bits(gpu_backend, op, extra, geometry, 
     assert same.all(), (op, extra, geometry, c[~same][:4], g[~same][:4])
 
 
-def special_values(shape, seed):
-    """Normal values with -0.0, +0.0, subnormals, NaN, +inf and -inf scattered in, and a band of NaN rows (windows of
-    nothing but NaN) where the planes are tall enough."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape).astype(np.float32)
-    pick = rng.random(shape)
-    x[pick < 0.2] = -0.0
-    x[(pick >= 0.2) & (pick < 0.4)] = 0.0
-    x[(pick >= 0.4) & (pick < 0.45)] = np.float32(np.finfo(np.float32).smallest_subnormal * 5)
-    x[(pick >= 0.45) & (pick < 0.5)] = np.nan
-    x[(pick >= 0.5) & (pick < 0.52)] = np.inf
-    x[(pick >= 0.52) & (pick < 0.54)] = -np.inf
-    if shape[2] > 8:
-        x[0, 0, 2:7, :] = np.nan
-    return x
-
-
 SLIDES = [([3, 3], [1, 1], [1, 1], (1, 2, 9, 8)), ([3, 3], [1, 1], [1, 1], (2, 3, 70, 132)),
           ([3, 3], [1, 1], [1, 1], (1, 1, 1, 4)), ([3, 3], [1, 1], [1, 1], (1, 1, 2, 260)),
           ([3, 3], [1, 1], [1, 1], (1, 3, 33, 256)), ([5, 5], [2, 2], [2, 2], (1, 2, 23, 40)),
@@ -304,32 +303,17 @@ def test_gpu_max_pooling_slides_give_the_cpu_bits(gpu_backend, window, start, en
     warp's ends; rows of padding above and below): the CPU's bits, zeros of both signs, subnormals, NaN (windows of
     nothing but NaN too) and infinities included; planes of one row, one vector, one warp and several, heights that
     are and are not a multiple of SLIDE_ROWS, padding of 0 to SLIDE_MAX_SIDE columns on either side."""
-    from dmlcli.operators.pooling import gpu as pooling_gpu
-
-    ran = []
-    real = pooling_gpu.max_slide_kernel
-    monkeypatch.setattr(pooling_gpu, "max_slide_kernel", lambda *args: ran.append(1) or real(*args))
-    x = special_values(shape, sum(shape))
-    (c,), (g,) = both("max_pooling", [x], gpu_backend, window_size=window, start_padding=start, end_padding=end)
-    same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
-    assert ran and same.all(), (c[~same][:4], g[~same][:4])
+    assert_maximum_by("max_slide_kernel", special_values(shape, sum(shape)), gpu_backend, monkeypatch,
+                      window_size=window, start_padding=start, end_padding=end)
 
 
 def test_gpu_max_pooling_slide_on_the_bench_planes(gpu_backend, monkeypatch):
     """The bench's 3x3 "same" maximum over 256 x 256 planes ({ 4, 16, 256, 256 }: the bench has 256 images) by the
     slide kernel: the CPU's bits on random values, and on values with zeros of both signs, NaN and infinities."""
-    from dmlcli.operators.pooling import gpu as pooling_gpu
-
-    ran = []
-    real = pooling_gpu.max_slide_kernel
-    monkeypatch.setattr(pooling_gpu, "max_slide_kernel", lambda *args: ran.append(1) or real(*args))
-    parameters = dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])
     for x in (np.random.default_rng(1).random((4, 16, 256, 256), dtype=np.float32),
               special_values((4, 16, 256, 256), 2)):
-        (c,), (g,) = both("max_pooling", [x], gpu_backend, **parameters)
-        same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
-        assert same.all(), (c[~same][:4], g[~same][:4])
-    assert len(ran) == 2
+        assert_maximum_by("max_slide_kernel", x, gpu_backend, monkeypatch, window_size=[3, 3], start_padding=[1, 1],
+                          end_padding=[1, 1])
 
 
 def test_gpu_max_pooling_slide_leaves_what_it_does_not_take(gpu_backend, monkeypatch):
