@@ -101,6 +101,20 @@ def torch_and_gpu():
     return cp, torch, backend
 
 
+def cupy_and_gpu():
+    """(cupy, dmlcli's GPU backend) for a bench of dmlcli's GPU kernels; or None, having printed the bench's
+    "skipped: " line with the reason (no CuPy or no device)."""
+    try:
+        import cupy as cp
+
+        from dmlcli.backends import gpu
+
+        return cp, gpu.create()
+    except Exception as why:  # noqa: BLE001 - no CuPy or no device: nothing to measure
+        print(f"skipped: no usable GPU ({str(why).splitlines()[0] if str(why) else type(why).__name__})")
+        return None
+
+
 def gpu_median_seconds(cp, launch, repeats: int) -> float:
     """Median CUDA-event time of `launch` on the current stream, after two warm-up runs."""
     for _ in range(2):

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import gpu_median_seconds, warm_up  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
+from gpu_bench import cupy_and_gpu, gpu_median_seconds, warm_up  # noqa: E402 - the GPU benches' helpers
 
 
 def _cases(cp, rows: int, cols: int):
@@ -84,14 +84,10 @@ def main(argv=None) -> int:
     parser.add_argument("--gib", type=float, default=1.0, help="input size in GiB (FLOAT32)")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
-    try:
-        import cupy as cp
-        from dmlcli.backends import gpu
-
-        backend = gpu.create()
-    except Exception as why:  # noqa: BLE001 - no CuPy or no device: nothing to measure
-        print(f"skipped: no usable GPU ({str(why).splitlines()[0] if str(why) else type(why).__name__})")
+    found = cupy_and_gpu()
+    if found is None:
         return 0
+    cp, backend = found
     import dmlcli
     from dmlcli import engine
     from dmlcli.data_types import from_numpy

@@ -70,6 +70,7 @@ TINY = {
     "shaped_gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1"], "dmlcli / CuPy time"),
     "small_kernels_bench": (lambda tmp: ["--tiny", "--cases", "{1,16,128},{1,4,16,16},by a scalar,{4,16,32}"],
                             "old/new"),
+    "shaped_paths_gpu_bench": (lambda tmp: ["--mib", "0.01", "--repeats", "1"], "fraction of the copy"),
     "gpu_bench": (lambda tmp: ["--gib", "0.001", "--repeats", "1", "--e2e-repeats", "1", "--chunk-mib", "1",
                                "--ops", "bit_xor", "--dir", str(tmp)], "End to end"),
     "gpu_compile_all": (lambda tmp: ["--processes", "1", "--ops", "bit_xor"], "compiled"),
@@ -85,7 +86,8 @@ TINY = {
 }
 NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench"}  # they read ../shared
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
-               "matmul_gpu_bench", "shaped_gpu_bench", "torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
+               "matmul_gpu_bench", "shaped_gpu_bench", "shaped_paths_gpu_bench", "torch_gpu_bench", "cudnn_bench",
+               "products_gpu_bench"}
 NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
 
 

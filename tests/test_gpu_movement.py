@@ -258,6 +258,67 @@ def test_strided_copy_with_64_bit_indices(gpu_backend):
         del got
 
 
+def test_strided_copy_of_every_other_element(gpu_backend, monkeypatch):
+    """A last step of 2 over rows of whole 16-byte output vectors (one dimension or two once merged, rows in either
+    order) runs the warp kernel movement_gpu._pairs: CuPy's copy of the view bit for bit, widths of 1 to 8 bytes,
+    rows of one vector, of part of a warp's task, of one task and of several; views it does not take (off a 16-byte
+    boundary, lengths not a whole number of vectors, three dimensions, other steps) keep the gather kernel, with the
+    same bits."""
+    from dmlcli.operators.movement import gpu as movement_gpu
+
+    cp = cupy
+    used = []
+    real = movement_gpu._pairs
+    monkeypatch.setattr(movement_gpu, "_pairs", lambda *args: used.append(1) or real(*args))
+    base = cp.asarray(random_bits((64, 4096), "float32", 11))
+    planes = base.reshape(8, 8, 64, 64)
+    views = [(base[:, ::2], True), (base[:, 1::2], False), (base[:, 8:1032:2], True), (base[::-1, ::2], True),
+             (base[3:60:5, 8:4000:2], True), (base[::-1, 16:16 + 8 * 33:2], True),
+             (base.reshape(-1)[: 4096 * 63][::2], True), (base.reshape(-1)[:2001][::2], False),
+             (base.reshape(-1)[-8:][::2], True), (base[:1, :8][:, ::2], True), (base[:, ::4], False),
+             (planes[:, ::2, 1:, ::2], True), (planes[:, :3, 1:, ::2], False)]
+    for dtype in ("uint8", "float16", "float64", "int32"):
+        y = cp.asarray(random_bits((40, 512), dtype, 12))
+        views += [(y[:, ::2], True), (y[:, 16:272:2], True), (y[::-3, 32:512:2], True), (y[:, 1::2], False),
+                  (y[:, ::2][:, :33], False), (y.reshape(-1)[::2], True)]
+    for index, (view, pairs) in enumerate(views):
+        assert movement_gpu.pairs_fit(view) == pairs, index
+        before = len(used)
+        got = movement_gpu.strided_copy(cp, view)
+        assert (len(used) > before) == pairs, index
+        word = f"uint{view.dtype.itemsize * 8}"
+        assert got.flags.c_contiguous and got.shape == view.shape, index
+        assert bool(cp.array_equal(got.view(word), cp.ascontiguousarray(view).view(word))), \
+            (index, view.shape, view.strides, view.dtype)
+
+
+def test_every_other_column_on_the_bench_rows(gpu_backend):
+    """SLICE with strides [1, 2] on rows of the bench's 16384 FLOAT32 columns (2048 rows: 128 MiB) by _pairs: the
+    CPU's bits."""
+    from dmlcli.operators.movement import gpu as movement_gpu
+
+    x = random_bits((2048, 16384), "float32", 13)
+    assert movement_gpu.pairs_fit(cupy.asarray(x)[:, ::2])
+    on_cpu = dmlcli.run("slice", x, backend="cpu", strides=[1, 2])
+    on_gpu = dmlcli.run("slice", x, backend=gpu_backend, strides=[1, 2])
+    assert np.array_equal(bits(on_cpu), bits(on_gpu))
+
+
+def test_every_other_element_with_64_bit_indices(gpu_backend):
+    """2^26 rows of one 16-byte output vector each (every other byte of 32 of each row's 48): 2^31 threads, so _pairs
+    counts them in 64 bits; CuPy's copy of the view bit for bit."""
+    from dmlcli.operators.movement import gpu as movement_gpu
+
+    cp = cupy
+    x = cp.empty((2**26, 48), dtype=cp.uint8)
+    x.reshape(-1).view(cp.uint32)[...] = cp.arange(x.size // 4, dtype=cp.uint32) * cp.uint32(2654435761)
+    view = x[:, :32:2]
+    assert movement_gpu.pairs_fit(view)
+    got = movement_gpu.strided_copy(cp, view)
+    assert bool(cp.array_equal(got, cp.ascontiguousarray(view)))
+    del got, x
+
+
 def test_slice_on_the_gpu_runs_the_gather_kernel(gpu_backend, monkeypatch):
     """SLICE and SLICE1 on the GPU go through movement_gpu.strided_copy, with the CPU's bits."""
     from dmlcli.operators.movement import gpu as movement_gpu

@@ -220,21 +220,10 @@ def test_gpu_max_pooling_gives_the_cpu_bits(gpu_backend, dtype):
         assert np.signbit(c[zeros]).any() and (~np.signbit(c[zeros])).any() and (c != 0).any()  # every kind made
 
 
-@pytest.mark.parametrize("window, start, end, shape", [
-    ([3, 3], [1, 1], [1, 1], (2, 3, 17, 19)), ([3, 1], [0, 0], [0, 0], (1, 2, 9, 5)),
-    ([5, 5], [2, 2], [2, 2], (1, 2, 23, 40)), ([3, 5], [0, 2], [2, 1], (2, 2, 8, 33)),
-    ([7, 7], [3, 3], [3, 3], (1, 1, 5, 6)), ([4, 2], [1, 1], [0, 0], (3, 1, 3, 70)),
-    ([7, 2], [6, 0], [6, 1], (1, 2, 2, 2))])
-def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, end, shape, monkeypatch):
-    """FLOAT32 max pooling with stride 1 (windows of 3 to 7 rows) runs the strip kernel (STRIP_ROWS outputs down a
-    column from one horizontal maximum per input row): the CPU's bits, zeros of both signs, subnormals, NaN and
-    infinities included, heights that are and are not a multiple of the strip, windows wider than the input."""
-    from dmlcli.operators.pooling import gpu as pooling_gpu
-
-    ran = []
-    real = pooling_gpu.max_strip_kernel
-    monkeypatch.setattr(pooling_gpu, "max_strip_kernel", lambda *args: ran.append(1) or real(*args))
-    rng = np.random.default_rng(sum(shape))
+def special_values(shape, seed):
+    """Normal values with -0.0, +0.0, subnormals, NaN, +inf and -inf scattered in, and a band of NaN rows (windows of
+    nothing but NaN) where the planes are tall enough."""
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal(shape).astype(np.float32)
     pick = rng.random(shape)
     x[pick < 0.2] = -0.0
@@ -242,9 +231,37 @@ def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, en
     x[(pick >= 0.4) & (pick < 0.45)] = np.float32(np.finfo(np.float32).smallest_subnormal * 5)
     x[(pick >= 0.45) & (pick < 0.5)] = np.nan
     x[(pick >= 0.5) & (pick < 0.52)] = np.inf
-    (c,), (g,) = both("max_pooling", [x], gpu_backend, window_size=window, start_padding=start, end_padding=end)
+    x[(pick >= 0.52) & (pick < 0.54)] = -np.inf
+    if shape[2] > 8:
+        x[0, 0, 2:7, :] = np.nan
+    return x
+
+
+def assert_maximum_by(kernel: str, x, gpu_backend, monkeypatch, **parameters) -> None:
+    """MAX_POOLING of FLOAT32 `x` with `parameters` on the GPU runs pooling_gpu's `kernel` and gives the CPU's bits
+    (a NaN where the CPU has one)."""
+    from dmlcli.operators.pooling import gpu as pooling_gpu
+
+    ran = []
+    real = getattr(pooling_gpu, kernel)
+    monkeypatch.setattr(pooling_gpu, kernel, lambda *args: ran.append(1) or real(*args))
+    (c,), (g,) = both("max_pooling", [x], gpu_backend, **parameters)
     same = (c.view(np.uint32) == g.view(np.uint32)) | (np.isnan(c) & np.isnan(g))
-    assert ran and same.all(), (c[~same][:4], g[~same][:4])
+    assert ran and same.all(), (kernel, parameters, c[~same][:4], g[~same][:4])
+
+
+@pytest.mark.parametrize("window, start, end, shape", [
+    ([3, 3], [1, 1], [1, 1], (2, 3, 17, 19)), ([3, 1], [0, 0], [0, 0], (1, 2, 9, 5)),
+    ([5, 5], [2, 2], [2, 2], (1, 2, 23, 38)), ([3, 5], [0, 2], [2, 1], (2, 2, 8, 33)),
+    ([7, 7], [3, 3], [3, 3], (1, 1, 5, 6)), ([4, 2], [1, 1], [0, 0], (3, 1, 3, 70)),
+    ([7, 2], [6, 0], [6, 1], (1, 2, 2, 2))])
+def test_gpu_max_pooling_strips_give_the_cpu_bits(gpu_backend, window, start, end, shape, monkeypatch):
+    """FLOAT32 max pooling with stride 1 (windows of 3 to 7 rows) runs the strip kernel (STRIP_ROWS outputs down a
+    column from one horizontal maximum per input row) where the slide kernel does not take it (widths that are not a
+    multiple of 4, outputs narrower than the input): the CPU's bits, zeros of both signs, subnormals, NaN and
+    infinities included, heights that are and are not a multiple of the strip, windows wider than the input."""
+    assert_maximum_by("max_strip_kernel", special_values(shape, sum(shape)), gpu_backend, monkeypatch,
+                      window_size=window, start_padding=start, end_padding=end)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -267,3 +284,63 @@ def test_gpu_inside_windows_give_the_cpu_bits(gpu_backend, op, extra, geometry, 
     bits = np.uint32 if dtype == "float32" else np.uint16
     same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
     assert same.all(), (op, extra, geometry, c[~same][:4], g[~same][:4])
+
+
+SLIDES = [([3, 3], [1, 1], [1, 1], (1, 2, 9, 8)), ([3, 3], [1, 1], [1, 1], (2, 3, 70, 132)),
+          ([3, 3], [1, 1], [1, 1], (1, 1, 1, 4)), ([3, 3], [1, 1], [1, 1], (1, 1, 2, 260)),
+          ([3, 3], [1, 1], [1, 1], (1, 3, 33, 256)), ([5, 5], [2, 2], [2, 2], (1, 2, 23, 40)),
+          ([3, 1], [0, 0], [0, 0], (1, 2, 9, 8)), ([4, 2], [1, 1], [0, 0], (3, 1, 3, 12)),
+          ([7, 5], [6, 4], [6, 0], (1, 2, 2, 8)), ([3, 7], [0, 2], [2, 4], (1, 1, 33, 136)),
+          ([7, 7], [3, 3], [3, 3], (1, 1, 5, 4)), ([3, 5], [1, 0], [1, 4], (1, 1, 6, 8)),
+          ([3, 3], [0, 1], [0, 1], (1, 1, 40, 16)), ([6, 3], [0, 2], [5, 0], (2, 2, 65, 124))]
+
+
+@pytest.mark.parametrize("window, start, end, shape", SLIDES,
+                         ids=[f"{w[0]}x{w[1]}-{s}-{e}-{'x'.join(map(str, shape))}" for w, s, e, shape in SLIDES])
+def test_gpu_max_pooling_slides_give_the_cpu_bits(gpu_backend, window, start, end, shape, monkeypatch):
+    """FLOAT32 max pooling with stride 1, an output as wide as the input and rows of a multiple of 4 runs the slide
+    kernel (a warp walks down 128 columns; the columns beside a lane's vector from its neighbours, or loaded at the
+    warp's ends; rows of padding above and below): the CPU's bits, zeros of both signs, subnormals, NaN (windows of
+    nothing but NaN too) and infinities included; planes of one row, one vector, one warp and several, heights that
+    are and are not a multiple of SLIDE_ROWS, padding of 0 to SLIDE_MAX_SIDE columns on either side."""
+    assert_maximum_by("max_slide_kernel", special_values(shape, sum(shape)), gpu_backend, monkeypatch,
+                      window_size=window, start_padding=start, end_padding=end)
+
+
+def test_gpu_max_pooling_slide_on_the_bench_planes(gpu_backend, monkeypatch):
+    """The bench's 3x3 "same" maximum over 256 x 256 planes ({ 4, 16, 256, 256 }: the bench has 256 images) by the
+    slide kernel: the CPU's bits on random values, and on values with zeros of both signs, NaN and infinities."""
+    for x in (np.random.default_rng(1).random((4, 16, 256, 256), dtype=np.float32),
+              special_values((4, 16, 256, 256), 2)):
+        assert_maximum_by("max_slide_kernel", x, gpu_backend, monkeypatch, window_size=[3, 3], start_padding=[1, 1],
+                          end_padding=[1, 1])
+
+
+def test_gpu_max_pooling_slide_leaves_what_it_does_not_take(gpu_backend, monkeypatch):
+    """The slide kernel takes FLOAT32 only, rows of a multiple of 4 from a 16-byte boundary, outputs as wide as the
+    input and at most SLIDE_MAX_SIDE columns of padding on either side; the strip kernel (or the generic one) runs the
+    rest, with the CPU's bits: a view one element in, a width of 10, FLOAT16, an output narrower than the input, 5
+    columns of padding on the left."""
+    from dmlcli.operators.pooling import entries as pooling
+    from dmlcli.operators.pooling import gpu as pooling_gpu
+
+    monkeypatch.setattr(pooling_gpu, "max_slide_kernel", lambda *args: pytest.fail("the slide kernel ran"))
+    x = special_values((2, 3, 17, 12), 4)
+    flat = cupy.asarray(np.concatenate([np.zeros(1, np.float32), x.reshape(-1)]))
+    view = flat[1:].reshape(x.shape)
+    assert view.data.ptr % 16
+    parameters = dict(window_size=[3, 3], start_padding=[1, 1], end_padding=[1, 1])
+    call = dmlcli.validate("max_pooling", x, **parameters).call
+    (g,) = pooling.max_gpu_kernel(cupy, [view], call.outputs, call.parameters)
+    (c,), _ = both("max_pooling", [x], gpu_backend, **parameters)
+    assert np.array_equal(cupy.asnumpy(g).view(np.uint32), c.view(np.uint32))
+    for y, extra in [(special_values((1, 2, 9, 10), 5), parameters),
+                     (special_values((1, 2, 9, 12), 6).astype(np.float16), parameters),
+                     (special_values((1, 2, 9, 12), 7), dict(window_size=[3, 3], start_padding=[1, 0],
+                                                            end_padding=[1, 0])),
+                     (special_values((1, 2, 9, 12), 8), dict(window_size=[3, 7], start_padding=[1, 5],
+                                                            end_padding=[1, 1]))]:
+        (c,), (g,) = both("max_pooling", [y], gpu_backend, **extra)
+        bits = np.uint32 if y.dtype == np.float32 else np.uint16
+        same = (c.view(bits) == g.view(bits)) | (np.isnan(c) & np.isnan(g))
+        assert same.all(), (y.shape, y.dtype, extra)

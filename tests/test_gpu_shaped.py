@@ -226,27 +226,81 @@ def test_gpu_column_reductions(gpu_backend, shape, axes, function):
                isinstance(key, tuple))
 
 
-@pytest.mark.parametrize("cols", [1, 31, 32, 33, 1000, 4100, 8192])
+@pytest.mark.parametrize("cols", [1, 4, 31, 32, 33, 124, 128, 132, 1000, 1020, 4100, 8192, 16384])
 def test_gpu_cumulative_sums_of_many_rows(gpu_backend, cols):
-    """CUMULATIVE_SUMMATION of CUMSUM_MANY_ROWS rows or more: the vector scan in blocks of 256 threads (tiles of 4096
-    elements, a carry between them: one tile, two, and a part-filled last one), every direction and form; the
-    CPU's result within the tolerance, integers bit for bit."""
+    """CUMULATIVE_SUMMATION of CUMSUM_MANY_ROWS rows: one warp a row (reduction_gpu's dml_kernel_warp) for 4-byte
+    types and rows of a multiple of 4 (less than one chunk of 128 elements, one, a part-filled one, several rounds
+    of chunks with a carry between them), the shared-memory tiles for other lengths; every direction and form, every
+    type the warp takes (FLOAT16 widened to FLOAT32). The CPU's result within the tolerance, integers bit for bit
+    (wrapping sums), NaN and infinities where the CPU has them, and each row's first output (its element, -0.0
+    included, or the exclusive 0) bit for bit."""
     from dmlcli.operators.reduction import gpu as reduction_gpu
 
     rows = reduction_gpu.CUMSUM_MANY_ROWS
+    expected = "dml_kernel_warp" if cols % 4 == 0 else "dml_kernel"
+    assert reduction_gpu.cumsum_kernel_name(np.dtype("float32"), cols, rows, 0) == expected
     rng = np.random.default_rng(cols)
-    for dtype in ("float32", "int32", "uint32"):
-        x = np.abs(rng.standard_normal((rows, cols))).astype(np.float32) if dtype == "float32" else \
-            rng.integers(0, 2**31 - 1, (rows, cols)).astype(dtype)  # wrapping sums, as on the CPU
+    for dtype in ("float32", "float16", "int32", "uint32"):
+        if np.dtype(dtype).kind == "f":
+            x = np.abs(rng.standard_normal((rows, cols))).astype(dtype)
+            x[0, 0] = x[1, -1] = -0.0  # the first element in each direction
+            x[2, cols // 2] = np.nan
+            x[3, cols // 3] = np.inf
+            x[4, :] = -0.0
+        else:
+            x = rng.integers(0, 2**31 - 1, (rows, cols)).astype(dtype)  # wrapping sums, as on the CPU
         for params in ({}, {"axis_direction": "decreasing"}, {"has_exclusive_sum": True},
                        {"axis_direction": "decreasing", "has_exclusive_sum": True}):
             verdict = dmlcli.validate("cumulative_summation", x, axis=1, **params)
             on_cpu = dmlcli.run("cumulative_summation", x, axis=1, **params)
             on_gpu = dmlcli.run("cumulative_summation", x, axis=1, backend="gpu", **params)
-            if dtype != "float32":
+            assert on_gpu.dtype == on_cpu.dtype and on_gpu.shape == on_cpu.shape
+            if on_cpu.dtype.kind != "f":
                 assert np.array_equal(on_gpu, on_cpu), (dtype, params)
                 continue
+            assert np.array_equal(np.isnan(on_gpu), np.isnan(on_cpu)), (dtype, params)
+            assert np.array_equal(np.isinf(on_gpu), np.isinf(on_cpu)), (dtype, params)
+            first = -1 if params.get("axis_direction") else 0
+            assert on_gpu[:, first].tobytes() == on_cpu[:, first].tobytes(), (dtype, params)
             assert_backends_agree(verdict, on_cpu, on_gpu, [x], (dtype, params))
+        assert ("cumsum", "float32" if dtype == "float16" else dtype, expected) in reduction_gpu._KERNELS
+
+
+def test_gpu_cumulative_sums_on_the_bench_rows(gpu_backend):
+    """The bench's rows (16384 FLOAT32 elements; 2048 of them rather than 16384) by the warp scan: the CPU's result
+    within the tolerance in every direction and form, values of both signs within the sum bound."""
+    rng = np.random.default_rng(16384)
+    for x in (rng.random((2048, 16384), dtype=np.float32), rng.standard_normal((2048, 16384)).astype(np.float32)):
+        for params in ({}, {"axis_direction": "decreasing", "has_exclusive_sum": True}):
+            verdict = dmlcli.validate("cumulative_summation", x, axis=1, **params)
+            on_cpu = dmlcli.run("cumulative_summation", x, axis=1, **params)
+            on_gpu = dmlcli.run("cumulative_summation", x, axis=1, backend="gpu", **params)
+            assert_backends_agree(verdict, on_cpu, on_gpu, [x], params)
+
+
+def test_gpu_cumulative_sum_views_that_start_anywhere(gpu_backend):
+    """Many rows from a view one element in (off a 16-byte boundary) take the shared-memory tiles, the same values
+    from a fresh array the warp scan: the same sums within a few ULP, integers bit for bit."""
+    from dmlcli.operators.reduction import gpu as reduction_gpu
+
+    cupy = pytest.importorskip("cupy")
+    rows = reduction_gpu.CUMSUM_MANY_ROWS
+    rng = np.random.default_rng(6)
+    for dtype in ("float32", "int32"):
+        values = np.abs(rng.standard_normal(rows * 132 + 1)) * 100
+        flat = cupy.asarray(values.astype(dtype))
+        view = flat[1:].reshape(rows, 132)
+        fresh = view.copy()
+        assert reduction_gpu.cumsum_kernel_name(view.dtype, 132, rows, view.data.ptr) == "dml_kernel"
+        assert reduction_gpu.cumsum_kernel_name(fresh.dtype, 132, rows, fresh.data.ptr) == "dml_kernel_warp"
+        for reverse in (False, True):
+            for exclusive in (False, True):
+                a = reduction_gpu.cumsum_rows(cupy, view, reverse, exclusive)
+                b = reduction_gpu.cumsum_rows(cupy, fresh, reverse, exclusive)
+                if dtype == "int32":
+                    assert bool(cupy.array_equal(a, b)), (reverse, exclusive)
+                else:
+                    assert bool(cupy.allclose(a, b, rtol=1e-5, atol=0)), (reverse, exclusive)
 
 
 @pytest.mark.parametrize("cols", [4, 32, 1000, 4096, 16384])

@@ -1,10 +1,11 @@
 """Data movement on the GPU: JOIN by the copy engine (cudaMemcpy2DAsync calls, each a block of equal rows copied at
 the device's copy bandwidth), TILE by a kernel that reads the input once (tile_by_kernel; the copy engine's tile
 past TILE_MAX_COPIES copies), PADDING by one kernel of its own for every mode (pad), with the copy engine's interior
-(place) where that kernel does not take the input, SLICE and SLICE1 by a strided gather (strided_copy) (issue 23:
-data movement at >= 0.7 of the copy, and never slower than CuPy). CuPy's concatenate, tile and slice assignment run
-an indexing kernel at about half of it; its copy of a strided view, one element a thread with 64-bit index
-arithmetic, 10-15% slower than strided_copy.
+(place) where that kernel does not take the input, SLICE and SLICE1 by a strided gather (strided_copy; every other
+element of rows of whole 16-byte vectors by a warp-wide kernel of its own, _pairs) (issue 23: data movement at >= 0.7
+of the copy, and never slower than CuPy). CuPy's concatenate, tile and slice assignment run an indexing kernel at
+about half of it; its copy of a strided view, one element a thread with 64-bit index arithmetic, 10-15% slower than
+strided_copy.
 
 join, tile and place return None (or False) where their layout does not fit a few 2-D copies (a pitch past the
 device's limit, or more pieces than MAX_COPIES); the caller then runs the shared xp kernel. Bytes are copied as they
@@ -372,20 +373,101 @@ def _gather_source(rank: int, word: str, vector: int, wide: bool, span: int = 0)
     return "\n".join(lines)
 
 
+# A last step of 2 over at most two dimensions (after merging; every other column of a matrix reads as one dimension),
+# rows of whole 16-byte output vectors from 16-byte boundaries: each warp reads PAIR_GROUPS x 1 KiB of consecutive
+# input words (lane l the words l, 32 + l, ...: every load instruction 512 contiguous bytes) and keeps the 8 bytes of
+# every other element of each; two neighbouring lanes' picks make one 16-byte output vector, which warp shuffles bring
+# to the lane that stores it (every store instruction 512 contiguous bytes). The gather kernel's whole-word reads
+# (_gather_source's span) have each lane read two words 32 bytes from the next lane's: every other column of 1 GiB of
+# FLOAT32 at 0.75 of the H200's copy bandwidth (counting the whole input read and the half written).
+PAIR_GROUPS = 2
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs_source(itemsize: int, wide: bool) -> str:
+    """Every other element of `itemsize` bytes along rows: a 16-byte input word gives 8 bytes of output."""
+    pick = {1: "make_uint2(__byte_perm(w.x, w.y, 0x6420), __byte_perm(w.z, w.w, 0x6420))",
+            2: "make_uint2(__byte_perm(w.x, w.y, 0x5410), __byte_perm(w.z, w.w, 0x5410))",
+            4: "make_uint2(w.x, w.z)", 8: "make_uint2(w.x, w.y)"}[itemsize]
+    divide = ("t / segments" if wide else
+              "(idx_t)dml_fast_divide((unsigned int)t, (unsigned int)segments, magic, shift)")
+    return FAST_DIVISION + f"""
+typedef {'long long' if wide else 'int'} idx_t;
+#define PAIR_GROUPS {PAIR_GROUPS}
+// The 8 bytes of elements 0, 2, ... of a 16-byte word.
+__device__ __forceinline__ uint2 dml_pick(uint4 w) {{ return {pick}; }}
+__device__ __forceinline__ unsigned int dml_from(unsigned int v, int lane) {{
+    return __shfl_sync(0xffffffffu, v, lane);
+}}
+// rows of `vectors` 16-byte output vectors (2 x vectors input words each), `row_step` input words apart (any sign).
+extern "C" __global__ void dml_kernel(const uint4* __restrict__ x, uint4* __restrict__ y, const long long lvectors,
+        const long long lsegments, const long long row_step, const unsigned int magic, const unsigned int shift,
+        const long long n) {{
+    const idx_t vectors = (idx_t)lvectors, segments = (idx_t)lsegments;
+    const int lane = threadIdx.x & 31;
+    // Output vector v of a group is the picks of the group's words 2 v and 2 v + 1: for lanes 0 to 15 the first 32
+    // words' (held by lanes 2 lane and 2 lane + 1), for lanes 16 to 31 the next 32's (lanes 2 lane - 32 and after).
+    const int source = (2 * lane) & 31;
+    // n is a multiple of 32 and so is the stride: a warp's lanes share each task and leave the loop together (the
+    // shuffles need all 32).
+    const idx_t stride = (idx_t)gridDim.x * blockDim.x;
+    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {{
+        const idx_t t = i >> 5;
+        const idx_t row = {divide};
+        const idx_t first = (t - row * segments) * (32 * PAIR_GROUPS);  // the task's first output vector in the row
+        const uint4* in = x + (long long)row * row_step + 2 * (long long)first;
+        uint4* out = y + (long long)row * vectors + first;
+        const idx_t words = 2 * (vectors - first);  // input words of the row from the task's first
+        uint4 loaded[2 * PAIR_GROUPS];
+        #pragma unroll
+        for (int q = 0; q < 2 * PAIR_GROUPS; ++q) {{
+            loaded[q] = 32 * q + lane < words ? in[32 * q + lane] : make_uint4(0u, 0u, 0u, 0u);
+        }}
+        #pragma unroll
+        for (int g = 0; g < PAIR_GROUPS; ++g) {{
+            const uint2 low = dml_pick(loaded[2 * g]), high = dml_pick(loaded[2 * g + 1]);
+            const unsigned int a = dml_from(low.x, source), b = dml_from(low.y, source);
+            const unsigned int c = dml_from(low.x, source + 1), d = dml_from(low.y, source + 1);
+            const unsigned int e = dml_from(high.x, source), f = dml_from(high.y, source);
+            const unsigned int u = dml_from(high.x, source + 1), v = dml_from(high.y, source + 1);
+            const uint4 vector = lane < 16 ? make_uint4(a, b, c, d) : make_uint4(e, f, u, v);
+            if (32 * g + lane < vectors - first) out[32 * g + lane] = vector;
+        }}
+    }}
+}}
+"""
+
+
+def _pairs(cp, view, out, sizes, steps) -> None:
+    """Every other element of rows of whole 16-byte output vectors into `out` (the caller checked pairs_fit)."""
+    itemsize = view.dtype.itemsize
+    rows, count = (1, sizes[0]) if len(sizes) == 1 else sizes
+    row_step = 0 if len(sizes) == 1 else steps[0] * itemsize // 16
+    vectors = count * itemsize // 16
+    segments = -(-vectors // (32 * PAIR_GROUPS))
+    threads = rows * segments * 32
+    # The kernel's indices count threads, tasks and words within a row (pointers move in 64 bits): 32 bits where
+    # they leave room for the grid-stride step past the last thread.
+    wide = max(threads, 2 * vectors) >= 2**31 - 2**24
+    magic, shift = fast_division(segments)
+    launch(cp, _pairs_source(itemsize, wide), view, out, np.int64(vectors), np.int64(segments), np.int64(row_step),
+           np.uint32(magic), np.uint32(shift), count=threads)
+
+
 def strided_copy(cp, view):
     """A C-ordered copy of the CuPy array `view` (a strided view of a bigger array, steps of any sign), made by one
-    gather kernel; CuPy's own copy where the kernel does not take it (more than GATHER_MAX_RANK dimensions that do
-    not merge), and a plain copy where the view is contiguous."""
+    gather kernel (every other element of whole 16-byte vectors by _pairs); CuPy's own copy where the kernel does not
+    take it (more than GATHER_MAX_RANK dimensions that do not merge), and a plain copy where the view is contiguous."""
     itemsize = view.dtype.itemsize
     if view.size == 0 or view.ndim == 0:
         return cp.ascontiguousarray(view)
-    sizes, steps = _merged(view.shape, [s // itemsize for s in view.strides])
+    sizes, steps, vector = gather_layout(view)
     if len(sizes) > GATHER_MAX_RANK or (len(sizes) == 1 and steps[0] == 1):
         return cp.ascontiguousarray(view)
     out = cp.empty(view.shape, dtype=view.dtype)
-    vector = max(1, GATHER_VECTOR_BYTES // itemsize)
-    while sizes[-1] % vector:
-        vector //= 2
+    if pairs_fit(view):
+        _pairs(cp, view, out, sizes, steps)
+        return out
     counts = sizes[:-1] + [sizes[-1] // vector]
     reach = sum((size - 1) * abs(step) for size, step in zip(sizes, steps))
     wide = max(view.size, reach) >= 2**31 - 2**24  # room for the grid-stride step past the last element
@@ -396,6 +478,24 @@ def strided_copy(cp, view):
            out.view(word), *(np.int64(v) for v in (*counts, *steps)), *(np.uint32(m) for m, _ in magic),
            *(np.uint32(r) for _, r in magic), count=out.size // vector)
     return out
+
+
+def gather_layout(view) -> tuple[list[int], list[int], int]:
+    """The view's dimensions merged (_merged: sizes and steps in elements) and how many consecutive outputs the
+    gather kernel stores at once (GATHER_VECTOR_BYTES of them where the last size allows)."""
+    itemsize = view.dtype.itemsize
+    sizes, steps = _merged(view.shape, [s // itemsize for s in view.strides])
+    vector = max(1, GATHER_VECTOR_BYTES // itemsize)
+    while sizes[-1] % vector:
+        vector //= 2
+    return sizes, steps, vector
+
+
+def pairs_fit(view) -> bool:
+    """Whether strided_copy takes `view` (not empty, not contiguous) by _pairs: a last step of 2, at most two
+    dimensions once merged, and whole 16-byte words to read (_reads_whole_words)."""
+    sizes, steps, vector = gather_layout(view)
+    return steps[-1] == 2 and len(sizes) <= 2 and _reads_whole_words(view, sizes, steps, vector)
 
 
 def _reads_whole_words(view, sizes, steps, vector: int) -> bool:

@@ -584,6 +584,8 @@ def _gpu_window(cp, kind: str, inputs, outputs, params, include_padding: bool = 
         return None
     geometry, out_shape = _geometry_of(x.shape, params)
     out_dtype = outputs[0].data_type.numpy_dtype
+    if kind == "max" and pooling_gpu.slide_fits(x, geometry, out_shape, out_dtype):
+        return (pooling_gpu.max_slide_kernel(cp, x, geometry, out_shape),)
     if kind == "max" and pooling_gpu.strip_fits(x, geometry, out_dtype):
         return (pooling_gpu.max_strip_kernel(cp, x, geometry, out_shape),)
     return (pooling_gpu.window_kernel(cp, kind, x, geometry, out_shape, out_dtype, include_padding),)

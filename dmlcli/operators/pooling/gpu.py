@@ -10,8 +10,10 @@ no flush to zero, no contraction: cuda_prelude.py), so the GPU's results equal t
   add each later one in row-major window order in FLOAT32, then divide by the window's size (IncludePadding) or
   by the product of the per-dimension counts of input elements read, as FLOAT32 (exact for any real window).
 A window inside the input takes a path without bounds tests (the maximum's PTX max.f32, the sums' unconditional
-loads), with the same bits. A FLOAT32 maximum with stride 1 and windows of 3 to 7 rows runs the strip kernel
-instead (max_strip_kernel: a thread takes STRIP_ROWS outputs down a column), with the same bits.
+loads), with the same bits. A FLOAT32 maximum with stride 1 and windows of 3 to 7 rows runs the slide kernel where
+the output is as wide as the input and its rows are whole 16-byte vectors (max_slide_kernel: a warp walks down 128
+columns, each input row read once), the strip kernel otherwise (max_strip_kernel: a thread takes STRIP_ROWS outputs
+down a column), with the same bits.
 MAX_POOLING1/2's indices and LP_POOLING's P other than 1 and 2 keep the xp kernels (pooling.py chooses).
 Up to three spatial dimensions; a 4-D input has a leading spatial size of 1.
 """
@@ -232,23 +234,10 @@ STRIP_ROWS = 8
 STRIP_MIN_ROWS, STRIP_MAX_WINDOW = 3, 7
 
 
-@functools.lru_cache(maxsize=64)
-def _strip_source(window_rows: int, window_cols: int, wide_indices: bool) -> str:
-    index = "long long" if wide_indices else "int"
-    rows = STRIP_ROWS + window_rows - 1
-    division = ("        const idx_t c = t % wo; t /= wo;\n        const idx_t strip = t % strips; t /= strips;\n"
-                if wide_indices else
-                "        idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)wo, m_wo, r_wo);\n"
-                "        const idx_t c = t - q * wo; t = q;\n"
-                "        q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)strips, m_strips, r_strips);\n"
-                "        const idx_t strip = t - q * strips; t = q;\n")
-    return (DEVICE_PRELUDE + SELECT_PRIMITIVES + FAST_DIVISION + f"""
-typedef {index} idx_t;
-#define WH {window_rows}
-#define WW {window_cols}
-#define ROWS {rows}
-// The rule element by element, for an output whose maximum is a zero or a NaN (rare: kept out of line, so that the
-// strip's loop keeps few registers).
+# The rule element by element over a window of WH x WW of one plane (its top row and left column given, padding
+# skipped), for an output whose fast maximum is a zero or a NaN: the strip and slide kernels' fallback (rare: kept out
+# of line, so that their loops keep few registers).
+_WINDOW_RULE = f"""
 __device__ __noinline__ float dml_window_rule(const float* plane, idx_t h, idx_t w, idx_t top_row, idx_t left) {{
     unsigned int best_raw = 0x7fc00000u;
     float best = 0.0f; bool best_nan = true, seen = false;
@@ -267,6 +256,25 @@ __device__ __noinline__ float dml_window_rule(const float* plane, idx_t h, idx_t
     }}
     return __uint_as_float(best_raw);
 }}
+"""
+
+
+@functools.lru_cache(maxsize=64)
+def _strip_source(window_rows: int, window_cols: int, wide_indices: bool) -> str:
+    index = "long long" if wide_indices else "int"
+    rows = STRIP_ROWS + window_rows - 1
+    division = ("        const idx_t c = t % wo; t /= wo;\n        const idx_t strip = t % strips; t /= strips;\n"
+                if wide_indices else
+                "        idx_t q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)wo, m_wo, r_wo);\n"
+                "        const idx_t c = t - q * wo; t = q;\n"
+                "        q = (idx_t)dml_fast_divide((unsigned int)t, (unsigned int)strips, m_strips, r_strips);\n"
+                "        const idx_t strip = t - q * strips; t = q;\n")
+    return (DEVICE_PRELUDE + SELECT_PRIMITIVES + FAST_DIVISION + f"""
+typedef {index} idx_t;
+#define WH {window_rows}
+#define WW {window_cols}
+#define ROWS {rows}
+{_WINDOW_RULE}
 extern "C" __global__ void dml_kernel(const float* __restrict__ xs, float* __restrict__ ys, const long long lh,
         const long long lw, const long long lho, const long long lwo, const long long lpt, const long long lpl,
         const long long lstrips, const unsigned int m_wo, const unsigned int r_wo, const unsigned int m_strips,
@@ -343,6 +351,161 @@ def max_strip_kernel(cp, x, geometry: dict, out_shape):
     launch(cp, _strip_source(window_rows, window_cols, wide), x, result,
            *(np.int64(v) for v in (h, w, ho, wo, geometry["StartPadding"][0], geometry["StartPadding"][1], strips)),
            *magic, count=count)
+    return result
+
+
+# FLOAT32 max pooling with stride 1, no dilation and the output as wide as the input (StartPadding + EndPadding of the
+# columns = the window's width - 1: the "same" 3x3 and 5x5 maxima), rows of a multiple of 4 from a 16-byte boundary:
+# a separable maximum that reads each input row once, in 16-byte vectors. A warp takes SLIDE_ROWS output rows of 128
+# columns (32 lanes x 4) of one plane and walks down its input rows: lane l loads the row's vector l (512 contiguous
+# bytes a warp), takes the PL columns before it and the PR after it from the lanes beside (warp shuffles; lane 0 and
+# lane 31 load the columns beyond the warp themselves), and keeps the maximum across the window's width for its four
+# columns; the last WH - 1 of those row maxima stay in registers, so that each output row is the maximum of WH of
+# them, stored as one 16-byte vector. SLIDE_BATCH rows are loaded before any is used (80 registers for 3x3, ptxas
+# sm_90: 24 warps an SM, 48 KiB of loads in flight). Padding reads as NaN (PTX max.f32 gives any number over it); an
+# output whose maximum is a zero or a NaN takes the rule element by element (_WINDOW_RULE), so the bits are the
+# generic kernel's. The strip kernel (a thread a column, 4-byte loads from three columns of each row: three load
+# instructions an input element, most touching two lines) measured 0.58 of the H200's copy for 3x3 over
+# { 256, 16, 256, 256 }.
+SLIDE_ROWS = 32
+SLIDE_BATCH = 4
+SLIDE_MAX_SIDE = 4  # columns taken from each neighbouring vector at most
+
+
+@functools.lru_cache(maxsize=64)
+def _slide_source(window_rows: int, window_cols: int, left: int, wide_indices: bool) -> str:
+    index = "long long" if wide_indices else "int"
+    return (DEVICE_PRELUDE + SELECT_PRIMITIVES + f"""
+typedef {index} idx_t;
+#define WH {window_rows}
+#define WW {window_cols}
+#define PL {left}
+#define PR (WW - 1 - PL)
+#define SIDE (PL > PR ? (PL > 0 ? PL : 1) : (PR > 0 ? PR : 1))
+#define SLIDE_ROWS {SLIDE_ROWS}
+#define SLIDE_BATCH {SLIDE_BATCH}
+{_WINDOW_RULE}
+// The vector `group` of an input row, or NaN (padding) outside the row or the plane.
+__device__ __forceinline__ float4 dml_row_vector(const float* line, idx_t group, idx_t groups, bool present) {{
+    const float nan = __int_as_float(0x7fc00000);
+    return present && group >= 0 && group < groups ? reinterpret_cast<const float4*>(line)[group]
+                                                   : make_float4(nan, nan, nan, nan);
+}}
+extern "C" __global__ void dml_kernel(const float* __restrict__ xs, float* __restrict__ ys, const long long lh,
+        const long long lw, const long long lho, const long long lpt, const long long lstrips,
+        const long long lsegments, const long long n) {{
+    const idx_t h = (idx_t)lh, w = (idx_t)lw, ho = (idx_t)lho, pt = (idx_t)lpt;
+    const idx_t strips = (idx_t)lstrips, segments = (idx_t)lsegments, groups = w >> 2;
+    const int lane = threadIdx.x & 31;
+    // n is a multiple of 32 and so is the stride: a warp's lanes share each task and leave the loop together (the
+    // shuffles need all 32).
+    const idx_t stride = (idx_t)gridDim.x * blockDim.x;
+    for (idx_t i = blockIdx.x * (idx_t)blockDim.x + threadIdx.x; i < (idx_t)n; i += stride) {{
+        idx_t t = i >> 5;
+        const idx_t segment = t % segments; t /= segments;
+        const idx_t strip = t % strips; t /= strips;
+        const float* plane = xs + (long long)t * ((long long)h * w);
+        float* out = ys + (long long)t * ((long long)ho * w);
+        const idx_t group = segment * 32 + lane;  // this lane's four columns: 4 group to 4 group + 3
+        const idx_t y0 = strip * SLIDE_ROWS;
+        const idx_t outputs = ho - y0 < SLIDE_ROWS ? ho - y0 : SLIDE_ROWS;
+        const idx_t inputs = outputs + (WH - 1);  // input rows y0 - pt to y0 - pt + inputs - 1
+        float ring[WH][4];  // the last WH - 1 row maxima, oldest first
+        for (idx_t k0 = 0; k0 < inputs; k0 += SLIDE_BATCH) {{
+            float4 loaded[SLIDE_BATCH];
+            float beside[SLIDE_BATCH][SIDE];  // lane 0: the PL columns before its vector; lane 31: the PR after
+            #pragma unroll
+            for (int b = 0; b < SLIDE_BATCH; ++b) {{
+                const idx_t row = y0 - pt + k0 + b;
+                const bool present = k0 + b < inputs && row >= 0 && row < h;
+                const float* line = plane + (long long)(present ? row : 0) * w;
+                loaded[b] = dml_row_vector(line, group, groups, present);
+                #pragma unroll
+                for (int q = 0; q < SIDE; ++q) {{
+                    const idx_t col = lane == 0 ? group * 4 - PL + q : group * 4 + 4 + q;
+                    const bool wanted = lane == 0 ? q < PL : (lane == 31 && q < PR);
+                    beside[b][q] = present && wanted && col >= 0 && col < w ? line[col] : __int_as_float(0x7fc00000);
+                }}
+            }}
+            #pragma unroll
+            for (int b = 0; b < SLIDE_BATCH; ++b) {{
+                const idx_t k = k0 + b;
+                if (k >= inputs) break;  // the same for the whole warp
+                // Columns 4 group - 4 to 4 group + 7 of the row: the vector before, this lane's, the one after.
+                float r[12];
+                r[4] = loaded[b].x; r[5] = loaded[b].y; r[6] = loaded[b].z; r[7] = loaded[b].w;
+                #pragma unroll
+                for (int q = 4 - PL; q < 4; ++q) {{
+                    const float other = __shfl_up_sync(0xffffffffu, r[4 + q], 1);
+                    r[q] = lane == 0 ? beside[b][q - (4 - PL)] : other;
+                }}
+                #pragma unroll
+                for (int q = 0; q < PR; ++q) {{
+                    const float other = __shfl_down_sync(0xffffffffu, r[4 + q], 1);
+                    r[8 + q] = lane == 31 ? beside[b][q] : other;
+                }}
+                float across[4];
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) {{
+                    float m = r[4 + j - PL];
+                    #pragma unroll
+                    for (int c = 1; c < WW; ++c) m = dml_fmax(m, r[4 + j - PL + c]);
+                    across[j] = m;
+                }}
+                if (k >= WH - 1 && group < groups) {{
+                    const idx_t y = y0 + k - (WH - 1);
+                    float m[4];
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {{
+                        m[j] = across[j];
+                        #pragma unroll
+                        for (int a = 0; a < WH - 1; ++a) m[j] = dml_fmax(ring[a][j], m[j]);
+                        if ((__float_as_uint(m[j]) & 0x7fffffffu) - 1u >= 0x7f800000u) {{  // a zero or a NaN
+                            m[j] = dml_window_rule(plane, h, w, y - pt, group * 4 + j - PL);
+                        }}
+                    }}
+                    reinterpret_cast<float4*>(out + (long long)y * w)[group] = make_float4(m[0], m[1], m[2], m[3]);
+                }}
+                #pragma unroll
+                for (int a = 0; a + 2 < WH; ++a) {{
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) ring[a][j] = ring[a + 1][j];
+                }}
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) ring[WH - 2 < 0 ? 0 : WH - 2][j] = across[j];
+            }}
+        }}
+    }}
+}}
+""")
+
+
+def slide_fits(x, geometry: dict, out_shape, out_dtype) -> bool:
+    """Whether the slide kernel takes a max pooling: what strip_fits takes, with an output as wide as the input, at
+    most SLIDE_MAX_SIDE columns of padding on either side, and rows of a multiple of 4 elements from a 16-byte
+    boundary (a view may start anywhere)."""
+    if not strip_fits(x, geometry, out_dtype):
+        return False
+    window_cols, left = geometry["WindowSize"][1], geometry["StartPadding"][1]
+    right = window_cols - 1 - left
+    return (out_shape[3] == x.shape[3] and x.shape[3] % 4 == 0 and x.data.ptr % 16 == 0
+            and 0 <= left <= SLIDE_MAX_SIDE and 0 <= right <= SLIDE_MAX_SIDE)
+
+
+def max_slide_kernel(cp, x, geometry: dict, out_shape):
+    """MAX_POOLING of `x` (C-contiguous FLOAT32 CuPy array, N C H W) by the slide kernel into a new array."""
+    result = cp.empty(tuple(out_shape), dtype=cp.float32)
+    if result.size == 0:
+        return result
+    h, w = x.shape[2:]
+    ho = out_shape[2]
+    strips = -(-ho // SLIDE_ROWS)
+    segments = -(-(w // 4) // 32)
+    threads = x.shape[0] * x.shape[1] * strips * segments * 32
+    wide = max(x.size, result.size, threads) >= 2**31 - 2**24
+    window_rows, window_cols = geometry["WindowSize"]
+    launch(cp, _slide_source(window_rows, window_cols, geometry["StartPadding"][1], wide), x, result,
+           *(np.int64(v) for v in (h, w, ho, geometry["StartPadding"][0], strips, segments)), count=threads)
     return result
 
 

@@ -9,8 +9,9 @@ per element (issue 23: reductions at >= 0.7 of the copy bandwidth and never slow
 - ARGMAX/ARGMIN (REDUCE's, HARDMAX's) of rows: one block per row, NaN skipped, ties by the direction.
 - Softmax and log-softmax over the last axis: one block per row, the row staged in shared memory where it fits
   (one read and one write of device memory; CuPy's expression makes five passes).
-- CUMULATIVE_SUMMATION along the last axis: a block scan per row (16 elements a thread in registers for 4-byte
-  types and rows of a multiple of 4; shared-memory tiles otherwise).
+- CUMULATIVE_SUMMATION along the last axis: for 4-byte types and rows of a multiple of 4, one warp per row where
+  there are many rows (16-byte vectors, a carry in registers), a block scan per row where there are few (16
+  elements a thread in registers); shared-memory tiles otherwise.
 The sums add in another order than the CPU's (as CuPy's do), within the operators' tolerances that grow with the
 reduced length; MAX, MIN and the ARG functions select, so the values are the CPU's.
 """
@@ -482,19 +483,89 @@ extern "C" __global__ void dml_kernel_vector(const T* xs, T* ys, const long long
         }
     }
 }
+
+// The same scan for many rows (the same 4-byte types and rows): one warp per row, no shared memory and no barrier.
+// Lane l holds vector l of each chunk of 128 elements, so that each load and store instruction of the warp moves 512
+// contiguous bytes (dml_kernel_vector's lanes are 64 bytes apart, four instructions to a line). The warp reads
+// DML_WARP_CHUNKS chunks before it scans them; a lane scans its four values, the warp its lanes' totals by shuffles,
+// and a carry in registers joins the chunks. The row's first element is stored as it is (no 0 added: -0.0 and NaN
+// payloads kept, as on the CPU) and every sum takes only elements before its own. Four chunks (2 KiB a warp) and at
+// most 64 registers (48 for FLOAT32, ptxas sm_90; eight chunks took 90): 40 warps on each SM, so that the last wave
+// of rows still has loads enough in flight.
+#define DML_WARP_CHUNKS 4
+extern "C" __global__ void __launch_bounds__(DML_WARP_THREADS, 8)
+dml_kernel_warp(const T* __restrict__ xs, T* __restrict__ ys, const long long count, const int reverse,
+                const int exclusive, const long long rows) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const long long vectors = count >> 2;
+    for (long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < rows; row += warps) {
+        const V4* x = reinterpret_cast<const V4*>(xs + row * count);
+        V4* y = reinterpret_cast<V4*>(ys + row * count);
+        T carry = (T)0;
+        bool started = false;  // whether the row has elements before the chunk (their sum is carry)
+        for (long long base = 0; base < vectors; base += 32 * DML_WARP_CHUNKS) {
+            T v[DML_WARP_CHUNKS][4];
+            #pragma unroll
+            for (int c = 0; c < DML_WARP_CHUNKS; ++c) {
+                const long long at = base + c * 32 + lane;
+                if (at < vectors) dml_load4(x, count, at * 4, reverse, v[c]);
+                else v[c][0] = v[c][1] = v[c][2] = v[c][3] = (T)0;  // past the row: after every element of it
+            }
+            #pragma unroll
+            for (int c = 0; c < DML_WARP_CHUNKS; ++c) {
+                if (base + c * 32 >= vectors) break;  // past the row (short rows): the same for the whole warp
+                T own[4];  // the lane's running sums of its four values
+                own[0] = v[c][0];
+                own[1] = dml_scan_add(own[0], v[c][1]);
+                own[2] = dml_scan_add(own[1], v[c][2]);
+                own[3] = dml_scan_add(own[2], v[c][3]);
+                T through = own[3];  // becomes the sum of lanes 0 to this one
+                #pragma unroll
+                for (int offset = 1; offset < 32; offset <<= 1) {
+                    const T other = __shfl_up_sync(0xffffffffu, through, offset);
+                    if (lane >= offset) through = dml_scan_add(other, through);
+                }
+                const T lanes_before = __shfl_up_sync(0xffffffffu, through, 1);  // lanes 0 to lane - 1
+                const T chunk = __shfl_sync(0xffffffffu, through, 31);
+                const bool any_before = started || lane > 0;
+                const T before = lane == 0 ? carry : (started ? dml_scan_add(carry, lanes_before) : lanes_before);
+                T inclusive[4];
+                #pragma unroll
+                for (int k = 0; k < 4; ++k) inclusive[k] = any_before ? dml_scan_add(before, own[k]) : own[k];
+                if (exclusive) {
+                    v[c][0] = any_before ? before : (T)0;
+                    v[c][1] = inclusive[0];
+                    v[c][2] = inclusive[1];
+                    v[c][3] = inclusive[2];
+                } else {
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) v[c][k] = inclusive[k];
+                }
+                carry = started ? dml_scan_add(carry, chunk) : chunk;
+                started = true;
+            }
+            #pragma unroll
+            for (int c = 0; c < DML_WARP_CHUNKS; ++c) {
+                const long long at = base + c * 32 + lane;
+                if (at < vectors) dml_store4(y, count, at * 4, reverse, v[c]);
+            }
+        }
+    }
+}
 """
 
 
-# The vector scan's block for many rows. The kernel holds 16 values a thread and takes 46 registers (ptxas, sm_90),
-# so a block of 1024 threads is alone on its SM (2 x 1024 x 48 > 65536 registers): its phases (the loads of a
-# tile, the block scan with its barriers, the stores) then follow each other with nothing to overlap them, and
-# 1 GiB of 16384-element rows scanned at 0.58 of the H200's copy bandwidth. Blocks of 256 threads (tiles of 4096
-# elements, a carry between them) fit 5 to an SM (5 x 256 x 48 = 61440 registers): five rows at different phases,
-# up to 5 x 16 KiB of 16-byte loads in flight where one block had 64 KiB then none. Fewer rows than
-# CUMSUM_MANY_ROWS (a few blocks per SM of the largest GPUs) keep blocks of up to 1024 threads: more of each row's
-# loads in flight where the rows do not fill the GPU.
+# The vector scan's block for fewer rows than CUMSUM_MANY_ROWS (a few blocks per SM of the largest GPUs): up to 1024
+# threads, so that more of each row's loads are in flight where the rows do not fill the GPU. From CUMSUM_MANY_ROWS
+# rows on, one warp a row (dml_kernel_warp) in blocks of CUMSUM_WARP_THREADS. The block scans for many rows measured
+# short of the copy on 1 GiB of 16384-element rows (H200): one block of 1024 threads a row 0.58 (46 registers a
+# thread: alone on its SM, its phases one after the other), blocks of 256 threads (tiles of 4096 elements, five rows
+# on each SM) 0.61. Their lanes read 16-byte vectors 64 bytes apart (each instruction touching half of every sector
+# it asks for) and each tile paid three block barriers; a warp's row needs neither. With 1024 rows, 1024 warps with
+# 2 KiB of loads each in flight cover about 1 us of the H200's latency at its copy bandwidth.
 CUMSUM_MANY_ROWS = 1024
-CUMSUM_MANY_ROWS_THREADS = 256
+CUMSUM_WARP_THREADS = 128
 
 
 def cumsum_types() -> tuple[str, ...]:
@@ -511,7 +582,7 @@ def _cumsum_source(dtype: np.dtype) -> str:
     vector = {"float32": "typedef float4 V4;", "int32": "typedef int4 V4;", "uint32": "typedef uint4 V4;"}.get(
         dtype.name, "struct V4 { T x, y, z, w; };")
     return (DEVICE_PRELUDE + f"\ntypedef {c_type} T;\n{vector}\n#define DML_ADD(a, b) {add}\n"
-            + _CUMSUM_BODY)
+            f"#define DML_WARP_THREADS {CUMSUM_WARP_THREADS}\n" + _CUMSUM_BODY)
 
 
 def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
@@ -522,23 +593,34 @@ def cumsum_rows(cp, work, reverse: bool, exclusive: bool):
         return result
     count = work.shape[-1]
     rows = work.size // count
-    vectorised = dtype.itemsize == 4 and count % 4 == 0 and work.data.ptr % 16 == 0  # a view may start anywhere
-    name = "dml_kernel_vector" if vectorised else "dml_kernel"
+    name = cumsum_kernel_name(dtype, count, rows, work.data.ptr)
     kernel = _KERNELS.get(("cumsum", dtype.name, name))
     if kernel is None:
         kernel = _KERNELS[("cumsum", dtype.name, name)] = cp.RawKernel(_cumsum_source(dtype), name,
                                                                        options=COMPILE_OPTIONS)
-    if vectorised:  # a row of up to 16384 elements in one tile (of 4096 where there are many rows)
-        cap = CUMSUM_MANY_ROWS_THREADS if rows >= CUMSUM_MANY_ROWS else 1024
-        threads = int(min(cap, max(32, -(-count // 512) * 32)))
-        kernel((int(min(rows, 65535)),), (threads,),
-               (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)))
+    arguments = (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows))
+    if name == "dml_kernel_warp":
+        rows_per_block = CUMSUM_WARP_THREADS // 32
+        kernel((int(min(-(-rows // rows_per_block), 65535)),), (CUMSUM_WARP_THREADS,), arguments)
+        return result
+    if name == "dml_kernel_vector":  # a row of up to 16384 elements in one tile
+        threads = int(min(1024, max(32, -(-count // 512) * 32)))
+        kernel((int(min(rows, 65535)),), (threads,), arguments)
         return result
     threads = 256 if count >= 1024 else 32
-    kernel((int(min(rows, 65535)),), (threads,),
-           (work, result, np.int64(count), np.int32(bool(reverse)), np.int32(bool(exclusive)), np.int64(rows)),
+    kernel((int(min(rows, 65535)),), (threads,), arguments,
            shared_mem=threads * 4 * dtype.itemsize)  # DML_ITEMS elements per thread
     return result
+
+
+def cumsum_kernel_name(dtype: np.dtype, count: int, rows: int, address: int) -> str:
+    """Which scan cumsum_rows runs on `rows` rows of `count` elements from device address `address`: 4-byte values,
+    rows of a multiple of 4 and a 16-byte boundary (a view may start anywhere) take 16-byte vectors, one warp a row
+    from CUMSUM_MANY_ROWS rows on (dml_kernel_warp), one block a row below (dml_kernel_vector); anything else the
+    shared-memory tiles (dml_kernel)."""
+    if np.dtype(dtype).itemsize != 4 or count % 4 or address % 16:
+        return "dml_kernel"
+    return "dml_kernel_warp" if rows >= CUMSUM_MANY_ROWS else "dml_kernel_vector"
 
 
 # ARGMAX/ARGMIN over the last axis of rows: one block per row, each thread keeps the best (value, index) of the
