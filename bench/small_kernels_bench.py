@@ -191,7 +191,7 @@ def cases() -> dict[str, tuple[str, list, dict]]:
 def compiled_call(name: str, arrays: list, keywords: dict) -> tuple[Callable[[], tuple], object]:
     """The planned node's call: validated once by the API, compiled by the CPU executor."""
     verdict = dmlcli.validate(name, *arrays, **keywords)
-    call = CpuExecutor().compiled(verdict)
+    call = CpuExecutor().compiled(verdict, arrays)
     return (lambda: call(arrays)), verdict.call.operator
 
 
