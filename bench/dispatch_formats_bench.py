@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -29,7 +30,7 @@ import numpy as np
 
 from dmlcli.dispatch import load_model, run_model
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "dxdispatch_models"
+SHARED = Path(os.environ.get("DMLCLI_SHARED") or Path(__file__).resolve().parents[1].parent / "shared") / "dxdispatch_models"
 
 
 def median_ms(work, repeats: int) -> float:

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import time
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [op for op in OPERATORS if not args.ops or op.cli_name in args.ops.split(",")]
     tasks = [(op.cli_name, signature) for op in chosen for signature in gpu_kernels.signatures(op)]
     start = time.perf_counter()
-    with ProcessPoolExecutor(args.processes) as pool:
+    # Spawned, not forked: this process has initialised CUDA (gpu.create), which a forked child cannot use.
+    with ProcessPoolExecutor(args.processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         failures = [failure for failure in pool.map(compile_one, tasks, chunksize=4) if failure]
     seconds = time.perf_counter() - start
     for failure in failures:

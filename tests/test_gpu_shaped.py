@@ -261,7 +261,9 @@ def test_gpu_cumulative_sums_of_many_rows(gpu_backend, cols):
             assert np.array_equal(np.isnan(on_gpu), np.isnan(on_cpu)), (dtype, params)
             assert np.array_equal(np.isinf(on_gpu), np.isinf(on_cpu)), (dtype, params)
             first = -1 if params.get("axis_direction") else 0
-            assert on_gpu[:, first].tobytes() == on_cpu[:, first].tobytes(), (dtype, params)
+            # A NaN's payload is not kept through FLOAT16's widening (both give a NaN, checked above).
+            numbers = ~np.isnan(on_cpu[:, first])
+            assert on_gpu[numbers, first].tobytes() == on_cpu[numbers, first].tobytes(), (dtype, params)
             assert_backends_agree(verdict, on_cpu, on_gpu, [x], (dtype, params))
         assert ("cumsum", "float32" if dtype == "float16" else dtype, expected) in reduction_gpu._KERNELS
 

@@ -27,6 +27,7 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
+from ..movement.gpu import strided_copy
 from ..numerics import cudnn_graphs
 from ..numerics.cudnn_graphs import Unsupported
 
@@ -77,8 +78,11 @@ def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
                                 pointers)
     built.execute(cudnn, cupy, pointers)
     length = outputs[1].shape[-2]  # the present's rows (ONNX Runtime's shared past/present buffer: fewer)
-    present_keys = cupy.ascontiguousarray(keys.transpose(0, 2, 1, 3)[:, :, :length])
-    present_values = cupy.ascontiguousarray(values.transpose(0, 2, 1, 3)[:, :, :length])
+    # The presents in heads-major order: rows of headSize elements gathered 16 bytes a thread (movement's strided
+    # copy; CuPy's copy of the transposed view, one element a thread, took 0.085 ms of a 0.12 ms attention on the
+    # H200 for {1, 32, 2048, 128} FLOAT16).
+    present_keys = strided_copy(cupy, keys.transpose(0, 2, 1, 3)[:, :, :length])
+    present_values = strided_copy(cupy, values.transpose(0, 2, 1, 3)[:, :, :length])
     return (attended.reshape(outputs[0].shape), present_keys.reshape(outputs[1].shape),
             present_values.reshape(outputs[2].shape))
 
