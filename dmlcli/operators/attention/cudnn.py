@@ -53,8 +53,9 @@ class Signature(NamedTuple):
 
 
 def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
-    """(OutputTensor, OutputPresentKeyTensor, OutputPresentValueTensor) through cuDNN; Unsupported where the call does
-    not map. `found` is the call's Layout (entries.layout)."""
+    """The outputs `outputs` names (OutputTensor, and OutputPresentKeyTensor and OutputPresentValueTensor where the
+    call has them), in their order, through cuDNN; Unsupported where the call does not map. `found` is the call's
+    Layout (entries.layout)."""
     cudnn = cudnn_graphs.frontend()
     present = [name for name in _UNMAPPED if name in given]
     if present:
@@ -65,26 +66,73 @@ def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
     if any(array.dtype != np.float16 for array in floats):
         raise Unsupported("cuDNN's attention takes FLOAT16 here (not FLOAT32)")
     causal = _causal(cupy, given, params, found)
-    b, s, kv = found.batch, found.sequence, found.kv_sequence
-    queries = _rows_by_heads(given, found.query_from, "q", b, s, found.query_heads, found.head_size)
-    keys = _rows_by_heads(given, found.key_from, "k", b, kv, found.kv_heads, found.head_size)
-    values = _rows_by_heads(given, found.value_from, "v", b, kv, found.kv_heads, found.value_head_size)
-    attended = cupy.empty((b, s, found.query_heads, found.value_head_size), dtype=np.float16)
-    views = {"Q": queries, "K": keys, "V": values, "O": attended}
-    signature = Signature(*(_heads_major(views[name]) for name in ("Q", "K", "V", "O")),
-                          scale=float(params["Scale"]), causal=causal)
-    pointers = {name: view.data.ptr for name, view in views.items()}
+    key = (tuple((name, array.shape, array.strides, array.dtype.char) for name, array in given.items()),
+           float(params["Scale"]), causal)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(given, params, found, causal)
+        if len(_PLANS) >= PLANS_KEPT:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = plan
+    attended = cupy.empty(plan.attended, dtype=np.float16)
+    pointers = {role: given[source].data.ptr + offset for role, source, offset in plan.views}
+    pointers["O"] = attended.data.ptr
+    signature = plan.signature
     built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
                                 pointers)
     built.execute(cudnn, cupy, pointers)
-    length = outputs[1].shape[-2]  # the present's rows (ONNX Runtime's shared past/present buffer: fewer)
-    # The presents in heads-major order: rows of headSize elements gathered 16 bytes a thread (movement's strided
-    # copy; CuPy's copy of the transposed view, one element a thread, took 0.085 ms of a 0.12 ms attention on the
-    # H200 for {1, 32, 2048, 128} FLOAT16).
-    present_keys = strided_copy(cupy, keys.transpose(0, 2, 1, 3)[:, :, :length])
-    present_values = strided_copy(cupy, values.transpose(0, 2, 1, 3)[:, :, :length])
-    return (attended.reshape(outputs[0].shape), present_keys.reshape(outputs[1].shape),
-            present_values.reshape(outputs[2].shape))
+    results = []
+    for out in outputs:
+        if out.name == "OutputTensor":
+            results.append(attended.reshape(out.shape))
+        else:
+            results.append(_present(given, found, "k" if out.name == "OutputPresentKeyTensor" else "v", out, cupy))
+    return tuple(results)
+
+
+def _present(given, found, role: str, out, cupy):
+    """OutputPresentKeyTensor or OutputPresentValueTensor: this call's keys or values in heads-major order, its
+    first rows (ONNX Runtime's shared past/present buffer: the present may have fewer), gathered 16 bytes a thread
+    by movement's strided copy (CuPy's copy of the transposed view, one element a thread, took 0.085 ms beside a
+    0.12 ms attention on the H200 for {1, 32, 2048, 128} FLOAT16)."""
+    source, size = (found.key_from, found.head_size) if role == "k" else (found.value_from, found.value_head_size)
+    rows = _rows_by_heads(given, source, role, found.batch, found.kv_sequence, found.kv_heads, size)
+    return strided_copy(cupy, rows.transpose(0, 2, 1, 3)[:, :, :out.shape[-2]]).reshape(out.shape)
+
+
+# A call's plan, worked out once per signature of its tensors (their Sizes, strides and types), scale and mask: where
+# the queries, keys and values lie in the given tensors, the cuDNN graph's signature, the output's Sizes. A call
+# made again (a loop, a model's node) then costs its host only the pointers, the output's allocation and cuDNN's
+# execute: the views and signatures made on every call were most of the 0.16 to 0.19 ms of host time per call that
+# bounded back-to-back calls on the H200 (cuDNN's own execute of the built graph: 0.02 ms).
+PLANS_KEPT = 64
+_PLANS: dict[tuple, "_Plan"] = {}
+
+
+class _Plan(NamedTuple):
+    views: tuple[tuple[str, str, int], ...]  # (graph tensor, given tensor, byte offset from its data) for Q, K, V
+    attended: tuple[int, ...]  # {batch, rows, heads, value size}
+    signature: Signature
+
+
+def _plan(given, params, found, causal: bool) -> _Plan:
+    b, s, kv = found.batch, found.sequence, found.kv_sequence
+    sources = {"Q": (found.query_from, "q", s, found.query_heads, found.head_size),
+               "K": (found.key_from, "k", kv, found.kv_heads, found.head_size),
+               "V": (found.value_from, "v", kv, found.kv_heads, found.value_head_size)}
+    views, shapes = [], {}
+    for role, (source, letter, rows, heads, size) in sources.items():
+        view = _rows_by_heads(given, source, letter, b, rows, heads, size)
+        views.append((role, source, view.data.ptr - given[source].data.ptr))
+        shapes[role] = _heads_major(view)
+    attended = (b, s, found.query_heads, found.value_head_size)
+    # The output is a fresh C-ordered array of these Sizes: its heads-major strides, in elements.
+    shapes["O"] = ((b, found.query_heads, s, found.value_head_size),
+                   (s * found.query_heads * found.value_head_size, found.value_head_size,
+                    found.query_heads * found.value_head_size, 1))
+    signature = Signature(shapes["Q"], shapes["K"], shapes["V"], shapes["O"], scale=float(params["Scale"]),
+                          causal=causal)
+    return _Plan(tuple(views), attended, signature)
 
 
 def _rows_by_heads(given, source: str, role: str, batch: int, rows: int, heads: int, size: int):

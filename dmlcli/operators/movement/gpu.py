@@ -458,33 +458,51 @@ def strided_copy(cp, view):
     """A C-ordered copy of the CuPy array `view` (a strided view of a bigger array, steps of any sign), made by one
     gather kernel (every other element of whole 16-byte vectors by _pairs); CuPy's own copy where the kernel does not
     take it (more than GATHER_MAX_RANK dimensions that do not merge), and a plain copy where the view is contiguous."""
-    itemsize = view.dtype.itemsize
     if view.size == 0 or view.ndim == 0:
         return cp.ascontiguousarray(view)
-    sizes, steps, vector = gather_layout(view)
-    if len(sizes) > GATHER_MAX_RANK or (len(sizes) == 1 and steps[0] == 1):
+    planned = _gather_plan(view.shape, view.strides, view.dtype.itemsize)
+    if planned is None:
         return cp.ascontiguousarray(view)
+    sizes, steps, vector, count, arguments = planned
     out = cp.empty(view.shape, dtype=view.dtype)
-    if pairs_fit(view):
+    whole_words = _reads_whole_words(view, sizes, steps, vector)
+    if _pairs_take(sizes, steps, whole_words):
         _pairs(cp, view, out, sizes, steps)
         return out
+    word = f"uint{view.dtype.itemsize * 8}"
+    wide = arguments[-1]
+    source = _gather_source(len(sizes), C_WORD_TYPES[view.dtype.itemsize * 8], vector, wide,
+                            steps[-1] if whole_words else 0)
+    launch(cp, source, view.view(word), out.view(word), *arguments[:-1], count=count)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _gather_plan(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int):
+    """What strided_copy works out from a view's Sizes, strides and item size alone (a repeated call's, such as
+    attention's present keys every call, once): the merged sizes and steps, the vector, the count of stores, and
+    the kernel's arguments (the counts and steps as int64, the magic numbers, and last whether it needs 64-bit
+    indices); None where the kernel does not take the view."""
+    sizes, steps, vector = _layout_of(shape, strides, itemsize)
+    if len(sizes) > GATHER_MAX_RANK or (len(sizes) == 1 and steps[0] == 1):
+        return None
     counts = sizes[:-1] + [sizes[-1] // vector]
     reach = sum((size - 1) * abs(step) for size, step in zip(sizes, steps))
-    wide = max(view.size, reach) >= 2**31 - 2**24  # room for the grid-stride step past the last element
-    word = f"uint{itemsize * 8}"
+    wide = max(math.prod(shape), reach) >= 2**31 - 2**24  # room for the grid-stride step past the last element
     magic = [fast_division(count) for count in counts]
-    span = steps[-1] if _reads_whole_words(view, sizes, steps, vector) else 0
-    launch(cp, _gather_source(len(sizes), C_WORD_TYPES[itemsize * 8], vector, wide, span), view.view(word),
-           out.view(word), *(np.int64(v) for v in (*counts, *steps)), *(np.uint32(m) for m, _ in magic),
-           *(np.uint32(r) for _, r in magic), count=out.size // vector)
-    return out
+    arguments = (*(np.int64(v) for v in (*counts, *steps)), *(np.uint32(m) for m, _ in magic),
+                 *(np.uint32(r) for _, r in magic), wide)
+    return sizes, steps, vector, math.prod(shape) // vector, arguments
 
 
 def gather_layout(view) -> tuple[list[int], list[int], int]:
     """The view's dimensions merged (_merged: sizes and steps in elements) and how many consecutive outputs the
     gather kernel stores at once (GATHER_VECTOR_BYTES of them where the last size allows)."""
-    itemsize = view.dtype.itemsize
-    sizes, steps = _merged(view.shape, [s // itemsize for s in view.strides])
+    return _layout_of(view.shape, view.strides, view.dtype.itemsize)
+
+
+def _layout_of(shape, strides, itemsize: int) -> tuple[list[int], list[int], int]:
+    sizes, steps = _merged(shape, [s // itemsize for s in strides])
     vector = max(1, GATHER_VECTOR_BYTES // itemsize)
     while sizes[-1] % vector:
         vector //= 2
@@ -495,7 +513,11 @@ def pairs_fit(view) -> bool:
     """Whether strided_copy takes `view` (not empty, not contiguous) by _pairs: a last step of 2, at most two
     dimensions once merged, and whole 16-byte words to read (_reads_whole_words)."""
     sizes, steps, vector = gather_layout(view)
-    return steps[-1] == 2 and len(sizes) <= 2 and _reads_whole_words(view, sizes, steps, vector)
+    return _pairs_take(sizes, steps, _reads_whole_words(view, sizes, steps, vector))
+
+
+def _pairs_take(sizes, steps, whole_words: bool) -> bool:
+    return whole_words and steps[-1] == 2 and len(sizes) <= 2
 
 
 def _reads_whole_words(view, sizes, steps, vector: int) -> bool:
