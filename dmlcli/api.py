@@ -23,10 +23,11 @@ def _warn(messages) -> None:
         warnings.warn(message, DmlcliWarning, stacklevel=3)
 
 
-def plan(op, inputs: Sequence[tuple], *, feature_level=None, broadcast=False, output_dtype=None,
+def plan(op, inputs: Sequence[tuple], *, feature_level=None, broadcast=False, output_dtype=None, outputs=None,
          **parameters) -> Verdict:
-    """Validate a call described by its inputs' (DataType, shape) pairs alone, with no data."""
-    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype)
+    """Validate a call described by its inputs' (DataType, shape) pairs alone, with no data. `outputs` as run's."""
+    req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
+                   outputs=outputs)
     return engine.plan(req, inputs)
 
 
@@ -41,23 +42,33 @@ def _converted(arrays, convert) -> list:
 
 
 def validate(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, float_rules=None,
-             allow_tf32=False, convert=None, **parameters) -> Verdict:
+             allow_tf32=False, convert=None, outputs=None, **parameters) -> Verdict:
     """Check a call without running it; raise dmlcli.ValidationError if DirectML would reject it.
 
     Returns the Verdict, whose `lowest_feature_level` is the first level that accepts the call. `float_rules` and
     `allow_tf32` change nothing that is checked; the verdict's call records them (the rule --check would use:
-    dmlcli.checking.comparison.rule_for). `convert` as run's.
+    dmlcli.checking.comparison.rule_for). `convert` and `outputs` as run's: the verdict's call then has only the
+    outputs named (`verdict.call.outputs`), and the ones left out are not checked, as DirectML does not check a
+    NULL desc.
     """
     req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32)
+                   float_rules=float_rules, allow_tf32=allow_tf32, outputs=outputs)
     return engine.plan_arrays(req, _converted(arrays, convert))
 
 
 def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, backend="cpu", float_rules=None,
-        allow_tf32=False, convert=None, **parameters) -> np.ndarray:
+        allow_tf32=False, convert=None, outputs=None, **parameters) -> np.ndarray:
     """Validate and run a DirectML operator; return the output as a NumPy array (a tuple of arrays for an
     operator with several outputs, such as SPLIT or TOP_K: those the call gives, in DESC order; ROI_ALIGN_GRAD
     without its optional InputTensor gives only OutputGradientTensor).
+
+    `outputs` (output names as DirectML.h spells them, in any case: ("OutputTensor",), or "OutputTensor,
+    OutputStateTensor") asks for those outputs alone, as a DESC whose other _Maybenull_ outputs are NULL does
+    (`dmlcli describe OP` lists an operator's optional outputs): the ones left out are neither computed nor
+    returned, and the tuple holds those named, in DESC order (a one-element tuple for one). MULTIHEAD_ATTENTION
+    without its present keys and values, LSTM without OutputSequenceTensor, RANDOM_GENERATOR without its
+    OutputStateTensor skip that work. A name that is not an output, or an output left out that is not optional,
+    raises dmlcli.InputError; None (the default) gives every output the call can give.
 
     Raises dmlcli.ValidationError when the call breaks the operator's rules at `feature_level`
     (default: the newest, 6_4), and dmlcli.BackendUnavailableError when `backend` cannot run.
@@ -71,7 +82,7 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
     default FLOAT64), integers exactly.
     """
     req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32)
+                   float_rules=float_rules, allow_tf32=allow_tf32, outputs=outputs)
     outcome = engine.run(req, _converted(arrays, convert), backend=backend)
     _warn(outcome.warnings)
     op = req.operator
@@ -81,10 +92,12 @@ def run(op, *arrays, feature_level=None, broadcast=False, output_dtype=None, bac
 
 
 def check(op, *arrays, expected, tolerance=None, feature_level=None, broadcast=False, output_dtype=None,
-          backend="cpu", float_rules=None, allow_tf32=False, max_listed=None, convert=None, **parameters):
+          backend="cpu", float_rules=None, allow_tf32=False, max_listed=None, convert=None, outputs=None,
+          **parameters):
     """Run a call and compare its (first) output with `expected`, as `dmlcli run ... --check` does; return the
     Comparison: `passed`, `mismatches`, `kinds`, `text()` (the verdict --check prints) and `to_json()` (its
-    --report fields).
+    --report fields). With `outputs` (as run's), the first output named is the one compared, and the others left
+    out are not computed (outputs=("OutputSingleTensor",) checks an LSTM's last state alone).
 
     Without `tolerance`, the operator's own rule: bit for bit for exact operators and integer outputs, else its
     ULP figure for the call or its absolute floor, and for an operator that sums terms each element's sum bound
@@ -97,7 +110,7 @@ def check(op, *arrays, expected, tolerance=None, feature_level=None, broadcast=F
     if tolerance is not None:
         override = tolerance if isinstance(tolerance, Rule) else parse_tolerance(tolerance, "tolerance")
     req = _request(op, parameters, feature_level=feature_level, broadcast=broadcast, output_dtype=output_dtype,
-                         float_rules=float_rules, allow_tf32=allow_tf32)
+                   float_rules=float_rules, allow_tf32=allow_tf32, outputs=outputs)
     outcome = engine.run(req, _converted(arrays, convert), backend=backend)
     _warn(outcome.warnings)
     call = outcome.verdict.call

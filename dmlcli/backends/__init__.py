@@ -44,6 +44,15 @@ class Backend(Protocol):
 _MODULES = {"cpu": "dmlcli.backends.cpu", "gpu": "dmlcli.backends.gpu"}
 
 
+def check_result_count(operator, results, outputs) -> None:
+    """A shaped kernel gives one array per output it is asked for (`outputs`, the call's TensorInfo list: an
+    optional output the call leaves out is not there); more or fewer is a bug, which zipping them would hide."""
+    if len(results) != len(outputs):
+        names = ", ".join(info.name for info in outputs)
+        raise AssertionError(f"{operator.name}'s kernel gave {len(results)} results for {len(outputs)} outputs "
+                             f"({names})")
+
+
 def get_backend(name: str) -> Backend:
     """The backend object for `name`; raises BackendUnavailableError (exit 4) where it cannot run."""
     key = str(name).strip().lower()

@@ -6,6 +6,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from . import check_result_count
 from ..data_types import from_kernel_array, is_four_bit_dtype, to_kernel_array
 from ..operators import Operator
 from ..operators.numerics import compiled_loops
@@ -59,6 +60,7 @@ class CpuBackend:
         # 4-bit tensors (ml_dtypes' int4, uint4) reach the kernel as int8/uint8 values and leave it as such.
         arrays = [None if x is None else to_kernel_array(to_native(x)) for x in inputs]
         results = list(operator.array_kernel(np, arrays, outputs, parameters))
+        check_result_count(operator, results, outputs)
         fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
         if fused is not None:  # the activation's own kernel, on the result rounded to the output type
             activation, fields = fused
@@ -81,7 +83,9 @@ class CpuBackend:
         kernel = operator.array_kernel
 
         def run(arrays: list) -> tuple[np.ndarray, ...]:
-            return tuple(_fresh(result, arrays) for result in kernel(np, arrays, outputs, parameters))
+            results = tuple(_fresh(result, arrays) for result in kernel(np, arrays, outputs, parameters))
+            check_result_count(operator, results, outputs)
+            return results
 
         return run
 

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from . import gpu_kernels
+from . import check_result_count, gpu_kernels
 from ..data_types import from_kernel_array, to_kernel_array
 from ..errors import BackendUnavailableError, InputError
 from ..operators import Operator
@@ -259,6 +259,7 @@ class GpuBackend:
         with self._products(operator, outputs, allow_tf32):
             applied = kernel(cp, arrays, outputs, parameters)
             results = list(applied)
+        check_result_count(operator, results, outputs)
         fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
         if isinstance(applied, ActivationApplied):
             fused = None  # the kernel's library applied it (cuDNN's fused RELU): not twice

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..data_types import MAX_ELEMENTS, DataType
-from ..errors import DmlcliError, InputError, ValidationError
+from ..errors import DmlcliError, InputError, ValidationError, quoted
 from ..feature_levels import ALL_FEATURE_LEVELS, FeatureLevel
 from ..operators import Operator
 from ..records import Frozen
@@ -398,6 +398,7 @@ def build_call(
     feature_level: FeatureLevel | None = None,
     parse_parameters=None,
     input_names: Sequence[str] | None = None,
+    outputs: tuple[str, ...] | None = None,
 ) -> Call:
     """Assemble the call DirectML would see from the inputs' data types and shapes, with its parameters.
 
@@ -407,7 +408,9 @@ def build_call(
     rule computes; Sizes given for them (`output_shapes` by name, or `output_shape` for the first) must
     agree. `parse_parameters(data types by tensor name)` gives the typed parameters (none without it).
     `input_names` names the inputs where the caller knows them (any optional inputs left out); by default
-    a call gives every input or only the required ones, in DESC order.
+    a call gives every input or only the required ones, in DESC order. `outputs` (from named_outputs): the
+    outputs the call asks for, the others being left out as a NULL desc leaves them (None: every output the
+    call can give).
     """
     names = _named_inputs(operator, input_names) if input_names is not None else _given_inputs(operator, len(inputs))
     if input_names is None:
@@ -445,7 +448,7 @@ def build_call(
         out_shape = given.get(operator.output, shapes[names[0]])
         tensors[operator.output] = TensorInfo(operator.output, out_types[operator.output], tuple(out_shape))
     else:
-        for name, shape in _rule_shapes(operator, tensors, by_name, out_types, parameters, given).items():
+        for name, shape in _rule_shapes(operator, tensors, by_name, out_types, parameters, given, outputs).items():
             tensors[name] = TensorInfo(name, out_types[field_of(name)], shape)
     absent = tuple(name for name in operator.inputs if name not in by_field)
     return Call(operator, tensors, parameters, broadcast, absent)
@@ -479,8 +482,9 @@ def _broadcast_inputs(operator: Operator, shapes: dict, parameters) -> dict:
 
 
 def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_types, out_types, parameters,
-                 given: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
-    """The outputs' Sizes from the operator's shape rule, each output tensor by its name."""
+                 given: Mapping[str, object], asked: tuple[str, ...] | None = None) -> dict[str, tuple[int, ...]]:
+    """The outputs' Sizes from the operator's shape rule, each output tensor by its name: those the call asks for
+    (`asked`; None: every one the rule gives)."""
     from ..operators.table.shaped import (RuleViolation, ShapeQuery)  # shaped operators only: element-wise ones go without
 
     found = list(_size_problems(tensors.values()))
@@ -492,7 +496,7 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
             shapes.setdefault(field_of(name), []).append(tensor.shape)
         else:
             shapes[name] = tensor.shape
-    query = ShapeQuery(shapes, {**input_types, **out_types}, parameters, given)
+    query = ShapeQuery(shapes, {**input_types, **out_types}, parameters, given, asked)
     try:
         computed = operator.shape_rule(query)
     except RuleViolation as violation:
@@ -528,7 +532,13 @@ def _rule_shapes(operator: Operator, tensors: Mapping[str, TensorInfo], input_ty
                 raise ValidationError(f"{operator.name}: {tensor_name} Sizes {describe_shape(shape)} do not match "
                                       f"the Sizes its rule gives for these inputs and parameters, "
                                       f"{describe_shape(expanded[tensor_name])}")
-    return expanded
+    if asked is None:
+        return expanded
+    for name in asked:
+        if name not in computed:
+            raise ValidationError(f"{operator.name}: this call cannot give {name} (for these inputs and parameters "
+                                  f"its rule gives {', '.join(computed) or 'no outputs'})")
+    return {name: shape for name, shape in expanded.items() if field_of(name) in asked}
 
 
 def _check_ranks_any_level(operator: Operator, tensors: Mapping[str, TensorInfo]) -> None:
@@ -539,6 +549,43 @@ def _check_ranks_any_level(operator: Operator, tensors: Mapping[str, TensorInfo]
             shown = ", ".join(str(dims) for dims in allowed)
             raise ValidationError(f"{operator.name}: {name} dimension count {len(tensor.shape)} is not supported at "
                                   f"any feature level (allowed: {shown}); no feature level accepts this call")
+
+
+def named_outputs(operator: Operator, names) -> tuple[str, ...] | None:
+    """The outputs a call asks for (outputs=, --outputs): DESC field names, matched in any case, given as a
+    sequence or as one text of names between commas, returned in DESC order; None for None (every output the call
+    can give). InputError where a name is not one of the operator's outputs, where none is named, or where an
+    output that is not _Maybenull_ (Operator.optional_outputs) is left out."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = [name.strip() for name in names.split(",") if name.strip()]
+    elif not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise InputError(f"{operator.name}: outputs must be output names such as "
+                         f"{', '.join(operator.outputs)} (found {quoted(repr(names))})")
+    by_lower = {name.lower(): name for name in operator.outputs}
+    found = set()
+    for name in names:
+        field = by_lower.get(name.strip().lower())
+        if field is None:
+            raise InputError(f"{operator.name} has no output {quoted(name)}: its outputs are "
+                             f"{', '.join(operator.outputs)}{_optional_outputs_words(operator)}")
+        found.add(field)
+    if not found:
+        raise InputError(f"{operator.name}: no output named; a call gives at least one of "
+                         f"{', '.join(operator.outputs)}{_optional_outputs_words(operator)}")
+    for name in operator.outputs:
+        if name not in found and name not in operator.optional_outputs:
+            raise InputError(f"{operator.name}: {name} cannot be left out (DirectML.h does not mark it _Maybenull_)"
+                             f"{_optional_outputs_words(operator)}")
+    return tuple(name for name in operator.outputs if name in found)
+
+
+def _optional_outputs_words(operator: Operator) -> str:
+    """The end of named_outputs' messages: which outputs a call may leave out."""
+    if not operator.optional_outputs:
+        return f"; {operator.name} has no optional outputs, so a call gives every one"
+    return f"; those that may be left out: {', '.join(operator.optional_outputs)}"
 
 
 def _named_inputs(operator: Operator, names: Sequence[str]) -> tuple[str, ...]:

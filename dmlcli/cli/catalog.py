@@ -72,8 +72,9 @@ def optional_tensors_summary(op) -> str:
                      "inputs in DESC order and stop, or write none (command line) or None (API) for one in the "
                      "middle; a DxDispatch desc leaves them out or sets them null.")
     if op.optional_outputs:
-        parts.append(f"Optional outputs (_Maybenull_): {', '.join(op.optional_outputs)}: always computed and "
-                     "returned; a DxDispatch desc may leave them out.")
+        parts.append(f"Optional outputs (_Maybenull_): {', '.join(op.optional_outputs)}: computed and returned "
+                     "unless the call leaves them out (--outputs NAME[,NAME...], outputs= in the API, a DxDispatch "
+                     "desc without them); those left out are neither computed nor written.")
     return " ".join(parts)
 
 

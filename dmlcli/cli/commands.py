@@ -37,7 +37,7 @@ def _request(operator, arguments: dict, quiet: bool = False):
     return request(found, feature_level=arguments.pop("feature_level"), broadcast=arguments.pop("broadcast"),
                    output_dtype=arguments.pop("output_dtype"), float_rules=arguments.pop("float_rules"),
                    output_shape=arguments.pop("output_shape"), allow_tf32=arguments.pop("allow_tf32", False),
-                   **parameters), spelling
+                   outputs=arguments.pop("asked_outputs"), **parameters), spelling
 
 
 def _declared_dtype(text):
@@ -52,8 +52,8 @@ def _declared_dtype(text):
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...", shell_complete=complete_path)
 @click.option("-o", "--output", "outputs", metavar="OUTPUT", multiple=True, shell_complete=complete_path,
               help="Write the result to a .npy or .json file (by extension, or as --format npy|json says), or - for "
-                   "JSON on stdout. An operator with several outputs (SPLIT, TOP_K) takes one -o per output, or one "
-                   ".npz for all.")
+                   "JSON on stdout. An operator with several outputs (SPLIT, TOP_K) takes one -o per output (those "
+                   "--outputs names), or one .npz for all.")
 @call_options
 @click.option("--allow-tf32", "allow_tf32", is_flag=True,
               help="Let FLOAT32 matrix products on the GPU use TF32 tensor cores, as DirectML's "

@@ -2,9 +2,9 @@
 
 What a person asks for with an operator named: what it computes and which tensors it takes, its own options with
 this operator's meanings and defaults (the output type where the caller chooses it, --output-shape where the
-operator takes its output's Sizes from the caller), a call that works, and the common options by name only
-(`dmlcli run --help` describes each; `dmlcli describe OPERATOR` gives the whole entry). At most SCREEN_LINES lines
-at 80 columns: tests/test_operator_help.py holds every operator to it.
+operator takes its output's Sizes from the caller, --outputs where it has optional outputs), a call that works,
+and the common options by name only (`dmlcli run --help` describes each; `dmlcli describe OPERATOR` gives the
+whole entry). At most SCREEN_LINES lines at 80 columns: tests/test_operator_help.py holds every operator to it.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _write_rows(formatter: click.HelpFormatter, rows: list[tuple[str, str]]) -> 
 
 # What the common options leave out: the call options the operator's own section shows where they apply to it,
 # and --debug, which every command has (as --help, left out too).
-_LEFT_OUT = ("output_dtype", "output_shape", "debug")
+_LEFT_OUT = ("output_dtype", "output_shape", "asked_outputs", "debug")
 
 
 def _tensors_line(operator) -> str:
@@ -150,6 +150,10 @@ def _own_rows(ctx: click.Context, operator, own: list[click.Option]) -> list[tup
     if _takes_output_shape(operator):
         rows.append(("--output-shape SIZES", f"{operator.output}'s Sizes, such as 2,3,4 ({operator.name} takes them "
                                              "from the caller)."))
+    if operator.optional_outputs:
+        rows.append(("--outputs NAME[,NAME...]", f"The outputs to compute and write; "
+                                                 f"{', '.join(operator.optional_outputs)} may be left out "
+                                                 "[default: every output]."))
     return rows
 
 

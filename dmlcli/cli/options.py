@@ -292,6 +292,11 @@ def call_options(command):
                      help="OutputTensor Sizes (2,3,4) for operators with no input to take them from "
                           "(FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX, DIAGONAL_MATRIX1 without "
                           "InputTensor); for the others it must agree with the Sizes they compute."),
+        click.option("--outputs", "asked_outputs", metavar="NAME[,NAME...]", default=None,
+                     help="Compute only these outputs (DESC names, any case: OutputTensor,OutputStateTensor), as a "
+                          "desc whose other _Maybenull_ outputs are NULL: those left out are neither computed nor "
+                          "written, so the -o targets are one per output named (describe lists which may be left "
+                          "out) [default: every output]."),
         click.option("--broadcast", is_flag=True,
                      help="Broadcast inputs of different shapes by NumPy's rules, as DirectML's zero strides do: an "
                           "element-wise operator's inputs; the matrix products' batch Sizes and GEMM's CTensor (ONNX's "

@@ -78,11 +78,13 @@ def check_dispatchable(dispatchable: Dispatchable, feature_level=None, *, where:
             given_shapes.setdefault(field_of(name), []).append(dispatchable.tensors[name].sizes)
         else:
             given_shapes[name] = dispatchable.tensors[name].sizes
+    # The _Maybenull_ outputs the desc leaves out are neither computed nor written, as in DirectML.
+    asked = tuple(dict.fromkeys(field_of(name) for name in outputs)) if op.optional_outputs else None
     try:
         req = request(op, feature_level=feature_level, output_dtype=chosen.data_type,
                       output_shape=output.sizes if op.is_elementwise else None,
                       output_shapes=None if op.is_elementwise else given_shapes, desc_fields=dispatchable.parameters,
-                      allow_tf32=dispatchable.allow_tf32)
+                      allow_tf32=dispatchable.allow_tf32, outputs=asked)
         verdict = plan(req, inputs, input_names)
         _check_output_types(verdict, dispatchable)
     except ValidationError as error:

@@ -101,7 +101,7 @@ def parse_dispatchable(name: str, value, resources: dict, *, where: str) -> Disp
         if tensor_field in optional and desc.get(tensor_field) is None:
             continue  # a _Maybenull_ tensor (a zero point) left out: the engine supplies zeros
         if tensor_field in operator.optional_outputs and desc.get(tensor_field) is None:
-            continue  # a _Maybenull_ output (RNN's OutputSequenceTensor) left out: not written
+            continue  # a _Maybenull_ output (RNN's OutputSequenceTensor) left out: neither computed nor written
         if tensor_field not in desc:
             raise InputError(f"{where}: desc has no {tensor_field} (a {operator.dml_name} desc needs "
                              f"{', '.join(expected)})")

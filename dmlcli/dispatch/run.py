@@ -213,8 +213,7 @@ def _run_graph(dispatch, buffers, backend, iterations: int, warmup: int) -> Disp
         for verdict, inputs, outputs, tally in steps:
             outcome = execute(verdict, [read() for read in inputs], backend, tally=tally)
             for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
-                if tensor.name in outputs:  # an optional output the node leaves out is not kept
-                    outputs[tensor.name](result)
+                outputs[tensor.name](result)  # the call has only the outputs the node has (binding.py)
         for write, read in copies:
             write(read())
         samples.add((time.perf_counter() - start) * 1000.0)
@@ -484,8 +483,7 @@ def _run_dispatch(dispatch: PlannedDispatch, buffers, snapshots, backend, iterat
         start = time.perf_counter()
         outcome = execute(verdict, inputs, timed, tally=tally)
         for result, tensor in zip(outcome.all_outputs, verdict.call.outputs):
-            if tensor.name not in dispatch.tensors:
-                continue  # an optional output the desc leaves out (RNN's OutputSequenceTensor)
+            # The call has only the outputs the desc has: those it leaves out were not computed (binding.py).
             _store(buffers, dispatch.tensors[tensor.name], result, tensor.name)
         cpu_samples.add((time.perf_counter() - start) * 1000.0)
     for message in tally.warnings(prefix=f"dispatch {shown(dispatch.name)}: "):

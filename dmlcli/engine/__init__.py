@@ -31,7 +31,7 @@ from ..io.targets import is_stdout
 from .. import operators as table
 from ..operators import Operator, find_operator
 from ..operators.table.options import option_flag
-from ..calls.validation import Call, Verdict, build_call, check
+from ..calls.validation import Call, Verdict, build_call, check, named_outputs
 from ..records import Frozen
 
 if TYPE_CHECKING:  # annotations only: the parameter kinds load with the first operator that has parameters
@@ -51,6 +51,10 @@ class Request(Frozen):
     float_rules: str  # "ieee" (default) or "d3d": Direct3D's float rules (backends/float_rules.py)
     output_shapes: Mapping[str, object] | None  # several outputs' Sizes by name (a DxDispatch desc's)
     allow_tf32: bool  # --allow-tf32: TF32 products allowed (Operator.tf32_products, backends/tf32.py)
+    # The outputs the call asks for, by DESC field name in DESC order (outputs=, --outputs, the output tensors a
+    # DxDispatch desc has): the optional ones it leaves out are neither computed nor returned. None: every output
+    # the call can give.
+    outputs: tuple[str, ...] | None
     # What tells this request apart from every other whose verdicts could differ (see _frozen), taken when it was
     # made; None where a value has no such key: each call is then validated afresh.
     key: tuple | None
@@ -59,10 +63,11 @@ class Request(Frozen):
                  desc_fields: Mapping[str, object] | None = None, broadcast: bool = False,
                  output_type: DataType | None = None, output_shape: tuple[int, ...] | None = None,
                  float_rules: str = "ieee", output_shapes: Mapping[str, object] | None = None, allow_tf32: bool = False,
-                 key: tuple | None = None) -> None:
+                 key: tuple | None = None, outputs: tuple[str, ...] | None = None) -> None:
         vars(self).update(operator=operator, feature_level=feature_level, options=options, desc_fields=desc_fields,
                           broadcast=broadcast, output_type=output_type, output_shape=output_shape,
-                          float_rules=float_rules, output_shapes=output_shapes, allow_tf32=allow_tf32, key=key)
+                          float_rules=float_rules, output_shapes=output_shapes, allow_tf32=allow_tf32, outputs=outputs,
+                          key=key)
 
     def typed_parameters(self, data_types: Mapping[str, DataType]) -> dict[str, object]:
         """Each parameter's typed value by DESC field name (what both backends receive)."""
@@ -100,8 +105,9 @@ class Outcome(Frozen):
 
 def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=None, output_shape=None,
             desc_fields: Mapping[str, object] | None = None, float_rules=None, output_shapes=None,
-            allow_tf32: bool = False, **options) -> Request:
-    """Resolve a call's operator, level, output type and parameters (not yet their values' types)."""
+            allow_tf32: bool = False, outputs=None, **options) -> Request:
+    """Resolve a call's operator, level, output type and parameters (not yet their values' types). `outputs`: the
+    output names the call asks for (validation.named_outputs), None for every output it can give."""
     if not isinstance(allow_tf32, bool):  # a truthy string such as "false" must not turn TF32 on
         raise InputError(f"allow_tf32 must be True or False (found {quoted(repr(allow_tf32))})")
     operator = find_operator(op)
@@ -112,13 +118,14 @@ def request(op, *, feature_level=None, broadcast: bool = False, output_dtype=Non
     level = parse_feature_level(feature_level)
     shape = None if output_shape is None else parse_shape(output_shape, "--output-shape")
     rules = parse_float_rules(float_rules)
+    asked = named_outputs(operator, outputs)
     try:  # the values as they are now: the key a verdict is kept under (see plan)
         key = (operator, level, bool(broadcast), output_type, shape, rules, allow_tf32, _frozen(options),
-               _frozen(desc_fields), _frozen(output_shapes))
+               _frozen(desc_fields), _frozen(output_shapes), asked)
     except _Unkeyed:
         key = None
     return Request(operator, level, dict(options), desc_fields, bool(broadcast), output_type, shape, rules,
-                   output_shapes, allow_tf32, key)
+                   output_shapes, allow_tf32, key, asked)
 
 
 def _not_broadcast(operator: Operator) -> str:
@@ -196,7 +203,7 @@ def plan(req: Request, inputs: Sequence[tuple[DataType, tuple[int, ...]]],
     call: Call = build_call(req.operator, inputs, output_type=req.output_type, output_shape=req.output_shape,
                             output_shapes=req.output_shapes, broadcast=req.broadcast,
                             feature_level=req.feature_level, parse_parameters=req.typed_parameters,
-                            input_names=input_names)
+                            input_names=input_names, outputs=req.outputs)
     if (call.float_rules, call.allow_tf32) != (req.float_rules, req.allow_tf32):
         call = Call(call.operator, call.tensors, call.parameters, call.broadcast, call.absent, req.float_rules,
                     req.allow_tf32)

@@ -2,7 +2,8 @@
 
 `-o a.npy -o b.npy` (one target per output tensor, in DESC order), `-o out.npz` (one archive holding one array per
 output, named after DirectML's tensor fields: OutputValueTensor, OutputTensors_0, ...), or `-o -` (one JSON object
-on stdout mapping those names to JSON tensors). An operator with one output takes one target, as always.
+on stdout mapping those names to JSON tensors). An operator with one output takes one target, as always. The outputs
+are those the call gives: --outputs leaves optional ones out (MULTIHEAD_ATTENTION's present keys and values).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def check_targets(targets: Sequence[str], names: Sequence[str] | None, output_fo
         return
     if len(targets) != len(names):
         shown = ", ".join(names)
-        raise InputError(f"{len(targets)} outputs given (-o) but the operator writes {len(names)} ({shown}): give one "
+        raise InputError(f"{len(targets)} outputs given (-o) but the call writes {len(names)} ({shown}): give one "
                          f"-o per output tensor, in that order, or one -o out.npz for all of them")
 
 

@@ -67,6 +67,8 @@ def save_case(target: str, outcome, req) -> None:
         params["output_dtype"] = req.output_type.numpy_name
     if req.output_shape is not None:  # the generators' Sizes (they have no input to take them from)
         params["output_shape"] = list(req.output_shape)
+    if req.outputs is not None:  # the outputs asked for: "expected" holds the first of them
+        params["outputs"] = list(req.outputs)
     document = {
         "source": "dmlcli run",
         "dmlcli_version": __version__,

@@ -515,7 +515,9 @@ GPU_SCORE_BUDGET_BYTES = 1024 * 2 ** 20
 
 
 def attend(xp, given: Mapping[str, object], outputs, params) -> tuple:
-    """The outputs (OutputTensor, OutputPresentKeyTensor, OutputPresentValueTensor) from the inputs given."""
+    """The outputs the call asks for (`outputs`: OutputTensor, and OutputPresentKeyTensor and OutputPresentValueTensor
+    where it has them) from the inputs given, in that order. A present output left out is not made (no copy of
+    the keys or values is taken for it)."""
     found = layout({name: tuple(array.shape) for name, array in given.items()}, params)
     past_lengths = _past_lengths(xp, given, found)
     queries, keys, values = _projections(xp, given, found)
@@ -529,10 +531,16 @@ def attend(xp, given: Mapping[str, object], outputs, params) -> tuple:
         rows = range(first, min(first + block, s))
         attended[:, rows.start:rows.stop] = _attend_rows(xp, given, params, found, past_lengths, queries, keys, values,
                                                          rows)
-    present_length = outputs[1].shape[-2]
-    results = (attended.reshape(outputs[0].shape), keys[:, :, :present_length].reshape(outputs[1].shape),
-               values[:, :, :present_length].reshape(outputs[2].shape))
-    return tuple(result.astype(np.dtype(out.data_type.numpy_dtype)) for result, out in zip(results, outputs))
+    return tuple(_output(attended, keys, values, out).astype(np.dtype(out.data_type.numpy_dtype)) for out in outputs)
+
+
+def _output(attended, keys, values, out):
+    """One output in FLOAT32 at its Sizes: the attention, or the present keys or values ({B, KVH, rows, size}: the
+    first rows of the past and this call's, as many as the output has; fewer for ONNX Runtime's shared buffer)."""
+    if out.name == "OutputTensor":
+        return attended.reshape(out.shape)
+    present = keys if out.name == "OutputPresentKeyTensor" else values
+    return present[:, :, :out.shape[-2]].reshape(out.shape)
 
 
 def _attend_rows(xp, given, params, found: Layout, past_lengths, queries, keys, values, rows: range):
@@ -587,7 +595,8 @@ def attention_magnitude(names: tuple[str, ...]):
             rows = range(first, min(first + block, s))
             found_magnitude[:, rows.start:rows.stop] = _magnitude_rows(xp, given, params, found, past_lengths,
                                                                        queries, keys, values, rows)
-        return found_magnitude.reshape(outputs[0].shape), None, None
+        # One per output asked for: the present keys and values (copies) have none.
+        return tuple(found_magnitude.reshape(out.shape) if out.name == "OutputTensor" else None for out in outputs)
 
     return magnitude
 
@@ -671,8 +680,9 @@ _NOTES = (
     "PastKeyTensor {batchSize, headCount, pastSequenceLength, headSize} and PastValueTensor (valueHeadSize last) come "
     "before this call's keys and values: OutputPresentKeyTensor and OutputPresentValueTensor are the concatenations "
     "{batchSize, headCount, pastSequenceLength + keyValueSequenceLength, ...} (this call's rows alone without a "
-    "past; the page's 'present state for cross attention'). Both present outputs are always computed and returned; "
-    "a DxDispatch desc may leave them out (_Maybenull_).",
+    "past; the page's 'present state for cross attention'). Both present outputs are _Maybenull_: a call that leaves "
+    "them out (outputs=(\"OutputTensor\",) in the API, --outputs OutputTensor, a DxDispatch desc without them) does "
+    "not make them (no copy of the keys and values); by default both are computed and returned.",
     "RelativePositionBiasTensor {batchSize, headCount, sequenceLength, pastSequenceLength + keyValueSequenceLength} "
     "(ONNX Runtime checks these Sizes; 5 dimensions with a leading 1) is added to the scaled scores; sizes of 1 "
     "are read for every index (a DirectML desc's zero Strides; the API and the command line take them, as GEMM's "

@@ -26,7 +26,7 @@ import numpy as np
 from ...data_types import UINT32
 from ..table.parameters import EnumParameter
 from ..table.schema import DIMS_4, EXACT, Operator, rows
-from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..table.shaped import RuleViolation, ShapeQuery, asks_for_output, describe_sizes
 from .entries import output_sizes_given
 
 # Philox 4x32's multipliers and Weyl key increments (Salmon et al. 2011, Random123's philox.h).
@@ -105,16 +105,18 @@ def random_generator_shape(query: ShapeQuery) -> dict:
 
 
 def random_generator_kernel(xp, inputs, outputs, params):
+    """OutputTensor, and OutputStateTensor where the call asks for it (_Maybenull_)."""
     (state_tensor,) = inputs
-    out, state_out = outputs
+    out = outputs[0]  # OutputTensor: never left out
     # Six words: read once to the host (a GPU array too), where the counters' start and the round keys are made.
     host = state_tensor.get() if hasattr(state_tensor, "get") else state_tensor
     state = tuple(int(word) for word in np.asarray(host).reshape(-1))
     count = int(np.prod(out.shape))
     values = random_bits(xp, state, count).reshape(out.shape)
+    if not asks_for_output(outputs, "OutputStateTensor"):
+        return (values,)
     next_counter = advanced(state[:4], -(-count // OUTPUTS_PER_COUNTER))
-    next_state = xp.asarray(np.array(next_counter + state[4:6], np.uint32).reshape(state_out.shape))
-    return values, next_state
+    return values, xp.asarray(np.array(next_counter + state[4:6], np.uint32).reshape(outputs[1].shape))
 
 
 _ROWS = rows(("3_0", DIMS_4, {"InputStateTensor": (UINT32,), "OutputTensor": (UINT32,),
@@ -144,10 +146,11 @@ RANDOM_GENERATOR = Operator(
         "OutputTensor) holds the random bits in row-major order: element i is result word i mod 4 of "
         "Philox4x32-10(counter + floor(i / 4), key), the counter added to modulo 2^128 (TensorFlow-DirectML's "
         "uniform distributions read them so, as TensorFlow's CPU kernels read Philox's results).",
-        "OutputStateTensor (optional in a DxDispatch desc; the API and the command line always return it) is the "
-        "counter advanced by ceil(outputSize / 4), as the page says, modulo 2^128, and the key unchanged. The "
-        "page's example adds 324,855 to 0x...'74746c65 and prints 0x...'746f776e (its four words spell "
-        "\"HelloFromSeatown\"): the sum is 0x...'7479615c, which dmlcli gives.",
+        "OutputStateTensor (_Maybenull_: outputs=(\"OutputTensor\",), --outputs OutputTensor or a DxDispatch desc "
+        "without it leave it out; by default it is returned) is the counter advanced by ceil(outputSize / 4), as "
+        "the page says, modulo 2^128, and the key unchanged. The page's example adds 324,855 to 0x...'74746c65 and "
+        "prints 0x...'746f776e (its four words spell \"HelloFromSeatown\"): the sum is 0x...'7479615c, which dmlcli "
+        "gives.",
         "Philox 4x32-10 is Random123's philox4x32_R(10, ctr, key): ten rounds of ((hi(M0*c0), lo(M0*c0)), "
         "(hi(M1*c2), lo(M1*c2))) mixing, M0 = 0xD2511F53, M1 = 0xCD9E8D57, the key bumped by (0x9E3779B9, "
         "0xBB67AE85) before each round after the first; it reproduces Random123's known-answer vectors.",

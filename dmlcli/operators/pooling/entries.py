@@ -1038,8 +1038,10 @@ _F16 = "FLOAT16 and FLOAT32 inputs are summed in FLOAT32 (window elements in row
 _MAX_NOTE = ("The maximum is a selection, exact: NaN is skipped, as ELEMENT_WISE_MAX returns the non-NaN operand "
              "(dmlcli's rule for selections, the pages being silent), NaN only where every element read is NaN. "
              "Padding takes no part (it is never the maximum).")
-_INDICES_NOTE = ("OutputIndicesTensor (the page's optional output) is always computed and returned with OutputTensor "
-                 "(dmlcli's choice: a call with two outputs; -o out.npz writes both, -o - prints both): the flat, "
+_INDICES_NOTE = ("OutputIndicesTensor (the page's optional output, _Maybenull_ in DirectML.h) is computed and "
+                 "returned with OutputTensor unless the call leaves it out (outputs=(\"OutputTensor\",), --outputs "
+                 "OutputTensor, a DxDispatch desc without it: then only the maxima are computed, as MAX_POOLING's); "
+                 "by default a call has two outputs (-o out.npz writes both, -o - prints both). It holds the flat, "
                  "row-major index into the whole InputTensor of each maximum, the first encountered (row-major within "
                  "the window) among equal values, as the page says; a window of nothing but NaN gives its first "
                  "input element. Its type is chosen with --output-dtype (UINT32 by default; UINT64 from 5_0).")
@@ -1120,12 +1122,14 @@ MAX_POOLING1 = _pool_entry(
     "MAX_POOLING1", 91, "the maximum of each sliding window and its index in the input", _MAX_FORMULA, _MAX1_ROWS,
     _PLAIN, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=False, exactness=EXACT,
     gpu_array_kernel=max_gpu_kernel, extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32,
+    optional_outputs=("OutputIndicesTensor",),
     scratch=_MAX_INDICES_SCRATCH,
     shape_rule=max_pooling_indices_shape)
 MAX_POOLING2 = _pool_entry(
     "MAX_POOLING2", 110, "the maximum of each sliding, dilated window and its index in the input", _MAX_FORMULA,
     _MAX2_ROWS, _DILATED, max_kernel, (_MAX_NOTE, _INDICES_NOTE), dilations=True, exactness=EXACT,
     gpu_array_kernel=max_gpu_kernel, extra_outputs=("OutputIndicesTensor",), default_output_type=UINT32,
+    optional_outputs=("OutputIndicesTensor",),
     scratch=_MAX_INDICES_SCRATCH,
     shape_rule=max_pooling_indices_shape)
 

@@ -27,7 +27,7 @@ from ...feature_levels import level
 from ..elementwise.activation import ACTIVATIONS
 from ..table.parameters import ActivationsParameter, BoolParameter, EnumParameter, FloatParameter
 from ..table.schema import APPROXIMATE, DIMS_4, Operator, SumBound, Tolerance, rows
-from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
+from ..table.shaped import RuleViolation, ShapeQuery, asks_for_output, describe_sizes
 from ..numerics import products
 
 # ---------------------------------------------------------------- tensors and support tables (one row each)
@@ -261,7 +261,9 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
         steps, batch = x.shape[0], x.shape[1]
         d_count, hidden = w.shape[0], w.shape[1] // gates
         activations = [prepared_activation(entry) for entry in resolved_activations(kind, parameter, params)]
-        sequence = xp.zeros((steps, d_count, batch, hidden), np.float32)
+        # Every step's hidden state is kept only where the call asks for OutputSequenceTensor (_Maybenull_).
+        sequence = (xp.zeros((steps, d_count, batch, hidden), np.float32)
+                    if asks_for_output(outputs, "OutputSequenceTensor") else None)
         singles, cells = [], []
         for d in range(d_count):
             own = activations[d * per_direction:(d + 1) * per_direction]
@@ -277,19 +279,25 @@ def _recurrent_kernel(kind: str, parameter: ActivationsParameter):
                     keep = (t < valid_steps)[:, None]
                     new_h = xp.where(keep, new_h, state[0])
                     new_c = xp.where(keep, new_c, state[1])
-                    sequence[t, d] = xp.where(keep, new_h, 0)
-                else:
+                    if sequence is not None:
+                        sequence[t, d] = xp.where(keep, new_h, 0)
+                elif sequence is not None:
                     sequence[t, d] = new_h
                 state = (new_h, new_c)
             singles.append(state[0])
             cells.append(state[1])
-        dtype = outputs[0].data_type.numpy_dtype
-        found = [sequence.astype(dtype), xp.stack(singles)[None].astype(dtype)]
-        if lstm:
-            found.append(xp.stack(cells)[None].astype(dtype))
-        return tuple(found)
+        return _asked(xp, outputs, sequence, singles, cells, lstm)
 
     return kernel
+
+
+def _asked(xp, outputs, sequence, singles: list, cells: list, lstm: bool) -> tuple:
+    """The outputs the call asks for, in its order, each in its type (float64 for the sum bound's run): the sequence
+    (None where not asked for), the last hidden state and (LSTM) the last cell state of each direction."""
+    found = {"OutputSequenceTensor": sequence, "OutputSingleTensor": xp.stack(singles)[None]}
+    if lstm:
+        found["OutputCellSingleTensor"] = xp.stack(cells)[None]
+    return tuple(found[out.name].astype(out.data_type.numpy_dtype) for out in outputs)
 
 
 def _rnn_step(xp, projected, state, r, recurrence_bias, peephole, own, params, hidden):
@@ -350,7 +358,7 @@ def recurrent_terms(call) -> dict:
     """K of the recurrence's sum bound: input_size + hidden_size + 3, the terms of a gate's pre-activation, for
     every output."""
     width = call.tensors["InputTensor"].shape[3]
-    hidden = call.tensors["OutputSingleTensor"].shape[3]
+    hidden = call.tensors["RecurrenceTensor"].shape[3]  # an input: every output may be left out
     return {name: width + hidden + 3 for name in call.operator.outputs}
 
 
@@ -454,7 +462,8 @@ def _recurrent_magnitude(kind: str, parameter: ActivationsParameter):
         if any(slope is None for slope in slopes):  # an activation that jumps: no slope bounds it, no bound
             return (None,) * len(outputs)
         activations = [((_FORMULAS[a.name], fields), slope) for (a, fields), slope in zip(entries, slopes)]
-        sequence = xp.zeros((steps, d_count, batch, hidden))
+        sequence = (xp.zeros((steps, d_count, batch, hidden)) if asks_for_output(outputs, "OutputSequenceTensor")
+                    else None)
         singles, cells = [], []
         for d in range(d_count):
             own = activations[d * per_direction:(d + 1) * per_direction]
@@ -469,16 +478,14 @@ def _recurrent_magnitude(kind: str, parameter: ActivationsParameter):
                     keep = (t < valid_steps)[:, None]
                     new_state = tuple(xp.where(keep, new, old) for new, old in zip(new_state, state))
                     new_errors = tuple(xp.where(keep, new, old) for new, old in zip(new_errors, errors))
-                    sequence[t, d] = xp.where(keep, new_errors[0], 0)
-                else:
+                    if sequence is not None:
+                        sequence[t, d] = xp.where(keep, new_errors[0], 0)
+                elif sequence is not None:
                     sequence[t, d] = new_errors[0]
                 state, errors = new_state, new_errors
             singles.append(errors[0])
             cells.append(errors[1])
-        found = [sequence, xp.stack(singles)[None]]
-        if lstm:
-            found.append(xp.stack(cells)[None])
-        return tuple(found)
+        return _asked(xp, outputs, sequence, singles, cells, lstm)
 
     return magnitude
 
@@ -497,7 +504,7 @@ def recurrent_tolerance_scale(call) -> int:
     """How the tolerance grows: with the steps (errors carry through the state) and the length of each dot
     product (input_size + hidden_size terms, plus the two biases)."""
     _, steps, _, width = call.tensors["InputTensor"].shape
-    hidden = call.tensors["OutputSingleTensor"].shape[3]
+    hidden = call.tensors["RecurrenceTensor"].shape[3]  # an input: every output may be left out
     return steps * (width + hidden + 2)
 
 
@@ -517,8 +524,9 @@ _NOTES_COMMON = (
     "state between steps) and the outputs rounded once; the tolerance grows with seq_length and the gates' "
     "dot-product length. With --allow-tf32 a FLOAT32 call's products (xp.matmul) on the GPU may run on TF32 "
     "tensor cores (checked within 2^13 times the tolerance); FLOAT16 calls keep FLOAT32 products.",
-    "Both outputs (and LSTM's OutputCellSingleTensor) are always computed and returned; a DxDispatch desc may "
-    "leave any of them out (they are _Maybenull_), and dispatch writes those the desc has.",
+    "Every output is _Maybenull_: a call may leave out any of them as long as it keeps one (outputs= in the API, "
+    "--outputs on the command line, a DxDispatch desc without them), and then gives only those it asks for; without "
+    "OutputSequenceTensor the steps' hidden states are not kept. By default every output is computed and returned.",
     "Optional inputs may be left out: give the inputs in DESC order and stop, or write none (command line) or "
     "None (API) for one in the middle. Left out, BiasTensor, HiddenInitTensor (and CellMemInitTensor, "
     "PeepholeTensor) are zeros and every sequence has length seq_length.",

@@ -304,11 +304,13 @@ class Operator(Frozen):
     # lets them be left out.
     optional_inputs: tuple[tuple[str, str], ...]
     optional_since: FeatureLevel | None
-    # Outputs a DxDispatch desc may leave out (RNN's OutputSequenceTensor, OutputSingleTensor: _Maybenull_).
-    # The API and the command line compute and return every output; a dispatch writes those its desc has
-    # (at least one). The shape rule may leave an optional output out of its result where the call's inputs
-    # cannot give it (ROI_ALIGN_GRAD's OutputROIGradientTensor without its optional InputTensor): the call then
-    # has no such tensor, and the kernel is asked for the others only.
+    # Outputs a call may leave out (RNN's OutputSequenceTensor, OutputSingleTensor: _Maybenull_ in DirectML.h), as a
+    # DESC leaves them NULL: outputs= in the API, --outputs on the command line, a DxDispatch desc without them. The
+    # call then has only the outputs it asks for (Call.outputs, in DESC order; at least one), and the kernel is
+    # asked for those alone: it returns one array per entry of its `outputs` and skips the work of the others
+    # (shaped.asks_for_output). By default a call gives every output it can. The shape rule may leave an optional
+    # output out of its result where the call's inputs cannot give it (ROI_ALIGN_GRAD's OutputROIGradientTensor
+    # without its optional InputTensor): the call then has no such tensor (and asking for it is refused).
     optional_outputs: tuple[str, ...]
     # ---- shaped operators (everything beyond element-wise; see shaped.py) ----
     # The output-shape rule: (ShapeQuery) -> {output name: Sizes} (a list of Sizes for a variadic output).

@@ -30,18 +30,28 @@ class ShapeQuery(Frozen):
     `given_outputs`: output Sizes the caller stated (a DxDispatch desc's OutputTensor, --output-shape),
     by name; a rule uses them where DirectML takes the output's Sizes from its desc (FILL_VALUE_*, SPLIT)
     and otherwise the validator checks them against what the rule computes.
+    `asked_outputs`: the outputs the call asks for where it leaves some optional ones out (outputs=, --outputs, a
+    DxDispatch desc without them), by DESC field name; None: every output the call can give. A rule still gives
+    every output's Sizes (validation keeps those asked); it may refuse an output its inputs cannot give.
     """
 
     shapes: Mapping[str, Shape | list[Shape]]
     data_types: Mapping[str, DataType]
     parameters: Mapping[str, object]
     given_outputs: Mapping[str, Shape | list[Shape]]
+    asked_outputs: tuple[str, ...] | None
 
     def __init__(self, shapes: Mapping[str, Shape | list[Shape]], data_types: Mapping[str, DataType],
                  parameters: Mapping[str, object],
-                 given_outputs: Mapping[str, Shape | list[Shape]] | None = None) -> None:
+                 given_outputs: Mapping[str, Shape | list[Shape]] | None = None,
+                 asked_outputs: tuple[str, ...] | None = None) -> None:
         vars(self).update(shapes=shapes, data_types=data_types, parameters=parameters,
-                          given_outputs={} if given_outputs is None else given_outputs)
+                          given_outputs={} if given_outputs is None else given_outputs, asked_outputs=asked_outputs)
+
+    def asks_for(self, name: str) -> bool:
+        """Whether the call asks for the output `name`: it states its Sizes, or names it among the outputs it
+        asks for."""
+        return name in self.given_outputs or (self.asked_outputs is not None and name in self.asked_outputs)
 
     def shape(self, name: str) -> Shape:
         found = self.shapes[name]
@@ -55,6 +65,13 @@ class ShapeQuery(Frozen):
 
     def rank(self, name: str) -> int:
         return len(self.shapes_of(name)[0])
+
+
+def asks_for_output(outputs: Sequence, name: str) -> bool:
+    """Whether a kernel's `outputs` (the call's TensorInfo list: the outputs it asks for, an optional one left out
+    being absent) hold the output `name`: a kernel skips the work of an output it is not asked for, and returns one
+    array per entry of `outputs`, in their order."""
+    return any(info.name == name for info in outputs)
 
 
 def describe_sizes(shape: Sequence[int]) -> str:

@@ -45,7 +45,7 @@ def roi_align_grad_shape(query: ShapeQuery) -> dict:
     if not has_input and query.parameters["ReductionFunction"] == "MAX":
         raise RuleViolation("ReductionFunction MAX needs InputTensor, the forward's input, whose samples pick each "
                             "output's maximum (the page: InputTensor must be supplied when ReductionFunction is MAX)")
-    if not has_input and "OutputROIGradientTensor" in query.given_outputs:
+    if not has_input and query.asks_for("OutputROIGradientTensor"):
         raise RuleViolation("OutputROIGradientTensor needs InputTensor, the forward's input (the page: InputTensor "
                             "must be supplied when OutputROIGradientTensor is)")
     sizes = (tuple(query.shape("InputTensor")) if has_input
@@ -68,7 +68,8 @@ def roi_align_grad_tolerance_scale(call) -> int:
     sample of every region (regions shrunk onto one pixel), and a corner's gradient ChannelCount x samples terms;
     the samples of a region as large as the input, + 4 roundings of each term."""
     regions = call.tensors["ROITensor"].shape[-2]
-    channels, height, width = call.tensors["OutputGradientTensor"].shape[1:]
+    # InputTensor's Sizes are OutputGradientTensor's; either may be left out, not both (the shape rule).
+    channels, height, width = call.tensors.get("InputTensor", call.tensors.get("OutputGradientTensor")).shape[1:]
     out_h, out_w = call.tensors["InputGradientTensor"].shape[2:]
     samples = (out_h * _samples_bound(height, out_h, call.parameters)
                * out_w * _samples_bound(width, out_w, call.parameters))
@@ -145,16 +146,20 @@ def _corner_gradient(xp, carried, reached, neighbours, y: SampleAxis, x: SampleA
 
 
 def roi_align_grad_kernel(xp, inputs, outputs, params):
+    """The outputs the call asks for (each _Maybenull_), in DESC order: the input's gradient where asked (else not
+    summed), the corners' gradient where asked (the shape rule gives it only with InputTensor)."""
     x, incoming, rois, batches = inputs  # x is None where the call leaves InputTensor out
-    gradient_info = outputs[0]
-    corners_info = outputs[1] if len(outputs) > 1 else None
+    by_name = {info.name: info for info in outputs}
+    gradient_info = by_name.get("OutputGradientTensor")
+    corners_info = by_name.get("OutputROIGradientTensor")
     host_rois = _host(rois).astype(np.float32).reshape(-1, 4)
     host_batches = _host(batches).reshape(-1)
-    batch_count, channels, height, width = gradient_info.shape
+    # OutputGradientTensor has InputTensor's Sizes; without InputTensor the call asks for OutputGradientTensor.
+    batch_count, channels, height, width = x.shape if x is not None else gradient_info.shape
     out_h, out_w = incoming.shape[2:]
     align = bool(params["AlignRegionsToCorners"])
     linear = params["InterpolationMode"] == "LINEAR"
-    total = xp.zeros(gradient_info.shape, dtype=xp.float32)
+    total = None if gradient_info is None else xp.zeros(gradient_info.shape, dtype=xp.float32)
     corner_gradients = np.zeros((len(host_rois), 4), dtype=np.float64)
     for r, (roi, batch) in enumerate(zip(host_rois, host_batches)):
         if int(batch) >= batch_count:
@@ -165,16 +170,19 @@ def roi_align_grad_kernel(xp, inputs, outputs, params):
         x_axis = sample_axis(x1, x2, out_w, width, params, align)
         plane = None if x is None else x[int(batch)].astype(xp.float32, copy=False)
         carried, reached = _sample_gradient(xp, incoming[r], plane, y_axis, x_axis, params)
-        total[int(batch)] += _input_gradient(xp, carried, y_axis, x_axis, linear, height, width)
+        if total is not None:
+            total[int(batch)] += _input_gradient(xp, carried, y_axis, x_axis, linear, height, width)
         if corners_info is not None and linear:  # NEAREST_NEIGHBOR's samples do not move with the corners: 0
             neighbours = list(bilinear_terms(xp, plane, y_axis, x_axis))
             corner_gradients[r] = _corner_gradient(xp, carried, reached, neighbours, y_axis, x_axis, params)
-    found = (xp.ascontiguousarray(total.astype(gradient_info.data_type.numpy_dtype, copy=False)),)
-    if corners_info is None:
-        return found
-    # float64 sums rounded once to the output type
-    corner_result = corner_gradients.astype(corners_info.data_type.numpy_dtype).reshape(corners_info.shape)
-    return found + (xp.asarray(corner_result),)
+    found = ()
+    if gradient_info is not None:
+        found += (xp.ascontiguousarray(total.astype(gradient_info.data_type.numpy_dtype, copy=False)),)
+    if corners_info is not None:
+        # float64 sums rounded once to the output type
+        corner_result = corner_gradients.astype(corners_info.data_type.numpy_dtype).reshape(corners_info.shape)
+        found += (xp.asarray(corner_result),)
+    return found
 
 
 # ---------------------------------------------------------------- the entry
@@ -201,10 +209,11 @@ ROI_ALIGN_GRAD = Operator(
                                                                  "corners' gradient has its ULP figure and floor)"),
     notes=(
         "The page: InputTensor (optional) must be given when OutputROIGradientTensor is, and when ReductionFunction "
-        "is MAX; OutputGradientTensor and OutputROIGradientTensor are each optional, at least one given. In the API "
-        "and on the command line (InputTensor left out with None, or `none`) every output the inputs allow is "
-        "computed: without InputTensor only OutputGradientTensor (a one-element tuple in the API). A DxDispatch "
-        "desc writes the outputs it has; one that has OutputROIGradientTensor without InputTensor is refused.",
+        "is MAX; OutputGradientTensor and OutputROIGradientTensor are each optional, at least one given. A call "
+        "gives the outputs it asks for (outputs= in the API, --outputs on the command line, the outputs a DxDispatch "
+        "desc has; one left out is not computed), by default every output the inputs allow: without InputTensor "
+        "(left out with None, or `none`) only OutputGradientTensor (a one-element tuple in the API). A call that asks "
+        "for OutputROIGradientTensor without InputTensor is refused.",
         "OutputGradientTensor has InputTensor's Sizes; without InputTensor DirectML takes them from its desc "
         "(--output-shape, output_shape=). OutputROIGradientTensor has ROITensor's Sizes. ROITensor, "
         "BatchIndicesTensor, InputGradientTensor ({ NumROIs, ChannelCount, OutputHeight, OutputWidth }) and the "
