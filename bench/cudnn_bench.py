@@ -110,14 +110,19 @@ def _attention_cases(cp, torch):
 
     none = [None] * 8
     causal_mask = cp.tri(sequence, dtype=cp.int32).reshape(1, 1, sequence, sequence)
+    # scaled_dot_product_attention gives the attention alone: the goal's calls leave the present keys and values out
+    # (outputs=, as a DirectML call whose desc has no present tensors); one call with them shows what they cost.
+    alone = {"outputs": "OutputTensor"}
     return [
-        ("multihead_attention", "attention [1,32,2048,128] FLOAT16", 0.9, {"head_count": heads, "scale": scale},
-         [q, k, v] + none, sdpa(False)),
+        ("multihead_attention", "attention [1,32,2048,128] FLOAT16", 0.9,
+         {"head_count": heads, "scale": scale, **alone}, [q, k, v] + none, sdpa(False)),
+        ("multihead_attention", "the same with the present keys and values", None,
+         {"head_count": heads, "scale": scale}, [q, k, v] + none, sdpa(False)),
         ("multihead_attention", "attention causal (BOOLEAN mask) FLOAT16", 0.9,
-         {"head_count": heads, "scale": scale, "mask_type": "boolean"},
+         {"head_count": heads, "scale": scale, "mask_type": "boolean", **alone},
          [q, k, v, None, None, None, None, causal_mask, None, None, None], sdpa(True)),
         ("multihead_attention1", "attention1 causal (past lengths) FLOAT16", 0.9,
-         {"query_head_count": heads, "key_value_head_count": heads, "scale": scale},
+         {"query_head_count": heads, "key_value_head_count": heads, "scale": scale, **alone},
          [q, k, v] + none + [cp.zeros(batch, dtype=cp.int32)], sdpa(True)),
     ]
 
@@ -152,9 +157,9 @@ def _run_case(cp, torch, backend, engine_api, cudnn_graphs, case, repeats: int) 
     ours_b2b = gpu_stream_seconds(cp, run, repeats)
     theirs_b2b = gpu_stream_seconds(cp, lambda: baseline(*tensors), repeats)
     ratio = theirs_b2b / ours_b2b
-    verdict = "met" if ratio >= goal else "NOT met"
+    verdict = "no goal" if goal is None else f">= {goal}: " + ("met" if ratio >= goal else "NOT met")
     return (f"{label:42} {ours_s * 1e3:9.3f} {theirs_s * 1e3:9.3f} {theirs_s / ours_s:7.2f} {ours_b2b * 1e3:9.3f} "
-            f"{theirs_b2b * 1e3:9.3f} {ratio:7.2f}  >= {goal}: {verdict}; path {path}")
+            f"{theirs_b2b * 1e3:9.3f} {ratio:7.2f}  {verdict}; path {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
