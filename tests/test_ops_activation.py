@@ -22,6 +22,7 @@ from dmlcli.cli import cli
 from dmlcli.data_types import parse_data_type
 from dmlcli.io.json_tensor import tensor_from_object
 from dmlcli.operators.elementwise import activation as module
+from dmlcli.operators.elementwise import gelu as gelu_module
 
 from conftest import SHARED, shared_params
 
@@ -969,11 +970,51 @@ def test_onnx_softplus_cases_run_through_activation_softplus(shared_dir, tmp_pat
     assert len(results) == 2 and all(r.passed for r in results), [(r.case_id, r.message) for r in results]
 
 
-# ---------------------------------------------------------------- GELU's erfc past t = 0.5 (Cody's, vectorised)
+# ---------------------------------------------------------------- GELU's CPU kernel (elementwise/gelu.py)
 
 def _gelu_by_libm(x: np.ndarray) -> np.ndarray:
     """0.5*x*erfc(-x/sqrt2) with C's erfc element by element (the kernel's arithmetic before Cody's erfc), as float64."""
     return np.array([0.5 * v * math.erfc(-v * 0.7071067811865476) if v != -INF else -0.0 for v in x.tolist()])
+
+
+def _gelu_as_before(x: np.ndarray) -> np.ndarray:
+    """The kernel's float64 values before the FLOAT32 polynomial and the FLOAT16 table, element by element on Python
+    floats: t = -x * (1/sqrt2); below t = 0.5 (and above -4) 0.5*x*(1 - erf(t)) with erf by ERF's series, by Horner's
+    rule at the degree its rule picks for the whole tensor (the largest 2t^2 there) and NumPy's exp; C's erfc from
+    t = 0.5 on; x itself from t = -4 down; -0.0 for -inf and the input's NaN made quiet."""
+    from dmlcli.operators.elementwise.transcendental import _ERF_COEFFICIENTS, _erf_degree
+
+    values = [float(v) for v in x.astype(np.float64).ravel()]
+    ts = [-v * 0.7071067811865476 for v in values]
+    top = max((2.0 * (t * t) for t in ts if -4.0 < t < 0.5), default=0.0)
+    first, rest = _erf_degree(min(top, 0.5)), _erf_degree(top)
+    out = []
+    for v, t in zip(values, ts):
+        if v == -INF:
+            out.append(-0.0)
+        elif math.isnan(v):
+            out.append(v + 0.0)  # quiet
+        elif t <= -4.0:
+            out.append(0.5 * v * 2.0)
+        elif t < 0.5:
+            square = t * t
+            y = 2.0 * square
+            degree = first if y <= 0.5 else rest
+            total = y * _ERF_COEFFICIENTS[degree]
+            for coefficient in _ERF_COEFFICIENTS[degree - 1:0:-1]:
+                total += coefficient
+                total *= y
+            total += _ERF_COEFFICIENTS[0]
+            erf = 1.1283791670955126 * float(np.exp(np.array([-square]))[0]) * t * total
+            out.append(0.5 * v * (1.0 - erf))
+        else:
+            out.append(0.5 * v * math.erfc(t))
+    return np.array(out, np.float64).reshape(x.shape)
+
+
+def _same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
+    unsigned = f"u{got.itemsize}"
+    return got.dtype == expected.dtype and np.array_equal(got.view(unsigned), expected.view(unsigned))
 
 
 def _gelu_tail_sample() -> np.ndarray:
@@ -991,7 +1032,7 @@ def _gelu_tail_sample() -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_gelu_tail_has_the_bits_of_c_erfc(dtype):
     # Every FLOAT16 value, and FLOAT32 values over the tail: the same bits as with C's erfc element by element
-    # (bench/gelu_erfc_check.py runs every FLOAT32 value of the tail).
+    # (bench/gelu_erfc_check.py runs every FLOAT32 value).
     if dtype is np.float16:
         x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
     else:
@@ -1000,23 +1041,113 @@ def test_gelu_tail_has_the_bits_of_c_erfc(dtype):
     got = module.gelu([x], dtype, {})
     with np.errstate(over="ignore"):
         expected = _gelu_by_libm(x.astype(np.float64)).astype(dtype)
-    assert np.array_equal(got.view(f"u{got.itemsize}"), expected.view(f"u{got.itemsize}"))
+    assert _same_bits(got, expected)
 
 
 def test_gelu_erfc_within_its_bound_of_c_erfc():
     t = np.concatenate([np.linspace(0.5, 26.5, 20_001), [0.5, 4.0, np.nextafter(4.0, 5.0), 26.5]])
     libm = np.array([math.erfc(v) for v in t.tolist()])
-    assert np.max(np.abs(module._erfc_cody(t) - libm) / libm) < module._ERFC_APART / 64
-    assert module._erfc_cody(np.array([28.0, 1e300, INF])).tolist() == [0.0, 0.0, 0.0]
-    assert np.isnan(module._erfc_cody(np.array([math.nan])))[0]
+    assert np.max(np.abs(gelu_module._erfc_cody(t) - libm) / libm) < gelu_module._ERFC_APART / 64
+    assert gelu_module._erfc_cody(np.array([28.0, 1e300, INF])).tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(gelu_module._erfc_cody(np.array([math.nan])))[0]
 
 
-def test_gelu_redoes_the_products_near_a_rounding_boundary(monkeypatch):
-    # With the bound widened to 2^-26 (a few FLOAT32 ULP), an erfc off by half of it still gives C's erfc's bits: the
-    # products whose rounding it could move are made again with C's erfc (without that step most bits differ).
-    cody = module._erfc_cody
-    monkeypatch.setattr(module, "_ERFC_APART", 2.0**-26)
-    monkeypatch.setattr(module, "_erfc_cody", lambda t: cody(t) * (1 + 2.0**-27))
+def test_gelu_redoes_cody_products_near_a_rounding_boundary(monkeypatch):
+    # Past |x| = 1.5, 300 elements and more take Cody's erfc. With its bound widened to 2^-26 (a few FLOAT32 ULP),
+    # an erfc off by half of it still gives C's erfc's bits: the products whose rounding it could move are made again
+    # with C's erfc (without that step most bits differ).
+    cody = gelu_module._erfc_cody
+    monkeypatch.setattr(gelu_module, "_ERFC_APART", 2.0**-26)
+    monkeypatch.setattr(gelu_module, "_erfc_cody", lambda t: cody(t) * (1 + 2.0**-27))
     x = _gelu_tail_sample()[:20_000]
+    x = x[x < -1.5]
     expected = _gelu_by_libm(x.astype(np.float64)).astype(np.float32)
-    assert np.array_equal(module.gelu([x], np.float32, {}).view(np.uint32), expected.view(np.uint32))
+    assert x.size > gelu_module._ELEMENT_BY_ELEMENT_BELOW
+    assert _same_bits(module.gelu([x], np.float32, {}), expected)
+
+
+def test_gelu_float32_redoes_the_values_near_a_rounding_boundary(monkeypatch):
+    # The polynomial pushed 2^-30 off and the bound widened to 2^-28: the check still finds every value whose
+    # rounding that could move, and the reference makes them again (with the bound left at 2^-43, 1% differ).
+    core = gelu_module._core
+    monkeypatch.setattr(gelu_module, "_core",
+                        lambda v, square, values: np.multiply(core(v, square, values), 1 + 2.0**-30, out=values))
+    monkeypatch.setattr(gelu_module, "_APART", 2.0**-28)
+    x = (np.random.default_rng(3).standard_normal(20_000) * 0.6).astype(np.float32)
+    assert _same_bits(module.gelu([x], np.float32, {}), _gelu_as_before(x).astype(np.float32))
+
+
+def _gelu_floats(width: int):
+    """Finite and special values of one width: plain floats, raw bit patterns (NaN payloads, subnormals), and the
+    edges of the kernel's paths (|x| = 1.5, x = 5.66 where erfc is taken as 2, the tail's saturation)."""
+    edges = [0.0, -0.0, INF, -INF, NAN, 1.5, -1.5, 5.656854, 5.6568546, -0.7071068, -0.70710677, 3e38, -3e38,
+             1e-40, -1e-40, 2.0**-149, -(2.0**-149), 2.0**-24, -14.36, -38.0]
+    bits = st.integers(0, (1 << width) - 1).map(
+        lambda b: float(np.array([b], f"u{width // 8}").view(f"f{width // 8}")[0]))
+    return st.one_of(st.floats(width=width), st.floats(-6.0, 6.0, width=width), bits, st.sampled_from(edges))
+
+
+@FAST
+@given(st.lists(_gelu_floats(32), min_size=1, max_size=80), st.integers(0, 20))
+def test_gelu_float32_has_the_bits_of_the_kernel_before(values, normal):
+    # Random FLOAT32 tensors (with `normal` pre-activation-like values among them): the same bits as the kernel
+    # before, whose series degree depends on the whole tensor.
+    spread = np.random.default_rng(normal).standard_normal(normal) * 0.6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = np.array(values + spread.tolist(), np.float32)
+        expected = _gelu_as_before(x).astype(np.float32)
+    assert _same_bits(module.gelu([x], np.float32, {}), expected)
+
+
+@FAST
+@given(st.lists(_gelu_floats(16), min_size=1, max_size=80))
+def test_gelu_float16_has_the_bits_of_the_kernel_before(values):
+    # The FLOAT16 table holds for any tensor: its series degrees (the tensor's) change no FLOAT16 result.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = np.array(values, np.float16)
+        expected = _gelu_as_before(x).astype(np.float16)
+    assert _same_bits(module.gelu([x], np.float16, {}), expected)
+
+
+def test_gelu_every_float16_value():
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(256, 256)
+    with np.errstate(all="ignore"):
+        expected = _gelu_as_before(x).astype(np.float16)
+    assert _same_bits(module.gelu([x], np.float16, {}), expected)
+
+
+def test_gelu_in_blocks_and_views(monkeypatch):
+    # A FLOAT32 tensor of several blocks (one element past 5.5, where the series' degree rises for the whole tensor),
+    # a strided view and broadcast inputs: the reference's bits in the input's shape.
+    monkeypatch.setattr(gelu_module, "_BLOCK", 1000)
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((7, 600)) * 1.5).astype(np.float32)
+    x[3, 5] = 5.5
+    expected = _gelu_as_before(x).astype(np.float32)
+    assert _same_bits(module.gelu([x], np.float32, {}), expected)
+    view = x[:, ::3]
+    assert _same_bits(module.gelu([view], np.float32, {}), _gelu_as_before(view).astype(np.float32))
+    row = np.broadcast_to(x[0], (4, 600))
+    got = module.gelu([row], np.float32, {})
+    assert got.shape == (4, 600) and _same_bits(got, _gelu_as_before(row).astype(np.float32))
+    halves = np.broadcast_to(x[0, ::2].astype(np.float16), (3, 300))
+    got = module.gelu([halves], np.float16, {})
+    assert got.shape == (3, 300) and _same_bits(got, _gelu_as_before(halves).astype(np.float16))
+
+
+def test_gelu_other_types_take_the_reference():
+    x = np.array([-3.0, -1.0, -0.25, 0.0, 0.5, 2.0, 7.0], np.float32)
+    assert np.array_equal(module.gelu([x], np.float64, {}), _gelu_as_before(x))
+    assert module.gelu([np.zeros((2, 0), np.float32)], np.float32, {}).shape == (2, 0)
+
+
+@pytest.mark.parametrize("values", [
+    [0.3, -0.2, 2.0], [-3.0, -0.5, -0.1], [-3.0, -2.0], [7.0, 1.0, -0.6], [NAN, 0.4, 3.0], [INF, -INF, 0.0],
+    [5.6568546, 5.656854, -0.7071068, -0.70710677], [0.1, -0.7], [40.0, 6.0],
+])
+def test_gelu_series_degree_without_widening(values):
+    # The redo's largest 2t^2 over the tensor, worked out on FLOAT32, is the one the whole float64 tensor gives.
+    x = np.array(values, np.float32)
+    assert gelu_module._top_factor_float32(x) == gelu_module._top_factor(x.astype(np.float64))

@@ -25,6 +25,7 @@ from ..numerics.float_specials import clip_keeps_nan_bits, has_nan, has_zero
 from ..table.parameters import FloatParameter, FusedActivationParameter
 from ..table.schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
     Tolerance, rows)
+from .gelu import gelu
 
 # The activations that normalise across axes (not element-wise): they live in the reduction family (reduction.py).
 AXIS_WISE = ("SOFTMAX", "LOG_SOFTMAX", "HARDMAX", "SOFTMAX1", "LOG_SOFTMAX1", "HARDMAX1")
@@ -205,99 +206,6 @@ def _zero(x) -> np.ndarray:
     return np.zeros((), x.dtype)
 
 
-# Below this, erfc(t) = 1 - erf(t) loses at most one bit to the subtraction (erf(0.5) = 0.52): erf's double
-# series by Horner's rule (transcendental's ERF kernel, within 2^-40 of the series) serves there, vectorised;
-# above it, W. J. Cody's rational approximations of erfc (below).
-_ERFC_BY_ERF = 0.5
-
-# W. J. Cody, "Rational Chebyshev approximations for the error function", Math. Comp. 23 (1969) 631-637, as in his
-# SPECFUN routine CALERF (netlib specfun/erf), whose coefficients these are (lowest degree first): erfc(t) =
-# exp(-t^2) P(t)/Q(t) for 0.46875 < t <= 4, and exp(-t^2)/t (1/sqrt(pi) - R(1/t^2)/t^2) past 4, both to about
-# 1e-18 in exact arithmetic, so to a few double ULP in double's.
-_CODY_MIDDLE_P = (1.23033935479799725e3, 2.05107837782607147e3, 1.71204761263407058e3, 8.81952221241769090e2,
-                  2.98635138197400131e2, 6.61191906371416295e1, 8.88314979438837594e0, 5.64188496988670089e-1,
-                  2.15311535474403846e-8)
-_CODY_MIDDLE_Q = (1.23033935480374942e3, 3.43936767414372164e3, 4.36261909014324716e3, 3.29079923573345963e3,
-                  1.62138957456669019e3, 5.37181101862009858e2, 1.17693950891312499e2, 1.57449261107098347e1, 1.0)
-_CODY_TAIL_P = (6.58749161529837803e-4, 1.60837851487422766e-2, 1.25781726111229246e-1, 3.60344899949804439e-1,
-                3.05326634961232344e-1, 1.63153871373020978e-2)
-_CODY_TAIL_Q = (2.33520497626869185e-3, 6.05183413124413191e-2, 5.27905102951428412e-1, 1.87295284992346047e0,
-                2.56852019228982242e0, 1.0)
-_CODY_MIDDLE_END = 4.0
-_ONE_OVER_SQRT_PI = 0.5641895835477563  # 1/sqrt(pi), the double nearest
-# erfc(t) is 0 in double (below its least subnormal) from t = 27.3 on; clamping there keeps +inf out of exp's split.
-_ERFC_ZERO_FROM = 28.0
-
-
-def _polynomial(coefficients: tuple[float, ...], y: np.ndarray) -> np.ndarray:
-    """sum_i coefficients[i] y^i by Horner's rule."""
-    total = np.full_like(y, coefficients[-1])
-    for coefficient in coefficients[-2::-1]:
-        total *= y
-        total += coefficient
-    return total
-
-
-def _erfc_cody(t: np.ndarray) -> np.ndarray:
-    """erfc(t) in float64 for t >= 0.46875 (NaN stays NaN), by Cody's approximations. exp(-t^2) is taken as
-    exp(-s^2) exp(-(t - s)(t + s)) with s = t rounded down to 1/16: s^2 is exact, so no rounding of t^2 (whose
-    error exp would magnify by t^2, up to 784) reaches the result (Cody's own split)."""
-    t = np.minimum(t, _ERFC_ZERO_FROM)
-    beyond = np.flatnonzero(~(t <= _CODY_MIDDLE_END))  # past 4 (and NaN): the asymptotic form
-    if beyond.size == t.size:
-        factor = _cody_asymptotic(t)
-    else:
-        factor = _polynomial(_CODY_MIDDLE_P, t) / _polynomial(_CODY_MIDDLE_Q, t)
-        if beyond.size:
-            factor[beyond] = _cody_asymptotic(t[beyond])
-    s = np.trunc(t * 16.0) / 16.0
-    return np.exp(-s * s) * np.exp(-(t - s) * (t + s)) * factor
-
-
-def _cody_asymptotic(t: np.ndarray) -> np.ndarray:
-    """Cody's erfc(t) exp(t^2) for t > 4: (1/sqrt(pi) - R(1/t^2)/t^2) / t."""
-    inverse_square = 1.0 / (t * t)
-    return (_ONE_OVER_SQRT_PI - _polynomial(_CODY_TAIL_P, inverse_square) * inverse_square
-            / _polynomial(_CODY_TAIL_Q, inverse_square)) / t
-
-
-def _erfc(values: np.ndarray) -> np.ndarray:
-    """erfc in float64 (NumPy has none): 1 - erf(t) where t < 0.5 (no cancellation there), erf by ERF's series
-    in Horner's form (-1 below -4, where erfc is 2 to within 2^-56); Cody's approximations for the rest (within
-    _ERFC_APART of C's erfc, which this took element by element before)."""
-    from .transcendental import _ERF_SATURATES, _TWO_OVER_SQRT_PI, _erf_horner
-
-    flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
-    with np.errstate(all="ignore"):
-        t = np.where((flat < _ERFC_BY_ERF) & (flat > -_ERF_SATURATES), flat, 0.0)
-        square = t * t
-        erf = _TWO_OVER_SQRT_PI * np.exp(-square) * t * _erf_horner(square)
-        result = 1.0 - np.where(flat <= -_ERF_SATURATES, -1.0, erf)
-        rest = np.flatnonzero(~(flat < _ERFC_BY_ERF))
-        if rest.size:
-            result[rest] = _erfc_cody(flat[rest])
-    return result.reshape(np.shape(values))
-
-
-# Relative distance within which _erfc_cody and C's erfc (glibc's: a few ULP) lie for every t in [0.5, 26.5]: the
-# largest measured over every t = -x/sqrt(2) of a FLOAT32 x (bench/gelu_erfc_check.py) is 1.2e-15 (2^-49.6);
-# 2^-40 leaves a factor of 800. Past 26.5 erfc < 2^-1000, and any such product rounds to zero in FLOAT32 and FLOAT16.
-_ERFC_APART = 2.0**-40
-
-
-def _erfc_libm(values: np.ndarray) -> np.ndarray:
-    """C's erfc through the math module, element by element: the reference the vectorised erfc stays within
-    _ERFC_APART of, taken where that distance could change a rounded result."""
-    return np.fromiter(map(math.erfc, values.tolist()), np.float64, values.size)
-
-
-def _near_a_rounding_boundary(values: np.ndarray, out_dtype) -> np.ndarray:
-    """Where a float64 value's neighbourhood of relative size _ERFC_APART does not round to one out_dtype number
-    (about 2^-15 of the values for FLOAT32): there, and only there, another erfc within _ERFC_APART of this one
-    could round the product elsewhere."""
-    return _out(values * (1.0 - _ERFC_APART), out_dtype) != _out(values * (1.0 + _ERFC_APART), out_dtype)
-
-
 def _sigmoid64(t):
     return 1.0 / (1.0 + np.exp(-t))
 
@@ -452,28 +360,6 @@ def scaled_elu(inputs, out_dtype, params):
     v, a, g = _as64(x), np.float64(params["Alpha"]), np.float64(params["Gamma"])
     with np.errstate(all="ignore"):
         return _out(np.where(v > 0.0, g * v, g * (a * np.expm1(v))), out_dtype)
-
-
-_SQRT1_2 = 0.7071067811865476  # 1/sqrt(2), the double nearest
-
-
-def gelu(inputs, out_dtype, params):
-    (x,) = inputs
-    v = _as64(x)
-    with np.errstate(all="ignore"):
-        # 0.5*x*(1 + erf(x/sqrt2)) = 0.5*x*erfc(-x/sqrt2): no cancellation for negative x.
-        t = -v * _SQRT1_2
-        values = np.where(v == -np.inf, -0.0, 0.5 * v * _erfc(t))
-        result = _out(values, out_dtype)
-        # The bits C's erfc gave (which this took element by element past t = 0.5 before): the few products
-        # within _ERFC_APART of a rounding boundary are made again with it.
-        tail = np.flatnonzero(t >= _ERFC_BY_ERF)
-        near = tail[_near_a_rounding_boundary(values.ravel()[tail], out_dtype)]
-        if near.size:
-            again = 0.5 * v.ravel()[near] * _erfc_libm(t.ravel()[near])
-            result = np.array(result, copy=True)
-            result.ravel()[near] = _out(again, out_dtype)
-        return result
 
 
 def sigmoid(inputs, out_dtype, params):
