@@ -159,6 +159,14 @@ def test_stacked_attention_through_cudnn(frontend):
     assert attention_within(arrays, {"head_count": 4, "scale": 0.125}) == "cudnn"
 
 
+def test_the_same_tensors_split_into_other_heads_make_their_own_plan(frontend):
+    """A call's plan is kept per signature of its tensors; HeadCount is a field, so the same tensors split into 4
+    heads of 64 and then into 8 heads of 32 lie differently: each call its own plan, each within the rule."""
+    arrays = qkv(1, 64, 4, 64) + [None] * (MHA_INPUTS - 3)
+    assert attention_within(arrays, {"head_count": 4, "scale": 0.125}) == "cudnn"
+    assert attention_within(arrays, {"head_count": 8, "scale": 0.125}) == "cudnn"
+
+
 def test_attention_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
     arrays = qkv(1, 16, 2, 32) + [None] * (MHA_INPUTS - 3)
     arrays[7] = (np.random.default_rng(2).random((1, 2, 16, 16)) > 0.3).astype(np.int32)

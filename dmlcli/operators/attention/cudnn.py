@@ -66,7 +66,8 @@ def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
     if any(array.dtype != np.float16 for array in floats):
         raise Unsupported("cuDNN's attention takes FLOAT16 here (not FLOAT32)")
     causal = _causal(cupy, given, params, found)
-    key = (tuple((name, array.shape, array.strides, array.dtype.char) for name, array in given.items()),
+    # The layout too: the same tensors split into other head counts (HeadCount is a field) lie elsewhere.
+    key = (found, tuple((name, array.shape, array.strides, array.dtype.char) for name, array in given.items()),
            float(params["Scale"]), causal)
     plan = _PLANS.get(key)
     if plan is None:
@@ -100,11 +101,11 @@ def _present(given, found, role: str, out, cupy):
     return strided_copy(cupy, rows.transpose(0, 2, 1, 3)[:, :, :out.shape[-2]]).reshape(out.shape)
 
 
-# A call's plan, worked out once per signature of its tensors (their Sizes, strides and types), scale and mask: where
-# the queries, keys and values lie in the given tensors, the cuDNN graph's signature, the output's Sizes. A call
-# made again (a loop, a model's node) then costs its host only the pointers, the output's allocation and cuDNN's
-# execute: the views and signatures made on every call were most of the 0.16 to 0.19 ms of host time per call that
-# bounded back-to-back calls on the H200 (cuDNN's own execute of the built graph: 0.02 ms).
+# A call's plan, worked out once per layout (the Sizes and head counts), signature of its tensors (their Sizes,
+# strides and types), scale and mask: where the queries, keys and values lie in the given tensors, the cuDNN graph's
+# signature, the output's Sizes. A call made again (a loop, a model's node) then costs its host only the pointers,
+# the output's allocation and cuDNN's execute: the views and signatures made on every call were most of the 0.16 to
+# 0.19 ms of host time per call that bounded back-to-back calls on the H200 (cuDNN's own execute: 0.02 ms).
 PLANS_KEPT = 64
 _PLANS: dict[tuple, "_Plan"] = {}
 
