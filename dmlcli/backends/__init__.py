@@ -44,6 +44,12 @@ class Backend(Protocol):
 _MODULES = {"cpu": "dmlcli.backends.cpu", "gpu": "dmlcli.backends.gpu"}
 
 
+def fused_activation(operator, parameters):
+    """The activation fused into a shaped call (Operator.fused_activation's field: the activation's operator and its
+    fields), or None; the backends run it on the kernel's first result, rounded to the output type."""
+    return parameters.get(operator.fused_activation) if operator.fused_activation else None
+
+
 def check_result_count(operator, results, outputs) -> None:
     """A shaped kernel gives one array per output it is asked for (`outputs`, the call's TensorInfo list: an
     optional output the call leaves out is not there); more or fewer is a bug, which zipping them would hide."""

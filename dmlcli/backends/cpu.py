@@ -6,7 +6,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from . import check_result_count
+from . import check_result_count, fused_activation
 from ..data_types import from_kernel_array, is_four_bit_dtype, to_kernel_array
 from ..operators import Operator
 from ..operators.numerics import compiled_loops
@@ -61,7 +61,7 @@ class CpuBackend:
         arrays = [None if x is None else to_kernel_array(to_native(x)) for x in inputs]
         results = list(operator.array_kernel(np, arrays, outputs, parameters))
         check_result_count(operator, results, outputs)
-        fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
+        fused = fused_activation(operator, parameters)
         if fused is not None:  # the activation's own kernel, on the result rounded to the output type
             activation, fields = fused
             first = np.asarray(results[0])
@@ -77,8 +77,8 @@ class CpuBackend:
         few µs less: the per-input conversions and the per-output type checks were most of the planned call's own
         cost. Any other call takes `shaped` itself, under the caller's np.errstate."""
         as_given = all(x is None or (x.dtype.isnative and not is_four_bit_dtype(x.dtype)) for x in inputs)
-        fused = operator.fused_activation and parameters.get(operator.fused_activation) is not None
-        if not as_given or fused or any(info.data_type.is_four_bit for info in outputs):
+        four_bit_out = any(info.data_type.is_four_bit for info in outputs)
+        if not as_given or four_bit_out or fused_activation(operator, parameters) is not None:
             return lambda arrays: self.shaped(arrays, operator, outputs, parameters)
         kernel = operator.array_kernel
 

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from . import check_result_count, gpu_kernels
+from . import check_result_count, fused_activation, gpu_kernels
 from ..data_types import from_kernel_array, to_kernel_array
 from ..errors import BackendUnavailableError, InputError
 from ..operators import Operator
@@ -260,7 +260,7 @@ class GpuBackend:
             applied = kernel(cp, arrays, outputs, parameters)
             results = list(applied)
         check_result_count(operator, results, outputs)
-        fused = parameters.get(operator.fused_activation) if operator.fused_activation else None
+        fused = fused_activation(operator, parameters)
         if isinstance(applied, ActivationApplied):
             fused = None  # the kernel's library applied it (cuDNN's fused RELU): not twice
         if fused is not None:  # the activation's own CUDA kernel, on the device result rounded to the output type

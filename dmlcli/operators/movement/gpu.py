@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -463,26 +464,34 @@ def strided_copy(cp, view):
     planned = _gather_plan(view.shape, view.strides, view.dtype.itemsize)
     if planned is None:
         return cp.ascontiguousarray(view)
-    sizes, steps, vector, count, arguments = planned
+    sizes, steps, vector = planned.sizes, planned.steps, planned.vector
     out = cp.empty(view.shape, dtype=view.dtype)
     whole_words = _reads_whole_words(view, sizes, steps, vector)
     if _pairs_take(sizes, steps, whole_words):
         _pairs(cp, view, out, sizes, steps)
         return out
     word = f"uint{view.dtype.itemsize * 8}"
-    wide = arguments[-1]
-    source = _gather_source(len(sizes), C_WORD_TYPES[view.dtype.itemsize * 8], vector, wide,
+    source = _gather_source(len(sizes), C_WORD_TYPES[view.dtype.itemsize * 8], vector, planned.wide,
                             steps[-1] if whole_words else 0)
-    launch(cp, source, view.view(word), out.view(word), *arguments[:-1], count=count)
+    launch(cp, source, view.view(word), out.view(word), *planned.arguments, count=planned.count)
     return out
 
 
+class _GatherPlan(NamedTuple):
+    """What strided_copy works out from a view's Sizes, strides and item size alone."""
+
+    sizes: tuple[int, ...]  # the view's dimensions merged (_merged), in elements
+    steps: tuple[int, ...]
+    vector: int  # consecutive outputs a thread stores at once
+    count: int  # the kernel's stores
+    wide: bool  # whether the kernel needs 64-bit indices
+    arguments: tuple  # the counts and steps as int64, then the magic numbers of their divisions
+
+
 @functools.lru_cache(maxsize=256)
-def _gather_plan(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int):
-    """What strided_copy works out from a view's Sizes, strides and item size alone (a repeated call's, such as
-    attention's present keys every call, once): the merged sizes and steps, the vector, the count of stores, and
-    the kernel's arguments (the counts and steps as int64, the magic numbers, and last whether it needs 64-bit
-    indices); None where the kernel does not take the view."""
+def _gather_plan(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> _GatherPlan | None:
+    """strided_copy's plan for a view (a repeated call's, such as attention's present keys on every call, worked out
+    once); None where the kernel does not take the view."""
     sizes, steps, vector = _layout_of(shape, strides, itemsize)
     if len(sizes) > GATHER_MAX_RANK or (len(sizes) == 1 and steps[0] == 1):
         return None
@@ -491,8 +500,8 @@ def _gather_plan(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int
     wide = max(math.prod(shape), reach) >= 2**31 - 2**24  # room for the grid-stride step past the last element
     magic = [fast_division(count) for count in counts]
     arguments = (*(np.int64(v) for v in (*counts, *steps)), *(np.uint32(m) for m, _ in magic),
-                 *(np.uint32(r) for _, r in magic), wide)
-    return sizes, steps, vector, math.prod(shape) // vector, arguments
+                 *(np.uint32(r) for _, r in magic))
+    return _GatherPlan(tuple(sizes), tuple(steps), vector, math.prod(shape) // vector, wide, arguments)
 
 
 def gather_layout(view) -> tuple[list[int], list[int], int]:
