@@ -166,3 +166,16 @@ def test_the_cpu_backend_never_asks_for_cudnn(hidden_frontend, monkeypatch):
     monkeypatch.setattr(cudnn_graphs, "frontend", lambda: pytest.fail("the CPU backend asked for cuDNN"))
     x = np.ones((1, 1, 4, 4), np.float32)
     assert dmlcli.run("convolution", x, np.ones((1, 1, 3, 3), np.float32), backend="cpu").shape == (1, 1, 2, 2)
+
+
+def test_a_handle_is_bound_to_a_stream_when_the_stream_changes(fake_frontend, monkeypatch):
+    # cuDNN keeps the stream it was given: binding it again on every call cost host time; a call on another stream
+    # (and back) must bind again.
+    bound = []
+    monkeypatch.setattr(fake_frontend, "set_stream", lambda handle, stream: bound.append(stream))
+    cupy = fake_cupy()
+    stream = cupy.cuda.get_current_stream()
+    for pointer in (16, 16, 16, 32, 16, 16):
+        stream.ptr = pointer
+        assert cudnn_graphs._handle(fake_frontend, cupy) == "handle"
+    assert bound == [16, 32, 16]

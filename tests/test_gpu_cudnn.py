@@ -167,6 +167,56 @@ def test_the_same_tensors_split_into_other_heads_make_their_own_plan(frontend):
     assert attention_within(arrays, {"head_count": 8, "scale": 0.125}) == "cudnn"
 
 
+def test_a_call_made_again_reuses_its_plan(frontend, monkeypatch):
+    """The plan (views, graph signature) is worked out on a signature's first call alone: the later calls with the
+    same Sizes, strides, types and fields find it (9c0e6c5 keyed it by a fresh layout object, so none ever did)."""
+    from dmlcli.operators.attention import cudnn as attention_cudnn
+
+    made = []
+    plan = attention_cudnn._plan
+    monkeypatch.setattr(attention_cudnn, "_plan", lambda *args: made.append(args) or plan(*args))
+    arrays = qkv(1, 48, 2, 32, seed=9) + [None] * (MHA_INPUTS - 3)
+    for _ in range(3):
+        assert attention_within(arrays, {"head_count": 2, "scale": 0.25}) == "cudnn"
+    assert len(made) == 1
+    assert attention_within(arrays, {"head_count": 2, "scale": 0.5}) == "cudnn"  # another Scale: another graph
+    assert len(made) == 2
+
+
+def causal_mask(rows, cols, leading=(1, 1)):
+    return np.broadcast_to(np.tril(np.ones((rows, cols), np.int32)), leading + (rows, cols)).copy()
+
+
+@pytest.mark.parametrize("change", ["none", "a masked key in the last row", "a kept future key in a later head"])
+def test_a_boolean_mask_is_read_whole_on_every_call(frontend, change):
+    """The mask's pattern is read on the device on each call: one value that breaks the causal pattern anywhere
+    (the last row of the last head, or above the diagonal of the second head) sends the call to dmlcli's kernel,
+    though the same Sizes ran through cuDNN the call before."""
+    arrays = qkv(1, 40, 2, 32, seed=3) + [None] * (MHA_INPUTS - 3)
+    options = {"head_count": 2, "scale": 0.2, "mask_type": "boolean"}
+    arrays[7] = causal_mask(40, 40, (1, 2))
+    assert attention_within(arrays, options) == "cudnn"
+    if change == "a masked key in the last row":
+        arrays[7][0, 1, 39, 17] = 0
+    elif change == "a kept future key in a later head":
+        arrays[7][0, 1, 5, 30] = 7
+    expected = "cudnn" if change == "none" else "dmlcli: a BOOLEAN mask that is neither all ones nor causal"
+    assert attention_within(arrays, options) == expected
+
+
+def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):
+    # A {1, 1, 1, T} mask of ones keeps every key (no causal pattern in its Sizes); with MULTIHEAD_ATTENTION1's past
+    # lengths and no past, the same mask is causal, as is a causal {S, T} mask.
+    arrays = qkv(2, 24, 2, 32, seed=6) + [None] * (MHA_INPUTS - 3)
+    ones = np.ones((1, 1, 1, 24), np.int32)
+    assert attention_within(arrays[:7] + [ones] + arrays[8:], {"head_count": 2, "mask_type": "boolean"}) == "cudnn"
+    with_lengths = arrays + [np.zeros(2, np.int32)]
+    options1 = {"query_head_count": 2, "key_value_head_count": 2, "mask_type": "boolean"}
+    for mask in (ones, causal_mask(24, 24)):
+        given = with_lengths[:7] + [mask] + with_lengths[8:]
+        assert attention_within(given, options1, "multihead_attention1") == "cudnn"
+
+
 def test_attention_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
     arrays = qkv(1, 16, 2, 32) + [None] * (MHA_INPUTS - 3)
     arrays[7] = (np.random.default_rng(2).random((1, 2, 16, 16)) > 0.3).astype(np.int32)

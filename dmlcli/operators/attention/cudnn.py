@@ -30,6 +30,7 @@ import numpy as np
 from ..movement.gpu import strided_copy
 from ..numerics import cudnn_graphs
 from ..numerics.cudnn_graphs import Unsupported
+from .layout import Layout, head_counts, layout
 
 _UNMAPPED = ("BiasTensor", "RelativePositionBiasTensor", "PastKeyTensor", "PastValueTensor")
 _STACK_POSITION = {("StackedQueryKeyTensor", "q"): 0, ("StackedQueryKeyTensor", "k"): 1,
@@ -52,29 +53,17 @@ class Signature(NamedTuple):
     causal: bool
 
 
-def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
+def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
     """The outputs `outputs` names (OutputTensor, and OutputPresentKeyTensor and OutputPresentValueTensor where the
-    call has them), in their order, through cuDNN; Unsupported where the call does not map. `found` is the call's
-    Layout (entries.layout)."""
+    call has them), in their order, through cuDNN; Unsupported where the call does not map."""
     cudnn = cudnn_graphs.frontend()
-    present = [name for name in _UNMAPPED if name in given]
-    if present:
-        raise Unsupported(f"{present[0]} (cuDNN's attention here takes none)")
-    if found.key_from is None:
-        raise Unsupported("keys and values from the past alone")
-    floats = [array for name, array in given.items() if name not in ("MaskTensor", "PastSequenceLengthsTensor")]
-    if any(array.dtype != np.float16 for array in floats):
-        raise Unsupported("cuDNN's attention takes FLOAT16 here (not FLOAT32)")
-    causal = _causal(cupy, given, params, found)
-    # The layout too: the same tensors split into other head counts (HeadCount is a field) lie elsewhere.
-    key = (found, tuple((name, array.shape, array.strides, array.dtype.char) for name, array in given.items()),
-           float(params["Scale"]), causal)
-    plan = _PLANS.get(key)
+    prepared = _prepared(given, params)
+    causal = prepared.causal
+    if causal is None:  # a BOOLEAN mask: its values decide, on every call
+        causal = _causal_by_mask(cupy, given, params, prepared.found)
+    plan = prepared.plans.get(causal)
     if plan is None:
-        plan = _plan(given, params, found, causal)
-        if len(_PLANS) >= PLANS_KEPT:
-            _PLANS.pop(next(iter(_PLANS)))
-        _PLANS[key] = plan
+        plan = prepared.plans[causal] = _plan(given, params, prepared.found, causal)
     attended = cupy.empty(plan.attended, dtype=np.float16)
     pointers = {role: given[source].data.ptr + offset for role, source, offset in plan.views}
     pointers["O"] = attended.data.ptr
@@ -87,7 +76,8 @@ def attend(cupy, given: Mapping[str, object], outputs, params, found) -> tuple:
         if out.name == "OutputTensor":
             results.append(attended.reshape(out.shape))
         else:
-            results.append(_present(given, found, "k" if out.name == "OutputPresentKeyTensor" else "v", out, cupy))
+            role = "k" if out.name == "OutputPresentKeyTensor" else "v"
+            results.append(_present(given, prepared.found, role, out, cupy))
     return tuple(results)
 
 
@@ -101,19 +91,65 @@ def _present(given, found, role: str, out, cupy):
     return strided_copy(cupy, rows.transpose(0, 2, 1, 3)[:, :, :out.shape[-2]]).reshape(out.shape)
 
 
-# A call's plan, worked out once per layout (the Sizes and head counts), signature of its tensors (their Sizes,
-# strides and types), scale and mask: where the queries, keys and values lie in the given tensors, the cuDNN graph's
-# signature, the output's Sizes. A call made again (a loop, a model's node) then costs its host only the pointers,
-# the output's allocation and cuDNN's execute: the views and signatures made on every call were most of the 0.16 to
-# 0.19 ms of host time per call that bounded back-to-back calls on the H200 (cuDNN's own execute: 0.02 ms).
+# What a call's Sizes, strides, types and fields decide, worked out once per such signature: its layout, whether it
+# maps at all and whether it is causal (None where a BOOLEAN mask's values decide, read on every call), and its plan
+# per causal answer: where the queries, keys and values lie in the given tensors, the cuDNN graph's signature, the
+# output's Sizes. A call made again (a loop, a model's node) then costs its host only the pointers, the output's
+# allocation and cuDNN's execute: the layout, views and signatures made on every call were most of the 0.15 to 0.19
+# ms of host time per call that bounded back-to-back calls on the H200 (cuDNN's own execute: 0.02 ms).
 PLANS_KEPT = 64
-_PLANS: dict[tuple, "_Plan"] = {}
+_PREPARED: dict[tuple, "_Prepared"] = {}
 
 
 class _Plan(NamedTuple):
     views: tuple[tuple[str, str, int], ...]  # (graph tensor, given tensor, byte offset from its data) for Q, K, V
     attended: tuple[int, ...]  # {batch, rows, heads, value size}
     signature: Signature
+
+
+class _Prepared(NamedTuple):
+    found: Layout
+    causal: bool | None  # None: the BOOLEAN mask's values decide, on each call
+    plans: dict[bool, _Plan]  # by causal: filled as calls come
+
+
+def _prepared(given, params) -> _Prepared:
+    """The call's prepared layout and plans, looked up by its tensors' Sizes, strides and types and the fields that
+    shape the attention (HeadCount is a field: the same tensors split into other heads lie elsewhere)."""
+    key = (tuple((name, array.shape, array.strides, array.dtype.char) for name, array in given.items()),
+           head_counts(params), float(params["Scale"]), params["MaskType"], float(params["MaskFilterValue"]))
+    found = _PREPARED.get(key)
+    if found is None:
+        found = _prepare(given, params)
+        if len(_PREPARED) >= PLANS_KEPT:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[key] = found
+    return found
+
+
+def _prepare(given, params) -> _Prepared:
+    """The layout and what the Sizes, types and fields alone say: Unsupported where the call does not map."""
+    found = layout({name: tuple(array.shape) for name, array in given.items()}, params)
+    present = [name for name in _UNMAPPED if name in given]
+    if present:
+        raise Unsupported(f"{present[0]} (cuDNN's attention here takes none)")
+    if found.key_from is None:
+        raise Unsupported("keys and values from the past alone")
+    floats = [array for name, array in given.items() if name not in ("MaskTensor", "PastSequenceLengthsTensor")]
+    if any(array.dtype != np.float16 for array in floats):
+        raise Unsupported("cuDNN's attention takes FLOAT16 here (not FLOAT32)")
+    lengths = "PastSequenceLengthsTensor" in given
+    if lengths and found.past:
+        raise Unsupported("PastSequenceLengthsTensor with past keys (per-entry positions)")
+    mask_type = params["MaskType"]
+    if mask_type == "NONE":
+        causal = lengths
+        _check_filter(params, causal)
+    elif mask_type == "BOOLEAN":
+        causal = None
+    else:
+        raise Unsupported(f"MaskType {mask_type}")
+    return _Prepared(found, causal, {})
 
 
 def _plan(given, params, found, causal: bool) -> _Plan:
@@ -152,43 +188,65 @@ def _heads_major(view) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(int(sizes[axis]) for axis in order), tuple(int(strides[axis]) for axis in order)
 
 
-def _causal(cupy, given, params, found) -> bool:
-    """Whether the call's mask is the causal one (True) or none (False); Unsupported for any other mask."""
-    mask_type = params["MaskType"]
-    lengths = "PastSequenceLengthsTensor" in given
-    if lengths and found.past:
-        raise Unsupported("PastSequenceLengthsTensor with past keys (per-entry positions)")
-    if mask_type == "NONE":
-        causal = lengths
-    elif mask_type == "BOOLEAN":
-        pattern = _boolean_pattern(cupy, given["MaskTensor"], found)
-        if pattern == "causal" or (pattern == "none" and lengths):
-            causal = True
-        elif pattern == "none":
-            causal = False
-        else:
-            raise Unsupported("a BOOLEAN mask that is neither all ones nor causal")
-    else:
-        raise Unsupported(f"MaskType {mask_type}")
+def _check_filter(params, causal: bool) -> None:
     if causal and not float(params["MaskFilterValue"]) <= CAUSAL_FILTER_LIMIT:
         raise Unsupported(f"a causal mask with MaskFilterValue {params['MaskFilterValue']} above "
                           f"{CAUSAL_FILTER_LIMIT:g} (masked keys would keep a weight)")
+
+
+def _causal_by_mask(cupy, given, params, found) -> bool:
+    """Whether the BOOLEAN MaskTensor makes the call causal (True) or keeps every key (False); Unsupported for any
+    other mask. With PastSequenceLengthsTensor (and no past) a mask of ones is causal too."""
+    pattern = _boolean_pattern(cupy, given["MaskTensor"], found)
+    if pattern == "other":
+        raise Unsupported("a BOOLEAN mask that is neither all ones nor causal")
+    causal = pattern == "causal" or "PastSequenceLengthsTensor" in given
+    _check_filter(params, causal)
     return causal
+
+
+# One pass over an INT32 mask, read as rows of its last two Sizes: bit 0 where a key is masked (a 0), bit 1 where a
+# value differs from the causal pattern (kept exactly where column j <= row i). A block takes whole rows.
+_PATTERN_SOURCE = r"""
+extern "C" __global__ void mask_pattern(const int* mask, long long row_count, int rows, int cols, int* found) {
+    int bits = 0;
+    for (long long r = blockIdx.x; r < row_count; r += gridDim.x) {
+        const int i = (int)(r % rows);
+        const int* row = mask + r * cols;
+        for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+            const bool kept = row[j] != 0;
+            bits |= (kept ? 0 : 1) | ((kept != (j <= i)) ? 2 : 0);
+        }
+    }
+    const int masked = __any_sync(0xffffffffu, bits & 1), uncausal = __any_sync(0xffffffffu, bits & 2);
+    if ((threadIdx.x & 31) == 0 && (masked || uncausal)) {
+        atomicOr(found, (masked ? 1 : 0) | (uncausal ? 2 : 0));
+    }
+}
+"""
+_PATTERN_KERNELS: dict[int, object] = {}
 
 
 def _boolean_pattern(cupy, mask, found) -> str:
     """"none" (every key kept), "causal" (key j kept for query i exactly where j <= i) or "other", read from the
-    device (one small copy back, which a CUDA-graph capture cannot hold: the capture then ends)."""
+    device: one pass over the mask and four bytes copied back (the copy waits for the GPU, and a CUDA-graph capture
+    cannot hold it: the capture then ends)."""
     if cudnn_graphs.capturing(cupy):
         raise RuntimeError("a BOOLEAN mask's pattern is read on the host, which a CUDA graph capture cannot replay")
-    kept = mask.reshape(mask.shape[-4:]) != 0
-    verdicts = [cupy.all(kept)]
-    if kept.shape[-2:] == (found.sequence, found.total):
-        verdicts.append(cupy.all(kept == cupy.tri(found.sequence, found.total, dtype=bool)))
-    found_values = cupy.stack(verdicts).get()
-    if found_values[0]:
+    device = cupy.cuda.Device().id
+    kernel = _PATTERN_KERNELS.get(device)
+    if kernel is None:
+        kernel = _PATTERN_KERNELS[device] = cupy.RawKernel(_PATTERN_SOURCE, "mask_pattern")
+    mask = cupy.ascontiguousarray(mask)
+    rows, cols = (1,) * (2 - mask.ndim) + tuple(mask.shape[-2:])
+    row_count = mask.size // cols
+    bits = cupy.zeros(1, dtype=np.int32)
+    kernel((min(row_count, 1024),), (256,), (mask, np.int64(row_count), np.int32(rows), np.int32(cols), bits))
+    found_bits = int(bits.get()[0])
+    if not found_bits & 1:
         return "none"
-    return "causal" if len(found_values) > 1 and found_values[1] else "other"
+    causal_shape = (rows, cols) == (found.sequence, found.total)
+    return "causal" if causal_shape and not found_bits & 2 else "other"
 
 
 def build_graph(cudnn, handle, signature: Signature) -> cudnn_graphs.Built:

@@ -135,16 +135,20 @@ _HANDLES = threading.local()
 
 def _handle(cudnn, cupy):
     """This thread's cuDNN handle for the current device (cuDNN forbids sharing one between threads), bound to
-    CuPy's current stream. Handles live as long as the process: destroying one while another stream captures would
+    CuPy's current stream (by_device holds [handle, the stream it was last bound to]). Handles live as long as the process: destroying one while another stream captures would
     break that capture."""
     by_device = getattr(_HANDLES, "by_device", None)
     if by_device is None:
         by_device = _HANDLES.by_device = {}
     device = cupy.cuda.Device().id
-    handle = by_device.get(device)
-    if handle is None:
-        handle = by_device[device] = cudnn.create_handle()
-    cudnn.set_stream(handle, cupy.cuda.get_current_stream().ptr)
+    found = by_device.get(device)
+    if found is None:
+        found = by_device[device] = [cudnn.create_handle(), None]
+    handle, bound_stream = found
+    stream = cupy.cuda.get_current_stream().ptr
+    if stream != bound_stream:  # cuDNN keeps the stream it was given: set it again only when it changes
+        cudnn.set_stream(handle, stream)
+        found[1] = stream
     return handle
 
 
