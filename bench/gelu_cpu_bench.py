@@ -5,9 +5,11 @@ t = 0.5), on the same inputs, checking both give the same bits.
 Inputs: the Transformer encoder's GELU ({1, 16, 512} FLOAT32: normal values of deviation 0.6, as the feed-forward's
 pre-activations of ../shared/onnx_models/encoder_small.onnx, 0.58), the same values in FLOAT16, and 1 Mi FLOAT32
 values of that spread; --spread sets the deviation. Times are CPU times (time.thread_time) of the calling thread,
-medians of --repeats runs of each kernel in ten rounds (a single thread: OPENBLAS_NUM_THREADS=1 is set here).
+medians of --repeats runs of each kernel in ten rounds (a single thread: OPENBLAS_NUM_THREADS=1 is set here). With
+DMLCLI_COMPILED_LOOPS=1 (and the `compiled` extra) the FLOAT32 core is Numba's loop; the header says which.
 
     PYTHONPATH=. python3 bench/gelu_cpu_bench.py [--repeats 400] [--spread 0.6]
+    DMLCLI_COMPILED_LOOPS=1 PYTHONPATH=. python3 bench/gelu_cpu_bench.py
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gelu_erfc_check import before  # noqa: E402
 
 from dmlcli.operators.elementwise.gelu import gelu  # noqa: E402
+from dmlcli.operators.numerics import compiled_loops  # noqa: E402
 
 
 def cpu_seconds(function, *arguments) -> float:
@@ -66,7 +69,8 @@ def main(argv=None) -> int:
              ("FLOAT16 {1,16,512}", encoder.astype(np.float16), args.repeats),
              ("FLOAT32 1 Mi", (rng.standard_normal(1 << 20) * args.spread).astype(np.float32),
               max(1, args.repeats // 20))]
-    print(f"GELU on the CPU, CPU time per call (medians), inputs N(0, {args.spread}^2)")
+    loops = "on" if compiled_loops.active() is not None else f"off ({compiled_loops.state().get('reason')})"
+    print(f"GELU on the CPU, CPU time per call (medians), inputs N(0, {args.spread}^2); compiled loops {loops}")
     print(f"{'case':<22}{'before':>12}{'now':>12}{'speed-up':>10}  same bits")
     with np.errstate(all="ignore"):
         gelu([encoder], np.float32, {})  # the FLOAT16 table and the other one-off work, outside the timing

@@ -34,6 +34,7 @@ whatever the load. Report both.
 
     PYTHONPATH=. python3 bench/onnx_model_bench.py [--repeats 20] [--models squeezenet1_1,encoder_small]
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python3 bench/onnx_model_bench.py --cpu-time
+    DMLCLI_COMPILED_LOOPS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python3 bench/onnx_model_bench.py --cpu-time
     PYTHONPATH=. python3 bench/onnx_model_bench.py --backend gpu      # on a GPU machine, with CuPy and PyTorch
 """
 
@@ -208,6 +209,11 @@ def main(argv=None) -> int:
         except Exception as why:  # noqa: BLE001 - any reason: the GPU comparison is skipped, saying why
             print(f"skipped: no usable GPU ({why})")
             return 0
+    if args.backend == "cpu":  # GELU's FLOAT32 core (the encoder) runs Numba's loop with DMLCLI_COMPILED_LOOPS=1
+        from dmlcli.operators.numerics import compiled_loops
+
+        state = compiled_loops.state()
+        print(f"compiled CPU loops: {'on' if state['on'] else 'off (' + state['reason'] + ')'}")
     print(f"| model | backend | dmlcli (median of {args.repeats}) | against | ratio | goal |")
     print("|---|---|---|---|---|---|")
     for name in args.models.split(","):

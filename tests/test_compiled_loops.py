@@ -1,5 +1,5 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the
-NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, CAST from FLOAT32/FLOAT64 to every integer type and
+NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_GELU's FLOAT32 core, CAST from FLOAT32/FLOAT64 to every integer type and
 between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the
 range edges of every integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
@@ -141,6 +141,29 @@ def test_sign_gives_the_numpy_kernels_bits(loops_state, data, dtype):
     with np.errstate(all="ignore"):
         rule[x > 0], rule[x < 0] = 1, -1
     assert np.array_equal(bits(compiled), bits(rule))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_gelu_gives_the_numpy_kernels_bits(loops_state, data):
+    """ACTIVATION_GELU's FLOAT32 core compiled (one pass instead of NumPy's 24): any bit pattern, values inside and
+    past the polynomial's |x| <= 1.5, the infinities and NaNs of every payload: the NumPy kernel's bits, element by
+    element (bench/gelu_erfc_check.py holds all 2^32 patterns to the reference, with the loops on or off)."""
+    x = data.draw(any_floats("float32", [1.5, -1.5, 1.5000001, -1.4999999, 5.7, -5.7, 0.3, -1.0]))
+    patterns = nan_patterns(np.dtype("float32"))
+    for position in data.draw(st.lists(st.integers(0, x.size - 1), max_size=6)):
+        bits(x)[position] = patterns[position % len(patterns)]
+    compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+def test_large_gelu_past_the_block(loops_state):
+    """More elements than the kernel's block (2^16), a tenth past the polynomial: the NumPy kernel's bits."""
+    x = (np.random.default_rng(7).standard_normal(3 * 2**16 + 11) * 1.2).astype(np.float32)
+    compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
+    assert np.array_equal(bits(compiled), bits(numpy))
+    loops = compiled_loops.use(True)
+    assert loops.gelu_core(np.zeros(3, np.float16), (1.0,), np.empty(3)) is False
 
 
 def test_sign_loop_takes_float64_and_refuses_other_types(loops_state):

@@ -28,6 +28,7 @@ import threading
 
 import numpy as np
 
+from ..numerics import compiled_loops
 from .transcendental import _ERF_FIRST_BAND, _ERF_SATURATES, _TWO_OVER_SQRT_PI, _erf_degree, _horner
 
 _SQRT1_2 = 0.7071067811865476  # 1/sqrt(2), the double nearest
@@ -197,6 +198,7 @@ _CORE_COEFFICIENTS = (
 # The polynomial serves x^2 <= 9/4 (|x| <= 1.5). GELU = x (1/2 + x S(x^2)) loses up to 3 bits to the sum for x near
 # -1.5 (Phi(-1.5) = 0.067): still within 2^-45 of the true value.
 _CORE_BOUND = 2.25
+_CORE_EDGE = np.float32(1.5)  # sqrt(_CORE_BOUND): a FLOAT32's square is exact, so |x| > 1.5 iff x^2 > 9/4
 
 # Relative distance within which the FLOAT32 path's values lie from the reference's: the largest measured over every
 # FLOAT32 value and every degree the series' rule can pick (bench/gelu_erfc_check.py) is 2^-46.3, near x = -1.48
@@ -235,6 +237,12 @@ def _approximate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 values within _APART of the reference's for the flat FLOAT32 x, and a spare float64 array of their
     size: both this thread's workspace, valid until its next call."""
     v, square, values = _workspace(x.size)
+    loops = compiled_loops.active()
+    if loops is not None and loops.gelu_core(x, _CORE_COEFFICIENTS, values):  # one pass, the same doubles
+        (outside,) = np.nonzero(np.abs(x) > _CORE_EDGE)  # x^2 > 9/4 exactly where |x| > 1.5 (NaN in neither)
+        if outside.size:
+            values[outside] = _outside_core(x[outside].astype(np.float64))
+        return values, square  # square: the spare array
     np.copyto(v, x)
     np.multiply(v, v, out=square)  # exact: a FLOAT32's square fits a double
     values = _core(v, square, values)  # a NaN's is its own (every operation keeps the widened input's NaN)

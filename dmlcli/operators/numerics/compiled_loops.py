@@ -1,7 +1,7 @@
 """Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: CLIP's and THRESHOLD's clamp with
 DirectML's NaN and signed-zero rule, SIGN (a zero keeps its sign, a NaN its bits), CAST's float-to-integer
 (Direct3D's: toward zero, saturating, NaN to 0) and FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its
-sign).
+sign); and GELU's FLOAT32 polynomial core, which NumPy runs as 24 passes over float64 arrays.
 
 NumPy's kernels give the same bits with a pass and a check: np.clip keeps NaN, so its result is searched for NaN;
 np.sign gives -0.0 the bits of +0.0, so its result is searched for zeros; astype wraps or marks values past the
@@ -153,6 +153,25 @@ def _convert_float_loop(values, signs, positive_nan, negative_nan, out):
         out[i] = out.dtype.type(v) if v == v else nan
 
 
+def _gelu_core_loop(values, coefficients, half, out):
+    """GELU's FLOAT32 core (elementwise/gelu.py's _core) for every FLOAT32 value x widened to v: v (1/2 + v S(v^2)),
+    S by Horner's rule in _core's order of operations (the same double roundings: Numba contracts nothing into fused
+    multiply-adds without fastmath). No branch, so that the loop runs in SIMD lanes; the caller replaces the values
+    past the polynomial's range."""
+    last = len(coefficients) - 1
+    for i in range(values.size):
+        v = np.float64(values[i])
+        square = v * v
+        total = square * coefficients[last]
+        for j in range(last - 1, 0, -1):
+            total = total + coefficients[j]
+            total = total * square
+        total = total + coefficients[0]
+        total = total * v
+        total = total + half
+        out[i] = total * v
+
+
 class CompiledLoops:
     """The loops compiled by Numba (each signature when first called; cached on disk where Numba can write)."""
 
@@ -162,6 +181,7 @@ class CompiledLoops:
         self._sign = _compiled(numba, _sign_loop)
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
+        self._gelu_core = _compiled(numba, _gelu_core_loop)
 
     def clamp(self, values: np.ndarray, low, high) -> np.ndarray | None:
         """min(high, max(low, values)) by DirectML's NaN and zero rules, for FLOAT32/FLOAT64 values and bounds of
@@ -214,6 +234,16 @@ class CompiledLoops:
         nans = np.array([positive_nan, negative_nan], bits).view(dtype)
         self._convert_float(flat, flat.view(f"int{flat.itemsize * 8}"), nans[0], nans[1], out)
         return out.reshape(values.shape)
+
+
+    def gelu_core(self, values: np.ndarray, coefficients: tuple[float, ...], out: np.ndarray) -> bool:
+        """GELU's FLOAT32 core into the float64 `out` for every element (elementwise/gelu.py's _core: one pass
+        instead of 24 NumPy ones), the caller replacing those past the polynomial's range; False (nothing done) for
+        values not FLOAT32."""
+        if values.dtype != np.float32:
+            return False
+        self._gelu_core(_flat_input(values), tuple(float(c) for c in coefficients), 0.5, out)
+        return True
 
 
 def _flat_input(values: np.ndarray) -> np.ndarray:
