@@ -70,6 +70,13 @@ def _cases(cp, torch, size: int, batch: int):
          lambda a, b, c: torch.matmul(a, b)),
         ("gemm FLOAT16", "torch", "gemm", {}, [normal((size, size), cp.float16), normal((size, size), cp.float16),
                                                None], lambda a, b, c: torch.matmul(a, b)),
+        # Issue 33's GEMM with a bias and a fused activation: CTensor {1, N} against addmm's bias, then RELU.
+        ("gemm FLOAT16 + bias + relu", "torch 0.95", "gemm", {"fused_activation": "relu"},
+         [normal((size, size), cp.float16), normal((size, size), cp.float16), normal((1, size), cp.float16)],
+         lambda a, b, c: F.relu(torch.addmm(c, a, b))),
+        ("gemm FLOAT32 + bias + relu", "torch 1.0", "gemm", {"fused_activation": "relu"},
+         [normal((size, size)), normal((size, size)), normal((1, size))],
+         lambda a, b, c: F.relu(torch.addmm(c, a, b))),
         ("convolution 3x3, pad 1", "torch 0.5", "convolution", {"start_padding": [1, 1], "end_padding": [1, 1]},
          [normal(image), normal((channels, channels, 3, 3)) * np.float32(0.05), None],
          lambda x, w, bias: F.conv2d(x, w, padding=1)),

@@ -179,3 +179,36 @@ def test_a_handle_is_bound_to_a_stream_when_the_stream_changes(fake_frontend, mo
         stream.ptr = pointer
         assert cudnn_graphs._handle(fake_frontend, cupy) == "handle"
     assert bound == [16, 32, 16]
+
+
+@pytest.mark.parametrize("change, taken", [
+    ({}, True),
+    ({"Direction": "BACKWARD"}, False),  # the transposed convolution: cuDNN's dgrad
+    ({"GroupCount": 4}, False),  # grouped, several channels a group
+    ({"dtype": np.float64}, False),
+    ({"filter": (16, 2, 3, 3)}, False),
+    ({"filter": (24, 1, 3, 3)}, True),  # a channel multiplier of 3
+    ({"OutputPadding": (1, 0)}, False),
+    ({"x": (2, 8, 10)}, True),  # 1-D
+    ({"x": (2, 8, 4, 4, 4, 4)}, False),  # four spatial dimensions
+])
+def test_which_calls_the_depthwise_gpu_kernel_takes(change, taken):
+    from dmlcli.operators.convolution import depthwise_gpu
+
+    dtype = change.get("dtype", np.float16)
+    x = np.zeros(change.get("x", (2, 8, 10, 10)), dtype)
+    w_shape = change.get("filter", (8, 1, 3, 3))
+    w = np.zeros(w_shape[:2] + w_shape[2:][:x.ndim - 2], dtype)
+    params = {"Direction": change.get("Direction", "FORWARD"), "GroupCount": change.get("GroupCount", 8)}
+    geo = {"OutputPadding": change.get("OutputPadding", (0,) * (x.ndim - 2))}
+    assert depthwise_gpu.applies(x, w, None, params, geo) is taken
+
+
+def test_products_widen_float16_operands_where_cublas_is_not_called():
+    # NumPy (and a namespace without cuBLAS) gives the FLOAT32 sums by widening the operands, exactly.
+    a = np.array([[2049.0, 1.0]], np.float16)
+    b = np.array([[1.0], [1.0]], np.float16)
+    found = products.matmul(np, a, b, out_dtype=np.float32)
+    assert found.dtype == np.float32 and found[0, 0] == 2049.0
+    with pytest.raises(ValueError):
+        products.matmul(np, a.astype(np.float32), b.astype(np.float32), out_dtype=np.float16)

@@ -15,6 +15,7 @@ cupy = pytest.importorskip("cupy")
 pytestmark = pytest.mark.usefixtures("gpu_usable")  # conftest: skips where no device can run
 
 from dmlcli.operators.numerics import cudnn_graphs  # noqa: E402
+from dmlcli.operators.convolution.entries import DEPTHWISE_CHOICE  # noqa: E402
 
 
 @pytest.fixture
@@ -68,6 +69,10 @@ CUDNN_CALLS = {
                                                                  "strides": [2, 2, 2]}),
 }
 
+# The calls that run dmlcli's own GPU path, faster than cuDNN's plans for them (convolution/depthwise_gpu.py), with or
+# without cuDNN.
+OWN_PATHS = {"depthwise": DEPTHWISE_CHOICE}
+
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("with_bias", [False, True])
@@ -75,7 +80,7 @@ CUDNN_CALLS = {
 def test_convolution_through_cudnn(frontend, name, dtype, with_bias):
     x_shape, w_shape, parameters = CUDNN_CALLS[name]
     taken = convolution_within(x_shape, w_shape, parameters, dtype, with_bias)
-    assert taken == "cudnn", taken
+    assert taken == OWN_PATHS.get(name, "cudnn"), taken
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -83,7 +88,7 @@ def test_convolution_through_cudnn(frontend, name, dtype, with_bias):
 def test_fused_relu_through_cudnn(frontend, name, dtype):
     x_shape, w_shape, parameters = CUDNN_CALLS[name]
     taken = convolution_within(x_shape, w_shape, dict(parameters, fused_activation="relu"), dtype, True)
-    assert taken == "cudnn", taken
+    assert taken == OWN_PATHS.get(name, "cudnn"), taken
 
 
 def test_other_activations_follow_cudnn_s_convolution(frontend):
@@ -105,7 +110,50 @@ def test_a_configuration_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
 def test_without_the_frontend_every_convolution_runs(hidden_frontend):
     for name, (x_shape, w_shape, parameters) in CUDNN_CALLS.items():
         taken = convolution_within(x_shape, w_shape, parameters, "float16", True)
-        assert taken == "dmlcli: hidden by the test", name
+        assert taken == OWN_PATHS.get(name, "dmlcli: hidden by the test"), name
+
+
+# Depthwise calls run dmlcli's own kernel (convolution/depthwise_gpu.py), cuDNN installed or not: every geometry it
+# takes (1 to 3 spatial dimensions, strides, dilations, asymmetric and wide paddings, a channel multiplier, the
+# CONVOLUTION mode's flip, odd sizes), within the sum bound of the CPU's result.
+DEPTHWISE_CALLS = {
+    "3x3 pad 1": ((2, 8, 13, 11), (8, 1, 3, 3), {"start_padding": [1, 1], "end_padding": [1, 1]}),
+    "1-D k5 stride 2": ((3, 6, 37), (6, 1, 5), {"strides": [2], "start_padding": [2], "end_padding": [1]}),
+    "3-D": ((1, 4, 5, 7, 6), (4, 1, 3, 2, 3), {"start_padding": [1, 0, 1], "end_padding": [1, 1, 0]}),
+    "dilated, strided, asymmetric": ((2, 5, 17, 19), (5, 1, 3, 3),
+                                     {"dilations": [2, 3], "strides": [2, 1], "start_padding": [2, 0],
+                                      "end_padding": [1, 3]}),
+    "multiplier 3": ((2, 4, 9, 9), (12, 1, 3, 3), {"start_padding": [1, 1], "end_padding": [1, 1]}),
+    "convolution mode": ((1, 6, 8, 10), (6, 1, 2, 3), {"mode": "convolution", "start_padding": [0, 1],
+                                                        "end_padding": [1, 1]}),
+    "padding past the window": ((1, 3, 4, 4), (3, 1, 3, 3), {"start_padding": [3, 2], "end_padding": [2, 3]}),
+    "7x7 no padding": ((2, 16, 20, 21), (16, 1, 7, 7), {}),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("activation", [None, "relu", "elu"])
+@pytest.mark.parametrize("name", list(DEPTHWISE_CALLS))
+def test_depthwise_kernel(name, dtype, activation):
+    x_shape, w_shape, parameters = DEPTHWISE_CALLS[name]
+    parameters = dict(parameters, group_count=x_shape[1])
+    if activation is not None:
+        parameters["fused_activation"] = activation
+    taken = convolution_within(x_shape, w_shape, parameters, dtype, with_bias=activation != "elu")
+    assert taken == DEPTHWISE_CHOICE, taken
+
+
+def test_depthwise_relu_keeps_nan_and_zeroes_negative_zero():
+    # RELU inside the kernel, before the rounding, is the activation's rule after it: NaN stays NaN, -0 becomes +0,
+    # negatives 0, and a positive sum too small for FLOAT16 rounds to +0 either way.
+    x = np.array([[[1.0, np.nan, -2.0, 0.0, 1e-8]]], np.float16).reshape(1, 1, 5)
+    x = np.concatenate([x, -x], axis=1)
+    w = np.ones((2, 1, 1), np.float16)
+    on_gpu = dmlcli.run("convolution", x, w, backend="gpu", group_count=2, fused_activation="relu")
+    on_cpu = dmlcli.run("convolution", x, w, backend="cpu", group_count=2, fused_activation="relu")
+    assert cudnn_graphs.LAST_CHOICE.get("convolution") == DEPTHWISE_CHOICE
+    assert np.array_equal(np.isnan(on_gpu), np.isnan(on_cpu))
+    assert np.array_equal(np.nan_to_num(on_gpu).view(np.uint16), np.nan_to_num(on_cpu).view(np.uint16))
 
 
 MHA_INPUTS = 11
@@ -245,3 +293,17 @@ def test_a_built_plan_runs_through_the_direct_execute_with_the_public_executes_b
     for _ in range(3):
         again = dmlcli.run("convolution", x, w, backend="gpu", start_padding=[1, 1], end_padding=[1, 1])
         assert again.tobytes() == first.tobytes()
+
+
+def test_float16_products_give_their_float32_sums_unrounded():
+    # Integer-valued FLOAT16 operands whose sums (exact in FLOAT32) lie past FLOAT16's integers: the FLOAT32 output
+    # holds them exactly, which a FLOAT16 result widened afterwards would not.
+    from dmlcli.operators.numerics import products
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(-30, 31, (3, 17, 40)).astype(np.float16)
+    b = rng.integers(-30, 31, (40, 23)).astype(np.float16)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(exact).max() > 2048
+    found = products.matmul(cupy, cupy.asarray(a), cupy.asarray(b), out_dtype=np.float32)
+    assert found.dtype == np.float32 and np.array_equal(cupy.asnumpy(found), exact)

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..numerics import cudnn_graphs, products
+from ..numerics.cuda_prelude import elementwise_kernel
 from ..numerics.cudnn_graphs import Unsupported
 from ..table.schema import ActivationApplied
 
@@ -100,10 +101,13 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, fl
 
 
 def _finish(cupy, out, bias, lift: bool):
-    """The bias added in FLOAT32 and rounded once, as dmlcli's kernel does (the activation follows in the backend)."""
+    """The bias added in FLOAT32 and rounded once, as dmlcli's kernel does (the activation follows in the backend):
+    one pass over the output, in place (four CuPy passes through a FLOAT32 copy took 0.04 ms of a {32, 128, 56, 56}
+    FLOAT16 BACKWARD call on the H200)."""
     if bias is not None:
         shape = (1, -1) + (1,) * (out.ndim - 2)
-        out = (out.astype(np.float32) + bias.astype(np.float32).reshape(shape)).astype(out.dtype)
+        add = elementwise_kernel(cupy, "dml_add_bias", "T y, T b", "T z", "z = (T)((float)y + (float)b)")
+        add(out, bias.reshape(shape), out)
     return out[:, :, 0] if lift else out
 
 

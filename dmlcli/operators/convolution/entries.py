@@ -36,7 +36,7 @@ from ...data_types import FLOAT32, FLOATS, INT8, INT32, UINT8
 from ..elementwise.activation import FUSABLE
 from ..numerics.padding import constant_padded
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
-from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, Operator, SumBound, Tolerance, rows
+from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, ActivationApplied, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes, onnx_layout_hint
 from ..numerics import products
 
@@ -459,16 +459,28 @@ def convolution_kernel(xp, inputs, outputs, params):
     return (xp.ascontiguousarray(_float_result(xp, inputs, outputs, params)),)
 
 
+# What numerics/cudnn_graphs.LAST_CHOICE records for a call that dmlcli's depthwise kernel (depthwise_gpu.py) ran.
+DEPTHWISE_CHOICE = "dmlcli: depthwise kernel (faster than cuDNN's plans)"
+
+
 def convolution_gpu_kernel(xp, inputs, outputs, params):
-    """CONVOLUTION on the GPU: through cuDNN (convolution/cudnn.py) where its frontend is installed and builds a plan
-    for the call, faster than the column buffer and cuBLAS; else the kernel above. Which one ran is recorded
+    """CONVOLUTION on the GPU: a depthwise call through dmlcli's own kernel (convolution/depthwise_gpu.py), faster
+    than cuDNN's plans for it; others through cuDNN (convolution/cudnn.py) where its frontend is installed and builds a
+    plan for the call, faster than the column buffer and cuBLAS; else the kernel above. Which one ran is recorded
     (numerics/cudnn_graphs.LAST_CHOICE)."""
     from ..numerics import cudnn_graphs  # imported by the GPU path only
-    from . import cudnn
+    from . import cudnn, depthwise_gpu
 
     x, w, bias = inputs
+    geo = geometry(params, x.ndim)
+    activation = params.get("FusedActivation")
+    relu = activation is not None and activation[0].name == "RELU"
+    if depthwise_gpu.applies(x, w, bias, params, geo):
+        result = depthwise_gpu.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geo, relu, _flipped)
+        cudnn_graphs.record(FAMILY, DEPTHWISE_CHOICE)
+        return ActivationApplied((result,)) if relu else (result,)
     try:
-        found = cudnn.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geometry(params, x.ndim), _flipped)
+        found = cudnn.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geo, _flipped)
     except cudnn_graphs.Unsupported as why:
         cudnn_graphs.record(FAMILY, f"dmlcli: {why}")
         return convolution_kernel(xp, inputs, outputs, params)

@@ -51,8 +51,17 @@ def allowing_tf32() -> Iterator[None]:
         _TF32_ALLOWED.reset(token)
 
 
-def matmul(xp, a, b):
-    """a @ b as numpy.matmul gives it, on NumPy or CuPy arrays."""
+def matmul(xp, a, b, out_dtype=None):
+    """a @ b as numpy.matmul gives it, on NumPy or CuPy arrays. `out_dtype` float32 with FLOAT16 operands gives the
+    FLOAT32 sums unrounded (cuBLAS writes its FLOAT32 accumulators; elsewhere the operands are widened first, exactly),
+    for a caller that adds to them before its one rounding."""
+    if out_dtype is not None and np.dtype(out_dtype) != a.dtype:
+        if not (np.dtype(out_dtype) == np.float32 and a.dtype == b.dtype == np.float16):
+            raise ValueError(f"a {a.dtype} product gives {a.dtype} or, from FLOAT16, float32; not {out_dtype}")
+        library = _library(xp) if xp is not np and getattr(xp, "cuda", None) is not None else None
+        if library is None or not library.takes(a, b):
+            return xp.matmul(a.astype(np.float32), b.astype(np.float32))
+        return library.matmul(xp, a, b, np.dtype(np.float32))
     if xp is np:
         return np.matmul(a, b)
     if getattr(xp, "cuda", None) is None:  # an array namespace other than CuPy's
@@ -93,9 +102,9 @@ class _Cublas:
         return (a.dtype == b.dtype and a.dtype in CUDA_TYPES and a.ndim >= 2 and b.ndim >= 2
                 and a.shape[-1] == b.shape[-2] and max(a.shape[-2:] + b.shape[-1:]) <= INT_MAX)
 
-    def matmul(self, cupy, a, b):
+    def matmul(self, cupy, a, b, out_dtype=None):
         batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-        out = cupy.empty(batch + (a.shape[-2], b.shape[-1]), dtype=a.dtype)
+        out = cupy.empty(batch + (a.shape[-2], b.shape[-1]), dtype=a.dtype if out_dtype is None else out_dtype)
         if out.size == 0:
             return out
         if a.shape[-1] == 0:
@@ -122,13 +131,14 @@ class _Cublas:
                                out[item])
             return
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        data_type, compute, scalar = CUDA_TYPES[a.dtype]
         a, a_stride = _matrix_layout(cupy, a, a_stride)
         b, b_stride = _matrix_layout(cupy, b, b_stride)
-        data_type, compute, scalar = CUDA_TYPES[out.dtype]
+        out_type = CUDA_TYPES[out.dtype][0]  # the operands' type, or FLOAT32 sums of FLOAT16 operands
         one, zero = scalar(1), scalar(0)
         # Row-major C = A B is column-major C^T = B^T A^T: B's rows, then A's.
         status = self.gemm(handle, b.op, a.op, n, m, k, ctypes.byref(one), b.pointer, data_type, b.lead, b_stride,
-                           a.pointer, data_type, a.lead, a_stride, ctypes.byref(zero), out.data.ptr, data_type, n,
+                           a.pointer, data_type, a.lead, a_stride, ctypes.byref(zero), out.data.ptr, out_type, n,
                            m * n, count, compute, GEMM_DEFAULT)
         self._check(status, "cublasGemmStridedBatchedEx")
 
