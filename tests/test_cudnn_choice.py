@@ -191,6 +191,7 @@ def test_a_handle_is_bound_to_a_stream_when_the_stream_changes(fake_frontend, mo
     ({"OutputPadding": (1, 0)}, False),
     ({"x": (2, 8, 10)}, True),  # 1-D
     ({"x": (2, 8, 4, 4, 4, 4)}, False),  # four spatial dimensions
+    ({"out": (2, 2**28, 3, 3)}, False),  # an output past 32-bit indices (a channel multiplier of 2^25)
 ])
 def test_which_calls_the_depthwise_gpu_kernel_takes(change, taken):
     from dmlcli.operators.convolution import depthwise_gpu
@@ -201,7 +202,8 @@ def test_which_calls_the_depthwise_gpu_kernel_takes(change, taken):
     w = np.zeros(w_shape[:2] + w_shape[2:][:x.ndim - 2], dtype)
     params = {"Direction": change.get("Direction", "FORWARD"), "GroupCount": change.get("GroupCount", 8)}
     geo = {"OutputPadding": change.get("OutputPadding", (0,) * (x.ndim - 2))}
-    assert depthwise_gpu.applies(x, w, None, params, geo) is taken
+    out_shape = change.get("out", (x.shape[0], w.shape[0]) + x.shape[2:])
+    assert depthwise_gpu.applies(x, w, None, params, geo, out_shape) is taken
 
 
 def test_products_widen_float16_operands_where_cublas_is_not_called():

@@ -17,6 +17,7 @@ loops unroll); the Sizes and paddings are arguments. Up to three spatial dimensi
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -28,15 +29,15 @@ _C_VALUE = {"float32": "float", "float16": "unsigned short"}  # FLOAT16 as its b
 OUTPUTS_PER_THREAD = 4
 
 
-def applies(x, w, bias, params, geo: dict) -> bool:
+def applies(x, w, bias, params, geo: dict, out_shape: tuple[int, ...]) -> bool:
     """Whether this kernel takes the call: a FORWARD depthwise convolution of FLOAT16 or FLOAT32 tensors of one type,
-    1 to 3 spatial dimensions, every index within 32 bits."""
+    1 to 3 spatial dimensions, every index (the output's too) within 32 bits."""
     channels = x.shape[1]
     return (params.get("Direction", "FORWARD") == "FORWARD" and x.dtype.name in _C_VALUE
             and w.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
             and params.get("GroupCount", 1) == channels > 1 and w.shape[1] == 1 and w.shape[0] % channels == 0
             and 3 <= x.ndim <= 5 and not any(geo["OutputPadding"])
-            and max(x.size, w.size) < 2**31 and x.size > 0)
+            and max(x.size, w.size, math.prod(out_shape)) < 2**31 and x.size > 0)
 
 
 def convolve(cupy, x, w, bias, out_shape: tuple[int, ...], params, geo: dict, relu: bool, flip):
@@ -47,8 +48,6 @@ def convolve(cupy, x, w, bias, out_shape: tuple[int, ...], params, geo: dict, re
     out = cupy.empty(out_shape, dtype=x.dtype)
     if out.size == 0:
         return out
-    if out.size >= 2**31:
-        raise OverflowError("the depthwise kernel indexes in 32 bits")
     lead = (1,) * (5 - x.ndim)
     in_sizes, out_sizes = lead + tuple(x.shape[2:]), lead + tuple(out_shape[2:])
     source = _source(x.dtype.name, lead + tuple(w.shape[2:]), lead + tuple(geo["Strides"]),

@@ -475,7 +475,7 @@ def convolution_gpu_kernel(xp, inputs, outputs, params):
     geo = geometry(params, x.ndim)
     activation = params.get("FusedActivation")
     relu = activation is not None and activation[0].name == "RELU"
-    if depthwise_gpu.applies(x, w, bias, params, geo):
+    if depthwise_gpu.applies(x, w, bias, params, geo, tuple(outputs[0].shape)):
         result = depthwise_gpu.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geo, relu, _flipped)
         cudnn_graphs.record(FAMILY, DEPTHWISE_CHOICE)
         return ActivationApplied((result,)) if relu else (result,)
