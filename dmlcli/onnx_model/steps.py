@@ -233,12 +233,13 @@ class DirectMLStep(Step):
 
 def _key(prepared) -> tuple | None:
     """What a kept verdict is looked up by: the tensors' types and Sizes, the fields (their repr: exact for
-    numbers and text), the output type and broadcasting. None where a field holds an array (not kept)."""
+    numbers and text), the output type, broadcasting and the outputs asked for. None where a field holds an array
+    (not kept)."""
     values = prepared.values
     if any(isinstance(value, np.ndarray) for value in values.values()):
         return None
     tensors = tuple(None if array is None else (array.dtype.str, array.shape) for array in prepared.inputs)
-    return tensors, repr(tuple(values.items())), prepared.output_dtype, prepared.broadcast
+    return tensors, repr(tuple(values.items())), prepared.output_dtype, prepared.broadcast, prepared.outputs
 
 
 class ComposedStep(Step):

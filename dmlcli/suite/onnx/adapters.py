@@ -111,6 +111,10 @@ class Prepared:
     output_dtype: str | None = None  # the output whose type is a free choice (ArgMax's INT64 indices)
     broadcast: bool = False  # NumPy's broadcasting (ONNX's multidirectional broadcasting), element-wise only
     finish: Callable[[Sequence[np.ndarray]], tuple[np.ndarray, ...]] = _same  # DirectML outputs -> ONNX's
+    # The DirectML outputs the call asks for (DESC names; `outputs=`), None for every one: ONNX Runtime's DirectML
+    # provider binds only the outputs a node has, leaving the other _Maybenull_ ones NULL, so DirectML neither
+    # checks nor computes them. `finish` then takes the results of those asked, in DESC order.
+    outputs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -1282,6 +1286,10 @@ def plain_max_pool(call: OnnxCall) -> bool:
     return call.outputs < 2 and all(int(d) == 1 for d in call.attr("dilations", ()))
 
 
+# LSTM's outputs in DESC order (GRU and RNN have the first two), ONNX's Y, Y_h and Y_c.
+RECURRENT_OUTPUTS = ("OutputSequenceTensor", "OutputSingleTensor", "OutputCellSingleTensor")
+
+
 def adapt_pool(call: OnnxCall, fixed) -> Prepared:
     """AveragePool, MaxPool, LpPool and their Global forms: explicit paddings; a 1-D pool gets a size-1 H axis
     (window 1) and its output loses it again. A plain MaxPool (plain_max_pool) is MAX_POOLING: no Dilations, no
@@ -1308,15 +1316,16 @@ def adapt_pool(call: OnnxCall, fixed) -> Prepared:
 
     def finish(outputs):
         shaped = [o.reshape(o.shape[:2] + o.shape[3:]) if one_d else o for o in outputs]
-        if op != "MaxPool":
+        if op != "MaxPool" or asked < 2:
             return (shaped[0],)
-        if asked < 2:
-            return (shaped[0],)  # MAX_POOLING2 always writes OutputIndicesTensor; ONNX asked for Y only
         # ONNX's int64 indices: DirectML's UINT64 (5_0), the same bits for indices below 2^63.
         return shaped[0], shaped[1].view(np.int64)
 
-    indices = call.op == "MaxPool" and not plain
-    return Prepared(values, [_as_4d(data)], output_dtype="uint64" if indices else None, finish=finish)
+    if call.op == "MaxPool" and not plain:  # MAX_POOLING2: its OutputIndicesTensor is _Maybenull_
+        if asked < 2:
+            return Prepared(values, [_as_4d(data)], finish=finish, outputs=("OutputTensor",))
+        return Prepared(values, [_as_4d(data)], output_dtype="uint64", finish=finish)
+    return Prepared(values, [_as_4d(data)], finish=finish)
 
 
 def unpool_output_sizes(call: OnnxCall) -> tuple[int, ...]:
@@ -1467,15 +1476,20 @@ def adapt_recurrent(call: OnnxCall, fixed) -> Prepared:
             values.update(UseClipThreshold=True, ClipThreshold=exact_text(float(call.attr("clip"))))
         values["CoupleInputForget"] = bool(call.attr("input_forget", 0))
     names = call.output_names or ("Y", "Y_h", "Y_c")[:call.outputs]
+    asked = tuple(output for output, name in zip(RECURRENT_OUTPUTS[:3 if lstm else 2], names) if name)
 
     def finish(outputs):
-        sequence, single = outputs[0], outputs[1][0]
-        if batch_major:  # ONNX's layout=1: Y [batch, seq, D, H], Y_h and Y_c [batch, D, H]
-            sequence, single = np.transpose(sequence, (2, 0, 1, 3)), np.swapaxes(single, 0, 1)
-        onnx = [sequence, single]
-        if lstm:
-            cell = outputs[2][0]
-            onnx.append(np.swapaxes(cell, 0, 1) if batch_major else cell)
+        given = dict(zip(asked, outputs))
+        onnx = []
+        sequence = given.get("OutputSequenceTensor")
+        if sequence is not None and batch_major:  # ONNX's layout=1: Y [batch, seq, D, H], Y_h and Y_c [batch, D, H]
+            sequence = np.transpose(sequence, (2, 0, 1, 3))
+        onnx.append(sequence)
+        for output in RECURRENT_OUTPUTS[1:3 if lstm else 2]:
+            single = given.get(output)
+            if single is not None:
+                single = np.swapaxes(single[0], 0, 1) if batch_major else single[0]
+            onnx.append(single)
         return tuple(array for array, name in zip(onnx, names) if name)
 
-    return Prepared(values, inputs, finish=finish)
+    return Prepared(values, inputs, finish=finish, outputs=asked or None)

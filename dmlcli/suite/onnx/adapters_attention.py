@@ -157,6 +157,9 @@ def asks_for_qk_output(call: OnnxCall) -> bool:
     return len(call.output_names) > 3 and bool(call.output_names[3])
 
 
+_PRESENTS = ("OutputPresentKeyTensor", "OutputPresentValueTensor")
+
+
 def adapt_attention(call: OnnxCall, fixed) -> Prepared:
     heads = Heads(call)
     inputs: list = [None] * _INPUTS
@@ -183,13 +186,17 @@ def adapt_attention(call: OnnxCall, fixed) -> Prepared:
     while inputs and inputs[-1] is None:
         inputs.pop()  # the trailing inputs left out
     names = call.output_names or ("Y",)
+    # Y, present_key and present_value are MULTIHEAD_ATTENTION1's OutputTensor and its _Maybenull_ presents: the
+    # call asks for those the node has.
+    asked = ("OutputTensor",) + tuple(output for output, name in zip(_PRESENTS, names[1:3]) if name)
 
     def finish(outputs):
-        y = outputs[0]
+        given = dict(zip(asked, outputs))
+        y = given["OutputTensor"]
         if heads.four_d:
             y = np.transpose(y.reshape(heads.batch, heads.sequence, heads.query_heads, heads.value_head_size),
                              (0, 2, 1, 3))
-        onnx = (y, outputs[1], outputs[2])
+        onnx = (y,) + tuple(given.get(output) for output in _PRESENTS)
         return tuple(array for array, name in zip(onnx, names) if name)
 
-    return Prepared(values, inputs, finish=finish)
+    return Prepared(values, inputs, finish=finish, outputs=asked)

@@ -173,6 +173,8 @@ def _planned(entry: Entry, operator, prepared: Prepared) -> Planned:
             continue  # a tensor: the adapter gave it among the inputs, in DESC order
         else:
             keywords[keyword_for(entry, operator, destination)] = value
+    if prepared.outputs is not None:
+        keywords["outputs"] = prepared.outputs
     return Planned(operator, keywords, prepared.inputs, prepared.output_dtype, shapes, prepared.broadcast,
                    prepared.finish)
 
