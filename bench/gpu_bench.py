@@ -523,11 +523,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-thread-bytes", type=int, default=None,
                         help="tuning: cap on one thread's bytes of the widest tensor "
                              f"[{gpu_kernels.MAX_THREAD_BYTES}]")
+    parser.add_argument("--thread-bytes", type=int, default=None,
+                        help="tuning: one thread's bytes of the narrowest tensor (32: two 16-byte loads) "
+                             f"[{gpu_kernels.THREAD_BYTES}]")
     args = parser.parse_args(argv)
     ONLY.update(name for name in args.ops.split(",") if name)
     IO_THREADS = args.io_threads
     if args.max_thread_bytes:
         gpu_kernels.MAX_THREAD_BYTES = args.max_thread_bytes
+    if args.thread_bytes:
+        gpu_kernels.THREAD_BYTES = args.thread_bytes
 
     try:
         backend = gpu.create()

@@ -401,6 +401,20 @@ def test_vectors_are_16_bytes_of_the_narrowest_tensor_and_at_most_32_of_the_wide
     assert gpu_kernels.elements_per_thread(("int64", "uint8")) == 4
 
 
+def test_more_thread_bytes_give_several_aligned_loads_a_thread(monkeypatch):
+    # bench/gpu_bench.py --thread-bytes 32 (a tuning knob): two 16-byte vectors of the narrowest tensor a thread, each
+    # struct still aligned to the 16 bytes a single load takes.
+    monkeypatch.setattr(gpu_kernels, "THREAD_BYTES", 32)
+    gpu_kernels.elements_per_thread.cache_clear()
+    try:
+        assert gpu_kernels.elements_per_thread(("float32", "float32")) == 8
+        assert gpu_kernels.elements_per_thread(("uint8", "uint8")) == 32
+        source = gpu_kernels.module_source(find_operator("identity"), ("float32", "float32"))
+        assert "struct __align__(16) v0_float32_float32 { unsigned int v[8]; };" in source
+    finally:
+        gpu_kernels.elements_per_thread.cache_clear()
+
+
 def test_broadcast_geometry_gives_zero_strides_to_broadcast_dimensions():
     geometry = gpu_kernels.broadcast_geometry([(3, 1, 5), (4, 5)], (3, 4, 5))
     assert geometry.tolist() == [3, 3, 4, 5, 5, 0, 1, 0, 5, 1]

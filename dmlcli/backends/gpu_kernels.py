@@ -5,7 +5,7 @@ inspected and unit-tested anywhere. One CUDA module is built per operator; it ho
 kernels for every (input type, output type) pair the operator's support table allows:
 
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
-  elements per tensor (16 bytes of the narrowest tensor), so memory traffic comes in wide,
+  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor), so memory traffic comes in wide,
   coalesced transactions; the few elements past the last whole vector are done one by one.
 * `dml_nd_<in>_<out>`: broadcast inputs, addressed through per-dimension strides (0 where an
   input is broadcast), for up to 8 dimensions.
@@ -33,6 +33,7 @@ from ..operators.table.parameters import CudaArgument
 
 MAX_DIMS = 8
 VECTOR_BYTES = 16  # the widest single load a CUDA thread can issue
+THREAD_BYTES = 16  # bytes of the narrowest tensor per thread (more than VECTOR_BYTES: several loads a thread)
 MAX_THREAD_BYTES = 32  # per tensor and thread: wider types get fewer elements (measured best on an H100)
 
 
@@ -147,9 +148,9 @@ def kernel_name(kind: str, signature: Signature) -> str:
 
 @functools.lru_cache(maxsize=512)  # asked on every launch; a few microseconds of np.dtype lookups otherwise
 def elements_per_thread(signature: Signature) -> int:
-    """Vector length: 16 bytes of the narrowest tensor, at most MAX_THREAD_BYTES of the widest."""
+    """Vector length: THREAD_BYTES of the narrowest tensor, at most MAX_THREAD_BYTES of the widest."""
     sizes = [np.dtype(d).itemsize for d in signature]
-    return max(1, min(VECTOR_BYTES // min(sizes), MAX_THREAD_BYTES // max(sizes)))
+    return max(1, min(THREAD_BYTES // min(sizes), MAX_THREAD_BYTES // max(sizes)))
 
 
 def _suffix(signature: Signature) -> str:
