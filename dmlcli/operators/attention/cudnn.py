@@ -121,9 +121,7 @@ def _prepared(given, params) -> _Prepared:
     found = _PREPARED.get(key)
     if found is None:
         found = _prepare(given, params)
-        if len(_PREPARED) >= PLANS_KEPT:
-            _PREPARED.pop(next(iter(_PREPARED)))
-        _PREPARED[key] = found
+        cudnn_graphs.keep(_PREPARED, key, found, PLANS_KEPT)
     return found
 
 
@@ -224,7 +222,7 @@ extern "C" __global__ void mask_pattern(const int* mask, long long row_count, in
     }
 }
 """
-_PATTERN_KERNELS: dict[int, object] = {}
+_PATTERN_KERNEL: list = []  # the RawKernel, made on the first call (CuPy compiles it for each device it runs on)
 
 
 def _boolean_pattern(cupy, mask, found) -> str:
@@ -233,10 +231,9 @@ def _boolean_pattern(cupy, mask, found) -> str:
     cannot hold it: the capture then ends)."""
     if cudnn_graphs.capturing(cupy):
         raise RuntimeError("a BOOLEAN mask's pattern is read on the host, which a CUDA graph capture cannot replay")
-    device = cupy.cuda.Device().id
-    kernel = _PATTERN_KERNELS.get(device)
-    if kernel is None:
-        kernel = _PATTERN_KERNELS[device] = cupy.RawKernel(_PATTERN_SOURCE, "mask_pattern")
+    if not _PATTERN_KERNEL:
+        _PATTERN_KERNEL.append(cupy.RawKernel(_PATTERN_SOURCE, "mask_pattern"))
+    kernel = _PATTERN_KERNEL[0]
     mask = cupy.ascontiguousarray(mask)
     rows, cols = (1,) * (2 - mask.ndim) + tuple(mask.shape[-2:])
     row_count = mask.size // cols

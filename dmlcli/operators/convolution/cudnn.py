@@ -51,9 +51,10 @@ class Signature(NamedTuple):
     tf32: bool
 
 
-def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, flip) -> tuple:
-    """The convolution's outputs through cuDNN, an ActivationApplied where the fused RELU ran in cuDNN;
-    Unsupported where cuDNN cannot run this call. `flip(w)` flips a filter (CONVOLUTION mode)."""
+def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, relu: bool, flip) -> tuple:
+    """The convolution's outputs through cuDNN, an ActivationApplied where the fused RELU (`relu`: the call's
+    FusedActivation is RELU) ran in cuDNN; Unsupported where cuDNN cannot run this call. `flip(w)` flips a filter
+    (CONVOLUTION mode)."""
     cudnn = cudnn_graphs.frontend()
     if x.dtype != w.dtype or (bias is not None and bias.dtype != x.dtype):
         raise Unsupported("cuDNN's graph here takes one data type for every tensor")
@@ -69,8 +70,6 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, fl
         raise Unsupported("BACKWARD with an OutputPadding not below the stride")
     if params.get("Mode") == "CONVOLUTION":
         w = cupy.ascontiguousarray(flip(w))
-    activation = params.get("FusedActivation")
-    relu = activation is not None and activation[0].name == "RELU"
     lift = x.ndim == 3  # 1-D: a 2-D convolution of height 1
     if lift:
         x, w = x[:, :, None, :], w[:, :, None, :]

@@ -480,7 +480,7 @@ def convolution_gpu_kernel(xp, inputs, outputs, params):
         cudnn_graphs.record(FAMILY, DEPTHWISE_CHOICE)
         return ActivationApplied((result,)) if relu else (result,)
     try:
-        found = cudnn.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geo, _flipped)
+        found = cudnn.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geo, relu, _flipped)
     except cudnn_graphs.Unsupported as why:
         cudnn_graphs.record(FAMILY, f"dmlcli: {why}")
         return convolution_kernel(xp, inputs, outputs, params)

@@ -258,9 +258,14 @@ def cached(cupy, signature: Hashable, build: Callable[[object, object], Built], 
 
 
 def _keep(key, value) -> None:
-    if len(_GRAPHS) >= GRAPHS_KEPT:
-        _GRAPHS.pop(next(iter(_GRAPHS)))
-    _GRAPHS[key] = value
+    keep(_GRAPHS, key, value, GRAPHS_KEPT)
+
+
+def keep(cache: dict, key, value, limit: int) -> None:
+    """cache[key] = value, the oldest entry dropped first where the cache holds `limit` already."""
+    if len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def forget() -> None:

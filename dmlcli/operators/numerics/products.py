@@ -55,21 +55,14 @@ def matmul(xp, a, b, out_dtype=None):
     """a @ b as numpy.matmul gives it, on NumPy or CuPy arrays. `out_dtype` float32 with FLOAT16 operands gives the
     FLOAT32 sums unrounded (cuBLAS writes its FLOAT32 accumulators; elsewhere the operands are widened first, exactly),
     for a caller that adds to them before its one rounding."""
-    if out_dtype is not None and np.dtype(out_dtype) != a.dtype:
-        if not (np.dtype(out_dtype) == np.float32 and a.dtype == b.dtype == np.float16):
-            raise ValueError(f"a {a.dtype} product gives {a.dtype} or, from FLOAT16, float32; not {out_dtype}")
-        library = _library(xp) if xp is not np and getattr(xp, "cuda", None) is not None else None
-        if library is None or not library.takes(a, b):
-            return xp.matmul(a.astype(np.float32), b.astype(np.float32))
-        return library.matmul(xp, a, b, np.dtype(np.float32))
-    if xp is np:
-        return np.matmul(a, b)
-    if getattr(xp, "cuda", None) is None:  # an array namespace other than CuPy's
-        return xp.matmul(a, b)
-    library = _library(xp)
+    sums = out_dtype is not None and np.dtype(out_dtype) != a.dtype  # FLOAT16 operands' FLOAT32 sums
+    if sums and not (np.dtype(out_dtype) == np.float32 and a.dtype == b.dtype == np.float16):
+        raise ValueError(f"a {a.dtype} product gives {a.dtype} or, from FLOAT16, float32; not {out_dtype}")
+    # NumPy, and an array namespace other than CuPy's, have no cuBLAS of ours
+    library = None if xp is np or getattr(xp, "cuda", None) is None else _library(xp)
     if library is None or not library.takes(a, b):
-        return xp.matmul(a, b)
-    return library.matmul(xp, a, b)
+        return xp.matmul(a.astype(np.float32), b.astype(np.float32)) if sums else xp.matmul(a, b)
+    return library.matmul(xp, a, b, np.dtype(np.float32) if sums else None)
 
 
 def describe(cupy) -> str:
