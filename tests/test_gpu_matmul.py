@@ -224,3 +224,38 @@ def test_cublas_mode_is_restored_when_the_kernel_fails(gpu):
         gpu_module.create().execute_shaped(broken, [np.ones((4, 4), F32)] * 2 + [None], call.outputs,
                                            call.parameters, allow_tf32=True)
     assert _math_mode() == before
+
+
+FINISHED_CALLS = [  # FLOAT16 products that Alpha or C changes: finished in one pass on the GPU (matmul/gpu.py)
+    ((64, 96), (96, 80), (1, 80), {}),  # addmm's bias
+    ((64, 96), (96, 80), (64, 80), {"alpha": 0.5, "beta": 2.0}),
+    ((2, 3, 33, 40), (2, 3, 40, 17), (1, 3, 1, 17), {"beta": 0.0}),  # Beta 0 still multiplies C (0 * inf = NaN)
+    ((48, 32), (32, 24), None, {"alpha": -0.25}),
+    ((32, 48), (24, 32), (1, 24), {"trans_a": "transpose", "trans_b": "transpose"}),
+]
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "sigmoid"])
+@pytest.mark.parametrize("a_shape, b_shape, c_shape, params", FINISHED_CALLS, ids=[str(c[3]) for c in FINISHED_CALLS])
+def test_a_float16_product_finished_in_one_pass_gives_the_passes_bits(gpu, a_shape, b_shape, c_shape, params,
+                                                                       activation):
+    """The one pass gives the bits of entries.gemm_product's CuPy operations on the same sums followed by the
+    activation's own GPU kernel, infinities and NaN in C included."""
+    import cupy
+
+    from dmlcli.operators.matmul import entries
+
+    rng = np.random.default_rng(31)
+    arrays = [rng.uniform(-1, 1, s).astype(F16) for s in (a_shape, b_shape, c_shape) if s is not None]
+    if c_shape is not None:
+        arrays[2].reshape(-1)[:3] = [np.inf, -np.inf, np.nan]
+    fields = dict(params, **({"fused_activation": activation} if activation else {}))
+    got = dmlcli.run("gemm", *arrays, backend="gpu", **fields)
+    call = _call("gemm", arrays, **fields)
+    given = [cupy.asarray(a) for a in arrays] + [None] * (3 - len(arrays))
+    passes = entries.gemm_product(cupy, given, call.outputs, call.parameters)  # CuPy's operations, no finish
+    if activation is not None:
+        passes = cupy.asarray(dmlcli.run(f"activation_{activation}", cupy.asnumpy(passes), backend="gpu"))
+    expected = cupy.asnumpy(passes)
+    assert np.array_equal(np.isnan(got), np.isnan(expected))
+    assert np.array_equal(np.nan_to_num(got).view(np.uint16), np.nan_to_num(expected).view(np.uint16))

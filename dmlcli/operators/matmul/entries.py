@@ -31,7 +31,8 @@ from ...feature_levels import level
 from ...records import replace
 from ..elementwise.activation import FUSED_ACTIVATION
 from ..table.parameters import EnumParameter, FloatParameter
-from ..table.schema import COMPOSITE, DIMS_4, EXACT, InputBroadcast, Operator, SumBound, Tolerance, rows
+from ..table.schema import (COMPOSITE, DIMS_4, EXACT, ActivationApplied, InputBroadcast, Operator, SumBound, Tolerance,
+                            rows)
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes
 from ..numerics import products
 
@@ -382,8 +383,9 @@ def _product(xp, a, b, out_dtype=None):
     return products.matmul(xp, rows, shared).reshape(a.shape[:-1] + shared.shape[-1:])
 
 
-def gemm_product(xp, inputs, outputs, params):
-    """Alpha * TransA(A) x TransB(B) + Beta * C in FLOAT32, rounded once to the output type (no activation)."""
+def gemm_product(xp, inputs, outputs, params, finish_on_gpu=None):
+    """Alpha * TransA(A) x TransB(B) + Beta * C in FLOAT32, rounded once to the output type (no activation).
+    `finish_on_gpu(sums, c, alpha, beta)`, where given, finishes FLOAT16 operands' FLOAT32 sums on the GPU."""
     a, b, c = inputs
     half_sums = None  # FLOAT16 operands on the GPU: cuBLAS's FLOAT32 sums, unrounded (tensor cores, no widened copies)
     if xp is not np and a.dtype == xp.float16 and not _half_product_rounds_once(xp, a, c, params):
@@ -397,6 +399,8 @@ def gemm_product(xp, inputs, outputs, params):
     with np.errstate(all="ignore"):  # overflow to inf and 0 * inf = NaN are the IEEE results
         # FLOAT32 BLAS / cuBLAS sgemm (TF32 where the backend allows it), the half GEMM, or its FLOAT32 sums
         result = _product(xp, a, b, half_sums)
+        if half_sums is not None and finish_on_gpu is not None:  # one pass on the device (matmul/gpu.py)
+            return finish_on_gpu(result, c, np.float32(params["Alpha"]), np.float32(params["Beta"]))
         alpha = np.float32(params["Alpha"])
         if alpha != 1:
             result *= alpha
@@ -412,6 +416,24 @@ def gemm_kernel(xp, inputs, outputs, params):
     """The product on NumPy (BLAS) or CuPy (cuBLAS); a fused activation runs after it, in the backend
     (Operator.fused_activation), as that activation's own kernel on the result rounded to the output type."""
     return (gemm_product(xp, inputs, outputs, params),)
+
+
+def gemm_gpu_kernel(xp, inputs, outputs, params):
+    """The same on CuPy, FLOAT16 operands whose product Alpha or C changes finished in one pass (matmul/gpu.py), a
+    fused RELU in it (the backend then applies no activation again)."""
+    from . import gpu  # the GPU path only
+
+    activation = params.get("FusedActivation")
+    relu = activation is not None and activation[0].name == "RELU"
+    dtype = np.dtype(outputs[0].data_type.numpy_dtype)
+    ran = []
+
+    def finish_on_gpu(sums, c, alpha, beta):
+        ran.append(True)
+        return gpu.finish(xp, sums, c, alpha, beta, relu, dtype)
+
+    result = gemm_product(xp, inputs, outputs, params, finish_on_gpu)
+    return ActivationApplied((result,)) if ran and relu else (result,)
 
 
 def _shifted(xp, x, zero_point, per_row: bool):
@@ -488,8 +510,8 @@ GEMM = Operator(
     introduced=level("1_0"), inputs=("ATensor", "BTensor", "CTensor"), support=_GEMM, same_data_type=GEMM_TENSORS,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(TRANS_A, TRANS_B, ALPHA, BETA, GEMM_FUSED_ACTIVATION),
     optional_inputs=(("CTensor", "ATensor"),), optional_since=level("1_0"),
-    shape_rule=gemm_shape, array_kernel=gemm_kernel, fused_activation="FusedActivation",
-    input_broadcast=GEMM_BROADCAST,
+    shape_rule=gemm_shape, array_kernel=gemm_kernel, gpu_array_kernel=gemm_gpu_kernel,
+    fused_activation="FusedActivation", input_broadcast=GEMM_BROADCAST,
     exactness=COMPOSITE, tf32_products=True,
     tolerance=Tolerance(
         "ulp", 1, 1,
