@@ -9,7 +9,7 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   cuDNN's own;
 - no BiasTensor, RelativePositionBiasTensor or past keys and values;
 - MaskType NONE, or BOOLEAN: any BOOLEAN MaskTensor, as cuDNN's additive bias (MaskFilterValue where the mask holds
-  0, DirectML's own addition; see _bias_sizes: MaskFilterValue a finite FLOAT16, the bias at most 256 MiB), made on
+  0, DirectML's own addition; see _bias_sizes: MaskFilterValue a FLOAT16, the bias at most 256 MiB), made on
   the device on each call with no read on the host;
 - MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor without a past (then every length is 0 and the attention is
   causal, whatever the lengths hold) as cuDNN's causal mask. cuDNN leaves a key it masks out (weight 0); DirectML
@@ -160,8 +160,8 @@ def _bias_sizes(mask, params, found) -> tuple[int, ...]:
     """The bias's Sizes for this mask; Unsupported where MaskFilterValue is no FLOAT16 or the bias would be larger
     than BIAS_BYTES_KEPT."""
     value = float(params["MaskFilterValue"])
-    if not (np.isfinite(value) and float(np.float16(value)) == value):
-        raise Unsupported(f"MaskFilterValue {value:g} is not a finite FLOAT16 (cuDNN's bias holds it as one)")
+    if not float(np.float16(value)) == value:  # -10000 and -inf (ONNX's Attention) are; NaN and -1e6 are not
+        raise Unsupported(f"MaskFilterValue {value:g} is not a FLOAT16 (cuDNN's bias holds it as one)")
     sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
     batch = found.batch if sizes[0] == found.batch else 1
     heads = found.query_heads if sizes[1] == found.query_heads else 1
