@@ -235,21 +235,63 @@ def causal_mask(rows, cols, leading=(1, 1)):
     return np.broadcast_to(np.tril(np.ones((rows, cols), np.int32)), leading + (rows, cols)).copy()
 
 
-@pytest.mark.parametrize("change", ["none", "a masked key in the last row", "a kept future key in a later head"])
-def test_a_boolean_mask_is_read_whole_on_every_call(frontend, change):
-    """The mask's pattern is read on the device on each call: one value that breaks the causal pattern anywhere
-    (the last row of the last head, or above the diagonal of the second head) sends the call to dmlcli's kernel,
-    though the same Sizes ran through cuDNN the call before."""
+@pytest.mark.parametrize("change", ["none", "a masked key in the last row", "a kept future key in a later head",
+                                    "a random mask", "a row with every key masked"])
+def test_any_boolean_mask_runs_through_cudnn_as_a_bias(frontend, change):
+    """A BOOLEAN mask is cuDNN's additive bias (MaskFilterValue where the mask holds 0): the causal pattern, the same
+    with one value changed anywhere, a random mask, a row whose every key is masked (DirectML then adds the filter to
+    every score of the row, which leaves its softmax as it was): cuDNN each time, within the rule of the CPU's."""
     arrays = qkv(1, 40, 2, 32, seed=3) + [None] * (MHA_INPUTS - 3)
     options = {"head_count": 2, "scale": 0.2, "mask_type": "boolean"}
     arrays[7] = causal_mask(40, 40, (1, 2))
-    assert attention_within(arrays, options) == "cudnn"
     if change == "a masked key in the last row":
         arrays[7][0, 1, 39, 17] = 0
     elif change == "a kept future key in a later head":
         arrays[7][0, 1, 5, 30] = 7
-    expected = "cudnn" if change == "none" else "dmlcli: a BOOLEAN mask that is neither all ones nor causal"
-    assert attention_within(arrays, options) == expected
+    elif change == "a random mask":
+        arrays[7] = (np.random.default_rng(8).random((1, 2, 40, 40)) > 0.4).astype(np.int32)
+    elif change == "a row with every key masked":
+        arrays[7][0, 0, 12] = 0
+    assert attention_within(arrays, options) == "cudnn"
+
+
+def test_a_boolean_mask_with_an_infinite_filter(frontend):
+    # ONNX's Attention maps its masks with MaskFilterValue -inf: FLOAT16 holds it, so the bias does too (no row of
+    # this causal mask is wholly masked: such a row's softmax is NaN in DirectML's arithmetic).
+    arrays = qkv(1, 24, 2, 32, seed=12) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = causal_mask(24, 24)
+    options = {"head_count": 2, "mask_type": "boolean", "mask_filter_value": float("-inf")}
+    assert attention_within(arrays, options) == "cudnn"
+
+
+def test_a_mask_broadcast_along_the_rows_is_written_out_for_cudnn(frontend):
+    # A key-padding mask {B, 1, 1, T}: cuDNN's bias takes {1|B, 1|H, S, T}, so the bias spreads it along the rows.
+    arrays = qkv(2, 24, 2, 32, seed=10) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = np.ones((2, 1, 1, 24), np.int32)
+    arrays[7][0, 0, 0, 18:] = 0
+    arrays[7][1, 0, 0, :3] = 0
+    assert attention_within(arrays, {"head_count": 2, "mask_type": "boolean"}) == "cudnn"
+
+
+def test_a_boolean_mask_call_is_captured_into_a_cuda_graph(frontend):
+    """No value is read on the host: a BOOLEAN mask's call is captured and replayed with the eager call's bits."""
+    arrays = qkv(1, 32, 2, 32, seed=11) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = causal_mask(32, 32)
+    from dmlcli.backends import get_backend
+
+    backend = get_backend("gpu")
+    call = dmlcli.validate("multihead_attention", *arrays, head_count=2, mask_type="boolean").call
+    device = [None if a is None else cupy.asarray(a) for a in arrays]
+    (eager,) = backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)
+    pool, stream = cupy.cuda.MemoryPool(), cupy.cuda.Stream(non_blocking=True)
+    with cupy.cuda.using_allocator(pool.malloc), stream:  # as onnx_model/graphs.py captures a model's run
+        backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)  # warm, on this stream
+        stream.begin_capture()
+        (captured,) = backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)
+        graph = stream.end_capture()
+        graph.launch(stream)
+        stream.synchronize()
+        assert cupy.asnumpy(captured).tobytes() == cupy.asnumpy(eager).tobytes()
 
 
 def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):
@@ -268,8 +310,8 @@ def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):
 def test_attention_cudnn_does_not_take_runs_dmlcli_s_kernel(frontend):
     arrays = qkv(1, 16, 2, 32) + [None] * (MHA_INPUTS - 3)
     arrays[7] = (np.random.default_rng(2).random((1, 2, 16, 16)) > 0.3).astype(np.int32)
-    taken = attention_within(arrays, {"head_count": 2, "mask_type": "boolean"})
-    assert taken.startswith("dmlcli: a BOOLEAN mask"), taken
+    taken = attention_within(arrays, {"head_count": 2, "mask_type": "boolean", "mask_filter_value": -1e6})
+    assert taken.startswith("dmlcli: MaskFilterValue -1e+06 is not a FLOAT16"), taken
     float32 = [a.astype(np.float32) for a in qkv(1, 16, 2, 32)] + [None] * (MHA_INPUTS - 3)
     assert attention_within(float32, {"head_count": 2}).startswith("dmlcli: cuDNN's attention takes FLOAT16")
 

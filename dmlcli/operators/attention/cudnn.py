@@ -8,13 +8,14 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   with its own strides (the stacks' too), so nothing is copied; grouped-query heads (MULTIHEAD_ATTENTION1) as
   cuDNN's own;
 - no BiasTensor, RelativePositionBiasTensor or past keys and values;
-- no mask (MaskType NONE, or a BOOLEAN MaskTensor of ones), or a causal one: a BOOLEAN MaskTensor that holds
-  exactly key j <= query i (checked on the device, one value read back, so such a call is not captured into a CUDA
-  graph), or MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor without a past (then every length is 0 and the
-  attention is causal, whatever the lengths hold). cuDNN leaves a masked key out (weight 0); DirectML adds
-  MaskFilterValue, which gives a weight of exp(score + MaskFilterValue - the row's largest score), exactly 0 in
-  FLOAT32 wherever that exponent is below -104: a causal call maps where MaskFilterValue <= -10000 (ONNX
-  Runtime's default), i.e. where a row's scores span less than about 9896.
+- MaskType NONE, or BOOLEAN: any BOOLEAN MaskTensor, as cuDNN's additive bias (MaskFilterValue where the mask holds
+  0, DirectML's own addition; see _bias_sizes: MaskFilterValue a FLOAT16, the bias at most 256 MiB), made on
+  the device on each call with no read on the host;
+- MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor without a past (then every length is 0 and the attention is
+  causal, whatever the lengths hold) as cuDNN's causal mask. cuDNN leaves a key it masks out (weight 0); DirectML
+  adds MaskFilterValue, which gives a weight of exp(score + MaskFilterValue - the row's largest score), exactly 0 in
+  FLOAT32 wherever that exponent is below -104: such a call maps where MaskFilterValue <= -10000 (ONNX Runtime's
+  default), i.e. where a row's scores span less than about 9896.
 
 Numbers: cuDNN computes the scores and the softmax in FLOAT32 and multiplies the FLOAT16-rounded weights by the
 values with FLOAT32 accumulation, then rounds once: within MULTIHEAD_ATTENTION's FLOAT16 tolerance (its note: DirectML
@@ -43,7 +44,7 @@ CAUSAL_FILTER_LIMIT = -10000.0
 
 class Signature(NamedTuple):
     """The key of a built attention graph: the {batch, heads, rows, size} Sizes and strides (in elements) of Q, K,
-    V and O, the scale and whether it is causal."""
+    V and O, the scale, whether it is causal and the Sizes of a BOOLEAN mask's bias."""
 
     q: tuple[tuple[int, ...], tuple[int, ...]]
     k: tuple[tuple[int, ...], tuple[int, ...]]
@@ -51,6 +52,7 @@ class Signature(NamedTuple):
     o: tuple[tuple[int, ...], tuple[int, ...]]
     scale: float
     causal: bool
+    bias: tuple[int, ...] | None = None  # the additive FLOAT16 bias's {1|B, 1|QH, S, T} Sizes (C-ordered), if any
 
 
 def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
@@ -58,15 +60,13 @@ def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
     call has them), in their order, through cuDNN; Unsupported where the call does not map."""
     cudnn = cudnn_graphs.frontend()
     prepared = _prepared(given, params)
-    causal = prepared.causal
-    if causal is None:  # a BOOLEAN mask: its values decide, on every call
-        causal = _causal_by_mask(cupy, given, params, prepared.found)
-    plan = prepared.plans.get(causal)
-    if plan is None:
-        plan = prepared.plans[causal] = _plan(given, params, prepared.found, causal)
+    plan = prepared.plan
     attended = cupy.empty(plan.attended, dtype=np.float16)
     pointers = {role: given[source].data.ptr + offset for role, source, offset in plan.views}
     pointers["O"] = attended.data.ptr
+    if plan.signature.bias is not None:  # kept alive until the execute is queued; the stream orders its reuse
+        bias = _mask_bias(cupy, given["MaskTensor"], plan.signature.bias, float(params["MaskFilterValue"]))
+        pointers["B"] = bias.data.ptr
     signature = plan.signature
     built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
                                 pointers)
@@ -92,9 +92,8 @@ def _present(given, found, role: str, out, cupy):
 
 
 # What a call's Sizes, strides, types and fields decide, worked out once per such signature: its layout, whether it
-# maps at all and whether it is causal (None where a BOOLEAN mask's values decide, read on every call), and its plan
-# per causal answer: where the queries, keys and values lie in the given tensors, the cuDNN graph's signature, the
-# output's Sizes. A call made again (a loop, a model's node) then costs its host only the pointers, the output's
+# maps at all, and its plan: where the queries, keys and values lie in the given tensors, the cuDNN graph's signature
+# (causal or not, a mask's bias or none), the output's Sizes. A call made again (a loop, a model's node) then costs its host only the pointers, the output's
 # allocation and cuDNN's execute: the layout, views and signatures made on every call were most of the 0.15 to 0.19
 # ms of host time per call that bounded back-to-back calls on the H200 (cuDNN's own execute: 0.02 ms).
 PLANS_KEPT = 64
@@ -109,8 +108,7 @@ class _Plan(NamedTuple):
 
 class _Prepared(NamedTuple):
     found: Layout
-    causal: bool | None  # None: the BOOLEAN mask's values decide, on each call
-    plans: dict[bool, _Plan]  # by causal: filled as calls come
+    plan: _Plan
 
 
 def _prepared(given, params) -> _Prepared:
@@ -140,17 +138,54 @@ def _prepare(given, params) -> _Prepared:
     if lengths and found.past:
         raise Unsupported("PastSequenceLengthsTensor with past keys (per-entry positions)")
     mask_type = params["MaskType"]
-    if mask_type == "NONE":
-        causal = lengths
-        _check_filter(params, causal)
-    elif mask_type == "BOOLEAN":
-        causal = None
-    else:
+    bias = None
+    if mask_type == "BOOLEAN":
+        bias = _bias_sizes(given["MaskTensor"], params, found)
+    elif mask_type != "NONE":
         raise Unsupported(f"MaskType {mask_type}")
-    return _Prepared(found, causal, {})
+    _check_filter(params, lengths)
+    return _Prepared(found, _plan(given, params, found, lengths, bias))
 
 
-def _plan(given, params, found, causal: bool) -> _Plan:
+# A BOOLEAN mask becomes cuDNN's additive bias: MaskFilterValue where the mask holds 0, +0 elsewhere, added to the
+# scaled scores as DirectML adds MaskFilterValue (the page: "added ... to the positions that the mask ..."), so any
+# mask maps, with DirectML's weights for it (also where every key of a row is masked). The bias is FLOAT16 (cuDNN's
+# bias takes the inputs' type), so MaskFilterValue must be one (-10000, ONNX Runtime's default, is), and it is made
+# on each call from the mask (one pass, no read on the host: such a call can be captured into a CUDA graph). Its
+# Sizes are {1|B, 1|QH, S, T} (cuDNN's forms): a mask broadcast along the rows is written out along them.
+BIAS_BYTES_KEPT = 256 * 2**20
+
+
+def _bias_sizes(mask, params, found) -> tuple[int, ...]:
+    """The bias's Sizes for this mask; Unsupported where MaskFilterValue is no FLOAT16 or the bias would be larger
+    than BIAS_BYTES_KEPT."""
+    value = float(params["MaskFilterValue"])
+    if not float(np.float16(value)) == value:  # -10000 and -inf (ONNX's Attention) are; NaN and -1e6 are not
+        raise Unsupported(f"MaskFilterValue {value:g} is not a FLOAT16 (cuDNN's bias holds it as one)")
+    sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
+    batch = found.batch if sizes[0] == found.batch else 1
+    heads = found.query_heads if sizes[1] == found.query_heads else 1
+    bias = (batch, heads, found.sequence, found.total)
+    if 2 * batch * heads * found.sequence * found.total > BIAS_BYTES_KEPT:
+        raise Unsupported(f"a BOOLEAN mask's bias of Sizes {list(bias)} (over {BIAS_BYTES_KEPT >> 20} MiB)")
+    return bias
+
+
+_BIAS = ("dml_attention_mask_bias", "int32 m, float32 f", "float16 z", "z = (float16)(m == 0 ? f : 0.0f)")
+
+
+def _mask_bias(cupy, mask, sizes: tuple[int, ...], value: float):
+    """The FLOAT16 bias of Sizes `sizes` (C-ordered): `value` where the mask (broadcast to them) holds 0, else +0."""
+    from ..numerics.cuda_prelude import elementwise_kernel
+
+    lead = ((1,) * 4 + tuple(mask.shape))[-4:]
+    spread = cupy.broadcast_to(mask.reshape(lead), sizes)
+    bias = cupy.empty(sizes, dtype=np.float16)
+    elementwise_kernel(cupy, *_BIAS)(spread, np.float32(value), bias)
+    return bias
+
+
+def _plan(given, params, found, causal: bool, bias: tuple[int, ...] | None) -> _Plan:
     b, s, kv = found.batch, found.sequence, found.kv_sequence
     sources = {"Q": (found.query_from, "q", s, found.query_heads, found.head_size),
                "K": (found.key_from, "k", kv, found.kv_heads, found.head_size),
@@ -166,7 +201,7 @@ def _plan(given, params, found, causal: bool) -> _Plan:
                    (s * found.query_heads * found.value_head_size, found.value_head_size,
                     found.query_heads * found.value_head_size, 1))
     signature = Signature(shapes["Q"], shapes["K"], shapes["V"], shapes["O"], scale=float(params["Scale"]),
-                          causal=causal)
+                          causal=causal, bias=bias)
     return _Plan(tuple(views), attended, signature)
 
 
@@ -192,68 +227,18 @@ def _check_filter(params, causal: bool) -> None:
                           f"{CAUSAL_FILTER_LIMIT:g} (masked keys would keep a weight)")
 
 
-def _causal_by_mask(cupy, given, params, found) -> bool:
-    """Whether the BOOLEAN MaskTensor makes the call causal (True) or keeps every key (False); Unsupported for any
-    other mask. With PastSequenceLengthsTensor (and no past) a mask of ones is causal too."""
-    pattern = _boolean_pattern(cupy, given["MaskTensor"], found)
-    if pattern == "other":
-        raise Unsupported("a BOOLEAN mask that is neither all ones nor causal")
-    causal = pattern == "causal" or "PastSequenceLengthsTensor" in given
-    _check_filter(params, causal)
-    return causal
-
-
-# One pass over an INT32 mask, read as rows of its last two Sizes: bit 0 where a key is masked (a 0), bit 1 where a
-# value differs from the causal pattern (kept exactly where column j <= row i). A block takes whole rows.
-_PATTERN_SOURCE = r"""
-extern "C" __global__ void mask_pattern(const int* mask, long long row_count, int rows, int cols, int* found) {
-    int bits = 0;
-    for (long long r = blockIdx.x; r < row_count; r += gridDim.x) {
-        const int i = (int)(r % rows);
-        const int* row = mask + r * cols;
-        for (int j = threadIdx.x; j < cols; j += blockDim.x) {
-            const bool kept = row[j] != 0;
-            bits |= (kept ? 0 : 1) | ((kept != (j <= i)) ? 2 : 0);
-        }
-    }
-    const int masked = __any_sync(0xffffffffu, bits & 1), uncausal = __any_sync(0xffffffffu, bits & 2);
-    if ((threadIdx.x & 31) == 0 && (masked || uncausal)) {
-        atomicOr(found, (masked ? 1 : 0) | (uncausal ? 2 : 0));
-    }
-}
-"""
-_PATTERN_KERNEL: list = []  # the RawKernel, made on the first call (CuPy compiles it for each device it runs on)
-
-
-def _boolean_pattern(cupy, mask, found) -> str:
-    """"none" (every key kept), "causal" (key j kept for query i exactly where j <= i) or "other", read from the
-    device: one pass over the mask and four bytes copied back (the copy waits for the GPU, and a CUDA-graph capture
-    cannot hold it: the capture then ends)."""
-    if cudnn_graphs.capturing(cupy):
-        raise RuntimeError("a BOOLEAN mask's pattern is read on the host, which a CUDA graph capture cannot replay")
-    if not _PATTERN_KERNEL:
-        _PATTERN_KERNEL.append(cupy.RawKernel(_PATTERN_SOURCE, "mask_pattern"))
-    kernel = _PATTERN_KERNEL[0]
-    mask = cupy.ascontiguousarray(mask)
-    rows, cols = (1,) * (2 - mask.ndim) + tuple(mask.shape[-2:])
-    row_count = mask.size // cols
-    bits = cupy.zeros(1, dtype=np.int32)
-    kernel((min(row_count, 1024),), (256,), (mask, np.int64(row_count), np.int32(rows), np.int32(cols), bits))
-    found_bits = int(bits.get()[0])
-    if not found_bits & 1:
-        return "none"
-    causal_shape = (rows, cols) == (found.sequence, found.total)
-    return "causal" if causal_shape and not found_bits & 2 else "other"
-
-
 def build_graph(cudnn, handle, signature: Signature) -> cudnn_graphs.Built:
-    """The planned graph: O = softmax(Q K^T * scale [causal]) V, FLOAT16 in and out, FLOAT32 inside."""
+    """The planned graph: O = softmax(Q K^T * scale [+ bias] [causal]) V, FLOAT16 in and out, FLOAT32 inside."""
     half = cudnn.data_type.HALF
     graph = cudnn.pygraph(io_data_type=half, intermediate_data_type=cudnn.data_type.FLOAT,
                           compute_data_type=cudnn.data_type.FLOAT, handle=handle)
     tensors = {name: graph.tensor(name=name, dim=list(sizes), stride=list(strides), data_type=half)
                for name, (sizes, strides) in (("Q", signature.q), ("K", signature.k), ("V", signature.v))}
     options = {"use_causal_mask": True} if signature.causal else {}
+    if signature.bias is not None:
+        sizes = list(signature.bias)
+        strides = [sizes[1] * sizes[2] * sizes[3], sizes[2] * sizes[3], sizes[3], 1]
+        tensors["B"] = options["bias"] = graph.tensor(name="B", dim=sizes, stride=strides, data_type=half)
     attended, _ = graph.sdpa(name="sdpa", q=tensors["Q"], k=tensors["K"], v=tensors["V"], generate_stats=False,
                              attn_scale=signature.scale, **options)
     sizes, strides = signature.o
