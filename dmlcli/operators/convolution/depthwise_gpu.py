@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..elementwise.activation import RELU_DEVICE
 from ..numerics.cuda_prelude import DEVICE_PRELUDE, FAST_DIVISION, fast_division, launch
 
 _C_VALUE = {"float32": "float", "float16": "unsigned short"}  # FLOAT16 as its bits
@@ -72,10 +73,8 @@ def _source(dtype: str, window, strides, dilations, with_bias: bool, relu: bool)
                         for name, values in (("w", window), ("s", strides), ("d", dilations)) for dim in range(3))
     span = (OUTPUTS_PER_THREAD - 1) * strides[2] + (window[2] - 1) * dilations[2] + 1
     bias = f"      r = r + {load}(bs[k]);\n" if with_bias else ""
-    # RELU before the rounding is RELU after it: rounding keeps a value's sign, a NaN stays a NaN and -0 becomes +0
-    # either way (the activation's rule: x where x > 0 or x is NaN, else +0).
-    activation = "      if (!(r > 0.0f || r != r)) r = 0.0f;\n" if relu else ""
-    return (DEVICE_PRELUDE + FAST_DIVISION +
+    activation = "      r = dml_relu_apply(r);\n" if relu else ""  # before the rounding: see RELU_DEVICE
+    return (DEVICE_PRELUDE + RELU_DEVICE + FAST_DIVISION +
             f'extern "C" __global__ void dml_kernel(const {value}* xs, const {value}* ws, const {value}* bs,\n'
             f"    {value}* ys, const int i0, const int i1, const int i2, const int o0, const int o1, const int o2,\n"
             "    const int p0, const int p1, const int p2, const int channels, const int multiplier,\n"

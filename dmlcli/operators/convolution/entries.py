@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ...data_types import FLOAT32, FLOATS, INT8, INT32, UINT8
-from ..elementwise.activation import FUSABLE
+from ..elementwise.activation import FUSABLE, fused_relu
 from ..numerics.padding import constant_padded
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, ActivationApplied, Operator, SumBound, Tolerance, rows
@@ -473,8 +473,7 @@ def convolution_gpu_kernel(xp, inputs, outputs, params):
 
     x, w, bias = inputs
     geo = geometry(params, x.ndim)
-    activation = params.get("FusedActivation")
-    relu = activation is not None and activation[0].name == "RELU"
+    relu = fused_relu(params)
     if depthwise_gpu.applies(x, w, bias, params, geo, tuple(outputs[0].shape)):
         result = depthwise_gpu.convolve(xp, x, w, bias, tuple(outputs[0].shape), params, geo, relu, _flipped)
         cudnn_graphs.record(FAMILY, DEPTHWISE_CHOICE)

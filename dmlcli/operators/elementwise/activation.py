@@ -875,6 +875,18 @@ FUSABLE_NAMES = ("LINEAR", "SIGMOID", "HARD_SIGMOID", "TANH", "SCALED_TANH", "RE
 _BY_NAME = {op.name: op for op in ACTIVATIONS}
 FUSABLE = tuple(_BY_NAME[name] for name in FUSABLE_NAMES)
 
+# RELU's rule as a device function, dml_relu_apply (x where x > 0 or x is NaN, else +0), for a kernel that applies a
+# fused RELU in its own pass (CONVOLUTION's depthwise kernel, GEMM's FLOAT16 finish). Applied before a rounding it
+# gives what it gives after it: a rounding keeps a value's sign, and a NaN stays a NaN.
+RELU_DEVICE = _CUDA["RELU"]
+
+
+def fused_relu(params, field: str = "FusedActivation") -> bool:
+    """Whether the call's fused activation (its field `field`) is RELU."""
+    activation = params.get(field)
+    return activation is not None and activation[0].name == "RELU"
+
+
 FUSED_ACTIVATION = FusedActivationParameter(
     field="FusedActivation",
     help="an activation applied to the sum (--fused-activation NAME), with its FLOAT fields as --fused-alpha, "

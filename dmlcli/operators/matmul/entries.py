@@ -29,7 +29,7 @@ import numpy as np
 from ...data_types import FLOAT32, FLOATS, INT8, INT16, INT32, UINT8, UINT16, UINT32
 from ...feature_levels import level
 from ...records import replace
-from ..elementwise.activation import FUSED_ACTIVATION
+from ..elementwise.activation import FUSED_ACTIVATION, fused_relu
 from ..table.parameters import EnumParameter, FloatParameter
 from ..table.schema import (COMPOSITE, DIMS_4, EXACT, ActivationApplied, InputBroadcast, Operator, SumBound, Tolerance,
                             rows)
@@ -423,8 +423,7 @@ def gemm_gpu_kernel(xp, inputs, outputs, params):
     fused RELU in it (the backend then applies no activation again)."""
     from . import gpu  # the GPU path only
 
-    activation = params.get("FusedActivation")
-    relu = activation is not None and activation[0].name == "RELU"
+    relu = fused_relu(params)
     dtype = np.dtype(outputs[0].data_type.numpy_dtype)
     ran = []
 
