@@ -72,6 +72,7 @@ FLOAT_CASES = [
     ("activation_gelu", "approximate"), ("activation_elu", "approximate"),
 ]
 CASES += [(name, "float32", "float32") for name, _ in FLOAT_CASES]
+CASES += [(name, "float16", "float16") for name in ("exp", "activation_sigmoid", "activation_gelu", "add")]
 GOALS = {name: (0.9 if kind == "exact" else 0.8) for name, kind in FLOAT_CASES}
 E2E_CASES = [("bit_xor", "uint8", "uint8"), ("is_infinity", "float32", "uint8")]
 IO_THREADS = 8  # per read or write of one chunk
@@ -526,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thread-bytes", type=int, default=None,
                         help="tuning: one thread's bytes of the narrowest tensor (32: two 16-byte loads) "
                              f"[{gpu_kernels.THREAD_BYTES}]")
+    parser.add_argument("--long-thread-bytes", type=int, default=None,
+                        help="tuning: the same for 1-byte tensors and approximate bodies "
+                             f"[{gpu_kernels.LONG_THREAD_BYTES}]")
     args = parser.parse_args(argv)
     ONLY.update(name for name in args.ops.split(",") if name)
     IO_THREADS = args.io_threads
@@ -533,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         gpu_kernels.MAX_THREAD_BYTES = args.max_thread_bytes
     if args.thread_bytes:
         gpu_kernels.THREAD_BYTES = args.thread_bytes
+    if args.long_thread_bytes:
+        gpu_kernels.LONG_THREAD_BYTES = args.long_thread_bytes
 
     try:
         backend = gpu.create()

@@ -394,11 +394,22 @@ def test_only_pure_bitwise_operators_run_on_64_bit_words():
 
 
 def test_vectors_are_16_bytes_of_the_narrowest_tensor_and_at_most_32_of_the_widest():
-    assert gpu_kernels.elements_per_thread(("uint8", "uint8")) == 16
+    assert gpu_kernels.elements_per_thread(("uint8", "uint8")) == 32  # a 1-byte type: two 16-byte loads
+    assert gpu_kernels.elements_per_thread(("float32", "float32")) == 4
+    assert gpu_kernels.elements_per_thread(("float32", "float32"), approximate=True) == 8
+    assert gpu_kernels.elements_per_thread(("float16", "float16"), approximate=True) == 16
     assert gpu_kernels.elements_per_thread(("uint64", "uint64")) == 2
     assert gpu_kernels.elements_per_thread(("float16", "uint32")) == 8
     assert gpu_kernels.elements_per_thread(("float32", "uint8")) == 8
     assert gpu_kernels.elements_per_thread(("int64", "uint8")) == 4
+
+
+def test_an_operator_s_vectors_follow_its_exactness():
+    signature = ("float32", "float32")
+    assert gpu_kernels.operator_elements_per_thread(find_operator("exp"), signature) == 8
+    assert gpu_kernels.operator_elements_per_thread(find_operator("recip"), signature) == 4
+    assert "unsigned int v[8];" in gpu_kernels.module_source(find_operator("exp"), signature)
+    assert "unsigned int v[4];" in gpu_kernels.module_source(find_operator("recip"), signature)
 
 
 def test_more_thread_bytes_give_several_aligned_loads_a_thread(monkeypatch):
@@ -408,7 +419,7 @@ def test_more_thread_bytes_give_several_aligned_loads_a_thread(monkeypatch):
     gpu_kernels.elements_per_thread.cache_clear()
     try:
         assert gpu_kernels.elements_per_thread(("float32", "float32")) == 8
-        assert gpu_kernels.elements_per_thread(("uint8", "uint8")) == 32
+        assert gpu_kernels.elements_per_thread(("uint16", "uint16")) == 16
         source = gpu_kernels.module_source(find_operator("identity"), ("float32", "float32"))
         assert "struct __align__(16) v0_float32_float32 { unsigned int v[8]; };" in source
     finally:

@@ -282,12 +282,12 @@ def test_a_boolean_mask_call_is_captured_into_a_cuda_graph(frontend):
     backend = get_backend("gpu")
     call = dmlcli.validate("multihead_attention", *arrays, head_count=2, mask_type="boolean").call
     device = [None if a is None else cupy.asarray(a) for a in arrays]
-    (eager,) = backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)
+    eager = backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)[0]
     pool, stream = cupy.cuda.MemoryPool(), cupy.cuda.Stream(non_blocking=True)
     with cupy.cuda.using_allocator(pool.malloc), stream:  # as onnx_model/graphs.py captures a model's run
         backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)  # warm, on this stream
         stream.begin_capture()
-        (captured,) = backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)
+        captured = backend.execute_shaped_device(call.operator, device, call.outputs, call.parameters)[0]
         graph = stream.end_capture()
         graph.launch(stream)
         stream.synchronize()

@@ -217,7 +217,7 @@ def test_cublas_mode_is_restored_when_the_kernel_fails(gpu):
         raise RuntimeError("the kernel failed")
 
     gemm = dmlcli.find_operator("gemm")
-    broken = records.replace(gemm, array_kernel=failing)
+    broken = records.replace(gemm, array_kernel=failing, gpu_array_kernel=failing)
     call = _call("gemm", [np.ones((4, 4), F32)] * 2)
     before = _math_mode()
     with pytest.raises(RuntimeError, match="the kernel failed"):
@@ -226,13 +226,60 @@ def test_cublas_mode_is_restored_when_the_kernel_fails(gpu):
     assert _math_mode() == before
 
 
-FINISHED_CALLS = [  # FLOAT16 products that Alpha or C changes: finished in one pass on the GPU (matmul/gpu.py)
+FINISHED_CALLS = [  # FLOAT16 products where cuBLAS's epilogue is not IEEE's: finished in one pass (matmul/gpu.py)
+    ((2, 3, 33, 40), (2, 3, 40, 17), (1, 3, 1, 17), {"beta": 0.0}),  # Beta 0 still multiplies C (0 * inf = NaN)
+    ((64, 96), (96, 80), (64, 80), {"alpha": 0.0, "beta": 2.0}),  # Alpha 0 still multiplies the sums
+]
+EPILOGUE_CALLS = [  # FLOAT16 products that Alpha or C changes: Alpha and Beta * C in cuBLAS's epilogue
     ((64, 96), (96, 80), (1, 80), {}),  # addmm's bias
     ((64, 96), (96, 80), (64, 80), {"alpha": 0.5, "beta": 2.0}),
-    ((2, 3, 33, 40), (2, 3, 40, 17), (1, 3, 1, 17), {"beta": 0.0}),  # Beta 0 still multiplies C (0 * inf = NaN)
     ((48, 32), (32, 24), None, {"alpha": -0.25}),
     ((32, 48), (24, 32), (1, 24), {"trans_a": "transpose", "trans_b": "transpose"}),
+    ((2, 3, 33, 40), (2, 3, 40, 17), (1, 3, 1, 17), {"beta": -1.5}),
 ]
+
+
+def _half_arrays(seed, shapes):
+    rng = np.random.default_rng(seed)
+    arrays = [rng.uniform(-1, 1, s).astype(F16) for s in shapes if s is not None]
+    if len(arrays) == 3:
+        arrays[2].reshape(-1)[:3] = [np.inf, -np.inf, np.nan]
+    return arrays
+
+
+@pytest.mark.parametrize("calls, taken", [(EPILOGUE_CALLS, True), (FINISHED_CALLS, False)])
+def test_which_float16_products_take_cublas_s_epilogue(gpu, calls, taken):
+    import cupy
+
+    from dmlcli.operators.matmul import entries
+
+    for a_shape, b_shape, c_shape, params in calls:
+        arrays = _half_arrays(30, (a_shape, b_shape, c_shape))
+        call = _call("gemm", arrays, **params)
+        given = [cupy.asarray(a) for a in arrays] + [None] * (3 - len(arrays))
+        found = entries._half_epilogue(cupy, given, call.outputs, call.parameters)
+        assert (found is not None) == taken, params
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "sigmoid"])
+@pytest.mark.parametrize("a_shape, b_shape, c_shape, params", EPILOGUE_CALLS, ids=[str(c[3]) for c in EPILOGUE_CALLS])
+def test_a_float16_product_through_cublas_s_epilogue_is_within_the_rule(gpu, a_shape, b_shape, c_shape, params,
+                                                                        activation):
+    """cuBLAS's one rounding of Alpha * sums + Beta * C agrees with the CPU's within GEMM's rule, C's infinities and
+    NaN where the CPU has them; a fused activation is its own GPU kernel on the product."""
+    arrays = _half_arrays(32, (a_shape, b_shape, c_shape))
+    fields = dict(params, **({"fused_activation": activation} if activation else {}))
+    cpu, got = both("gemm", *arrays, **fields)
+    for special in (np.isnan, np.isposinf, np.isneginf):
+        assert np.array_equal(special(got), special(cpu))
+    call = _call("gemm", arrays, **fields)
+    rule = rule_for(call.operator, cpu.dtype, call=call, inputs=arrays)
+    comparison = compare_arrays(np.nan_to_num(got), np.nan_to_num(cpu), rule)
+    assert comparison.passed, comparison.text()
+    if activation is not None:
+        plain = dmlcli.run("gemm", *arrays, backend="gpu", **params)
+        own = dmlcli.run(f"activation_{activation}", plain, backend="gpu")
+        assert np.array_equal(got.view(np.uint16), own.view(np.uint16))
 
 
 @pytest.mark.parametrize("activation", [None, "relu", "sigmoid"])
@@ -245,10 +292,7 @@ def test_a_float16_product_finished_in_one_pass_gives_the_passes_bits(gpu, a_sha
 
     from dmlcli.operators.matmul import entries
 
-    rng = np.random.default_rng(31)
-    arrays = [rng.uniform(-1, 1, s).astype(F16) for s in (a_shape, b_shape, c_shape) if s is not None]
-    if c_shape is not None:
-        arrays[2].reshape(-1)[:3] = [np.inf, -np.inf, np.nan]
+    arrays = _half_arrays(31, (a_shape, b_shape, c_shape))
     fields = dict(params, **({"fused_activation": activation} if activation else {}))
     got = dmlcli.run("gemm", *arrays, backend="gpu", **fields)
     call = _call("gemm", arrays, **fields)

@@ -184,7 +184,7 @@ class GpuBackend:
             device_inputs = [x.view(f"uint{x.dtype.itemsize * 8}") for x in device_inputs]
             device_out = device_out.view(f"uint{device_out.dtype.itemsize * 8}")
         function = self._function(operator, "vec", signature)
-        vectors = count // gpu_kernels.elements_per_thread(signature)
+        vectors = count // gpu_kernels.operator_elements_per_thread(operator, signature)
         blocks = min(max(1, math.ceil(max(vectors, 1) / THREADS_PER_BLOCK)), 2**31 - 1)
         function((blocks,), (THREADS_PER_BLOCK,), (*device_inputs, device_out, np.int64(count), *params))
 

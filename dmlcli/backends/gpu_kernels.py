@@ -5,7 +5,7 @@ inspected and unit-tested anywhere. One CUDA module is built per operator; it ho
 kernels for every (input type, output type) pair the operator's support table allows:
 
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
-  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor), so memory traffic comes in wide,
+  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory traffic comes in wide,
   coalesced transactions; the few elements past the last whole vector are done one by one.
 * `dml_nd_<in>_<out>`: broadcast inputs, addressed through per-dimension strides (0 where an
   input is broadcast), for up to 8 dimensions.
@@ -30,10 +30,18 @@ from ..data_types import DataType, from_numpy
 from ..operators import Operator
 from ..operators.numerics.cuda_prelude import COMPILE_OPTIONS, DEVICE_BEGIN, DEVICE_END, DEVICE_PRELUDE, _PRELUDE
 from ..operators.table.parameters import CudaArgument
+from ..operators.table.schema import APPROXIMATE
 
 MAX_DIMS = 8
 VECTOR_BYTES = 16  # the widest single load a CUDA thread can issue
-THREAD_BYTES = 16  # bytes of the narrowest tensor per thread (more than VECTOR_BYTES: several loads a thread)
+# Bytes of the narrowest tensor per thread (more than VECTOR_BYTES: several loads a thread): one 16-byte load for
+# exact and one-rounding bodies on types of 2 bytes or more; two for tensors of 1-byte types and for approximate
+# (transcendental) bodies, whose long arithmetic the second load in flight hides. Measured on the H200 (1 GiB,
+# bench/gpu_bench.py --thread-bytes, --long-thread-bytes), as a fraction of the copy: LOGICAL_NOT uint8 0.80 -> 0.92,
+# BIT_SHIFT_LEFT uint8 0.72 -> 0.81, EXP 0.66-0.76 -> 0.83, ERF 0.81 -> 0.94, SIGMOID 0.68-0.72 -> 0.77; RECIP (a
+# one-rounding division) fell 0.87-0.96 -> 0.70 with two loads, ADD and IDENTITY stayed within the noise.
+THREAD_BYTES = 16
+LONG_THREAD_BYTES = 32
 MAX_THREAD_BYTES = 32  # per tensor and thread: wider types get fewer elements (measured best on an H100)
 
 
@@ -146,11 +154,18 @@ def kernel_name(kind: str, signature: Signature) -> str:
     return f"dml_{kind}_" + "_".join(signature)
 
 
+def operator_elements_per_thread(operator: Operator, signature: Signature) -> int:
+    """The vector length of `operator`'s kernel for `signature` (elements_per_thread)."""
+    return elements_per_thread(signature, operator.exactness == APPROXIMATE)
+
+
 @functools.lru_cache(maxsize=512)  # asked on every launch; a few microseconds of np.dtype lookups otherwise
-def elements_per_thread(signature: Signature) -> int:
-    """Vector length: THREAD_BYTES of the narrowest tensor, at most MAX_THREAD_BYTES of the widest."""
+def elements_per_thread(signature: Signature, approximate: bool = False) -> int:
+    """Vector length: THREAD_BYTES of the narrowest tensor (LONG_THREAD_BYTES where that tensor's type is 1 byte or
+    the body `approximate`), at most MAX_THREAD_BYTES of the widest."""
     sizes = [np.dtype(d).itemsize for d in signature]
-    return max(1, min(THREAD_BYTES // min(sizes), MAX_THREAD_BYTES // max(sizes)))
+    narrow = LONG_THREAD_BYTES if approximate or min(sizes) == 1 else THREAD_BYTES
+    return max(1, min(narrow // min(sizes), MAX_THREAD_BYTES // max(sizes)))
 
 
 def _suffix(signature: Signature) -> str:
@@ -189,7 +204,7 @@ def _vector_kernel(operator: Operator, signature: Signature) -> str:
     names = input_names(operator)
     sources = [C_TYPES[d] for d in signature[:-1]]
     target = C_TYPES[signature[-1]]
-    vec = elements_per_thread(signature)
+    vec = operator_elements_per_thread(operator, signature)
     suffix = _suffix(signature)
     structs = [f"struct __align__({min(vec * np.dtype(d).itemsize, VECTOR_BYTES)}) v{i}_{suffix} "
                f"{{ {C_TYPES[d].bits} v[{vec}]; }};" for i, d in enumerate(signature)]

@@ -1,8 +1,8 @@
-"""GEMM's finish on the GPU for FLOAT16 operands whose product Alpha or a CTensor changes: one pass over cuBLAS's
-FLOAT32 sums (entries.gemm_product takes them unrounded) applies Alpha, adds Beta * C, rounds once to FLOAT16 and
-applies a fused RELU (the activation's own device function). CuPy's operators took four passes over the 64 MiB FLOAT32 sums of a 4096 x 4096 product (the
-multiply by Alpha, the add, the rounding, then RELU as its own kernel): 0.369 ms a call against 0.226 for PyTorch's
-addmm and RELU on the H200.
+"""GEMM's finish on the GPU for FLOAT16 operands whose product Alpha or a CTensor changes where cuBLAS's own
+epilogue would not give IEEE's result (Alpha 0, or Beta 0 with a CTensor: cuBLAS skips that term, where 0 * inf is
+NaN; entries._half_epilogue takes every other such call): one pass over cuBLAS's FLOAT32 sums (entries.gemm_product
+takes them unrounded) applies Alpha, adds Beta * C, rounds once to FLOAT16 and applies a fused RELU (the activation's
+own device function), where CuPy's operators took four passes over the sums.
 
 The pass does entries.gemm_product's FLOAT32 operations in its order, each rounded once (dmlcli's IEEE prelude: no
 contraction into fused multiply-adds, no flush to zero), so its result is that function's on the same sums; RELU

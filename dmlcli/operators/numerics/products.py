@@ -65,6 +65,21 @@ def matmul(xp, a, b, out_dtype=None):
     return library.matmul(xp, a, b, np.dtype(np.float32) if sums else None)
 
 
+def accumulate(cupy, a, b, alpha: float, beta: float, out) -> bool:
+    """out = alpha * (a @ b) + beta * out on cuBLAS (a, b and out of one type), in its compute type (FP32 for FLOAT16
+    operands) and rounded once to out's type: a GEMM's Alpha and Beta * C in cuBLAS's own epilogue, out holding C
+    beforehand. cuBLAS's rules hold: with beta 0 out is not read (0 * inf gives no NaN), nor a and b with alpha 0.
+    False, out untouched, where cuBLAS does not take the call (then the caller computes it otherwise)."""
+    library = _library(cupy)
+    if library is None or not library.takes(a, b) or out.dtype != a.dtype or not out.flags.c_contiguous:
+        return False
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    if out.shape != batch + (a.shape[-2], b.shape[-1]) or out.size == 0 or a.shape[-1] == 0:
+        return False
+    library.matmul(cupy, a, b, out=out, scalars=(alpha, beta))
+    return True
+
+
 def describe(cupy) -> str:
     """Which path the GPU's products take, for `dmlcli info`."""
     if _library(cupy) is None:
@@ -95,9 +110,12 @@ class _Cublas:
         return (a.dtype == b.dtype and a.dtype in CUDA_TYPES and a.ndim >= 2 and b.ndim >= 2
                 and a.shape[-1] == b.shape[-2] and max(a.shape[-2:] + b.shape[-1:]) <= INT_MAX)
 
-    def matmul(self, cupy, a, b, out_dtype=None):
+    def matmul(self, cupy, a, b, out_dtype=None, out=None, scalars: tuple[float, float] = (1.0, 0.0)):
+        """a @ b into a new array (of `out_dtype`, else the operands' type), or `scalars` (alpha, beta): alpha *
+        (a @ b) + beta * out into the given C-ordered `out`."""
         batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-        out = cupy.empty(batch + (a.shape[-2], b.shape[-1]), dtype=a.dtype if out_dtype is None else out_dtype)
+        if out is None:
+            out = cupy.empty(batch + (a.shape[-2], b.shape[-1]), dtype=a.dtype if out_dtype is None else out_dtype)
         if out.size == 0:
             return out
         if a.shape[-1] == 0:
@@ -109,29 +127,29 @@ class _Cublas:
         handle = cupy.cuda.device.get_cublas_handle()
         self._check(self.set_stream(handle, cupy.cuda.get_current_stream().ptr), "cublasSetStream")
         self._check(self.set_pointer_mode(handle, POINTER_MODE_HOST), "cublasSetPointerMode")
-        self._products(cupy, handle, a, b, out)
+        self._products(cupy, handle, a, b, out, scalars)
         return out
 
-    def _products(self, cupy, handle, a, b, out) -> None:
-        """out = a @ b, the three of one batch rank: one strided batched call where each operand's stack is one
-        stride (or a single matrix), else one per item of the first stack axis."""
+    def _products(self, cupy, handle, a, b, out, scalars: tuple[float, float]) -> None:
+        """out = alpha * (a @ b) + beta * out, the three of one batch rank: one strided batched call where each
+        operand's stack is one stride (or a single matrix), else one per item of the first stack axis."""
         batch = out.shape[:-2]
         a_stride, b_stride = _stack_stride(a, batch), _stack_stride(b, batch)
         count = math.prod(batch)
         if a_stride is None or b_stride is None or count > INT_MAX:
             for item in range(batch[0]):
                 self._products(cupy, handle, a[item if a.shape[0] > 1 else 0], b[item if b.shape[0] > 1 else 0],
-                               out[item])
+                               out[item], scalars)
             return
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         data_type, compute, scalar = CUDA_TYPES[a.dtype]
         a, a_stride = _matrix_layout(cupy, a, a_stride)
         b, b_stride = _matrix_layout(cupy, b, b_stride)
         out_type = CUDA_TYPES[out.dtype][0]  # the operands' type, or FLOAT32 sums of FLOAT16 operands
-        one, zero = scalar(1), scalar(0)
+        alpha, beta = (scalar(value) for value in scalars)
         # Row-major C = A B is column-major C^T = B^T A^T: B's rows, then A's.
-        status = self.gemm(handle, b.op, a.op, n, m, k, ctypes.byref(one), b.pointer, data_type, b.lead, b_stride,
-                           a.pointer, data_type, a.lead, a_stride, ctypes.byref(zero), out.data.ptr, out_type, n,
+        status = self.gemm(handle, b.op, a.op, n, m, k, ctypes.byref(alpha), b.pointer, data_type, b.lead, b_stride,
+                           a.pointer, data_type, a.lead, a_stride, ctypes.byref(beta), out.data.ptr, out_type, n,
                            m * n, count, compute, GEMM_DEFAULT)
         self._check(status, "cublasGemmStridedBatchedEx")
 
