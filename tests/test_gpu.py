@@ -199,6 +199,33 @@ def test_gpu_matches_cpu_bit_for_bit(gpu_backend, operator):
                 _assert_parity(operator, got, expected, params, f"{operator.cli_name} {signature} {shape}", inputs)
 
 
+FLOAT32_FUNCTION_INPUTS = {  # where CUDA's float32 functions run on the GPU, the values at the edges of their use
+    "exp": np.concatenate([np.linspace(-110, -80, 30001), np.linspace(80, 90, 1001), [-87.33, -87.3365, -87.34]]),
+    "sin": np.concatenate([np.geomspace(1e-37, 1e38, 20001), -np.geomspace(1e-30, 1e30, 2001),
+                           np.arange(-1000, 1000) * np.pi]),
+    "cos": np.concatenate([np.geomspace(1e-37, 1e38, 20001), np.arange(-1000, 1000) * np.pi + np.pi / 2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT32_FUNCTION_INPUTS))
+def test_float32_functions_on_the_gpu_stay_within_the_rule_at_their_edges(gpu_backend, name):
+    """EXP where its result turns subnormal (-ftz would flush a float32 function's result: such inputs take the
+    double path), SIN and COS at huge arguments and at multiples of pi, subnormal inputs: within the operator's
+    rule of the CPU's double-precision results."""
+    from dmlcli.checking.comparison import compare, rule_for
+
+    tiny = np.finfo(np.float32).smallest_subnormal
+    x = np.concatenate([FLOAT32_FUNCTION_INPUTS[name], [tiny, -tiny, tiny * 77, 0.0, -0.0]]).astype(np.float32)
+    expected = dmlcli.run(name, x, backend="cpu")
+    got = dmlcli.run(name, x, backend="gpu")
+    report, same = compare(got, expected, rule_for(dmlcli.find_operator(name), expected.dtype))
+    assert same, f"{name}: {report}"
+    if name == "exp":  # the subnormal results themselves, not flushed
+        subnormal = (expected > 0) & (expected < np.finfo(np.float32).tiny)
+        steps = np.abs(got[subnormal].view(np.int32).astype(np.int64) - expected[subnormal].view(np.int32))
+        assert subnormal.sum() > 1000 and steps.max() <= 1
+
+
 @pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.cli_name)
 def test_gpu_broadcast_matches_cpu(gpu_backend, operator):
     rng = np.random.default_rng(7)

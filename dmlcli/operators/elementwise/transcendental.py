@@ -579,7 +579,13 @@ _UNARY_FUNCTIONS = {
 # Issue 21: where CUDA's float32 function is far within the operator's tolerance (tanhf and erff 2 ULP, logf 1 ULP,
 # against an absolute 1/1024), the GPU evaluates in float32: the double functions run at a fraction of the
 # memory bandwidth on an H100 (TANH 0.63 of the copy, ERF 0.58, LOG 0.72). Subnormal inputs keep the double path.
-_FLOAT32_ON_GPU = {"TANH": "tanhf", "ERF": "erff", "LOG": "logf"}
+# Issue 33 (H200, where the double functions fell further behind the faster memory): EXP 0.74-0.80 of the copy, SIN
+# 0.70-0.74; expf, sinf and cosf are 2 ULP (CUDA's table, with exact argument reduction for sinf and cosf at any
+# size), against EXP's 32 ULP and the absolute 1/1024 of SIN and COS.
+_FLOAT32_ON_GPU = {"TANH": "tanhf", "ERF": "erff", "LOG": "logf", "EXP": "expf", "SIN": "sinf", "COS": "cosf"}
+# Where a float32 function's result would be subnormal for a normal input (-ftz would flush it to 0), such inputs keep
+# the double path too: exp(x) is below the smallest normal FLOAT32 (2^-126) for x < -87.3365.
+_FLOAT32_DOMAIN = {"EXP": "v > -87.33f"}
 # The functions with their own way to the rounded result (_unary_kernel's `rounded`).
 _ROUNDED = {"ERF": _erf_rounded}
 _FLOAT32_NOTE = ("On the GPU, FLOAT32 values are computed with CUDA's float32 {function} (at most {ulp} ULP, far "
@@ -600,11 +606,12 @@ def _unary_fast_helper(name: str, prefix: str, cuda_function: str) -> str:
     single = _FLOAT32_ON_GPU.get(name)
     if single is None:
         return ""
+    domain = f" && {_FLOAT32_DOMAIN[name]}" if name in _FLOAT32_DOMAIN else ""
     return f"""
 __device__ __forceinline__ float {prefix}_fast(float v, int w) {{
     // FLOAT16 results keep the double path: rounding the float32 result again can land an ULP of FLOAT16 away
     // (0.0039 at 5.2), past the 1/1024 tolerance, where the CPU's one rounding does not.
-    return w != 16 && {prefix}_not_subnormal(v) ? {single}(v)
+    return w != 16 && {prefix}_not_subnormal(v){domain} ? {single}(v)
                                                 : {prefix}_narrow({cuda_function}({prefix}_widen(v)), w);
 }}
 """
