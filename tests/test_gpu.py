@@ -205,9 +205,10 @@ FLOAT32_FUNCTION_INPUTS = {  # where CUDA's float32 functions run on the GPU, th
                            np.arange(-1000, 1000) * np.pi]),
     "cos": np.concatenate([np.geomspace(1e-37, 1e38, 20001), np.arange(-1000, 1000) * np.pi + np.pi / 2]),
     "activation_sigmoid": np.concatenate([np.linspace(-120, 120, 240001), [-87.0, -86.99, -87.01, np.inf, -np.inf]]),
+    "activation_elu": np.concatenate([np.linspace(-120, 10, 130001), -np.geomspace(1e-37, 1e30, 10001), [-np.inf]]),
 }
 FLOAT32_FUNCTION_CASES = [(name, np.float32) for name in sorted(FLOAT32_FUNCTION_INPUTS)] + [
-    ("activation_sigmoid", np.float16)]
+    ("activation_sigmoid", np.float16), ("activation_elu", np.float16)]
 
 
 @pytest.mark.parametrize("name, dtype", FLOAT32_FUNCTION_CASES, ids=[f"{n}-{np.dtype(t).name}"
