@@ -116,6 +116,12 @@ def cupy_and_gpu():
         return None
 
 
+def moved_bytes(inputs, call) -> int:
+    """Bytes a call reads and writes: every given input once, every output of `call` once."""
+    return (sum(x.nbytes for x in inputs if x is not None)
+            + sum(int(np.prod(t.shape)) * np.dtype(t.data_type.numpy_dtype).itemsize for t in call.outputs))
+
+
 def gpu_median_seconds(cp, launch, repeats: int) -> float:
     """Median CUDA-event time of `launch` on the current stream, after two warm-up runs."""
     for _ in range(2):

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import cupy_and_gpu, gpu_median_seconds, warm_up  # noqa: E402 - the GPU benches' helpers
+from gpu_bench import cupy_and_gpu, gpu_median_seconds, moved_bytes, warm_up  # noqa: E402 - the GPU benches' helpers
 
 
 def _cases(cp, rows: int, cols: int):
@@ -123,8 +123,7 @@ def main(argv=None) -> int:
         if not bool(rule_ok):
             print(f"{label:32} MISMATCH against CuPy's result; not timed")
             continue
-        moved = sum(x.nbytes for x in inputs) + sum(int(np.prod(t.shape)) * t.data_type.numpy_dtype.itemsize
-                                                    for t in call.outputs)
+        moved = moved_bytes(inputs, call)
         ours = gpu_median_seconds(cp, run, args.repeats)
         theirs = gpu_median_seconds(cp, lambda: baseline(*inputs), args.repeats)
         print(f"{label:32} {moved / ours / copy_bandwidth:14.2f} {moved / theirs / copy_bandwidth:12.2f} "

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import copy_bandwidth, cupy_and_gpu, gpu_median_seconds, warm_up  # noqa: E402 - the GPU benches' helpers
+from gpu_bench import copy_bandwidth, cupy_and_gpu, gpu_median_seconds, moved_bytes, warm_up  # noqa: E402 - the GPU benches' helpers
 
 SAME_3x3 = {"window_size": [3, 3], "start_padding": [1, 1], "end_padding": [1, 1]}
 SAME_5x5 = {"window_size": [5, 5], "start_padding": [2, 2], "end_padding": [2, 2]}
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
         verdict = engine.plan(engine.request(op, **params), [(from_numpy(np.dtype(x.dtype)), tuple(x.shape))])
         call = verdict.call
         run = lambda: backend.execute_shaped_device(call.operator, [x], call.outputs, call.parameters)  # noqa: E731
-        moved = x.nbytes + sum(int(np.prod(t.shape)) * t.data_type.numpy_dtype.itemsize for t in call.outputs)
+        moved = moved_bytes([x], call)
         ours = gpu_median_seconds(cp, run, args.repeats)
         copy = copy_bandwidth(cp, moved // 2 + 1, args.repeats)  # a copy of half the bytes moves them all
         print(f"{label:44} {'x'.join(map(str, shape)):>22} {ours * 1e3:9.3f} {moved / ours / copy:21.2f}")

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_bench import gpu_median_seconds, gpu_stream_seconds, torch_and_gpu, warm_up  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
+from gpu_bench import gpu_median_seconds, gpu_stream_seconds, moved_bytes, torch_and_gpu, warm_up  # noqa: E402 - CUDA-event medians, one helper for the GPU benches
 
 
 def _copy_bandwidth(cp, repeats: int) -> float:
@@ -97,12 +97,6 @@ def _cases(cp, torch, size: int, batch: int):
     ]
 
 
-def _moved_bytes(inputs, call) -> int:
-    """Bytes read + written: every input once, every output once."""
-    return (sum(x.nbytes for x in inputs if x is not None)
-            + sum(int(np.prod(t.shape)) * np.dtype(t.data_type.numpy_dtype).itemsize for t in call.outputs))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=4096, help="GEMM's M = N = K; the other cases scale with it")
@@ -146,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         theirs_s = gpu_median_seconds(cp, lambda: baseline(*tensors), args.repeats)
         ours_stream = gpu_stream_seconds(cp, run, args.repeats)
         theirs_stream = gpu_stream_seconds(cp, lambda: baseline(*tensors), args.repeats)
-        moved = _moved_bytes(inputs, call)
+        moved = moved_bytes(inputs, call)
         against, share = goal.split()[0], goal.split()[1:] if " " in goal else []
         met = ""
         if share:
