@@ -210,7 +210,7 @@ FLOAT32_FUNCTION_INPUTS = {  # where CUDA's float32 functions run on the GPU, th
     "activation_elu": np.concatenate([np.linspace(-120, 10, 130001), -np.geomspace(1e-37, 1e30, 10001), [-np.inf]]),
 }
 FLOAT32_FUNCTION_CASES = [(name, np.float32) for name in sorted(FLOAT32_FUNCTION_INPUTS)] + [
-    ("activation_sigmoid", np.float16), ("activation_elu", np.float16)]
+    ("activation_sigmoid", np.float16), ("activation_elu", np.float16), ("exp", np.float16)]
 
 
 @pytest.mark.parametrize("name, dtype", FLOAT32_FUNCTION_CASES, ids=[f"{n}-{np.dtype(t).name}"
@@ -224,6 +224,8 @@ def test_float32_functions_on_the_gpu_stay_within_the_rule_at_their_edges(gpu_ba
     tiny = np.finfo(np.float32).smallest_subnormal
     with np.errstate(over="ignore"):
         x = np.concatenate([FLOAT32_FUNCTION_INPUTS[name], [tiny, -tiny, tiny * 77, 0.0, -0.0]]).astype(dtype)
+    if dtype == np.float16:  # every FLOAT16 value
+        x = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     expected = dmlcli.run(name, x, backend="cpu")
     got = dmlcli.run(name, x, backend="gpu")
     report, same = compare(got, expected, rule_for(dmlcli.find_operator(name), expected.dtype))
