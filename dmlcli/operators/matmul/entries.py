@@ -358,6 +358,22 @@ def _half_product_rounds_once(xp, a, c, params) -> bool:
     return xp is not np and a.dtype == xp.float16 and c is None and np.float32(params["Alpha"]) == 1
 
 
+def _takes_half_sums(xp, a, c, params) -> bool:
+    """Whether the product is taken as cuBLAS's FLOAT32 sums of FLOAT16 operands, unrounded, for Alpha and C to be
+    applied before the one rounding (tensor cores, no widened copies): FLOAT16 on the GPU, where the product alone
+    is not GEMM's result."""
+    return xp is not np and a.dtype == xp.float16 and not _half_product_rounds_once(xp, a, c, params)
+
+
+def _transposed(xp, a, b, params):
+    """TransA(A) and TransB(B): views with the last two axes swapped where the call says TRANSPOSE."""
+    if params["TransA"] == "TRANSPOSE":
+        a = xp.swapaxes(a, -1, -2)
+    if params["TransB"] == "TRANSPOSE":
+        b = xp.swapaxes(b, -1, -2)
+    return a, b
+
+
 def _shared_matrix(a, b):
     """B's one matrix where every batch of A is multiplied by it (B's batch Sizes 1, or A's with zero Strides: ONNX's
     MatMul of a batch by a weight, broadcast by the adapter), else None."""
@@ -388,14 +404,11 @@ def gemm_product(xp, inputs, outputs, params, finish_on_gpu=None):
     `finish_on_gpu(sums, c, alpha, beta)`, where given, finishes FLOAT16 operands' FLOAT32 sums on the GPU."""
     a, b, c = inputs
     half_sums = None  # FLOAT16 operands on the GPU: cuBLAS's FLOAT32 sums, unrounded (tensor cores, no widened copies)
-    if xp is not np and a.dtype == xp.float16 and not _half_product_rounds_once(xp, a, c, params):
+    if _takes_half_sums(xp, a, c, params):
         half_sums = np.float32
     elif not _half_product_rounds_once(xp, a, c, params):
         a, b = _widened(xp, a), _widened(xp, b)
-    if params["TransA"] == "TRANSPOSE":
-        a = xp.swapaxes(a, -1, -2)
-    if params["TransB"] == "TRANSPOSE":
-        b = xp.swapaxes(b, -1, -2)
+    a, b = _transposed(xp, a, b, params)
     with np.errstate(all="ignore"):  # overflow to inf and 0 * inf = NaN are the IEEE results
         # FLOAT32 BLAS / cuBLAS sgemm (TF32 where the backend allows it), the half GEMM, or its FLOAT32 sums
         result = _product(xp, a, b, half_sums)
@@ -430,14 +443,13 @@ def gemm_gpu_kernel(xp, inputs, outputs, params):
         return (epilogue,)
     relu = fused_relu(params)
     dtype = np.dtype(outputs[0].data_type.numpy_dtype)
-    ran = []
 
     def finish_on_gpu(sums, c, alpha, beta):
-        ran.append(True)
         return gpu.finish(xp, sums, c, alpha, beta, relu, dtype)
 
     result = gemm_product(xp, inputs, outputs, params, finish_on_gpu)
-    return ActivationApplied((result,)) if ran and relu else (result,)
+    finished = _takes_half_sums(xp, inputs[0], inputs[2], params)  # the finish pass ran, with the RELU in it
+    return ActivationApplied((result,)) if finished and relu else (result,)
 
 
 def _half_epilogue(cupy, inputs, outputs, params):
@@ -452,10 +464,7 @@ def _half_epilogue(cupy, inputs, outputs, params):
         return None
     if c is not None and beta == 0:
         return None
-    if params["TransA"] == "TRANSPOSE":
-        a = cupy.swapaxes(a, -1, -2)
-    if params["TransB"] == "TRANSPOSE":
-        b = cupy.swapaxes(b, -1, -2)
+    a, b = _transposed(cupy, a, b, params)
     shape = tuple(outputs[0].shape)
     out = cupy.empty(shape, dtype=a.dtype) if c is None else _spread(cupy, c, shape)
     added = float(beta) if c is not None else 0.0  # no C: cuBLAS reads nothing from the fresh output
