@@ -11,8 +11,10 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   OutputPadding smaller than the stride (then the forward sizes still agree); FORWARD needs OutputPadding 0;
 - BiasTensor added and RELU applied inside cuDNN's kernel on the FLOAT32 sum, then one rounding to the output type
   (RELU commutes with that rounding, so this is DirectML's activation of the rounded result; the other activations
-  run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them, the graph is the
-  convolution alone and the bias and activation follow as CuPy operations.
+  run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them (some BACKWARD calls), or
+  where its plain convolution and one pass for the bias and RELU were measured faster than its fused plans on the
+  signature's first call (a point-wise FLOAT16 convolution: 0.037 + 0.01 ms against 0.085 on the H200), the graph is
+  the convolution alone, rounded to the output type, and the bias and RELU follow in one pass over it.
 
 Numbers: every graph computes in FLOAT32 (compute and intermediate types FLOAT; plans with the numerical notes
 DOWN_CONVERT_INPUTS or REDUCED_PRECISION_REDUCTION are left out, as PyTorch leaves out the first). FLOAT32 calls
@@ -27,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..elementwise.activation import RELU_DEVICE
 from ..numerics import cudnn_graphs, products
 from ..numerics.cuda_prelude import elementwise_kernel
 from ..numerics.cudnn_graphs import Unsupported
@@ -84,30 +87,72 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, re
                 dtype=x.dtype.name, backward=backward, pre=geo["StartPadding"], post=geo["EndPadding"],
                 strides=geo["Strides"], dilations=geo["Dilations"], bias=bias is not None, relu=relu, tf32=tf32)
     fused = Signature(fused=True, **base)
-    try:
-        built = cudnn_graphs.cached(cupy, fused, _builder(fused), pointers)
-    except Unsupported:
-        if not (fused.bias or fused.relu):
-            raise
-        # cuDNN fuses a bias and RELU after most convolutions, not all (some BACKWARD ones): the convolution alone.
-        alone = Signature(fused=False, **base)
-        pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
-        cudnn_graphs.cached(cupy, alone, _builder(alone), pointers).execute(cudnn, cupy, pointers)
-        return (_finish(cupy, out, bias, lift),)
-    built.execute(cudnn, cupy, pointers)
+    if (fused.bias or fused.relu) and _takes_the_convolution_alone(cupy, fused, pointers, out, bias):
+        alone = fused._replace(fused=False)
+        alone_pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
+        cudnn_graphs.cached(cupy, alone, _builder(alone), alone_pointers).execute(cudnn, cupy, alone_pointers)
+        _finish(cupy, out, bias, relu)
+    else:
+        cudnn_graphs.cached(cupy, fused, _builder(fused), pointers).execute(cudnn, cupy, pointers)
     result = out[:, :, 0] if lift else out
     return ActivationApplied((result,)) if relu else (result,)
 
 
-def _finish(cupy, out, bias, lift: bool):
-    """The bias added in FLOAT32 and rounded once, as dmlcli's kernel does (the activation follows in the backend):
-    one pass over the output, in place (four CuPy passes through a FLOAT32 copy took 0.04 ms of a {32, 128, 56, 56}
-    FLOAT16 BACKWARD call on the H200)."""
-    if bias is not None:
-        shape = (1, -1) + (1,) * (out.ndim - 2)
-        add = elementwise_kernel(cupy, "dml_add_bias", "T y, T b", "T z", "z = (T)((float)y + (float)b)")
-        add(out, bias.reshape(shape), out)
-    return out[:, :, 0] if lift else out
+# A signature with a bias or RELU -> whether it runs as the convolution alone and _finish (True) or as cuDNN's fused
+# graph (False), decided on its first call.
+_ALONE: dict = {}
+
+
+def _takes_the_convolution_alone(cupy, fused: Signature, pointers: dict[str, int], out, bias) -> bool:
+    """Whether a call with a bias or RELU runs cuDNN's convolution alone, then _finish, rather than cuDNN's fused
+    graph: where cuDNN fuses nothing for it (some BACKWARD calls), or where the convolution alone and the pass were
+    measured faster on the signature's first call. cuDNN's fused engines are not its fastest plain ones everywhere:
+    a {32, 256, 56, 56} x {64, 256, 1, 1} FLOAT16 call took 0.085 ms in its best fused plan on the H200, 0.037 ms
+    alone (another engine), where the pass over the output costs about 0.01. Unsupported where neither builds."""
+    key = (cupy.cuda.Device().id, fused)
+    alone = _ALONE.get(key)
+    if alone is None:
+        alone = _measured_alone(cupy, fused, pointers, out, bias)
+        cudnn_graphs.keep(_ALONE, key, alone, cudnn_graphs.GRAPHS_KEPT)
+    return alone
+
+
+def _measured_alone(cupy, fused: Signature, pointers: dict[str, int], out, bias) -> bool:
+    alone = fused._replace(fused=False)
+    try:
+        fused_graph = cudnn_graphs.cached(cupy, fused, _builder(fused), pointers)
+    except Unsupported:  # cuDNN fuses a bias and RELU after most convolutions, not all: the convolution alone
+        return True
+    alone_pointers = {name: pointers[name] for name in ("X", "W", "Y")}
+    try:
+        alone_graph = cudnn_graphs.cached(cupy, alone, _builder(alone), alone_pointers)
+    except Unsupported:
+        return False
+    if fused_graph.seconds is None or alone_graph.seconds is None or cudnn_graphs.capturing(cupy):
+        return False  # plans not timed (TUNED_PLANS 1, or one plan each), or no timing while a stream captures
+    passing = cudnn_graphs.median_seconds(cupy, lambda: _finish(cupy, out, bias, fused.relu))
+    return prefers_alone(fused_graph.seconds, alone_graph.seconds, passing)
+
+
+def prefers_alone(fused_seconds: float, alone_seconds: float, pass_seconds: float) -> bool:
+    """The convolution alone and its pass where they take less than nine tenths of the fused plan's time (a margin
+    for the timings' noise: the fused graph is one launch where the other is two)."""
+    return alone_seconds + pass_seconds < 0.9 * fused_seconds
+
+
+# y: the convolution's output, rounded to its type; b: the bias broadcast to it; has_bias 0 where none is given.
+_FINISH = ("dml_convolution_finish", "T y, T b, int32 has_bias, int32 relu", "T z",
+           "float r = (float)y; if (has_bias) r = r + (float)b; if (relu) r = dml_relu_apply(r); z = (T)r")
+
+
+def _finish(cupy, out, bias, relu: bool) -> None:
+    """The bias added in FLOAT32 and rounded once, as dmlcli's kernel does, and RELU (which commutes with that rounding)
+    where `relu`: one pass over the output, in place (four CuPy passes through a FLOAT32 copy took 0.04 ms of a {32,
+    128, 56, 56} FLOAT16 BACKWARD call on the H200, and RELU as its own kernel a second pass and launch)."""
+    kernel = elementwise_kernel(cupy, *_FINISH, preamble=RELU_DEVICE)
+    # no bias: the output stands in for it, unread (has_bias 0), where a zeros tensor would cost its own launch
+    given = out if bias is None else bias.reshape((1, -1) + (1,) * (out.ndim - 2))
+    kernel(out, given, np.int32(bias is not None), np.int32(relu), out)
 
 
 def _builder(signature: Signature):

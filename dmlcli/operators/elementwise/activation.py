@@ -528,7 +528,30 @@ __device__ __forceinline__ float dml_scaled_elu_apply(dml_f32 x, float Alpha, fl
 // cancellation where 1 + erf has it (x < 0), and the argument's rounding (2^-24 relative) costs about 2t^2 ULP of
 // erfc(t) for large t = -x/sqrt(2), where the result is far under the absolute floor (1.8e-7) anyway: within
 // 18 ULP or the floor everywhere. Subnormal inputs keep the double path (-ftz would flush them).
-__device__ __forceinline__ float dml_gelu_apply(dml_f32 x) {
+// FLOAT16 (w 16; issue 33: erfcf held it to 0.41 of the H200's copy, the arithmetic the bound): erfc by Numerical
+// Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 at every argument) on the hardware's reciprocal and
+// exponential (__expf: about 2^-16 relative for the arguments a FLOAT16 value gives, the rounding of -z*z included),
+// against a FLOAT16 ULP of 2^-10: the float32 value rounds to the CPU's FLOAT16 value or its neighbour.
+__device__ __forceinline__ float dml_gelu_half(float v) {
+    if (isinf(v)) return v > 0.0f ? v : -0.0f;  // the limits (inf * 0 would be NaN)
+    const float z = fabsf(v) * 0.70710678118654752f;
+    const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
+    float p = 0.17087277f;
+    p = __fmaf_rn(p, t, -0.82215223f);
+    p = __fmaf_rn(p, t, 1.48851587f);
+    p = __fmaf_rn(p, t, -1.13520398f);
+    p = __fmaf_rn(p, t, 0.27886807f);
+    p = __fmaf_rn(p, t, -0.18628806f);
+    p = __fmaf_rn(p, t, 0.09678418f);
+    p = __fmaf_rn(p, t, 0.37409196f);
+    p = __fmaf_rn(p, t, 1.00002368f);
+    p = __fmaf_rn(p, t, -1.26551223f);
+    const float tail = t * __expf(p - z * z);  // erfc(z), z = |x| / sqrt(2)
+    const float half = 0.5f * v;
+    return signbit(v) ? half * tail : v - half * tail;  // 0.5 x erfc(-x / sqrt 2): -0 keeps its sign
+}
+__device__ __forceinline__ float dml_gelu_apply(dml_f32 x, int w) {
+    if (w == 16) return dml_gelu_half(x.v);
     const unsigned int bits = __float_as_uint(x.v);
     if ((bits & 0x7f800000u) == 0u && (bits & 0x007fffffu) != 0u) {
         const double v = dml_activation_value(x);
@@ -542,7 +565,11 @@ __device__ __forceinline__ float dml_gelu_apply(dml_f32 x) {
 // Where the result is a normal float32 (x > -87: exp(-x) finite, the result above 2^-126), float32 arithmetic on
 // CUDA's expf (2 ULP): about 4 ULP in all, against 34 (FLOAT32) and 10 FLOAT16 ULP; the double path (a fraction of
 // the H200's memory bandwidth: 0.72 of the copy in FLOAT32, 0.38 in FLOAT16) for the rest, NaN included.
-__device__ __forceinline__ float dml_sigmoid_apply(dml_f32 x) {
+// FLOAT16 (w 16): the hardware's exponential and division (__expf, __fdividef: a few float32 ULP, 2^-21 relative,
+// for the arguments a FLOAT16 value gives), against 10 FLOAT16 ULP (2^-10 relative each): IEEE division held it to
+// 0.77 of the copy. A result under 2^-126 is far below FLOAT16's smallest value and gives 0 either way.
+__device__ __forceinline__ float dml_sigmoid_apply(dml_f32 x, int w) {
+    if (w == 16) return __fdividef(1.0f, 1.0f + __expf(-x.v));
     if (x.v > -87.0f) return (1.0f / (1.0f + dml_f32{expf(-x.v)})).v;
     return dml_activation_narrow(dml_activation_sigmoid(dml_activation_value(x)));
 }
@@ -767,11 +794,13 @@ ACTIVATIONS: tuple[Operator, ...] = (
     ),
     _activation(
         "SIGMOID", 47, "Logistic sigmoid: 1/(1 + exp(-x)).", "f(x) = 1 / (1 + exp(-x))", "1_0", _CLASSIC,
-        sigmoid, "dml_sigmoid_apply(x)", exactness=APPROXIMATE, tolerance=_TOL_SIGMOID,
+        sigmoid, "dml_sigmoid_apply(x, W)", exactness=APPROXIMATE, tolerance=_TOL_SIGMOID,
         notes=(_FLOAT64, "exp(-x) may overflow to inf in float64 (x < -709): 1/inf gives 0, the limit; "
                "sigmoid(-100) is a float32 subnormal, kept.", _NAN_INF,
-               "On the GPU, x > -87 (a normal float32 result) is computed in float32 with CUDA's expf (2 ULP; "
-               "about 4 ULP in all, far within the tolerance); the rest in double precision as on the CPU."),
+               "On the GPU, FLOAT32 x > -87 (a normal float32 result) is computed in float32 with CUDA's expf (2 "
+               "ULP; about 4 ULP in all, far within the tolerance), the rest in double precision as on the CPU; "
+               "FLOAT16 in float32 with the hardware's exponential and division (__expf, __fdividef: about 2^-21 "
+               "relative, where a FLOAT16 ULP is 2^-10), within one FLOAT16 ULP of the CPU's value."),
         slope=_slope_sigmoid,
     ),
     _activation(
@@ -850,11 +879,13 @@ ACTIVATIONS: tuple[Operator, ...] = (
     ),
     _activation(
         "GELU", 157, "Gaussian error linear unit: 0.5*x*(1 + erf(x/sqrt(2))).",
-        "f(x) = 0.5 * x * (1 + erf(x / sqrt(2)))", "5_1", _FROM_5_1, gelu, "dml_gelu_apply(x)",
+        "f(x) = 0.5 * x * (1 + erf(x / sqrt(2)))", "5_1", _FROM_5_1, gelu, "dml_gelu_apply(x, W)",
         exactness=APPROXIMATE, tolerance=_TOL_GELU,
         notes=("The erf form only (ONNX's approximate='tanh' GELU is not this operator).",
-               "On the CPU evaluated in float64 and rounded once; on the GPU in float32 with CUDA's erfcf (within "
-               "the 18 ULP or the absolute floor; subnormal inputs in float64).",
+               "On the CPU evaluated in float64 and rounded once; on the GPU, FLOAT32 in float32 with CUDA's erfcf "
+               "(within the 18 ULP or the absolute floor; subnormal inputs in float64), FLOAT16 in float32 with "
+               "erfc by Numerical Recipes' erfcc (relative error below 1.2e-7) on the hardware's reciprocal and "
+               "exponential: within one FLOAT16 ULP of the CPU's value.",
                "Evaluated as 0.5*x*erfc(-x/sqrt(2)), the same value without cancellation for negative x. "
                "GELU(-inf) = -0.0, the limit (-inf * 0 in IEEE arithmetic would be NaN, which DirectML "
                "hardware may give).", _NAN_INF),
@@ -925,7 +956,8 @@ __device__ __forceinline__ dml_f32 dml_add1_round(dml_f32 s, int W) {{
     // FLOAT16: the float32 sum of two halves rounded to half (exactly the correctly rounded half sum).
     return W == 16 ? dml_f32{{dml_half_to_float(dml_float_to_half(s.v))}} : s;
 }}
-__device__ __forceinline__ float dml_add1_activate(dml_f32 x, int FusedActivationType, {declared}) {{
+__device__ __forceinline__ float dml_add1_activate(dml_f32 x, int W, int FusedActivationType, {declared}) {{
+    (void)W;  // the sum's width in bits, as an activation's own kernel has it (FLOAT16 paths: GELU, SIGMOID)
     {unused}
     switch (FusedActivationType) {{
 {cases}
@@ -933,7 +965,7 @@ __device__ __forceinline__ float dml_add1_activate(dml_f32 x, int FusedActivatio
     }}
 }}
 """
-    body = (f"dml_add1_activate(dml_add1_round(a + b, W), FusedActivationType, "
+    body = (f"dml_add1_activate(dml_add1_round(a + b, W), W, FusedActivationType, "
             f"{', '.join('Fused' + name for name in fields)})")
     return helpers, body
 

@@ -171,6 +171,7 @@ class Built:
     plan: int = 0
     workspace: int = 0
     plans_tried: list[str] = field(default_factory=list)
+    seconds: float | None = None  # the chosen plan's median time on the first call's data (None: not timed)
     # plan -> its direct execute (None: the public one); a plan is missing until its first public execute ran
     direct: dict[int, "_DirectExecute | None"] = field(default_factory=dict)
 
@@ -310,21 +311,25 @@ def _choose_plan(cudnn, cupy, handle, built: Built, pointers: dict[str, int]) ->
             failures.append(f"plan {index}: {type(error).__name__}: {_first_line(error)}")
     if not ready:
         raise Unsupported("no cuDNN plan builds for this call" + (f" ({'; '.join(failures[:3])})" if failures else ""))
-    best = ready[0] if len(ready) == 1 else min(ready, key=lambda plan: _seconds(cupy, handle, built, pointers, plan))
-    built.plan, built.workspace = best
+    if len(ready) == 1:
+        built.plan, built.workspace = ready[0]
+    else:
+        timed = [(median_seconds(cupy, lambda plan=plan: built._run(cupy, handle, pointers, *plan)), plan)
+                 for plan in ready]
+        built.seconds, (built.plan, built.workspace) = min(timed, key=lambda pair: pair[0])
     built.plans_tried = [str(index) for index, _ in ready]
 
 
-def _seconds(cupy, handle, built: Built, pointers: dict[str, int], plan: tuple[int, int]) -> float:
-    """The median time of TIMED_RUNS executes of one plan (after one untimed), in seconds."""
-    index, workspace = plan
-    built._run(cupy, handle, pointers, index, workspace)
+def median_seconds(cupy, run: Callable[[], None]) -> float:
+    """The median time on the GPU of TIMED_RUNS calls of `run` (after one untimed), in seconds: CUDA events around
+    each call on the current stream."""
+    run()
     stream = cupy.cuda.get_current_stream()
     times = []
     for _ in range(TIMED_RUNS):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record(stream)
-        built._run(cupy, handle, pointers, index, workspace)
+        run()
         end.record(stream)
         end.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, end))
