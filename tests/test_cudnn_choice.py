@@ -215,10 +215,3 @@ def test_products_widen_float16_operands_where_cublas_is_not_called():
     with pytest.raises(ValueError):
         products.matmul(np, a.astype(np.float32), b.astype(np.float32), out_dtype=np.float16)
 
-
-def test_the_way_with_a_bias_or_relu_is_the_faster_measured():
-    from dmlcli.operators.convolution.cudnn import prefers_alone
-
-    assert prefers_alone(fused_seconds=85e-6, alone_seconds=37e-6, pass_seconds=10e-6)
-    assert not prefers_alone(fused_seconds=85e-6, alone_seconds=70e-6, pass_seconds=10e-6)  # within the margin
-    assert not prefers_alone(fused_seconds=250e-6, alone_seconds=260e-6, pass_seconds=10e-6)

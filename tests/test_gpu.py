@@ -208,6 +208,9 @@ FLOAT32_FUNCTION_INPUTS = {  # where CUDA's float32 functions run on the GPU, th
     "cos": np.concatenate([np.geomspace(1e-37, 1e38, 20001), np.arange(-1000, 1000) * np.pi + np.pi / 2]),
     "activation_sigmoid": np.concatenate([np.linspace(-120, 120, 240001), [-87.0, -86.99, -87.01, np.inf, -np.inf]]),
     "activation_elu": np.concatenate([np.linspace(-120, 10, 130001), -np.geomspace(1e-37, 1e30, 10001), [-np.inf]]),
+    "activation_gelu": np.concatenate([np.linspace(-20, 12, 640001), np.geomspace(1e-37, 1e38, 10001),
+                                       -np.geomspace(1e-37, 1e38, 10001), [-12.5, -12.5001, 9.0, 9.0001, np.inf, -np.inf,
+                                                                           np.nan]]),
 }
 FLOAT32_FUNCTION_CASES = [(name, np.float32) for name in sorted(FLOAT32_FUNCTION_INPUTS)] + [
     ("activation_sigmoid", np.float16), ("activation_elu", np.float16), ("exp", np.float16),
@@ -227,7 +230,7 @@ def test_float32_functions_on_the_gpu_stay_within_the_rule_at_their_edges(gpu_ba
 
     tiny = np.finfo(np.float32).smallest_subnormal
     with np.errstate(over="ignore"):
-        x = np.concatenate([FLOAT32_FUNCTION_INPUTS[name], [tiny, -tiny, tiny * 77, 0.0, -0.0]]).astype(dtype)
+        x = np.concatenate([FLOAT32_FUNCTION_INPUTS.get(name, []), [tiny, -tiny, tiny * 77, 0.0, -0.0]]).astype(dtype)
     if dtype == np.float16:  # every FLOAT16 value
         x = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     expected = dmlcli.run(name, x, backend="cpu")

@@ -91,22 +91,6 @@ def test_fused_relu_through_cudnn(frontend, name, dtype):
     assert taken == OWN_PATHS.get(name, "cudnn"), taken
 
 
-@pytest.mark.parametrize("with_bias", [False, True])
-@pytest.mark.parametrize("name", ["1x1", "3x3 pad 1", "1-D", "backward stride 2"])
-def test_the_convolution_alone_then_one_pass_for_the_bias_and_relu(frontend, monkeypatch, name, with_bias):
-    """The path a signature takes where cuDNN's plain convolution and the pass were measured faster than its fused
-    plans (forced here: the GPU tests keep one plan, untimed), within the rule, NaN and -0 through RELU as the CPU's."""
-    from dmlcli.operators.convolution import cudnn as convolution_cudnn
-
-    monkeypatch.setattr(convolution_cudnn, "_ALONE", {})
-    monkeypatch.setattr(convolution_cudnn, "_measured_alone", lambda *arguments: True)
-    x_shape, w_shape, parameters = CUDNN_CALLS[name]
-    for dtype in ("float16", "float32"):
-        taken = convolution_within(x_shape, w_shape, dict(parameters, fused_activation="relu"), dtype, with_bias)
-        assert taken == "cudnn", taken
-    assert convolution_cudnn._ALONE and all(convolution_cudnn._ALONE.values())
-
-
 def test_other_activations_follow_cudnn_s_convolution(frontend):
     taken = convolution_within((2, 8, 10, 10), (8, 8, 3, 3), {"fused_activation": "elu", "fused_alpha": 0.5},
                                "float16", True)

@@ -11,10 +11,8 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   OutputPadding smaller than the stride (then the forward sizes still agree); FORWARD needs OutputPadding 0;
 - BiasTensor added and RELU applied inside cuDNN's kernel on the FLOAT32 sum, then one rounding to the output type
   (RELU commutes with that rounding, so this is DirectML's activation of the rounded result; the other activations
-  run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them (some BACKWARD calls), or
-  where its plain convolution and one pass for the bias and RELU were measured faster than its fused plans on the
-  signature's first call (a point-wise FLOAT16 convolution: 0.037 + 0.01 ms against 0.085 on the H200), the graph is
-  the convolution alone, rounded to the output type, and the bias and RELU follow in one pass over it.
+  run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them (some BACKWARD calls), the
+  graph is the convolution alone, rounded to the output type, and the bias and RELU follow in one pass over it.
 
 Numbers: every graph computes in FLOAT32 (compute and intermediate types FLOAT; plans with the numerical notes
 DOWN_CONVERT_INPUTS or REDUCED_PRECISION_REDUCTION are left out, as PyTorch leaves out the first). FLOAT32 calls
@@ -87,57 +85,20 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, re
                 dtype=x.dtype.name, backward=backward, pre=geo["StartPadding"], post=geo["EndPadding"],
                 strides=geo["Strides"], dilations=geo["Dilations"], bias=bias is not None, relu=relu, tf32=tf32)
     fused = Signature(fused=True, **base)
-    if (fused.bias or fused.relu) and _takes_the_convolution_alone(cupy, fused, pointers, out, bias):
+    try:
+        built = cudnn_graphs.cached(cupy, fused, _builder(fused), pointers)
+    except Unsupported:
+        if not (fused.bias or fused.relu):
+            raise
+        # cuDNN fuses a bias and RELU after most convolutions, not all (some BACKWARD ones): the convolution alone.
         alone = fused._replace(fused=False)
-        alone_pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
-        cudnn_graphs.cached(cupy, alone, _builder(alone), alone_pointers).execute(cudnn, cupy, alone_pointers)
+        pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
+        cudnn_graphs.cached(cupy, alone, _builder(alone), pointers).execute(cudnn, cupy, pointers)
         _finish(cupy, out, bias, relu)
     else:
-        cudnn_graphs.cached(cupy, fused, _builder(fused), pointers).execute(cudnn, cupy, pointers)
+        built.execute(cudnn, cupy, pointers)
     result = out[:, :, 0] if lift else out
     return ActivationApplied((result,)) if relu else (result,)
-
-
-# A signature with a bias or RELU -> whether it runs as the convolution alone and _finish (True) or as cuDNN's fused
-# graph (False), decided on its first call.
-_ALONE: dict = {}
-
-
-def _takes_the_convolution_alone(cupy, fused: Signature, pointers: dict[str, int], out, bias) -> bool:
-    """Whether a call with a bias or RELU runs cuDNN's convolution alone, then _finish, rather than cuDNN's fused
-    graph: where cuDNN fuses nothing for it (some BACKWARD calls), or where the convolution alone and the pass were
-    measured faster on the signature's first call. cuDNN's fused engines are not its fastest plain ones everywhere:
-    a {32, 256, 56, 56} x {64, 256, 1, 1} FLOAT16 call took 0.085 ms in its best fused plan on the H200, 0.037 ms
-    alone (another engine), where the pass over the output costs about 0.01. Unsupported where neither builds."""
-    key = (cupy.cuda.Device().id, fused)
-    alone = _ALONE.get(key)
-    if alone is None:
-        alone = _measured_alone(cupy, fused, pointers, out, bias)
-        cudnn_graphs.keep(_ALONE, key, alone, cudnn_graphs.GRAPHS_KEPT)
-    return alone
-
-
-def _measured_alone(cupy, fused: Signature, pointers: dict[str, int], out, bias) -> bool:
-    alone = fused._replace(fused=False)
-    try:
-        fused_graph = cudnn_graphs.cached(cupy, fused, _builder(fused), pointers)
-    except Unsupported:  # cuDNN fuses a bias and RELU after most convolutions, not all: the convolution alone
-        return True
-    alone_pointers = {name: pointers[name] for name in ("X", "W", "Y")}
-    try:
-        alone_graph = cudnn_graphs.cached(cupy, alone, _builder(alone), alone_pointers)
-    except Unsupported:
-        return False
-    if fused_graph.seconds is None or alone_graph.seconds is None or cudnn_graphs.capturing(cupy):
-        return False  # plans not timed (TUNED_PLANS 1, or one plan each), or no timing while a stream captures
-    passing = cudnn_graphs.median_seconds(cupy, lambda: _finish(cupy, out, bias, fused.relu))
-    return prefers_alone(fused_graph.seconds, alone_graph.seconds, passing)
-
-
-def prefers_alone(fused_seconds: float, alone_seconds: float, pass_seconds: float) -> bool:
-    """The convolution alone and its pass where they take less than nine tenths of the fused plan's time (a margin
-    for the timings' noise: the fused graph is one launch where the other is two)."""
-    return alone_seconds + pass_seconds < 0.9 * fused_seconds
 
 
 # y: the convolution's output, rounded to its type; b: the bias broadcast to it; has_bias 0 where none is given.

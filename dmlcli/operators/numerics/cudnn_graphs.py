@@ -171,7 +171,6 @@ class Built:
     plan: int = 0
     workspace: int = 0
     plans_tried: list[str] = field(default_factory=list)
-    seconds: float | None = None  # the chosen plan's median time on the first call's data (None: not timed)
     # plan -> its direct execute (None: the public one); a plan is missing until its first public execute ran
     direct: dict[int, "_DirectExecute | None"] = field(default_factory=dict)
 
@@ -314,9 +313,8 @@ def _choose_plan(cudnn, cupy, handle, built: Built, pointers: dict[str, int]) ->
     if len(ready) == 1:
         built.plan, built.workspace = ready[0]
     else:
-        timed = [(median_seconds(cupy, lambda plan=plan: built._run(cupy, handle, pointers, *plan)), plan)
-                 for plan in ready]
-        built.seconds, (built.plan, built.workspace) = min(timed, key=lambda pair: pair[0])
+        built.plan, built.workspace = min(ready, key=lambda plan: median_seconds(
+            cupy, lambda: built._run(cupy, handle, pointers, *plan)))
     built.plans_tried = [str(index) for index, _ in ready]
 
 
