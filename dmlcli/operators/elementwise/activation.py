@@ -427,6 +427,22 @@ __device__ __forceinline__ double dml_activation_hard_sigmoid(double v, float Al
 }
 """
 
+# Numerical Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 at every z >= 0): erfc(z) = t exp(p - z^2),
+# t = 1 / (1 + z/2), p by Horner's rule; the lines of GELU's CUDA that compute t and p from z (both its paths).
+_ERFCC = """    const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
+    float p = 0.17087277f;
+    p = __fmaf_rn(p, t, -0.82215223f);
+    p = __fmaf_rn(p, t, 1.48851587f);
+    p = __fmaf_rn(p, t, -1.13520398f);
+    p = __fmaf_rn(p, t, 0.27886807f);
+    p = __fmaf_rn(p, t, -0.18628806f);
+    p = __fmaf_rn(p, t, 0.09678418f);
+    p = __fmaf_rn(p, t, 0.37409196f);
+    p = __fmaf_rn(p, t, 1.00002368f);
+    p = __fmaf_rn(p, t, -1.26551223f);
+"""
+
+
 _CUDA = {
     "RELU": r"""
 template <typename T> __device__ __forceinline__ T dml_relu_apply(T x) { return (x > 0 || x != x) ? x : T{0}; }
@@ -535,18 +551,7 @@ __device__ __forceinline__ float dml_scaled_elu_apply(dml_f32 x, float Alpha, fl
 __device__ __forceinline__ float dml_gelu_half(float v) {
     if (isinf(v)) return v > 0.0f ? v : -0.0f;  // the limits (inf * 0 would be NaN)
     const float z = fabsf(v) * 0.70710678118654752f;
-    const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
-    float p = 0.17087277f;
-    p = __fmaf_rn(p, t, -0.82215223f);
-    p = __fmaf_rn(p, t, 1.48851587f);
-    p = __fmaf_rn(p, t, -1.13520398f);
-    p = __fmaf_rn(p, t, 0.27886807f);
-    p = __fmaf_rn(p, t, -0.18628806f);
-    p = __fmaf_rn(p, t, 0.09678418f);
-    p = __fmaf_rn(p, t, 0.37409196f);
-    p = __fmaf_rn(p, t, 1.00002368f);
-    p = __fmaf_rn(p, t, -1.26551223f);
-    const float tail = t * __expf(p - z * z);  // erfc(z), z = |x| / sqrt(2)
+""" + _ERFCC + r"""    const float tail = t * __expf(p - z * z);  // erfc(z), z = |x| / sqrt(2)
     const float half = 0.5f * v;
     return signbit(v) ? half * tail : v - half * tail;  // 0.5 x erfc(-x / sqrt 2): -0 keeps its sign
 }
@@ -557,18 +562,7 @@ __device__ __forceinline__ float dml_gelu_half(float v) {
 // float32's smallest normal) and for subnormal inputs, NaN and -inf the erfcf and double paths below stay.
 __device__ __forceinline__ float dml_gelu_single(float v) {
     const float z = fabsf(v) * 0.70710678118654752f;
-    const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
-    float p = 0.17087277f;
-    p = __fmaf_rn(p, t, -0.82215223f);
-    p = __fmaf_rn(p, t, 1.48851587f);
-    p = __fmaf_rn(p, t, -1.13520398f);
-    p = __fmaf_rn(p, t, 0.27886807f);
-    p = __fmaf_rn(p, t, -0.18628806f);
-    p = __fmaf_rn(p, t, 0.09678418f);
-    p = __fmaf_rn(p, t, 0.37409196f);
-    p = __fmaf_rn(p, t, 1.00002368f);
-    p = __fmaf_rn(p, t, -1.26551223f);
-    const float hi = __fmul_rn(z, z);
+""" + _ERFCC + r"""    const float hi = __fmul_rn(z, z);
     const float lo = __fmaf_rn(z, z, -hi);  // z^2 - hi, exactly
     const float a = __fsub_rn(p, hi);
     const float b = __fsub_rn(a, p);
