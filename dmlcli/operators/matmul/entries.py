@@ -460,7 +460,7 @@ def _half_epilogue(cupy, inputs, outputs, params):
     out and read back took 0.33 ms for a 4096^3 product with a bias against 0.22 for PyTorch's addmm on the H200."""
     a, b, c = inputs
     alpha, beta = np.float32(params["Alpha"]), np.float32(params["Beta"])
-    if a.dtype != cupy.float16 or _half_product_rounds_once(cupy, a, c, params) or alpha == 0:
+    if not _takes_half_sums(cupy, a, c, params) or alpha == 0:
         return None
     if c is not None and beta == 0:
         return None
