@@ -209,8 +209,8 @@ FLOAT32_FUNCTION_INPUTS = {  # where CUDA's float32 functions run on the GPU, th
     "activation_sigmoid": np.concatenate([np.linspace(-120, 120, 240001), [-87.0, -86.99, -87.01, np.inf, -np.inf]]),
     "activation_elu": np.concatenate([np.linspace(-120, 10, 130001), -np.geomspace(1e-37, 1e30, 10001), [-np.inf]]),
     "activation_gelu": np.concatenate([np.linspace(-20, 12, 640001), np.geomspace(1e-37, 1e38, 10001),
-                                       -np.geomspace(1e-37, 1e38, 10001), [-12.5, -12.5001, 9.0, 9.0001, np.inf, -np.inf,
-                                                                           np.nan]]),
+                                       -np.geomspace(1e-37, 1e38, 10001),
+                                       [-12.5, -12.5001, 9.0, 9.0001, np.inf, -np.inf, np.nan]]),
 }
 FLOAT32_FUNCTION_CASES = [(name, np.float32) for name in sorted(FLOAT32_FUNCTION_INPUTS)] + [
     ("activation_sigmoid", np.float16), ("activation_elu", np.float16), ("exp", np.float16),

@@ -5,8 +5,8 @@ inspected and unit-tested anywhere. One CUDA module is built per operator; it ho
 kernels for every (input type, output type) pair the operator's support table allows:
 
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
-  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory traffic comes in wide,
-  coalesced transactions; the few elements past the last whole vector are done one by one.
+  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory
+  traffic comes in wide, coalesced transactions; the few elements past the last whole vector are done one by one.
 * `dml_nd_<in>_<out>`: broadcast inputs, addressed through per-dimension strides (0 where an
   input is broadcast), for up to 8 dimensions.
 

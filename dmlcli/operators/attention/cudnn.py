@@ -93,9 +93,10 @@ def _present(given, found, role: str, out, cupy):
 
 # What a call's Sizes, strides, types and fields decide, worked out once per such signature: its layout, whether it
 # maps at all, and its plan: where the queries, keys and values lie in the given tensors, the cuDNN graph's signature
-# (causal or not, a mask's bias or none), the output's Sizes. A call made again (a loop, a model's node) then costs its host only the pointers, the output's
-# allocation and cuDNN's execute: the layout, views and signatures made on every call were most of the 0.15 to 0.19
-# ms of host time per call that bounded back-to-back calls on the H200 (cuDNN's own execute: 0.02 ms).
+# (causal or not, a mask's bias or none), the output's Sizes. A call made again (a loop, a model's node) then costs
+# its host only the pointers, the output's allocation and cuDNN's execute: the layout, views and signatures made on
+# every call were most of the 0.15 to 0.19 ms of host time per call that bounded back-to-back calls on the H200
+# (cuDNN's own execute: 0.02 ms).
 PLANS_KEPT = 64
 _PREPARED: dict[tuple, "_Prepared"] = {}
 

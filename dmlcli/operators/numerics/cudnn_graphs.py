@@ -135,8 +135,8 @@ _HANDLES = threading.local()
 
 def _handle(cudnn, cupy):
     """This thread's cuDNN handle for the current device (cuDNN forbids sharing one between threads), bound to
-    CuPy's current stream (by_device holds [handle, the stream it was last bound to]). Handles live as long as the process: destroying one while another stream captures would
-    break that capture."""
+    CuPy's current stream (by_device holds [handle, the stream it was last bound to]). Handles live as long as the
+    process: destroying one while another stream captures would break that capture."""
     by_device = getattr(_HANDLES, "by_device", None)
     if by_device is None:
         by_device = _HANDLES.by_device = {}
