@@ -416,6 +416,20 @@ __device__ __forceinline__ double dml_activation_value(dml_f32 x) { return dml_a
 __device__ __forceinline__ bool dml_activation_isinf(double v) {
     return (__double_as_longlong(v) & 0x7fffffffffffffffLL) == 0x7ff0000000000000LL;
 }
+// The special-function unit's exponential and reciprocal as PTX's .ftz forms: the plain forms (what __expf and
+// __fdividef give under -ftz=false) spend a compare and two scalings on every value to keep float32 subnormals, which
+// the FLOAT16 paths below never need (issue 33: they held FLOAT16 SIGMOID to 0.82 of the H200's copy, GELU to 0.84).
+// About 2^-22 relative each (PTX ISA: ex2.approx, rcp.approx).
+__device__ __forceinline__ float dml_ex2_ftz(float u) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));
+    return r;
+}
+__device__ __forceinline__ float dml_rcp_ftz(float u) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));
+    return r;
+}
 __device__ __forceinline__ double dml_activation_sigmoid(double t) { return 1.0 / (1.0 + exp(-t)); }
 __device__ __forceinline__ double dml_activation_softplus(double t) {
     return (t > 0.0 ? t : 0.0) + log1p(exp(-fabs(t)));
@@ -427,20 +441,6 @@ __device__ __forceinline__ double dml_activation_hard_sigmoid(double v, float Al
 }
 """
 
-# Numerical Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 at every z >= 0): erfc(z) = t exp(p - z^2),
-# t = 1 / (1 + z/2), p by Horner's rule; the lines of GELU's CUDA that compute t and p from z (both its paths).
-_ERFCC = """    const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
-    float p = 0.17087277f;
-    p = __fmaf_rn(p, t, -0.82215223f);
-    p = __fmaf_rn(p, t, 1.48851587f);
-    p = __fmaf_rn(p, t, -1.13520398f);
-    p = __fmaf_rn(p, t, 0.27886807f);
-    p = __fmaf_rn(p, t, -0.18628806f);
-    p = __fmaf_rn(p, t, 0.09678418f);
-    p = __fmaf_rn(p, t, 0.37409196f);
-    p = __fmaf_rn(p, t, 1.00002368f);
-    p = __fmaf_rn(p, t, -1.26551223f);
-"""
 
 
 _CUDA = {
@@ -544,16 +544,26 @@ __device__ __forceinline__ float dml_scaled_elu_apply(dml_f32 x, float Alpha, fl
 // cancellation where 1 + erf has it (x < 0), and the argument's rounding (2^-24 relative) costs about 2t^2 ULP of
 // erfc(t) for large t = -x/sqrt(2), where the result is far under the absolute floor (1.8e-7) anyway: within
 // 18 ULP or the floor everywhere. Subnormal inputs keep the double path (-ftz would flush them).
-// FLOAT16 (w 16; issue 33: erfcf held it to 0.41 of the H200's copy, the arithmetic the bound): erfc by Numerical
-// Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 at every argument) on the hardware's reciprocal and
-// exponential (__expf: about 2^-16 relative for the arguments a FLOAT16 value gives, the rounding of -z*z included),
-// against a FLOAT16 ULP of 2^-10: the float32 value rounds to the CPU's FLOAT16 value or its neighbour.
+// FLOAT16 (w 16): 0.5 x erfc(-x/sqrt 2) as t exp(p(t) - z^2) / 2, z = |x|/sqrt 2, t = 1/(1 + z/2), with p a degree-6
+// least-squares fit on Chebyshev nodes of log(erfc(z)/t) + z^2 for z up to 6 (the form of Numerical Recipes' erfcc;
+// relative error about 3e-6, where a FLOAT16 ULP is 2^-10 and GELU(x) rounds to -0 or x past |x| = 6), on the
+// hardware's reciprocal and exponential: within one FLOAT16 ULP of the CPU's value for every FLOAT16 input (a NumPy
+// model of these lines gave 124 of 65536 one ULP off, none further; tests/test_gpu.py checks it on the GPU). About
+// 20 instructions a value, where erfcc's degree 9 and the subnormal-keeping __expf and __fdividef took 39 and held
+// the kernel to 0.84 of the H200's copy. m is Phi(-|x|): x < 0 gives x m (-inf as -65504: -0, the limit), x >= 0
+// x (1 - m) (+inf gives inf, NaN NaN).
 __device__ __forceinline__ float dml_gelu_half(float v) {
-    if (isinf(v)) return v > 0.0f ? v : -0.0f;  // the limits (inf * 0 would be NaN)
     const float z = fabsf(v) * 0.70710678118654752f;
-""" + _ERFCC + r"""    const float tail = t * __expf(p - z * z);  // erfc(z), z = |x| / sqrt(2)
-    const float half = 0.5f * v;
-    return signbit(v) ? half * tail : v - half * tail;  // 0.5 x erfc(-x / sqrt 2): -0 keeps its sign
+    const float t = dml_rcp_ftz(__fmaf_rn(0.5f, z, 1.0f));
+    float p = -0.07221402f;
+    p = __fmaf_rn(p, t, 0.5016234f);
+    p = __fmaf_rn(p, t, -1.1232476f);
+    p = __fmaf_rn(p, t, 0.7960336f);
+    p = __fmaf_rn(p, t, 0.12038261f);
+    p = __fmaf_rn(p, t, 1.0463208f);
+    p = __fmaf_rn(p, t, -1.2688965f);
+    const float m = t * dml_ex2_ftz(__fmaf_rn(__fmaf_rn(-z, z, p), 1.4426950408889634f, -1.0f));
+    return v < 0.0f ? fmaxf(v, -65504.0f) * m : v * (1.0f - m);
 }
 // FLOAT32 for -12.5 <= x <= 9 (normal): the same erfcc, its exponent exact to float32's precision twice over (z^2
 // split as hi + lo by an FMA, the rounding of P - hi kept by Knuth's TwoSum) and CUDA's expf (2 ULP): within a third
@@ -562,7 +572,20 @@ __device__ __forceinline__ float dml_gelu_half(float v) {
 // float32's smallest normal) and for subnormal inputs, NaN and -inf the erfcf and double paths below stay.
 __device__ __forceinline__ float dml_gelu_single(float v) {
     const float z = fabsf(v) * 0.70710678118654752f;
-""" + _ERFCC + r"""    const float hi = __fmul_rn(z, z);
+    // Numerical Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 at every z >= 0): erfc(z) = t exp(p -
+    // z^2), t = 1 / (1 + z/2), p by Horner's rule.
+    const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
+    float p = 0.17087277f;
+    p = __fmaf_rn(p, t, -0.82215223f);
+    p = __fmaf_rn(p, t, 1.48851587f);
+    p = __fmaf_rn(p, t, -1.13520398f);
+    p = __fmaf_rn(p, t, 0.27886807f);
+    p = __fmaf_rn(p, t, -0.18628806f);
+    p = __fmaf_rn(p, t, 0.09678418f);
+    p = __fmaf_rn(p, t, 0.37409196f);
+    p = __fmaf_rn(p, t, 1.00002368f);
+    p = __fmaf_rn(p, t, -1.26551223f);
+    const float hi = __fmul_rn(z, z);
     const float lo = __fmaf_rn(z, z, -hi);  // z^2 - hi, exactly
     const float a = __fsub_rn(p, hi);
     const float b = __fsub_rn(a, p);
@@ -574,12 +597,12 @@ __device__ __forceinline__ float dml_gelu_single(float v) {
 __device__ __forceinline__ float dml_gelu_apply(dml_f32 x, int w) {
     if (w == 16) return dml_gelu_half(x.v);
     const unsigned int bits = __float_as_uint(x.v);
-    if (x.v > 9.0f) return x.v;
-    if (x.v >= -12.5f && ((bits & 0x7f800000u) != 0u || (bits & 0x007fffffu) == 0u)) return dml_gelu_single(x.v);
-    if ((bits & 0x7f800000u) == 0u && (bits & 0x007fffffu) != 0u) {
+    if ((bits & 0x7f800000u) == 0u && (bits & 0x007fffffu) != 0u) {  // subnormal: -ftz would flush it
         const double v = dml_activation_value(x);
         return dml_activation_narrow(0.5 * v * erfc(-v * 0.7071067811865476));
     }
+    if (x.v > 9.0f) return x.v;
+    if (x.v >= -12.5f) return dml_gelu_single(x.v);
     if (bits == 0xff800000u) return -0.0f;  // -inf * erfc(+inf) would be NaN; the limit is -0
     return dml_mul(dml_mul(0.5f, x.v), erfcf(dml_mul(-x.v, 0.70710678118654752f)));
 }
@@ -588,11 +611,12 @@ __device__ __forceinline__ float dml_gelu_apply(dml_f32 x, int w) {
 // Where the result is a normal float32 (x > -87: exp(-x) finite, the result above 2^-126), float32 arithmetic on
 // CUDA's expf (2 ULP): about 4 ULP in all, against 34 (FLOAT32) and 10 FLOAT16 ULP; the double path (a fraction of
 // the H200's memory bandwidth: 0.72 of the copy in FLOAT32, 0.38 in FLOAT16) for the rest, NaN included.
-// FLOAT16 (w 16): the hardware's exponential and division (__expf, __fdividef: a few float32 ULP, 2^-21 relative,
-// for the arguments a FLOAT16 value gives), against 10 FLOAT16 ULP (2^-10 relative each): IEEE division held it to
-// 0.77 of the copy. A result under 2^-126 is far below FLOAT16's smallest value and gives 0 either way.
+// FLOAT16 (w 16): the hardware's exponential and reciprocal (about 2^-21 relative in all, for the arguments a FLOAT16
+// value gives), against 10 FLOAT16 ULP (2^-10 relative each): IEEE division held it to 0.77 of the copy, the
+// subnormal-keeping __expf and __fdividef to 0.82 (13 instructions a value; 6 now). The .ftz forms flush only what
+// FLOAT16 cannot hold: exp(-x) under 2^-126 (x > 87) gives 1, a result under 2^-126 gives 0, as they round anyway.
 __device__ __forceinline__ float dml_sigmoid_apply(dml_f32 x, int w) {
-    if (w == 16) return __fdividef(1.0f, 1.0f + __expf(-x.v));
+    if (w == 16) return dml_rcp_ftz(1.0f + dml_ex2_ftz(x.v * -1.4426950408889634f));
     if (x.v > -87.0f) return (1.0f / (1.0f + dml_f32{expf(-x.v)})).v;
     return dml_activation_narrow(dml_activation_sigmoid(dml_activation_value(x)));
 }
@@ -822,8 +846,9 @@ ACTIVATIONS: tuple[Operator, ...] = (
                "sigmoid(-100) is a float32 subnormal, kept.", _NAN_INF,
                "On the GPU, FLOAT32 x > -87 (a normal float32 result) is computed in float32 with CUDA's expf (2 "
                "ULP; about 4 ULP in all, far within the tolerance), the rest in double precision as on the CPU; "
-               "FLOAT16 in float32 with the hardware's exponential and division (__expf, __fdividef: about 2^-21 "
-               "relative, where a FLOAT16 ULP is 2^-10), within one FLOAT16 ULP of the CPU's value."),
+               "FLOAT16 in float32 with the hardware's exponential and reciprocal (PTX's ex2.approx.ftz and "
+               "rcp.approx.ftz: about 2^-21 relative, where a FLOAT16 ULP is 2^-10), within one FLOAT16 ULP of the "
+               "CPU's value."),
         slope=_slope_sigmoid,
     ),
     _activation(
@@ -907,8 +932,9 @@ ACTIVATIONS: tuple[Operator, ...] = (
         notes=("The erf form only (ONNX's approximate='tanh' GELU is not this operator).",
                "On the CPU evaluated in float64 and rounded once. On the GPU, in float32 with erfc by Numerical "
                "Recipes' erfcc (relative error below 1.2e-7): FLOAT32 from -12.5 to 9 with its exponent kept exact "
-               "(a split square, TwoSum) and CUDA's expf, within a third of the rule; FLOAT16 on the hardware's "
-               "reciprocal and exponential, within one FLOAT16 ULP of the CPU's value. FLOAT32 past 9 gives x; "
+               "(a split square, TwoSum) and CUDA's expf, within a third of the rule; FLOAT16 by a degree-6 fit of "
+               "the same form (relative error about 3e-6) on the hardware's reciprocal and exponential, within one "
+               "FLOAT16 ULP of the CPU's value. FLOAT32 past 9 gives x; "
                "below -12.5 CUDA's erfcf (within the 18 ULP or the absolute floor); subnormal inputs in float64.",
                "Evaluated as 0.5*x*erfc(-x/sqrt(2)), the same value without cancellation for negative x. "
                "GELU(-inf) = -0.0, the limit (-inf * 0 in IEEE arithmetic would be NaN, which DirectML "
