@@ -445,6 +445,44 @@ def test_only_pure_bitwise_operators_run_on_64_bit_words():
     assert not gpu_kernels.runs_on_words(find_operator("bit_count"), np.dtype("uint8"), np.dtype("uint8"))
 
 
+BYTE_LANES = [(name, signature) for name, signature in (
+    ("bit_count", ("uint8", "uint8")), ("bit_count", ("int8", "uint8")),
+    ("bit_shift_left", ("uint8", "uint8", "uint8")), ("bit_shift_right", ("uint8", "uint8", "uint8")))]
+
+
+def test_byte_lanes_serve_the_signatures_whose_tensors_are_all_one_byte():
+    with_lanes = {op.name for op in OPERATORS if op.cuda_byte_lanes_body}
+    assert with_lanes == {"BIT_COUNT", "BIT_SHIFT_LEFT", "BIT_SHIFT_RIGHT"}
+    for name, signature in BYTE_LANES:
+        operator = find_operator(name)
+        assert gpu_kernels.runs_on_byte_lanes(operator, signature)
+        source = gpu_kernels.module_source(operator, signature)
+        suffix = "_".join(signature)
+        assert f"struct __align__(16) v0_{suffix} {{ unsigned int v[8]; }};" in source  # 32 elements as 8 words
+        assert f"o.v[j] = dml_apply4_{suffix}(" in source
+        assert f"out_s[k] = dml_apply_{suffix}(" in source  # the elements past the last whole vector, one by one
+    for name, signature in (("bit_count", ("uint8", "uint32")), ("bit_shift_left", ("uint16",) * 3),
+                            ("bit_and", ("uint8",) * 3)):
+        source = gpu_kernels.module_source(find_operator(name), signature)
+        assert not gpu_kernels.runs_on_byte_lanes(find_operator(name), signature) and "dml_apply4_" not in source
+
+
+@pytest.mark.parametrize("name, signature", BYTE_LANES, ids=[f"{n}-{s[0]}" for n, s in BYTE_LANES])
+def test_byte_lanes_give_the_element_body_s_bits_for_every_input(gpu_backend, name, signature):
+    """Every byte (BIT_COUNT) and every pair of bytes (the shifts, counts 0 to 255), each in every one of a word's four
+    lanes (a block of them and one element more moves them a lane on), and 17 elements past the last whole vector:
+    the CPU's bits."""
+    operator = find_operator(name)
+    values = np.arange(256, dtype=np.uint8)
+    blocks = [values] if len(operator.inputs) == 1 else [x.ravel() for x in np.meshgrid(values, values, indexing="ij")]
+    pad = np.zeros(1, np.uint8)
+    inputs = [np.concatenate([block, pad] * 4 + [values[:13]]).view(signature[0]) for block in blocks]
+    shape = inputs[0].shape
+    expected = cpu.create().execute(operator, inputs, shape, np.dtype(signature[-1]), {})
+    got = gpu_backend.execute(operator, inputs, shape, np.dtype(signature[-1]), {})
+    _assert_same_bits(got, expected, f"{name} {signature}", inputs)
+
+
 def test_vectors_are_16_bytes_of_the_narrowest_tensor_and_at_most_32_of_the_widest():
     assert gpu_kernels.elements_per_thread(("uint8", "uint8")) == 32  # a 1-byte type: two 16-byte loads
     assert gpu_kernels.elements_per_thread(("float32", "float32")) == 4

@@ -7,6 +7,9 @@ kernels for every (input type, output type) pair the operator's support table al
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
   elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory
   traffic comes in wide, coalesced transactions; the few elements past the last whole vector are done one by one.
+  Where every tensor's type is 1 byte and the entry gives a cuda_byte_lanes_body, the vector is read as 32-bit words
+  and that body does four elements at once (BIT_COUNT, the shifts: one element at a time, the byte unpacking and
+  repacking held them under the H200's copy).
 * `dml_nd_<in>_<out>`: broadcast inputs, addressed through per-dimension strides (0 where an
   input is broadcast), for up to 8 dimensions.
 
@@ -200,14 +203,29 @@ def _apply_function(operator: Operator, signature: Signature) -> str:
     return "\n".join(lines)
 
 
+def runs_on_byte_lanes(operator: Operator, signature: Signature) -> bool:
+    """True where the vector kernel applies the entry's cuda_byte_lanes_body to four 1-byte elements at once."""
+    return bool(operator.cuda_byte_lanes_body) and all(np.dtype(d).itemsize == 1 for d in signature)
+
+
+def _byte_lanes_function(operator: Operator, signature: Signature) -> str:
+    """`dml_apply4_<signature>`: four elements of each input, a byte each, in an unsigned int; four results out."""
+    args = [f"unsigned int {n}" for n in input_names(operator)] + _declarations(operator, signature)
+    return (f"__device__ __forceinline__ unsigned int dml_apply4_{_suffix(signature)}({', '.join(args)}) {{\n"
+            f"    const int W = 8;\n    (void)W;\n    return {operator.cuda_byte_lanes_body};\n}}")
+
+
 def _vector_kernel(operator: Operator, signature: Signature) -> str:
     names = input_names(operator)
     sources = [C_TYPES[d] for d in signature[:-1]]
     target = C_TYPES[signature[-1]]
     vec = operator_elements_per_thread(operator, signature)
     suffix = _suffix(signature)
+    lanes = runs_on_byte_lanes(operator, signature)
+    # Byte lanes: each thread's vector of 1-byte elements read as vec / 4 words, a body call a word.
+    words, word_type, function = (vec // 4, "unsigned int", "dml_apply4") if lanes else (vec, None, "dml_apply")
     structs = [f"struct __align__({min(vec * np.dtype(d).itemsize, VECTOR_BYTES)}) v{i}_{suffix} "
-               f"{{ {C_TYPES[d].bits} v[{vec}]; }};" for i, d in enumerate(signature)]
+               f"{{ {word_type or C_TYPES[d].bits} v[{words}]; }};" for i, d in enumerate(signature)]
     out_struct = f"v{len(names)}_{suffix}"
     args = ([f"const v{i}_{suffix}* __restrict__ {n}_vec" for i, n in enumerate(names)]
             + [f"{out_struct}* __restrict__ out_vec", "long long n"] + _declarations(operator, signature))
@@ -226,7 +244,7 @@ extern "C" __global__ void {kernel_name("vec", signature)}({", ".join(args)}) {{
     for (long long i = first; i < vectors; i += step) {{
 {loads}        {out_struct} o;
 #pragma unroll
-        for (int j = 0; j < {vec}; ++j) o.v[j] = dml_apply_{suffix}({call}{param_names});
+        for (int j = 0; j < {words}; ++j) o.v[j] = {function}_{suffix}({call}{param_names});
         out_vec[i] = o;
     }}
 {scalars}    {target.bits}* out_s = ({target.bits}*)out_vec;
@@ -276,6 +294,8 @@ def module_source(operator: Operator, signature: Signature | None = None) -> str
     parts = [f"// {operator.dml_name}: {operator.formula}", _PRELUDE, operator.cuda_helpers]
     for each in ([signature] if signature is not None else signatures(operator)):
         parts.append(_apply_function(operator, each))
+        if runs_on_byte_lanes(operator, each):
+            parts.append(_byte_lanes_function(operator, each))
         parts.append(_vector_kernel(operator, each))
         parts.append(_nd_kernel(operator, each))
     return "\n".join(parts)

@@ -294,6 +294,11 @@ class Operator(Frozen):
     # CUDA device functions the body calls (emitted once per kernel module, before the body): for
     # results that need more than one expression. Names start with dml_<operator name>_ to stay apart.
     cuda_helpers: str
+    # The same function on four 1-byte elements held in one 32-bit word (each input an unsigned int of four
+    # elements, the first in the lowest byte; the result likewise), in the same names as cuda_body: the vector
+    # kernel's body where every tensor's type is 1 byte, so that integer work is done on four lanes at once (SIMD
+    # within a register). "": one element at a time. It must give cuda_body's bits in every lane.
+    cuda_byte_lanes_body: str
     notes: tuple[str, ...]
     exactness: str  # one of EXACTNESS_CLASSES, for float results (integer results are always exact)
     tolerance: Tolerance | None  # for float outputs of operators that are not exact
@@ -385,7 +390,8 @@ class Operator(Frozen):
                  prefix: str = "ELEMENT_WISE", parameters: tuple[Parameter, ...] = (),
                  default_output_type: DataType | None = None, native_encoding: bool = False, in_place: bool = False,
                  hooks: tuple[Hook, ...] = (), cuda_names: tuple[str, ...] = (), cuda_helpers: str = "",
-                 notes: tuple[str, ...] = (), exactness: str = EXACT, tolerance: Tolerance | None = None,
+                 cuda_byte_lanes_body: str = "", notes: tuple[str, ...] = (), exactness: str = EXACT,
+                 tolerance: Tolerance | None = None,
                  optional_inputs: tuple[tuple[str, str], ...] = (), optional_since: FeatureLevel | None = None,
                  optional_outputs: tuple[str, ...] = (), shape_rule: Callable | None = None,
                  array_kernel: Callable | None = None, gpu_array_kernel: Callable | None = None,
@@ -403,7 +409,8 @@ class Operator(Frozen):
                           same_sizes=same_sizes, cpu_kernel=cpu_kernel, cuda_body=cuda_body, output=output,
                           prefix=prefix, parameters=parameters, default_output_type=default_output_type,
                           native_encoding=native_encoding, in_place=in_place, hooks=hooks, cuda_names=cuda_names,
-                          cuda_helpers=cuda_helpers, notes=notes, exactness=exactness, tolerance=tolerance,
+                          cuda_helpers=cuda_helpers, cuda_byte_lanes_body=cuda_byte_lanes_body, notes=notes,
+                          exactness=exactness, tolerance=tolerance,
                           optional_inputs=optional_inputs, optional_since=optional_since,
                           optional_outputs=optional_outputs, shape_rule=shape_rule, array_kernel=array_kernel,
                           gpu_array_kernel=gpu_array_kernel, extra_outputs=extra_outputs, variadic=variadic,
