@@ -251,6 +251,40 @@ def test_float32_functions_on_the_gpu_stay_within_the_rule_at_their_edges(gpu_ba
         assert subnormal.sum() > 1000 and steps.max() <= 1
 
 
+def _pow_edge_inputs(rng) -> tuple[np.ndarray, np.ndarray]:
+    """Bases and exponents where a float32 pow is hardest: bases over float32's whole normal range, bases next to 1
+    with large exponents, results next to overflow, subnormal results, and 1, 0 and subnormal exponents, the largest
+    and smallest normal bases."""
+    count = 200_000
+    wide = np.exp2(rng.uniform(-126, 128, count)), rng.uniform(-4, 4, count)
+    near_one = 1 + rng.uniform(-1e-3, 1e-3, count), rng.uniform(-8e4, 8e4, count)
+    big = rng.uniform(1.5, 3.0, count)
+    overflow = big, 127.9 / np.log2(big) * rng.uniform(0.98, 1.003, count)
+    small = rng.uniform(0.01, 0.5, count)
+    subnormal = small, -140.0 / np.log2(small) * rng.uniform(0.95, 1.1, count)
+    edges = np.array([1.0, 2.0, 0.5, np.finfo(np.float32).max, np.finfo(np.float32).tiny, 3.0, 10.0]), \
+        np.array([1e30, -1e30, 0.0, -0.5, 0.5, np.finfo(np.float32).smallest_subnormal, 1.0])
+    pairs = (wide, near_one, overflow, subnormal, edges)
+    with np.errstate(over="ignore"):
+        return tuple(np.concatenate([pair[i] for pair in pairs]).astype(np.float32) for i in (0, 1))
+
+
+def test_pow_on_the_gpu_is_within_a_few_ulp_of_the_cpu_at_its_edges(gpu_backend):
+    """FLOAT32 POW (CUDA's powf for normal operands, at most 4 ULP by CUDA's documentation): within the operator's
+    rule (32 ULP) of the CPU's double result, and within 8 ULP wherever that result is a normal float32."""
+    from dmlcli.checking.comparison import compare, rule_for
+
+    base, exponent = _pow_edge_inputs(np.random.default_rng(33))
+    with np.errstate(all="ignore"):
+        expected = dmlcli.run("pow", base, exponent, backend="cpu")
+    got = dmlcli.run("pow", base, exponent, backend="gpu")
+    report, same = compare(got, expected, rule_for(find_operator("pow"), expected.dtype))
+    assert same, report
+    normal = np.isfinite(expected) & (np.abs(expected) >= np.finfo(np.float32).tiny) & np.isfinite(got)
+    steps = np.abs(got[normal].view(np.int32).astype(np.int64) - expected[normal].view(np.int32))
+    assert normal.sum() > 400_000 and steps.max() <= 8, f"{int(steps.max())} ULP at worst"
+
+
 @pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.cli_name)
 def test_gpu_broadcast_matches_cpu(gpu_backend, operator):
     rng = np.random.default_rng(7)
@@ -455,10 +489,13 @@ def test_byte_lanes_serve_the_signatures_whose_tensors_are_all_one_byte():
     assert with_lanes == {"BIT_COUNT", "BIT_SHIFT_LEFT", "BIT_SHIFT_RIGHT"}
     for name, signature in BYTE_LANES:
         operator = find_operator(name)
+        names = gpu_kernels.input_names(operator)
         assert gpu_kernels.runs_on_byte_lanes(operator, signature)
         source = gpu_kernels.module_source(operator, signature)
         suffix = "_".join(signature)
-        assert f"struct __align__(16) v0_{suffix} {{ unsigned int v[8]; }};" in source  # 32 elements as 8 words
+        # 32 elements a thread (an exact body's one contiguous vector), read as 8 words
+        assert f"struct __align__(16) v0_{suffix} {{ unsigned int v[8]; }};" in source
+        assert f"_v = {names[0]}_vec[i];" in source
         assert f"o.v[j] = dml_apply4_{suffix}(" in source
         assert f"out_s[k] = dml_apply_{suffix}(" in source  # the elements past the last whole vector, one by one
     for name, signature in (("bit_count", ("uint8", "uint32")), ("bit_shift_left", ("uint16",) * 3),
@@ -500,11 +537,15 @@ def test_an_operator_s_vectors_follow_its_exactness():
     assert gpu_kernels.operator_elements_per_thread(find_operator("recip"), signature) == 4
     assert "unsigned int v[8];" in gpu_kernels.module_source(find_operator("exp"), signature)
     assert "unsigned int v[4];" in gpu_kernels.module_source(find_operator("recip"), signature)
+    # an approximate body on FLOAT16: its 16 elements a thread as two 16-byte chunks, a block's width apart
+    half_source = gpu_kernels.module_source(find_operator("exp"), ("float16", "float16"))
+    assert "unsigned short v[8];" in half_source and "x_v[2];" in half_source
+    assert "first + (long long)c * blockDim.x" in half_source
 
 
 def test_more_thread_bytes_give_several_aligned_loads_a_thread(monkeypatch):
-    # bench/gpu_bench.py --thread-bytes 32 (a tuning knob): two 16-byte vectors of the narrowest tensor a thread, each
-    # struct still aligned to the 16 bytes a single load takes.
+    # bench/gpu_bench.py --thread-bytes 32 (a tuning knob): two 16-byte loads of the narrowest tensor a thread, each
+    # struct aligned to the 16 bytes a single load takes.
     monkeypatch.setattr(gpu_kernels, "THREAD_BYTES", 32)
     gpu_kernels.elements_per_thread.cache_clear()
     try:
@@ -512,6 +553,7 @@ def test_more_thread_bytes_give_several_aligned_loads_a_thread(monkeypatch):
         assert gpu_kernels.elements_per_thread(("uint16", "uint16")) == 16
         source = gpu_kernels.module_source(find_operator("identity"), ("float32", "float32"))
         assert "struct __align__(16) v0_float32_float32 { unsigned int v[8]; };" in source
+        assert "const v0_float32_float32 x_v = x_vec[i];" in source
     finally:
         gpu_kernels.elements_per_thread.cache_clear()
 

@@ -5,8 +5,9 @@ inspected and unit-tested anywhere. One CUDA module is built per operator; it ho
 kernels for every (input type, output type) pair the operator's support table allows:
 
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
-  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory
-  traffic comes in wide, coalesced transactions; the few elements past the last whole vector are done one by one.
+  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), in chunks of at
+  most 16 bytes of the widest tensor taken a block's width apart, so memory traffic comes in wide transactions, each
+  of a warp's covering consecutive bytes; the few elements past the last whole chunk are done one by one.
   Where every tensor's type is 1 byte and the entry gives a cuda_byte_lanes_body, the vector is read as 32-bit words
   and that body does four elements at once (BIT_COUNT, the shifts: one element at a time, the byte unpacking and
   repacking held them under the H200's copy).
@@ -215,40 +216,96 @@ def _byte_lanes_function(operator: Operator, signature: Signature) -> str:
             f"    const int W = 8;\n    (void)W;\n    return {operator.cuda_byte_lanes_body};\n}}")
 
 
+def loads_per_thread(signature: Signature, elements: int) -> int:
+    """How many loads of the widest tensor a thread's `elements` take: VECTOR_BYTES each (one where they fit)."""
+    return max(1, elements * max(np.dtype(d).itemsize for d in signature) // VECTOR_BYTES)
+
+
+def _vector_loads(operator: Operator, signature: Signature, elements: int) -> int:
+    """The chunks a thread's `elements` come in. An approximate body on FLOAT16 takes its 16 elements a thread as two
+    16-byte chunks, blockDim.x chunks apart, so that each load and store of a warp covers consecutive bytes, where 32
+    contiguous bytes a thread took two loads that each used half of every sector. H200, bench/gpu_bench.py, three runs
+    each: FLOAT16 SIGMOID 0.76-0.80 of the copy -> 0.87-0.92, GELU 0.75-0.80 -> 0.91-0.94; FLOAT32 ones no better
+    (GELU 0.83-0.89 -> 0.74-0.79), and exact bodies worse (LOGICAL_AND uint8 0.95 -> 0.58: with two chunks in flight
+    the compiler held a 1-byte comparison's 32 predicates at once, 106 registers): one contiguous vector a thread."""
+    halves = operator.exactness == APPROXIMATE and min(np.dtype(d).itemsize for d in signature) == 2
+    return loads_per_thread(signature, elements) if halves else 1
+
+
+def _contiguous_loop(names, suffix: str, out_struct: str, vec: int, words: int, apply: str) -> str:
+    """One vector of `vec` elements a thread, consecutive threads on consecutive vectors; `chunks` is their count."""
+    reads = "".join(f"        const v{i}_{suffix} {n}_v = {n}_vec[i];\n" for i, n in enumerate(names))
+    return f"""    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    const long long chunks = n / {vec};
+    for (long long i = first; i < chunks; i += step) {{
+{reads}        {out_struct} o;
+#pragma unroll
+        for (int j = 0; j < {words}; ++j) o.v[j] = {apply.format(element="_v.v[j]")};
+        out_vec[i] = o;
+    }}
+"""
+
+
+def _chunked_loop(names, suffix: str, out_struct: str, chunk: int, loads: int, words: int, apply: str) -> str:
+    """`loads` chunks of `chunk` elements a thread, blockDim.x chunks apart, all read before any is computed."""
+    held = "".join(f"        v{i}_{suffix} {n}_v[{loads}];\n" for i, n in enumerate(names))
+    reads = "".join(f" {n}_v[c] = {n}_vec[i];" for n in names)
+    return f"""    const long long chunks = n / {chunk};
+    const long long stride = (long long)gridDim.x * blockDim.x * {loads};
+#pragma unroll 1
+    for (long long first = (long long)blockIdx.x * blockDim.x * {loads} + threadIdx.x; first < chunks;
+         first += stride) {{
+{held}#pragma unroll
+        for (int c = 0; c < {loads}; ++c) {{
+            const long long i = first + (long long)c * blockDim.x;
+            if (i < chunks) {{{reads} }}
+        }}
+#pragma unroll
+        for (int c = 0; c < {loads}; ++c) {{
+            const long long i = first + (long long)c * blockDim.x;
+            if (i >= chunks) continue;
+            {out_struct} o;
+#pragma unroll
+            for (int j = 0; j < {words}; ++j) o.v[j] = {apply.format(element="_v[c].v[j]")};
+            out_vec[i] = o;
+        }}
+    }}
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long step = (long long)gridDim.x * blockDim.x;
+"""
+
+
 def _vector_kernel(operator: Operator, signature: Signature) -> str:
     names = input_names(operator)
     sources = [C_TYPES[d] for d in signature[:-1]]
     target = C_TYPES[signature[-1]]
     vec = operator_elements_per_thread(operator, signature)
+    loads = _vector_loads(operator, signature, vec)
+    chunk = vec // loads
     suffix = _suffix(signature)
     lanes = runs_on_byte_lanes(operator, signature)
-    # Byte lanes: each thread's vector of 1-byte elements read as vec / 4 words, a body call a word.
-    words, word_type, function = (vec // 4, "unsigned int", "dml_apply4") if lanes else (vec, None, "dml_apply")
-    structs = [f"struct __align__({min(vec * np.dtype(d).itemsize, VECTOR_BYTES)}) v{i}_{suffix} "
+    # Byte lanes: each chunk of 1-byte elements read as chunk / 4 words, a body call a word.
+    words, word_type, function = (chunk // 4, "unsigned int", "dml_apply4") if lanes else (chunk, None, "dml_apply")
+    structs = [f"struct __align__({min(chunk * np.dtype(d).itemsize, VECTOR_BYTES)}) v{i}_{suffix} "
                f"{{ {word_type or C_TYPES[d].bits} v[{words}]; }};" for i, d in enumerate(signature)]
     out_struct = f"v{len(names)}_{suffix}"
     args = ([f"const v{i}_{suffix}* __restrict__ {n}_vec" for i, n in enumerate(names)]
             + [f"{out_struct}* __restrict__ out_vec", "long long n"] + _declarations(operator, signature))
     param_names = _argument_names(operator, signature)
-    call = ", ".join(f"{n}_v.v[j]" for n in names)
+    # the body's call on one element (or word) of each input, `{element}` naming where it is held
+    apply = f"{function}_{suffix}(" + ", ".join(f"{n}{{element}}" for n in names) + f"{param_names})"
+    loop = (_contiguous_loop(names, suffix, out_struct, vec, words, apply) if loads == 1
+            else _chunked_loop(names, suffix, out_struct, chunk, loads, words, apply))
     scalar_call = ", ".join(f"{n}_s[k]" for n in names)
-    loads = "".join(f"        const v{i}_{suffix} {n}_v = {n}_vec[i];\n" for i, n in enumerate(names))
     scalars = "".join(f"    const {source.bits}* {n}_s = (const {source.bits}*){n}_vec;\n"
                       for n, source in zip(names, sources))
     return f"""
 {chr(10).join(structs)}
 extern "C" __global__ void {kernel_name("vec", signature)}({", ".join(args)}) {{
-    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long step = (long long)gridDim.x * blockDim.x;
-    const long long vectors = n / {vec};
-    for (long long i = first; i < vectors; i += step) {{
-{loads}        {out_struct} o;
-#pragma unroll
-        for (int j = 0; j < {words}; ++j) o.v[j] = {function}_{suffix}({call}{param_names});
-        out_vec[i] = o;
-    }}
-{scalars}    {target.bits}* out_s = ({target.bits}*)out_vec;
-    for (long long k = vectors * {vec} + first; k < n; k += step) out_s[k] = dml_apply_{suffix}({scalar_call}{param_names});
+{loop}{scalars}    {target.bits}* out_s = ({target.bits}*)out_vec;
+    for (long long k = chunks * {chunk} + first; k < n; k += step)
+        out_s[k] = dml_apply_{suffix}({scalar_call}{param_names});
 }}
 """
 

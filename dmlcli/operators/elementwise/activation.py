@@ -416,20 +416,6 @@ __device__ __forceinline__ double dml_activation_value(dml_f32 x) { return dml_a
 __device__ __forceinline__ bool dml_activation_isinf(double v) {
     return (__double_as_longlong(v) & 0x7fffffffffffffffLL) == 0x7ff0000000000000LL;
 }
-// The special-function unit's exponential and reciprocal as PTX's .ftz forms: the plain forms (what __expf and
-// __fdividef give under -ftz=false) spend a compare and two scalings on every value to keep float32 subnormals, which
-// the FLOAT16 paths below never need (issue 33: they held FLOAT16 SIGMOID to 0.82 of the H200's copy, GELU to 0.84).
-// About 2^-22 relative each (PTX ISA: ex2.approx, rcp.approx).
-__device__ __forceinline__ float dml_ex2_ftz(float u) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));
-    return r;
-}
-__device__ __forceinline__ float dml_rcp_ftz(float u) {
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));
-    return r;
-}
 __device__ __forceinline__ double dml_activation_sigmoid(double t) { return 1.0 / (1.0 + exp(-t)); }
 __device__ __forceinline__ double dml_activation_softplus(double t) {
     return (t > 0.0 ? t : 0.0) + log1p(exp(-fabs(t)));

@@ -61,6 +61,20 @@ _ARITHMETIC_PRIMITIVES = "\n".join([
     '    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));',
     "    return r;",
     "}",
+    # The special-function unit's exponential and reciprocal in their .ftz forms (about 2^-22 relative each; PTX ISA:
+    # ex2.approx, rcp.approx), for the approximate operators' fast paths (FLOAT16 GELU and SIGMOID): the plain
+    # forms (__expf and __fdividef under -ftz=false) spend a compare and two scalings on every value to keep the
+    # float32 subnormals those paths never meet (issue 33).
+    "__device__ __forceinline__ float dml_ex2_ftz(float u) {",
+    "    float r;",
+    '    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));',
+    "    return r;",
+    "}",
+    "__device__ __forceinline__ float dml_rcp_ftz(float u) {",
+    "    float r;",
+    '    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(u));',
+    "    return r;",
+    "}",
 ])
 # FLOAT32 and FLOAT16 values reach the body as dml_f32, whose operators are the primitives above:
 # a body writes a + b, a * 0.5f, -x, a < b, and gets IEEE results. `(float)x` (or x.v) gives the
