@@ -5,9 +5,10 @@ inspected and unit-tested anywhere. One CUDA module is built per operator; it ho
 kernels for every (input type, output type) pair the operator's support table allows:
 
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
-  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), in chunks of at
-  most 16 bytes of the widest tensor taken a block's width apart, so memory traffic comes in wide transactions, each
-  of a warp's covering consecutive bytes; the few elements past the last whole chunk are done one by one.
+  elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory
+  traffic comes in wide, coalesced transactions; the few elements past the last whole vector are done one by one.
+  An approximate body on FLOAT16 takes its vector as 16-byte chunks a block's width apart (_vector_loads), so that
+  each load and store of a warp covers consecutive bytes.
   Where every tensor's type is 1 byte and the entry gives a cuda_byte_lanes_body, the vector is read as 32-bit words
   and that body does four elements at once (BIT_COUNT, the shifts: one element at a time, the byte unpacking and
   repacking held them under the H200's copy).
@@ -15,7 +16,8 @@ kernels for every (input type, output type) pair the operator's support table al
   input is broadcast), for up to 8 dimensions.
 
 Both kernels call one device function, `dml_apply`, made from the operator's body, so the two
-paths cannot disagree. Inputs arrive as their raw bits (the unsigned integer of their width):
+paths cannot disagree (a byte-lanes body is a second one, which tests/test_gpu.py holds to the first's bits for
+every byte and pair of bytes in every lane). Inputs arrive as their raw bits (the unsigned integer of their width):
 native-encoding operators work on those bits directly; the others first turn the bits into the
 value (FLOAT32 and FLOAT16, widened exactly, as dml_f32: a float whose comparisons are IEEE
 whatever the compiler's flush-to-zero setting).
@@ -216,7 +218,7 @@ def _byte_lanes_function(operator: Operator, signature: Signature) -> str:
             f"    const int W = 8;\n    (void)W;\n    return {operator.cuda_byte_lanes_body};\n}}")
 
 
-def loads_per_thread(signature: Signature, elements: int) -> int:
+def _loads_per_thread(signature: Signature, elements: int) -> int:
     """How many loads of the widest tensor a thread's `elements` take: VECTOR_BYTES each (one where they fit)."""
     return max(1, elements * max(np.dtype(d).itemsize for d in signature) // VECTOR_BYTES)
 
@@ -229,7 +231,7 @@ def _vector_loads(operator: Operator, signature: Signature, elements: int) -> in
     (GELU 0.83-0.89 -> 0.74-0.79), and exact bodies worse (LOGICAL_AND uint8 0.95 -> 0.58: with two chunks in flight
     the compiler held a 1-byte comparison's 32 predicates at once, 106 registers): one contiguous vector a thread."""
     halves = operator.exactness == APPROXIMATE and min(np.dtype(d).itemsize for d in signature) == 2
-    return loads_per_thread(signature, elements) if halves else 1
+    return _loads_per_thread(signature, elements) if halves else 1
 
 
 def _contiguous_loop(names, suffix: str, out_struct: str, vec: int, words: int, apply: str) -> str:

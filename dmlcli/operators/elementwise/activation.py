@@ -407,6 +407,22 @@ def scaled_tanh(inputs, out_dtype, params):
 # the prelude's IEEE float32 operations) or float (the float64 ones, narrowed by hand). Each body is
 # one call, and ADD1's switch makes the very same calls, so the two compute one function.
 
+def _horner(coefficients: tuple[str, ...]) -> str:
+    """CUDA lines that evaluate p(t) by Horner's rule, one FMA a coefficient, the highest degree's first."""
+    steps = "".join(f"    p = __fmaf_rn(p, t, {c});\n" for c in coefficients[1:])
+    return f"    float p = {coefficients[0]};\n" + steps
+
+
+# Numerical Recipes' erfcc: erfc(z) = t exp(p(t) - z^2), t = 1 / (1 + z/2), relative error below 1.2e-7 at every
+# z >= 0 (FLOAT32 GELU).
+_ERFCC = ("0.17087277f", "-0.82215223f", "1.48851587f", "-1.13520398f", "0.27886807f", "-0.18628806f", "0.09678418f",
+          "0.37409196f", "1.00002368f", "-1.26551223f")
+# The same form of degree 6 for FLOAT16 GELU: a least-squares fit on Chebyshev nodes of log(erfc(z) / t) + z^2 for z
+# up to 6, relative error about 3e-6.
+_GELU_HALF_ERFC = ("-0.07221402f", "0.5016234f", "-1.1232476f", "0.7960336f", "0.12038261f", "1.0463208f",
+                   "-1.2688965f")
+
+
 _COMMON_CUDA = r"""
 // float <-> double through the prelude's PTX: the compiler's conversions follow -ftz and would flush
 // float32 subnormals.
@@ -541,14 +557,7 @@ __device__ __forceinline__ float dml_scaled_elu_apply(dml_f32 x, float Alpha, fl
 __device__ __forceinline__ float dml_gelu_half(float v) {
     const float z = fabsf(v) * 0.70710678118654752f;
     const float t = dml_rcp_ftz(__fmaf_rn(0.5f, z, 1.0f));
-    float p = -0.07221402f;
-    p = __fmaf_rn(p, t, 0.5016234f);
-    p = __fmaf_rn(p, t, -1.1232476f);
-    p = __fmaf_rn(p, t, 0.7960336f);
-    p = __fmaf_rn(p, t, 0.12038261f);
-    p = __fmaf_rn(p, t, 1.0463208f);
-    p = __fmaf_rn(p, t, -1.2688965f);
-    const float m = t * dml_ex2_ftz(__fmaf_rn(__fmaf_rn(-z, z, p), 1.4426950408889634f, -1.0f));
+""" + _horner(_GELU_HALF_ERFC) + r"""    const float m = t * dml_ex2_ftz(__fmaf_rn(__fmaf_rn(-z, z, p), 1.4426950408889634f, -1.0f));
     return v < 0.0f ? fmaxf(v, -65504.0f) * m : v * (1.0f - m);
 }
 // FLOAT32 for -12.5 <= x <= 9 (normal): the same erfcc, its exponent exact to float32's precision twice over (z^2
@@ -561,17 +570,7 @@ __device__ __forceinline__ float dml_gelu_single(float v) {
     // Numerical Recipes' erfcc (a Chebyshev fit, relative error below 1.2e-7 at every z >= 0): erfc(z) = t exp(p -
     // z^2), t = 1 / (1 + z/2), p by Horner's rule.
     const float t = __fdividef(1.0f, __fmaf_rn(0.5f, z, 1.0f));
-    float p = 0.17087277f;
-    p = __fmaf_rn(p, t, -0.82215223f);
-    p = __fmaf_rn(p, t, 1.48851587f);
-    p = __fmaf_rn(p, t, -1.13520398f);
-    p = __fmaf_rn(p, t, 0.27886807f);
-    p = __fmaf_rn(p, t, -0.18628806f);
-    p = __fmaf_rn(p, t, 0.09678418f);
-    p = __fmaf_rn(p, t, 0.37409196f);
-    p = __fmaf_rn(p, t, 1.00002368f);
-    p = __fmaf_rn(p, t, -1.26551223f);
-    const float hi = __fmul_rn(z, z);
+""" + _horner(_ERFCC) + r"""    const float hi = __fmul_rn(z, z);
     const float lo = __fmaf_rn(z, z, -hi);  // z^2 - hi, exactly
     const float a = __fsub_rn(p, hi);
     const float b = __fsub_rn(a, p);
