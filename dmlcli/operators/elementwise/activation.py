@@ -444,7 +444,6 @@ __device__ __forceinline__ double dml_activation_hard_sigmoid(double v, float Al
 """
 
 
-
 _CUDA = {
     "RELU": r"""
 template <typename T> __device__ __forceinline__ T dml_relu_apply(T x) { return (x > 0 || x != x) ? x : T{0}; }
@@ -962,9 +961,9 @@ FUSABLE = tuple(_BY_NAME[name] for name in FUSABLE_NAMES)
 RELU_DEVICE = _CUDA["RELU"]
 
 
-def fused_relu(params, field: str = "FusedActivation") -> bool:
-    """Whether the call's fused activation (its field `field`) is RELU."""
-    activation = params.get(field)
+def fused_relu(params) -> bool:
+    """Whether the call's fused activation (its FusedActivation field) is RELU."""
+    activation = params.get("FusedActivation")
     return activation is not None and activation[0].name == "RELU"
 
 
