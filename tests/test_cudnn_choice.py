@@ -215,3 +215,80 @@ def test_products_widen_float16_operands_where_cublas_is_not_called():
     with pytest.raises(ValueError):
         products.matmul(np, a.astype(np.float32), b.astype(np.float32), out_dtype=np.float16)
 
+
+
+@pytest.fixture
+def convolution_routes(fake_frontend, monkeypatch):
+    """convolution/cudnn.py's route of a signature on fakes: each graph a FakeGraph that builds, or that builds no
+    plan where its `fused` flag is in `refused`; the timing's verdict `pair_faster`."""
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    state = types.SimpleNamespace(refused=set(), pair_faster=False, timed=[], built=[])
+
+    def builder(signature):
+        def build(cudnn, handle):
+            state.built.append(signature.fused)
+            return cudnn_graphs.Built(FakeGraph(("declined",) if signature.fused in state.refused else ("ok",)), {})
+        return build
+
+    def pair_is_faster(cudnn, cupy, built, by_itself, *rest):
+        state.timed.append((built, by_itself))
+        return state.pair_faster
+
+    monkeypatch.setattr(convolution_cudnn, "_builder", builder)
+    monkeypatch.setattr(convolution_cudnn, "_pair_is_faster", pair_is_faster)
+    state.module = convolution_cudnn
+    state.signature = convolution_cudnn.Signature(
+        input_sizes=(1, 4, 8, 8), filter_sizes=(2, 4, 1, 1), output_sizes=(1, 2, 8, 8), dtype="float16",
+        backward=False, pre=(0, 0), post=(0, 0), strides=(1, 1), dilations=(1, 1), bias=True, relu=True, fused=True,
+        tf32=False)
+    return state
+
+
+def _route(state, tuned_plans, monkeypatch, signature=None):
+    monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", tuned_plans)
+    return state.module._route(None, fake_cupy(), signature or state.signature, {}, {}, None, None)
+
+
+@pytest.mark.parametrize("pair_faster", [False, True])
+def test_a_convolution_s_route_is_timed_once_where_plans_are_tuned(convolution_routes, monkeypatch, pair_faster):
+    convolution_routes.pair_faster = pair_faster
+    first = _route(convolution_routes, 6, monkeypatch)
+    assert first.fused is not pair_faster
+    assert len(convolution_routes.timed) == 1 and convolution_routes.built == [True, False]
+    assert _route(convolution_routes, 6, monkeypatch) is first  # kept: no timing, no build
+    assert len(convolution_routes.timed) == 1 and convolution_routes.built == [True, False]
+    cudnn_graphs.forget()  # the routes go with the graphs
+    _route(convolution_routes, 6, monkeypatch)
+    assert len(convolution_routes.timed) == 2
+
+
+def test_without_tuning_the_fused_graph_runs_and_nothing_is_timed(convolution_routes, monkeypatch):
+    assert _route(convolution_routes, 1, monkeypatch).fused
+    assert convolution_routes.timed == [] and convolution_routes.built == [True]
+
+
+def test_a_convolution_without_bias_or_relu_has_one_graph(convolution_routes, monkeypatch):
+    plain = convolution_routes.signature._replace(bias=False, relu=False)
+    assert _route(convolution_routes, 6, monkeypatch, plain).fused
+    assert convolution_routes.timed == [] and convolution_routes.built == [True]
+
+
+def test_a_fused_graph_cudnn_cannot_plan_takes_the_convolution_alone(convolution_routes, monkeypatch):
+    convolution_routes.refused = {True}
+    assert not _route(convolution_routes, 6, monkeypatch).fused
+    assert convolution_routes.timed == []
+
+
+def test_where_the_convolution_alone_has_no_plan_the_fused_graph_runs_untimed(convolution_routes, monkeypatch):
+    convolution_routes.refused = {False}
+    assert _route(convolution_routes, 6, monkeypatch).fused
+    assert convolution_routes.timed == []
+
+
+def test_where_cudnn_plans_neither_graph_the_refusal_is_kept(convolution_routes, monkeypatch):
+    convolution_routes.refused = {True, False}
+    for _ in range(2):
+        with pytest.raises(Unsupported, match="no cuDNN plan builds"):
+            _route(convolution_routes, 6, monkeypatch)
+    assert convolution_routes.built == [True, False]

@@ -113,6 +113,79 @@ def test_without_the_frontend_every_convolution_runs(hidden_frontend):
         assert taken == OWN_PATHS.get(name, "dmlcli: hidden by the test"), name
 
 
+@pytest.fixture
+def fresh_routes():
+    """No graph or route kept from another test, and none left to the next (convolution/cudnn.py's routes)."""
+    cudnn_graphs.forget()
+    yield
+    cudnn_graphs.forget()
+
+
+# The convolution alone and then channel_finish's pass, where timing on a signature's first call finds the pair faster
+# than the fused graph (convolution/cudnn.py's route): forced here, each call within the rule of the CPU's result.
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("name", ["3x3 pad 1", "1x1", "strides 2, asymmetric padding", "1-D", "3-D",
+                                  "convolution mode", "groups 4"])
+def test_the_convolution_alone_then_the_bias_and_relu_pass(frontend, fresh_routes, monkeypatch, name, dtype):
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", 2)
+    monkeypatch.setattr(convolution_cudnn, "_pair_is_faster", lambda *arguments: True)
+    x_shape, w_shape, parameters = CUDNN_CALLS[name]
+    for activation in ({"fused_activation": "relu"}, {}):
+        taken = convolution_within(x_shape, w_shape, dict(parameters, **activation), dtype, True)
+        assert taken == "cudnn", taken
+    assert [route.fused for route in convolution_cudnn._ROUTES.values()] == [False, False]
+
+
+def test_a_convolution_s_two_routes_are_timed_on_the_gpu(frontend, fresh_routes, monkeypatch):
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", 2)
+    x_shape, w_shape, parameters = (4, 64, 28, 28), (32, 64, 1, 1), {"fused_activation": "relu"}
+    assert convolution_within(x_shape, w_shape, parameters, "float16", True) == "cudnn"
+    assert len(convolution_cudnn._ROUTES) == 1  # either route, as the GPU timed them
+    assert convolution_within(x_shape, w_shape, parameters, "float16", True) == "cudnn"
+
+
+def _channel_finish_reference(y, bias, relu):
+    """The bias added in FLOAT32 and rounded once, RELU by the CPU backend's kernel (NaN kept, -0 to +0)."""
+    from dmlcli.operators.elementwise.activation import relu as relu_kernel
+
+    r = y.astype(np.float32)
+    if bias is not None:
+        r = r + bias.astype(np.float32).reshape((1, -1) + (1,) * (y.ndim - 2))
+    if relu:
+        r = relu_kernel([r], np.float32, {})
+    return r.astype(y.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("shape, offset", [((2, 3, 8, 8), 0), ((2, 3, 5, 7), 0), ((3, 2, 1), 0), ((2, 3, 8, 8), 1),
+                                           ((66000, 1, 4), 0), ((1, 2, 4, 4, 4), 0)])
+@pytest.mark.parametrize("with_bias, relu", [(True, True), (True, False), (False, True)])
+def test_channel_finish_adds_the_bias_and_applies_relu_in_place(dtype, shape, offset, with_bias, relu):
+    # 16-byte words where a plane's bytes allow (8x8), one value at a time where they do not (5x7, a plane of one
+    # value, an output not 16-byte aligned), more planes than a grid's 65535 rows; NaN, both zeros and infinities.
+    from dmlcli.operators.convolution import channel_finish
+
+    rng = np.random.default_rng(sum(shape) + offset)
+    size = int(np.prod(shape))
+    y = (rng.standard_normal(size) * 3).astype(dtype)
+    y[:8] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan, 1e-30, -1e-30][:min(8, size)]
+    y = y.reshape(shape)
+    bias = (rng.standard_normal(shape[1]) * 2).astype(dtype) if with_bias else None
+    expected = _channel_finish_reference(y, bias, relu)
+    memory = cupy.empty(size + offset, dtype)
+    out = memory[offset:].reshape(shape)
+    out[...] = cupy.asarray(y)
+    channel_finish.finish(cupy, out, None if bias is None else cupy.asarray(bias), relu)
+    found = cupy.asnumpy(out)
+    bits = np.dtype(f"uint{np.dtype(dtype).itemsize * 8}")
+    same = (found.view(bits) == expected.view(bits)) | (np.isnan(found) & np.isnan(expected))
+    assert same.all(), (found[~same][:5], expected[~same][:5])
+
+
 # Depthwise calls run dmlcli's own kernel (convolution/depthwise_gpu.py), cuDNN installed or not: every geometry it
 # takes (1 to 3 spatial dimensions, strides, dilations, asymmetric and wide paddings, a channel multiplier, the
 # CONVOLUTION mode's flip, odd sizes), within the sum bound of the CPU's result.

@@ -11,8 +11,12 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   OutputPadding smaller than the stride (then the forward sizes still agree); FORWARD needs OutputPadding 0;
 - BiasTensor added and RELU applied inside cuDNN's kernel on the FLOAT32 sum, then one rounding to the output type
   (RELU commutes with that rounding, so this is DirectML's activation of the rounded result; the other activations
-  run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them (some BACKWARD calls), the
-  graph is the convolution alone, rounded to the output type, and the bias and RELU follow in one pass over it.
+  run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them (some BACKWARD calls), or
+  where the convolution alone and then one pass over its output take less time than the fused graph (timed on a
+  signature's first call where plans are tuned: a 1x1 FLOAT16 convolution, whose fused plans took four times its
+  plain one's time on the H200), the graph is the convolution alone, rounded to the output type, and the bias and
+  RELU follow in that pass (channel_finish.py): a FLOAT16 sum is then rounded twice, well within CONVOLUTION's
+  tolerance of 2 ULP per product summed.
 
 Numbers: every graph computes in FLOAT32 (compute and intermediate types FLOAT; plans with the numerical notes
 DOWN_CONVERT_INPUTS or REDUCED_PRECISION_REDUCTION are left out, as PyTorch leaves out the first). FLOAT32 calls
@@ -27,11 +31,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..elementwise.activation import RELU_DEVICE
 from ..numerics import cudnn_graphs, products
-from ..numerics.cuda_prelude import elementwise_kernel
 from ..numerics.cudnn_graphs import Unsupported
 from ..table.schema import ActivationApplied
+from . import channel_finish
+
+
+# The types cuDNN runs here, by name (a dtype's own .name costs 1.5 us, a host call's tenth).
+_DTYPE_NAMES = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32"}
 
 
 class Signature(NamedTuple):
@@ -59,7 +66,8 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, re
     cudnn = cudnn_graphs.frontend()
     if x.dtype != w.dtype or (bias is not None and bias.dtype != x.dtype):
         raise Unsupported("cuDNN's graph here takes one data type for every tensor")
-    if x.dtype not in (np.float16, np.float32):
+    dtype_name = _DTYPE_NAMES.get(x.dtype)
+    if dtype_name is None:
         raise Unsupported(f"cuDNN's convolution here takes FLOAT16 and FLOAT32, not {x.dtype}")
     if x.size == 0 or w.size == 0 or 0 in out_sizes:
         raise Unsupported("an empty tensor")
@@ -75,45 +83,87 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, re
     if lift:
         x, w = x[:, :, None, :], w[:, :, None, :]
         out_sizes = out_sizes[:2] + (1,) + out_sizes[2:]
-    geo = {name: (((0 if "Padding" in name else 1),) if lift else ()) + tuple(values) for name, values in geo.items()}
+        geo = {name: ((0 if "Padding" in name else 1),) + tuple(values) for name, values in geo.items()}
     out = cupy.empty(out_sizes, dtype=x.dtype)
+    tf32 = dtype_name == "float32" and products.tf32_allowed()
+    signature = Signature(tuple(x.shape), tuple(w.shape), tuple(out_sizes), dtype_name, backward,
+                          tuple(geo["StartPadding"]), tuple(geo["EndPadding"]), tuple(geo["Strides"]),
+                          tuple(geo["Dilations"]), bias is not None, relu, True, tf32)
     pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
-    if bias is not None:
-        pointers["B"] = bias.data.ptr
-    tf32 = x.dtype == np.float32 and products.tf32_allowed()
-    base = dict(input_sizes=tuple(x.shape), filter_sizes=tuple(w.shape), output_sizes=tuple(out_sizes),
-                dtype=x.dtype.name, backward=backward, pre=geo["StartPadding"], post=geo["EndPadding"],
-                strides=geo["Strides"], dilations=geo["Dilations"], bias=bias is not None, relu=relu, tf32=tf32)
-    fused = Signature(fused=True, **base)
-    try:
-        built = cudnn_graphs.cached(cupy, fused, _builder(fused), pointers)
-    except Unsupported:
-        if not (fused.bias or fused.relu):
-            raise
-        # cuDNN fuses a bias and RELU after most convolutions, not all (some BACKWARD ones): the convolution alone.
-        alone = fused._replace(fused=False)
-        pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
-        cudnn_graphs.cached(cupy, alone, _builder(alone), pointers).execute(cudnn, cupy, pointers)
-        _finish(cupy, out, bias, relu)
-    else:
-        built.execute(cudnn, cupy, pointers)
+    with_bias = pointers if bias is None else dict(pointers, B=bias.data.ptr)
+    route = _route(cudnn, cupy, signature, with_bias, pointers, out, bias)
+    if route.fused:
+        route.built.execute(cudnn, cupy, with_bias)
+    else:  # the convolution alone, then the bias and RELU in one pass over its output
+        route.built.execute(cudnn, cupy, pointers)
+        channel_finish.finish(cupy, out, bias, relu)
     result = out[:, :, 0] if lift else out
     return ActivationApplied((result,)) if relu else (result,)
 
 
-# y: the convolution's output, rounded to its type; b: the bias broadcast to it; has_bias 0 where none is given.
-_FINISH = ("dml_convolution_finish", "T y, T b, int32 has_bias, int32 relu", "T z",
-           "float r = (float)y; if (has_bias) r = r + (float)b; if (relu) r = dml_relu_apply(r); z = (T)r")
+class Route(NamedTuple):
+    """How a signature's calls run: its fused graph (`fused`: the bias and RELU in it, or neither asked for), or
+    the graph of the convolution alone followed by channel_finish's pass."""
+
+    built: cudnn_graphs.Built
+    fused: bool
 
 
-def _finish(cupy, out, bias, relu: bool) -> None:
-    """The bias added in FLOAT32 and rounded once, as dmlcli's kernel does, and RELU (which commutes with that rounding)
-    where `relu`: one pass over the output, in place (four CuPy passes through a FLOAT32 copy took 0.04 ms of a {32,
-    128, 56, 56} FLOAT16 BACKWARD call on the H200, and RELU as its own kernel a second pass and launch)."""
-    kernel = elementwise_kernel(cupy, *_FINISH, preamble=RELU_DEVICE)
-    # no bias: the output stands in for it, unread (has_bias 0), where a zeros tensor would cost its own launch
-    given = out if bias is None else bias.reshape((1, -1) + (1,) * (out.ndim - 2))
-    kernel(out, given, np.int32(bias is not None), np.int32(relu), out)
+# (device, signature) -> its Route, or why cuDNN runs none: decided on the signature's first call, so that a call made
+# again costs one dictionary read before its execute (cleared with the graphs by cudnn_graphs.forget).
+_ROUTES: dict = cudnn_graphs.kept_with_graphs({})
+
+
+def _route(cudnn, cupy, fused: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
+    """The signature's Route (Unsupported where cuDNN builds neither graph). With a bias or RELU the convolution
+    runs alone where cuDNN builds no fused plan (some BACKWARD calls), or, where plans are timed
+    (cudnn_graphs.TUNED_PLANS above 1), where the pair took less time on this call's data than the fused graph's
+    chosen plan (a 1x1 FLOAT16 convolution on the H200: about 21 us alone and 7 for the pass, against 90 fused)."""
+    key = (cupy.cuda.Device().id, fused)
+    route = _ROUTES.get(key)
+    if type(route) is Route:
+        return route
+    if route is not None:
+        raise Unsupported(route)
+    try:
+        route = _chosen_route(cudnn, cupy, fused, with_bias, pointers, out, bias)
+    except Unsupported as why:
+        cudnn_graphs.keep(_ROUTES, key, str(why), cudnn_graphs.GRAPHS_KEPT)
+        raise
+    cudnn_graphs.keep(_ROUTES, key, route, cudnn_graphs.GRAPHS_KEPT)
+    return route
+
+
+def _chosen_route(cudnn, cupy, fused: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
+    if not (fused.bias or fused.relu):
+        return Route(cudnn_graphs.cached(cupy, fused, _builder(fused), pointers), True)
+    alone = fused._replace(fused=False)
+    try:
+        built = cudnn_graphs.cached(cupy, fused, _builder(fused), with_bias)
+    except Unsupported:
+        return Route(cudnn_graphs.cached(cupy, alone, _builder(alone), pointers), False)
+    if cudnn_graphs.TUNED_PLANS > 1:
+        try:
+            by_itself = cudnn_graphs.cached(cupy, alone, _builder(alone), pointers)
+        except Unsupported:
+            return Route(built, True)
+        if _pair_is_faster(cudnn, cupy, built, by_itself, with_bias, pointers, out, bias, fused.relu):
+            return Route(by_itself, False)
+    return Route(built, True)
+
+
+def _pair_is_faster(cudnn, cupy, built, by_itself, with_bias: dict, pointers: dict, out, bias, relu: bool) -> bool:
+    """Whether the convolution alone and channel_finish's pass took less time on the GPU than the fused graph (medians
+    of cudnn_graphs.TIMED_RUNS calls each, on this call's own buffers)."""
+    if cudnn_graphs.capturing(cupy):
+        raise RuntimeError("a convolution's two routes would be timed while a CUDA graph is being captured")
+    fused_seconds = cudnn_graphs.median_seconds(cupy, lambda: built.execute(cudnn, cupy, with_bias))
+
+    def pair() -> None:
+        by_itself.execute(cudnn, cupy, pointers)
+        channel_finish.finish(cupy, out, bias, relu)
+
+    return cudnn_graphs.median_seconds(cupy, pair) < fused_seconds
 
 
 def _builder(signature: Signature):

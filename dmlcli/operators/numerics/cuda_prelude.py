@@ -212,14 +212,19 @@ _BUILT_KERNELS: dict = {}
 _THREADS = 256
 
 
-def launch(cp, source: str, *arguments, count: int | None = None) -> None:
-    """Compile `source` once (CuPy caches it on disk too) and run its dml_kernel over `count` elements (the last
-    argument's size by default), a grid-stride loop past 65535 blocks; `count` goes last as a long long.
-
-    `cp` is the caller's CuPy module: this module stays text and never imports CuPy itself."""
+def compiled(cp, source: str):
+    """`source`'s dml_kernel as a CuPy RawKernel, compiled once (CuPy caches it on disk too), for a caller that
+    chooses its own grid. `cp` is the caller's CuPy module: this module stays text and never imports CuPy itself."""
     kernel = _BUILT_KERNELS.get(source)
     if kernel is None:
         kernel = _BUILT_KERNELS[source] = cp.RawKernel(source, "dml_kernel", options=COMPILE_OPTIONS)
+    return kernel
+
+
+def launch(cp, source: str, *arguments, count: int | None = None) -> None:
+    """Compile `source` once and run its dml_kernel over `count` elements (the last argument's size by default), a
+    grid-stride loop past 65535 blocks; `count` goes last as a long long."""
+    kernel = compiled(cp, source)
     count = arguments[-1].size if count is None else count
     blocks = max(1, min((count + _THREADS - 1) // _THREADS, 65535))
     kernel((blocks,), (_THREADS,), (*arguments, cp.int64(count)))

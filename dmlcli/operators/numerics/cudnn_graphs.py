@@ -268,9 +268,21 @@ def keep(cache: dict, key, value, limit: int) -> None:
     cache[key] = value
 
 
+# Caches of built graphs that a family keeps by its own keys (convolution/cudnn.py's routes): forget() clears them too.
+_KEPT_WITH_GRAPHS: list[dict] = []
+
+
+def kept_with_graphs(cache: dict) -> dict:
+    """`cache`, registered to be cleared with the built graphs; returned for the caller to hold."""
+    _KEPT_WITH_GRAPHS.append(cache)
+    return cache
+
+
 def forget() -> None:
-    """Drop every built graph (tests)."""
+    """Drop every built graph, and the caches that hold them (tests)."""
     _GRAPHS.clear()
+    for cache in _KEPT_WITH_GRAPHS:
+        cache.clear()
 
 
 def plan_graph(cudnn, graph, excluded_notes) -> None:
