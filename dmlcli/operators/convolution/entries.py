@@ -642,8 +642,10 @@ CONVOLUTION = Operator(
         "On the GPU with cuDNN installed (nvidia-cudnn-frontend, the gpu extras) the convolution runs as cuDNN's "
         "graph where cuDNN builds a plan for the call (convolution/cudnn.py: FLOAT16 and FLOAT32, 1-D to 3-D, "
         "groups, BACKWARD as its data gradient, the bias and a RELU fused), computing in FLOAT32 without TF32 "
-        "unless --allow-tf32; the order of its additions is cuDNN's, within the same rule. Other calls run the "
-        "column buffer and cuBLAS.",
+        "unless --allow-tf32; the order of its additions is cuDNN's, within the same rule. Where the convolution "
+        "alone and one pass for the bias and RELU take less time (timed on a call's first run) or cuDNN fuses "
+        "nothing, that pair runs: a FLOAT16 sum is then rounded twice, within the same rule. A depth-wise call "
+        "runs dmlcli's own kernel; other calls run the column buffer and cuBLAS.",
         "The fused activation (dml-fused-activations: " + ", ".join(op.name.lower() for op in FUSABLE) + ") runs on "
         "the rounded result, exactly as the activation operator would on it, on the GPU as its own CUDA kernel. "
         "In a DxDispatch model: \"FusedActivation\": {\"Type\": \"ACTIVATION_RELU\"} (or null).",
