@@ -493,10 +493,11 @@ def test_byte_lanes_serve_the_signatures_whose_tensors_are_all_one_byte():
         assert gpu_kernels.runs_on_byte_lanes(operator, signature)
         source = gpu_kernels.module_source(operator, signature)
         suffix = "_".join(signature)
-        # 32 elements a thread (an exact body's one contiguous vector), read as 8 words
-        assert f"struct __align__(16) v0_{suffix} {{ unsigned int v[8]; }};" in source
-        assert f"_v = {names[0]}_vec[i];" in source
-        assert f"o.v[j] = dml_apply4_{suffix}(" in source
+        # 32 elements a thread as two chunks of 16, a block's width apart, each read as 4 words
+        assert f"struct __align__(16) v0_{suffix} {{ unsigned int v[4]; }};" in source
+        assert f"{names[0]}_v[c] = {names[0]}_vec[i];" in source
+        assert "const long long i = first + (long long)c * blockDim.x;" in source
+        assert f"o.v[j] = dml_apply4_{suffix}({names[0]}_v[c].v[j]" in source
         assert f"out_s[k] = dml_apply_{suffix}(" in source  # the elements past the last whole vector, one by one
     for name, signature in (("bit_count", ("uint8", "uint32")), ("bit_shift_left", ("uint16",) * 3),
                             ("bit_and", ("uint8",) * 3)):

@@ -7,8 +7,8 @@ kernels for every (input type, output type) pair the operator's support table al
 * `dml_vec_<in>_<out>`: contiguous tensors of one shape. Each thread loads a small vector of
   elements per tensor (THREAD_BYTES, 16, of the narrowest tensor; LONG_THREAD_BYTES, 32, for some), so memory
   traffic comes in wide, coalesced transactions; the few elements past the last whole vector are done one by one.
-  An approximate body on FLOAT16 takes its vector as 16-byte chunks a block's width apart (_vector_loads), so that
-  each load and store of a warp covers consecutive bytes.
+  An approximate body on FLOAT16, and a body on byte lanes (below), takes its vector as 16-byte chunks a block's
+  width apart (_vector_loads), so that each load and store of a warp covers consecutive bytes.
   Where every tensor's type is 1 byte and the entry gives a cuda_byte_lanes_body, the vector is read as 32-bit words
   and that body does four elements at once (BIT_COUNT, the shifts: one element at a time, the byte unpacking and
   repacking held them under the H200's copy).
@@ -224,14 +224,15 @@ def _loads_per_thread(signature: Signature, elements: int) -> int:
 
 
 def _vector_loads(operator: Operator, signature: Signature, elements: int) -> int:
-    """The chunks a thread's `elements` come in. An approximate body on FLOAT16 takes its 16 elements a thread as two
-    16-byte chunks, blockDim.x chunks apart, so that each load and store of a warp covers consecutive bytes, where 32
-    contiguous bytes a thread took two loads that each used half of every sector. H200, bench/gpu_bench.py, three runs
-    each: FLOAT16 SIGMOID 0.76-0.80 of the copy -> 0.87-0.92, GELU 0.75-0.80 -> 0.91-0.94; FLOAT32 ones no better
-    (GELU 0.83-0.89 -> 0.74-0.79), and exact bodies worse (LOGICAL_AND uint8 0.95 -> 0.58: with two chunks in flight
+    """The chunks a thread's `elements` come in. An approximate body on FLOAT16, and a body on byte lanes, takes its
+    elements as two 16-byte chunks, blockDim.x chunks apart, so that each load and store of a warp covers consecutive
+    bytes, where 32 contiguous bytes a thread took two loads that each used half of every sector. H200,
+    bench/gpu_bench.py: FLOAT16 SIGMOID 0.76-0.80 of the copy -> 0.87-0.92, GELU 0.75-0.80 -> 0.91-0.94 (three runs
+    each); BIT_COUNT uint8 0.87-0.91 -> 0.88-0.94 (three A/B runs on two machines; 35 registers). FLOAT32 ones no better (GELU 0.83-0.89 ->
+    0.74-0.79), and exact bodies element by element worse (LOGICAL_AND uint8 0.95 -> 0.58: with two chunks in flight
     the compiler held a 1-byte comparison's 32 predicates at once, 106 registers): one contiguous vector a thread."""
     halves = operator.exactness == APPROXIMATE and min(np.dtype(d).itemsize for d in signature) == 2
-    return _loads_per_thread(signature, elements) if halves else 1
+    return _loads_per_thread(signature, elements) if halves or runs_on_byte_lanes(operator, signature) else 1
 
 
 def _contiguous_loop(names, suffix: str, out_struct: str, vec: int, words: int, apply: str) -> str:
