@@ -8,10 +8,11 @@ so a thread reads its channel's bias once and divides nothing per element. A pla
 any other one value at a time.
 
 Numbers: the bias is added in FLOAT32 (dml_add: IEEE, no flush to zero) and the sum rounded once to the output type;
-RELU (dml_relu_apply: NaN kept) comes before that rounding, with which it commutes. With no bias nothing is added (a
--0 stays -0). CuPy's ElementwiseKernel with the bias broadcast did the same: its index arithmetic over four dimensions
-per element took 33 us of GPU time for a {32, 64, 56, 56} FLOAT16 output (12.8 MB, which a read and a write take
-6 us at the H200's copy speed), and 21 us of host time a call against this kernel's 6 (.probe, 2026-12-02).
+RELU (dml_relu_apply: NaN kept, -0 to +0) comes before that rounding, with which it commutes. With no bias nothing
+is added. CuPy's ElementwiseKernel with the bias broadcast did the same: its index arithmetic over four dimensions per
+element took 33 us of GPU time for a {32, 64, 56, 56} FLOAT16 output (12.8 MB, which a read and a write take 6 us at
+the H200's copy speed) and 21 us of host time a call; this kernel takes about 9 us of GPU time and 6 to 10 of host
+time (.probe/conv1x1.py and host_levels.py, 2026-12-02).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   (RELU commutes with that rounding, so this is DirectML's activation of the rounded result; the other activations
   run afterwards as their own kernel, as on dmlcli's path). Where cuDNN cannot fuse them (some BACKWARD calls), or
   where the convolution alone and then one pass over its output take less time than the fused graph (timed on a
-  signature's first call where plans are tuned: a 1x1 FLOAT16 convolution, whose fused plans took four times its
+  signature's first call where plans are tuned: a 1x1 FLOAT16 convolution, whose fused plans took three times its
   plain one's time on the H200), the graph is the convolution alone, rounded to the output type, and the bias and
   RELU follow in that pass (channel_finish.py): a FLOAT16 sum is then rounded twice, well within CONVOLUTION's
   tolerance of 2 ULP per product summed.
@@ -61,8 +61,8 @@ class Signature(NamedTuple):
 
 def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, relu: bool, flip) -> tuple:
     """The convolution's outputs through cuDNN, an ActivationApplied where the fused RELU (`relu`: the call's
-    FusedActivation is RELU) ran in cuDNN; Unsupported where cuDNN cannot run this call. `flip(w)` flips a filter
-    (CONVOLUTION mode)."""
+    FusedActivation is RELU) was applied here (in cuDNN's graph or the pass after it); Unsupported where cuDNN cannot
+    run this call. `flip(w)` flips a filter (CONVOLUTION mode)."""
     cudnn = cudnn_graphs.frontend()
     if x.dtype != w.dtype or (bias is not None and bias.dtype != x.dtype):
         raise Unsupported("cuDNN's graph here takes one data type for every tensor")
@@ -114,19 +114,20 @@ class Route(NamedTuple):
 _ROUTES: dict = cudnn_graphs.kept_with_graphs({})
 
 
-def _route(cudnn, cupy, fused: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
+def _route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
     """The signature's Route (Unsupported where cuDNN builds neither graph). With a bias or RELU the convolution
     runs alone where cuDNN builds no fused plan (some BACKWARD calls), or, where plans are timed
     (cudnn_graphs.TUNED_PLANS above 1), where the pair took less time on this call's data than the fused graph's
-    chosen plan (a 1x1 FLOAT16 convolution on the H200: about 21 us alone and 7 for the pass, against 90 fused)."""
-    key = (cupy.cuda.Device().id, fused)
+    chosen plan (the 1x1 FLOAT16 call of bench/cudnn_bench.py on the H200: 0.034 ms alone and 0.043 with the pass,
+    against 0.100 fused)."""
+    key = (cupy.cuda.Device().id, signature)
     route = _ROUTES.get(key)
     if type(route) is Route:
         return route
     if route is not None:
         raise Unsupported(route)
     try:
-        route = _chosen_route(cudnn, cupy, fused, with_bias, pointers, out, bias)
+        route = _chosen_route(cudnn, cupy, signature, with_bias, pointers, out, bias)
     except Unsupported as why:
         cudnn_graphs.keep(_ROUTES, key, str(why), cudnn_graphs.GRAPHS_KEPT)
         raise
@@ -134,12 +135,12 @@ def _route(cudnn, cupy, fused: Signature, with_bias: dict, pointers: dict, out, 
     return route
 
 
-def _chosen_route(cudnn, cupy, fused: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
-    if not (fused.bias or fused.relu):
-        return Route(cudnn_graphs.cached(cupy, fused, _builder(fused), pointers), True)
-    alone = fused._replace(fused=False)
+def _chosen_route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
+    if not (signature.bias or signature.relu):
+        return Route(cudnn_graphs.cached(cupy, signature, _builder(signature), pointers), True)
+    alone = signature._replace(fused=False)
     try:
-        built = cudnn_graphs.cached(cupy, fused, _builder(fused), with_bias)
+        built = cudnn_graphs.cached(cupy, signature, _builder(signature), with_bias)
     except Unsupported:
         return Route(cudnn_graphs.cached(cupy, alone, _builder(alone), pointers), False)
     if cudnn_graphs.TUNED_PLANS > 1:
@@ -147,7 +148,7 @@ def _chosen_route(cudnn, cupy, fused: Signature, with_bias: dict, pointers: dict
             by_itself = cudnn_graphs.cached(cupy, alone, _builder(alone), pointers)
         except Unsupported:
             return Route(built, True)
-        if _pair_is_faster(cudnn, cupy, built, by_itself, with_bias, pointers, out, bias, fused.relu):
+        if _pair_is_faster(cudnn, cupy, built, by_itself, with_bias, pointers, out, bias, signature.relu):
             return Route(by_itself, False)
     return Route(built, True)
 
