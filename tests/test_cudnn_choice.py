@@ -292,3 +292,14 @@ def test_where_cudnn_plans_neither_graph_the_refusal_is_kept(convolution_routes,
         with pytest.raises(Unsupported, match="no cuDNN plan builds"):
             _route(convolution_routes, 6, monkeypatch)
     assert convolution_routes.built == [True, False]
+
+
+def test_back_to_back_seconds_times_rows_of_calls_and_takes_the_median(monkeypatch):
+    # Three rows of five calls after one untimed call; each row's events span 10, 40 and 20 ms: 4 ms a call.
+    spans = iter([10.0, 40.0, 20.0])
+    event = types.SimpleNamespace(record=lambda stream: None, synchronize=lambda: None)
+    cuda = types.SimpleNamespace(get_current_stream=lambda: "stream", Event=lambda: event,
+                                 get_elapsed_time=lambda start, end: next(spans))
+    calls = []
+    seconds = cudnn_graphs.back_to_back_seconds(types.SimpleNamespace(cuda=cuda), lambda: calls.append(1), 5)
+    assert seconds == pytest.approx(0.004) and len(calls) == 1 + 3 * 5

@@ -154,17 +154,18 @@ def _chosen_route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: 
 
 
 def _pair_is_faster(cudnn, cupy, built, by_itself, with_bias: dict, pointers: dict, out, bias, relu: bool) -> bool:
-    """Whether the convolution alone and channel_finish's pass took less time on the GPU than the fused graph (medians
-    of cudnn_graphs.TIMED_RUNS calls each, on this call's own buffers)."""
+    """Whether the convolution alone and channel_finish's pass took less time than the fused graph, calls back to
+    back on this call's own buffers (cudnn_graphs.back_to_back_seconds): the pair's second launch costs the host
+    time, which decides where a call's GPU work is small."""
     if cudnn_graphs.capturing(cupy):
         raise RuntimeError("a convolution's two routes would be timed while a CUDA graph is being captured")
-    fused_seconds = cudnn_graphs.median_seconds(cupy, lambda: built.execute(cudnn, cupy, with_bias))
+    fused_seconds = cudnn_graphs.back_to_back_seconds(cupy, lambda: built.execute(cudnn, cupy, with_bias))
 
     def pair() -> None:
         by_itself.execute(cudnn, cupy, pointers)
         channel_finish.finish(cupy, out, bias, relu)
 
-    return cudnn_graphs.median_seconds(cupy, pair) < fused_seconds
+    return cudnn_graphs.back_to_back_seconds(cupy, pair) < fused_seconds
 
 
 def _builder(signature: Signature):

@@ -346,6 +346,24 @@ def median_seconds(cupy, run: Callable[[], None]) -> float:
     return sorted(times)[len(times) // 2] / 1e3
 
 
+def back_to_back_seconds(cupy, run: Callable[[], None], calls: int = 5) -> float:
+    """The time per call of `calls` calls of `run` in a row (CUDA events around them all, after one untimed call),
+    the median of TIMED_RUNS such rows, in seconds: the GPU's time where the host keeps ahead of it, the host's
+    where it does not (as a caller's calls back to back see it)."""
+    run()
+    stream = cupy.cuda.get_current_stream()
+    times = []
+    for _ in range(TIMED_RUNS):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        for _ in range(calls):
+            run()
+        end.record(stream)
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / calls)
+    return sorted(times)[len(times) // 2] / 1e3
+
+
 def data_type(cudnn, dtype):
     """cuDNN's data type for a NumPy/CuPy dtype of FLOAT16 or FLOAT32; Unsupported for others."""
     name = getattr(dtype, "name", str(dtype))
