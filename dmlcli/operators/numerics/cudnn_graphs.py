@@ -333,23 +333,13 @@ def _choose_plan(cudnn, cupy, handle, built: Built, pointers: dict[str, int]) ->
 def median_seconds(cupy, run: Callable[[], None]) -> float:
     """The median time on the GPU of TIMED_RUNS calls of `run` (after one untimed), in seconds: CUDA events around
     each call on the current stream."""
-    run()
-    stream = cupy.cuda.get_current_stream()
-    times = []
-    for _ in range(TIMED_RUNS):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        run()
-        end.record(stream)
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end))
-    return sorted(times)[len(times) // 2] / 1e3
+    return back_to_back_seconds(cupy, run, calls=1)
 
 
 def back_to_back_seconds(cupy, run: Callable[[], None], calls: int = 5) -> float:
-    """The time per call of `calls` calls of `run` in a row (CUDA events around them all, after one untimed call),
-    the median of TIMED_RUNS such rows, in seconds: the GPU's time where the host keeps ahead of it, the host's
-    where it does not (as a caller's calls back to back see it)."""
+    """The time per call of `calls` calls of `run` in a row (CUDA events around them all on the current stream,
+    after one untimed call), the median of TIMED_RUNS such rows, in seconds: the GPU's time where the host keeps
+    ahead of it, the host's where it does not (as a caller's calls back to back see it)."""
     run()
     stream = cupy.cuda.get_current_stream()
     times = []
