@@ -303,3 +303,21 @@ def test_back_to_back_seconds_times_rows_of_calls_and_takes_the_median(monkeypat
     calls = []
     seconds = cudnn_graphs.back_to_back_seconds(types.SimpleNamespace(cuda=cuda), lambda: calls.append(1), 5)
     assert seconds == pytest.approx(0.004) and len(calls) == 1 + 3 * 5
+
+
+@pytest.mark.parametrize("shape, dtype, aligned, lanes, grid", [
+    ((32, 64, 56, 56), np.float16, True, 8, (2, 2048)),  # 3136 values a plane: 392 words, two blocks of 256
+    ((32, 64, 56, 56), np.float32, True, 4, (4, 2048)),
+    ((2, 3, 5, 7), np.float16, True, 1, (1, 6)),  # 70 bytes a plane: one value at a time, a block of 64 threads
+    ((2, 3, 8, 8), np.float16, False, 1, (1, 6)),  # an output that does not start on 16 bytes
+    ((66000, 1, 4), np.float32, True, 4, (1, 65535)),  # more planes than a grid's rows: the kernel loops over them
+    ((1, 4), np.float16, True, 1, (1, 4)),  # a plane of one value
+])
+def test_channel_finish_launches_a_row_of_blocks_per_plane(shape, dtype, aligned, lanes, grid):
+    from dmlcli.operators.convolution import channel_finish
+
+    source, found_grid, block, sizes = channel_finish._launch(shape, np.dtype(dtype), aligned, True, True)
+    units = int(np.prod(shape[2:])) // lanes
+    assert found_grid == grid and [int(size) for size in sizes] == [shape[0] * shape[1], shape[1], units]
+    assert block[0] <= 256 and block[0] >= min(32, units) and found_grid[0] * block[0] >= min(units, 65535 * 256)
+    assert ("uint4 word" in source) is (lanes > 1) and f"values[{lanes}]" in source
