@@ -228,9 +228,10 @@ def _vector_loads(operator: Operator, signature: Signature, elements: int) -> in
     elements as two 16-byte chunks, blockDim.x chunks apart, so that each load and store of a warp covers consecutive
     bytes, where 32 contiguous bytes a thread took two loads that each used half of every sector. H200,
     bench/gpu_bench.py: FLOAT16 SIGMOID 0.76-0.80 of the copy -> 0.87-0.92, GELU 0.75-0.80 -> 0.91-0.94 (three runs
-    each); BIT_COUNT uint8 0.87-0.91 -> 0.88-0.94 (three A/B runs on two machines; 35 registers). FLOAT32 ones no better (GELU 0.83-0.89 ->
-    0.74-0.79), and exact bodies element by element worse (LOGICAL_AND uint8 0.95 -> 0.58: with two chunks in flight
-    the compiler held a 1-byte comparison's 32 predicates at once, 106 registers): one contiguous vector a thread."""
+    each); BIT_COUNT uint8 0.87-0.91 -> 0.88-0.94 (three A/B runs on two machines; 35 registers). FLOAT32 ones no
+    better (GELU 0.83-0.89 -> 0.74-0.79), and exact bodies element by element worse (LOGICAL_AND uint8 0.95 -> 0.58:
+    with two chunks in flight the compiler held a 1-byte comparison's 32 predicates at once, 106 registers): one
+    contiguous vector a thread."""
     halves = operator.exactness == APPROXIMATE and min(np.dtype(d).itemsize for d in signature) == 2
     return _loads_per_thread(signature, elements) if halves or runs_on_byte_lanes(operator, signature) else 1
 

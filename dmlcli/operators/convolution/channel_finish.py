@@ -23,11 +23,10 @@ import math
 import numpy as np
 
 from ..elementwise.activation import RELU_DEVICE
-from ..numerics.cuda_prelude import DEVICE_PRELUDE, compiled
+from ..numerics.cuda_prelude import C_FLOAT_TYPES, DEVICE_PRELUDE, compiled
 
-# The C type a value is held in, and its conversions to and from float (FLOAT16 by the hardware, exactly).
-_VALUES = {np.dtype(np.float16): ("unsigned short", "dml_half_to_float", "dml_float_to_half"),
-           np.dtype(np.float32): ("float", "", "")}
+# A value's conversions to and from float (FLOAT16 by the hardware, exactly).
+_CONVERSIONS = {np.dtype(np.float16): ("dml_half_to_float", "dml_float_to_half"), np.dtype(np.float32): ("", "")}
 _WORD_BYTES = 16
 _THREADS = 256
 _GRID_LIMIT = 65535  # blocks along y; along x a plane's words never need more (a grid-stride loop if they did)
@@ -58,7 +57,7 @@ def _launch(shape: tuple[int, ...], dtype: np.dtype, aligned: bool, with_bias: b
 
 @functools.lru_cache(maxsize=16)
 def _source(dtype: np.dtype, lanes: int, with_bias: bool, relu: bool) -> str:
-    value, load, store = _VALUES[dtype]
+    value, (load, store) = C_FLOAT_TYPES[dtype.name], _CONVERSIONS[dtype]
     word = "uint4" if lanes > 1 else value
     channel_bias = f"    const float b = {load}(bs[p % channels]);\n" if with_bias else ""
     add = "        r = dml_add(r, b);\n" if with_bias else ""

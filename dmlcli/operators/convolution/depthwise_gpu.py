@@ -22,9 +22,8 @@ import math
 import numpy as np
 
 from ..elementwise.activation import RELU_DEVICE
-from ..numerics.cuda_prelude import DEVICE_PRELUDE, FAST_DIVISION, fast_division, launch
+from ..numerics.cuda_prelude import C_FLOAT_TYPES, DEVICE_PRELUDE, FAST_DIVISION, fast_division, launch
 
-_C_VALUE = {"float32": "float", "float16": "unsigned short"}  # FLOAT16 as its bits
 # Outputs a thread computes along the last axis, the inputs they share loaded once (3x3 FLOAT16 {32, 256, 56, 56}
 # with bias and RELU on the H200: 0.200 ms with one output a thread, PyTorch 0.193).
 OUTPUTS_PER_THREAD = 4
@@ -36,7 +35,7 @@ def applies(x, w, bias, params, geo: dict, out_shape: tuple[int, ...]) -> bool:
     channels = x.shape[1]
     # The group count first: it settles most calls, before the slower questions (a dtype's name costs 1.5 us).
     return (params.get("GroupCount", 1) == channels > 1 and params.get("Direction", "FORWARD") == "FORWARD"
-            and x.dtype.name in _C_VALUE and w.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
+            and x.dtype.name in C_FLOAT_TYPES and w.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
             and w.shape[1] == 1 and w.shape[0] % channels == 0
             and 3 <= x.ndim <= 5 and not any(geo["OutputPadding"])
             and max(x.size, w.size, math.prod(out_shape)) < 2**31 and x.size > 0)
@@ -67,7 +66,7 @@ def convolve(cupy, x, w, bias, out_shape: tuple[int, ...], params, geo: dict, re
 
 @functools.lru_cache(maxsize=128)  # the text is built once per geometry
 def _source(dtype: str, window, strides, dilations, with_bias: bool, relu: bool) -> str:
-    value = _C_VALUE[dtype]
+    value = C_FLOAT_TYPES[dtype]
     load = "dml_half_to_float" if dtype == "float16" else ""
     store = "dml_float_to_half(r)" if dtype == "float16" else "r"
     constants = "".join(f"  constexpr int {name}{dim} = {values[dim]};\n"

@@ -14,6 +14,9 @@ C_INTEGER_TYPES = {"int8": "signed char", "int16": "short", "int32": "int", "int
                    "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
                    "uint64": "unsigned long long"}
 C_WORD_TYPES = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+# The same for FLOAT32 and FLOAT16 values: FLOAT16 held as its bits (read with dml_half_to_float, written with
+# dml_float_to_half).
+C_FLOAT_TYPES = {"float32": "float", "float16": "unsigned short"}
 
 # Device primitives, in inline PTX so that the compiler's flags cannot change them: CuPy compiles
 # every kernel with -ftz=true, under which a compiler-made FLOAT32 comparison treats subnormals as

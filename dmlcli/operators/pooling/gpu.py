@@ -24,10 +24,10 @@ import functools
 
 import numpy as np
 
-from ..numerics.cuda_prelude import (C_INTEGER_TYPES, DEVICE_PRELUDE, FAST_DIVISION, SELECT_PRIMITIVES, fast_division,
-    launch)
+from ..numerics.cuda_prelude import (C_FLOAT_TYPES, C_INTEGER_TYPES, DEVICE_PRELUDE, FAST_DIVISION, SELECT_PRIMITIVES,
+                                     fast_division, launch)
 
-_C_VALUE = {**C_INTEGER_TYPES, "float32": "float", "float16": "unsigned short"}  # FLOAT16 as its bits
+_C_VALUE = {**C_INTEGER_TYPES, **C_FLOAT_TYPES}
 _NAN_BITS = {"float32": "0x7fc00000u", "float16": "0x7e00u"}  # what pooling.py pads a maximum with
 
 
