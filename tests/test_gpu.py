@@ -253,25 +253,30 @@ def test_float32_functions_on_the_gpu_stay_within_the_rule_at_their_edges(gpu_ba
 
 def _pow_edge_inputs(rng) -> tuple[np.ndarray, np.ndarray]:
     """Bases and exponents where a float32 pow is hardest: bases over float32's whole normal range, bases next to 1
-    with large exponents, results next to overflow, subnormal results, and 1, 0 and subnormal exponents, the largest
-    and smallest normal bases."""
+    with large exponents, bases next to sqrt(2) and sqrt(1/2) (where dml_pow_fast's reduction turns, its series
+    longest) with powers near the ends of the normal range, negative bases with integer exponents, results next to
+    overflow, subnormal results, and 1, 0 and subnormal exponents, the largest and smallest normal bases."""
     count = 200_000
     wide = np.exp2(rng.uniform(-126, 128, count)), rng.uniform(-4, 4, count)
     near_one = 1 + rng.uniform(-1e-3, 1e-3, count), rng.uniform(-8e4, 8e4, count)
     big = rng.uniform(1.5, 3.0, count)
     overflow = big, 127.9 / np.log2(big) * rng.uniform(0.98, 1.003, count)
+    turn = np.sqrt(2) ** rng.choice([-1, 1], count) * (1 + rng.uniform(-1e-6, 1e-6, count))
+    turning = turn, rng.uniform(-125, 125, count) / np.log2(turn)
+    negative = -rng.uniform(0.5, 4.0, count), rng.integers(-40, 41, count).astype(np.float64)
     small = rng.uniform(0.01, 0.5, count)
     subnormal = small, -140.0 / np.log2(small) * rng.uniform(0.95, 1.1, count)
     edges = np.array([1.0, 2.0, 0.5, np.finfo(np.float32).max, np.finfo(np.float32).tiny, 3.0, 10.0]), \
         np.array([1e30, -1e30, 0.0, -0.5, 0.5, np.finfo(np.float32).smallest_subnormal, 1.0])
-    pairs = (wide, near_one, overflow, subnormal, edges)
+    pairs = (wide, near_one, turning, negative, overflow, subnormal, edges)
     with np.errstate(over="ignore"):
         return tuple(np.concatenate([pair[i] for pair in pairs]).astype(np.float32) for i in (0, 1))
 
 
 def test_pow_on_the_gpu_is_within_a_few_ulp_of_the_cpu_at_its_edges(gpu_backend):
-    """FLOAT32 POW (CUDA's powf for normal operands, at most 4 ULP by CUDA's documentation): within the operator's
-    rule (32 ULP) of the CPU's double result, and within 8 ULP wherever that result is a normal float32."""
+    """FLOAT32 POW (dml_pow_fast for a normal positive base whose power is a normal float, about 3 ULP; CUDA's powf
+    for the other normal operands, at most 4 ULP by CUDA's documentation): within the operator's rule (32 ULP) of the
+    CPU's double result, and within 8 ULP wherever that result is a normal float32."""
     from dmlcli.checking.comparison import compare, rule_for
 
     base, exponent = _pow_edge_inputs(np.random.default_rng(33))
@@ -282,7 +287,7 @@ def test_pow_on_the_gpu_is_within_a_few_ulp_of_the_cpu_at_its_edges(gpu_backend)
     assert same, report
     normal = np.isfinite(expected) & (np.abs(expected) >= np.finfo(np.float32).tiny) & np.isfinite(got)
     steps = np.abs(got[normal].view(np.int32).astype(np.int64) - expected[normal].view(np.int32))
-    assert normal.sum() > 400_000 and steps.max() <= 8, f"{int(steps.max())} ULP at worst"
+    assert normal.sum() > 800_000 and steps.max() <= 8, f"{int(steps.max())} ULP at worst"
 
 
 @pytest.mark.parametrize("operator", [op for op in OPERATORS if len(op.inputs) == 2], ids=lambda op: op.cli_name)

@@ -85,9 +85,11 @@ _DOUBLE = ("dmlcli computes in double precision from the (scaled) input and roun
            "on the CPU and the GPU alike; DirectML's kernels compute in FLOAT32 or FLOAT16, so a result from "
            "Windows may differ within the tolerance.")
 _POW_EVALUATION = ("The CPU computes in double precision and rounds once. On the GPU a float base with a float "
-                   "exponent uses CUDA's powf (at most 4 ULP of FLOAT32, within the 32 ULP tolerance) unless the "
-                   "base or the exponent is subnormal (then double, as the CPU); integer exponents and integer "
-                   "bases are computed in double (exactly where the result is an integer).")
+                   "exponent is 2^(y log2 x), y log2 x carried in two floats and 2^r by the GPU's exponential unit "
+                   "(within about 3 ULP of FLOAT32) where the base is a positive normal float and the result one too; "
+                   "else CUDA's powf (at most 4 ULP), or double where the base or the exponent is subnormal (as the "
+                   "CPU); all within the 32 ULP tolerance. Integer exponents and integer bases are computed in double "
+                   "(exactly where the result is an integer).")
 _SCALE_BIAS_NOTE = ("ScaleBias, when given, is applied to the input first as x*Scale + Bias in FLOAT32: the "
                     "product and the sum are each rounded to FLOAT32 (never fused), for FLOAT16 tensors too "
                     "(the scaled value is not rounded to FLOAT16). Without it the input is used as it is, "
@@ -499,12 +501,69 @@ __device__ __forceinline__ T dml_pow_base(T a, int has_scale_bias, float scale, 
 __device__ __forceinline__ float dml_pow_narrow_float(float f, int w) {
     return w == 16 ? dml_half_to_float(dml_float_to_half(f)) : f;
 }
-// Float base, float exponent: CUDA's powf (at most 4 ULP of FLOAT32, within the 32 ULP tolerance; the double pow
-// ran at 0.40 of the copy on an H100), the double pow where -ftz would flush a subnormal base or exponent first.
+// x^y for a normal positive x and a finite y whose result is a normal float: 2^t, t = y log2(x) carried in two
+// floats (hi + lo, about 2^-40 relative), then 2^t = 2^n 2^r with n the integer nearest t and 2^r (|r| <= 1/2) from
+// the special-function unit (ex2.approx: 2 ULP), so within 3 ULP of the exact power. log2(x) = e + log2(m), m in
+// [sqrt(1/2), sqrt(2)): ln(m) = 2 atanh(f), f = (m - 1) / (m + 1) as hi + lo, the series to f^13 (|f| <= 0.1716:
+// the terms left out are below 2^-34 of the sum). False (and nothing written) for anything else, which powf takes.
+// Emulated on the CPU (.probe/pow_emul.py: float32 steps, an exact 2^r) it stays within 3.3 ULP of the exact power
+// over 20 million inputs (x near sqrt(2) with t near 125 the worst; random ones within 0.75).
+// powf held POW at 0.70 to 0.78 of the copy on the H200 (issue 33: bound by its instructions); with this path first
+// POW ran at 0.86 to 0.94 (bench/gpu_bench.py --ops pow, five runs; the tree before 0.77 and 0.78 in the same runs).
+// The products whose rounding errors are recovered are __fmul_rn, never contracted.
+__device__ __forceinline__ bool dml_pow_fast(float x, float y, float* result) {
+    const int bits = __float_as_int(x);
+    if (bits < 0x00800000 || bits >= 0x7f800000 || !(fabsf(y) <= 3.40282347e38f)) return false;
+    int e = (bits >> 23) - 127;
+    int m_bits = (bits & 0x007fffff) | 0x3f800000;
+    if (m_bits > 0x3fb504f3) { m_bits -= 0x00800000; e += 1; }  // m in [sqrt(1/2), sqrt(2))
+    const float m = __int_as_float(m_bits);
+    const float a = m - 1.0f;  // exact (Sterbenz)
+    const float b = m + 1.0f;
+    const float b_lo = m - (b - 1.0f);  // m + 1 = b + b_lo exactly
+    const float inverse = dml_rcp_ftz(b);
+    const float f_first = __fmul_rn(a, inverse);
+    const float f_rest = __fmaf_rn(-f_first, b_lo, __fmaf_rn(-f_first, b, a)) * inverse;
+    const float f_hi = f_first + f_rest;  // renormalised: |f_lo| <= ulp(f_hi) / 2 (Fast2Sum)
+    const float f_lo = f_rest - (f_hi - f_first);
+    const float s = f_hi * f_hi;
+    float series = 0.15384615f;  // 2/13
+    series = __fmaf_rn(series, s, 0.18181818f);
+    series = __fmaf_rn(series, s, 0.22222222f);
+    series = __fmaf_rn(series, s, 0.28571429f);
+    series = __fmaf_rn(series, s, 0.4f);
+    series = __fmaf_rn(series, s, 0.66666667f);
+    const float lead = 2.0f * f_hi;
+    const float rest = __fmaf_rn(2.0f, f_lo, series * s * f_hi);  // the series past its first term, about lead / 100
+    const float ln_hi = lead + rest;  // renormalised, so that t_hi below carries t to within an ULP
+    const float ln_lo = rest - (ln_hi - lead);
+    const float log2e_hi = 1.44269502f, log2e_lo = 1.92596303e-8f;
+    const float l_hi = __fmul_rn(ln_hi, log2e_hi);
+    const float l_lo = __fmaf_rn(ln_hi, log2e_hi, -l_hi) + __fmaf_rn(ln_hi, log2e_lo, ln_lo * log2e_hi);
+    const float whole = (float)e;
+    const float sum_hi = whole + l_hi;  // |e| >= 1 >= |l_hi|, or e = 0: Fast2Sum
+    const float sum_lo = ((whole - sum_hi) + l_hi) + l_lo;
+    const float t_hi = __fmul_rn(y, sum_hi);
+    if (!(fabsf(t_hi) <= 125.0f)) return false;  // 2^t past a normal float's range (or close to its ends)
+    const float t_lo = __fmaf_rn(y, sum_hi, -t_hi) + y * sum_lo;
+    const float n = rintf(t_hi);
+    const float power = dml_ex2_ftz((t_hi - n) + t_lo);  // t_hi - n exact
+    *result = __int_as_float(__float_as_int(power) + ((int)n << 23));
+    return true;
+}
+// Float base, float exponent: dml_pow_fast where it applies, else CUDA's powf (at most 4 ULP of FLOAT32, within the
+// 32 ULP tolerance; the double pow ran at 0.40 of the copy on an H100), the double pow where -ftz would flush a
+// subnormal base or exponent first. That slow path is a call, not inlined, so that the fast path's registers are
+// its own (H200, bench/gpu_bench.py --ops pow, two runs each: 0.94 and 0.94 of the copy against 0.92 and 0.89).
+__device__ __noinline__ float dml_pow_slow(float base, float y, int w) {
+    if (dml_pow_not_subnormal(base) && dml_pow_not_subnormal(y)) return dml_pow_narrow_float(powf(base, y), w);
+    return dml_pow_narrow(pow(dml_pow_widen(base), dml_pow_widen(y)), w);
+}
 __device__ __forceinline__ float dml_pow_apply(dml_f32 a, dml_f32 b, int has, float scale, float bias, int w) {
     const float base = dml_pow_scaled(a, has, scale, bias).v;
-    if (dml_pow_not_subnormal(base) && dml_pow_not_subnormal(b.v)) return dml_pow_narrow_float(powf(base, b.v), w);
-    return dml_pow_narrow(pow(dml_pow_widen(base), dml_pow_widen(b.v)), w);
+    float fast;
+    if (dml_pow_fast(base, b.v, &fast)) return dml_pow_narrow_float(fast, w);
+    return dml_pow_slow(base, b.v, w);
 }
 // Float base, integer exponent (converted to double exactly).
 template <typename U>
