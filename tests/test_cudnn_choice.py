@@ -231,12 +231,12 @@ def convolution_routes(fake_frontend, monkeypatch):
             return cudnn_graphs.Built(FakeGraph(("declined",) if signature.fused in state.refused else ("ok",)), {})
         return build
 
-    def pair_is_faster(cudnn, cupy, built, by_itself, *rest):
-        state.timed.append((built, by_itself))
-        return state.pair_faster
+    def faster(cudnn, cupy, fused, pair, buffers):
+        state.timed.append((fused, pair))
+        return pair if state.pair_faster else fused
 
     monkeypatch.setattr(convolution_cudnn, "_builder", builder)
-    monkeypatch.setattr(convolution_cudnn, "_pair_is_faster", pair_is_faster)
+    monkeypatch.setattr(convolution_cudnn, "_faster", faster)
     state.module = convolution_cudnn
     state.signature = convolution_cudnn.Signature(
         input_sizes=(1, 4, 8, 8), filter_sizes=(2, 4, 1, 1), output_sizes=(1, 2, 8, 8), dtype="float16",
@@ -247,7 +247,8 @@ def convolution_routes(fake_frontend, monkeypatch):
 
 def _route(state, tuned_plans, monkeypatch, signature=None):
     monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", tuned_plans)
-    return state.module._route(None, fake_cupy(), signature or state.signature, {}, {}, None, None)
+    buffers = state.module.Buffers({}, {}, None, None, True)
+    return state.module._route(None, fake_cupy(), signature or state.signature, buffers)
 
 
 @pytest.mark.parametrize("pair_faster", [False, True])
@@ -292,6 +293,42 @@ def test_where_cudnn_plans_neither_graph_the_refusal_is_kept(convolution_routes,
         with pytest.raises(Unsupported, match="no cuDNN plan builds"):
             _route(convolution_routes, 6, monkeypatch)
     assert convolution_routes.built == [True, False]
+
+
+def test_a_route_runs_the_fused_graph_alone_or_the_convolution_then_the_pass(monkeypatch):
+    from dmlcli.operators.convolution import channel_finish
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    ran = []
+    built = types.SimpleNamespace(execute=lambda cudnn, cupy, pointers: ran.append(("execute", pointers)))
+    monkeypatch.setattr(channel_finish, "finish", lambda cupy, out, bias, relu: ran.append(("pass", out, bias, relu)))
+    buffers = convolution_cudnn.Buffers({"X": 1, "W": 2, "Y": 3, "B": 4}, {"X": 1, "W": 2, "Y": 3}, "out", "bias", True)
+    convolution_cudnn.Route(built, True).run(None, None, buffers)
+    assert ran == [("execute", buffers.with_bias)]
+    ran.clear()
+    convolution_cudnn.Route(built, False).run(None, None, buffers)
+    assert ran == [("execute", buffers.pointers), ("pass", "out", "bias", True)]
+
+
+@pytest.mark.parametrize("seconds, chosen", [((2.0, 1.0), "pair"), ((1.0, 2.0), "fused"), ((1.0, 1.0), "fused")])
+def test_the_faster_route_is_the_one_that_took_less_time(monkeypatch, seconds, chosen):
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    routes = {name: types.SimpleNamespace(name=name, run=lambda cudnn, cupy, buffers, name=name: name)
+              for name in ("fused", "pair")}
+    times = dict(zip(("fused", "pair"), seconds))
+    monkeypatch.setattr(cudnn_graphs, "capturing", lambda cupy: False)
+    monkeypatch.setattr(cudnn_graphs, "back_to_back_seconds", lambda cupy, run: times[run()])
+    found = convolution_cudnn._faster(None, None, routes["fused"], routes["pair"], None)
+    assert found is routes[chosen]
+
+
+def test_routes_are_never_timed_during_a_capture(monkeypatch):
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    monkeypatch.setattr(cudnn_graphs, "capturing", lambda cupy: True)
+    with pytest.raises(RuntimeError, match="captured"):
+        convolution_cudnn._faster(None, None, None, None, None)
 
 
 def test_back_to_back_seconds_times_rows_of_calls_and_takes_the_median(monkeypatch):

@@ -130,7 +130,7 @@ def test_the_convolution_alone_then_the_bias_and_relu_pass(frontend, fresh_route
     from dmlcli.operators.convolution import cudnn as convolution_cudnn
 
     monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", 2)
-    monkeypatch.setattr(convolution_cudnn, "_pair_is_faster", lambda *arguments: True)
+    monkeypatch.setattr(convolution_cudnn, "_faster", lambda cudnn, cupy, fused, pair, buffers: pair)
     x_shape, w_shape, parameters = CUDNN_CALLS[name]
     for activation in ({"fused_activation": "relu"}, {}):
         taken = convolution_within(x_shape, w_shape, dict(parameters, **activation), dtype, True)

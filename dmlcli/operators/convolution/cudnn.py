@@ -90,15 +90,22 @@ def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, re
                           tuple(geo["StartPadding"]), tuple(geo["EndPadding"]), tuple(geo["Strides"]),
                           tuple(geo["Dilations"]), bias is not None, relu, True, tf32)
     pointers = {"X": x.data.ptr, "W": w.data.ptr, "Y": out.data.ptr}
-    with_bias = pointers if bias is None else dict(pointers, B=bias.data.ptr)
-    route = _route(cudnn, cupy, signature, with_bias, pointers, out, bias)
-    if route.fused:
-        route.built.execute(cudnn, cupy, with_bias)
-    else:  # the convolution alone, then the bias and RELU in one pass over its output
-        route.built.execute(cudnn, cupy, pointers)
-        channel_finish.finish(cupy, out, bias, relu)
+    buffers = Buffers(pointers if bias is None else dict(pointers, B=bias.data.ptr), pointers, out, bias, relu)
+    _route(cudnn, cupy, signature, buffers).run(cudnn, cupy, buffers)
     result = out[:, :, 0] if lift else out
     return ActivationApplied((result,)) if relu else (result,)
+
+
+class Buffers(NamedTuple):
+    """One call's device buffers: the addresses a graph reads by its tensors' names, with the bias's (the fused graph)
+    and without it (the convolution alone), the output and the bias that channel_finish's pass reads, and whether it
+    applies RELU."""
+
+    with_bias: dict[str, int]
+    pointers: dict[str, int]
+    out: object
+    bias: object
+    relu: bool
 
 
 class Route(NamedTuple):
@@ -108,13 +115,21 @@ class Route(NamedTuple):
     built: cudnn_graphs.Built
     fused: bool
 
+    def run(self, cudnn, cupy, buffers: Buffers) -> None:
+        """The call's work on its buffers, queued on the current stream."""
+        if self.fused:
+            self.built.execute(cudnn, cupy, buffers.with_bias)
+        else:  # the convolution alone, then the bias and RELU in one pass over its output
+            self.built.execute(cudnn, cupy, buffers.pointers)
+            channel_finish.finish(cupy, buffers.out, buffers.bias, buffers.relu)
+
 
 # (device, signature) -> its Route, or why cuDNN runs none: decided on the signature's first call, so that a call made
 # again costs one dictionary read before its execute (cleared with the graphs by cudnn_graphs.forget).
 _ROUTES: dict = cudnn_graphs.kept_with_graphs({})
 
 
-def _route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
+def _route(cudnn, cupy, signature: Signature, buffers: Buffers) -> Route:
     """The signature's Route (Unsupported where cuDNN builds neither graph). With a bias or RELU the convolution
     runs alone where cuDNN builds no fused plan (some BACKWARD calls), or, where plans are timed
     (cudnn_graphs.TUNED_PLANS above 1), where the pair took less time on this call's data than the fused graph's
@@ -127,7 +142,7 @@ def _route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: dict, o
     if route is not None:
         raise Unsupported(route)
     try:
-        route = _chosen_route(cudnn, cupy, signature, with_bias, pointers, out, bias)
+        route = _chosen_route(cudnn, cupy, signature, buffers)
     except Unsupported as why:
         cudnn_graphs.keep(_ROUTES, key, str(why), cudnn_graphs.GRAPHS_KEPT)
         raise
@@ -135,37 +150,32 @@ def _route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: dict, o
     return route
 
 
-def _chosen_route(cudnn, cupy, signature: Signature, with_bias: dict, pointers: dict, out, bias) -> Route:
+def _chosen_route(cudnn, cupy, signature: Signature, buffers: Buffers) -> Route:
     if not (signature.bias or signature.relu):
-        return Route(cudnn_graphs.cached(cupy, signature, _builder(signature), pointers), True)
+        return Route(cudnn_graphs.cached(cupy, signature, _builder(signature), buffers.pointers), True)
     alone = signature._replace(fused=False)
     try:
-        built = cudnn_graphs.cached(cupy, signature, _builder(signature), with_bias)
+        fused = Route(cudnn_graphs.cached(cupy, signature, _builder(signature), buffers.with_bias), True)
     except Unsupported:
-        return Route(cudnn_graphs.cached(cupy, alone, _builder(alone), pointers), False)
+        return Route(cudnn_graphs.cached(cupy, alone, _builder(alone), buffers.pointers), False)
     if cudnn_graphs.TUNED_PLANS > 1:
         try:
-            by_itself = cudnn_graphs.cached(cupy, alone, _builder(alone), pointers)
+            pair = Route(cudnn_graphs.cached(cupy, alone, _builder(alone), buffers.pointers), False)
         except Unsupported:
-            return Route(built, True)
-        if _pair_is_faster(cudnn, cupy, built, by_itself, with_bias, pointers, out, bias, signature.relu):
-            return Route(by_itself, False)
-    return Route(built, True)
+            return fused
+        return _faster(cudnn, cupy, fused, pair, buffers)
+    return fused
 
 
-def _pair_is_faster(cudnn, cupy, built, by_itself, with_bias: dict, pointers: dict, out, bias, relu: bool) -> bool:
-    """Whether the convolution alone and channel_finish's pass took less time than the fused graph, calls back to
-    back on this call's own buffers (cudnn_graphs.back_to_back_seconds): the pair's second launch costs the host
-    time, which decides where a call's GPU work is small."""
+def _faster(cudnn, cupy, first: Route, second: Route, buffers: Buffers) -> Route:
+    """The route that took less time (`first` on a tie), calls back to back on this call's own buffers
+    (cudnn_graphs.back_to_back_seconds): the pair's second launch costs the host time, which decides where a call's
+    GPU work is small."""
     if cudnn_graphs.capturing(cupy):
         raise RuntimeError("a convolution's two routes would be timed while a CUDA graph is being captured")
-    fused_seconds = cudnn_graphs.back_to_back_seconds(cupy, lambda: built.execute(cudnn, cupy, with_bias))
-
-    def pair() -> None:
-        by_itself.execute(cudnn, cupy, pointers)
-        channel_finish.finish(cupy, out, bias, relu)
-
-    return cudnn_graphs.back_to_back_seconds(cupy, pair) < fused_seconds
+    first_seconds, second_seconds = (
+        cudnn_graphs.back_to_back_seconds(cupy, lambda: route.run(cudnn, cupy, buffers)) for route in (first, second))
+    return second if second_seconds < first_seconds else first
 
 
 def _builder(signature: Signature):
