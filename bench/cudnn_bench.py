@@ -13,7 +13,10 @@ as in dmlcli (allow_tf32 False), FP32 accumulation for FLOAT16.
 
 Goals (issue 33): convolution at >= 1.0 of PyTorch (cuDNN) for the bench's 3x3 case and for 1-D, 3-D, grouped,
 depthwise, dilated and backward-direction convolutions with a fused activation; MULTIHEAD_ATTENTION FLOAT16
-[1, 32, 2048, 128] at >= 0.9 of scaled_dot_product_attention, with and without a causal mask.
+[1, 32, 2048, 128] at >= 0.9 of scaled_dot_product_attention, with and without a causal mask. The causal mask of a
+MULTIHEAD_ATTENTION call is a tensor (DirectML's desc has no causal flag), so that case runs twice: against PyTorch
+told it is causal (is_causal=True, which skips the masked half of the work) and against PyTorch given the same mask
+as a tensor (attn_mask=, as a DirectML call gives it).
 
     PYTHONPATH=. python3 bench/cudnn_bench.py [--repeats 10] [--batch 32] [--only conv|attention]
 """
@@ -108,8 +111,15 @@ def _attention_cases(cp, torch):
         return lambda q, k, v, *rest: F.scaled_dot_product_attention(heads_major(q), heads_major(k), heads_major(v),
                                                                       is_causal=causal, scale=scale)
 
+    def sdpa_masked(q, k, v, *rest):
+        """The same mask given to PyTorch as a tensor (True: the key takes part), as a DirectML call gives it: neither
+        side is told that it is causal, so neither can skip the masked half."""
+        return F.scaled_dot_product_attention(heads_major(q), heads_major(k), heads_major(v), attn_mask=boolean_mask,
+                                              scale=scale)
+
     none = [None] * 8
     causal_mask = cp.tri(sequence, dtype=cp.int32).reshape(1, 1, sequence, sequence)
+    boolean_mask = torch.from_dlpack(causal_mask) != 0
     # scaled_dot_product_attention gives the attention alone: the goal's calls leave the present keys and values out
     # (outputs=, as a DirectML call whose desc has no present tensors); one call with them shows what they cost.
     alone = {"outputs": "OutputTensor"}
@@ -121,6 +131,9 @@ def _attention_cases(cp, torch):
         ("multihead_attention", "attention causal (BOOLEAN mask) FLOAT16", 0.9,
          {"head_count": heads, "scale": scale, "mask_type": "boolean", **alone},
          [q, k, v, None, None, None, None, causal_mask, None, None, None], sdpa(True)),
+        ("multihead_attention", "the same against PyTorch given the mask", 0.9,
+         {"head_count": heads, "scale": scale, "mask_type": "boolean", **alone},
+         [q, k, v, None, None, None, None, causal_mask, None, None, None], sdpa_masked),
         ("multihead_attention1", "attention1 causal (past lengths) FLOAT16", 0.9,
          {"query_head_count": heads, "key_value_head_count": heads, "scale": scale, **alone},
          [q, k, v] + none + [cp.zeros(batch, dtype=cp.int32)], sdpa(True)),
