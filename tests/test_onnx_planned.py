@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -259,8 +261,8 @@ def test_a_planned_kernels_result_is_never_an_inputs_memory():
     from dmlcli.data_types import FLOAT32
 
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    returns_views = SimpleNamespace(fused_activation=None, array_kernel=lambda xp, inputs, outputs, params: (
-        inputs[0][:, ::2], inputs[0]))
+    returns_views = SimpleNamespace(fused_activation=None, planned_kernel=None,
+                                    array_kernel=lambda xp, inputs, outputs, params: (inputs[0][:, ::2], inputs[0]))
     info = SimpleNamespace(data_type=FLOAT32)
     run = CpuBackend().planned_shaped(returns_views, [x], [info, info], {})
     strided, same = run([x])
@@ -283,3 +285,101 @@ def test_a_planned_call_of_converted_inputs_takes_the_backends_general_path():
     (general,) = backend.execute_shaped(call.operator, [x], call.outputs, call.parameters)
     assert planned.dtype == np.float32 and np.array_equal(planned, general)
     assert np.array_equal(planned, np.array([[1, 2], [4, 5]], np.float32))
+
+
+def _fresh_and_equal(got, expected, inputs) -> None:
+    assert type(got) is tuple and len(got) == len(expected)
+    for array, wanted in zip(got, expected):
+        assert array.dtype == wanted.dtype and array.shape == wanted.shape and _bits(array) == _bits(wanted)
+        assert array.flags.c_contiguous
+        assert not any(x is not None and np.shares_memory(array, x) for x in inputs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 5), k=st.integers(1, 6), n=st.integers(1, 5), batch=st.sampled_from([(), (2,), (2, 3)]),
+       shared=st.booleans(), trans_a=st.booleans(), trans_b=st.booleans(), alpha=st.sampled_from([1.0, 0.5, -3.0, 0.0]),
+       beta=st.sampled_from([1.0, 2.0, 0.0]), with_c=st.sampled_from([None, "row", "full"]), seed=st.integers(0, 99))
+def test_gemms_planned_call_gives_its_kernels_bits(m, k, n, batch, shared, trans_a, trans_b, alpha, beta, with_c,
+                                                    seed):
+    """GEMM's planned_kernel (FLOAT32, worked out once) against its array_kernel, on the arrays the backend's planned
+    call hands it: the same bits, a fresh C-ordered result; the same function again on other values of the same
+    Sizes (a model's later call). An infinity and a NaN in A check IEEE's 0 * inf with Alpha or Beta 0."""
+    import dmlcli
+    from dmlcli.backends.cpu import CpuBackend
+
+    rng = np.random.default_rng(seed)
+
+    def operands():
+        a = rng.standard_normal(batch + ((k, m) if trans_a else (m, k))).astype(np.float32)
+        a.reshape(-1)[:2] = [np.inf, np.nan][: a.size]
+        b_batch = tuple(1 for _ in batch) if shared else batch
+        b = rng.standard_normal(b_batch + ((n, k) if trans_b else (k, n))).astype(np.float32)
+        c = None if with_c is None else rng.standard_normal((1,) * len(batch) + ((1, n) if with_c == "row" else (m, n))
+                                                            ).astype(np.float32)
+        return [a, b, c]
+
+    first = operands()
+    keywords = dict(alpha=alpha, beta=beta, trans_a="transpose" if trans_a else "none",
+                    trans_b="transpose" if trans_b else "none", broadcast=True)
+    call = dmlcli.validate("gemm", *[x for x in first if x is not None], **keywords).call
+    complete = call.complete
+    run = CpuBackend().planned_shaped(call.operator, complete(first if with_c else first[:2]), call.outputs,
+                                      call.parameters)
+    assert run.__qualname__.startswith("gemm_planned")
+    for arrays in (first, operands()):
+        given = complete(arrays if with_c else arrays[:2])
+        with np.errstate(all="ignore"):
+            expected = call.operator.array_kernel(np, given, call.outputs, call.parameters)
+            _fresh_and_equal(run(given), expected, given)
+
+
+def test_gemms_planned_call_leaves_float16_to_its_kernel():
+    import dmlcli
+    from dmlcli.operators.matmul.entries import gemm_planned
+
+    a = np.ones((2, 3), np.float16)
+    call = dmlcli.validate("gemm", a, a.T.copy()).call
+    assert gemm_planned(call.complete([a, a.T.copy()]), call.outputs, call.parameters) is None
+
+
+@pytest.mark.parametrize("name, shapes, keywords", [
+    ("identity", [(3, 4)], {}),
+    ("identity", [(3, 4)], {"scale": 2.0, "bias": -1.0}),
+    ("add", [(2, 5), (2, 5)], {}),
+    ("activation_gelu", [(4, 8)], {}),
+    ("activation_relu", [(6,)], {}),
+])
+def test_a_planned_elementwise_call_gives_the_backends_bits(name, shapes, keywords):
+    """The backend's planned element-wise call (the kernel on the arrays as they come) against `elementwise`, on
+    strided inputs (a transpose's: what a Transpose's IDENTITY reads) and contiguous ones; a fresh C-ordered result."""
+    import dmlcli
+    from dmlcli.backends.cpu import CpuBackend
+
+    rng = np.random.default_rng(5)
+    for strided in (False, True):
+        arrays = [rng.standard_normal(shape[::-1]).astype(np.float32).T if strided
+                  else rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+        call = dmlcli.validate(name, *arrays, **keywords).call
+        shape, dtype = tuple(call.output.shape), np.dtype(call.output.data_type.numpy_dtype)
+        backend = CpuBackend()
+        run = backend.planned_elementwise(call.operator, arrays, shape, dtype, call.parameters)
+        with np.errstate(all="ignore"):
+            expected = (backend.elementwise(arrays, call.operator, shape, dtype, call.parameters),)
+            _fresh_and_equal(run(arrays), expected, arrays)
+
+
+def test_a_planned_elementwise_call_that_broadcasts_or_converts_takes_elementwise():
+    """An input of other Sizes than the output's (broadcast) or of another byte order keeps `elementwise`, which
+    broadcasts and converts; an IDENTITY kernel's result is never its input's memory."""
+    from types import SimpleNamespace
+
+    from dmlcli.backends.cpu import CpuBackend
+
+    backend = CpuBackend()
+    hands_back = SimpleNamespace(cpu_kernel=lambda inputs, dtype, params: inputs[0])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (same,) = backend.planned_elementwise(hands_back, [x], (2, 3), np.dtype(np.float32), {})([x])
+    assert not np.shares_memory(same, x) and np.array_equal(same, x)
+    row = np.arange(3, dtype=">f4")
+    (spread,) = backend.planned_elementwise(hands_back, [row], (2, 3), np.dtype(np.float32), {})([row])
+    assert spread.shape == (2, 3) and spread.dtype == np.float32 and np.array_equal(spread[1], [0, 1, 2])

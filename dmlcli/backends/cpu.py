@@ -36,6 +36,27 @@ class CpuBackend:
             result = result.copy()  # a kernel may hand an input back (IDENTITY): the output is always its own
         return result
 
+    def planned_elementwise(self, operator: Operator, inputs: list[np.ndarray], out_shape: tuple, out_dtype: np.dtype,
+                            parameters):
+        """`elementwise` as a function of the input arrays alone giving a 1-tuple, for a call made again and again on
+        inputs of the types, Sizes and Strides of `inputs` (a model's planned node, under the caller's
+        np.errstate): where every input is native and of the output's Sizes, the kernel runs on the arrays as they
+        come, without `elementwise`'s read-only views and byte-order checks (kernels write no input: every one has
+        run on read-only views); any other call takes `elementwise` itself."""
+        if any(not x.dtype.isnative or x.shape != out_shape for x in inputs):
+            elementwise = self.elementwise
+            return lambda arrays: (elementwise(arrays, operator, out_shape, out_dtype, parameters),)
+        kernel = operator.cpu_kernel
+
+        def run(arrays: list) -> tuple[np.ndarray]:
+            result = kernel(arrays, out_dtype, parameters)
+            if getattr(result, "shape", None) != out_shape:
+                result = np.broadcast_to(result, out_shape)
+            result = np.ascontiguousarray(result)
+            return (result.copy() if _aliases(result, arrays) else result,)
+
+        return run
+
     def execute_chunks(self, operator: Operator, chunks: Iterable[list[np.ndarray]], out_dtype: np.dtype,
                        parameters) -> Iterator[np.ndarray]:
         """The streaming interface: for each list of equal-shaped input chunks, yield the output chunk.
@@ -75,11 +96,16 @@ class CpuBackend:
         is 4-bit, the kernel runs on the arrays as they come and its results are checked only for what can change
         from call to call (a fresh C-ordered array, no input's memory). A kernel's call then costs a model's node a
         few µs less: the per-input conversions and the per-output type checks were most of the planned call's own
-        cost. Any other call takes `shaped` itself, under the caller's np.errstate."""
+        cost. Where the operator has a planned_kernel for the call, that function is the call: it gives fresh C-ordered
+        arrays of the outputs' types itself. Any other call takes `shaped` itself, under the caller's np.errstate."""
         as_given = all(x is None or (x.dtype.isnative and not is_four_bit_dtype(x.dtype)) for x in inputs)
         four_bit_out = any(info.data_type.is_four_bit for info in outputs)
         if not as_given or four_bit_out or fused_activation(operator, parameters) is not None:
             return lambda arrays: self.shaped(arrays, operator, outputs, parameters)
+        if operator.planned_kernel is not None:  # the operator's own call for this case, worked out once
+            planned = operator.planned_kernel(inputs, outputs, parameters)
+            if planned is not None:
+                return planned
         kernel = operator.array_kernel
 
         def run(arrays: list) -> tuple[np.ndarray, ...]:

@@ -94,16 +94,14 @@ class CpuExecutor:
         plain = backend is self.backend  # NumPy's backend itself, not a wrapper (Direct3D's float rules, TF32)
         if operator.is_elementwise:
             shape, dtype = tuple(call.output.shape), np.dtype(call.output.data_type.numpy_dtype)
-            if plain:  # under running()'s errstate
-                elementwise = backend.elementwise
-                return lambda arrays: (elementwise(complete(arrays), operator, shape, dtype, parameters),)
+            if plain:  # the backend's own planned call, under running()'s errstate
+                planned = backend.planned_elementwise(operator, complete(list(arrays)), shape, dtype, parameters)
+                return planned if complete is list else lambda arrays: planned(complete(arrays))
             return lambda arrays: (backend.execute(operator, complete(arrays), shape, dtype, parameters),)
         outputs = call.outputs
-        if plain:
-            if complete is list:  # the arrays as they come: the backend's own planned call
-                return backend.planned_shaped(operator, list(arrays), outputs, parameters)
-            shaped = backend.shaped
-            return lambda arrays: shaped(complete(arrays), operator, outputs, parameters)
+        if plain:  # the backend's own planned call, on the arrays as they come (completed where the call says)
+            planned = backend.planned_shaped(operator, complete(list(arrays)), outputs, parameters)
+            return planned if complete is list else lambda arrays: planned(complete(arrays))
         return lambda arrays: tuple(backend.execute_shaped(operator, complete(arrays), outputs, parameters))
 
     def to_device(self, array: np.ndarray) -> np.ndarray:

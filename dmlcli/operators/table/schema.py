@@ -328,6 +328,11 @@ class Operator(Frozen):
     array_kernel: Callable | None
     # The GPU's own kernel where array_kernel run on CuPy would not give the CPU's result (same signature).
     gpu_array_kernel: Callable | None
+    # The CPU's call worked out once, for calls made again and again on inputs of the first's types, Sizes and
+    # Strides (a model's planned node): (inputs, outputs, typed parameters) -> a function of the input arrays that
+    # gives array_kernel's outputs on NumPy, bit for bit, as fresh C-ordered arrays; or None where the call has no
+    # such form. None: array_kernel on every call.
+    planned_kernel: Callable | None
     extra_outputs: tuple[str, ...]  # output tensors after `output` (TOP_K's OutputIndexTensor)
     # The one tensor field that is an array of tensors (JOIN's InputTensors, SPLIT's OutputTensors): a call
     # gives (or gets) one or more tensors for it, named InputTensors[0], InputTensors[1], ... A data-type tie
@@ -395,7 +400,8 @@ class Operator(Frozen):
                  optional_inputs: tuple[tuple[str, str], ...] = (), optional_since: FeatureLevel | None = None,
                  optional_outputs: tuple[str, ...] = (), shape_rule: Callable | None = None,
                  array_kernel: Callable | None = None, gpu_array_kernel: Callable | None = None,
-                 extra_outputs: tuple[str, ...] = (), variadic: str | None = None,
+                 planned_kernel: Callable | None = None, extra_outputs: tuple[str, ...] = (),
+                 variadic: str | None = None,
                  variadic_count: str | None = None, support_by: str | None = None,
                  support_groups: tuple[tuple[tuple[str, ...], tuple[SupportRow, ...]], ...] = (),
                  level_rule: Callable | None = None, tolerance_scale: Callable | None = None,
@@ -413,7 +419,8 @@ class Operator(Frozen):
                           exactness=exactness, tolerance=tolerance,
                           optional_inputs=optional_inputs, optional_since=optional_since,
                           optional_outputs=optional_outputs, shape_rule=shape_rule, array_kernel=array_kernel,
-                          gpu_array_kernel=gpu_array_kernel, extra_outputs=extra_outputs, variadic=variadic,
+                          gpu_array_kernel=gpu_array_kernel, planned_kernel=planned_kernel,
+                          extra_outputs=extra_outputs, variadic=variadic,
                           variadic_count=variadic_count,
                           support_by=support_by, support_groups=support_groups, level_rule=level_rule,
                           tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
