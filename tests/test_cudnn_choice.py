@@ -83,6 +83,37 @@ def test_a_signature_is_built_once(fake_frontend):
     assert len(made) == 2
 
 
+class WorkspaceGraph(FakeGraph):
+    """A graph whose executes record the workspace each was given."""
+
+    def execute_plan_at_index(self, pack, workspace, index, handle):
+        self.executed.append(workspace)
+
+
+@pytest.mark.parametrize("size, kept", [(272, True), (cudnn_graphs.WORKSPACE_KEPT, True),
+                                        (cudnn_graphs.WORKSPACE_KEPT + 1, False)])
+def test_a_small_workspace_is_kept_for_each_stream_but_never_for_a_capture(fake_frontend, size, kept):
+    built = cudnn_graphs.Built(WorkspaceGraph(), {}, plan=0, workspace=size)
+    cupy, other = fake_cupy(), fake_cupy()
+    other.cuda.get_current_stream().ptr = 7
+    for stream_cupy in (cupy, cupy, other, other):
+        built.execute(fake_frontend, stream_cupy, {})
+    first, again, elsewhere, elsewhere_again = built.graph.executed
+    assert first.nbytes == size and (first is again) is kept and (elsewhere is elsewhere_again) is kept
+    assert elsewhere is not first
+    capture = fake_cupy(capturing=True)
+    for _ in range(2):
+        built.execute(fake_frontend, capture, {})
+    assert built.graph.executed[-1] is not built.graph.executed[-2] and built.graph.executed[-1] is not first
+    assert sorted(built.workspaces) == ([0, 7] if kept else [])
+
+
+def test_a_plan_without_a_workspace_is_given_none(fake_frontend):
+    built = cudnn_graphs.Built(WorkspaceGraph(), {}, plan=0, workspace=0)
+    built.execute(fake_frontend, fake_cupy(), {})
+    assert built.graph.executed == [None] and built.workspaces == {}
+
+
 def test_the_first_plan_that_builds_is_kept(fake_frontend):
     built = cudnn_graphs.cached(fake_cupy(), "sig", lambda cudnn, handle: cudnn_graphs.Built(
         FakeGraph(("no engine", "ok")), {}), {})

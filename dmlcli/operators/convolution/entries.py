@@ -38,7 +38,8 @@ from ..numerics.padding import constant_padded
 from ..table.parameters import EnumParameter, FusedActivationParameter, IntArrayParameter, IntegerParameter
 from ..table.schema import APPROXIMATE, COMPOSITE, EXACT, ActivationApplied, Operator, SumBound, Tolerance, rows
 from ..table.shaped import RuleViolation, ShapeQuery, describe_sizes, onnx_layout_hint
-from ..numerics import products
+from ..numerics import cudnn_graphs, products
+from . import cudnn, depthwise_gpu  # the GPU kernel's paths (text and Python only: CuPy is the caller's)
 
 FAMILY = "convolution"
 I8_U8 = (INT8, UINT8)
@@ -468,9 +469,6 @@ def convolution_gpu_kernel(xp, inputs, outputs, params):
     than cuDNN's plans for it; others through cuDNN (convolution/cudnn.py) where its frontend is installed and builds a
     plan for the call, faster than the column buffer and cuBLAS; else the kernel above. Which one ran is recorded
     (numerics/cudnn_graphs.LAST_CHOICE)."""
-    from ..numerics import cudnn_graphs  # imported by the GPU path only
-    from . import cudnn, depthwise_gpu
-
     x, w, bias = inputs
     geo = geometry(params, x.ndim)
     relu = fused_relu(params)

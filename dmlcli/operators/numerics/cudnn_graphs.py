@@ -153,7 +153,11 @@ def _handle(cudnn, cupy):
 
 
 def capturing(cupy) -> bool:
-    stream = cupy.cuda.get_current_stream()
+    return stream_capturing(cupy.cuda.get_current_stream())
+
+
+def stream_capturing(stream) -> bool:
+    """Whether a CUDA graph is being captured on `stream` (False with a CuPy that cannot capture)."""
     is_capturing = getattr(stream, "is_capturing", None)
     return bool(is_capturing()) if is_capturing is not None else False
 
@@ -174,12 +178,26 @@ class Built:
     # plan -> its direct execute (None: the public one); a plan is missing until its first public execute ran
     direct: dict[int, "_DirectExecute | None"] = field(default_factory=dict)
 
+    # stream -> a workspace of the chosen plan's size kept for the eager calls queued on that stream (their order on it
+    # keeps them from sharing it at once); only where the plan needs at most WORKSPACE_KEPT bytes
+    workspaces: dict[int, object] = field(default_factory=dict)
+
     def execute(self, cudnn, cupy, pointers: dict[str, int]) -> None:
         handle = _handle(cudnn, cupy)
-        self._run(cupy, handle, pointers, self.plan, self.workspace)
+        stream = cupy.cuda.get_current_stream()
+        workspace = None
+        if 0 < self.workspace <= WORKSPACE_KEPT and not stream_capturing(stream):
+            workspace = self.workspaces.get(stream.ptr)
+            if workspace is None:
+                workspace = self.workspaces[stream.ptr] = cupy.empty(self.workspace, dtype=cupy.uint8)
+        self._run(cupy, handle, pointers, self.plan, self.workspace, workspace)
 
-    def _run(self, cupy, handle, pointers: dict[str, int], plan: int, workspace_bytes: int) -> None:
-        workspace = cupy.empty(workspace_bytes, dtype=cupy.uint8) if workspace_bytes else None
+    def _run(self, cupy, handle, pointers: dict[str, int], plan: int, workspace_bytes: int, workspace=None) -> None:
+        """The plan's execute on the current stream, with `workspace` (of at least `workspace_bytes`), or one of its
+        own from CuPy's pool (a capture's pool while a CUDA graph is captured: a kept workspace would tie the
+        graph to another stream's buffer)."""
+        if workspace is None and workspace_bytes:
+            workspace = cupy.empty(workspace_bytes, dtype=cupy.uint8)
         direct = self.direct.get(plan)
         if direct is not None:
             try:
@@ -227,6 +245,10 @@ class _DirectExecute:
 
 
 _GRAPHS: dict[Hashable, Built | str] = {}
+# The largest workspace a built plan keeps per stream for its eager calls (Built.workspaces): a small convolution's
+# plan takes a few hundred bytes, whose allocation from CuPy's pool cost 3 to 5 us of a 40 to 70 us call's host time
+# on the H200's machines (the 1x1 case of bench/cudnn_bench.py); larger ones come from the pool on each call.
+WORKSPACE_KEPT = 1 << 20
 
 
 def cached(cupy, signature: Hashable, build: Callable[[object, object], Built], pointers: dict[str, int]) -> Built:
