@@ -389,3 +389,24 @@ def test_channel_finish_launches_a_row_of_blocks_per_plane(shape, dtype, aligned
     assert found_grid == grid and [int(size) for size in sizes] == [shape[0] * shape[1], shape[1], units]
     assert block[0] <= 256 and block[0] >= min(32, units) and found_grid[0] * block[0] >= min(units, 65535 * 256)
     assert ("uint4 word" in source) is (lanes > 1) and f"values[{lanes}]" in source
+
+
+def test_a_device_arrays_contiguity_is_read_from_cupys_own_flag_or_its_flags():
+    """execute_shaped_device's check of each tensor (backends/gpu.py): CuPy's `_c_contiguous`, and `flags` where an
+    array type has no such attribute; an array that is C-contiguous is handed on as it is."""
+    from dmlcli.backends import gpu
+
+    class Flagged:
+        def __init__(self, ordered):
+            self._c_contiguous = ordered
+
+    class FlagsOnly:
+        def __init__(self, ordered):
+            self.flags = types.SimpleNamespace(c_contiguous=ordered)
+
+    assert gpu._c_ordered(Flagged(True)) and not gpu._c_ordered(Flagged(False))
+    assert gpu._c_ordered(FlagsOnly(True)) and not gpu._c_ordered(FlagsOnly(False))
+    fake = types.SimpleNamespace(ndarray=Flagged, asarray=lambda x: x, ascontiguousarray=lambda x: ("copied", x))
+    ordered, strided = Flagged(True), Flagged(False)
+    assert gpu._contiguous_on_device(fake, ordered) is ordered
+    assert gpu._contiguous_on_device(fake, strided) == ("copied", strided)

@@ -469,9 +469,17 @@ def _contiguous_on_device(cp, x):
     which a 100 MB operator's whole run can be 0.1 ms of), a copy or an upload otherwise. CuPy's own flag is read
     (`_c_contiguous`, every CuPy ndarray's since CuPy 4): `x.flags` builds a Flags object, 0.5 to 0.8 us of a small
     call's host time on the H200's machines, for each input and output."""
-    if isinstance(x, cp.ndarray) and x._c_contiguous:
+    if isinstance(x, cp.ndarray) and _c_ordered(x):
         return x
     return cp.ascontiguousarray(cp.asarray(x))
+
+
+def _c_ordered(x) -> bool:
+    """Whether a CuPy array is C-contiguous: its own flag, or its Flags object with a CuPy that has no such flag."""
+    try:
+        return x._c_contiguous
+    except AttributeError:
+        return x.flags.c_contiguous
 
 
 def _aligned(cupy, array):
