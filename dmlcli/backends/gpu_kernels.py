@@ -29,6 +29,8 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
 
@@ -91,8 +93,10 @@ def input_names(operator: Operator) -> tuple[str, ...]:
     return operator.kernel_input_names
 
 
-def data_types_of(operator: Operator, signature: Signature) -> dict[str, DataType]:
-    return {name: from_numpy(np.dtype(dtype)) for name, dtype in zip(operator.tensors, signature)}
+@functools.lru_cache(maxsize=1024)  # asked on every launch (kernel_arguments): a few us of np.dtype lookups otherwise
+def data_types_of(operator: Operator, signature: Signature) -> Mapping[str, DataType]:
+    """Each tensor's DataType for a signature (read-only: the mapping is shared by every launch that asks)."""
+    return MappingProxyType({name: from_numpy(np.dtype(dtype)) for name, dtype in zip(operator.tensors, signature)})
 
 
 def kernel_arguments(operator: Operator, signature: Signature, parameters) -> tuple[CudaArgument, ...]:
@@ -153,7 +157,19 @@ def signatures(operator: Operator) -> tuple[Signature, ...]:
 
 
 def signature_of(operator: Operator, in_dtypes, out_dtype) -> Signature:
-    return tuple(np.dtype(d).name for d in in_dtypes) + (np.dtype(out_dtype).name,)
+    return tuple(dtype_name(d) for d in in_dtypes) + (dtype_name(out_dtype),)
+
+
+# A dtype's name by the dtype (or what np.dtype takes): NumPy's .name is a Python property that builds the string on
+# each read, 1 to 1.5 us, which signature_of asked for every tensor of every launch.
+_DTYPE_NAMES: dict = {}
+
+
+def dtype_name(dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
 
 
 def kernel_name(kind: str, signature: Signature) -> str:
