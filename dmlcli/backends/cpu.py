@@ -43,7 +43,7 @@ class CpuBackend:
         np.errstate): where every input is native and of the output's Sizes, the kernel runs on the arrays as they
         come, without `elementwise`'s read-only views and byte-order checks (kernels write no input: every one has
         run on read-only views); any other call takes `elementwise` itself."""
-        if any(not x.dtype.isnative or x.shape != out_shape for x in inputs):
+        if any(x is None or not x.dtype.isnative or x.shape != out_shape for x in inputs):
             elementwise = self.elementwise
             return lambda arrays: (elementwise(arrays, operator, out_shape, out_dtype, parameters),)
         kernel = operator.cpu_kernel
