@@ -489,6 +489,21 @@ BYTE_LANES = [(name, signature) for name, signature in (
     ("bit_shift_left", ("uint8", "uint8", "uint8")), ("bit_shift_right", ("uint8", "uint8", "uint8")))]
 
 
+def test_a_launch_s_signature_and_data_types_are_looked_up_not_rebuilt():
+    """signature_of names each tensor's type by NumPy's own name, from dtypes or what np.dtype takes, byte order
+    left aside as NumPy's names leave it; data_types_of gives one shared, read-only mapping per operator and
+    signature (asked on every launch)."""
+    add = find_operator("add")
+    assert gpu_kernels.signature_of(add, [np.dtype(np.float32), "float32"], np.float16) == ("float32", "float32",
+                                                                                             "float16")
+    assert gpu_kernels.signature_of(add, [np.dtype(">f4"), np.dtype("<f4")], "i4") == ("float32", "float32", "int32")
+    found = gpu_kernels.data_types_of(add, ("float32", "float32", "float32"))
+    assert found is gpu_kernels.data_types_of(add, ("float32", "float32", "float32"))
+    assert dict(found) == {name: dmlcli.data_types.FLOAT32 for name in add.tensors}
+    with pytest.raises(TypeError):
+        found["ATensor"] = dmlcli.data_types.FLOAT16
+
+
 def test_byte_lanes_serve_the_signatures_whose_tensors_are_all_one_byte():
     with_lanes = {op.name for op in OPERATORS if op.cuda_byte_lanes_body}
     assert with_lanes == {"BIT_COUNT", "BIT_SHIFT_LEFT", "BIT_SHIFT_RIGHT"}
