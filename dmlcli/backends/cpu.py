@@ -28,13 +28,7 @@ class CpuBackend:
         """execute's work on NumPy arrays, for a caller that holds np.errstate(all="ignore") around many calls (a
         model's planned calls: onnx_model/executors.py), with the output's Sizes a tuple and its type a dtype."""
         arrays = [_read_only(to_native(x), out_shape) for x in inputs]
-        result = operator.cpu_kernel(arrays, out_dtype, parameters)
-        if getattr(result, "shape", None) != out_shape:  # broadcast_to costs a small call a few µs
-            result = np.broadcast_to(result, out_shape)
-        result = np.ascontiguousarray(result)
-        if _aliases(result, arrays):
-            result = result.copy()  # a kernel may hand an input back (IDENTITY): the output is always its own
-        return result
+        return _elementwise_output(operator.cpu_kernel(arrays, out_dtype, parameters), out_shape, arrays)
 
     def planned_elementwise(self, operator: Operator, inputs: list[np.ndarray], out_shape: tuple, out_dtype: np.dtype,
                             parameters):
@@ -49,11 +43,7 @@ class CpuBackend:
         kernel = operator.cpu_kernel
 
         def run(arrays: list) -> tuple[np.ndarray]:
-            result = kernel(arrays, out_dtype, parameters)
-            if getattr(result, "shape", None) != out_shape:
-                result = np.broadcast_to(result, out_shape)
-            result = np.ascontiguousarray(result)
-            return (result.copy() if _aliases(result, arrays) else result,)
+            return (_elementwise_output(kernel(arrays, out_dtype, parameters), out_shape, arrays),)
 
         return run
 
@@ -117,6 +107,17 @@ class CpuBackend:
 
     def describe(self) -> dict:
         return {"backend": "cpu", "numpy": np.__version__, "compiled_loops": compiled_loops.state()}
+
+
+def _elementwise_output(result, out_shape: tuple, inputs) -> np.ndarray:
+    """An element-wise kernel's result as the call's output: broadcast to the output's Sizes (a kernel may give a
+    constant), C-ordered, and its own memory (a kernel may hand an input back, IDENTITY)."""
+    if getattr(result, "shape", None) != out_shape:  # broadcast_to costs a small call a few µs
+        result = np.broadcast_to(result, out_shape)
+    result = np.ascontiguousarray(result)
+    if _aliases(result, inputs):
+        result = result.copy()
+    return result
 
 
 def _read_only(array: np.ndarray, shape: tuple) -> np.ndarray:
