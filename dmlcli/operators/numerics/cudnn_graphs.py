@@ -133,10 +133,11 @@ def record(family: str, choice: str) -> None:
 _HANDLES = threading.local()
 
 
-def _handle(cudnn, cupy):
+def _handle(cudnn, cupy, stream=None):
     """This thread's cuDNN handle for the current device (cuDNN forbids sharing one between threads), bound to
-    CuPy's current stream (by_device holds [handle, the stream it was last bound to]). Handles live as long as the
-    process: destroying one while another stream captures would break that capture."""
+    CuPy's current stream, or `stream` where the caller has read it already (by_device holds [handle, the stream it
+    was last bound to]). Handles live as long as the process: destroying one while another stream captures would
+    break that capture."""
     by_device = getattr(_HANDLES, "by_device", None)
     if by_device is None:
         by_device = _HANDLES.by_device = {}
@@ -145,10 +146,10 @@ def _handle(cudnn, cupy):
     if found is None:
         found = by_device[device] = [cudnn.create_handle(), None]
     handle, bound_stream = found
-    stream = cupy.cuda.get_current_stream().ptr
-    if stream != bound_stream:  # cuDNN keeps the stream it was given: set it again only when it changes
-        cudnn.set_stream(handle, stream)
-        found[1] = stream
+    pointer = (cupy.cuda.get_current_stream() if stream is None else stream).ptr
+    if pointer != bound_stream:  # cuDNN keeps the stream it was given: set it again only when it changes
+        cudnn.set_stream(handle, pointer)
+        found[1] = pointer
     return handle
 
 
@@ -183,8 +184,8 @@ class Built:
     workspaces: dict[int, object] = field(default_factory=dict)
 
     def execute(self, cudnn, cupy, pointers: dict[str, int]) -> None:
-        handle = _handle(cudnn, cupy)
         stream = cupy.cuda.get_current_stream()
+        handle = _handle(cudnn, cupy, stream)
         workspace = None
         if 0 < self.workspace <= WORKSPACE_KEPT and not stream_capturing(stream):
             workspace = self.workspaces.get(stream.ptr)
