@@ -414,15 +414,20 @@ def gemm_product(xp, inputs, outputs, params, finish_on_gpu=None):
         result = _product(xp, a, b, half_sums)
         if half_sums is not None and finish_on_gpu is not None:  # one pass on the device (matmul/gpu.py)
             return finish_on_gpu(result, c, np.float32(params["Alpha"]), np.float32(params["Beta"]))
-        alpha = np.float32(params["Alpha"])
-        if alpha != 1:
-            result *= alpha
-        if c is not None:  # Beta * C even for Beta = 0: IEEE's 0 * inf = NaN, as ONNX's reference gives
-            c = _widened(xp, c)
-            beta = np.float32(params["Beta"])
-            result += c if beta == 1 else c * beta
+        c = None if c is None else _widened(xp, c)
+        result = _scaled_plus(result, c, np.float32(params["Alpha"]), np.float32(params["Beta"]))
     dtype = np.dtype(outputs[0].data_type.numpy_dtype)
     return result.astype(dtype, copy=False)
+
+
+def _scaled_plus(result, c, alpha, beta):
+    """Alpha * result + Beta * C into the FLOAT32 product `result` (its own array), in GEMM's order of operations;
+    Beta * C even for Beta = 0 (IEEE's 0 * inf = NaN, as ONNX's reference gives), nothing added without C."""
+    if alpha != 1:
+        result *= alpha
+    if c is not None:
+        result += c if beta == 1 else c * beta
+    return result
 
 
 def gemm_planned(inputs, outputs, params):
@@ -443,12 +448,7 @@ def gemm_planned(inputs, outputs, params):
             a = a.swapaxes(-1, -2)
         if transpose_b:
             b = b.swapaxes(-1, -2)
-        result = _product(np, a, b)
-        if alpha != 1:
-            result *= alpha
-        if c is not None:
-            result += c if beta == 1 else c * beta
-        return (result,)
+        return (_scaled_plus(_product(np, a, b), c, alpha, beta),)
 
     return run
 
