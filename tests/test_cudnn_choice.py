@@ -410,3 +410,32 @@ def test_a_device_arrays_contiguity_is_read_from_cupys_own_flag_or_its_flags():
     ordered, strided = Flagged(True), Flagged(False)
     assert gpu._contiguous_on_device(fake, ordered) is ordered
     assert gpu._contiguous_on_device(fake, strided) == ("copied", strided)
+
+
+def _attention_layout(batch=1, sequence=16, kv_sequence=16, past=0, heads=2, size=32):
+    from dmlcli.operators.attention.layout import Layout
+
+    return Layout(batch, sequence, kv_sequence, past, heads, heads, size, size, "QueryTensor", "KeyTensor",
+                  "ValueTensor")
+
+
+@pytest.mark.parametrize("mask, change, may", [
+    (np.ones((1, 1, 16, 16), np.int32), {}, True),
+    (np.ones((16, 16), np.int32), {}, True),  # lead-padded to {1, 1, S, T}
+    (np.ones((2, 2, 16, 16), np.int32), {}, True),
+    (np.ones((1, 1, 1, 16), np.int32), {}, False),  # broadcast along the rows: no causal pattern
+    (np.ones((1, 1, 1, 16, 16), np.int32), {}, False),  # rank 5
+    (np.ones((1, 1, 16, 16), np.int64), {}, False),  # the check reads INT32
+    (np.ones((1, 1, 16, 16), np.int32), {"MaskFilterValue": -100.0}, False),  # a masked key would keep a weight
+    (np.ones((1, 1, 16, 16), np.int32), {"MaskFilterValue": float("-inf")}, True),
+    (np.ones((1, 1, 16, 16), np.int32), {"size": 512}, False),  # past the remaking's 8 elements a lane
+    (np.ones((1, 1, 16, 20), np.int32), {"past": 4}, False),  # a past: cuDNN's causal mode is not DirectML's then
+])
+def test_which_boolean_masks_may_stand_for_cudnn_s_causal_mode(mask, change, may):
+    """attention/cudnn.py's _may_be_causal: the Sizes, type and fields under which a BOOLEAN mask is learnt
+    (attention/causal_masks.py) and, where it holds the causal pattern, runs cuDNN's causal mode."""
+    from dmlcli.operators.attention import cudnn as attention_cudnn
+
+    params = {"MaskFilterValue": change.get("MaskFilterValue", -10000.0)}
+    found = _attention_layout(size=change.get("size", 32), past=change.get("past", 0))
+    assert attention_cudnn._may_be_causal(mask, params, found) is may

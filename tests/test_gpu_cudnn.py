@@ -16,6 +16,7 @@ pytestmark = pytest.mark.usefixtures("gpu_usable")  # conftest: skips where no d
 
 from dmlcli.operators.numerics import cudnn_graphs  # noqa: E402
 from dmlcli.operators.convolution.entries import DEPTHWISE_CHOICE  # noqa: E402
+from dmlcli.operators.attention import causal_masks  # noqa: E402
 
 
 @pytest.fixture
@@ -347,9 +348,10 @@ def test_a_mask_broadcast_along_the_rows_is_written_out_for_cudnn(frontend):
 
 
 def test_a_boolean_mask_call_is_captured_into_a_cuda_graph(frontend):
-    """No value is read on the host: a BOOLEAN mask's call is captured and replayed with the eager call's bits."""
+    """No value is read on the host: a BOOLEAN mask's call is captured and replayed with the eager call's bits (a mask
+    that is not causal: it keeps cuDNN's bias on every call, where a causal one would change route once learnt)."""
     arrays = qkv(1, 32, 2, 32, seed=11) + [None] * (MHA_INPUTS - 3)
-    arrays[7] = causal_mask(32, 32)
+    arrays[7] = (np.random.default_rng(11).random((1, 1, 32, 32)) > 0.3).astype(np.int32)
     from dmlcli.backends import get_backend
 
     backend = get_backend("gpu")
@@ -365,6 +367,145 @@ def test_a_boolean_mask_call_is_captured_into_a_cuda_graph(frontend):
         graph.launch(stream)
         stream.synchronize()
         assert cupy.asnumpy(captured).tobytes() == cupy.asnumpy(eager).tobytes()
+
+
+class DeviceCall:
+    """A call on device-resident arrays (the mask stays where it lies between calls, as a model's or a loop's does),
+    each result compared with the CPU backend's for the mask the device then holds; which route each call took is
+    read from causal_masks.check's pointers (given: cuDNN's causal mode, None: the bias)."""
+
+    def __init__(self, arrays, options, monkeypatch, operator="multihead_attention"):
+        from dmlcli.backends import get_backend
+
+        self.arrays, self.options, self.operator = arrays, options, operator
+        self.backend = get_backend("gpu")
+        self.call = dmlcli.validate(operator, *arrays, **options).call
+        self.device = [None if a is None else cupy.asarray(a) for a in arrays]
+        self.routes = []
+        causal_masks._STATES.clear()  # a mask an earlier test left at the same address is not this one
+        check = causal_masks.check
+
+        def spy(cupy, found, mask, signature, pointers, params):
+            self.routes.append("bias" if pointers is None else "causal")
+            check(cupy, found, mask, signature, pointers, params)
+
+        monkeypatch.setattr(causal_masks, "check", spy)
+
+    def __call__(self):
+        result = self.backend.execute_shaped_device(self.call.operator, self.device, self.call.outputs,
+                                                    self.call.parameters)[0]
+        cupy.cuda.get_current_stream().synchronize()  # the flag's copy has arrived for the next call
+        return self.within(cupy.asnumpy(result))
+
+    def within(self, result):
+        arrays = [None if a is None else cupy.asnumpy(a) for a in self.device]
+        on_cpu = dmlcli.run(self.operator, *arrays, backend="cpu", **self.options)[0]
+        call = dmlcli.validate(self.operator, *arrays, **self.options).call
+        comparison = compare_arrays(result, on_cpu, rule_for(call.operator, on_cpu.dtype, call=call, inputs=arrays))
+        assert comparison.passed, f"{self.routes}: {comparison.text()}"
+        return result
+
+
+def _learnt_layouts():
+    """name -> (arrays, options, operator, where a change goes: (batch, head, row) of the mask)."""
+    separate = qkv(2, 48, 4, 32, seed=21) + [None] * (MHA_INPUTS - 3)
+    separate[7] = causal_mask(48, 48, (2, 1))
+    stacked = [None] * 5 + [np.random.default_rng(22).standard_normal((1, 40, 2, 3, 64)).astype(np.float16)]
+    stacked += [None, causal_mask(40, 40, (1, 2)), None, None, None]
+    rng = np.random.default_rng(23)
+    grouped = [rng.standard_normal((1, 36, 4 * 32)).astype(np.float16)]
+    grouped += [rng.standard_normal((1, 36, 2 * 32)).astype(np.float16) for _ in range(2)]
+    grouped += [None] * 4 + [causal_mask(36, 36)] + [None] * 4
+    boolean = {"mask_type": "boolean"}
+    return {
+        "separate, a mask per batch": (separate, dict(boolean, head_count=4, scale=0.2), "multihead_attention",
+                                       (1, 0, 30)),
+        "stacked, a mask per head": (stacked, dict(boolean, head_count=2, scale=0.125), "multihead_attention",
+                                     (0, 1, 7)),
+        "grouped-query heads, one mask": (grouped, dict(boolean, query_head_count=4, key_value_head_count=2),
+                                          "multihead_attention1", (0, 0, 20)),
+    }
+
+
+LEARNT_LAYOUTS = _learnt_layouts()
+MASK_CHANGES = ["a masked key on the diagonal", "a kept future key", "the row's first keys masked", "every key masked",
+                "a random mask"]
+
+
+@pytest.mark.parametrize("change", MASK_CHANGES)
+@pytest.mark.parametrize("name", list(LEARNT_LAYOUTS))
+def test_a_mask_learnt_causal_runs_cudnn_s_causal_mode_and_a_changed_mask_is_recomputed(frontend, monkeypatch, name,
+                                                                                        change):
+    """A causal mask seen for the first time is checked at once and runs cuDNN's causal mode. The mask then written
+    over in place: that call still gives DirectML's result (its rows that are no longer causal recomputed on the
+    device), and the next goes back to the bias once the check has come back."""
+    arrays, options, operator, (b, h, i) = LEARNT_LAYOUTS[name]
+    call = DeviceCall(arrays, options, monkeypatch, operator)
+    call(), call()
+    assert call.routes == ["causal", "causal"]
+    mask = call.device[7]
+    if change == "a masked key on the diagonal":
+        mask[b, h, i, i] = 0
+    elif change == "a kept future key":
+        mask[b, h, i, i + 3] = 5
+    elif change == "the row's first keys masked":
+        mask[b, h, i, :6] = 0
+    elif change == "every key masked":
+        mask[b, h, i] = 0
+    else:
+        mask[...] = cupy.asarray(np.random.default_rng(9).random(mask.shape) > 0.4, dtype=np.int32)
+    call()
+    assert call.routes == ["causal", "causal", "causal"]
+    for _ in range(causal_masks.COPY_EVERY + 1):  # each right; the flag comes back within COPY_EVERY calls
+        call()
+        if call.routes[-1] == "bias":
+            break
+    assert call.routes[-1] == "bias"
+
+
+def test_a_learnt_mask_with_an_infinite_filter_and_leading_keys_masked(frontend, monkeypatch):
+    # With MaskFilterValue -inf, a masked key's score is -inf: the recomputation skips it (its weight is 0) where an
+    # online softmax started at -inf would make 0 * inf = NaN of the keys after it.
+    arrays = qkv(1, 24, 2, 32, seed=12) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = causal_mask(24, 24)
+    options = {"head_count": 2, "mask_type": "boolean", "mask_filter_value": float("-inf")}
+    call = DeviceCall(arrays, options, monkeypatch)
+    call()
+    call.device[7][0, 0, 15, :9] = 0
+    result = call()
+    assert call.routes == ["causal", "causal"] and not np.isnan(result).any()
+
+
+def test_a_mask_not_causal_stays_on_the_bias(frontend, monkeypatch):
+    arrays = qkv(1, 24, 2, 32, seed=13) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = causal_mask(24, 24)
+    arrays[7][0, 0, 3, 10] = 1
+    call = DeviceCall(arrays, {"head_count": 2, "mask_type": "boolean"}, monkeypatch)
+    for _ in range(3):
+        call()
+    assert call.routes == ["bias"] * 3
+
+
+def test_a_call_captured_on_a_learnt_causal_mask_is_right_for_the_mask_it_replays_with(frontend, monkeypatch):
+    """A capture keeps the causal route its host chose; the check it replays recomputes any row the mask no longer
+    holds causal, so the replay is DirectML's result for the mask as it then is."""
+    arrays = qkv(1, 32, 2, 32, seed=14) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = causal_mask(32, 32)
+    call = DeviceCall(arrays, {"head_count": 2, "mask_type": "boolean"}, monkeypatch)
+    pool, stream = cupy.cuda.MemoryPool(), cupy.cuda.Stream(non_blocking=True)
+    with cupy.cuda.using_allocator(pool.malloc), stream:
+        call()
+        stream.begin_capture()
+        captured = call.backend.execute_shaped_device(call.call.operator, call.device, call.call.outputs,
+                                                      call.call.parameters)[0]
+        graph = stream.end_capture()
+        assert call.routes == ["causal", "causal"]
+        for row in (None, 9, 30):
+            if row is not None:
+                call.device[7][0, 0, row, row + 1:] = 1
+            graph.launch(stream)
+            stream.synchronize()
+            call.within(cupy.asnumpy(captured))
 
 
 def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):

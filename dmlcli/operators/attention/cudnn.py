@@ -10,7 +10,8 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
 - no BiasTensor, RelativePositionBiasTensor or past keys and values;
 - MaskType NONE, or BOOLEAN: any BOOLEAN MaskTensor, as cuDNN's additive bias (MaskFilterValue where the mask holds
   0, DirectML's own addition; see _bias_sizes: MaskFilterValue a FLOAT16, the bias at most 256 MiB), made on
-  the device on each call with no read on the host;
+  the device on each call with no read on the host; a mask learnt to hold the causal pattern as cuDNN's causal
+  mode, each call's rows checked on the device and any that differ recomputed (causal_masks.py);
 - MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor without a past (then every length is 0 and the attention is
   causal, whatever the lengths hold) as cuDNN's causal mask. cuDNN leaves a key it masks out (weight 0); DirectML
   adds MaskFilterValue, which gives a weight of exp(score + MaskFilterValue - the row's largest score), exactly 0 in
@@ -31,6 +32,7 @@ import numpy as np
 from ..movement.gpu import strided_copy
 from ..numerics import cudnn_graphs
 from ..numerics.cudnn_graphs import Unsupported
+from . import causal_masks
 from .layout import Layout, head_counts, layout
 
 _UNMAPPED = ("BiasTensor", "RelativePositionBiasTensor", "PastKeyTensor", "PastValueTensor")
@@ -61,6 +63,11 @@ def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
     cudnn = cudnn_graphs.frontend()
     prepared = _prepared(given, params)
     plan = prepared.plan
+    learnt = None  # a BOOLEAN mask that may hold the causal pattern: what is known of it (causal_masks.py)
+    if prepared.causal is not None:
+        learnt = causal_masks.state(cupy, given["MaskTensor"], plan.signature)
+        if learnt is not None and learnt.causal:
+            plan = prepared.causal
     attended = cupy.empty(plan.attended, dtype=np.float16)
     pointers = {role: given[source].data.ptr + offset for role, source, offset in plan.views}
     pointers["O"] = attended.data.ptr
@@ -71,6 +78,9 @@ def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
     built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
                                 pointers)
     built.execute(cudnn, cupy, pointers)
+    if learnt is not None:
+        causal_masks.check(cupy, learnt, given["MaskTensor"], signature,
+                           pointers if plan is prepared.causal else None, params)
     results = []
     for out in outputs:
         if out.name == "OutputTensor":
@@ -110,6 +120,7 @@ class _Plan(NamedTuple):
 class _Prepared(NamedTuple):
     found: Layout
     plan: _Plan
+    causal: _Plan | None = None  # a BOOLEAN mask's plan in cuDNN's causal mode, where the mask may stand for it
 
 
 def _prepared(given, params) -> _Prepared:
@@ -145,7 +156,20 @@ def _prepare(given, params) -> _Prepared:
     elif mask_type != "NONE":
         raise Unsupported(f"MaskType {mask_type}")
     _check_filter(params, lengths)
-    return _Prepared(found, _plan(given, params, found, lengths, bias))
+    causal = None
+    if bias is not None and not lengths and _may_be_causal(given["MaskTensor"], params, found):
+        causal = _plan(given, params, found, True, None)
+    return _Prepared(found, _plan(given, params, found, lengths, bias), causal)
+
+
+def _may_be_causal(mask, params, found) -> bool:
+    """Whether the mask's Sizes let it hold the causal pattern and cuDNN's causal mode stand for it (causal_masks.py):
+    an INT32 mask of {[1|B,] [1|QH,] S, T} with no past, MaskFilterValue at most CAUSAL_FILTER_LIMIT, and head
+    sizes the check's recomputation holds."""
+    sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
+    return (mask.ndim <= 4 and mask.dtype == np.int32 and sizes[2:] == (found.sequence, found.total)
+            and found.past == 0 and float(params["MaskFilterValue"]) <= CAUSAL_FILTER_LIMIT
+            and max(found.head_size, found.value_head_size) <= causal_masks.LARGEST_HEAD_SIZE)
 
 
 # A BOOLEAN mask becomes cuDNN's additive bias: MaskFilterValue where the mask holds 0, +0 elsewhere, added to the

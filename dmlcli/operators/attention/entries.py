@@ -483,7 +483,11 @@ _NOTES = (
     "RelativePositionBiasTensor or past, unmasked or causal (a BOOLEAN MaskTensor of key <= query, or "
     "MULTIHEAD_ATTENTION1's past lengths without a past, MaskFilterValue <= -10000), runs as cuDNN's fused "
     "attention (attention/cudnn.py): FLOAT32 scores and softmax, the weights rounded to FLOAT16 for the product "
-    "with Value (FLOAT32 accumulation), within the FLOAT16 tolerance above. Other calls run the steps above.",
+    "with Value (FLOAT32 accumulation), within the FLOAT16 tolerance above. Any other BOOLEAN mask runs there too, "
+    "as cuDNN's additive bias. A BOOLEAN mask is data, so which of the two a mask takes is learnt where it lies "
+    "(attention/causal_masks.py): checked on the device on its first call, then on every call behind the attention; "
+    "a mask that stops holding the causal pattern has the rows it changed made again by the formula above on that "
+    "call, and moves to the bias within a few calls. Other calls run the steps above.",
     "The scores are computed for blocks of query rows whose {batchSize, headCount, rows, T} FLOAT32 scores stay "
     "within 64 MiB (1 GiB on the GPU; one row at least), so the kernel's scratch is bounded whatever the sequence "
     "lengths; each row's result is the same computation.",
