@@ -508,6 +508,30 @@ def test_a_call_captured_on_a_learnt_causal_mask_is_right_for_the_mask_it_replay
             call.within(cupy.asnumpy(captured))
 
 
+def test_a_learnt_causal_mask_whose_causal_mode_cudnn_refuses_runs_the_bias(frontend, monkeypatch):
+    # cuDNN may plan the biased attention of a call and not its causal mode: the call then runs the bias, as any
+    # mask does, rather than leaving cuDNN for dmlcli's kernel.
+    from dmlcli.operators.attention import cudnn as attention_cudnn
+
+    build = attention_cudnn.build_graph
+
+    def refusing(module, handle, signature):
+        if signature.causal:
+            raise cudnn_graphs.Unsupported("no causal plan (the test)")
+        return build(module, handle, signature)
+
+    cudnn_graphs.forget()  # no causal graph of these Sizes kept from an earlier test
+    monkeypatch.setattr(attention_cudnn, "build_graph", refusing)
+    try:
+        arrays = qkv(1, 24, 2, 32, seed=15) + [None] * (MHA_INPUTS - 3)
+        arrays[7] = causal_mask(24, 24)
+        call = DeviceCall(arrays, {"head_count": 2, "mask_type": "boolean"}, monkeypatch)
+        call(), call()
+        assert call.routes == ["bias", "bias"] and cudnn_graphs.LAST_CHOICE.get("attention") == "cudnn"
+    finally:
+        cudnn_graphs.forget()  # the refusal is remembered: later tests of these Sizes must build their own
+
+
 def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):
     # A {1, 1, 1, T} mask of ones keeps every key (no causal pattern in its Sizes); with MULTIHEAD_ATTENTION1's past
     # lengths and no past, the same mask is causal, as is a causal {S, T} mask.

@@ -62,25 +62,19 @@ def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
     call has them), in their order, through cuDNN; Unsupported where the call does not map."""
     cudnn = cudnn_graphs.frontend()
     prepared = _prepared(given, params)
-    plan = prepared.plan
     learnt = None  # a BOOLEAN mask that may hold the causal pattern: what is known of it (causal_masks.py)
     if prepared.causal is not None:
-        learnt = causal_masks.state(cupy, given["MaskTensor"], plan.signature)
-        if learnt is not None and learnt.causal:
-            plan = prepared.causal
-    attended = cupy.empty(plan.attended, dtype=np.float16)
-    pointers = {role: given[source].data.ptr + offset for role, source, offset in plan.views}
-    pointers["O"] = attended.data.ptr
-    if plan.signature.bias is not None:  # kept alive until the execute is queued; the stream orders its reuse
-        bias = _mask_bias(cupy, given["MaskTensor"], plan.signature.bias, float(params["MaskFilterValue"]))
-        pointers["B"] = bias.data.ptr
-    signature = plan.signature
-    built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
-                                pointers)
-    built.execute(cudnn, cupy, pointers)
+        learnt = causal_masks.state(cupy, given["MaskTensor"], prepared.plan.signature)
+    ran = None
+    if learnt is not None and learnt.causal:
+        try:
+            ran = _run_plan(cudnn, cupy, given, params, prepared.causal)
+        except Unsupported:  # cuDNN plans no causal mode for this call: its bias, as for any mask
+            pass
+    causal = ran is not None
+    attended, pointers, signature = ran if causal else _run_plan(cudnn, cupy, given, params, prepared.plan)
     if learnt is not None:
-        causal_masks.check(cupy, learnt, given["MaskTensor"], signature,
-                           pointers if plan is prepared.causal else None, params)
+        causal_masks.check(cupy, learnt, given["MaskTensor"], signature, pointers if causal else None, params)
     results = []
     for out in outputs:
         if out.name == "OutputTensor":
@@ -89,6 +83,22 @@ def attend(cupy, given: Mapping[str, object], outputs, params) -> tuple:
             role = "k" if out.name == "OutputPresentKeyTensor" else "v"
             results.append(_present(given, prepared.found, role, out, cupy))
     return tuple(results)
+
+
+def _run_plan(cudnn, cupy, given: Mapping[str, object], params, plan: "_Plan") -> tuple:
+    """The attention of `plan` queued into a fresh output: (the output, the graph's pointers, its signature);
+    Unsupported where cuDNN plans no graph for the signature (then nothing is queued)."""
+    attended = cupy.empty(plan.attended, dtype=np.float16)
+    pointers = {role: given[source].data.ptr + offset for role, source, offset in plan.views}
+    pointers["O"] = attended.data.ptr
+    signature = plan.signature
+    if signature.bias is not None:  # kept alive until the execute is queued; the stream orders its reuse
+        bias = _mask_bias(cupy, given["MaskTensor"], signature.bias, float(params["MaskFilterValue"]))
+        pointers["B"] = bias.data.ptr
+    built = cudnn_graphs.cached(cupy, signature, lambda module, handle: build_graph(module, handle, signature),
+                                pointers)  # a new signature's plans are built and timed on these buffers
+    built.execute(cudnn, cupy, pointers)
+    return attended, pointers, signature
 
 
 def _present(given, found, role: str, out, cupy):
