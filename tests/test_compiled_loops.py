@@ -126,6 +126,30 @@ def test_threshold_gives_the_numpy_kernels_bits(loops_state, data, low):
 
 
 @SETTINGS
+@given(data=st.data(), dtype=st.sampled_from(["float32", "float16"]), fused=st.booleans())
+def test_relu_gives_the_numpy_kernels_bits(loops_state, data, dtype, fused):
+    """ACTIVATION_RELU compiled (one pass instead of a clip and a search for -0.0), alone and as a convolution's
+    fused activation: any bit pattern, signalling NaN and payloads of either sign, zeros of both signs often; the
+    NumPy kernel's bits (FLOAT16 keeps NumPy's path), and the rule's: the element where above zero or NaN, else +0.0."""
+    x = data.draw(any_floats(dtype, [0.5, -0.5, 3.0] + [0.0, -0.0] * 4))
+    patterns = nan_patterns(np.dtype(dtype))
+    for position in data.draw(st.lists(st.integers(0, x.size - 1), max_size=8)):
+        bits(x)[position] = patterns[position % len(patterns)]
+    if fused:
+        shaped = x.reshape(1, 1, -1)
+        run = lambda: dmlcli.run("convolution", shaped, np.ones((1, 1, 1), dtype), fused_activation="relu")  # noqa: E731
+    else:
+        run = lambda: dmlcli.run("activation_relu", x)  # noqa: E731
+    compiled, numpy = both_ways(run)
+    assert np.array_equal(bits(compiled), bits(numpy))
+    if not fused:  # (the convolution's product by 1 quiets a signalling NaN first)
+        rule = x.copy()
+        with np.errstate(invalid="ignore"):
+            rule[x <= 0] = 0.0
+        assert np.array_equal(bits(compiled), bits(rule))
+
+
+@SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(["float32", "float16"]))
 def test_sign_gives_the_numpy_kernels_bits(loops_state, data, dtype):
     """Any bit pattern (signalling NaN and payloads of either sign, subnormals, infinities), zeros of both signs

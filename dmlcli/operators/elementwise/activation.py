@@ -21,6 +21,7 @@ import numpy as np
 
 from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, TYPES_8, as_bits
 from ...feature_levels import level
+from ..numerics import compiled_loops
 from ..numerics.float_specials import clip_keeps_nan_bits, has_nan, has_zero
 from ..table.parameters import FloatParameter, FusedActivationParameter
 from ..table.schema import (APPROXIMATE, COMPOSITE, DIMS_1_TO_8, DIMS_4, DIMS_4_TO_5, EXACT, ONE_ROUNDING, Operator,
@@ -233,6 +234,10 @@ def relu(inputs, out_dtype, params):
     (x,) = inputs
     if x.dtype.kind != "f":
         return np.maximum(x, _zero(x)).astype(out_dtype, copy=False)  # integers compare exactly
+    loops = compiled_loops.active()
+    computed = None if loops is None else loops.relu(x)
+    if computed is not None:
+        return computed.astype(out_dtype, copy=False)
     if clip_keeps_nan_bits(x.dtype) or not has_nan(x):
         # A clip to [+0, +inf] is max(0, x) exactly, in one pass at memory speed, NaN kept bit for bit where
         # np.clip returns it as it is (else without NaN), but for -0.0, which must give +0.0 (a tie np.clip may

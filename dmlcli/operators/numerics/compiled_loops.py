@@ -1,5 +1,5 @@
 """Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: CLIP's and THRESHOLD's clamp with
-DirectML's NaN and signed-zero rule, SIGN (a zero keeps its sign, a NaN its bits), CAST's float-to-integer
+DirectML's NaN and signed-zero rule, RELU's (-0.0 gives +0.0, a NaN its own bits), SIGN (a zero keeps its sign, a NaN its bits), CAST's float-to-integer
 (Direct3D's: toward zero, saturating, NaN to 0) and FLOAT32/FLOAT64 conversions (a NaN becomes the quiet NaN of its
 sign); and GELU's FLOAT32 polynomial core, which NumPy runs as 24 passes over float64 arrays.
 
@@ -122,6 +122,14 @@ def _clamp_loop(values, low, high, low_takes_zero_ties, high_takes_zero_ties, ou
         out[i] = w if below_high else high
 
 
+def _relu_loop(values, zero, out):
+    """out = max(+0.0, values) by RELU's rule: the element itself above zero and where NaN (its bits, signalling and
+    payload kept: a copy), +0.0 elsewhere (-0.0 included). One select per element, which Numba runs in SIMD lanes."""
+    for i in range(values.size):
+        v = values[i]
+        out[i] = zero if v <= zero else v
+
+
 def _sign_loop(values, zero, one, minus_one, out):
     """SIGN: 1 above zero, -1 below, the element itself otherwise (a zero keeps its sign, a NaN its bits: it is
     copied, never computed with). The constants are of the values' type, so that nothing is widened."""
@@ -179,6 +187,7 @@ class CompiledLoops:
         self.numba_version = numba.__version__
         self._clamp = _compiled(numba, _clamp_loop)
         self._sign = _compiled(numba, _sign_loop)
+        self._relu = _compiled(numba, _relu_loop)
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
         self._gelu_core = _compiled(numba, _gelu_core_loop)
@@ -207,6 +216,16 @@ class CompiledLoops:
         flat = _flat_input(values)
         out = np.empty(flat.shape, values.dtype)
         self._sign(flat, kind(0), kind(1), kind(-1), out)
+        return out.reshape(values.shape)
+
+    def relu(self, values: np.ndarray) -> np.ndarray | None:
+        """ACTIVATION_RELU of FLOAT32/FLOAT64 values by activation.relu's rule in one pass (NumPy's path: a clip
+        and a search of its result for -0.0, 1.6x np.maximum on 788 Ki FLOAT32 values); None for another type."""
+        if values.dtype not in FLOAT_TYPES:
+            return None
+        flat = _flat_input(values)
+        out = np.empty(flat.shape, values.dtype)
+        self._relu(flat, values.dtype.type(0), out)
         return out.reshape(values.shape)
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
