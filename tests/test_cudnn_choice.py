@@ -439,3 +439,31 @@ def test_which_boolean_masks_may_stand_for_cudnn_s_causal_mode(mask, change, may
     params = {"MaskFilterValue": change.get("MaskFilterValue", -10000.0)}
     found = _attention_layout(size=change.get("size", 32), past=change.get("past", 0))
     assert attention_cudnn._may_be_causal(mask, params, found) is may
+
+
+def test_a_driver_launch_keeps_its_arguments_and_says_when_the_driver_refuses(monkeypatch):
+    """numerics/driver_launch.py without a GPU: a fake cuLaunchKernel sees the function, the grid, the stream and a
+    pointer to each argument's storage, which holds the call's values in their C types; a CUresult other than 0 is an
+    error; a kernel with no handle to its function gives no launch."""
+    import ctypes
+
+    from dmlcli.operators.numerics import driver_launch
+
+    seen = []
+
+    def fake(function, gx, gy, gz, bx, by, bz, shared, stream, pointers, extra):
+        values = [ctypes.cast(pointers[0], ctypes.POINTER(ctypes.c_uint64))[0],
+                  ctypes.cast(pointers[1], ctypes.POINTER(ctypes.c_int32))[0],
+                  ctypes.cast(pointers[2], ctypes.POINTER(ctypes.c_float))[0]]
+        seen.append((function, gx, bx, stream, values))
+        return 0 if values[1] >= 0 else 700
+
+    monkeypatch.setattr(driver_launch, "_LAUNCH", [fake])
+    kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))
+    launch = driver_launch.DriverLaunch.of(kernel, ("u64", "i32", "f32"))
+    launch(8, 256, 77, (2**63 + 5, -0, 0.25))
+    launch(9, 128, 0, (1, 3, -1.5))
+    assert seen == [(1234, 8, 256, 77, [2**63 + 5, 0, 0.25]), (1234, 9, 128, 0, [1, 3, -1.5])]
+    with pytest.raises(RuntimeError, match="CUresult 700"):
+        launch(1, 32, 0, (0, -1, 0.0))
+    assert driver_launch.DriverLaunch.of(object(), ("u64",)) is None

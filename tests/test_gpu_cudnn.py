@@ -532,6 +532,25 @@ def test_a_learnt_causal_mask_whose_causal_mode_cudnn_refuses_runs_the_bias(fron
         cudnn_graphs.forget()  # the refusal is remembered: later tests of these Sizes must build their own
 
 
+@pytest.mark.parametrize("driver", [True, False])
+def test_the_check_runs_through_the_driver_or_cupy_s_own_launch(frontend, monkeypatch, driver):
+    # The check's kernel is launched through cuLaunchKernel with kept arguments (numerics/driver_launch.py), or by
+    # CuPy's RawKernel call where no handle to its function is found: either way each result is right.
+    from dmlcli.operators.numerics import driver_launch
+
+    if not driver:
+        monkeypatch.setattr(driver_launch.DriverLaunch, "of", classmethod(lambda cls, kernel, kinds: None))
+    arrays = qkv(1, 32, 2, 32, seed=16) + [None] * (MHA_INPUTS - 3)
+    arrays[7] = causal_mask(32, 32)
+    call = DeviceCall(arrays, {"head_count": 2, "mask_type": "boolean"}, monkeypatch)
+    call()
+    call.device[7][0, 0, 9, 20] = 1
+    call()
+    assert call.routes == ["causal", "causal"]
+    (state,) = causal_masks._STATES.values()
+    assert (state.launch is not None) is driver
+
+
 def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):
     # A {1, 1, 1, T} mask of ones keeps every key (no causal pattern in its Sizes); with MULTIHEAD_ATTENTION1's past
     # lengths and no past, the same mask is causal, as is a causal {S, T} mask.

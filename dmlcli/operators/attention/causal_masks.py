@@ -30,6 +30,7 @@ import numpy as np
 
 from ..numerics import cudnn_graphs
 from ..numerics.cuda_prelude import compiled
+from ..numerics.driver_launch import DriverLaunch
 
 # The largest head sizes the recomputation holds in registers (8 FLOAT32 values a lane of a warp per row).
 LARGEST_HEAD_SIZE = 256
@@ -79,7 +80,7 @@ extern "C" __global__ void dml_kernel(const int* mask, const Geometry* g, unsign
             const int4* row4 = (const int4*)row;
             #pragma unroll 16
             for (int j4 = lane; j4 < keys / 4; j4 += 32) {
-                const int4 m = row4[j4];
+                const int4 m = __ldcs(row4 + j4);  // evict-first: the mask does not push the attention's data out of L2
                 const int j = 4 * j4;
                 differs |= ((m.x != 0) != (j <= i)) | ((m.y != 0) != (j + 1 <= i)) | ((m.z != 0) != (j + 2 <= i))
                            | ((m.w != 0) != (j + 3 <= i));
@@ -163,8 +164,13 @@ class MaskState:
     causal: bool = False
     number: int = 0  # the number of this mask's latest call
     pending: int | None = None  # the number of the call whose flag's copy is on its way
+    launch: DriverLaunch | None = None  # the kernel's launch through the driver (None: CuPy's RawKernel call)
     geometries: dict = field(default_factory=dict)  # attention signature -> (its geometry array, the grid)
 
+
+# The kernel's arguments' kinds (driver_launch.KINDS), and the same as NumPy types for CuPy's own launch.
+_ARGUMENT_KINDS = ("u64", "u64", "u64", "u64", "i32", "i32", "f32", "f32", "u64", "u64", "u64", "u64")
+_NUMPY_KINDS = tuple({"u64": "uint64", "i32": "int32", "f32": "float32"}[kind] for kind in _ARGUMENT_KINDS)
 
 _STATES: dict[tuple, MaskState] = cudnn_graphs.kept_with_graphs({})
 GEOMETRIES_KEPT = 8
@@ -188,6 +194,7 @@ def state(cupy, mask, signature) -> MaskState | None:
         found = MaskState(flag=cupy.zeros(1, np.uint64),
                           word=np.frombuffer(cupy.cuda.alloc_pinned_memory(8), np.uint64, 1),
                           event=cupy.cuda.Event(block=False, disable_timing=True),
+                          launch=DriverLaunch.of(compiled(cupy, _SOURCE), _ARGUMENT_KINDS),
                           vector=bool(mask.flags.c_contiguous and sizes[3] % 4 == 0 and mask.data.ptr % 16 == 0))
         _queue(cupy, found, mask, signature, None, {}, copy_back=True)
         found.event.synchronize()
@@ -212,12 +219,14 @@ def _queue(cupy, found: MaskState, mask, signature, pointers: dict[str, int] | N
     geometry, blocks = _geometry(cupy, found, mask, signature)
     fix = pointers is not None
     q, k, v, o = (pointers["Q"], pointers["K"], pointers["V"], pointers["O"]) if fix else (0, 0, 0, 0)
-    compiled(cupy, _SOURCE)((blocks,), (_THREADS,),
-                            (mask, geometry, found.flag, np.uint64(found.number), np.int32(found.vector),
-                             np.int32(fix), np.float32(params.get("Scale", 0.0)),
-                             np.float32(params.get("MaskFilterValue", 0.0)), np.uint64(q), np.uint64(k),
-                             np.uint64(v), np.uint64(o)))
     stream = cupy.cuda.get_current_stream()
+    arguments = (mask.data.ptr, geometry.data.ptr, found.flag.data.ptr, found.number, int(found.vector), int(fix),
+                 float(params.get("Scale", 0.0)), float(params.get("MaskFilterValue", 0.0)), q, k, v, o)
+    if found.launch is not None:
+        found.launch(blocks, _THREADS, stream.ptr, arguments)
+    else:
+        compiled(cupy, _SOURCE)((blocks,), (_THREADS,), tuple(
+            np.dtype(kind).type(value) for kind, value in zip(_NUMPY_KINDS, arguments)))
     copy_back = copy_back or found.number % COPY_EVERY == 0
     if found.pending is None and copy_back and not cudnn_graphs.stream_capturing(stream):
         runtime = cupy.cuda.runtime
