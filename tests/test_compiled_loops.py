@@ -1,7 +1,8 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the
-NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_GELU's FLOAT32 core, CAST from
-FLOAT32/FLOAT64 to every integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the
-range edges of every integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
+NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core,
+CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each
+sign and payload, subnormals, infinities), the range edges of every integer type, zero and infinite bounds, and
+tensors past the NumPy kernels' block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
 held against Python's arithmetic directly too. Skipped where Numba is not installed.
 """
@@ -137,7 +138,8 @@ def test_relu_gives_the_numpy_kernels_bits(loops_state, data, dtype, fused):
         bits(x)[position] = patterns[position % len(patterns)]
     if fused:
         shaped = x.reshape(1, 1, -1)
-        run = lambda: dmlcli.run("convolution", shaped, np.ones((1, 1, 1), dtype), fused_activation="relu")  # noqa: E731
+        weights = np.ones((1, 1, 1), dtype)
+        run = lambda: dmlcli.run("convolution", shaped, weights, fused_activation="relu")  # noqa: E731
     else:
         run = lambda: dmlcli.run("activation_relu", x)  # noqa: E731
     compiled, numpy = both_ways(run)

@@ -236,9 +236,9 @@ def _queue(cupy, found: MaskState, mask, signature, pointers: dict[str, int] | N
 
 
 def _geometry(cupy, found: MaskState, mask, signature):
-    """The geometry array (see _GEOMETRY) and the grid for `signature`, the mask read as {1|B, 1|QH, S, T} (its Sizes lead-padded:
-    its strides as they are, 0 for a dimension of 1). Only the geometry is kept, never the mask (the state's key is
-    where the mask lies, not a hold on it)."""
+    """The geometry array (see _GEOMETRY) and the grid for `signature`, the mask read as {1|B, 1|QH, S, T} (its Sizes
+    lead-padded: its strides as they are, 0 for a dimension of 1). Only the geometry is kept, never the mask (the
+    state's key is where the mask lies, not a hold on it)."""
     kept = found.geometries.get(signature)
     if kept is not None:
         return kept
