@@ -7,6 +7,7 @@ np.take of the computed indices), written here without dmlcli's checks. Inputs a
 caches are flushed; the ratio of the medians is shown beside.
 
     .venv/bin/python bench/normalization_cpu_bench.py [--mib 8] [--repeats 7] [--ops batch_normalization,...]
+        [--compiled-loops]
 """
 
 from __future__ import annotations
@@ -69,11 +70,17 @@ def cases(mib: float):
     channel = [np.random.default_rng(i).standard_normal((1, 16, 1, 1)).astype(np.float32) for i in range(4)]
     channel[1] = np.abs(channel[1]) + np.float32(0.5)
     mean, var, scale, bias = channel
+    # a layer normalization's {N, S, 128} of the same size: the statistics over the last axis
+    rows = np.random.default_rng(4).standard_normal((max(1, elements // 1024), 8, 128)).astype(np.float32)
+    gamma, beta = (np.random.default_rng(i).standard_normal((1, 1, 128)).astype(np.float32) for i in (5, 6))
     return {
         "batch_normalization": (lambda: dmlcli.run("batch_normalization", x, mean, var, scale, bias),
                                 lambda: numpy_batch_norm(x, mean, var, scale, bias)),
         "mean_variance_normalization1": (lambda: dmlcli.run("mean_variance_normalization1", x, axes=[2, 3]),
                                          lambda: numpy_mvn(x, (2, 3))),
+        "mvn1_last_axis": (
+            lambda: dmlcli.run("mean_variance_normalization1", rows, gamma, beta, axes=[2]),
+            lambda: numpy_mvn(rows, (2,)) * gamma + beta),
         "local_response_normalization": (lambda: dmlcli.run("local_response_normalization", x, cross_channel=True),
                                          lambda: numpy_lrn(x)),
         "lp_normalization": (lambda: dmlcli.run("lp_normalization", x, axis=1), lambda: numpy_lp(x)),
@@ -89,7 +96,15 @@ def main(argv=None) -> int:
     parser.add_argument("--mib", type=float, default=8.0)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--ops", default="")
+    parser.add_argument("--compiled-loops", action="store_true",
+                        help="turn the compiled loops on (MEAN_VARIANCE_NORMALIZATION over the last axis; needs numba)")
     args = parser.parse_args(argv)
+    from dmlcli.operators.numerics import compiled_loops
+
+    loops = compiled_loops.use(args.compiled_loops)
+    if args.compiled_loops and loops is None:
+        parser.error("--compiled-loops needs numba (pip install 'dmlcli[compiled]')")
+    print(f"compiled loops: {'on' if loops is not None else 'off'}")
     chosen = cases(args.mib)
     names = [name for name in chosen if not args.ops or name in args.ops.split(",")]
     print(f"{'operator':<30} {'dmlcli ms':>10} {'numpy ms':>10} {'ratio':>7}  (goal <= {GOAL})")

@@ -1,5 +1,5 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the
-NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core,
+NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core, MVN,
 CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each
 sign and payload, subnormals, infinities), the range edges of every integer type, zero and infinite bounds, and
 tensors past the NumPy kernels' block size.
@@ -149,6 +149,51 @@ def test_relu_gives_the_numpy_kernels_bits(loops_state, data, dtype, fused):
         with np.errstate(invalid="ignore"):
             rule[x <= 0] = 0.0
         assert np.array_equal(bits(compiled), bits(rule))
+
+
+@SETTINGS
+@given(data=st.data(), rows=st.integers(1, 5), n=st.sampled_from([1, 2, 7, 8, 9, 15, 16, 17, 64, 100, 127, 128, 129]),
+       operator=st.sampled_from(["mean_variance_normalization1", "mean_variance_normalization2"]),
+       use_mean=st.booleans(), use_variance=st.booleans(), with_scale=st.booleans(), with_bias=st.booleans(),
+       nan_at=st.sampled_from([None, "x", "scale", "bias"]))
+def test_mvn_over_the_last_axis_gives_the_numpy_kernels_bits(loops_state, data, rows, n, operator, use_mean,
+                                                             use_variance, with_scale, with_bias, nan_at):
+    """MEAN_VARIANCE_NORMALIZATION1/2 over the last axis compiled (rows of at most 128 values; 129 keeps NumPy's
+    path), with and without Scale and Bias, UseMean and UseVariance both ways: values of every magnitude, zeros of
+    both signs, infinities, subnormals, rows of equal values; a NaN anywhere sends the call to NumPy's kernel. The
+    NumPy kernel's bits each time (its pairwise sums' order, its identity +0.0, its roundings)."""
+    x = data.draw(any_floats("float32", [0.0, -0.0, 1.0, 3.0, 1e-40, 1e30, -1e30]))
+    with np.errstate(over="ignore"):
+        x = np.resize(x, (rows, 1, n)) * np.float32(data.draw(st.sampled_from([1.0, 1e-3, 1e20])))
+    if data.draw(st.booleans()):
+        x[0] = x[0, 0, 0]  # a row of one value: its deviation 0
+    vectors = {}
+    for name, wanted in (("scale", with_scale), ("bias", with_bias)):
+        if wanted or nan_at == name:
+            vectors[name] = np.random.default_rng(n).standard_normal((1, 1, n)).astype(np.float32)
+    if nan_at in vectors:
+        vectors[nan_at][0, 0, n // 2] = np.nan
+    elif nan_at == "x":
+        x[-1, 0, n - 1] = np.nan
+    options = {"axes": [2], "epsilon": data.draw(st.sampled_from([1e-5, 0.0, 1.0]))}
+    if operator.endswith("1"):
+        options["normalize_variance"] = use_variance
+    else:
+        options.update(use_mean=use_mean, use_variance=use_variance)
+    arguments = [x, vectors.get("scale"), vectors.get("bias")]
+    compiled, numpy = both_ways(lambda: dmlcli.run(operator, *arguments, **options))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+def test_the_mvn_loop_takes_only_its_cases(loops_state):
+    loops = compiled_loops.use(True)
+    x = np.ones((2, 128), np.float32)
+    assert loops.mvn_rows(x, None, None, 1e-5, True, True) is not None
+    assert loops.mvn_rows(np.ones((2, 129), np.float32), None, None, 1e-5, True, True) is None  # past 128
+    assert loops.mvn_rows(x.astype(np.float64), None, None, 1e-5, True, True) is None
+    assert loops.mvn_rows(x, np.ones((2, 128), np.float32), None, 1e-5, True, True) is None  # a Scale per row
+    x[1, 5] = np.nan
+    assert loops.mvn_rows(x, None, None, 1e-5, True, True) is None
 
 
 @SETTINGS

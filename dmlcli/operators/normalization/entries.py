@@ -24,6 +24,7 @@ import numpy as np
 from ...data_types import FLOATS
 from ...feature_levels import level
 from ..elementwise.activation import FUSABLE, FUSABLE_NAMES
+from ..numerics import compiled_loops
 from ..numerics.cuda_prelude import elementwise_kernel
 from ..table.parameters import (BoolParameter, FloatParameter, FusedActivationParameter, IntArrayParameter,
     IntegerParameter)
@@ -478,7 +479,10 @@ def mvn_axes_kernel(xp, inputs, outputs, params):
     x, scale, bias = (_f32(xp, t) for t in inputs)
     axes = resolve_axes(params["Axes"], x.ndim, "Axes")
     use_mean, use_variance = _statistics(params)
-    y = _normalise(xp, x, axes, scale, bias, use_variance, params["Epsilon"], use_mean)
+    loops = compiled_loops.active() if xp is np and axes == (x.ndim - 1,) else None
+    y = None if loops is None else loops.mvn_rows(x, scale, bias, params["Epsilon"], use_mean, use_variance)
+    if y is None:
+        y = _normalise(xp, x, axes, scale, bias, use_variance, params["Epsilon"], use_mean)
     return _finish(xp, y, outputs[0], params["FusedActivation"])
 
 

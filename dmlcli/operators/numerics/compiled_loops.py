@@ -1,8 +1,8 @@
 """Compiled CPU loops (Numba) for the rules NumPy cannot run in one pass: CLIP's and THRESHOLD's clamp with
 DirectML's NaN and signed-zero rule, RELU's (-0.0 gives +0.0, a NaN its own bits), SIGN (a zero keeps its sign, a
 NaN its bits), CAST's float-to-integer (Direct3D's: toward zero, saturating, NaN to 0) and FLOAT32/FLOAT64
-conversions (a NaN becomes the quiet NaN of its sign); and GELU's FLOAT32 polynomial core, which NumPy runs as 24
-passes over float64 arrays.
+conversions (a NaN becomes the quiet NaN of its sign); GELU's FLOAT32 polynomial core, which NumPy runs as 24
+passes over float64 arrays; and MEAN_VARIANCE_NORMALIZATION over the last axis, which NumPy runs as about nine.
 
 NumPy's kernels give the same bits with a pass and a check: np.clip keeps NaN, so its result is searched for NaN;
 np.sign gives -0.0 the bits of +0.0, so its result is searched for zeros; astype wraps or marks values past the
@@ -131,6 +131,73 @@ def _relu_loop(values, zero, out):
         out[i] = zero if v <= zero else v
 
 
+def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, out, centred):
+    """MEAN_VARIANCE_NORMALIZATION over the last axis of x (rows of n <= 128 FLOAT32 values, C-ordered), with
+    normalization/entries.py's _normalise's FLOAT32 operations in its order: each row's sums as NumPy's add.reduce
+    makes them (+0.0 plus its pairwise sum, which for n <= 128 is eight running sums combined as
+    ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in turn), divided by n; x - mean; the mean of
+    the squares plus epsilon, its square root; the division, then Scale, then Bias (either of size 0: none).
+    Returns False, out unfinished, where x, Scale or Bias holds a NaN (which NaN a sum carries then depends on the
+    order NumPy's vector loops take operands in: the caller runs NumPy's kernel instead)."""
+    rows = x.size // n
+    count = np.float32(n)
+    for j in range(scale.size):
+        if scale[j] != scale[j]:
+            return False
+    for j in range(bias.size):
+        if bias[j] != bias[j]:
+            return False
+    sums = np.empty(8, np.float32)
+    for r in range(rows):
+        base = r * n
+        for j in range(n):
+            value = x[base + j]
+            if value != value:
+                return False
+            centred[j] = value
+        for stage in range(2):
+            if stage == 0 and not use_mean:
+                continue
+            if stage == 1 and not normalize_variance:
+                break
+            if stage == 1:
+                for j in range(n):
+                    out[base + j] = centred[j] * centred[j]
+            source = centred if stage == 0 else out[base:base + n]
+            if n < 8:
+                total = np.float32(-0.0)
+                for j in range(n):
+                    total = total + source[j]
+            else:
+                for k in range(8):
+                    sums[k] = source[k]
+                i = 8
+                while i < n - n % 8:
+                    for k in range(8):
+                        sums[k] = sums[k] + source[i + k]
+                    i += 8
+                total = ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))
+                while i < n:
+                    total = total + source[i]
+                    i += 1
+            statistic = (np.float32(0.0) + total) / count
+            if stage == 0:
+                for j in range(n):
+                    centred[j] = centred[j] - statistic
+            else:
+                deviation = np.sqrt(statistic + epsilon)
+                for j in range(n):
+                    centred[j] = centred[j] / deviation
+        for j in range(n):
+            value = centred[j]
+            if scale.size:
+                value = value * scale[j]
+            if bias.size:
+                value = value + bias[j]
+            out[base + j] = value
+    return True
+
+
 def _sign_loop(values, zero, one, minus_one, out):
     """SIGN: 1 above zero, -1 below, the element itself otherwise (a zero keeps its sign, a NaN its bits: it is
     copied, never computed with). The constants are of the values' type, so that nothing is widened."""
@@ -189,6 +256,7 @@ class CompiledLoops:
         self._clamp = _compiled(numba, _clamp_loop)
         self._sign = _compiled(numba, _sign_loop)
         self._relu = _compiled(numba, _relu_loop)
+        self._mvn_rows = _compiled(numba, _mvn_rows_loop, error_model="numpy")
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
         self._gelu_core = _compiled(numba, _gelu_core_loop)
@@ -228,6 +296,29 @@ class CompiledLoops:
         out = np.empty(flat.shape, values.dtype)
         self._relu(flat, values.dtype.type(0), out)
         return out.reshape(values.shape)
+
+    def mvn_rows(self, x: np.ndarray, scale, bias, epsilon: float, use_mean: bool,
+                 normalize_variance: bool) -> np.ndarray | None:
+        """MEAN_VARIANCE_NORMALIZATION of a FLOAT32 tensor over its last axis (rows of at most 128 values), Scale
+        and Bias FLOAT32 of that axis's size or None: _normalise's bits (normalization/entries.py) in one pass a
+        row; None where the loop does not take the call (other types, longer rows, NaN anywhere)."""
+        n = x.shape[-1] if x.ndim else 0
+        if x.dtype != np.float32 or not 0 < n <= 128 or x.size == 0:
+            return None
+        vectors = []
+        for operand in (scale, bias):
+            if operand is None:
+                vectors.append(np.empty(0, np.float32))
+            elif operand.dtype == np.float32 and operand.size == n and operand.shape[-1:] == (n,):
+                vectors.append(np.ascontiguousarray(operand).reshape(n))
+            else:
+                return None
+        flat = _flat_input(x)
+        out = np.empty(flat.shape, np.float32)
+        if not self._mvn_rows(flat, n, vectors[0], vectors[1], np.float32(epsilon), use_mean, normalize_variance,
+                              out, np.empty(n, np.float32)):
+            return None
+        return out.reshape(x.shape)
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
         """FLOAT32/FLOAT64 values as the integer type `dtype` by Direct3D's rule (conversions.float_to_integer);
@@ -274,11 +365,12 @@ def _flat_input(values: np.ndarray) -> np.ndarray:
     return flat
 
 
-def _compiled(numba, loop):
+def _compiled(numba, loop, **options):
     """`loop` compiled without the GIL, its machine code cached on disk; without a cache where Numba finds no
-    writable place for it (it raises at decoration then)."""
+    writable place for it (it raises at decoration then). `options` go to numba.njit (error_model="numpy": a
+    division by zero gives IEEE's infinity or NaN, not Python's ZeroDivisionError)."""
     try:
-        return numba.njit(nogil=True, cache=True)(loop)
+        return numba.njit(nogil=True, cache=True, **options)(loop)
     except RuntimeError:
-        return numba.njit(nogil=True)(loop)
+        return numba.njit(nogil=True, **options)(loop)
 
