@@ -73,6 +73,8 @@ def cases(mib: float):
     # a layer normalization's {N, S, 128} of the same size: the statistics over the last axis
     rows = np.random.default_rng(4).standard_normal((max(1, elements // 1024), 8, 128)).astype(np.float32)
     gamma, beta = (np.random.default_rng(i).standard_normal((1, 1, 128)).astype(np.float32) for i in (5, 6))
+    wide = np.random.default_rng(7).standard_normal((max(1, elements // 6144), 8, 768)).astype(np.float32)
+    gamma_wide, beta_wide = (np.random.default_rng(i).standard_normal((1, 1, 768)).astype(np.float32) for i in (8, 9))
     return {
         "batch_normalization": (lambda: dmlcli.run("batch_normalization", x, mean, var, scale, bias),
                                 lambda: numpy_batch_norm(x, mean, var, scale, bias)),
@@ -81,6 +83,9 @@ def cases(mib: float):
         "mvn1_last_axis": (
             lambda: dmlcli.run("mean_variance_normalization1", rows, gamma, beta, axes=[2]),
             lambda: numpy_mvn(rows, (2,)) * gamma + beta),
+        "mvn1_last_axis_768": (
+            lambda: dmlcli.run("mean_variance_normalization1", wide, gamma_wide, beta_wide, axes=[2]),
+            lambda: numpy_mvn(wide, (2,)) * gamma_wide + beta_wide),
         "local_response_normalization": (lambda: dmlcli.run("local_response_normalization", x, cross_channel=True),
                                          lambda: numpy_lrn(x)),
         "lp_normalization": (lambda: dmlcli.run("lp_normalization", x, axis=1), lambda: numpy_lp(x)),

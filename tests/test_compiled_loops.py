@@ -152,14 +152,15 @@ def test_relu_gives_the_numpy_kernels_bits(loops_state, data, dtype, fused):
 
 
 @SETTINGS
-@given(data=st.data(), rows=st.integers(1, 5), n=st.sampled_from([1, 2, 7, 8, 9, 15, 16, 17, 64, 100, 127, 128, 129]),
+@given(data=st.data(), rows=st.integers(1, 4),
+       n=st.sampled_from([1, 2, 7, 8, 9, 15, 16, 17, 64, 100, 127, 128, 129, 200, 264, 768, 1000, 3001]),
        operator=st.sampled_from(["mean_variance_normalization1", "mean_variance_normalization2"]),
        use_mean=st.booleans(), use_variance=st.booleans(), with_scale=st.booleans(), with_bias=st.booleans(),
        nan_at=st.sampled_from([None, "x", "scale", "bias"]))
 def test_mvn_over_the_last_axis_gives_the_numpy_kernels_bits(loops_state, data, rows, n, operator, use_mean,
                                                              use_variance, with_scale, with_bias, nan_at):
-    """MEAN_VARIANCE_NORMALIZATION1/2 over the last axis compiled (rows of at most 128 values; 129 keeps NumPy's
-    path), with and without Scale and Bias, UseMean and UseVariance both ways: values of every magnitude, zeros of
+    """MEAN_VARIANCE_NORMALIZATION1/2 over the last axis compiled (rows short and long: NumPy's pairwise sums split
+    rows past 128 values into halves), with and without Scale and Bias, UseMean and UseVariance both ways: values of every magnitude, zeros of
     both signs, infinities, subnormals, rows of equal values; a NaN anywhere sends the call to NumPy's kernel. The
     NumPy kernel's bits each time (its pairwise sums' order, its identity +0.0, its roundings)."""
     x = data.draw(any_floats("float32", [0.0, -0.0, 1.0, 3.0, 1e-40, 1e30, -1e30]))
@@ -189,7 +190,7 @@ def test_the_mvn_loop_takes_only_its_cases(loops_state):
     loops = compiled_loops.use(True)
     x = np.ones((2, 128), np.float32)
     assert loops.mvn_rows(x, None, None, 1e-5, True, True) is not None
-    assert loops.mvn_rows(np.ones((2, 129), np.float32), None, None, 1e-5, True, True) is None  # past 128
+    assert loops.mvn_rows(np.ones((2, 129), np.float32), None, None, 1e-5, True, True) is not None
     assert loops.mvn_rows(x.astype(np.float64), None, None, 1e-5, True, True) is None
     assert loops.mvn_rows(x, np.ones((2, 128), np.float32), None, 1e-5, True, True) is None  # a Scale per row
     x[1, 5] = np.nan
@@ -351,3 +352,13 @@ def test_the_benches_time_the_compiled_loops(loops_state, monkeypatch, capsys, s
     monkeypatch.syspath_prepend(str(REPO / "bench"))
     assert importlib.import_module(script).main([*arguments, "--compiled-loops"]) == 0
     assert "compiled loops" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("n, leaves", [(5, [(0, 5)]), (128, [(0, 128)]), (129, [(0, 64), (64, 65)]),
+                                       (300, [(0, 72), (72, 72), (144, 72), (216, 84)])])
+def test_the_pairwise_program_halves_as_numpy_does(n, leaves):
+    """compiled_loops._pairwise_program: NumPy's blocks (a half cut to a multiple of 8, halved again past 128)
+    and the postfix order that adds them."""
+    found_leaves, steps = compiled_loops._pairwise_program(n)
+    assert [tuple(row) for row in found_leaves.tolist()] == leaves
+    assert list(steps) == {1: [0], 2: [0, 1, -1], 4: [0, 1, -1, 2, 3, -1, -1]}[len(leaves)]

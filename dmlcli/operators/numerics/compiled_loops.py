@@ -24,6 +24,7 @@ every special value (NaN of each sign and payload, zeros of both signs, infiniti
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 
@@ -32,6 +33,10 @@ import numpy as np
 ENVIRONMENT_VARIABLE = "DMLCLI_COMPILED_LOOPS"
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
+
+# MEAN_VARIANCE_NORMALIZATION's loop takes rows up to this long: the counts a FLOAT32 holds exactly (past them
+# _normalise's mean divides by an intp). Its pairwise program then keeps at most 18 sums on its stack (of 64).
+MVN_LONGEST_ROW = 1 << 24
 
 # The loops' input types: FLOAT16 has no arithmetic in Numba (the NumPy kernels widen it first, exactly).
 FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -131,12 +136,13 @@ def _relu_loop(values, zero, out):
         out[i] = zero if v <= zero else v
 
 
-def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, out, centred):
-    """MEAN_VARIANCE_NORMALIZATION over the last axis of x (rows of n <= 128 FLOAT32 values, C-ordered), with
+def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, leaves, steps, out, centred):
+    """MEAN_VARIANCE_NORMALIZATION over the last axis of x (rows of n FLOAT32 values, C-ordered), with
     normalization/entries.py's _normalise's FLOAT32 operations in its order: each row's sums as NumPy's add.reduce
-    makes them (+0.0 plus its pairwise sum, which for n <= 128 is eight running sums combined as
-    ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest in turn), divided by n; x - mean; the mean of
-    the squares plus epsilon, its square root; the division, then Scale, then Bias (either of size 0: none).
+    makes them, +0.0 plus its pairwise sum (_pairwise_program: blocks of at most 128 values, each the sum of eight
+    running sums combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)) then the rest in turn, or under 8
+    values one by one from -0.0; the blocks' sums added as NumPy's halving adds them), divided by n; x - mean; the
+    mean of the squares plus epsilon, its square root; the division, then Scale, then Bias (either of size 0: none).
     Returns False, out unfinished, where x, Scale or Bias holds a NaN (which NaN a sum carries then depends on the
     order NumPy's vector loops take operands in: the caller runs NumPy's kernel instead)."""
     rows = x.size // n
@@ -147,7 +153,7 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, out
     for j in range(bias.size):
         if bias[j] != bias[j]:
             return False
-    sums = np.empty(8, np.float32)
+    stack = np.empty(64, np.float32)
     for r in range(rows):
         base = r * n
         for j in range(n):
@@ -164,23 +170,33 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, out
                 for j in range(n):
                     out[base + j] = centred[j] * centred[j]
             source = centred if stage == 0 else out[base:base + n]
-            if n < 8:
-                total = np.float32(-0.0)
-                for j in range(n):
-                    total = total + source[j]
-            else:
-                for k in range(8):
-                    sums[k] = source[k]
-                i = 8
-                while i < n - n % 8:
-                    for k in range(8):
-                        sums[k] = sums[k] + source[i + k]
-                    i += 8
-                total = ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))
-                while i < n:
-                    total = total + source[i]
-                    i += 1
-            statistic = (np.float32(0.0) + total) / count
+            top = 0
+            for step in steps:
+                if step < 0:  # the two sums on top added, the earlier block's first
+                    stack[top - 2] = stack[top - 2] + stack[top - 1]
+                    top -= 1
+                    continue
+                start, length = leaves[step, 0], leaves[step, 1]
+                if length < 8:
+                    total = np.float32(-0.0)
+                    for i in range(start, start + length):
+                        total = total + source[i]
+                else:  # eight running sums in locals (an array of them kept Numba's loop out of registers)
+                    s0, s1, s2, s3 = source[start], source[start + 1], source[start + 2], source[start + 3]
+                    s4, s5, s6, s7 = source[start + 4], source[start + 5], source[start + 6], source[start + 7]
+                    i = 8
+                    while i < length - length % 8:
+                        at = start + i
+                        s0, s1, s2, s3 = s0 + source[at], s1 + source[at + 1], s2 + source[at + 2], s3 + source[at + 3]
+                        s4, s5, s6, s7 = s4 + source[at + 4], s5 + source[at + 5], s6 + source[at + 6], s7 + source[at + 7]
+                        i += 8
+                    total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+                    while i < length:
+                        total = total + source[start + i]
+                        i += 1
+                stack[top] = total
+                top += 1
+            statistic = (np.float32(0.0) + stack[0]) / count
             if stage == 0:
                 for j in range(n):
                     centred[j] = centred[j] - statistic
@@ -196,6 +212,29 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, out
                 value = value + bias[j]
             out[base + j] = value
     return True
+
+
+@functools.lru_cache(maxsize=64)
+def _pairwise_program(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """How NumPy's pairwise sum adds n contiguous values, as _mvn_rows_loop runs it: the blocks it sums directly
+    ({start, length} rows: n itself up to 128, else NumPy's halves, each cut to a multiple of 8, halved again), and
+    the order as a postfix program (an index: push that block's sum; -1: add the top two)."""
+    leaves: list[tuple[int, int]] = []
+    steps: list[int] = []
+
+    def visit(start: int, length: int) -> None:
+        if length <= 128:
+            steps.append(len(leaves))
+            leaves.append((start, length))
+            return
+        half = length // 2
+        half -= half % 8
+        visit(start, half)
+        visit(start + half, length - half)
+        steps.append(-1)
+
+    visit(0, n)
+    return np.array(leaves, np.int64).reshape(-1, 2), np.array(steps, np.int64)
 
 
 def _sign_loop(values, zero, one, minus_one, out):
@@ -299,11 +338,11 @@ class CompiledLoops:
 
     def mvn_rows(self, x: np.ndarray, scale, bias, epsilon: float, use_mean: bool,
                  normalize_variance: bool) -> np.ndarray | None:
-        """MEAN_VARIANCE_NORMALIZATION of a FLOAT32 tensor over its last axis (rows of at most 128 values), Scale
-        and Bias FLOAT32 of that axis's size or None: _normalise's bits (normalization/entries.py) in one pass a
-        row; None where the loop does not take the call (other types, longer rows, NaN anywhere)."""
+        """MEAN_VARIANCE_NORMALIZATION of a FLOAT32 tensor over its last axis (rows of at most MVN_LONGEST_ROW
+        values), Scale and Bias FLOAT32 of that axis's size or None: _normalise's bits (normalization/entries.py) in
+        one pass a row; None where the loop does not take the call (other types, longer rows, NaN anywhere)."""
         n = x.shape[-1] if x.ndim else 0
-        if x.dtype != np.float32 or not 0 < n <= 128 or x.size == 0:
+        if x.dtype != np.float32 or not 0 < n <= MVN_LONGEST_ROW or x.size == 0:
             return None
         vectors = []
         for operand in (scale, bias):
@@ -315,8 +354,9 @@ class CompiledLoops:
                 return None
         flat = _flat_input(x)
         out = np.empty(flat.shape, np.float32)
+        leaves, steps = _pairwise_program(n)
         if not self._mvn_rows(flat, n, vectors[0], vectors[1], np.float32(epsilon), use_mean, normalize_variance,
-                              out, np.empty(n, np.float32)):
+                              leaves, steps, out, np.empty(n, np.float32)):
             return None
         return out.reshape(x.shape)
 
