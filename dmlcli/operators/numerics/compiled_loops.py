@@ -187,8 +187,10 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, lea
                     i = 8
                     while i < length - length % 8:
                         at = start + i
-                        s0, s1, s2, s3 = s0 + source[at], s1 + source[at + 1], s2 + source[at + 2], s3 + source[at + 3]
-                        s4, s5, s6, s7 = s4 + source[at + 4], s5 + source[at + 5], s6 + source[at + 6], s7 + source[at + 7]
+                        s0, s1 = s0 + source[at], s1 + source[at + 1]
+                        s2, s3 = s2 + source[at + 2], s3 + source[at + 3]
+                        s4, s5 = s4 + source[at + 4], s5 + source[at + 5]
+                        s6, s7 = s6 + source[at + 6], s7 + source[at + 7]
                         i += 8
                     total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
                     while i < length:
