@@ -161,8 +161,9 @@ def test_mvn_over_the_last_axis_gives_the_numpy_kernels_bits(loops_state, data, 
                                                              use_variance, with_scale, with_bias, nan_at):
     """MEAN_VARIANCE_NORMALIZATION1/2 over the last axis compiled (rows short and long: NumPy's pairwise sums split
     rows past 128 values into halves), with and without Scale and Bias, UseMean and UseVariance both ways: values of
-    every magnitude, zeros of both signs, infinities, subnormals, rows of equal values; a NaN anywhere sends the call to NumPy's kernel. The
-    NumPy kernel's bits each time (its pairwise sums' order, its identity +0.0, its roundings)."""
+    every magnitude, zeros of both signs, infinities, subnormals, rows of equal values; a NaN anywhere sends the call
+    to NumPy's kernel. The NumPy kernel's bits each time (its pairwise sums' order, its identity +0.0, its
+    roundings)."""
     x = data.draw(any_floats("float32", [0.0, -0.0, 1.0, 3.0, 1e-40, 1e30, -1e30]))
     with np.errstate(over="ignore"):
         x = np.resize(x, (rows, 1, n)) * np.float32(data.draw(st.sampled_from([1.0, 1e-3, 1e20])))
