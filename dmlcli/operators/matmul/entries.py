@@ -433,21 +433,17 @@ def _scaled_plus(result, c, alpha, beta):
 def gemm_planned(inputs, outputs, params):
     """GEMM's CPU call worked out once for FLOAT32 tensors (Operator.planned_kernel: a model's node made again on
     inputs of the same types, Sizes and Strides): gemm_product's steps for that case alone, with the same operations
-    in the same order, so the same bits; the checks of the types and of Alpha, Beta and the transposes are made here
+    in the same order, so the same bits; the checks of the types and Alpha's and Beta's conversions are made here
     once. It costs a model's GEMM node a few us less a call (gemm_product asks half a dozen questions of the types
     and enters an errstate that the model's run holds already). None for FLOAT16 (widened on every call)."""
     float32 = np.dtype(np.float32)
     if any(x is not None and x.dtype != float32 for x in inputs) or outputs[0].data_type.numpy_dtype != float32:
         return None
     alpha, beta = np.float32(params["Alpha"]), np.float32(params["Beta"])
-    transpose_a, transpose_b = params["TransA"] == "TRANSPOSE", params["TransB"] == "TRANSPOSE"
 
     def run(arrays):
         a, b, c = arrays
-        if transpose_a:
-            a = a.swapaxes(-1, -2)
-        if transpose_b:
-            b = b.swapaxes(-1, -2)
+        a, b = _transposed(np, a, b, params)
         return (_scaled_plus(_product(np, a, b), c, alpha, beta),)
 
     return run
