@@ -52,54 +52,6 @@ struct Geometry {
 };
 """
 
-# One kernel a call (a launch costs the H200 machine's host 9 to 11 us, as much as the check's pass on the device):
-# one warp per mask row {mb, mh, i}, which reads the row (16 bytes a lane a step where the mask is C-ordered on a
-# 16-byte boundary with rows of 4n keys) against the causal pattern (nonzero exactly where key j <= i). Where the row
-# differs, the call's number goes to *flag and, with `fix` (the attention ran cuDNN's causal mode), every output row
-# that mask row masks is made again by DirectML's formula in FLOAT32 (an online softmax over the keys). By ncu, a
-# {2048, 2048} INT32 mask is read in 7.3 us (48% of the H200's memory bandwidth); a block a row, 2 loads a thread
-# and a barrier per row, took 13.1 us.
-_SOURCE = _GEOMETRY + r"""
-extern "C" __global__ void dml_kernel(const int* mask, const Geometry* g, unsigned long long* flag,
-                                      unsigned long long number, int vector, int fix, float scale, float filter,
-                                      const __half* q, const __half* k, const __half* v, __half* o)
-{
-    const int lane = threadIdx.x & 31;
-    const long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    const int rows = (int)g->rows, keys = (int)g->keys, mask_heads = (int)g->mask_heads;
-    const int mask_batch = (int)g->mask_batch;
-    const long long mask_rows = (long long)mask_batch * mask_heads * rows;
-    for (long long r = first; r < mask_rows; r += warps) {
-        const int i = (int)(r % rows);
-        const int mh = (int)((r / rows) % mask_heads);
-        const int mb = (int)(r / ((long long)rows * mask_heads));
-        const int* row = mask + mb * g->msb + mh * g->msh + i * g->msi;
-        bool differs = false;
-        if (vector) {
-            const int4* row4 = (const int4*)row;
-            #pragma unroll 16
-            for (int j4 = lane; j4 < keys / 4; j4 += 32) {
-                const int4 m = __ldcs(row4 + j4);  // evict-first: the mask does not push the attention's data out of L2
-                const int j = 4 * j4;
-                differs |= ((m.x != 0) != (j <= i)) | ((m.y != 0) != (j + 1 <= i)) | ((m.z != 0) != (j + 2 <= i))
-                           | ((m.w != 0) != (j + 3 <= i));
-            }
-        } else {
-            for (int j = lane; j < keys; j += 32) differs |= (row[j * g->msj] != 0) != (j <= i);
-        }
-        if (!__any_sync(0xffffffffu, differs)) continue;
-        if (lane == 0) *flag = number;
-        if (!fix) continue;
-        const int b0 = mask_batch == 1 ? 0 : mb, h0 = mask_heads == 1 ? 0 : mh;
-        const int batches = mask_batch == 1 ? (int)g->batch : 1, heads = mask_heads == 1 ? (int)g->heads : 1;
-        for (int pair = 0; pair < batches * heads; ++pair) {
-            remake_row(g, row, b0 + pair / heads, h0 + pair % heads, i, lane, scale, filter, q, k, v, o);
-        }
-    }
-}
-"""
-
 # The remaking of output row i of batch b, head h, by one warp: each lane holds up to 8 of the head's elements.
 _REMAKE = r"""
 __device__ void remake_row(const Geometry* g, const int* row, int b, int h, int i, int lane, float scale,
@@ -148,7 +100,55 @@ __device__ void remake_row(const Geometry* g, const int* row, int b, int h, int 
     }
 }
 """
-_SOURCE = _SOURCE.replace("extern", _REMAKE + "\nextern", 1)
+
+# One kernel a call (a launch costs the H200 machine's host 9 to 11 us, as much as the check's pass on the device):
+# one warp per mask row {mb, mh, i}, which reads the row (16 bytes a lane a step where the mask is C-ordered on a
+# 16-byte boundary with rows of 4n keys) against the causal pattern (nonzero exactly where key j <= i). Where the row
+# differs, the call's number goes to *flag and, with `fix` (the attention ran cuDNN's causal mode), every output row
+# that mask row masks is made again by DirectML's formula in FLOAT32 (an online softmax over the keys). By ncu, a
+# {2048, 2048} INT32 mask is read in 7.3 us (48% of the H200's memory bandwidth); a block a row, 2 loads a thread
+# and a barrier per row, took 13.1 us.
+_SOURCE = _GEOMETRY + _REMAKE + r"""
+extern "C" __global__ void dml_kernel(const int* mask, const Geometry* g, unsigned long long* flag,
+                                      unsigned long long number, int vector, int fix, float scale, float filter,
+                                      const __half* q, const __half* k, const __half* v, __half* o)
+{
+    const int lane = threadIdx.x & 31;
+    const long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const int rows = (int)g->rows, keys = (int)g->keys, mask_heads = (int)g->mask_heads;
+    const int mask_batch = (int)g->mask_batch;
+    const long long mask_rows = (long long)mask_batch * mask_heads * rows;
+    for (long long r = first; r < mask_rows; r += warps) {
+        const int i = (int)(r % rows);
+        const int mh = (int)((r / rows) % mask_heads);
+        const int mb = (int)(r / ((long long)rows * mask_heads));
+        const int* row = mask + mb * g->msb + mh * g->msh + i * g->msi;
+        bool differs = false;
+        if (vector) {
+            const int4* row4 = (const int4*)row;
+            #pragma unroll 16
+            for (int j4 = lane; j4 < keys / 4; j4 += 32) {
+                const int4 m = __ldcs(row4 + j4);  // evict-first: the mask does not push the attention's data out of L2
+                const int j = 4 * j4;
+                differs |= ((m.x != 0) != (j <= i)) | ((m.y != 0) != (j + 1 <= i)) | ((m.z != 0) != (j + 2 <= i))
+                           | ((m.w != 0) != (j + 3 <= i));
+            }
+        } else {
+            for (int j = lane; j < keys; j += 32) differs |= (row[j * g->msj] != 0) != (j <= i);
+        }
+        if (!__any_sync(0xffffffffu, differs)) continue;
+        if (lane == 0) *flag = number;
+        if (!fix) continue;
+        const int b0 = mask_batch == 1 ? 0 : mb, h0 = mask_heads == 1 ? 0 : mh;
+        const int batches = mask_batch == 1 ? (int)g->batch : 1, heads = mask_heads == 1 ? (int)g->heads : 1;
+        for (int pair = 0; pair < batches * heads; ++pair) {
+            remake_row(g, row, b0 + pair / heads, h0 + pair % heads, i, lane, scale, filter, q, k, v, o);
+        }
+    }
+}
+"""
+
 
 
 @dataclass
@@ -190,12 +190,11 @@ def state(cupy, mask, signature) -> MaskState | None:
     if found is None:
         if cudnn_graphs.capturing(cupy):
             return None
-        sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
         found = MaskState(flag=cupy.zeros(1, np.uint64),
                           word=np.frombuffer(cupy.cuda.alloc_pinned_memory(8), np.uint64, 1),
                           event=cupy.cuda.Event(block=False, disable_timing=True),
                           launch=DriverLaunch.of(compiled(cupy, _SOURCE), _ARGUMENT_KINDS),
-                          vector=bool(mask.flags.c_contiguous and sizes[3] % 4 == 0 and mask.data.ptr % 16 == 0))
+                          vector=bool(mask.flags.c_contiguous and mask.shape[-1] % 4 == 0 and mask.data.ptr % 16 == 0))
         _queue(cupy, found, mask, signature, None, {}, copy_back=True)
         found.event.synchronize()
         cudnn_graphs.keep(_STATES, key, found, MASKS_KEPT)
