@@ -154,65 +154,63 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, lea
         if bias[j] != bias[j]:
             return False
     stack = np.empty(64, np.float32)
+
+    def pairwise_sum(source):  # NumPy's add.reduce of one row: +0.0 plus the blocks' sums in _pairwise_program's order
+        top = 0
+        for step in steps:
+            if step < 0:  # the two sums on top added, the earlier block's first
+                stack[top - 2] = stack[top - 2] + stack[top - 1]
+                top -= 1
+                continue
+            start, length = leaves[step, 0], leaves[step, 1]
+            if length < 8:
+                total = np.float32(-0.0)
+                for i in range(start, start + length):
+                    total = total + source[i]
+            else:  # eight running sums in locals (an array of them kept Numba's loop out of registers)
+                s0, s1, s2, s3 = source[start], source[start + 1], source[start + 2], source[start + 3]
+                s4, s5, s6, s7 = source[start + 4], source[start + 5], source[start + 6], source[start + 7]
+                i = 8
+                while i < length - length % 8:
+                    at = start + i
+                    s0, s1 = s0 + source[at], s1 + source[at + 1]
+                    s2, s3 = s2 + source[at + 2], s3 + source[at + 3]
+                    s4, s5 = s4 + source[at + 4], s5 + source[at + 5]
+                    s6, s7 = s6 + source[at + 6], s7 + source[at + 7]
+                    i += 8
+                total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+                while i < length:
+                    total = total + source[start + i]
+                    i += 1
+            stack[top] = total
+            top += 1
+        return np.float32(0.0) + stack[0]
+
     for r in range(rows):
         base = r * n
+        row = out[base:base + n]
         for j in range(n):
             value = x[base + j]
             if value != value:
                 return False
             centred[j] = value
-        for stage in range(2):
-            if stage == 0 and not use_mean:
-                continue
-            if stage == 1 and not normalize_variance:
-                break
-            if stage == 1:
-                for j in range(n):
-                    out[base + j] = centred[j] * centred[j]
-            source = centred if stage == 0 else out[base:base + n]
-            top = 0
-            for step in steps:
-                if step < 0:  # the two sums on top added, the earlier block's first
-                    stack[top - 2] = stack[top - 2] + stack[top - 1]
-                    top -= 1
-                    continue
-                start, length = leaves[step, 0], leaves[step, 1]
-                if length < 8:
-                    total = np.float32(-0.0)
-                    for i in range(start, start + length):
-                        total = total + source[i]
-                else:  # eight running sums in locals (an array of them kept Numba's loop out of registers)
-                    s0, s1, s2, s3 = source[start], source[start + 1], source[start + 2], source[start + 3]
-                    s4, s5, s6, s7 = source[start + 4], source[start + 5], source[start + 6], source[start + 7]
-                    i = 8
-                    while i < length - length % 8:
-                        at = start + i
-                        s0, s1 = s0 + source[at], s1 + source[at + 1]
-                        s2, s3 = s2 + source[at + 2], s3 + source[at + 3]
-                        s4, s5 = s4 + source[at + 4], s5 + source[at + 5]
-                        s6, s7 = s6 + source[at + 6], s7 + source[at + 7]
-                        i += 8
-                    total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-                    while i < length:
-                        total = total + source[start + i]
-                        i += 1
-                stack[top] = total
-                top += 1
-            statistic = (np.float32(0.0) + stack[0]) / count
-            if stage == 0:
-                for j in range(n):
-                    centred[j] = centred[j] - statistic
-            else:
-                deviation = np.sqrt(statistic + epsilon)
-                for j in range(n):
-                    centred[j] = centred[j] / deviation
+        if use_mean:
+            mean = pairwise_sum(centred) / count
+            for j in range(n):
+                centred[j] = centred[j] - mean
+        if normalize_variance:
+            for j in range(n):
+                row[j] = centred[j] * centred[j]
+            deviation = np.sqrt(pairwise_sum(row) / count + epsilon)
+            for j in range(n):
+                centred[j] = centred[j] / deviation
         for j in range(n):
             value = centred[j]
             if scale.size:
                 value = value * scale[j]
             if bias.size:
                 value = value + bias[j]
-            out[base + j] = value
+            row[j] = value
     return True
 
 
