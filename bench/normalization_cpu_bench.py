@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dmlcli  # noqa: E402
+from dmlcli.operators.numerics import compiled_loops  # noqa: E402
 
 GOAL = 1.3
 SCRATCH = np.zeros(64 * 2**20, np.uint8)  # written before each timed call: neither side finds its data cached
@@ -104,8 +105,6 @@ def main(argv=None) -> int:
     parser.add_argument("--compiled-loops", action="store_true",
                         help="turn the compiled loops on (MEAN_VARIANCE_NORMALIZATION over the last axis; needs numba)")
     args = parser.parse_args(argv)
-    from dmlcli.operators.numerics import compiled_loops
-
     loops = compiled_loops.use(args.compiled_loops)
     if args.compiled_loops and loops is None:
         parser.error("--compiled-loops needs numba (pip install 'dmlcli[compiled]')")

@@ -291,7 +291,8 @@ def keep(cache: dict, key, value, limit: int) -> None:
     cache[key] = value
 
 
-# Caches of built graphs that a family keeps by its own keys (convolution/cudnn.py's routes): forget() clears them too.
+# Caches a family keeps beside the built graphs, by its own keys (convolution/cudnn.py's routes, which hold graphs;
+# attention/causal_masks.py's mask states, which hold device buffers): forget() clears them too.
 _KEPT_WITH_GRAPHS: list[dict] = []
 
 
