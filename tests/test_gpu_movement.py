@@ -197,7 +197,11 @@ def test_padding_with_64_bit_indices(gpu_backend):
     from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
-    x = (cp.arange(2**16 * (2**15 - 3), dtype=cp.uint32) % 251).astype(cp.uint8).reshape(2**16, 2**15 - 3)
+    # 2 GiB made in place (a row's pattern, then a number a row added): the arange of every index and its remainder
+    # took 16 GiB more, which ran the device out of memory beside other GPU tests under pytest -n 14.
+    x = cp.empty((2**16, 2**15 - 3), cp.uint8)
+    x[...] = (cp.arange(2**15 - 3, dtype=cp.uint16) % 251).astype(cp.uint8)
+    x += (cp.arange(2**16, dtype=cp.uint32) % 253).astype(cp.uint8)[:, None]
     for mode, cupy_mode in (("CONSTANT", "constant"), ("EDGE", "edge")):
         got = movement_gpu.pad(cp, x, (2**16 + 3, 2**15 + 2), (1, 2), mode, 7)
         assert got.size > 2**31
