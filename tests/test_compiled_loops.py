@@ -21,6 +21,7 @@ pytest.importorskip("numba")
 
 import dmlcli  # noqa: E402
 from dmlcli.errors import DmlcliWarning  # noqa: E402
+from dmlcli.operators.elementwise import gelu  # noqa: E402
 from dmlcli.operators.numerics import compiled_loops  # noqa: E402
 from dmlcli.operators.numerics.conversions import integer_bounds  # noqa: E402
 from dmlcli.operators.numerics.float_specials import nan_patterns  # noqa: E402
@@ -219,13 +220,35 @@ def test_sign_gives_the_numpy_kernels_bits(loops_state, data, dtype):
 @SETTINGS
 @given(data=st.data())
 def test_gelu_gives_the_numpy_kernels_bits(loops_state, data):
-    """ACTIVATION_GELU's FLOAT32 core compiled (one pass instead of NumPy's 24): any bit pattern, values inside and
-    past the polynomial's |x| <= 1.5, the infinities and NaNs of every payload: the NumPy kernel's bits, element by
-    element (bench/gelu_erfc_check.py holds all 2^32 patterns to the reference, with the loops on or off)."""
+    """ACTIVATION_GELU's FLOAT32 path compiled (one call instead of about 30 NumPy passes): any bit pattern, values
+    inside and past the polynomial's |x| <= 1.5, the infinities and NaNs of every payload: the NumPy kernel's bits,
+    element by element (bench/gelu_erfc_check.py holds all 2^32 patterns to the reference, with the loops on or
+    off)."""
     x = data.draw(any_floats("float32", [1.5, -1.5, 1.5000001, -1.4999999, 5.7, -5.7, 0.3, -1.0]))
     patterns = nan_patterns(np.dtype("float32"))
     for position in data.draw(st.lists(st.integers(0, x.size - 1), max_size=6)):
         bits(x)[position] = patterns[position % len(patterns)]
+    compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+# FLOAT32 values inside GELU's polynomial whose double lies near a FLOAT32 rounding boundary (found by gelu.py's own
+# _near_a_float32_boundary over 2^20 random values): the loop must give their positions, the reference their bits.
+GELU_NEAR_A_BOUNDARY = (0.7897790670394897, -1.247696042060852, 0.21034960448741913, -1.4064174890518188)
+
+
+def test_gelu_loop_gives_the_positions_near_a_boundary_in_every_block(loops_state):
+    """Values near a rounding boundary in the first, second and third of GELU's blocks: the loop gives their
+    positions in the whole tensor (each block's own, offset), and dmlcli.run the NumPy kernel's bits."""
+    loops = compiled_loops.use(True)
+    block = compiled_loops.GELU_BLOCK
+    x = (np.random.default_rng(5).standard_normal(2 * block + 100) * 0.5).astype(np.float32)
+    positions = [5, block + 7, 2 * block + 50, 2 * block + 99]
+    x[positions] = GELU_NEAR_A_BOUNDARY
+    window = gelu._midpoint_window(gelu._APART)
+    _, near = loops.gelu_float32(x, gelu._CORE_COEFFICIENTS, gelu._CORE_EDGE, gelu._SQRT1_2, gelu._ERF_SATURATES,
+                                 window[0], gelu._LOW_BITS, window[1])
+    assert set(positions) <= set(near.tolist())
     compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
     assert np.array_equal(bits(compiled), bits(numpy))
 
@@ -236,7 +259,8 @@ def test_large_gelu_past_the_block(loops_state):
     compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
     assert np.array_equal(bits(compiled), bits(numpy))
     loops = compiled_loops.use(True)
-    assert loops.gelu_core(np.zeros(3, np.float16), (1.0,), np.empty(3)) is False
+    assert loops.gelu_float32(np.zeros(3, np.float16), (1.0,), np.float32(1.5), 0.5, 4.0, np.uint64(0),
+                              np.uint64(0), np.uint64(0)) is None
 
 
 def test_sign_loop_takes_float64_and_refuses_other_types(loops_state):

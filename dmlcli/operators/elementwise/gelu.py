@@ -216,7 +216,16 @@ _BLOCK = 1 << 16
 def _float32(x: np.ndarray) -> np.ndarray:
     """GELU of a FLOAT32 tensor, the reference's bits."""
     flat = x.reshape(-1)
-    if flat.size <= _BLOCK:
+    loops = compiled_loops.active()
+    shift, width = _midpoint_window(_APART)
+    compiled = None if loops is None else loops.gelu_float32(
+        flat, _CORE_COEFFICIENTS, _CORE_EDGE, _SQRT1_2, _ERF_SATURATES, shift, _LOW_BITS, width)
+    if compiled is not None:
+        # The steps below in one compiled call, with C's erfc past the core however many values lie there (where
+        # the NumPy path takes Cody's from _ELEMENT_BY_ELEMENT_BELOW on): both lie within _APART of the reference,
+        # so either rounds to the reference's FLOAT32 wherever the check finds no rounding boundary near.
+        result, near = compiled
+    elif flat.size <= _BLOCK:
         values, spare = _approximate(flat)
         result = values.astype(np.float32)
         near = _near_a_float32_boundary(values, spare)
@@ -237,12 +246,6 @@ def _approximate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 values within _APART of the reference's for the flat FLOAT32 x, and a spare float64 array of their
     size: both this thread's workspace, valid until its next call."""
     v, square, values = _workspace(x.size)
-    loops = compiled_loops.active()
-    if loops is not None and loops.gelu_core(x, _CORE_COEFFICIENTS, values):  # one pass, the same doubles
-        (outside,) = np.nonzero(np.abs(x) > _CORE_EDGE)  # x^2 > 9/4 exactly where |x| > 1.5 (NaN in neither)
-        if outside.size:
-            values[outside] = _outside_core(x[outside].astype(np.float64))
-        return values, square  # square: the spare array
     np.copyto(v, x)
     np.multiply(v, v, out=square)  # exact: a FLOAT32's square fits a double
     values = _core(v, square, values)  # a NaN's is its own (every operation keeps the widened input's NaN)

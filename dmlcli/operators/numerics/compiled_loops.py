@@ -25,7 +25,9 @@ every special value (NaN of each sign and payload, zeros of both signs, infiniti
 from __future__ import annotations
 
 import functools
+import math
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -37,6 +39,8 @@ _OFF = ("", "0", "false", "no", "off")
 # MEAN_VARIANCE_NORMALIZATION's loop takes rows up to this long: the counts a FLOAT32 holds exactly (past them
 # _normalise's mean divides by an intp). Its pairwise program then keeps at most 18 sums on its stack (of 64).
 MVN_LONGEST_ROW = 1 << 24
+# GELU's loop takes this many values a call: their doubles (512 KiB) stay in the processor's second-level cache.
+GELU_BLOCK = 1 << 16
 
 # The loops' input types: FLOAT16 has no arithmetic in Numba (the NumPy kernels widen it first, exactly).
 FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -268,11 +272,19 @@ def _convert_float_loop(values, signs, positive_nan, negative_nan, out):
         out[i] = out.dtype.type(v) if v == v else nan
 
 
-def _gelu_core_loop(values, coefficients, half, out):
-    """GELU's FLOAT32 core (elementwise/gelu.py's _core) for every FLOAT32 value x widened to v: v (1/2 + v S(v^2)),
-    S by Horner's rule in _core's order of operations (the same double roundings: Numba contracts nothing into fused
-    multiply-adds without fastmath). No branch, so that the loop runs in SIMD lanes; the caller replaces the values
-    past the polynomial's range."""
+def _gelu_float32_loop(values, coefficients, edge, sqrt1_2, saturates, shift, low_bits, width, doubles, out, near):
+    """GELU of FLOAT32 values into the FLOAT32 `out` by elementwise/gelu.py's cheaper formula (its _approximate,
+    the rounding and _near_a_float32_boundary), `doubles` a float64 workspace of their size:
+    - the polynomial for every value, v (1/2 + v S(v^2)), S by Horner's rule in _core's order of operations (the same
+      double roundings: Numba contracts nothing into fused multiply-adds without fastmath); no branch, so in SIMD
+      lanes;
+    - the values past |x| = `edge` replaced by _outside_core's element-by-element product (0.5 v erfc(t) with C's
+      erfc, v where t <= -`saturates`, -0.0 for -inf); a NaN is not past it, its core keeps its payload;
+    - each double rounded to FLOAT32, and the positions of those whose low bits lie within `width` of a FLOAT32
+      rounding boundary written to `near` (looked for only where the rounding pass found one: about one value in
+      2^18). Returns how many positions it wrote (the caller makes those values again by the reference).
+    A loop a step: one loop doing all three for each value (its branches kept it out of SIMD lanes) took 64 us for
+    the encoder's 8192 values where these take 22."""
     last = len(coefficients) - 1
     for i in range(values.size):
         v = np.float64(values[i])
@@ -283,8 +295,31 @@ def _gelu_core_loop(values, coefficients, half, out):
             total = total * square
         total = total + coefficients[0]
         total = total * v
-        total = total + half
-        out[i] = total * v
+        total = total + 0.5
+        doubles[i] = total * v
+    for i in range(values.size):
+        if abs(values[i]) > edge:
+            v = np.float64(values[i])
+            t = v * -sqrt1_2
+            half = 0.5 * v
+            if v == -np.inf:
+                doubles[i] = -0.0
+            elif t <= -saturates:
+                doubles[i] = half * 2.0
+            else:
+                doubles[i] = half * math.erfc(t)
+    doubles_bits = doubles.view(np.uint64)
+    anywhere = False
+    for i in range(values.size):
+        out[i] = np.float32(doubles[i])
+        anywhere |= ((doubles_bits[i] + shift) & low_bits) <= width
+    count = 0
+    if anywhere:
+        for i in range(values.size):
+            if ((doubles_bits[i] + shift) & low_bits) <= width:
+                near[count] = i
+                count += 1
+    return count
 
 
 class CompiledLoops:
@@ -298,7 +333,7 @@ class CompiledLoops:
         self._mvn_rows = _compiled(numba, _mvn_rows_loop, error_model="numpy")
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
-        self._gelu_core = _compiled(numba, _gelu_core_loop)
+        self._gelu_float32 = _compiled(numba, _gelu_float32_loop)
 
     def clamp(self, values: np.ndarray, low, high) -> np.ndarray | None:
         """min(high, max(low, values)) by DirectML's NaN and zero rules, for FLOAT32/FLOAT64 values and bounds of
@@ -387,14 +422,41 @@ class CompiledLoops:
         return out.reshape(values.shape)
 
 
-    def gelu_core(self, values: np.ndarray, coefficients: tuple[float, ...], out: np.ndarray) -> bool:
-        """GELU's FLOAT32 core into the float64 `out` for every element (elementwise/gelu.py's _core: one pass
-        instead of 24 NumPy ones), the caller replacing those past the polynomial's range; False (nothing done) for
-        values not FLOAT32."""
+    def gelu_float32(self, values: np.ndarray, coefficients: tuple[float, ...], edge: np.float32, sqrt1_2: float,
+                     saturates: float, shift: np.uint64, low_bits: np.uint64, width: np.uint64
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """GELU of FLOAT32 values by elementwise/gelu.py's cheaper formula in one compiled call a block of
+        GELU_BLOCK values (its _approximate, the rounding and _near_a_float32_boundary: about 30 NumPy passes over
+        float64 arrays and their Python calls): the FLOAT32 results, flat, and the positions the caller must make
+        again by the reference (their doubles near a rounding boundary: `shift`, `low_bits` and `width` are
+        _near_a_float32_boundary's window). None for values not FLOAT32."""
         if values.dtype != np.float32:
-            return False
-        self._gelu_core(_flat_input(values), tuple(float(c) for c in coefficients), 0.5, out)
-        return True
+            return None
+        flat = _flat_input(values)
+        out = np.empty(flat.shape, np.float32)
+        doubles, near = _gelu_workspace(min(flat.size, GELU_BLOCK))
+        constants = (tuple(coefficients), np.float32(edge), float(sqrt1_2), float(saturates), np.uint64(shift),
+                     np.uint64(low_bits), np.uint64(width))
+        found = []
+        for start in range(0, flat.size, GELU_BLOCK):
+            stop = min(start + GELU_BLOCK, flat.size)
+            count = self._gelu_float32(flat[start:stop], *constants, doubles[:stop - start], out[start:stop], near)
+            if count:
+                found.append(near[:count] + start)
+        return out, np.concatenate(found) if found else np.zeros(0, np.intp)
+
+
+def _gelu_workspace(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """GELU's loop's doubles and near positions for `size` values, this thread's own and kept between calls (as
+    gelu.py's _workspace): a block's fresh 512 KiB of doubles would be mapped by the C library and faulted in on every
+    call."""
+    kept = getattr(_gelu_scratch, "arrays", None)
+    if kept is None or kept[0].size < size:
+        kept = _gelu_scratch.arrays = (np.empty(size), np.empty(size, np.intp))
+    return kept
+
+
+_gelu_scratch = threading.local()
 
 
 def _flat_input(values: np.ndarray) -> np.ndarray:
