@@ -6,7 +6,7 @@ Inputs: the Transformer encoder's GELU ({1, 16, 512} FLOAT32: normal values of d
 pre-activations of ../shared/onnx_models/encoder_small.onnx, 0.58), the same values in FLOAT16, and 1 Mi FLOAT32
 values of that spread; --spread sets the deviation. Times are CPU times (time.thread_time) of the calling thread,
 medians of --repeats runs of each kernel in ten rounds (a single thread: OPENBLAS_NUM_THREADS=1 is set here). With
-DMLCLI_COMPILED_LOOPS=1 (and the `compiled` extra) the FLOAT32 core is Numba's loop; the header says which.
+DMLCLI_COMPILED_LOOPS=1 (and the `compiled` extra) the FLOAT32 path is one Numba call; the header says which.
 
     PYTHONPATH=. python3 bench/gelu_cpu_bench.py [--repeats 400] [--spread 0.6]
     DMLCLI_COMPILED_LOOPS=1 PYTHONPATH=. python3 bench/gelu_cpu_bench.py

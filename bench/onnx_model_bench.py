@@ -209,7 +209,7 @@ def main(argv=None) -> int:
         except Exception as why:  # noqa: BLE001 - any reason: the GPU comparison is skipped, saying why
             print(f"skipped: no usable GPU ({why})")
             return 0
-    if args.backend == "cpu":  # GELU's FLOAT32 core (the encoder) runs Numba's loop with DMLCLI_COMPILED_LOOPS=1
+    if args.backend == "cpu":  # with DMLCLI_COMPILED_LOOPS=1 GELU, MVN and RELU run Numba's loops
         from dmlcli.operators.numerics import compiled_loops
 
         state = compiled_loops.state()
