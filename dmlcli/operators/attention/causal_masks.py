@@ -31,6 +31,7 @@ import numpy as np
 from ..numerics import cudnn_graphs
 from ..numerics.cuda_prelude import compiled
 from ..numerics.driver_launch import DriverLaunch
+from .layout import mask_sizes
 
 # The largest head sizes the recomputation holds in registers (8 FLOAT32 values a lane of a warp per row).
 LARGEST_HEAD_SIZE = 256
@@ -241,7 +242,7 @@ def _geometry(cupy, found: MaskState, mask, signature):
     kept = found.geometries.get(signature)
     if kept is not None:
         return kept
-    sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
+    sizes = mask_sizes(mask.shape)
     strides = ((0,) * 4 + tuple(stride // mask.itemsize for stride in mask.strides))[-4:]
     mask_strides = [stride if size > 1 else 0 for size, stride in zip(sizes, strides)]
     (batch, heads, rows, head_size), q_strides = signature.q

@@ -33,7 +33,7 @@ from ..movement.gpu import strided_copy
 from ..numerics import cudnn_graphs
 from ..numerics.cudnn_graphs import Unsupported
 from . import causal_masks
-from .layout import Layout, head_counts, layout
+from .layout import Layout, head_counts, layout, mask_sizes
 
 _UNMAPPED = ("BiasTensor", "RelativePositionBiasTensor", "PastKeyTensor", "PastValueTensor")
 _STACK_POSITION = {("StackedQueryKeyTensor", "q"): 0, ("StackedQueryKeyTensor", "k"): 1,
@@ -176,7 +176,7 @@ def _may_be_causal(mask, params, found) -> bool:
     """Whether the mask's Sizes let it hold the causal pattern and cuDNN's causal mode stand for it (causal_masks.py):
     an INT32 mask of {[1|B,] [1|QH,] S, T} with no past, MaskFilterValue at most CAUSAL_FILTER_LIMIT, and head
     sizes the check's recomputation holds."""
-    sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
+    sizes = mask_sizes(mask.shape)
     return (mask.ndim <= 4 and mask.dtype == np.int32 and sizes[2:] == (found.sequence, found.total)
             and found.past == 0 and float(params["MaskFilterValue"]) <= CAUSAL_FILTER_LIMIT
             and max(found.head_size, found.value_head_size) <= causal_masks.LARGEST_HEAD_SIZE)
@@ -197,7 +197,7 @@ def _bias_sizes(mask, params, found) -> tuple[int, ...]:
     value = float(params["MaskFilterValue"])
     if not float(np.float16(value)) == value:  # -10000 and -inf (ONNX's Attention) are; NaN and -1e6 are not
         raise Unsupported(f"MaskFilterValue {value:g} is not a FLOAT16 (cuDNN's bias holds it as one)")
-    sizes = ((1,) * 4 + tuple(mask.shape))[-4:]
+    sizes = mask_sizes(mask.shape)
     batch = found.batch if sizes[0] == found.batch else 1
     heads = found.query_heads if sizes[1] == found.query_heads else 1
     bias = (batch, heads, found.sequence, found.total)
@@ -213,7 +213,7 @@ def _mask_bias(cupy, mask, sizes: tuple[int, ...], value: float):
     """The FLOAT16 bias of Sizes `sizes` (C-ordered): `value` where the mask (broadcast to them) holds 0, else +0."""
     from ..numerics.cuda_prelude import elementwise_kernel
 
-    lead = ((1,) * 4 + tuple(mask.shape))[-4:]
+    lead = mask_sizes(mask.shape)
     spread = cupy.broadcast_to(mask.reshape(lead), sizes)
     bias = cupy.empty(sizes, dtype=np.float16)
     elementwise_kernel(cupy, *_BIAS)(spread, np.float32(value), bias)

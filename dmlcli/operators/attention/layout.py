@@ -59,6 +59,11 @@ def head_counts(parameters: Mapping[str, object]) -> tuple[int, int]:
     return int(parameters["QueryHeadCount"]), int(parameters["KeyValueHeadCount"])
 
 
+def mask_sizes(shape) -> tuple[int, ...]:
+    """A MaskTensor's Sizes (at most 4) read as {1|B, 1|QH, S, T}: lead-padded with 1s."""
+    return ((1,) * 4 + tuple(shape))[-4:]
+
+
 def strip_leading_ones(shape, keep: int) -> tuple[int, ...]:
     """The last `keep` sizes of a tensor that may have leading 1s ("4 or 5 dimensions, as long as the leading
     dimensions are 1's"); RuleViolation where a leading size is not 1."""
