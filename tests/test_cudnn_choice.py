@@ -467,3 +467,48 @@ def test_a_driver_launch_keeps_its_arguments_and_says_when_the_driver_refuses(mo
     with pytest.raises(RuntimeError, match="CUresult 700"):
         launch(1, 32, 0, (0, -1, 0.0))
     assert driver_launch.DriverLaunch.of(object(), ("u64",)) is None
+
+
+def test_an_early_launch_goes_through_cuLaunchKernelEx_with_programmatic_serialization(monkeypatch):
+    """numerics/driver_launch.py without a GPU: an early launch hands a fake cuLaunchKernelEx a CUlaunchConfig with
+    the grid, the block, the stream and one attribute, PROGRAMMATIC_STREAM_SERIALIZATION (6) set to 1, and the
+    kernel's arguments; a plain launch still takes cuLaunchKernel; without cuLaunchKernelEx an early launch is a plain
+    one; the kernel's first statement, the wait, is compiled for compute capability 9.0 and up alone."""
+    import ctypes
+
+    from dmlcli.operators.numerics import driver_launch
+
+    plain, early = [], []
+
+    def fake(function, gx, gy, gz, bx, by, bz, shared, stream, pointers, extra):
+        plain.append((function, gx, bx, stream))
+        return 0
+
+    def fake_ex(config, function, pointers, extra):
+        config = ctypes.cast(config, ctypes.POINTER(driver_launch._LaunchConfig)).contents
+        attribute = config.attributes[0]
+        early.append((function, (config.grid_x, config.grid_y, config.grid_z),
+                      (config.block_x, config.block_y, config.block_z), config.shared_bytes, config.stream,
+                      config.attribute_count, attribute.id, attribute.value,
+                      ctypes.cast(pointers[0], ctypes.POINTER(ctypes.c_uint64))[0]))
+        return 0 if config.grid_x < 100 else 1
+
+    monkeypatch.setattr(driver_launch, "_LAUNCH", [fake])
+    monkeypatch.setattr(driver_launch, "_LAUNCH_EX", [fake_ex])
+    kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=99))
+    launch = driver_launch.DriverLaunch.of(kernel, ("u64",))
+    assert launch.can_launch_early
+    launch(8, 256, 77, (5,), early=True)
+    launch(3, 128, 78, (6,), early=True)
+    launch(4, 64, 79, (7,))
+    assert early == [(99, (8, 1, 1), (256, 1, 1), 0, 77, 1, 6, 1, 5), (99, (3, 1, 1), (128, 1, 1), 0, 78, 1, 6, 1, 6)]
+    assert plain == [(99, 4, 64, 79)]
+    with pytest.raises(RuntimeError, match="cuLaunchKernelEx gave CUresult 1"):
+        launch(100, 32, 0, (0,), early=True)
+    monkeypatch.setattr(driver_launch, "_LAUNCH_EX", [None])
+    older = driver_launch.DriverLaunch.of(kernel, ("u64",))
+    assert not older.can_launch_early
+    older(2, 32, 80, (8,), early=True)
+    assert plain[-1] == (99, 2, 32, 80) and len(early) == 3  # the refused launch and no other
+    assert "__CUDA_ARCH__ >= 900" in driver_launch.DEPENDENT_LAUNCH_WAIT
+    assert "griddepcontrol.wait" in driver_launch.DEPENDENT_LAUNCH_WAIT

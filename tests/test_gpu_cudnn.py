@@ -534,7 +534,7 @@ def test_a_learnt_causal_mask_whose_causal_mode_cudnn_refuses_runs_the_bias(fron
 
 @pytest.mark.parametrize("driver", [True, False])
 def test_the_check_runs_through_the_driver_or_cupy_s_own_launch(frontend, monkeypatch, driver):
-    # The check's kernel is launched through cuLaunchKernel with kept arguments (numerics/driver_launch.py), or by
+    # The check's kernel is launched through the driver with kept arguments (numerics/driver_launch.py), or by
     # CuPy's RawKernel call where no handle to its function is found: either way each result is right.
     from dmlcli.operators.numerics import driver_launch
 
@@ -549,6 +549,9 @@ def test_the_check_runs_through_the_driver_or_cupy_s_own_launch(frontend, monkey
     assert call.routes == ["causal", "causal"]
     (state,) = causal_masks._STATES.values()
     assert (state.launch is not None) is driver
+    # Through the driver on a device of compute capability 9.0 and up, the check is launched early (its threads
+    # waiting for the attention first): the second call's remade rows above are right either way.
+    assert state.early is (driver and int(cupy.cuda.Device().compute_capability) >= 90)
 
 
 def test_boolean_masks_of_ones_broadcast_and_with_past_lengths(frontend):

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..numerics import cudnn_graphs
 from ..numerics.cuda_prelude import compiled
-from ..numerics.driver_launch import DriverLaunch
+from ..numerics.driver_launch import DEPENDENT_LAUNCH_WAIT, EARLY_LAUNCH_CAPABILITY, DriverLaunch
 from .layout import mask_sizes
 
 # The largest head sizes the recomputation holds in registers (8 FLOAT32 values a lane of a warp per row).
@@ -108,12 +108,15 @@ __device__ void remake_row(const Geometry* g, const int* row, int b, int h, int 
 # differs, the call's number goes to *flag and, with `fix` (the attention ran cuDNN's causal mode), every output row
 # that mask row masks is made again by DirectML's formula in FLOAT32 (an online softmax over the keys). By ncu, a
 # {2048, 2048} INT32 mask is read in 7.3 us (48% of the H200's memory bandwidth); a block a row, 2 loads a thread
-# and a barrier per row, took 13.1 us.
+# and a barrier per row, took 13.1 us. On a device of compute capability 9.0 and up the kernel is launched early
+# (driver_launch.py: its blocks scheduled as the attention's end, each thread first waiting for the attention to have
+# completed), which hides the gap between the two kernels: the check added 10.0 us to PyTorch's causal attention
+# launched plainly and 7.5 us launched early (`.probe/probe5.py`, 6 rounds of 7 x 50 calls on the H200).
 _SOURCE = _GEOMETRY + _REMAKE + r"""
 extern "C" __global__ void dml_kernel(const int* mask, const Geometry* g, unsigned long long* flag,
                                       unsigned long long number, int vector, int fix, float scale, float filter,
                                       const __half* q, const __half* k, const __half* v, __half* o)
-{
+{""" + DEPENDENT_LAUNCH_WAIT + r"""
     const int lane = threadIdx.x & 31;
     const long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -166,6 +169,7 @@ class MaskState:
     number: int = 0  # the number of this mask's latest call
     pending: int | None = None  # the number of the call whose flag's copy is on its way
     launch: DriverLaunch | None = None  # the kernel's launch through the driver (None: CuPy's RawKernel call)
+    early: bool = False  # the launch may be early (driver_launch.py: compute capability 9.0 and up)
     geometries: dict = field(default_factory=dict)  # attention signature -> (its geometry array, the grid)
 
 
@@ -191,10 +195,12 @@ def state(cupy, mask, signature) -> MaskState | None:
     if found is None:
         if cudnn_graphs.capturing(cupy):
             return None
+        launch = DriverLaunch.of(compiled(cupy, _SOURCE), _ARGUMENT_KINDS)
         found = MaskState(flag=cupy.zeros(1, np.uint64),
                           word=np.frombuffer(cupy.cuda.alloc_pinned_memory(8), np.uint64, 1),
-                          event=cupy.cuda.Event(block=False, disable_timing=True),
-                          launch=DriverLaunch.of(compiled(cupy, _SOURCE), _ARGUMENT_KINDS),
+                          event=cupy.cuda.Event(block=False, disable_timing=True), launch=launch,
+                          early=launch is not None and launch.can_launch_early
+                          and int(cupy.cuda.Device().compute_capability) >= EARLY_LAUNCH_CAPABILITY,
                           vector=bool(mask.flags.c_contiguous and mask.shape[-1] % 4 == 0 and mask.data.ptr % 16 == 0))
         _queue(cupy, found, mask, signature, None, {}, copy_back=True)
         found.event.synchronize()
@@ -220,15 +226,16 @@ def _queue(cupy, found: MaskState, mask, signature, pointers: dict[str, int] | N
     fix = pointers is not None
     q, k, v, o = (pointers["Q"], pointers["K"], pointers["V"], pointers["O"]) if fix else (0, 0, 0, 0)
     stream = cupy.cuda.get_current_stream()
+    capturing = cudnn_graphs.stream_capturing(stream)
     arguments = (mask.data.ptr, geometry.data.ptr, found.flag.data.ptr, found.number, int(found.vector), int(fix),
                  float(params.get("Scale", 0.0)), float(params.get("MaskFilterValue", 0.0)), q, k, v, o)
-    if found.launch is not None:
-        found.launch(blocks, _THREADS, stream.ptr, arguments)
+    if found.launch is not None:  # early outside a capture (a captured graph keeps plain dependencies)
+        found.launch(blocks, _THREADS, stream.ptr, arguments, early=found.early and not capturing)
     else:
         compiled(cupy, _SOURCE)((blocks,), (_THREADS,), tuple(
             np.dtype(kind).type(value) for kind, value in zip(_NUMPY_KINDS, arguments)))
     copy_back = copy_back or found.number % COPY_EVERY == 0
-    if found.pending is None and copy_back and not cudnn_graphs.stream_capturing(stream):
+    if found.pending is None and copy_back and not capturing:
         runtime = cupy.cuda.runtime
         runtime.memcpyAsync(found.word.ctypes.data, found.flag.data.ptr, 8, runtime.memcpyDeviceToHost, stream.ptr)
         found.event.record(stream)
