@@ -192,11 +192,39 @@ def test_padding_wrap_on_random_shapes(gpu_backend):
     assert np.array_equal(bits(cupy.asnumpy(got)), bits(np.pad(x, list(zip(start, end)), mode="wrap")))
 
 
-def test_padding_with_64_bit_indices(gpu_backend):
+@pytest.fixture
+def device_room():
+    """For a test that holds several GiB of device memory at once (the 64-bit index tests): one such test at a time
+    among pytest-xdist's workers (an exclusive lock on a file beside the others' temporary files), this process's
+    pooled blocks given back before and after, and a skip saying how much is free where the device has not the
+    room (its memory held by other processes): `need(nbytes)`. Under `pytest -n 14` two of them at once, beside the
+    other workers' pools, ran the H200 out of memory."""
+    import fcntl
+    import tempfile
+    from pathlib import Path
+
+    pool = cupy.get_default_memory_pool()
+    with open(Path(tempfile.gettempdir()) / "dmlcli-tests-device-room.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        pool.free_all_blocks()
+
+        def need(nbytes: int) -> None:
+            free = cupy.cuda.runtime.memGetInfo()[0]
+            if free < nbytes:
+                pytest.skip(f"needs {nbytes / 2**30:.1f} GiB of device memory at once; {free / 2**30:.1f} GiB free")
+
+        try:
+            yield need
+        finally:
+            pool.free_all_blocks()
+
+
+def test_padding_with_64_bit_indices(gpu_backend, device_room):
     """An output past 2^31 elements takes the kernel's 64-bit index arithmetic; CuPy's own pad as the reference."""
     from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
+    device_room(7 * 2**30)  # the input, the output and CuPy's pad, 2 GiB each, and the index temporaries
     # 2 GiB made in place (a row's pattern, then a number a row added): the arange of every index and its remainder
     # took 16 GiB more, which ran the device out of memory beside other GPU tests under pytest -n 14.
     x = cp.empty((2**16, 2**15 - 3), cp.uint8)
@@ -249,11 +277,12 @@ def test_strided_copy_gives_the_views_elements(gpu_backend):
             (index, view.shape, view.strides, view.dtype)
 
 
-def test_strided_copy_with_64_bit_indices(gpu_backend):
+def test_strided_copy_with_64_bit_indices(gpu_backend, device_room):
     """A view reaching past 2^31 elements takes the kernel's 64-bit index arithmetic."""
     from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
+    device_room(5 * 2**30)  # the input (2 GiB), the copy and CuPy's copy of the view (up to 0.7 GiB each)
     x = cp.empty(2**31 + 2**22, dtype=cp.uint8)
     x.view(cp.uint32)[...] = cp.arange(x.size // 4, dtype=cp.uint32)
     for view in (x[::-3], x[: 2**31][::2].reshape(-1, 2**20)[:, 7:]):
