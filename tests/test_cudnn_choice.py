@@ -248,26 +248,39 @@ def test_products_widen_float16_operands_where_cublas_is_not_called():
 
 
 
+ROUTE_KINDS = ("fused", "alone", "channels-last")
+
+
+def _kind(route_or_signature) -> str:
+    """A route's (or a graph signature's) kind: the fused graph, the convolution alone (then the pass), or the fused
+    graph written channels-last (then the transpose)."""
+    if route_or_signature.channels_last:
+        return "channels-last"
+    return "fused" if route_or_signature.fused else "alone"
+
+
 @pytest.fixture
 def convolution_routes(fake_frontend, monkeypatch):
     """convolution/cudnn.py's route of a signature on fakes: each graph a FakeGraph that builds, or that builds no
-    plan where its `fused` flag is in `refused`; the timing's verdict `pair_faster`."""
+    plan where its kind is in `refused`; the timing's verdict the route of kind `fastest` (the first timed where
+    none is of that kind)."""
     from dmlcli.operators.convolution import cudnn as convolution_cudnn
 
-    state = types.SimpleNamespace(refused=set(), pair_faster=False, timed=[], built=[])
+    state = types.SimpleNamespace(refused=set(), fastest="fused", timed=[], built=[])
 
     def builder(signature):
         def build(cudnn, handle):
-            state.built.append(signature.fused)
-            return cudnn_graphs.Built(FakeGraph(("declined",) if signature.fused in state.refused else ("ok",)), {})
+            state.built.append(_kind(signature))
+            return cudnn_graphs.Built(FakeGraph(("declined",) if _kind(signature) in state.refused else ("ok",)), {})
         return build
 
-    def faster(cudnn, cupy, fused, pair, buffers):
-        state.timed.append((fused, pair))
-        return pair if state.pair_faster else fused
+    def fastest(cudnn, cupy, routes, buffers):
+        kinds = [_kind(route) for route in routes]
+        state.timed.append(kinds)
+        return routes[kinds.index(state.fastest)] if state.fastest in kinds else routes[0]
 
     monkeypatch.setattr(convolution_cudnn, "_builder", builder)
-    monkeypatch.setattr(convolution_cudnn, "_faster", faster)
+    monkeypatch.setattr(convolution_cudnn, "_fastest", fastest)
     state.module = convolution_cudnn
     state.signature = convolution_cudnn.Signature(
         input_sizes=(1, 4, 8, 8), filter_sizes=(2, 4, 1, 1), output_sizes=(1, 2, 8, 8), dtype="float16",
@@ -278,88 +291,130 @@ def convolution_routes(fake_frontend, monkeypatch):
 
 def _route(state, tuned_plans, monkeypatch, signature=None):
     monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", tuned_plans)
-    buffers = state.module.Buffers({}, {}, None, None, True)
-    return state.module._route(None, fake_cupy(), signature or state.signature, buffers)
+    cupy = fake_cupy()
+    # The channels-last graph is built on a scratch buffer of its own: an address is all a fake graph needs.
+    cupy.empty = lambda shape, dtype=None: types.SimpleNamespace(shape=shape, dtype=dtype,
+                                                                 data=types.SimpleNamespace(ptr=4096))
+    buffers = state.module.Buffers({}, {}, np.empty((1, 2, 8, 8), np.float16), None, True)
+    return state.module._route(None, cupy, signature or state.signature, buffers)
 
 
-@pytest.mark.parametrize("pair_faster", [False, True])
-def test_a_convolution_s_route_is_timed_once_where_plans_are_tuned(convolution_routes, monkeypatch, pair_faster):
-    convolution_routes.pair_faster = pair_faster
+@pytest.mark.parametrize("fastest", ROUTE_KINDS)
+def test_a_convolution_s_route_is_timed_once_where_plans_are_tuned(convolution_routes, monkeypatch, fastest):
+    convolution_routes.fastest = fastest
     first = _route(convolution_routes, 6, monkeypatch)
-    assert first.fused is not pair_faster
-    assert len(convolution_routes.timed) == 1 and convolution_routes.built == [True, False]
+    assert _kind(first) == fastest
+    assert convolution_routes.timed == [list(ROUTE_KINDS)] and convolution_routes.built == list(ROUTE_KINDS)
     assert _route(convolution_routes, 6, monkeypatch) is first  # kept: no timing, no build
-    assert len(convolution_routes.timed) == 1 and convolution_routes.built == [True, False]
+    assert len(convolution_routes.timed) == 1 and len(convolution_routes.built) == 3
     cudnn_graphs.forget()  # the routes go with the graphs
     _route(convolution_routes, 6, monkeypatch)
     assert len(convolution_routes.timed) == 2
 
 
 def test_without_tuning_the_fused_graph_runs_and_nothing_is_timed(convolution_routes, monkeypatch):
-    assert _route(convolution_routes, 1, monkeypatch).fused
-    assert convolution_routes.timed == [] and convolution_routes.built == [True]
+    assert _kind(_route(convolution_routes, 1, monkeypatch)) == "fused"
+    assert convolution_routes.timed == [] and convolution_routes.built == ["fused"]
 
 
-def test_a_convolution_without_bias_or_relu_has_one_graph(convolution_routes, monkeypatch):
+@pytest.mark.parametrize("fastest", ["fused", "channels-last"])
+def test_a_convolution_without_bias_or_relu_times_its_graph_in_either_layout(convolution_routes, monkeypatch,
+                                                                             fastest):
+    convolution_routes.fastest = fastest
     plain = convolution_routes.signature._replace(bias=False, relu=False)
-    assert _route(convolution_routes, 6, monkeypatch, plain).fused
-    assert convolution_routes.timed == [] and convolution_routes.built == [True]
+    assert _kind(_route(convolution_routes, 6, monkeypatch, plain)) == fastest
+    assert convolution_routes.timed == [["fused", "channels-last"]]
+    assert convolution_routes.built == ["fused", "channels-last"]
 
 
 def test_a_fused_graph_cudnn_cannot_plan_takes_the_convolution_alone(convolution_routes, monkeypatch):
-    convolution_routes.refused = {True}
-    assert not _route(convolution_routes, 6, monkeypatch).fused
+    convolution_routes.refused = {"fused"}
+    assert _kind(_route(convolution_routes, 6, monkeypatch)) == "alone"
     assert convolution_routes.timed == []
 
 
-def test_where_the_convolution_alone_has_no_plan_the_fused_graph_runs_untimed(convolution_routes, monkeypatch):
-    convolution_routes.refused = {False}
-    assert _route(convolution_routes, 6, monkeypatch).fused
-    assert convolution_routes.timed == []
+@pytest.mark.parametrize("refused, timed", [("alone", ["fused", "channels-last"]),
+                                            ("channels-last", ["fused", "alone"])])
+def test_a_route_cudnn_cannot_plan_is_left_out_of_the_timing(convolution_routes, monkeypatch, refused, timed):
+    convolution_routes.refused = {refused}
+    assert _kind(_route(convolution_routes, 6, monkeypatch)) == "fused"
+    assert convolution_routes.timed == [timed]
 
 
-def test_where_cudnn_plans_neither_graph_the_refusal_is_kept(convolution_routes, monkeypatch):
-    convolution_routes.refused = {True, False}
+def test_where_only_the_fused_graph_plans_it_runs_untimed(convolution_routes, monkeypatch):
+    convolution_routes.refused = {"alone", "channels-last"}
+    convolution_routes.fastest = "alone"
+    assert _kind(_route(convolution_routes, 6, monkeypatch)) == "fused"
+    assert convolution_routes.timed == [["fused"]]  # one route: _fastest returns it untimed (below)
+
+
+@pytest.mark.parametrize("signature_change", [{}, {"bias": False, "relu": False}])
+def test_where_cudnn_plans_neither_graph_the_refusal_is_kept(convolution_routes, monkeypatch, signature_change):
+    convolution_routes.refused = set(ROUTE_KINDS)
+    signature = convolution_routes.signature._replace(**signature_change)
     for _ in range(2):
         with pytest.raises(Unsupported, match="no cuDNN plan builds"):
-            _route(convolution_routes, 6, monkeypatch)
-    assert convolution_routes.built == [True, False]
+            _route(convolution_routes, 6, monkeypatch, signature)
+    assert convolution_routes.built == (["fused", "alone"] if not signature_change else ["fused"])
 
 
-def test_a_route_runs_the_fused_graph_alone_or_the_convolution_then_the_pass(monkeypatch):
-    from dmlcli.operators.convolution import channel_finish
+def test_a_route_runs_the_fused_graph_alone_or_the_convolution_then_the_pass_or_the_transpose(monkeypatch):
+    from dmlcli.operators.convolution import channel_finish, channels_last
     from dmlcli.operators.convolution import cudnn as convolution_cudnn
 
     ran = []
     built = types.SimpleNamespace(execute=lambda cudnn, cupy, pointers: ran.append(("execute", pointers)))
     monkeypatch.setattr(channel_finish, "finish", lambda cupy, out, bias, relu: ran.append(("pass", out, bias, relu)))
-    buffers = convolution_cudnn.Buffers({"X": 1, "W": 2, "Y": 3, "B": 4}, {"X": 1, "W": 2, "Y": 3}, "out", "bias", True)
+    monkeypatch.setattr(channels_last, "to_channels_first",
+                        lambda cupy, written, out: ran.append(("transpose", written.shape, out.shape)))
+    out = np.empty((2, 3, 4, 5), np.float16)
+    buffers = convolution_cudnn.Buffers({"X": 1, "W": 2, "Y": 3, "B": 4}, {"X": 1, "W": 2, "Y": 3}, out, "bias", True)
     convolution_cudnn.Route(built, True).run(None, None, buffers)
     assert ran == [("execute", buffers.with_bias)]
     ran.clear()
     convolution_cudnn.Route(built, False).run(None, None, buffers)
-    assert ran == [("execute", buffers.pointers), ("pass", "out", "bias", True)]
+    assert ran == [("execute", buffers.pointers), ("pass", out, "bias", True)]
+    ran.clear()
+    scratch = types.SimpleNamespace(shape=(2, 4, 5, 3), data=types.SimpleNamespace(ptr=4096))
+    cupy = types.SimpleNamespace(empty=lambda shape, dtype: scratch if shape == (2, 4, 5, 3) else None)
+    convolution_cudnn.Route(built, True, channels_last=True).run(None, cupy, buffers)
+    assert ran == [("execute", {"X": 1, "W": 2, "Y": 4096, "B": 4}), ("transpose", (2, 4, 5, 3), (2, 3, 4, 5))]
 
 
-@pytest.mark.parametrize("seconds, chosen", [((2.0, 1.0), "pair"), ((1.0, 2.0), "fused"), ((1.0, 1.0), "fused")])
-def test_the_faster_route_is_the_one_that_took_less_time(monkeypatch, seconds, chosen):
+@pytest.mark.parametrize("seconds, chosen", [((2.0, 1.0, 3.0), "alone"), ((1.0, 2.0, 3.0), "fused"),
+                                             ((3.0, 2.0, 1.0), "channels-last"), ((1.0, 1.0, 1.0), "fused"),
+                                             ((2.0, 1.0, 1.0), "alone")])
+def test_the_fastest_route_is_the_one_that_took_least_time(monkeypatch, seconds, chosen):
     from dmlcli.operators.convolution import cudnn as convolution_cudnn
 
-    routes = {name: types.SimpleNamespace(name=name, run=lambda cudnn, cupy, buffers, name=name: name)
-              for name in ("fused", "pair")}
-    times = dict(zip(("fused", "pair"), seconds))
+    routes = [types.SimpleNamespace(name=name, run=lambda cudnn, cupy, buffers, name=name: name) for name in ROUTE_KINDS]
+    times = dict(zip(ROUTE_KINDS, seconds))
     monkeypatch.setattr(cudnn_graphs, "capturing", lambda cupy: False)
     monkeypatch.setattr(cudnn_graphs, "back_to_back_seconds", lambda cupy, run: times[run()])
-    found = convolution_cudnn._faster(None, None, routes["fused"], routes["pair"], None)
-    assert found is routes[chosen]
+    assert convolution_cudnn._fastest(None, None, routes, None).name == chosen
 
 
-def test_routes_are_never_timed_during_a_capture(monkeypatch):
+def test_routes_are_never_timed_during_a_capture_and_one_route_is_not_timed(monkeypatch):
     from dmlcli.operators.convolution import cudnn as convolution_cudnn
 
     monkeypatch.setattr(cudnn_graphs, "capturing", lambda cupy: True)
     with pytest.raises(RuntimeError, match="captured"):
-        convolution_cudnn._faster(None, None, None, None, None)
+        convolution_cudnn._fastest(None, None, [None, None], None)
+    monkeypatch.setattr(cudnn_graphs, "back_to_back_seconds", lambda cupy, run: pytest.fail("timed"))
+    assert convolution_cudnn._fastest(None, None, ["only"], None) == "only"
+
+
+def test_channels_last_strides_and_sizes():
+    """The strides cuDNN is given for a channels-last output, in {N, C, spatial...} order, are those of a C-ordered
+    {N, spatial..., C} buffer, for 1 to 3 spatial dimensions."""
+    from dmlcli.operators.convolution import channels_last
+
+    for sizes in [(2, 3, 5), (2, 3, 4, 5), (2, 3, 4, 5, 6), (1, 1, 1, 1)]:
+        written = channels_last.channels_last_sizes(sizes)
+        buffer = np.empty(written, np.int8)
+        as_nchw = np.moveaxis(buffer, -1, 1)
+        assert as_nchw.shape == sizes
+        assert channels_last.channels_last_strides(sizes) == list(as_nchw.strides)
 
 
 def test_back_to_back_seconds_times_rows_of_calls_and_takes_the_median(monkeypatch):

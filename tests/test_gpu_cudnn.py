@@ -131,12 +131,49 @@ def test_the_convolution_alone_then_the_bias_and_relu_pass(frontend, fresh_route
     from dmlcli.operators.convolution import cudnn as convolution_cudnn
 
     monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", 2)
-    monkeypatch.setattr(convolution_cudnn, "_faster", lambda cudnn, cupy, fused, pair, buffers: pair)
+    monkeypatch.setattr(convolution_cudnn, "_fastest",
+                        lambda cudnn, cupy, routes, buffers: next(route for route in routes if not route.fused))
     x_shape, w_shape, parameters = CUDNN_CALLS[name]
     for activation in ({"fused_activation": "relu"}, {}):
         taken = convolution_within(x_shape, w_shape, dict(parameters, **activation), dtype, True)
         assert taken == "cudnn", taken
     assert [route.fused for route in convolution_cudnn._ROUTES.values()] == [False, False]
+
+
+# The fused graph written channels-last and then channels_last.py's transpose (convolution/cudnn.py's route where timing
+# finds it faster): forced here for every call cuDNN takes, with and without bias and RELU, each within the rule of the
+# CPU's result, and bit for bit the C-ordered graph's result where the same plan runs (FLOAT32: no layout kernels).
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("name", [name for name in CUDNN_CALLS if name != "depthwise"])
+def test_the_graph_written_channels_last_then_transposed(frontend, fresh_routes, monkeypatch, name, dtype):
+    from dmlcli.operators.convolution import cudnn as convolution_cudnn
+
+    monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", 2)
+    monkeypatch.setattr(convolution_cudnn, "_fastest",
+                        lambda cudnn, cupy, routes, buffers: next(route for route in routes if route.channels_last))
+    x_shape, w_shape, parameters = CUDNN_CALLS[name]
+    for bias, activation in ((True, {"fused_activation": "relu"}), (False, {})):
+        taken = convolution_within(x_shape, w_shape, dict(parameters, **activation), dtype, bias)
+        assert taken == "cudnn", taken
+    assert [route.channels_last for route in convolution_cudnn._ROUTES.values()] == [True, True]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("sizes", [(2, 256, 56, 56), (3, 64, 7, 9), (1, 5, 13), (2, 3, 65, 2), (1, 130, 3, 3, 3),
+                                   (2, 1, 1, 1), (1, 66, 1, 130)])
+def test_the_channels_last_transpose_moves_every_value(dtype, sizes):
+    """channels_last.to_channels_first against CuPy's own transpose, bit for bit: sizes on and off the 64-wide tiles,
+    odd and even channels and positions (FLOAT16's pairs and single values), random bit patterns (NaNs kept)."""
+    from dmlcli.operators.convolution import channels_last
+
+    rng = np.random.default_rng(len(sizes) + sum(sizes))
+    width = np.uint16 if dtype == "float16" else np.uint32
+    written = rng.integers(0, np.iinfo(width).max, channels_last.channels_last_sizes(sizes), dtype=width, endpoint=True)
+    source = cupy.asarray(written).view(dtype)
+    out = cupy.empty(sizes, dtype)
+    channels_last.to_channels_first(cupy, source, out)
+    expected = np.ascontiguousarray(np.moveaxis(written, -1, 1))
+    assert np.array_equal(cupy.asnumpy(out).view(width), expected)
 
 
 def test_a_convolution_s_two_routes_are_timed_on_the_gpu(frontend, fresh_routes, monkeypatch):

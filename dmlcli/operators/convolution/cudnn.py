@@ -16,7 +16,11 @@ What maps (anything else raises Unsupported and runs dmlcli's kernel):
   signature's first call where plans are tuned: a 1x1 FLOAT16 convolution, whose fused plans took three times its
   plain one's time on the H200), the graph is the convolution alone, rounded to the output type, and the bias and
   RELU follow in that pass (channel_finish.py): a FLOAT16 sum is then rounded twice, well within CONVOLUTION's
-  tolerance of 2 ULP per product summed.
+  tolerance of 2 ULP per product summed;
+- where plans are tuned, the fused graph with its output written channels-last ({N, spatial..., C}) into a buffer of
+  its own and then made C-ordered by one transpose (channels_last.py) is timed beside the other routes on a
+  signature's first call and kept where it is the fastest: cuDNN's FLOAT16 kernels compute channels-last, and the
+  layout kernel a plan appends for a C-ordered output took 1.7 times a copy's time (the same bits: a transpose).
 
 Numbers: every graph computes in FLOAT32 (compute and intermediate types FLOAT; plans with the numerical notes
 DOWN_CONVERT_INPUTS or REDUCED_PRECISION_REDUCTION are left out, as PyTorch leaves out the first). FLOAT32 calls
@@ -34,7 +38,7 @@ import numpy as np
 from ..numerics import cudnn_graphs, products
 from ..numerics.cudnn_graphs import Unsupported
 from ..table.schema import ActivationApplied
-from . import channel_finish
+from . import channel_finish, channels_last
 
 
 # The types cuDNN runs here, by name (a dtype's own .name costs 1.5 us, a host call's tenth).
@@ -57,6 +61,7 @@ class Signature(NamedTuple):
     relu: bool
     fused: bool  # bias and RELU in cuDNN's graph (False: the convolution alone)
     tf32: bool
+    channels_last: bool = False  # the graph writes Y channels-last, made C-ordered after it (channels_last.py)
 
 
 def convolve(cupy, x, w, bias, out_sizes: tuple[int, ...], params, geo: dict, relu: bool, flip) -> tuple:
@@ -110,14 +115,21 @@ class Buffers(NamedTuple):
 
 class Route(NamedTuple):
     """How a signature's calls run: its fused graph (`fused`: the bias and RELU in it, or neither asked for), or
-    the graph of the convolution alone followed by channel_finish's pass."""
+    the graph of the convolution alone followed by channel_finish's pass; with `channels_last`, the fused graph
+    writing its output channels-last into a buffer of its own, then channels_last's transpose into the output."""
 
     built: cudnn_graphs.Built
     fused: bool
+    channels_last: bool = False
 
     def run(self, cudnn, cupy, buffers: Buffers) -> None:
         """The call's work on its buffers, queued on the current stream."""
-        if self.fused:
+        if self.channels_last:
+            out = buffers.out
+            written = cupy.empty(channels_last.channels_last_sizes(out.shape), dtype=out.dtype)
+            self.built.execute(cudnn, cupy, dict(buffers.with_bias, Y=written.data.ptr))
+            channels_last.to_channels_first(cupy, written, out)
+        elif self.fused:
             self.built.execute(cudnn, cupy, buffers.with_bias)
         else:  # the convolution alone, then the bias and RELU in one pass over its output
             self.built.execute(cudnn, cupy, buffers.pointers)
@@ -151,31 +163,47 @@ def _route(cudnn, cupy, signature: Signature, buffers: Buffers) -> Route:
 
 
 def _chosen_route(cudnn, cupy, signature: Signature, buffers: Buffers) -> Route:
-    if not (signature.bias or signature.relu):
-        return Route(cudnn_graphs.cached(cupy, signature, _builder(signature), buffers.pointers), True)
+    """The fused graph where cuDNN builds one (the convolution alone and the pass where it does not); where plans
+    are timed (cudnn_graphs.TUNED_PLANS above 1), the fastest on this call's buffers of that, the pair (with a bias
+    or RELU) and the fused graph written channels-last (channels_last.py)."""
     alone = signature._replace(fused=False)
     try:
         fused = Route(cudnn_graphs.cached(cupy, signature, _builder(signature), buffers.with_bias), True)
     except Unsupported:
+        if not (signature.bias or signature.relu):
+            raise
         return Route(cudnn_graphs.cached(cupy, alone, _builder(alone), buffers.pointers), False)
-    if cudnn_graphs.TUNED_PLANS > 1:
-        try:
-            pair = Route(cudnn_graphs.cached(cupy, alone, _builder(alone), buffers.pointers), False)
-        except Unsupported:
-            return fused
-        return _faster(cudnn, cupy, fused, pair, buffers)
-    return fused
+    if cudnn_graphs.TUNED_PLANS <= 1:
+        return fused
+    routes = [fused]
+    if signature.bias or signature.relu:
+        routes += _built_routes(cupy, alone, buffers.pointers, fused=False)
+    written = signature._replace(channels_last=True)
+    scratch = cupy.empty(channels_last.channels_last_sizes(signature.output_sizes), dtype=buffers.out.dtype)
+    routes += _built_routes(cupy, written, dict(buffers.with_bias, Y=scratch.data.ptr), fused=True,
+                            channels_last=True)
+    del scratch  # the plans are built and tuned: a call's route allocates its own
+    return _fastest(cudnn, cupy, routes, buffers)
 
 
-def _faster(cudnn, cupy, first: Route, second: Route, buffers: Buffers) -> Route:
-    """The route that took less time (`first` on a tie), calls back to back on this call's own buffers
-    (cudnn_graphs.back_to_back_seconds): the pair's second launch costs the host time, which decides where a call's
-    GPU work is small."""
+def _built_routes(cupy, signature: Signature, pointers: dict[str, int], **route) -> list[Route]:
+    """[the Route of `signature`'s graph, built (and its plans tuned) on `pointers`], or [] where cuDNN builds none."""
+    try:
+        return [Route(cudnn_graphs.cached(cupy, signature, _builder(signature), pointers), **route)]
+    except Unsupported:
+        return []
+
+
+def _fastest(cudnn, cupy, routes: list[Route], buffers: Buffers) -> Route:
+    """The route that took the least time (the earliest on a tie), calls back to back on this call's own buffers
+    (cudnn_graphs.back_to_back_seconds): a route's second launch costs host time, which decides where a call's GPU
+    work is small."""
+    if len(routes) == 1:
+        return routes[0]
     if cudnn_graphs.capturing(cupy):
-        raise RuntimeError("a convolution's two routes would be timed while a CUDA graph is being captured")
-    first_seconds, second_seconds = (
-        cudnn_graphs.back_to_back_seconds(cupy, lambda: route.run(cudnn, cupy, buffers)) for route in (first, second))
-    return second if second_seconds < first_seconds else first
+        raise RuntimeError("a convolution's routes would be timed while a CUDA graph is being captured")
+    seconds = [cudnn_graphs.back_to_back_seconds(cupy, lambda: route.run(cudnn, cupy, buffers)) for route in routes]
+    return routes[seconds.index(min(seconds))]
 
 
 def _builder(signature: Signature):
@@ -194,7 +222,8 @@ def excluded_notes(cudnn, dtype: str, tf32: bool) -> list:
 
 
 def build_graph(cudnn, handle, signature: Signature) -> cudnn_graphs.Built:
-    """The planned graph of one signature: X (*) W [+ B] [RELU] -> Y, every tensor in C order."""
+    """The planned graph of one signature: X (*) W [+ B] [RELU] -> Y, every tensor in C order but Y where it is
+    written channels-last."""
     io = cudnn_graphs.data_type(cudnn, np.dtype(signature.dtype))
     graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=cudnn.data_type.FLOAT,
                           compute_data_type=cudnn.data_type.FLOAT, handle=handle)
@@ -217,8 +246,9 @@ def build_graph(cudnn, handle, signature: Signature) -> cudnn_graphs.Built:
         tensors["B"] = b
     if signature.fused and signature.relu:
         y = graph.relu(input=y)
-    y.set_output(True).set_data_type(io).set_dim(list(signature.output_sizes)).set_stride(
-        strides(signature.output_sizes))
+    out_strides = (channels_last.channels_last_strides(signature.output_sizes) if signature.channels_last
+                   else strides(signature.output_sizes))
+    y.set_output(True).set_data_type(io).set_dim(list(signature.output_sizes)).set_stride(out_strides)
     tensors["Y"] = y
     cudnn_graphs.plan_graph(cudnn, graph, excluded_notes(cudnn, signature.dtype, signature.tf32))
     return cudnn_graphs.Built(graph, tensors)
