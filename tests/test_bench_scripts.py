@@ -82,14 +82,16 @@ TINY = {
     "stream_startup": (lambda tmp: ["--runs", "1", "--installs", "editable"], "dmlcli run (table)"),
     "torch_gpu_bench": (lambda tmp: ["--size", "64", "--batch", "1", "--repeats", "1"], "torch/dmlcli"),
     "cudnn_bench": (lambda tmp: ["--batch", "1", "--repeats", "1"], "path"),
+    "causal_check_bench": (lambda tmp: ["--rounds", "1", "--rows", "1", "--calls", "2", "--size", "256"],
+                           "check launched plain: adds"),
     "suite_bench": (lambda tmp: ["--skip-conformance", "--cases", "2", "--elements", "16", "--runs", "1"],
                     "speed-up"),
 }
 NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench"}  # they read ../shared
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
                "matmul_gpu_bench", "shaped_gpu_bench", "shaped_paths_gpu_bench", "torch_gpu_bench", "cudnn_bench",
-               "products_gpu_bench"}
-NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench", "products_gpu_bench"}
+               "products_gpu_bench", "causal_check_bench"}
+NEEDS_TORCH = {"torch_gpu_bench", "cudnn_bench", "products_gpu_bench", "causal_check_bench"}
 
 
 def test_every_bench_script_has_a_tiny_run():
