@@ -155,7 +155,13 @@ def test_the_graph_written_channels_last_then_transposed(frontend, fresh_routes,
     for bias, activation in ((True, {"fused_activation": "relu"}), (False, {})):
         taken = convolution_within(x_shape, w_shape, dict(parameters, **activation), dtype, bias)
         assert taken == "cudnn", taken
-    assert [route.channels_last for route in convolution_cudnn._ROUTES.values()] == [True, True]
+    routes = list(convolution_cudnn._ROUTES.values())
+    assert len(routes) == 2
+    # A BACKWARD call whose fused graph cuDNN does not plan (bias and RELU after its dgrad) runs the convolution alone
+    # and the pass, untimed: there is no channels-last form of that pair.
+    assert all(route.channels_last or not route.fused for route in routes), routes
+    if "direction" not in parameters:
+        assert all(route.channels_last for route in routes), routes
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

@@ -6,8 +6,9 @@ Why: cuDNN's fastest FLOAT16 convolutions on these GPUs compute channels-last ({
 C-ordered output, the plan appends its own layout kernel, which moved the bench's {32, 256, 56, 56} FLOAT16 output in
 48.6 us where a copy of the same bytes takes 27 us (torch.profiler on the H200, 2026-12-03). Asked for the output
 with channels-last strides, the plan writes it so directly, and this module's kernel moves it in 28.5 us: the call
-took 249 us against 277 (`.probe/probe10.py`, medians of 9 rounds of 40 calls back to back; PyTorch's own call, which
-has cuDNN convert, 276). A transpose moves bits: the result is the same, bit for bit.
+took 249 us against 277 (medians of 9 rounds of 40 calls back to back; PyTorch's own call, which has cuDNN convert,
+276), and bench/cudnn_bench.py's FLOAT16 3x3 row went from 0.98 to 1.01 of PyTorch to 1.06 (docs/gpu.md). A transpose
+moves bits: the result is the same, bit for bit.
 
 The kernel reads a {P, C} matrix of each batch (P the spatial positions) in 64 x 64 tiles through shared memory and
 writes its {C, P} transpose: along C on the way in and along P on the way out, so both sides are whole rows of the
