@@ -404,6 +404,29 @@ def test_routes_are_never_timed_during_a_capture_and_one_route_is_not_timed(monk
     assert convolution_cudnn._fastest(None, None, ["only"], None) == "only"
 
 
+def test_no_channels_last_route_past_the_transpose_s_grid_or_without_room(convolution_routes, monkeypatch):
+    """An output of more batches, or more positions, than channels_last.py's grid covers is not offered the route;
+    nor is one whose buffer the device has no room for (CuPy's OutOfMemoryError is a MemoryError)."""
+    from dmlcli.operators.convolution import channels_last
+
+    assert channels_last.fits((65535, 2, 64 * 65535)) and not channels_last.fits((65536, 2, 8))
+    assert not channels_last.fits((1, 2, 64 * 65535 + 1)) and not channels_last.fits((1, 2, 2100, 2100))
+    big = convolution_routes.signature._replace(output_sizes=(1, 2, 2100, 2100))
+    _route(convolution_routes, 6, monkeypatch, big)
+    assert convolution_routes.timed == [["fused", "alone"]]
+    cudnn_graphs.forget()
+
+    def no_room(shape, dtype=None):
+        raise MemoryError("out of memory allocating the channels-last buffer (the test)")
+
+    monkeypatch.setattr(cudnn_graphs, "TUNED_PLANS", 6)
+    buffers = convolution_routes.module.Buffers({}, {}, np.empty((1, 2, 8, 8), np.float16), None, True)
+    cupy = fake_cupy()
+    cupy.empty = no_room
+    convolution_routes.module._route(None, cupy, convolution_routes.signature, buffers)
+    assert convolution_routes.timed[-1] == ["fused", "alone"]
+
+
 def test_channels_last_strides_and_sizes():
     """The strides cuDNN is given for a channels-last output, in {N, C, spatial...} order, are those of a C-ordered
     {N, spatial..., C} buffer, for 1 to 3 spatial dimensions."""

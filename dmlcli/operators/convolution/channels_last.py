@@ -46,15 +46,21 @@ def channels_last_strides(sizes: tuple[int, ...]) -> list[int]:
     return [positions * channels, 1] + list(reversed(spatial))
 
 
+def fits(sizes: tuple[int, ...]) -> bool:
+    """Whether to_channels_first's grid covers an output of these Sizes ({N, C, spatial...}): at most 65535 batches,
+    and 65535 tiles of positions (about 4.2 million); convolution/cudnn.py offers the route only then."""
+    return sizes[0] <= _GRID_LIMIT and -(-math.prod(sizes[2:]) // TILE) <= _GRID_LIMIT
+
+
 def to_channels_first(cupy, source, out) -> None:
     """out[n, c, p...] = source[n, p..., c]: `source` the C-ordered channels-last buffer, `out` the C-ordered output
-    ({N, C, spatial...}), both FLOAT16 or FLOAT32 of the same type, queued on the current stream."""
+    ({N, C, spatial...}, Sizes that fit), both FLOAT16 or FLOAT32 of the same type, queued on the current stream."""
     batch, channels = out.shape[0], out.shape[1]
     positions = math.prod(out.shape[2:])
     if out.size == 0:
         return
     pairs = out.dtype == np.float16 and channels % 2 == 0 and positions % 2 == 0
-    if batch > _GRID_LIMIT or -(-positions // TILE) > _GRID_LIMIT:
+    if not fits(out.shape):
         raise ValueError(f"a channels-last output of {batch} batches and {positions} positions is past the grid")
     grid = (-(-channels // TILE), -(-positions // TILE), batch)
     compiled(cupy, _source(out.dtype.name, pairs))(grid, _BLOCK, (source, out, np.int64(positions),

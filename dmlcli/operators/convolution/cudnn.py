@@ -178,12 +178,20 @@ def _chosen_route(cudnn, cupy, signature: Signature, buffers: Buffers) -> Route:
     routes = [fused]
     if signature.bias or signature.relu:
         routes += _built_routes(cupy, alone, buffers.pointers, fused=False)
-    written = signature._replace(channels_last=True)
-    scratch = cupy.empty(channels_last.channels_last_sizes(signature.output_sizes), dtype=buffers.out.dtype)
-    routes += _built_routes(cupy, written, dict(buffers.with_bias, Y=scratch.data.ptr), fused=True,
-                            channels_last=True)
-    del scratch  # the plans are built and tuned: a call's route allocates its own
+    if channels_last.fits(signature.output_sizes):
+        routes += _channels_last_routes(cupy, signature, buffers)
     return _fastest(cudnn, cupy, routes, buffers)
+
+
+def _channels_last_routes(cupy, signature: Signature, buffers: Buffers) -> list[Route]:
+    """[the fused graph written channels-last], its plans built and tuned on a buffer of the output's size; [] where
+    cuDNN plans none, or where the device has no room for that buffer (a call's route needs one of its own)."""
+    try:
+        scratch = cupy.empty(channels_last.channels_last_sizes(signature.output_sizes), dtype=buffers.out.dtype)
+    except MemoryError:  # CuPy's OutOfMemoryError is one
+        return []
+    return _built_routes(cupy, signature._replace(channels_last=True), dict(buffers.with_bias, Y=scratch.data.ptr),
+                         fused=True, channels_last=True)
 
 
 def _built_routes(cupy, signature: Signature, pointers: dict[str, int], **route) -> list[Route]:
