@@ -110,8 +110,8 @@ __device__ void remake_row(const Geometry* g, const int* row, int b, int h, int 
 # {2048, 2048} INT32 mask is read in 7.3 us (48% of the H200's memory bandwidth); a block a row, 2 loads a thread
 # and a barrier per row, took 13.1 us. On a device of compute capability 9.0 and up the kernel is launched early
 # (driver_launch.py: its blocks scheduled as the attention's end, each thread first waiting for the attention to have
-# completed), which hides the gap between the two kernels: the check added 10.0 us to PyTorch's causal attention
-# launched plainly and 7.5 us launched early (`.probe/probe5.py`, 6 rounds of 7 x 50 calls on the H200).
+# completed), which hides the gap between the two kernels: the check added 9.7 us to PyTorch's causal attention
+# launched plainly and 7.5 us launched early (bench/causal_check_bench.py, 6 rounds of 7 x 50 calls on the H200).
 _SOURCE = _GEOMETRY + _REMAKE + r"""
 extern "C" __global__ void dml_kernel(const int* mask, const Geometry* g, unsigned long long* flag,
                                       unsigned long long number, int vector, int fix, float scale, float filter,

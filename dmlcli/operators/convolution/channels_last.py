@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ..numerics.cuda_prelude import compiled
+from ..numerics.cudnn_graphs import contiguous_strides
 
 TILE = 64
 _BLOCK = (32, 8)  # a warp along the tile's rows, 8 rows of threads: each thread moves TILE / 8 rows
@@ -38,12 +39,8 @@ def channels_last_sizes(sizes: tuple[int, ...]) -> tuple[int, ...]:
 def channels_last_strides(sizes: tuple[int, ...]) -> list[int]:
     """The strides, in elements and in {N, C, spatial...} order, of a C-ordered {N, spatial..., C} buffer: how cuDNN is
     told to write the output channels-last."""
-    channels, positions = sizes[1], math.prod(sizes[2:])
-    spatial, step = [], channels
-    for size in reversed(sizes[2:]):
-        spatial.append(step)
-        step *= max(int(size), 1)
-    return [positions * channels, 1] + list(reversed(spatial))
+    written = contiguous_strides(channels_last_sizes(sizes))  # {N, spatial..., C}'s own order
+    return [written[0], written[-1]] + written[1:-1]
 
 
 def fits(sizes: tuple[int, ...]) -> bool:
