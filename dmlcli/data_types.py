@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from .errors import InputError, quoted
+from .errors import InputError, quoted, raise_interruption
 from .records import Frozen
 
 _PREFIX = "DML_TENSOR_DATA_TYPE_"
@@ -123,7 +123,8 @@ def four_bit_dtype(name: str) -> np.dtype:
     """ml_dtypes' `name` (int4 or uint4) as a NumPy dtype; ml_dtypes is imported here, at the first 4-bit tensor."""
     try:
         import ml_dtypes
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise InputError(f"{name.upper()} tensors need the ml_dtypes package (pip install 'ml_dtypes>=0.4'), which "
                          "gives NumPy its 4-bit types") from None
     return np.dtype(getattr(ml_dtypes, name))

@@ -38,6 +38,23 @@ class DmlcliWarning(UserWarning):
     """Results are produced, but something about them deserves the user's attention."""
 
 
+def raise_interruption(error: BaseException) -> None:
+    """Raise the signal's exception behind `error` (KeyboardInterrupt, or the BaseException the command line raises
+    for SIGTERM), where there is one; else return.
+
+    An extension module whose initialisation a signal interrupts reports it as ImportError("initialization
+    failed") caused by the KeyboardInterrupt (pybind11's modules do: onnx, onnxruntime). Caught as a missing
+    package, a Ctrl-C during a slow import would be answered with the command that installs what is installed.
+    """
+    seen: set[int] = set()
+    link = error.__cause__ or error.__context__
+    while link is not None and id(link) not in seen:
+        if not isinstance(link, Exception):
+            raise link from None
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+
+
 def first_line(error: BaseException) -> str:
     """The first line of an exception's text, or its type's name where it has none."""
     text = str(error).strip().splitlines()

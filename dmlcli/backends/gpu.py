@@ -21,7 +21,7 @@ import numpy as np
 
 from . import check_result_count, fused_activation, gpu_kernels
 from ..data_types import from_kernel_array, to_kernel_array
-from ..errors import BackendUnavailableError, InputError
+from ..errors import BackendUnavailableError, InputError, raise_interruption
 from ..operators import Operator
 from ..operators.numerics import cudnn_graphs, products
 from ..operators.table.schema import ActivationApplied
@@ -47,9 +47,11 @@ _CUBLAS_TF32_TENSOR_OP_MATH = 3
 def _import_cupy():
     try:
         import cupy
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"GPU backend: CuPy is not installed; install it with {INSTALL_HINT}") from None
     except Exception as error:  # noqa: BLE001 - a CuPy that is installed but cannot load its CUDA libraries
+        raise_interruption(error)
         raise BackendUnavailableError(
             f"GPU backend: CuPy is installed but cannot load ({_first_line(error)}); "
             f"reinstall the CuPy that matches your CUDA version: {INSTALL_HINT}") from None

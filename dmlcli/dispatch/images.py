@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data_types import DataType
-from ..errors import BackendUnavailableError, InputError
+from ..errors import BackendUnavailableError, InputError, raise_interruption
 from .jsonc import shown
 from .memory import MemoryBudget
 
@@ -40,7 +40,8 @@ _WRITE_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 def import_pillow():
     try:
         from PIL import Image
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"image files (.jpg, .png) need Pillow, which is not installed: {INSTALL_IMAGES}") \
             from None
     return Image

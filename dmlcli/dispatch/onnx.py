@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data_types import DataType, from_numpy
-from ..errors import BackendUnavailableError, InputError, ValidationError, first_line
+from ..errors import BackendUnavailableError, InputError, ValidationError, first_line, raise_interruption
 from .files import ALLOW_FLAG, PathRules, RegularFile, shown_path, source_file
 from .jsonc import shown
 from .memory import MemoryBudget
@@ -79,7 +79,8 @@ def import_runtime():
     try:
         import onnx
         import onnxruntime
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"ONNX dispatchables need ONNX Runtime and the onnx package, which are not "
                                       f"installed: {INSTALL_ONNX}") from None
     return onnxruntime, onnx

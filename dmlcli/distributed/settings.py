@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import BackendUnavailableError, InputError, quoted
+from ..errors import BackendUnavailableError, InputError, quoted, raise_interruption
 from ..scalars import is_digits
 
 INSTALL_HINT = "pip install 'dmlcli[dask]'"
@@ -105,7 +105,8 @@ def require_dask():
     """dask.array, or exit 4 with the install command."""
     try:
         import dask.array as da
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"Dask runs need dask, which is not installed; install it with "
                                       f"{INSTALL_HINT}") from None
     return da
@@ -114,7 +115,8 @@ def require_dask():
 def require_distributed():
     try:
         import distributed
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"--scheduler ADDRESS and --workers need dask.distributed, which is not "
                                       f"installed; install it with {INSTALL_HINT}") from None
     return distributed

@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 
 from ..data_types import DataType, from_numpy, is_four_bit_dtype
-from ..errors import BackendUnavailableError, InputError, first_line, quoted
+from ..errors import BackendUnavailableError, InputError, first_line, quoted, raise_interruption
 from .atomic import sync_folder
 from .remote import store_failure
 from .zarr_names import is_url, is_zarr_source  # noqa: F401 - part of this module's interface
@@ -38,7 +38,8 @@ def require_zarr():
     """The zarr module, or exit 4 with the install command."""
     try:
         import zarr
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"Zarr stores need zarr, which is not installed; install it with "
                                       f"{INSTALL_HINT}") from None
     return zarr

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import engine
 from ..calls.validation import Verdict
+from ..errors import raise_interruption
 from .graphs import c_ordered
 
 
@@ -36,7 +37,8 @@ def _blas_controller():
     threadpoolctl."""
     try:
         from threadpoolctl import ThreadpoolController
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         return None
     return ThreadpoolController()
 

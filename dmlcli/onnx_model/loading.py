@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, InputError, first_line, quoted
+from ..errors import BackendUnavailableError, InputError, first_line, quoted, raise_interruption
 
 INSTALL_ONNX = "pip install 'dmlcli[onnx]'"
 # The default domain's opsets whose operators the table maps (the issue's range; ONNX 1.23 writes 23).
@@ -27,7 +27,8 @@ def require_onnx():
     """The onnx package, or exit 4 saying how to install it."""
     try:
         import onnx
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"dmlcli onnx needs the onnx package, which is not installed: {INSTALL_ONNX}") \
             from None
     return onnx
@@ -37,7 +38,8 @@ def require_onnxruntime(purpose: str):
     """onnxruntime, or exit 4 naming what needed it (--compare ort, --fallback cpu) and how to install it."""
     try:
         import onnxruntime
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise BackendUnavailableError(f"{purpose} needs ONNX Runtime, which is not installed: {INSTALL_ONNX}") \
             from None
     return onnxruntime

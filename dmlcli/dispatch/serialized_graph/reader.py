@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...errors import BackendUnavailableError, InputError
+from ...errors import BackendUnavailableError, InputError, raise_interruption
 from ..jsonc import shown
 
 INSTALL_FLATBUFFERS = "pip install flatbuffers"
@@ -114,7 +114,8 @@ def read_graph(data: bytes, where: str) -> GraphRecord:
     """The graph in `data` (a serialized graph file's bytes); InputError (exit 2) for a malformed one."""
     try:
         from .generated import dml_graph_generated as fb
-    except ImportError:  # a core dependency, but an install may lack it: said as the extras' are (exit 4)
+    except ImportError as error:  # a core dependency, but an install may lack it: said as the extras' are (exit 4)
+        raise_interruption(error)
         raise BackendUnavailableError(f"{where}: serialized DirectML graphs are read with the flatbuffers package, "
                                       f"which is not installed: {INSTALL_FLATBUFFERS}") from None
 

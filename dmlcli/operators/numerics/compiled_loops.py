@@ -33,6 +33,8 @@ import warnings
 
 import numpy as np
 
+from ...errors import raise_interruption
+
 ENVIRONMENT_VARIABLE = "DMLCLI_COMPILED_LOOPS"
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
@@ -111,7 +113,8 @@ def _load() -> "CompiledLoops | None":
     if "built" not in _state:
         try:
             import numba
-        except ImportError:
+        except ImportError as error:
+            raise_interruption(error)
             return None
         _state["built"] = CompiledLoops(numba)
     return _state["built"]  # type: ignore[return-value]

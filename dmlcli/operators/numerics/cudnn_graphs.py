@@ -27,6 +27,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
+from ...errors import raise_interruption
+
 # Plans built and timed for a new signature (PyTorch's cudnn.benchmark_limit is 10): more finds a faster plan less
 # and less often while each costs a build (a runtime-compiled engine: a second or more).
 # DMLCLI_CUDNN_TUNED_PLANS=1 keeps the heuristics' first plan that builds (no timing: the GPU tests, a quick start).
@@ -74,8 +76,10 @@ def _load() -> _Loaded:
     try:
         import cudnn
     except ImportError as error:
+        raise_interruption(error)
         return _Loaded(None, f"nvidia-cudnn-frontend is not installed ({_first_line(error)})")
     except Exception as error:  # noqa: BLE001 - a frontend that is installed but cannot load
+        raise_interruption(error)
         return _Loaded(None, f"nvidia-cudnn-frontend cannot load ({type(error).__name__}: {_first_line(error)})")
     try:
         cudnn.backend_version()
@@ -325,7 +329,8 @@ def _backend_plans(graph) -> list[int]:
     plans = list(getattr(graph, "plans", ()))
     try:
         from cudnn.engines.engine_ids import is_backend_engine
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         return list(range(len(plans) or graph.get_execution_plan_count()))
     return [index for index, plan in enumerate(plans) if is_backend_engine(plan.engine_id)]
 
