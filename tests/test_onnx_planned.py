@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
+from dmlcli.errors import InputError  # noqa: E402
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
 from dmlcli.onnx_model.planned import Derived, Signature, planned_arrays  # noqa: E402
 from dmlcli.onnx_model.steps import DirectMLStep, ViewStep  # noqa: E402
@@ -106,6 +107,12 @@ def test_a_node_whose_call_reads_a_runtime_value_is_mapped_on_every_call():
     assert isinstance(reshape, ViewStep) and reshape.planned is None
     assert session.run({"x": x, "shape": np.array([4, 3])})["z"].shape == (4, 3)
     assert session.run({"x": x, "shape": np.array([12, 1])})["z"].tolist() == np.maximum(x, 0).reshape(12, 1).tolist()
+    # A shape that does not hold the input's elements is the call's error (exit 2), said with the node, on a
+    # planned run as on a first one.
+    for tried in (session, OnnxSession(model)):
+        with pytest.raises(InputError, match=r"node #0 \(Reshape\): ONNX Reshape: ONNX's Reshape shape \[5, 5\] "
+                                             r"holds 25 elements, the input 12"):
+            tried.run({"x": x, "shape": np.array([5, 5])})
 
 
 def test_a_node_whose_adapter_copies_an_input_is_mapped_on_every_call():
@@ -136,6 +143,52 @@ def test_inputs_other_than_the_planned_ones_take_the_general_path():
     assert _bits(matmul.run(copies, session.executor)["m"]) == _bits(expected)
     strided = dict(copies, t=np.asfortranarray(copies["t"]))
     assert _bits(matmul.run(strided, session.executor)["m"]) == _bits(expected)
+
+
+def test_a_planned_nodes_runner_takes_only_the_inputs_it_was_planned_for():
+    """A model's run calls each planned node's runner (planned_runner): the planned call on the run's values, its
+    outputs stored there; inputs other than the plan's (other arrays of the constants, other Strides, another
+    type) are declined, nothing stored, and the node's general path runs them."""
+    session = OnnxSession(_plumbing_model(), fusions=False)
+    feeds = _feeds(0)
+    session.run(feeds)
+    steps = session.plan_for(feeds).steps
+    matmul = next(step for step in steps if step.node.op == "MatMul")
+    values = session.run(feeds, keep_all=True)
+    expected = matmul.run(values, session.executor)["m"]
+    runner = matmul.fast_runner()
+    inputs = {name: values[name] for name in matmul.node.inputs}
+    own = dict(inputs)
+    assert runner(own) and _bits(own["m"]) == _bits(expected)
+    copies = {name: np.array(array) for name, array in inputs.items()}
+    strided = dict(inputs, t=np.asfortranarray(inputs["t"]))
+    wider = dict(inputs, t=inputs["t"].astype(np.float64))
+    for declined in (copies, strided, wider):
+        assert not runner(declined) and "m" not in declined
+    advance = matmul.advancer(session.executor)
+    for other in (copies, strided):
+        advance(other)
+        assert _bits(other["m"]) == _bits(expected)
+
+
+def test_a_runs_planned_nodes_take_their_runners(monkeypatch):
+    """After the plan, only the nodes whose ONNX bool tensors pass through Wiring's views (Greater, Not) take the
+    general path; every other planned node runs as its runner, with the bits of a first (mapped) run."""
+    general = []
+    for kind in (DirectMLStep, ViewStep):
+        def counted(self, values, executor, original=kind.run):
+            general.append(self.node.op)
+            return original(self, values, executor)
+
+        monkeypatch.setattr(kind, "run", counted)
+    session = OnnxSession(_plumbing_model(), fusions=False)
+    session.run(_feeds(0))
+    assert general == []  # planning maps each node itself (Step.plan)
+    got = session.run(_feeds(1))
+    assert sorted(general) == ["Greater", "Not"]
+    fresh = OnnxSession(_plumbing_model(), fusions=False).run(_feeds(1))
+    for name in ("y", "big", "small"):
+        assert got[name].dtype == fresh[name].dtype and _bits(got[name]) == _bits(fresh[name]), name
 
 
 def test_views_are_made_again_from_the_inputs_memory():

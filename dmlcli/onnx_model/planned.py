@@ -140,6 +140,57 @@ def made_again(made: tuple, inputs: Sequence) -> list:
     return [item.of(inputs) if type(item) is Derived else item for item in made]
 
 
+# A planned node's run into a run's values: True where it ran (its outputs stored by name), False where its inputs
+# are not those it was planned for (nothing done: the caller takes the general path).
+Runner = Callable[[dict], bool]
+
+
+def _maker(item, names: Sequence[str]) -> Callable[[dict], object]:
+    """A function of the run's values that makes one planned array again: `item` as planned (None, a constant's
+    array, or a Derived of the node's input at its position, read here by that input's name)."""
+    if type(item) is not Derived:
+        return lambda values: item
+    name, shape, strides, offset, dtype = names[item.position], item.shape, item.strides, item.offset, item.dtype
+    if shape is None:
+        return lambda values: values[name]
+    if strides is None:
+        return lambda values: values[name].reshape(shape)
+    return lambda values: np.ndarray(shape, dtype, buffer=values[name], offset=offset, strides=strides)
+
+
+def planned_runner(wiring: Wiring, signature: Signature, made: tuple,
+                   work: Callable[[list], Sequence] | None) -> Runner | None:
+    """The node as one function of the run's values (a model's run calls it on every node: Wiring, Signature and
+    made_again's steps for this node alone, its names and checks read once, the outputs stored in the values
+    themselves), `work` the DirectML call and its finish (None for a view, whose arrays are its outputs). None
+    where ONNX's bool tensors pass (Wiring's views of them: the general path's own)."""
+    if wiring.bool_inputs or wiring.bool_outputs:
+        return None
+    names = wiring.inputs
+    runtime = tuple((names[position], dtype, shape, strides) for position, dtype, shape, strides in signature.runtime)
+    constants = tuple((names[position], value) for position, value in signature.constants)
+    makers = tuple(_maker(item, names) for item in made)
+    outputs = wiring.outputs
+    ndarray = np.ndarray
+
+    def run(values: dict) -> bool:
+        for name, dtype, shape, strides in runtime:
+            array = values[name]
+            if not isinstance(array, ndarray) or array.shape != shape or array.strides != strides \
+                    or array.dtype != dtype:
+                return False
+        for name, value in constants:
+            if values[name] is not value:
+                return False
+        arrays = [make(values) for make in makers]
+        results = arrays if work is None else work(arrays)
+        for index, name in outputs:
+            values[name] = results[index]
+        return True
+
+    return run
+
+
 @dataclass(frozen=True)
 class Wiring:
     """Where a planned node's inputs come from and where its results go: the node's input names (empty for one
@@ -184,6 +235,11 @@ class PlannedCall:
             return None
         return self.wiring.outputs_of(self.finish(self.execute(made_again(self.made, inputs))))
 
+    def runner(self) -> Runner | None:
+        """`run` as planned_runner makes it (None where it cannot)."""
+        execute, finish = self.execute, self.finish
+        return planned_runner(self.wiring, self.signature, self.made, lambda arrays: finish(execute(arrays)))
+
 
 @dataclass(frozen=True)
 class PlannedView:
@@ -198,3 +254,7 @@ class PlannedView:
         if not self.signature.matches(inputs):
             return None
         return self.wiring.outputs_of(made_again(self.made, inputs))
+
+    def runner(self) -> Runner | None:
+        """`run` as planned_runner makes it (None where it cannot)."""
+        return planned_runner(self.wiring, self.signature, self.made, None)

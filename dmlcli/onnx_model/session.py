@@ -22,7 +22,7 @@ from .graphs import CapturedRun, capture_run
 from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
 from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
 from .reference import fallback_session, folded_outputs
-from .steps import BOOL, ComposedStep, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
+from .steps import BOOL, Advance, ComposedStep, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
 
 FALLBACKS = (None, "cpu")
 # ONNX operators whose outputs are bool whatever shape inference says (DirectML writes them as UINT8 0 and 1).
@@ -42,6 +42,8 @@ class Plan:
     # outputs nor its initializers): freed after it. Folded steps are not run: their outputs are `folded`.
     running: list[tuple[int, Step, tuple[str, ...]]] = field(default_factory=list)
     folded: dict[str, np.ndarray] = field(default_factory=dict)
+    # `running` as a call runs it: each step's position, its advancer (Step.advancer) and the tensors freed after it.
+    program: list[tuple[int, Advance, tuple[str, ...]]] = field(default_factory=list)
 
 
 class OnnxSession:
@@ -175,13 +177,17 @@ class OnnxSession:
     def _execute(self, plan: Plan, values: dict, progress: Progress | None, keep_all: bool) -> None:
         values.update(plan.folded)
         total = len(plan.steps)
-        for position, step, frees in plan.running:
-            values.update(self.run_step(step, values))
-            if not keep_all:
-                for name in frees:
-                    del values[name]
-            if progress is not None:
-                progress(position + 1, total)
+        position = 0
+        try:
+            for position, advance, frees in plan.program:
+                advance(values)
+                if not keep_all:
+                    for name in frees:
+                        del values[name]
+                if progress is not None:
+                    progress(position + 1, total)
+        except (Refused, InputError) as error:
+            raise self._labelled(plan.steps[position], error) from None
         if progress is not None and (not plan.running or plan.running[-1][0] + 1 < total):
             progress(total, total)  # the folded steps after the last one run
 
@@ -213,7 +219,9 @@ class OnnxSession:
             if progress is not None:
                 progress(position + 1, len(self.nodes))
         folded = {name: array for step in steps if isinstance(step, FoldedStep) for name, array in step.outputs.items()}
-        return Plan(steps, types, self._running(steps), folded)
+        running = self._running(steps)
+        program = [(position, step.advancer(self.executor), frees) for position, step, frees in running]
+        return Plan(steps, types, running, folded, program)
 
     def _running(self, steps: list[Step]) -> list[tuple[int, Step, tuple[str, ...]]]:
         last_use = {name: position for position, step in enumerate(steps) for name in step.node.inputs if name}

@@ -18,20 +18,22 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .. import engine
 from ..errors import InputError, ValidationError
 from ..suite.onnx.adapters import OnnxCall
-from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason
+from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call, prepare, unsupported_reason, viewed
 from ..suite.onnx.adapters_contrib import Composition
 from ..suite.onnx.table import Entry, entry_for, fused_activation_keywords
 from .graph import Node, part_nodes
-from .planned import PlannedCall, PlannedView, Wiring, planned_arrays
+from .planned import PlannedCall, PlannedView, Runner, Wiring, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
+# A step run into a run's values (Step.advancer).
+Advance = Callable[[dict], None]
 
 
 class Refused(Exception):
@@ -58,6 +60,24 @@ class Step:
         """The outputs of the plan's first call, `constants` naming the plan's constants (a step that keeps
         nothing for later calls just runs)."""
         return self.run(values, executor)
+
+    def advancer(self, executor) -> Advance:
+        """The step as a model's run calls it once planned: its outputs stored in the run's values. A step whose
+        plan kept its call runs that call's planned_runner, and `run` where the inputs differ from the plan's."""
+        run = self.run
+        fast = self.fast_runner()
+        if fast is None:
+            return lambda values: values.update(run(values, executor))
+
+        def advance(values: dict) -> None:
+            if not fast(values):
+                values.update(run(values, executor))
+
+        return advance
+
+    def fast_runner(self) -> Runner | None:
+        """The planned_runner of the call the plan kept, where it kept one."""
+        return None
 
     def inputs_of(self, values: Mapping[str, object]) -> tuple:
         """The node's inputs as its work reads them (None for one left out)."""
@@ -118,7 +138,7 @@ class ViewStep(Step):
         reason = cannot_reason(self.entry, call)
         if reason is not None:
             raise Refused(reason)
-        return self.entry.view(call)
+        return viewed(self.entry, call)
 
     def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
         """The outputs of the plan's first call; the views kept as planned.py makes them again, where it can."""
@@ -128,6 +148,9 @@ class ViewStep(Step):
         if found is not None:
             self.planned = PlannedView(Wiring(self.node.inputs, (), self.output_pairs(len(outputs))), *found)
         return self.named(outputs)
+
+    def fast_runner(self) -> Runner | None:
+        return None if self.planned is None else self.planned.runner()
 
 
 def _as_directml(array):
@@ -193,6 +216,20 @@ class DirectMLStep(Step):
             wiring = Wiring(names, bool_inputs, self.output_pairs(len(results)), bool_outputs)
             self.planned = PlannedCall(wiring, *found, execute, prepared.finish, verdict)
         return outputs
+
+    def fast_runner(self) -> Runner | None:
+        planned = self.planned
+        fast = None if planned is None else planned.runner()
+        if fast is None:
+            return None
+
+        def run(values: dict) -> bool:
+            if not fast(values):
+                return False
+            self.last_verdict = planned.verdict
+            return True
+
+        return run
 
     def _prepared(self, call: OnnxCall):
         """The adapter's call and its verdict (kept for the next call with the same tensors and fields)."""
@@ -284,6 +321,16 @@ class ComposedStep(Step):
                 raise Refused(f"its {part.op} call ({step.operator.name}): {refused}") from None
             self.parts.append(step)
         return {name: values[name] for name in self.node.outputs if name}
+
+    def advancer(self, executor) -> Advance:
+        """Each call's advancer in turn (their outputs stay in the run's values, as `run` leaves them)."""
+        parts = tuple(part.advancer(executor) for part in self.parts)
+
+        def advance(values: dict) -> None:
+            for part in parts:
+                part(values)
+
+        return advance
 
     def _composition(self, call: OnnxCall) -> Composition:
         own = dict(self.node.intermediates)

@@ -106,6 +106,15 @@ def prepare(entry: Entry, call: OnnxCall) -> Prepared:
         raise InputError(f"ONNX {call.op}: {error}") from None
 
 
+def viewed(entry: Entry, call: OnnxCall) -> tuple:
+    """The entry's view on the call: its outputs, views of its inputs (InputError for a malformed call, as
+    `prepare`)."""
+    try:
+        return entry.view(call)
+    except MappingError as error:
+        raise InputError(f"ONNX {call.op}: {error}") from None
+
+
 def plan_call(call: OnnxCall, expected: Sequence[np.ndarray] = (), case_name: str = "") -> Planned | Skipped:
     """The DirectML call for an ONNX call (a node test's, or a model's node), or why DirectML cannot compute it:
     the entry's own conditions and those where ONNX Runtime's DirectML provider gives other values than ONNX
