@@ -319,6 +319,27 @@ def test_an_unwritable_output_is_refused_before_the_model_runs(tmp_path):
     assert result.exit_code == 2 and "is not an ONNX model" in result.output
 
 
+@pytest.mark.parametrize("node, inputs, given, words", [
+    (helper.make_node("Reshape", ["x", "s"], ["y"], name="flatten"),
+     [value("x", F32, [2, 2]), value("s", TensorProto.INT64, [2])],
+     ["x=[[1, 2], [3, 4]]", "s=[3, 1]"], "node 'flatten' (Reshape): ONNX Reshape: ONNX's Reshape shape [3, 1] holds 3 "
+                                         "elements, the input 4"),
+    (helper.make_node("Resize", ["x", "", "s"], ["y"], name="up"),
+     [value("x", F32, [1, 1, 2, 2]), value("s", F32, [4])],
+     ["x=[[[[1, 2], [3, 4]]]]", "s=[1, 1, NaN, 2]"], "node 'up' (Resize): ONNX Resize: ONNX's Resize scale for axis 2 "
+                                                     "is nan, where a finite number is needed"),
+])
+def test_a_runtime_value_that_makes_a_nodes_call_malformed_exits_2_naming_the_node(tmp_path, node, inputs, given,
+                                                                                     words):
+    """A graph input that a view or an adapter reads (a Reshape's shape, a Resize's scales) and no ONNX call can
+    hold: the node's error in one line (exit 2), never an internal error."""
+    path = _saved(model_of([node], inputs, [value("y")]), tmp_path)
+    arguments = ["onnx", str(path), *[part for item in given for part in ("-i", item)], "-o", str(tmp_path / "o.npz")]
+    result = CliRunner().invoke(cli, arguments)
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert words in result.output and not (tmp_path / "o.npz").exists()
+
+
 def test_a_refused_node_exits_3_on_the_command_line(tmp_path):
     path = _saved(_cubic_model(), tmp_path)
     result = CliRunner().invoke(cli, ["onnx", str(path), "-i", "[[[[1, 2], [3, 4]]]]", "-o", str(tmp_path / "o.npz")])

@@ -741,20 +741,29 @@ def is_upsample(call: OnnxCall) -> bool:
     return call.op == "Upsample" or not call.since(11)
 
 
+def _finite_scale(call: OnnxCall, axis: int, scale: float) -> float:
+    """`scale`, MappingError where it is NaN or infinite: no output size follows from it."""
+    if not math.isfinite(scale):
+        raise MappingError(f"ONNX's {call.op} scale for axis {axis} is {scale}, where a finite number is needed")
+    return scale
+
+
 def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[list[float], list[int]]:
     """ONNX's scale and output size per dimension (Resize-19's scales or sizes, axes, keep_aspect_ratio_policy)."""
     rank = len(shape)
     if is_upsample(call):
         given = call.input(1) if call.since(9) else None
         scales = [float(s) for s in (host_values(given).ravel() if given is not None else call.attr("scales"))]
+        for axis, scale in enumerate(scales):
+            _finite_scale(call, axis, scale)
         return scales, [int(math.floor(n * s)) for n, s in zip(shape, scales)]
     axes = _resize_axes(call, rank)
     scales_in, sizes_in = call.input(2), call.input(3)
     scales, sizes = [1.0] * rank, list(shape)
     if scales_in is not None and scales_in.size:
         for axis, scale in zip(axes, scales_in.ravel()):
-            scales[axis] = float(np.float32(scale))
-            sizes[axis] = int(math.floor(shape[axis] * float(np.float32(scale))))
+            scales[axis] = _finite_scale(call, axis, float(np.float32(scale)))
+            sizes[axis] = int(math.floor(shape[axis] * scales[axis]))
         return scales, sizes
     wanted = [int(v) for v in sizes_in.ravel()]
     policy = str(call.attr("keep_aspect_ratio_policy", "stretch"))

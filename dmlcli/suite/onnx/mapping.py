@@ -8,12 +8,13 @@ each adapter's own conditions, every mapped case is checked here against the ope
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import DmlcliError, InputError
 from ..case import Case
 from .adapters import MappingError, OnnxCall, Prepared, check_attribute_kinds, data_input, in_index_order, onnx_call
 from .table import TABLE, Entry, entry_for
@@ -100,19 +101,31 @@ def cannot_reason(entry: Entry, call: OnnxCall, conditions=None) -> str | None:
 
 def prepare(entry: Entry, call: OnnxCall) -> Prepared:
     """The entry's adapter on the call (InputError for a malformed call)."""
-    try:
+    with _malformed_calls(call):
         return entry.adapter(call, dict(entry.fixed))
-    except MappingError as error:
-        raise InputError(f"ONNX {call.op}: {error}") from None
 
 
 def viewed(entry: Entry, call: OnnxCall) -> tuple:
     """The entry's view on the call: its outputs, views of its inputs (InputError for a malformed call, as
     `prepare`)."""
-    try:
+    with _malformed_calls(call):
         return entry.view(call)
+
+
+@contextlib.contextmanager
+def _malformed_calls(call: OnnxCall) -> Iterator[None]:
+    """An adapter's or a view's failure on the call as the call's InputError: its MappingError in its own words; a
+    value of the right kind that no ONNX call holds (a NaN where a size follows, an index past a list) where no
+    adapter words it (issue 34's rule, which plan_call applies to a node test's case), never an internal error."""
+    try:
+        yield
     except MappingError as error:
         raise InputError(f"ONNX {call.op}: {error}") from None
+    except DmlcliError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, LookupError) as error:
+        raise InputError(f"ONNX {call.op}: dmlcli cannot map these attributes and inputs onto a DirectML call "
+                         f"({type(error).__name__}: {error})") from None
 
 
 def plan_call(call: OnnxCall, expected: Sequence[np.ndarray] = (), case_name: str = "") -> Planned | Skipped:
@@ -120,7 +133,7 @@ def plan_call(call: OnnxCall, expected: Sequence[np.ndarray] = (), case_name: st
     the entry's own conditions and those where ONNX Runtime's DirectML provider gives other values than ONNX
     defines (a node test cannot match them), then the operator's support rows (a data type or rank no level takes,
     a size of zero among the inputs or the `expected` outputs)."""
-    try:
+    with _malformed_calls(call):  # a value no ONNX call holds (a size of 10^300): this call's error (issue 34)
         check_attribute_kinds(call)
         entry = entry_of(call)
         if entry.directml is None:
@@ -130,15 +143,6 @@ def plan_call(call: OnnxCall, expected: Sequence[np.ndarray] = (), case_name: st
             return Skipped(reason)
         operator = directml_operator(entry)
         prepared = prepare(entry, call)
-    except MappingError as error:
-        raise InputError(f"ONNX {call.op}: {error}") from None
-    except InputError:
-        raise
-    except (TypeError, ValueError, ArithmeticError, LookupError) as error:
-        # A value of the right kind that no ONNX call holds (a size of 10^300, an index past a list) where no
-        # adapter words it: still this call's error, never the run's (issue 34).
-        raise InputError(f"ONNX {call.op}: dmlcli cannot map these attributes and inputs onto a DirectML call "
-                         f"({type(error).__name__}: {error})") from None
     unsupported = unsupported_reason(operator, prepared, expected)
     if unsupported is not None:
         return Skipped(unsupported)
