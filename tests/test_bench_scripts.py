@@ -65,6 +65,8 @@ TINY = {
     "normalization_cpu_bench": (lambda tmp: ["--mib", "0.25", "--repeats", "1"], "worst ratio"),
     "npz_bench": (lambda tmp: ["--sizes", "1", "--kinds", "deflated", "--runs", "1", "--folder", str(tmp)], "ratio"),
     "onnx_model_bench": (lambda tmp: ["--repeats", "1", "--models", "encoder_small"], "dmlcli / ORT"),
+    "onnx_run_loop_bench": (lambda tmp: ["--runs", "1", "--block", "1", "--models", "encoder_small"],
+                            "runners / run_step"),
     "pooling_cpu_bench": (lambda tmp: ["--mib", "0.05", "--repeats", "1"], "ratio: dmlcli"),
     "recurrent_cpu_bench": (lambda tmp: ["--repeats", "1"], "lstm"),
     "shaped_cpu_bench": (lambda tmp: ["--mib", "0.1", "--repeats", "1"], "worst ratio"),
@@ -87,7 +89,7 @@ TINY = {
     "suite_bench": (lambda tmp: ["--skip-conformance", "--cases", "2", "--elements", "16", "--runs", "1"],
                     "speed-up"),
 }
-NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench"}  # they read ../shared
+NEEDS_SHARED = {"dispatch_bench", "dispatch_formats_bench", "onnx_model_bench", "onnx_run_loop_bench"}  # they read ../shared
 GPU_SCRIPTS = {"ftz_probe", "gpu_bench", "gpu_cast_probe", "gpu_compile_all", "gpu_parity", "gpu_stream_run",
                "matmul_gpu_bench", "shaped_gpu_bench", "shaped_paths_gpu_bench", "torch_gpu_bench", "cudnn_bench",
                "products_gpu_bench", "causal_check_bench"}
