@@ -128,16 +128,20 @@ def test_a_node_whose_adapter_copies_an_input_is_mapped_on_every_call():
     assert first.tolist() == [0, -1, 2, -3] and second.tolist() == [0, 1, 2, 3]
 
 
-def test_inputs_other_than_the_planned_ones_take_the_general_path():
-    """Another Sizes makes another plan; the same node run on other arrays of the constants (--compare's
-    reference values) or on a non-contiguous input is mapped as it is, with the same result."""
+def _planned_matmul():
+    """The plumbing model's session once planned, its MatMul step, every tensor of a run and the MatMul's output."""
     session = OnnxSession(_plumbing_model(), fusions=False)
     feeds = _feeds(0)
     session.run(feeds)
-    steps = session.plan_for(feeds).steps
-    matmul = next(step for step in steps if step.node.op == "MatMul")
+    matmul = next(step for step in session.plan_for(feeds).steps if step.node.op == "MatMul")
     values = session.run(feeds, keep_all=True)
-    expected = matmul.run(values, session.executor)["m"]
+    return session, matmul, values, matmul.run(values, session.executor)["m"]
+
+
+def test_inputs_other_than_the_planned_ones_take_the_general_path():
+    """Another Sizes makes another plan; the same node run on other arrays of the constants (--compare's
+    reference values) or on a non-contiguous input is mapped as it is, with the same result."""
+    session, matmul, values, expected = _planned_matmul()
     copies = {name: np.array(values[name]) for name in matmul.node.inputs}  # other objects: no constant matches
     assert not matmul.planned.signature.matches(matmul.inputs_of(copies))
     assert _bits(matmul.run(copies, session.executor)["m"]) == _bits(expected)
@@ -149,13 +153,7 @@ def test_a_planned_nodes_runner_takes_only_the_inputs_it_was_planned_for():
     """A model's run calls each planned node's runner (planned_runner): the planned call on the run's values, its
     outputs stored there; inputs other than the plan's (other arrays of the constants, other Strides, another
     type) are declined, nothing stored, and the node's general path runs them."""
-    session = OnnxSession(_plumbing_model(), fusions=False)
-    feeds = _feeds(0)
-    session.run(feeds)
-    steps = session.plan_for(feeds).steps
-    matmul = next(step for step in steps if step.node.op == "MatMul")
-    values = session.run(feeds, keep_all=True)
-    expected = matmul.run(values, session.executor)["m"]
+    session, matmul, values, expected = _planned_matmul()
     runner = matmul.fast_runner()
     inputs = {name: values[name] for name in matmul.node.inputs}
     own = dict(inputs)
