@@ -328,12 +328,20 @@ def test_an_unwritable_output_is_refused_before_the_model_runs(tmp_path):
      [value("x", F32, [1, 1, 2, 2]), value("s", F32, [4])],
      ["x=[[[[1, 2], [3, 4]]]]", "s=[1, 1, NaN, 2]"], "node 'up' (Resize): ONNX Resize: ONNX's Resize scale for axis 2 "
                                                      "is nan, where a finite number is needed"),
+    (helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="crop"),
+     [value("x", F32, [2, 2]), *(value(name, TensorProto.INT64, [2]) for name in "sea")],
+     ["x=[[1, 2], [3, 4]]", "s=[0, 0]", "e=[1, 1]", "a=[0, -2]"],
+     "node 'crop' (Slice): ONNX Slice: ONNX's Slice axes [0, -2] name an axis more than once"),
+    (helper.make_node("TopK", ["x", "k"], ["y", "i"], name="best"), [value("x", F32, [2, 2]),
+                                                                     value("k", TensorProto.INT64, [1])],
+     ["x=[[1, 2], [3, 4]]", "k=[3]"], "node 'best' (TopK): ONNX TopK: ONNX's TopK k 3 is larger than axis 1's 2 "
+                                      "elements"),
 ])
 def test_a_runtime_value_that_makes_a_nodes_call_malformed_exits_2_naming_the_node(tmp_path, node, inputs, given,
                                                                                      words):
-    """A graph input that a view or an adapter reads (a Reshape's shape, a Resize's scales) and no ONNX call can
-    hold: the node's error in one line (exit 2), never an internal error."""
-    path = _saved(model_of([node], inputs, [value("y")]), tmp_path)
+    """A graph input that a view or an adapter reads (a Reshape's shape, a Resize's scales, a Slice's axes, TopK's
+    k) and no ONNX call can hold: the node's error in one line (exit 2), never an internal error."""
+    path = _saved(model_of([node], inputs, [value(name) for name in node.output]), tmp_path)
     arguments = ["onnx", str(path), *[part for item in given for part in ("-i", item)], "-o", str(tmp_path / "o.npz")]
     result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output

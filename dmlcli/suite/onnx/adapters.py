@@ -330,6 +330,8 @@ def slice_ranges(call: OnnxCall) -> list[tuple[int, int, int, int]]:
     starts, ends, axes_given, steps_given = _slice_arguments(call)
     axes = [normalised_axis(a, data.ndim, "axes") for a in axes_given] if axes_given is not None else \
         list(range(len(starts)))
+    if len(set(axes)) != len(axes):  # ONNX: "Behavior is undefined if an axis is repeated"; ONNX Runtime refuses it
+        raise MappingError(f"ONNX's Slice axes {[int(a) for a in axes_given]} name an axis more than once")
     steps = steps_given if steps_given is not None else [1] * len(starts)
     if 0 in steps:
         raise MappingError("ONNX's Slice steps may not be 0")

@@ -145,9 +145,13 @@ def _past_rank_8(shape_of) -> Cannot:
 
 
 def _top_k_whole_axis(call) -> bool:
+    """k equal to the axis's size (MappingError past it: ONNX requires k at most the size, as ONNX Runtime checks)."""
     data = call.input(0)
     axis = a.normalised_axis(call.attr("axis", -1), data.ndim)
-    return a.top_k_count(call) >= data.shape[axis]
+    count = a.top_k_count(call)
+    if count > data.shape[axis]:
+        raise a.MappingError(f"ONNX's TopK k {count} is larger than axis {axis}'s {data.shape[axis]} elements")
+    return count == data.shape[axis]
 
 
 def _arg(onnx_op: str, directml: str) -> Entry:
