@@ -3,9 +3,10 @@
 run_step (the node's `run`: Wiring, Signature and made_again on every call), on the same plan and the same values.
 
 Both loops run the same steps in the same order and give the same bits; the difference is the machinery around each
-node's kernel. They are timed in turn in blocks (--block runs of one, then of the other, each block after one
-untimed run), by the calling thread's CPU time (a busy machine's other processes count in neither), and the medians
-are printed with their ratio (runner / run_step: below 1 is faster). Run with BLAS on one thread:
+node's kernel. They are timed in turn in blocks (onnx_model_bench's timing: --block runs of one, then of the other,
+each block after one untimed run), by the calling thread's CPU time (a busy machine's other processes count in
+neither), and the medians are printed with their ratio (runner / run_step: below 1 is faster). Run with BLAS on one
+thread:
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python3 bench/onnx_run_loop_bench.py [--runs 200] [--models encoder_small]
 """
@@ -13,8 +14,6 @@ are printed with their ratio (runner / run_step: below 1 is faster). Run with BL
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-FOLDER = Path(os.environ.get("DMLCLI_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "onnx_models"
+from onnx_model_bench import BLOCK, FOLDER, _medians  # noqa: E402 - the whole-model bench's folder and timing
+
 MODELS = ("encoder_small", "squeezenet1_1")
 
 
@@ -50,22 +50,10 @@ def _loops(session, feeds):
     return runners, run_steps
 
 
-def _medians(functions, runs: int, block: int) -> list[float]:
-    times = [[] for _ in functions]
-    for _ in range(-(-runs // block)):
-        for function, kept in zip(functions, times):
-            function()
-            for _ in range(block):
-                started = time.thread_time()
-                function()
-                kept.append(time.thread_time() - started)
-    return [statistics.median(kept) for kept in times]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="timed runs of each loop (default 200)")
-    parser.add_argument("--block", type=int, default=5, help="timed runs of one loop in a row (default 5)")
+    parser.add_argument("--block", type=int, default=BLOCK, help=f"timed runs of one loop in a row (default {BLOCK})")
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     args = parser.parse_args(argv)
     from dmlcli.onnx_model import OnnxSession
@@ -79,7 +67,7 @@ def main(argv=None) -> int:
         feeds = {"input": np.load(FOLDER / f"{name}.npz")["input"]}
         session.run(feeds)  # the plan
         runners, run_steps = _loops(session, feeds)
-        new, old = _medians((runners, run_steps), args.runs, args.block)
+        new, old = _medians((runners, run_steps), args.runs, clock=time.thread_time, block=args.block)
         nodes = len(session.plan_for(feeds).running)
         print(f"| {name} | {nodes} | {new * 1e3:.3f} ms | {old * 1e3:.3f} ms | {new / old:.3f} |")
     return 0

@@ -755,9 +755,8 @@ def _resize_sizes_and_scales(call: OnnxCall, shape: tuple[int, ...]) -> tuple[li
     rank = len(shape)
     if is_upsample(call):
         given = call.input(1) if call.since(9) else None
-        scales = [float(s) for s in (host_values(given).ravel() if given is not None else call.attr("scales"))]
-        for axis, scale in enumerate(scales):
-            _finite_scale(call, axis, scale)
+        scales = [_finite_scale(call, axis, float(s)) for axis, s in
+                  enumerate(host_values(given).ravel() if given is not None else call.attr("scales"))]
         return scales, [int(math.floor(n * s)) for n, s in zip(shape, scales)]
     axes = _resize_axes(call, rank)
     scales_in, sizes_in = call.input(2), call.input(3)
