@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("onnx")
@@ -154,7 +154,7 @@ def test_a_planned_nodes_runner_takes_only_the_inputs_it_was_planned_for():
     outputs stored there; inputs other than the plan's (other arrays of the constants, other Strides, another
     type) are declined, nothing stored, and the node's general path runs them."""
     session, matmul, values, expected = _planned_matmul()
-    runner = matmul.fast_runner()
+    runner = matmul.planned.runner()
     inputs = {name: values[name] for name in matmul.node.inputs}
     own = dict(inputs)
     assert runner(own) and _bits(own["m"]) == _bits(expected)
@@ -434,3 +434,154 @@ def test_a_planned_elementwise_call_that_broadcasts_or_converts_takes_elementwis
     row = np.arange(3, dtype=">f4")
     (spread,) = backend.planned_elementwise(hands_back, [row], (2, 3), np.dtype(np.float32), {})([row])
     assert spread.shape == (2, 3) and spread.dtype == np.float32 and np.array_equal(spread[1], [0, 1, 2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.sampled_from([(3, 16, 1, 8), (5, 4), (2, 3, 4)]), axis=st.integers(0, 3),
+       indices=st.lists(st.integers(-9, 9), min_size=1, max_size=4), index_type=st.sampled_from(["int64", "int32",
+                                                                                                   "uint32"]),
+       seed=st.integers(0, 99))
+def test_gathers_planned_call_gives_its_kernels_bits(shape, axis, indices, index_type, seed):
+    """GATHER's planned_kernel, its constant indices' positions worked out once (negative ones counted from the
+    end, those past either end clamped, as DirectML's shaders clamp them), against its array_kernel on two calls'
+    data: the same bits, a fresh C-ordered result."""
+    import dmlcli
+    from dmlcli.backends.cpu import CpuBackend
+
+    axis = axis % len(shape)
+    rng = np.random.default_rng(seed)
+    index_array = np.array(indices if index_type != "uint32" else [abs(i) for i in indices], index_type)
+    index_array = index_array.reshape((1,) * (len(shape) - 1) + (-1,))
+    first = rng.standard_normal(shape).astype(np.float32)
+    call = dmlcli.validate("gather", first, index_array, axis=axis, index_dimensions=1).call
+    run = CpuBackend().planned_shaped(call.operator, [first, index_array], call.outputs, call.parameters,
+                                      frozenset({1}))
+    assert run.__qualname__.startswith("gather_planned")
+    for data in (first, rng.standard_normal(shape).astype(np.float32)):
+        expected = call.operator.array_kernel(np, [data, index_array], call.outputs, call.parameters)
+        _fresh_and_equal(run([data, index_array]), expected, [data, index_array])
+
+
+def test_gathers_planned_call_needs_constant_indices_of_the_datas_type():
+    """Indices that change from call to call, or an output read as another type, keep the kernel's own call."""
+    import dmlcli
+    from dmlcli.operators.indexing.entries import gather_planned
+
+    data, indices = np.ones((3, 4), np.float32), np.zeros((1, 2), np.int64)
+    call = dmlcli.validate("gather", data, indices, axis=1, index_dimensions=1).call
+    assert gather_planned([data, indices], call.outputs, call.parameters, frozenset({1})) is not None
+    assert gather_planned([data, indices], call.outputs, call.parameters, frozenset()) is None
+    assert gather_planned([data.view(np.int32), indices], call.outputs, call.parameters, frozenset({1})) is None
+
+
+@pytest.fixture
+def compiled_loops_on():
+    """The compiled loops on for the test (restored after it); skipped without Numba."""
+    pytest.importorskip("numba")
+    from dmlcli.operators.numerics import compiled_loops
+
+    saved = dict(compiled_loops._state)
+    assert compiled_loops.use(True) is not None
+    yield
+    compiled_loops._state.clear()
+    compiled_loops._state.update(saved)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.sampled_from([(1, 16), (2, 3), (4,)]), n=st.sampled_from([1, 7, 8, 128, 200]),
+       scaled=st.booleans(), biased=st.booleans(), normalize_variance=st.booleans(), nan=st.booleans(),
+       seed=st.integers(0, 99))
+def test_mvns_planned_call_gives_its_kernels_bits(compiled_loops_on, rows, n, scaled, biased, normalize_variance,
+                                                  nan, seed):
+    """MEAN_VARIANCE_NORMALIZATION1's planned_kernel over the last axis (a LayerNormalization's), Scale and Bias
+    constants made ready once for the compiled loop, against its array_kernel: the same bits, a fresh C-ordered
+    result; an input holding a NaN, which the loop declines, takes the kernel itself."""
+    import dmlcli
+    from dmlcli.backends.cpu import CpuBackend
+
+    rng = np.random.default_rng(seed)
+    shape = rows + (n,)
+    side = (1,) * len(rows) + (n,)
+    scale = rng.standard_normal(side).astype(np.float32) if scaled else None
+    bias = rng.standard_normal(side).astype(np.float32) if biased else None
+    first = rng.standard_normal(shape).astype(np.float32)
+    keywords = dict(axes=[len(shape) - 1], normalize_variance=normalize_variance, epsilon=1e-5)
+    call = dmlcli.validate("mean_variance_normalization1", first, scale, bias, **keywords).call
+    complete = call.complete
+    constant = frozenset(position for position, t in ((1, scale), (2, bias)) if t is not None)
+    run = CpuBackend().planned_shaped(call.operator, complete([first, scale, bias]), call.outputs, call.parameters,
+                                      constant)
+    assert run.__qualname__.startswith("mvn_planned")
+    second = rng.standard_normal(shape).astype(np.float32)
+    if nan:
+        second.reshape(-1)[rng.integers(second.size)] = np.nan
+    for x in (first, second):
+        arrays = complete([x, scale, bias])
+        with np.errstate(all="ignore"):
+            expected = call.operator.array_kernel(np, arrays, call.outputs, call.parameters)
+        _fresh_and_equal(run(arrays), expected, arrays)
+
+
+def test_mvns_planned_call_leaves_the_others_to_its_kernel(compiled_loops_on):
+    """A Scale that changes from call to call, other axes than the last, or the loops off: the kernel's own call."""
+    import dmlcli
+    from dmlcli.operators.numerics import compiled_loops
+    from dmlcli.operators.normalization.entries import mvn_planned
+
+    x, scale = np.ones((2, 3, 4), np.float32), np.ones((1, 1, 4), np.float32)
+    call = dmlcli.validate("mean_variance_normalization1", x, scale, None, axes=[2]).call
+    inputs = call.complete([x, scale, None])
+    assert mvn_planned(inputs, call.outputs, call.parameters, frozenset({1})) is not None
+    assert mvn_planned(inputs, call.outputs, call.parameters, frozenset()) is None
+    across = dmlcli.validate("mean_variance_normalization1", x, axes=[1, 2]).call
+    assert mvn_planned(across.complete([x]), across.outputs, across.parameters, frozenset()) is None
+    compiled_loops.use(False)
+    assert mvn_planned(inputs, call.outputs, call.parameters, frozenset({1})) is None
+
+
+def test_a_planned_completion_makes_what_it_makes_of_constants_once():
+    """Call.completion, complete as a model's planned node calls it: a constant's broadcast view is the first
+    call's on every call, a runtime input is broadcast again, one complete leaves as it is passes as it comes, and a
+    left-out input is in its place; the same arrays as complete gives, every call."""
+    import dmlcli
+
+    a, b, c = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32), np.ones((1, 4), np.float32)
+    call = dmlcli.validate("gemm", a, b, c, broadcast=True).call
+    first = call.complete([a, b, c])
+    assert first[2].shape == (2, 4)
+    other_a, other_c = np.zeros((2, 3), np.float32), np.zeros((1, 4), np.float32)
+    completion = call.completion([a, b, c], frozenset({2}))
+    constant_view = completion([a, b, c])[2]
+    assert completion([other_a, b, c])[2] is constant_view
+    again = call.completion([a, b, c])([other_a, b, other_c])
+    assert again[0] is other_a and again[2].shape == (2, 4) and np.shares_memory(again[2], other_c)
+    for arrays in ([other_a, b, c], [a, b, other_c]):
+        assert all(np.array_equal(x, y) for x, y in zip(call.completion([a, b, c])(arrays), call.complete(arrays)))
+    without_c = dmlcli.validate("gemm", a, b).call
+    assert without_c.absent == ("CTensor",)
+    made = without_c.completion([a, b], frozenset({1}))([other_a, b])
+    assert made[0] is other_a and made[1] is b and made[2] is None and without_c.completed_sources([a, b]) == [0, 1, None]
+
+
+def test_a_finish_that_leaves_the_outputs_as_they_are_is_left_out():
+    """An adapter's finish that reshapes to the Sizes DirectML's outputs have already, or hands them back, is not
+    called by a planned node's runner; one that reshapes still is."""
+    from dmlcli.suite.onnx.adapters import _same, finishes_as_is, reshaped_to
+
+    assert finishes_as_is(_same, [(2, 3)]) and finishes_as_is(tuple, [(2, 3)])
+    assert finishes_as_is(reshaped_to([(2, 3), None]), [(2, 3), (4,)])
+    assert not finishes_as_is(reshaped_to([(6,)]), [(2, 3)])
+    assert not finishes_as_is(reshaped_to([(2, 3)]), [(2, 3), (4,)])
+    assert not finishes_as_is(lambda outputs: tuple(outputs), [(2, 3)])
+    out = np.arange(6.0)
+    (reshaped, kept) = reshaped_to([(2, 3), (5,)])([out, out])
+    assert reshaped.shape == (2, 3) and kept is out  # a wrong count is left for the comparison to report
+
+
+def test_a_planned_node_marks_its_kept_verdict_as_the_latest():
+    """--compare reads each node's latest verdict (its tolerance rule): a planned run marks the kept one."""
+    session, matmul, values, expected = _planned_matmul()
+    matmul.last_verdict = None
+    own = {name: values[name] for name in matmul.node.inputs}
+    matmul.advancer(session.executor)(own)
+    assert matmul.last_verdict is matmul.planned.verdict and _bits(own["m"]) == _bits(expected)

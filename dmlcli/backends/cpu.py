@@ -79,7 +79,8 @@ class CpuBackend:
             results[0] = activation.cpu_kernel([first], first.dtype, fields)
         return tuple(_own_result(result, info, arrays) for result, info in zip(results, outputs))
 
-    def planned_shaped(self, operator: Operator, inputs: list, outputs, parameters):
+    def planned_shaped(self, operator: Operator, inputs: list, outputs, parameters,
+                       constant_inputs: frozenset[int] = frozenset()):
         """`shaped` as a function of the input arrays alone, for a call made again and again with inputs of the
         types of `inputs` (a model's planned node: onnx_model/planned.py holds every later call's types, Sizes and
         Strides to the first's): where no input needs converting (every one native and not 4-bit) and no output
@@ -87,13 +88,15 @@ class CpuBackend:
         from call to call (a fresh C-ordered array, no input's memory). A kernel's call then costs a model's node a
         few µs less: the per-input conversions and the per-output type checks were most of the planned call's own
         cost. Where the operator has a planned_kernel for the call, that function is the call: it gives fresh C-ordered
-        arrays of the outputs' types itself. Any other call takes `shaped` itself, under the caller's np.errstate."""
+        arrays of the outputs' types itself, and may work out once what it reads of the inputs at `constant_inputs`
+        (positions whose array is the same, with the same values, on every call: a model's weights and indices).
+        Any other call takes `shaped` itself, under the caller's np.errstate."""
         as_given = all(x is None or (x.dtype.isnative and not is_four_bit_dtype(x.dtype)) for x in inputs)
         four_bit_out = any(info.data_type.is_four_bit for info in outputs)
         if not as_given or four_bit_out or fused_activation(operator, parameters) is not None:
             return lambda arrays: self.shaped(arrays, operator, outputs, parameters)
         if operator.planned_kernel is not None:  # the operator's own call for this case, worked out once
-            planned = operator.planned_kernel(inputs, outputs, parameters)
+            planned = operator.planned_kernel(inputs, outputs, parameters, constant_inputs)
             if planned is not None:
                 return planned
         kernel = operator.array_kernel

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -74,6 +74,37 @@ class Call(Frozen):
             return [None if name in self.absent else next(given) for name in self.operator.inputs]
         return [np.zeros((1,) * rank, self.tensors[like[name]].data_type.numpy_dtype) if name in self.absent
                 else next(given) for name in self.operator.inputs]
+
+    def completed_sources(self, arrays: Sequence) -> list[int | None]:
+        """For each input `complete` gives, the position in `arrays` of the array it is or is made from; None for
+        an input the call leaves out."""
+        if not self.absent:
+            return list(range(len(arrays)))
+        given = iter([position for position, array in enumerate(arrays) if array is not None])
+        return [None if name in self.absent else next(given) for name in self.operator.inputs]
+
+    def completion(self, arrays: Sequence, constant_inputs: frozenset[int] = frozenset()) -> Callable[[Sequence], list]:
+        """`complete` as planned on a first call's `arrays`, for later calls whose arrays have the same types, Sizes
+        and Strides, and the same arrays at `constant_inputs` (a model's planned node): an input complete leaves as
+        it is, or broadcasts to its own Sizes, passes as it comes; what it makes of constants (a constant's broadcast view, a left-out input's zeros)
+        is the first call's (np.broadcast_to costs a few us an input); a runtime input is broadcast again."""
+        first = self.complete(list(arrays))
+        plan = []
+        for made, source in zip(first, self.completed_sources(arrays)):
+            given = None if source is None else arrays[source]
+            if source is None or (source in constant_inputs and made is not given):
+                plan.append((None, made, None))  # made once: None, zeros, or a constant's broadcast view
+            elif made is given or (made.shape == given.shape and made.strides == given.strides):
+                plan.append((source, None, None))  # as it comes (a broadcast to its own Sizes is itself)
+            else:
+                plan.append((source, None, made.shape))
+        broadcast_to = np.broadcast_to
+
+        def complete(arrays: Sequence) -> list:
+            return [made if source is None else arrays[source] if shape is None else broadcast_to(arrays[source], shape)
+                    for source, made, shape in plan]
+
+        return complete
 
     @property
     def output(self) -> TensorInfo:

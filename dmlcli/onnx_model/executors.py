@@ -79,11 +79,13 @@ class CpuExecutor:
             self.warnings.extend(outcome.warnings)
         return outcome.all_outputs
 
-    def compiled(self, verdict: Verdict, arrays: Sequence[np.ndarray | None]
+    def compiled(self, verdict: Verdict, arrays: Sequence[np.ndarray | None],
+                 constant_inputs: frozenset[int] = frozenset()
                  ) -> Callable[[Sequence[np.ndarray | None]], tuple[np.ndarray, ...]]:
         """The verdict's call as a function of its input arrays, what engine.execute looks up on every call read
         once (the backend under the call's float rules, the output's Sizes and type, the parameters): the call of
-        a planned node (planned.py), whose every call has inputs of the types of `arrays`, its first call's. An
+        a planned node (planned.py), whose every call has inputs of the types of `arrays`, its first call's, and
+        the same arrays at `constant_inputs` (the plan's constants: what the call makes of them is made once). An
         element-wise operator with hooks (counted per call, for the warnings) keeps engine.execute."""
         call = verdict.call
         operator = call.operator
@@ -91,8 +93,14 @@ class CpuExecutor:
             return lambda arrays: self.execute(verdict, arrays)
         backend = engine.choose_backend(self.backend, call.float_rules, call.allow_tf32)
         parameters = call.parameters
-        # Call.complete adds nothing to a call that leaves no input out and broadcasts no shaped operator's input.
-        complete = call.complete if call.absent or (call.broadcast and not operator.is_elementwise) else list
+        # Call.complete adds nothing to a call that leaves no input out and broadcasts no shaped operator's input;
+        # elsewhere it is planned on these arrays (Call.completion: what it makes of constants, made once).
+        completes = call.absent or (call.broadcast and not operator.is_elementwise)
+        complete = list
+        if completes:
+            complete = call.completion(arrays, constant_inputs)
+            constant_inputs = frozenset(position for position, source in enumerate(call.completed_sources(arrays))
+                                        if source is None or source in constant_inputs)
         plain = backend is self.backend  # NumPy's backend itself, not a wrapper (Direct3D's float rules, TF32)
         if operator.is_elementwise:
             shape, dtype = tuple(call.output.shape), np.dtype(call.output.data_type.numpy_dtype)
@@ -102,7 +110,7 @@ class CpuExecutor:
             return lambda arrays: (backend.execute(operator, complete(arrays), shape, dtype, parameters),)
         outputs = call.outputs
         if plain:  # the backend's own planned call, on the arrays as they come (completed where the call says)
-            planned = backend.planned_shaped(operator, complete(list(arrays)), outputs, parameters)
+            planned = backend.planned_shaped(operator, complete(list(arrays)), outputs, parameters, constant_inputs)
             return planned if complete is list else lambda arrays: planned(complete(arrays))
         return lambda arrays: tuple(backend.execute_shaped(operator, complete(arrays), outputs, parameters))
 
@@ -158,7 +166,7 @@ class GpuExecutor:
     def to_host(self, array) -> np.ndarray:
         return array if isinstance(array, np.ndarray) else self.cupy.asnumpy(array)
 
-    def compiled(self, verdict: Verdict, arrays: Sequence) -> None:
+    def compiled(self, verdict: Verdict, arrays: Sequence, constant_inputs: frozenset[int] = frozenset()) -> None:
         """None: a GPU run's nodes are not planned (planned.py makes NumPy views; the device arrays are CuPy's)."""
         return None
 

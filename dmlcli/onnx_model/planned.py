@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..calls.validation import Verdict
+from ..suite.onnx.adapters import finishes_as_is
 from .executors import memory_owner
 
 
@@ -135,6 +136,11 @@ def planned_arrays(value_inputs: tuple[int, ...] | None, names: Sequence[str], i
     return signature, made
 
 
+def constant_positions(made: tuple) -> frozenset[int]:
+    """The positions of the planned arrays that are the plan's constants (the same array on every call)."""
+    return frozenset(position for position, item in enumerate(made) if item is not None and type(item) is not Derived)
+
+
 def made_again(made: tuple, inputs: Sequence) -> list:
     """The planned arrays for this call's inputs."""
     return [item.of(inputs) if type(item) is Derived else item for item in made]
@@ -236,8 +242,11 @@ class PlannedCall:
         return self.wiring.outputs_of(self.finish(self.execute(made_again(self.made, inputs))))
 
     def runner(self) -> Runner | None:
-        """`run` as planned_runner makes it (None where it cannot)."""
+        """`run` as planned_runner makes it (None where it cannot); the adapter's finish left out where it hands
+        back outputs of the planned Sizes as they are (the executor's compiled call is then the whole work)."""
         execute, finish = self.execute, self.finish
+        if finishes_as_is(finish, [info.shape for info in self.verdict.call.outputs]):
+            return planned_runner(self.wiring, self.signature, self.made, execute)
         return planned_runner(self.wiring, self.signature, self.made, lambda arrays: finish(execute(arrays)))
 
 

@@ -79,34 +79,40 @@ class OnnxSession:
         """The inputs by the model's declared names, each of its declared type and Sizes (bool given as 0/1
         integers is read as bool); InputError naming what the model declares otherwise."""
         declared = {d.name: d for d in self.model.inputs}
-        wanted = "; ".join(d.describe() for d in self.model.inputs) or "none"
         unknown = [name for name in inputs if name not in declared]
         if unknown:
-            raise InputError(f"{self.model.shown} has no input {unknown[0]!r} (its inputs: {wanted})")
+            raise InputError(f"{self.model.shown} has no input {unknown[0]!r} (its inputs: {self._wanted()})")
         missing = [name for name in declared if name not in inputs]
         if missing:
             raise InputError(f"{self.model.shown} needs input {declared[missing[0]].describe()}, which is not given "
-                             f"(its inputs: {wanted})")
+                             f"(its inputs: {self._wanted()})")
         checked = {}
         for name, value in inputs.items():
             checked[name] = self._checked(declared[name], np.asarray(value))
         return checked
 
+    def _wanted(self) -> str:
+        """The model's declared inputs, for a message."""
+        return "; ".join(d.describe() for d in self.model.inputs) or "none"
+
     def _checked(self, declared, array: np.ndarray) -> np.ndarray:
         dtype = declared.dtype
-        found = f"{array.dtype} {list(array.shape)}"
         if dtype is not None and array.dtype != dtype:
             if dtype == np.bool_ and array.dtype.kind in "iu" and bool(np.isin(array, (0, 1)).all()):
                 array = array.astype(np.bool_)
             else:
-                raise InputError(f"{self.model.shown}: input {declared.describe()} is given as {found}")
+                raise self._given_as(declared, array)
         if declared.dims is not None:
             fixed = all(isinstance(d, int) and d > 0 for d in declared.dims if d is not None)
             matches = len(declared.dims) == array.ndim and all(
                 not isinstance(d, int) or d <= 0 or d == size for d, size in zip(declared.dims, array.shape))
             if fixed and not matches:
-                raise InputError(f"{self.model.shown}: input {declared.describe()} is given as {found}")
+                raise self._given_as(declared, array)
         return array
+
+    def _given_as(self, declared, array: np.ndarray) -> InputError:
+        return InputError(f"{self.model.shown}: input {declared.describe()} is given as "
+                          f"{array.dtype} {list(array.shape)}")
 
     # ------------------------------------------------------------ running
 

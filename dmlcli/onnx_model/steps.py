@@ -29,7 +29,7 @@ from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call,
 from ..suite.onnx.adapters_contrib import Composition
 from ..suite.onnx.table import Entry, entry_for, fused_activation_keywords
 from .graph import Node, part_nodes
-from .planned import PlannedCall, PlannedView, Runner, Wiring, planned_arrays
+from .planned import PlannedCall, PlannedView, Runner, Wiring, constant_positions, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
 # A step run into a run's values (Step.advancer).
@@ -206,9 +206,9 @@ class DirectMLStep(Step):
         prepared, verdict = self._prepared(self.node.call_on(inputs))
         results = prepared.finish(executor.execute(verdict, prepared.inputs))
         outputs = self._outputs(results)
-        execute = executor.compiled(verdict, prepared.inputs)
         found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, prepared.inputs)
-        if found is not None and execute is not None:
+        execute = None if found is None else executor.compiled(verdict, prepared.inputs, constant_positions(found[1]))
+        if execute is not None:
             names = self.node.inputs
             bool_inputs = tuple(p for p, name in enumerate(names) if name and values[name].dtype == np.bool_)
             bool_outputs = tuple(name for name in self.bool_outputs.intersection(outputs)
@@ -217,19 +217,22 @@ class DirectMLStep(Step):
             self.planned = PlannedCall(wiring, *found, execute, prepared.finish, verdict)
         return outputs
 
-    def fast_runner(self) -> Runner | None:
+    def advancer(self, executor) -> Advance:
+        """The planned call's runner, the kept verdict marked as the latest (--compare reads its tolerance rule);
+        `run` where the inputs differ from the plan's or nothing was planned."""
         planned = self.planned
-        fast = None if planned is None else planned.runner()
-        if fast is None:
-            return None
+        runner = None if planned is None else planned.runner()
+        if runner is None:
+            return super().advancer(executor)
+        run, verdict = self.run, planned.verdict
 
-        def run(values: dict) -> bool:
-            if not fast(values):
-                return False
-            self.last_verdict = planned.verdict
-            return True
+        def advance(values: dict) -> None:
+            if runner(values):
+                self.last_verdict = verdict
+            else:
+                values.update(run(values, executor))
 
-        return run
+        return advance
 
     def _prepared(self, call: OnnxCall):
         """The adapter's call and its verdict (kept for the next call with the same tensors and fields)."""

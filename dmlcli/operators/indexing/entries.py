@@ -248,6 +248,30 @@ def gather_kernel(xp, inputs, outputs, params):
     return (taken if taken.shape == tuple(out.shape) else taken.reshape(out.shape),)
 
 
+def gather_planned(inputs, outputs, params, constant_inputs: frozenset[int] = frozenset()):
+    """gather_kernel's CPU call worked out once (Operator.planned_kernel: a model's planned node) where the indices
+    are a constant (a Transformer's Gather of q, k or v by a scalar): their clamped positions are made here once,
+    so a call is NumPy's take alone (half of such a call's 9 us went to the indices' reshape, range check and
+    conversion). The same positions, the same whole items copied, so gather_kernel's bits. None where the indices
+    change from call to call or the output's type is not the data's (its bits are viewed then)."""
+    data, indices = inputs
+    (out,) = outputs
+    if 1 not in constant_inputs or data.dtype != np.dtype(out.data_type.numpy_dtype):
+        return None
+    axis = params["Axis"]
+    count = params["IndexDimensions"]
+    count = indices.ndim if count is None else count
+    positions = _clamped_positions(np, indices.reshape(indices.shape[indices.ndim - count:]), data.shape[axis])
+    positions = np.array(positions, np.intp)  # its own: a view of the constant indices could be written
+    shape = tuple(out.shape)
+
+    def run(arrays):
+        taken = arrays[0].take(positions, axis=axis)
+        return (taken if taken.shape == shape else taken.reshape(shape),)
+
+    return run
+
+
 def _numpy_take_clamped(data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
     """gather_kernel's take on NumPy, an array of its own: data.take(_clamped_positions(indices), axis), but first
     data.take(indices) itself, whose mode 'raise' counts a negative index from the end as DirectML does and refuses
@@ -381,7 +405,7 @@ GATHER = Operator(
     introduced=_GATHER_ROWS[-1].level, inputs=("InputTensor", "IndicesTensor"), support=_GATHER_ROWS,
     same_data_type=("InputTensor", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(AXIS, INDEX_DIMENSIONS), native_encoding=True, shape_rule=gather_shape,
-    array_kernel=gather_kernel, gpu_array_kernel=gather_gpu_kernel, exactness=EXACT,
+    array_kernel=gather_kernel, gpu_array_kernel=gather_gpu_kernel, planned_kernel=gather_planned, exactness=EXACT,
     notes=(
         "OutputTensor Sizes = InputTensor Sizes before Axis, the last IndexDimensions sizes of IndicesTensor, "
         "InputTensor Sizes after Axis, fitted into the common DimensionCount: leading ones added, or sizes of 1 "

@@ -430,7 +430,7 @@ def _scaled_plus(result, c, alpha, beta):
     return result
 
 
-def gemm_planned(inputs, outputs, params):
+def gemm_planned(inputs, outputs, params, constant_inputs: frozenset[int] = frozenset()):
     """GEMM's CPU call worked out once for FLOAT32 tensors (Operator.planned_kernel: a model's node made again on
     inputs of the same types, Sizes and Strides): gemm_product's steps for that case alone, with the same operations
     in the same order, so the same bits; the checks of the types and Alpha's and Beta's conversions are made here

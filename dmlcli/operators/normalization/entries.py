@@ -486,6 +486,35 @@ def mvn_axes_kernel(xp, inputs, outputs, params):
     return _finish(xp, y, outputs[0], params["FusedActivation"])
 
 
+def mvn_planned(inputs, outputs, params, constant_inputs: frozenset[int] = frozenset()):
+    """mvn_axes_kernel's CPU call worked out once (Operator.planned_kernel: a model's planned node, such as a
+    LayerNormalization's): FLOAT32 over the last axis, Scale and Bias constants, in the compiled loop, whose
+    Scale, Bias, fields and summation program are made here once (mvn_rows made them on every call: half of a
+    {1, 16, 128} call's 18 us); a call the loop declines (NaN anywhere) takes mvn_axes_kernel, as it would. None
+    where the kernel would not take the loop, or the loops are off."""
+    loops = compiled_loops.active()
+    x, scale, bias = inputs
+    if loops is None or x.dtype != np.float32 or x.size == 0 or outputs[0].data_type.numpy_dtype != np.float32:
+        return None
+    if any(t is not None and position not in constant_inputs for position, t in ((1, scale), (2, bias))):
+        return None
+    try:
+        if resolve_axes(params["Axes"], x.ndim, "Axes") != (x.ndim - 1,):
+            return None
+    except RuleViolation:
+        return None
+    use_mean, use_variance = _statistics(params)
+    rows = loops.mvn_rows_of(x.shape[-1], scale, bias, params["Epsilon"], use_mean, use_variance)
+    if rows is None:
+        return None
+
+    def run(arrays):
+        y = rows(arrays[0])
+        return (y,) if y is not None else mvn_axes_kernel(np, arrays, outputs, params)
+
+    return run
+
+
 # MEAN_VARIANCE_NORMALIZATION over trailing axes, one block per row (a row: the elements one mean and variance
 # cover), the row staged in shared memory while its mean is taken, so that device memory sees one read and one
 # write: the mean, the mean of the squared deviations and the output come from the stage. The same FLOAT32
@@ -887,6 +916,7 @@ MEAN_VARIANCE_NORMALIZATION1 = Operator(
     parameters=(MVN_AXES, NORMALIZE_VARIANCE, EPSILON, FUSED_ACTIVATION),
     optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("2_1"),
     shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn_axes_kernel,
+    planned_kernel=mvn_planned,
     gpu_array_kernel=mvn_axes_gpu_kernel, level_rule=mvn1_level_rule,
     exactness=APPROXIMATE,
     tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale, sum_bound=MVN_SUM_BOUND,
@@ -924,6 +954,7 @@ MEAN_VARIANCE_NORMALIZATION2 = Operator(
     parameters=(MVN_AXES, USE_MEAN, USE_VARIANCE, EPSILON, FUSED_ACTIVATION),
     optional_inputs=(("ScaleTensor", "InputTensor"), ("BiasTensor", "InputTensor")), optional_since=level("6_3"),
     shape_rule=mvn1_shape, fused_activation="FusedActivation", array_kernel=mvn_axes_kernel,
+    planned_kernel=mvn_planned,
     gpu_array_kernel=mvn_axes_gpu_kernel, exactness=APPROXIMATE,
     tolerance=_MVN_TOLERANCE, tolerance_scale=mvn_tolerance_scale, sum_bound=MVN_SUM_BOUND,
     notes=(_MVN2_MEANING, _MVN2_FORMULAS,

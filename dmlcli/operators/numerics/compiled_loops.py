@@ -30,6 +30,7 @@ import math
 import os
 import threading
 import warnings
+from typing import Callable
 
 import numpy as np
 
@@ -380,8 +381,17 @@ class CompiledLoops:
         """MEAN_VARIANCE_NORMALIZATION of a FLOAT32 tensor over its last axis (rows of at most MVN_LONGEST_ROW
         values), Scale and Bias FLOAT32 of that axis's size or None: _normalise's bits (normalization/entries.py) in
         one pass a row; None where the loop does not take the call (other types, longer rows, NaN anywhere)."""
-        n = x.shape[-1] if x.ndim else 0
-        if x.dtype != np.float32 or not 0 < n <= MVN_LONGEST_ROW or x.size == 0:
+        if x.dtype != np.float32 or x.size == 0:
+            return None
+        rows = self.mvn_rows_of(x.shape[-1] if x.ndim else 0, scale, bias, epsilon, use_mean, normalize_variance)
+        return None if rows is None else rows(x)
+
+    def mvn_rows_of(self, n: int, scale, bias, epsilon: float, use_mean: bool, normalize_variance: bool
+                    ) -> Callable[[np.ndarray], np.ndarray | None] | None:
+        """mvn_rows with Scale, Bias and the fields worked out once (a model's planned call: operators/normalization
+        /entries.py's mvn_planned): a function of a non-empty FLOAT32 x whose last axis has n values, None where
+        the loop does not take these (n past MVN_LONGEST_ROW, Scale or Bias of another type or size)."""
+        if not 0 < n <= MVN_LONGEST_ROW:
             return None
         vectors = []
         for operand in (scale, bias):
@@ -391,13 +401,18 @@ class CompiledLoops:
                 vectors.append(np.ascontiguousarray(operand).reshape(n))
             else:
                 return None
-        flat = _flat_input(x)
-        out = np.empty(flat.shape, np.float32)
         leaves, steps = _pairwise_program(n)
-        if not self._mvn_rows(flat, n, vectors[0], vectors[1], np.float32(epsilon), use_mean, normalize_variance,
-                              leaves, steps, out, np.empty(n, np.float32)):
-            return None
-        return out.reshape(x.shape)
+        loop, scale_vector, bias_vector, epsilon = self._mvn_rows, vectors[0], vectors[1], np.float32(epsilon)
+
+        def rows(x: np.ndarray) -> np.ndarray | None:
+            flat = _flat_input(x)
+            out = np.empty(flat.shape, np.float32)
+            if not loop(flat, n, scale_vector, bias_vector, epsilon, use_mean, normalize_variance, leaves, steps, out,
+                        np.empty(n, np.float32)):
+                return None
+            return out.reshape(x.shape)
+
+        return rows
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
         """FLOAT32/FLOAT64 values as the integer type `dtype` by Direct3D's rule (conversions.float_to_integer);

@@ -329,9 +329,10 @@ class Operator(Frozen):
     # The GPU's own kernel where array_kernel run on CuPy would not give the CPU's result (same signature).
     gpu_array_kernel: Callable | None
     # The CPU's call worked out once, for calls made again and again on inputs of the first's types, Sizes and
-    # Strides (a model's planned node): (inputs, outputs, typed parameters) -> a function of the input arrays that
-    # gives array_kernel's outputs on NumPy, bit for bit, as fresh C-ordered arrays; or None where the call has no
-    # such form. None: array_kernel on every call.
+    # Strides (a model's planned node): (inputs, outputs, typed parameters, constant input positions: those whose
+    # array is the same, with the same values, on every call, which it may read once) -> a function of the input
+    # arrays that gives array_kernel's outputs on NumPy, bit for bit, as fresh C-ordered arrays; or None where the
+    # call has no such form. None: array_kernel on every call.
     planned_kernel: Callable | None
     extra_outputs: tuple[str, ...]  # output tensors after `output` (TOP_K's OutputIndexTensor)
     # The one tensor field that is an array of tensors (JOIN's InputTensors, SPLIT's OutputTensors): a call

@@ -204,18 +204,34 @@ def padded(array: np.ndarray, rank: int) -> np.ndarray:
     return array.reshape((1,) * (rank - array.ndim) + array.shape)
 
 
-def reshaped_to(shapes: Sequence[tuple[int, ...] | None]):
+class ReshapedTo:
     """A finish that reshapes each output to ONNX's Sizes (None: as it is); element counts must agree, so a
     wrong count is left for the comparison to report."""
-    def finish(outputs):
-        done = []
-        for output, shape in zip(outputs, shapes):
-            if shape is not None and output.size == math.prod(shape):
-                output = output.reshape(shape)
-            done.append(output)
-        return tuple(done)
 
-    return finish
+    def __init__(self, shapes: Sequence[tuple[int, ...] | None]) -> None:
+        self.shapes = tuple(None if shape is None else tuple(shape) for shape in shapes)
+        self.counts = tuple(None if shape is None else math.prod(shape) for shape in self.shapes)
+
+    def __call__(self, outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        return tuple(output if shape is None or output.size != count else output.reshape(shape)
+                     for output, shape, count in zip(outputs, self.shapes, self.counts))
+
+    def leaves_as_is(self, shapes: Sequence[tuple[int, ...]]) -> bool:
+        """Whether outputs of these Sizes, one per shape asked for, come back as they are."""
+        return len(shapes) == len(self.shapes) and all(
+            wanted is None or wanted == tuple(shape) for wanted, shape in zip(self.shapes, shapes))
+
+
+def reshaped_to(shapes: Sequence[tuple[int, ...] | None]) -> ReshapedTo:
+    return ReshapedTo(shapes)
+
+
+def finishes_as_is(finish: Callable, shapes: Sequence[tuple[int, ...]]) -> bool:
+    """Whether an adapter's finish hands DirectML's outputs of these Sizes back as they are (a planned call, whose
+    outputs have these Sizes on every call, then leaves it out)."""
+    if finish is _same or finish is tuple:
+        return True
+    return isinstance(finish, ReshapedTo) and finish.leaves_as_is(shapes)
 
 
 def data_input(call: OnnxCall) -> np.ndarray:
