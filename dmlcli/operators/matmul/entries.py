@@ -433,18 +433,38 @@ def _scaled_plus(result, c, alpha, beta):
 def gemm_planned(inputs, outputs, params, constant_inputs: frozenset[int] = frozenset()):
     """GEMM's CPU call worked out once for FLOAT32 tensors (Operator.planned_kernel: a model's node made again on
     inputs of the same types, Sizes and Strides): gemm_product's steps for that case alone, with the same operations
-    in the same order, so the same bits; the checks of the types and Alpha's and Beta's conversions are made here
-    once. It costs a model's GEMM node a few us less a call (gemm_product asks half a dozen questions of the types
-    and enters an errstate that the model's run holds already). None for FLOAT16 (widened on every call)."""
+    in the same order, so the same bits. What it asks of the call on every call is answered here once: the types,
+    Alpha's and Beta's conversions, which operands TransA and TransB swap, whether B is one matrix shared by A's
+    batch (_shared_matrix reads B's Sizes and Strides, the same on every call), whether Alpha and Beta scale. It
+    costs a model's GEMM node several us less a call (gemm_product asks a dozen questions of the types and enters an
+    errstate that the model's run holds already). None for FLOAT16 (widened on every call)."""
     float32 = np.dtype(np.float32)
     if any(x is not None and x.dtype != float32 for x in inputs) or outputs[0].data_type.numpy_dtype != float32:
         return None
     alpha, beta = np.float32(params["Alpha"]), np.float32(params["Beta"])
+    swap_a, swap_b = params["TransA"] == "TRANSPOSE", params["TransB"] == "TRANSPOSE"
+    a, b = _transposed(np, inputs[0], inputs[1], params)
+    # B's one matrix where A's batch shares it: its index, and the Sizes the product of A's rows takes back
+    shared = None if _shared_matrix(a, b) is None else (0,) * (b.ndim - 2)
+    product_shape = a.shape[:-1] + b.shape[-1:]
+    scaled, plain_c = alpha != 1, beta == 1
+    matmul = np.matmul
 
     def run(arrays):
         a, b, c = arrays
-        a, b = _transposed(np, a, b, params)
-        return (_scaled_plus(_product(np, a, b), c, alpha, beta),)
+        if swap_a:
+            a = a.swapaxes(-1, -2)
+        if swap_b:
+            b = b.swapaxes(-1, -2)
+        if shared is None:
+            result = matmul(a, b)
+        else:  # _product's one product of A's rows stacked
+            result = matmul(a.reshape(-1, a.shape[-1]), b[shared]).reshape(product_shape)
+        if scaled:  # _scaled_plus's steps
+            result *= alpha
+        if c is not None:
+            result += c if plain_c else c * beta
+        return (result,)
 
     return run
 
