@@ -14,7 +14,7 @@ are made again on every call. On the GPU nothing is planned (the executor's devi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -267,3 +267,39 @@ class PlannedView:
     def runner(self) -> Runner | None:
         """`run` as planned_runner makes it (None where it cannot)."""
         return planned_runner(self.wiring, self.signature, self.made, None)
+
+
+def read_through(planned: PlannedCall | PlannedView, name: str, view: PlannedView
+                 ) -> PlannedCall | PlannedView | None:
+    """`planned` reading the view node's input wherever it read the view's output `name`: the arrays it makes of
+    that output made of the view's input instead (the same arrays: the view is that input itself, or a reshape of
+    it, C-ordered, so a reshape or a view of its memory reads the same elements), and that input checked for the
+    Sizes and Strides the view was planned on. A run that keeps only the model's outputs then need not make the
+    view's output at all (lean.py). None where the view is not one input's reshape or `planned` is not a runner's."""
+    if len(view.wiring.outputs) != 1 or view.wiring.bool_inputs or view.wiring.bool_outputs:
+        return None
+    (made,) = view.made
+    if type(made) is not Derived or made.strides is not None:
+        return None
+    source = next((entry for entry in view.signature.runtime if entry[0] == made.position), None)
+    if source is None or planned.wiring.bool_inputs or planned.wiring.bool_outputs:
+        return None
+    source_name = view.wiring.inputs[made.position]
+    positions = {position for position, input_name in enumerate(planned.wiring.inputs) if input_name == name}
+    if not positions:
+        return None
+    inputs = tuple(source_name if position in positions else input_name
+                   for position, input_name in enumerate(planned.wiring.inputs))
+    runtime = tuple((entry[0],) + source[1:] if entry[0] in positions else entry for entry in planned.signature.runtime)
+    items = tuple(_through(item, made) if type(item) is Derived and item.position in positions else item
+                  for item in planned.made)
+    return replace(planned, wiring=replace(planned.wiring, inputs=inputs),
+                   signature=Signature(runtime, planned.signature.constants), made=items)
+
+
+def _through(item: Derived, view: Derived) -> Derived:
+    """A planned array made of a view's output (`item`) made of the view's input instead (`view`: the input itself
+    or a C-ordered reshape of it)."""
+    if item.shape is None and view.shape is not None:  # the output itself: the input's reshape
+        return Derived(item.position, view.shape)
+    return item  # a reshape, or the same Sizes and Strides at the same offset of the same memory

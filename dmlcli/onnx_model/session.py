@@ -20,6 +20,7 @@ from .executors import executor_for
 from .fusions import fused_model
 from .graphs import CapturedRun, capture_run
 from .graph import RANDOM, Inferred, Node, inferred_tensors, nodes_of
+from .lean import lean_program
 from .loading import DEFAULT_DOMAINS, LoadedModel, load_model
 from .reference import fallback_session, folded_outputs
 from .steps import BOOL, Advance, ComposedStep, DirectMLStep, FallbackStep, FoldedStep, Refused, Step, ViewStep
@@ -44,6 +45,8 @@ class Plan:
     folded: dict[str, np.ndarray] = field(default_factory=dict)
     # `running` as a call runs it: each step's position, its advancer (Step.advancer) and the tensors freed after it.
     program: list[tuple[int, Advance, tuple[str, ...]]] = field(default_factory=list)
+    # `program` for a call that keeps only the model's outputs: without the views its readers read through (lean.py).
+    lean: list[tuple[int, Advance, tuple[str, ...]]] = field(default_factory=list)
 
 
 class OnnxSession:
@@ -185,7 +188,7 @@ class OnnxSession:
         total = len(plan.steps)
         position = 0
         try:
-            for position, advance, frees in plan.program:
+            for position, advance, frees in (plan.program if keep_all else plan.lean):
                 advance(values)
                 if not keep_all:
                     for name in frees:
@@ -227,11 +230,15 @@ class OnnxSession:
         folded = {name: array for step in steps if isinstance(step, FoldedStep) for name, array in step.outputs.items()}
         running = self._running(steps)
         program = [(position, step.advancer(self.executor), frees) for position, step, frees in running]
-        return Plan(steps, types, running, folded, program)
+        return Plan(steps, types, running, folded, program, lean_program(running, program, self._kept()))
+
+    def _kept(self) -> set[str]:
+        """The tensors a run never frees: the model's outputs and constants."""
+        return {d.name for d in self.model.outputs} | set(self.model.constants)
 
     def _running(self, steps: list[Step]) -> list[tuple[int, Step, tuple[str, ...]]]:
         last_use = {name: position for position, step in enumerate(steps) for name in step.node.inputs if name}
-        kept = {d.name for d in self.model.outputs} | set(self.model.constants)
+        kept = self._kept()
         return [(position, step, tuple(dict.fromkeys(name for name in step.node.inputs if name
                                                      and last_use[name] == position and name not in kept)))
                 for position, step in enumerate(steps) if not isinstance(step, FoldedStep)]

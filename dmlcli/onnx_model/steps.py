@@ -79,6 +79,25 @@ class Step:
         """The planned_runner of the call the plan kept, where it kept one."""
         return None
 
+    def advancer_through(self, planned: PlannedCall | PlannedView, views: Sequence[Advance], own: Advance) -> Advance:
+        """The step in a run that skips the views it reads through (lean.py): `planned`, the step's planned call or
+        view made to read the views' inputs, where the inputs are those it was planned for; elsewhere the views'
+        advancers (`views`, in order: the outputs the step's own path reads) and then its own advancer, `own`."""
+        runner, ran = planned.runner(), self.planned_ran
+
+        def advance(values: dict) -> None:
+            if runner(values):
+                ran()
+                return
+            for view in views:
+                view(values)
+            own(values)
+
+        return advance
+
+    def planned_ran(self) -> None:
+        """Called after the step's planned runner ran (a DirectML step marks its kept verdict as the latest)."""
+
     def inputs_of(self, values: Mapping[str, object]) -> tuple:
         """The node's inputs as its work reads them (None for one left out)."""
         return self.node.inputs_of(values)
@@ -216,6 +235,9 @@ class DirectMLStep(Step):
             wiring = Wiring(names, bool_inputs, self.output_pairs(len(results)), bool_outputs)
             self.planned = PlannedCall(wiring, *found, execute, prepared.finish, verdict)
         return outputs
+
+    def planned_ran(self) -> None:
+        self.last_verdict = self.planned.verdict
 
     def advancer(self, executor) -> Advance:
         """The planned call's runner, the kept verdict marked as the latest (--compare reads its tolerance rule);
