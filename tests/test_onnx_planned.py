@@ -563,19 +563,25 @@ def test_a_planned_completion_makes_what_it_makes_of_constants_once():
     assert made[0] is other_a and made[1] is b and made[2] is None and without_c.completed_sources([a, b]) == [0, 1, None]
 
 
-def test_a_finish_that_leaves_the_outputs_as_they_are_is_left_out():
-    """An adapter's finish that reshapes to the Sizes DirectML's outputs have already, or hands them back, is not
-    called by a planned node's runner; one that reshapes still is."""
-    from dmlcli.suite.onnx.adapters import _same, finishes_as_is, reshaped_to
+def test_a_planned_finish_decides_its_reshapes_once():
+    """An adapter's finish as a planned node's runner calls it, for outputs of known Sizes: left out where it hands
+    them back as they are, else reshaping only those whose Sizes differ, with the finish's own results."""
+    from dmlcli.suite.onnx.adapters import _same, planned_finish, reshaped_to
 
-    assert finishes_as_is(_same, [(2, 3)]) and finishes_as_is(tuple, [(2, 3)])
-    assert finishes_as_is(reshaped_to([(2, 3), None]), [(2, 3), (4,)])
-    assert not finishes_as_is(reshaped_to([(6,)]), [(2, 3)])
-    assert not finishes_as_is(reshaped_to([(2, 3)]), [(2, 3), (4,)])
-    assert not finishes_as_is(lambda outputs: tuple(outputs), [(2, 3)])
-    out = np.arange(6.0)
-    (reshaped, kept) = reshaped_to([(2, 3), (5,)])([out, out])
-    assert reshaped.shape == (2, 3) and kept is out  # a wrong count is left for the comparison to report
+    assert planned_finish(_same, [(2, 3)]) is None and planned_finish(tuple, [(2, 3)]) is None
+    assert planned_finish(reshaped_to([(2, 3), None]), [(2, 3), (4,)]) is None
+    own = lambda outputs: tuple(outputs)  # noqa: E731 - an adapter's own finish is kept as it is
+    assert planned_finish(own, [(2, 3)]) is own
+    out, other = np.arange(6.0), np.arange(5.0)
+    for shapes, wanted in ([[(2, 3), (5,)], [(6,), (5,)]], [[(2, 3)], [(6,)]], [[(2, 3), (4,)], [(6,), (5,)]]):
+        finish = reshaped_to(wanted)
+        planned = planned_finish(finish, shapes)
+        given = [out, other][:len(shapes)]
+        got, expected = planned(given), finish(given)
+        assert len(got) == len(expected) and all(a.shape == b.shape and np.shares_memory(a, c)
+                                                 for a, b, c in zip(got, expected, given))
+    (kept,) = reshaped_to([(5,)])([out])
+    assert kept is out  # a wrong count is left for the comparison to report
 
 
 def test_a_planned_node_marks_its_kept_verdict_as_the_latest():
@@ -585,3 +591,22 @@ def test_a_planned_node_marks_its_kept_verdict_as_the_latest():
     own = {name: values[name] for name in matmul.node.inputs}
     matmul.advancer(session.executor)(own)
     assert matmul.last_verdict is matmul.planned.verdict and _bits(own["m"]) == _bits(expected)
+
+
+def test_a_transposed_read_is_made_by_a_reshape_and_a_transpose():
+    """A planned array that is a C-ordered input's reshape with its axes permuted (a Transpose's IDENTITY read) is
+    made again by reshape and transpose, the same Sizes and Strides as planned; any other view (an offset, a step,
+    zero Strides) by np.ndarray over the input's memory."""
+    from dmlcli.onnx_model.planned import _maker, _transposition
+
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(6, 20)
+    views = {"transposed": x.reshape(2, 3, 4, 5).transpose(2, 0, 3, 1), "unit axes": x.reshape(1, 6, 1, 20).transpose(3, 2, 1, 0),
+             "sliced": x.reshape(2, 3, 4, 5)[:, 1:], "stepped": x[:, ::2], "broadcast": np.broadcast_to(x[:1], (3, 20))}
+    for label, view in views.items():
+        (made,) = planned_arrays((), ("x",), (x,), set(), (view,))[1]
+        transposable = _transposition(made, x.dtype, x.shape) is not None
+        assert transposable == (label in ("transposed", "unit axes")), label
+        other = x + 1000
+        again = _maker(made, ("x",), {0: (x.dtype, x.shape)})({"x": other})
+        assert again.shape == view.shape and again.strides == view.strides and np.shares_memory(again, other), label
+        assert np.array_equal(again, view + 1000), label

@@ -165,5 +165,8 @@ def _aliases(result: np.ndarray, inputs) -> bool:
     (a new array, what kernels give) can share it only by being an input itself, so only a view pays NumPy's
     may_share_memory (a few µs a model's node, where a planned call's whole cost is tens)."""
     if result.base is None:
-        return any(result is x for x in inputs)
+        for x in inputs:  # (a loop: a generator's frame is most of this check's cost)
+            if x is result:
+                return True
+        return False
     return any(x is not None and np.may_share_memory(result, x) for x in inputs)

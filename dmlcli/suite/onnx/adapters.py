@@ -216,22 +216,30 @@ class ReshapedTo:
         return tuple(output if shape is None or output.size != count else output.reshape(shape)
                      for output, shape, count in zip(outputs, self.shapes, self.counts))
 
-    def leaves_as_is(self, shapes: Sequence[tuple[int, ...]]) -> bool:
-        """Whether outputs of these Sizes, one per shape asked for, come back as they are."""
-        return len(shapes) == len(self.shapes) and all(
-            wanted is None or wanted == tuple(shape) for wanted, shape in zip(self.shapes, shapes))
+    def planned(self, shapes: Sequence[tuple[int, ...]]) -> Callable[[Sequence[np.ndarray]], tuple] | None:
+        """This finish for outputs of these Sizes on every call (a planned call's), which outputs it reshapes
+        decided once; None where it hands them back as they are."""
+        targets = tuple(None if wanted is None or count != math.prod(shape) or wanted == tuple(shape) else wanted
+                        for wanted, count, shape in zip(self.shapes, self.counts, shapes))
+        if len(targets) == len(shapes) and not any(targets):
+            return None
+        if len(targets) == 1:
+            (target,) = targets
+            return lambda outputs: (outputs[0].reshape(target),)
+        return lambda outputs: tuple(output if target is None else output.reshape(target)
+                                     for output, target in zip(outputs, targets))
 
 
 def reshaped_to(shapes: Sequence[tuple[int, ...] | None]) -> ReshapedTo:
     return ReshapedTo(shapes)
 
 
-def finishes_as_is(finish: Callable, shapes: Sequence[tuple[int, ...]]) -> bool:
-    """Whether an adapter's finish hands DirectML's outputs of these Sizes back as they are (a planned call, whose
-    outputs have these Sizes on every call, then leaves it out)."""
+def planned_finish(finish: Callable, shapes: Sequence[tuple[int, ...]]) -> Callable | None:
+    """An adapter's finish for DirectML's outputs of these Sizes on every call (a planned call's): None where it
+    hands them back as they are (the call's results are then the node's), the reshapes decided once, or `finish`."""
     if finish is _same or finish is tuple:
-        return True
-    return isinstance(finish, ReshapedTo) and finish.leaves_as_is(shapes)
+        return None
+    return finish.planned(shapes) if isinstance(finish, ReshapedTo) else finish
 
 
 def data_input(call: OnnxCall) -> np.ndarray:
