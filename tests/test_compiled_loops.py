@@ -1,6 +1,6 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the
 NumPy kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core, MVN,
-CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each
+ACTIVATION_SOFTMAX over the last axis, CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each
 sign and payload, subnormals, infinities), the range edges of every integer type, zero and infinite bounds, and
 tensors past the NumPy kernels' block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
@@ -197,6 +197,40 @@ def test_the_mvn_loop_takes_only_its_cases(loops_state):
     assert loops.mvn_rows(x, np.ones((2, 128), np.float32), None, 1e-5, True, True) is None  # a Scale per row
     x[1, 5] = np.nan
     assert loops.mvn_rows(x, None, None, 1e-5, True, True) is None
+
+
+@SETTINGS
+@given(data=st.data(), rows=st.integers(1, 6), n=st.sampled_from([1, 2, 7, 8, 9, 16, 17, 64, 128, 129, 300, 1000]),
+       operator=st.sampled_from(["activation_softmax", "activation_softmax1"]),
+       special=st.sampled_from([None, "-inf", "+inf", "all -inf", "nan"]))
+def test_softmax_over_the_last_axis_gives_the_numpy_kernels_bits(loops_state, data, rows, n, operator, special):
+    """ACTIVATION_SOFTMAX/SOFTMAX1 over the last axis compiled (the maximum and difference, NumPy's exp, the pairwise
+    sum and division): values of every magnitude, zeros of both signs, subnormals, a row's -inf (exp gives 0), +inf
+    (inf - inf: the default NaN), a row of -inf; a NaN anywhere sends the call to NumPy's kernel. The NumPy kernel's
+    bits each time."""
+    x = data.draw(any_floats("float32", [0.0, -0.0, 1.0, 3.0, 1e-40, 80.0, -80.0]))
+    x = np.resize(x[np.isfinite(x)] if np.isfinite(x).any() else np.zeros(1, np.float32), (1, rows, n))
+    last = x.reshape(-1)
+    if special == "-inf":
+        last[n // 2] = -np.inf
+    elif special == "+inf":
+        last[-1] = np.inf
+    elif special == "all -inf":
+        x[0, 0] = -np.inf
+    elif special == "nan":
+        last[data.draw(st.integers(0, last.size - 1))] = np.nan
+    options = {"axes": [2]} if operator.endswith("1") else {}
+    compiled, numpy = both_ways(lambda: dmlcli.run(operator, x, **options))
+    assert np.array_equal(bits(compiled), bits(numpy))
+
+
+def test_the_softmax_loop_takes_only_its_cases(loops_state):
+    loops = compiled_loops.use(True)
+    x = np.ones((2, 16), np.float32)
+    assert loops.softmax_rows(x) is not None
+    assert loops.softmax_rows(x.astype(np.float64)) is None
+    x[1, 5] = np.nan
+    assert loops.softmax_rows(x) is None
 
 
 @SETTINGS

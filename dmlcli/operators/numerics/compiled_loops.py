@@ -164,37 +164,6 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, lea
             return False
     stack = np.empty(64, np.float32)
 
-    def pairwise_sum(source):  # NumPy's add.reduce of one row: +0.0 plus the blocks' sums in _pairwise_program's order
-        top = 0
-        for step in steps:
-            if step < 0:  # the two sums on top added, the earlier block's first
-                stack[top - 2] = stack[top - 2] + stack[top - 1]
-                top -= 1
-                continue
-            start, length = leaves[step, 0], leaves[step, 1]
-            if length < 8:
-                total = np.float32(-0.0)
-                for i in range(start, start + length):
-                    total = total + source[i]
-            else:  # eight running sums in locals (an array of them kept Numba's loop out of registers)
-                s0, s1, s2, s3 = source[start], source[start + 1], source[start + 2], source[start + 3]
-                s4, s5, s6, s7 = source[start + 4], source[start + 5], source[start + 6], source[start + 7]
-                i = 8
-                while i < length - length % 8:
-                    at = start + i
-                    s0, s1 = s0 + source[at], s1 + source[at + 1]
-                    s2, s3 = s2 + source[at + 2], s3 + source[at + 3]
-                    s4, s5 = s4 + source[at + 4], s5 + source[at + 5]
-                    s6, s7 = s6 + source[at + 6], s7 + source[at + 7]
-                    i += 8
-                total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-                while i < length:
-                    total = total + source[start + i]
-                    i += 1
-            stack[top] = total
-            top += 1
-        return np.float32(0.0) + stack[0]
-
     for r in range(rows):
         base = r * n
         row = out[base:base + n]
@@ -204,13 +173,13 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, lea
                 return False
             centred[j] = value
         if use_mean:
-            mean = pairwise_sum(centred) / count
+            mean = _pairwise_row_sum(centred, leaves, steps, stack) / count
             for j in range(n):
                 centred[j] = centred[j] - mean
         if normalize_variance:
             for j in range(n):
                 row[j] = centred[j] * centred[j]
-            deviation = np.sqrt(pairwise_sum(row) / count + epsilon)
+            deviation = np.sqrt(_pairwise_row_sum(row, leaves, steps, stack) / count + epsilon)
             for j in range(n):
                 centred[j] = centred[j] / deviation
         for j in range(n):
@@ -221,6 +190,72 @@ def _mvn_rows_loop(x, n, scale, bias, epsilon, use_mean, normalize_variance, lea
                 value = value + bias[j]
             row[j] = value
     return True
+
+
+def _pairwise_row_sum(source, leaves, steps, stack):
+    """NumPy's add.reduce of one row of FLOAT32 values (`source`, C-ordered): +0.0 plus the blocks' sums in
+    _pairwise_program's order (`leaves`, `steps`), `stack` a scratch of at least 64 values. Compiled into the loops
+    that call it (numba.extending.register_jitable, in CompiledLoops)."""
+    top = 0
+    for step in steps:
+        if step < 0:  # the two sums on top added, the earlier block's first
+            stack[top - 2] = stack[top - 2] + stack[top - 1]
+            top -= 1
+            continue
+        start, length = leaves[step, 0], leaves[step, 1]
+        if length < 8:
+            total = np.float32(-0.0)
+            for i in range(start, start + length):
+                total = total + source[i]
+        else:  # eight running sums in locals (an array of them kept Numba's loop out of registers)
+            s0, s1, s2, s3 = source[start], source[start + 1], source[start + 2], source[start + 3]
+            s4, s5, s6, s7 = source[start + 4], source[start + 5], source[start + 6], source[start + 7]
+            i = 8
+            while i < length - length % 8:
+                at = start + i
+                s0, s1 = s0 + source[at], s1 + source[at + 1]
+                s2, s3 = s2 + source[at + 2], s3 + source[at + 3]
+                s4, s5 = s4 + source[at + 4], s5 + source[at + 5]
+                s6, s7 = s6 + source[at + 6], s7 + source[at + 7]
+                i += 8
+            total = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+            while i < length:
+                total = total + source[start + i]
+                i += 1
+        stack[top] = total
+        top += 1
+    return np.float32(0.0) + stack[0]
+
+
+def _softmax_shift_loop(x, n, out):
+    """The first half of ACTIVATION_SOFTMAX over the last axis (rows of n FLOAT32 values, C-ordered), as
+    reduction/entries.py's softmax_kernel computes it: each value minus its row's maximum (NumPy's maximum.reduce:
+    the largest value, whatever the order, where no value is a NaN; an infinity's differences are IEEE's, the NaN
+    of inf - inf the processor's one default NaN, as NumPy's). Returns False, out unfinished, where a value is a NaN
+    (which NaN a row's maximum carries then depends on the order NumPy's vector loops take: the caller runs NumPy's
+    kernel instead)."""
+    for base in range(0, x.size, n):
+        peak = x[base]
+        for i in range(base, base + n):
+            value = x[i]
+            if value != value:
+                return False
+            if value > peak:
+                peak = value
+        for i in range(base, base + n):
+            out[i] = x[i] - peak
+    return True
+
+
+def _softmax_divide_loop(exponentials, n, leaves, steps):
+    """The second half, after NumPy's exp of the first's values: each value divided by its row's sum, NumPy's
+    add.reduce of the row (_pairwise_row_sum), in place."""
+    stack = np.empty(64, np.float32)
+    for base in range(0, exponentials.size, n):
+        row = exponentials[base:base + n]
+        total = _pairwise_row_sum(row, leaves, steps, stack)
+        for i in range(n):
+            row[i] = row[i] / total
 
 
 @functools.lru_cache(maxsize=64)
@@ -332,6 +367,7 @@ class CompiledLoops:
 
     def __init__(self, numba):
         self.numba_version = numba.__version__
+        numba.extending.register_jitable(_pairwise_row_sum)  # compiled into the loops that call it
         self._clamp = _compiled(numba, _clamp_loop)
         self._sign = _compiled(numba, _sign_loop)
         self._relu = _compiled(numba, _relu_loop)
@@ -339,6 +375,8 @@ class CompiledLoops:
         self._to_integer = _compiled(numba, _to_integer_loop)
         self._convert_float = _compiled(numba, _convert_float_loop)
         self._gelu_float32 = _compiled(numba, _gelu_float32_loop)
+        self._softmax_shift = _compiled(numba, _softmax_shift_loop)
+        self._softmax_divide = _compiled(numba, _softmax_divide_loop, error_model="numpy")
 
     def clamp(self, values: np.ndarray, low, high) -> np.ndarray | None:
         """min(high, max(low, values)) by DirectML's NaN and zero rules, for FLOAT32/FLOAT64 values and bounds of
@@ -413,6 +451,23 @@ class CompiledLoops:
             return out.reshape(x.shape)
 
         return rows
+
+    def softmax_rows(self, x: np.ndarray) -> np.ndarray | None:
+        """ACTIVATION_SOFTMAX of a FLOAT32 tensor over its last axis, softmax_kernel's bits (its maximum, difference,
+        NumPy's exp, pairwise sum and division, in that order): two compiled passes around NumPy's exp, where the
+        kernel's maximum.reduce and add.reduce take NumPy's inner loop once a row (a {1, 4, 16, 16} call: 18 of its
+        30 us). None where the loops do not take the call (another type, a row past MVN_LONGEST_ROW, a NaN)."""
+        n = x.shape[-1] if x.ndim else 0
+        if x.dtype != np.float32 or not 0 < n <= MVN_LONGEST_ROW or x.size == 0:
+            return None
+        flat = _flat_input(x)
+        out = np.empty(flat.shape, np.float32)
+        if not self._softmax_shift(flat, n, out):
+            return None
+        np.exp(out, out=out)
+        leaves, steps = _pairwise_program(n)
+        self._softmax_divide(out, n, leaves, steps)
+        return out.reshape(x.shape)
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
         """FLOAT32/FLOAT64 values as the integer type `dtype` by Direct3D's rule (conversions.float_to_integer);
