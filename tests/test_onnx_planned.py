@@ -152,17 +152,22 @@ def test_inputs_other_than_the_planned_ones_take_the_general_path():
 def test_a_planned_nodes_runner_takes_only_the_inputs_it_was_planned_for():
     """A model's run calls each planned node's runner (planned_runner): the planned call on the run's values, its
     outputs stored there; inputs other than the plan's (other arrays of the constants, other Strides, another
-    type) are declined, nothing stored, and the node's general path runs them."""
+    type) are declined, nothing stored but what the runner's `otherwise` does: the node's general path, which the
+    step's advancer gives it."""
     session, matmul, values, expected = _planned_matmul()
-    runner = matmul.planned.runner()
+    declined = []
+    runner = matmul.planned.runner(declined.append)
     inputs = {name: values[name] for name in matmul.node.inputs}
     own = dict(inputs)
-    assert runner(own) and _bits(own["m"]) == _bits(expected)
+    runner(own)
+    assert declined == [] and _bits(own["m"]) == _bits(expected)
     copies = {name: np.array(array) for name, array in inputs.items()}
     strided = dict(inputs, t=np.asfortranarray(inputs["t"]))
     wider = dict(inputs, t=inputs["t"].astype(np.float64))
-    for declined in (copies, strided, wider):
-        assert not runner(declined) and "m" not in declined
+    for other in (copies, strided, wider):
+        runner(other)
+        assert declined[-1] is other and "m" not in other
+    assert len(declined) == 3
     advance = matmul.advancer(session.executor)
     for other in (copies, strided):
         advance(other)

@@ -66,10 +66,14 @@ def _read_through(readers: list[int], running: Sequence[Entry], planned: list, n
         if not isinstance(running[later][1], (DirectMLStep, ViewStep)) or planned[later] is None:
             return None
         made = read_through(planned[later], name, view)
-        if made is None or made.runner() is None:
+        if made is None or made.runner(_nothing) is None:
             return None
         rewritten[later] = made
     return rewritten
+
+
+def _nothing(values: dict) -> None:
+    """No general path (read_through's result is only asked whether it has a runner)."""
 
 
 def _frees(reads: list[tuple[str, ...]], skipped: set[int], kept: set[str]) -> list[tuple[str, ...]]:

@@ -147,9 +147,8 @@ def made_again(made: tuple, inputs: Sequence) -> list:
     return [item.of(inputs) if type(item) is Derived else item for item in made]
 
 
-# A planned node's run into a run's values: True where it ran (its outputs stored by name), False where its inputs
-# are not those it was planned for (nothing done: the caller takes the general path).
-Runner = Callable[[dict], bool]
+# A step run into a run's values: its outputs stored there by name (Step.advancer, planned_runner).
+Advance = Callable[[dict], None]
 
 
 def _maker(item, names: Sequence[str], sources: dict[int, tuple]) -> Callable[[dict], object]:
@@ -189,12 +188,15 @@ def _transposition(item: Derived, dtype: np.dtype, source_shape: tuple[int, ...]
     return grouped, permutation
 
 
-def planned_runner(wiring: Wiring, signature: Signature, made: tuple,
-                   work: Callable[[list], Sequence] | None) -> Runner | None:
-    """The node as one function of the run's values (a model's run calls it on every node: Wiring, Signature and
+def planned_runner(wiring: Wiring, signature: Signature, made: tuple, work: Callable[[list], Sequence] | None,
+                   otherwise: Advance, marked: object | None = None, verdict: Verdict | None = None
+                   ) -> Advance | None:
+    """The node as one function of the run's values, the only one a model's run calls for it (Wiring, Signature and
     made_again's steps for this node alone, its names and checks read once, the outputs stored in the values
-    themselves), `work` the DirectML call and its finish (None for a view, whose arrays are its outputs). None
-    where ONNX's bool tensors pass (Wiring's views of them: the general path's own)."""
+    themselves), `work` the DirectML call and its finish (None for a view, whose arrays are its outputs). Where the
+    inputs are not those it was planned for, nothing is done but `otherwise` (the general path). After a planned
+    call, `marked`'s last_verdict is `verdict` (a DirectML step's: --compare reads its tolerance rule). None where
+    ONNX's bool tensors pass (Wiring's views of them: the general path's own)."""
     if wiring.bool_inputs or wiring.bool_outputs:
         return None
     names = wiring.inputs
@@ -205,20 +207,22 @@ def planned_runner(wiring: Wiring, signature: Signature, made: tuple,
     outputs = wiring.outputs
     ndarray = np.ndarray
 
-    def run(values: dict) -> bool:
+    def run(values: dict) -> None:
         for name, dtype, shape, strides in runtime:
             array = values[name]
             if not isinstance(array, ndarray) or array.shape != shape or array.strides != strides \
                     or array.dtype != dtype:
-                return False
+                return otherwise(values)
         for name, value in constants:
             if values[name] is not value:
-                return False
+                return otherwise(values)
         arrays = [make(values) for make in makers]
         results = arrays if work is None else work(arrays)
         for index, name in outputs:
             values[name] = results[index]
-        return True
+        if marked is not None:
+            marked.last_verdict = verdict
+        return None
 
     return run
 
@@ -267,14 +271,15 @@ class PlannedCall:
             return None
         return self.wiring.outputs_of(self.finish(self.execute(made_again(self.made, inputs))))
 
-    def runner(self) -> Runner | None:
-        """`run` as planned_runner makes it (None where it cannot); the adapter's finish as planned for the outputs'
-        Sizes (left out where it hands them back as they are: the executor's compiled call is then the whole work)."""
+    def runner(self, otherwise: Advance, marked: object | None = None) -> Advance | None:
+        """`run` as planned_runner makes it (None where it cannot), `otherwise` where the inputs are not the plan's,
+        `marked` the step whose last_verdict is this verdict after a planned call; the adapter's finish as planned
+        for the outputs' Sizes (left out where it hands them back as they are: the executor's compiled call is then
+        the whole work)."""
         execute = self.execute
         finish = planned_finish(self.finish, [info.shape for info in self.verdict.call.outputs])
-        if finish is None:
-            return planned_runner(self.wiring, self.signature, self.made, execute)
-        return planned_runner(self.wiring, self.signature, self.made, lambda arrays: finish(execute(arrays)))
+        work = execute if finish is None else (lambda arrays: finish(execute(arrays)))
+        return planned_runner(self.wiring, self.signature, self.made, work, otherwise, marked, self.verdict)
 
 
 @dataclass(frozen=True)
@@ -291,9 +296,10 @@ class PlannedView:
             return None
         return self.wiring.outputs_of(made_again(self.made, inputs))
 
-    def runner(self) -> Runner | None:
-        """`run` as planned_runner makes it (None where it cannot)."""
-        return planned_runner(self.wiring, self.signature, self.made, None)
+    def runner(self, otherwise: Advance, marked: object | None = None) -> Advance | None:
+        """`run` as planned_runner makes it (None where it cannot), `otherwise` where the inputs are not the plan's
+        (`marked`: unused, a view has no verdict)."""
+        return planned_runner(self.wiring, self.signature, self.made, None, otherwise)
 
 
 def read_through(planned: PlannedCall | PlannedView, name: str, view: PlannedView

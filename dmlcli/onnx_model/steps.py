@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -29,11 +29,9 @@ from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call,
 from ..suite.onnx.adapters_contrib import Composition
 from ..suite.onnx.table import Entry, entry_for, fused_activation_keywords
 from .graph import Node, part_nodes
-from .planned import PlannedCall, PlannedView, Runner, Wiring, constant_positions, planned_arrays
+from .planned import Advance, PlannedCall, PlannedView, Wiring, constant_positions, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
-# A step run into a run's values (Step.advancer).
-Advance = Callable[[dict], None]
 
 
 class Refused(Exception):
@@ -44,6 +42,8 @@ class Step:
     """One node's work; `run` gives its outputs by name."""
 
     kind = ""
+    # What the plan kept of the node's call or views for the calls after its first (planned.py), where it kept any.
+    planned: PlannedCall | PlannedView | None = None
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -65,38 +65,27 @@ class Step:
         """The step as a model's run calls it once planned: its outputs stored in the run's values. A step whose
         plan kept its call runs that call's planned_runner, and `run` where the inputs differ from the plan's."""
         run = self.run
-        fast = self.fast_runner()
-        if fast is None:
-            return lambda values: values.update(run(values, executor))
 
-        def advance(values: dict) -> None:
-            if not fast(values):
-                values.update(run(values, executor))
+        def general(values: dict) -> None:
+            values.update(run(values, executor))
 
-        return advance
+        fast = None if self.planned is None else self.planned.runner(general, self.marked())
+        return general if fast is None else fast
 
-    def fast_runner(self) -> Runner | None:
-        """The planned_runner of the call the plan kept, where it kept one."""
+    def marked(self) -> object | None:
+        """The object whose last_verdict a planned call of the step sets (None: a step that keeps no verdict)."""
         return None
 
     def advancer_through(self, planned: PlannedCall | PlannedView, views: Sequence[Advance], own: Advance) -> Advance:
         """The step in a run that skips the views it reads through (lean.py): `planned`, the step's planned call or
         view made to read the views' inputs, where the inputs are those it was planned for; elsewhere the views'
         advancers (`views`, in order: the outputs the step's own path reads) and then its own advancer, `own`."""
-        runner, ran = planned.runner(), self.planned_ran
-
-        def advance(values: dict) -> None:
-            if runner(values):
-                ran()
-                return
+        def otherwise(values: dict) -> None:
             for view in views:
                 view(values)
             own(values)
 
-        return advance
-
-    def planned_ran(self) -> None:
-        """Called after the step's planned runner ran (a DirectML step marks its kept verdict as the latest)."""
+        return planned.runner(otherwise, self.marked())
 
     def inputs_of(self, values: Mapping[str, object]) -> tuple:
         """The node's inputs as its work reads them (None for one left out)."""
@@ -168,8 +157,6 @@ class ViewStep(Step):
             self.planned = PlannedView(Wiring(self.node.inputs, (), self.output_pairs(len(outputs))), *found)
         return self.named(outputs)
 
-    def fast_runner(self) -> Runner | None:
-        return None if self.planned is None else self.planned.runner()
 
 
 def _as_directml(array):
@@ -236,25 +223,8 @@ class DirectMLStep(Step):
             self.planned = PlannedCall(wiring, *found, execute, prepared.finish, verdict)
         return outputs
 
-    def planned_ran(self) -> None:
-        self.last_verdict = self.planned.verdict
-
-    def advancer(self, executor) -> Advance:
-        """The planned call's runner, the kept verdict marked as the latest (--compare reads its tolerance rule);
-        `run` where the inputs differ from the plan's or nothing was planned."""
-        planned = self.planned
-        runner = None if planned is None else planned.runner()
-        if runner is None:
-            return super().advancer(executor)
-        run, verdict = self.run, planned.verdict
-
-        def advance(values: dict) -> None:
-            if runner(values):
-                self.last_verdict = verdict
-            else:
-                values.update(run(values, executor))
-
-        return advance
+    def marked(self) -> object | None:
+        return self  # its last_verdict: the kept verdict after a planned call
 
     def _prepared(self, call: OnnxCall):
         """The adapter's call and its verdict (kept for the next call with the same tensors and fields)."""
