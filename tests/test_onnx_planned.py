@@ -565,7 +565,8 @@ def test_a_planned_completion_makes_what_it_makes_of_constants_once():
     without_c = dmlcli.validate("gemm", a, b).call
     assert without_c.absent == ("CTensor",)
     made = without_c.completion([a, b], frozenset({1}))([other_a, b])
-    assert made[0] is other_a and made[1] is b and made[2] is None and without_c.completed_sources([a, b]) == [0, 1, None]
+    assert made[0] is other_a and made[1] is b and made[2] is None
+    assert without_c.completed_sources([a, b]) == [0, 1, None]
 
 
 def test_a_planned_finish_decides_its_reshapes_once():
@@ -605,7 +606,8 @@ def test_a_transposed_read_is_made_by_a_reshape_and_a_transpose():
     from dmlcli.onnx_model.planned import _maker, _transposition
 
     x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(6, 20)
-    views = {"transposed": x.reshape(2, 3, 4, 5).transpose(2, 0, 3, 1), "unit axes": x.reshape(1, 6, 1, 20).transpose(3, 2, 1, 0),
+    views = {"transposed": x.reshape(2, 3, 4, 5).transpose(2, 0, 3, 1),
+             "unit axes": x.reshape(1, 6, 1, 20).transpose(3, 2, 1, 0),
              "sliced": x.reshape(2, 3, 4, 5)[:, 1:], "stepped": x[:, ::2], "broadcast": np.broadcast_to(x[:1], (3, 20))}
     for label, view in views.items():
         (made,) = planned_arrays((), ("x",), (x,), set(), (view,))[1]

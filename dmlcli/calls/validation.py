@@ -83,11 +83,13 @@ class Call(Frozen):
         given = iter([position for position, array in enumerate(arrays) if array is not None])
         return [None if name in self.absent else next(given) for name in self.operator.inputs]
 
-    def completion(self, arrays: Sequence, constant_inputs: frozenset[int] = frozenset()) -> Callable[[Sequence], list]:
+    def completion(self, arrays: Sequence, constant_inputs: frozenset[int] = frozenset()
+                   ) -> Callable[[Sequence], list]:
         """`complete` as planned on a first call's `arrays`, for later calls whose arrays have the same types, Sizes
         and Strides, and the same arrays at `constant_inputs` (a model's planned node): an input complete leaves as
-        it is, or broadcasts to its own Sizes, passes as it comes; what it makes of constants (a constant's broadcast view, a left-out input's zeros)
-        is the first call's (np.broadcast_to costs a few us an input); a runtime input is broadcast again."""
+        it is, or broadcasts to its own Sizes, passes as it comes; what it makes of constants (a constant's
+        broadcast view, a left-out input's zeros) is the first call's (np.broadcast_to costs a few us an input); a
+        runtime input is broadcast again."""
         first = self.complete(list(arrays))
         plan = []
         for made, source in zip(first, self.completed_sources(arrays)):
