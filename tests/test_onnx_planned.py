@@ -579,7 +579,8 @@ def test_a_planned_finish_decides_its_reshapes_once():
     own = lambda outputs: tuple(outputs)  # noqa: E731 - an adapter's own finish is kept as it is
     assert planned_finish(own, [(2, 3)]) is own
     out, other = np.arange(6.0), np.arange(5.0)
-    for shapes, wanted in ([[(2, 3), (5,)], [(6,), (5,)]], [[(2, 3)], [(6,)]], [[(2, 3), (4,)], [(6,), (5,)]]):
+    for shapes, wanted in ([[(2, 3), (5,)], [(6,), (5,)]], [[(2, 3)], [(6,)]], [[(2, 3), (4,)], [(6,), (5,)]],
+                           [[(6,), (5,)], [(6,)]]):  # the last: the first output alone, as it is
         finish = reshaped_to(wanted)
         planned = planned_finish(finish, shapes)
         given = [out, other][:len(shapes)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .planned import PlannedCall, PlannedView, read_through
-from .steps import Advance, DirectMLStep, Step, ViewStep
+from .steps import Advance, Step
 
 Entry = tuple[int, Step, tuple[str, ...]]
 
@@ -28,20 +28,19 @@ def lean_program(running: Sequence[Entry], program: Sequence[tuple[int, Advance,
     worked out again for what the steps left read. `kept`: the tensors never freed (the model's outputs and
     constants), which no view is skipped for. A view's constant inputs (a Reshape's shape) are the plan's on every
     run: a model's inputs are never its initializers (loading.py), so no run gives another value for them."""
-    planned = [getattr(step, "planned", None) for _, step, _ in running]
+    planned = [step.planned for _, step, _ in running]
     reads = [tuple(p.wiring.inputs) if p is not None else step.node.inputs for p, (_, step, _) in zip(planned, running)]
     through: list[list[int]] = [[] for _ in running]
     skipped: set[int] = set()
     for index in reversed(range(len(running))):
         view = planned[index]
-        if not isinstance(running[index][1], ViewStep) or not isinstance(view, PlannedView) \
-                or len(view.wiring.outputs) != 1:
+        if not isinstance(view, PlannedView) or len(view.wiring.outputs) != 1:
             continue
         ((_, name),) = view.wiring.outputs
         if name in kept:
             continue
         readers = [later for later in range(index + 1, len(running)) if later not in skipped and name in reads[later]]
-        rewritten = _read_through(readers, running, planned, name, view)
+        rewritten = _read_through(readers, planned, name, view)
         if rewritten is None:
             continue
         for later, made in rewritten.items():
@@ -55,25 +54,20 @@ def lean_program(running: Sequence[Entry], program: Sequence[tuple[int, Advance,
             for index, (position, step, _) in enumerate(running) if index not in skipped]
 
 
-def _read_through(readers: list[int], running: Sequence[Entry], planned: list, name: str, view: PlannedView
+def _read_through(readers: list[int], planned: list, name: str, view: PlannedView
                   ) -> dict[int, PlannedCall | PlannedView] | None:
-    """Each reader's planned call or view read through the view, or None where one cannot be (not planned, not a
-    runner's, or not a DirectML call's or a view's)."""
+    """Each reader's planned call or view read through the view, or None where one cannot be (a reader that kept
+    no call or view: a composed node, a fallback, a call that reads a runtime value; or one read_through declines:
+    ONNX's bool tensors, which only the general path passes)."""
     if not readers:
         return None
     rewritten = {}
     for later in readers:
-        if not isinstance(running[later][1], (DirectMLStep, ViewStep)) or planned[later] is None:
-            return None
-        made = read_through(planned[later], name, view)
-        if made is None or made.runner(_nothing) is None:
+        made = None if planned[later] is None else read_through(planned[later], name, view)
+        if made is None:
             return None
         rewritten[later] = made
     return rewritten
-
-
-def _nothing(values: dict) -> None:
-    """No general path (read_through's result is only asked whether it has a runner)."""
 
 
 def _frees(reads: list[tuple[str, ...]], skipped: set[int], kept: set[str]) -> list[tuple[str, ...]]:

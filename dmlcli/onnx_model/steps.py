@@ -158,7 +158,6 @@ class ViewStep(Step):
         return self.named(outputs)
 
 
-
 def _as_directml(array):
     """ONNX's bool tensors as DirectML holds them: UINT8 0 and 1 (the same bytes)."""
     return array.view(np.uint8) if array is not None and array.dtype == np.bool_ else array

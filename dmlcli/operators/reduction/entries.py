@@ -543,7 +543,7 @@ def softmax_kernel(xp, inputs, outputs, params):
     (out,) = outputs
     axes = _group_axes(params, x.ndim)
     loops = compiled_loops.active() if xp is np and axes in (-1, x.ndim - 1) else None
-    rows = None if loops is None else loops.softmax_rows(x)  # the same steps, compiled (finite FLOAT32 values)
+    rows = None if loops is None else loops.softmax_rows(x)  # the same steps, compiled (FLOAT32 without a NaN)
     if rows is not None:
         return (rows.astype(out.data_type.numpy_dtype, copy=False),)
     # exp(x - max) / sum(exp(x - max)): the formula, without overflow for large inputs. A NaN or +inf in a

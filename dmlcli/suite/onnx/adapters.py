@@ -223,6 +223,8 @@ class ReshapedTo:
                         for wanted, count, shape in zip(self.shapes, self.counts, shapes))
         if len(targets) == len(shapes) and not any(targets):
             return None
+        if targets == (None,):  # one output of several handed back (a finish keeps as many as it has Sizes for)
+            return lambda outputs: (outputs[0],)
         if len(targets) == 1:
             (target,) = targets
             return lambda outputs: (outputs[0].reshape(target),)
