@@ -57,8 +57,9 @@ def test_a_run_reads_through_its_views_and_gives_the_whole_programs_bits():
     ops = {position: step.node.op for position, step, _ in plan.running}
     skipped = sorted(ops[position] for position, _, _ in plan.running if position not in dict(
         (position, None) for position, _, _ in plan.lean))
-    # every view but the one whose output is the model's (y2); the views read by views are read through too
-    assert skipped == ["Flatten", "Reshape", "Reshape", "Squeeze", "Unsqueeze"]
+    # every view but the one whose output is the model's (y2); the views read by views are read through too, and
+    # the Transpose between them (a copy of a strided view: the MatMul makes that copy itself)
+    assert skipped == ["Flatten", "Reshape", "Reshape", "Squeeze", "Transpose", "Unsqueeze"]
     for seed in (1, 2):
         lean = session.run(_feeds(seed))
         whole = session.run(_feeds(seed), keep_all=True)
@@ -121,14 +122,18 @@ def test_reading_through_makes_the_readers_arrays_of_the_views_input():
 
 
 @pytest.mark.skipif(not MODELS.is_dir(), reason="the shared models are not there")
-def test_the_encoders_lean_run_skips_its_views_and_gives_the_same_bits():
+def test_the_encoders_lean_run_skips_its_views_and_copies_and_gives_the_same_bits():
+    """The encoder's views, and the Transposes and Gathers of its attention (copies of views of their inputs, each
+    chain of them one copy its product makes), are not run: 44 of its 64 nodes."""
     path = str(MODELS / "encoder_small.onnx")
     given = np.load(MODELS / "encoder_small.npz")["input"]
     session = OnnxSession(path)
     session.run({"input": given})
     plan = session.plan_for({"input": given})
     skipped = {position for position, _, _ in plan.running} - {position for position, _, _ in plan.lean}
-    assert all(isinstance(plan.steps[position], ViewStep) for position in skipped) and len(skipped) >= 18
+    assert all(isinstance(plan.steps[position], ViewStep) or plan.steps[position].node.op in ("Transpose", "Gather")
+               for position in skipped)
+    assert len(skipped) == 44
     other = {"input": np.random.default_rng(2).integers(0, 1000, given.shape).astype(given.dtype)}
     for feeds in ({"input": given}, other):
         lean, whole = session.run(feeds), session.run(feeds, keep_all=True)

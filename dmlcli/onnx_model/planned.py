@@ -22,7 +22,10 @@ import numpy as np
 
 from ..calls.validation import Verdict
 from ..suite.onnx.adapters import planned_finish
+from .derived import Copied, Derived, composed
 from .executors import memory_owner
+
+_MADE_AGAIN = (Derived, Copied)  # the planned arrays made of the call's inputs (the others are the plan's constants)
 
 
 class Unplanned(Exception):
@@ -47,26 +50,6 @@ class Signature:
             if inputs[position] is not value:
                 return False
         return True
-
-
-@dataclass(frozen=True)
-class Derived:
-    """An array made from one runtime input: the input itself (shape None), a reshape of the C-ordered input
-    (strides None), or a view of the input's memory at `offset` bytes with its own Sizes and Strides."""
-
-    position: int
-    shape: tuple[int, ...] | None = None
-    strides: tuple[int, ...] | None = None
-    offset: int = 0
-    dtype: np.dtype | None = None
-
-    def of(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
-        array = inputs[self.position]
-        if self.shape is None:
-            return array
-        if self.strides is None:
-            return array.reshape(self.shape)
-        return np.ndarray(self.shape, self.dtype, buffer=array, offset=self.offset, strides=self.strides)
 
 
 def _address(array: np.ndarray) -> int:
@@ -139,12 +122,13 @@ def planned_arrays(value_inputs: tuple[int, ...] | None, names: Sequence[str], i
 
 def constant_positions(made: tuple) -> frozenset[int]:
     """The positions of the planned arrays that are the plan's constants (the same array on every call)."""
-    return frozenset(position for position, item in enumerate(made) if item is not None and type(item) is not Derived)
+    return frozenset(position for position, item in enumerate(made)
+                     if item is not None and type(item) not in _MADE_AGAIN)
 
 
 def made_again(made: tuple, inputs: Sequence) -> list:
     """The planned arrays for this call's inputs."""
-    return [item.of(inputs) if type(item) is Derived else item for item in made]
+    return [item.of(inputs) if type(item) in _MADE_AGAIN else item for item in made]
 
 
 # A step run into a run's values: its outputs stored there by name (Step.advancer, planned_runner).
@@ -154,7 +138,9 @@ Advance = Callable[[dict], None]
 def _maker(item, names: Sequence[str], sources: dict[int, tuple]) -> Callable[[dict], object]:
     """A function of the run's values that makes one planned array again: `item` as planned (None, a constant's
     array, or a Derived of the node's input at its position, read here by that input's name; `sources`: each
-    runtime input's type and Sizes by position, as the signature holds them)."""
+    runtime input's type and Sizes by position, as the signature holds them; a Copied: its view's array copied)."""
+    if type(item) is Copied:
+        return _copy_maker(item, _maker(item.source, names, sources))
     if type(item) is not Derived:
         return lambda values: item
     name, shape, strides, offset, dtype = names[item.position], item.shape, item.strides, item.offset, item.dtype
@@ -167,6 +153,17 @@ def _maker(item, names: Sequence[str], sources: dict[int, tuple]) -> Callable[[d
         grouped, permutation = order
         return lambda values: values[name].reshape(grouped).transpose(permutation)
     return lambda values: np.ndarray(shape, dtype, buffer=values[name], offset=offset, strides=strides)
+
+
+def _copy_maker(item: Copied, view: Callable[[dict], np.ndarray]) -> Callable[[dict], np.ndarray]:
+    """A Copied array's maker: `view` (its source's maker) copied C-ordered, then its `then` made of the copy."""
+    then = item.then
+    if then is None or then.shape is None:
+        return lambda values: view(values).copy()
+    if then.strides is None:
+        shape = then.shape
+        return lambda values: view(values).copy().reshape(shape)
+    return lambda values: then.on(view(values).copy())
 
 
 def _transposition(item: Derived, dtype: np.dtype, source_shape: tuple[int, ...]
@@ -305,14 +302,17 @@ class PlannedView:
 def read_through(planned: PlannedCall | PlannedView, name: str, view: PlannedView
                  ) -> PlannedCall | PlannedView | None:
     """`planned` reading the view node's input wherever it read the view's output `name`: the arrays it makes of
-    that output made of the view's input instead (the same arrays: the view is that input itself, or a reshape of
-    it, C-ordered, so a reshape or a view of its memory reads the same elements), and that input checked for the
-    Sizes and Strides the view was planned on. A run that keeps only the model's outputs then need not make the
-    view's output at all (lean.py). None where the view is not one input's reshape or `planned` is not a runner's."""
+    that output made of the view's input instead (the same arrays), and that input checked for the Sizes and Strides
+    the view was planned on. The view is that input itself or a C-ordered reshape of it (a Reshape: a reshape or a
+    view of its memory reads the same elements), or a C-ordered copy of a view of it (a node that moves data, as
+    copies.py finds it: the reader's array is made of such a copy, or of one copy of the composed views where a
+    chain of them is read through). A run that keeps only the model's outputs then need not make the view's output
+    at all (lean.py). None where the view is neither, `planned` is not a runner's, or a chain's views do not compose
+    into one."""
     if len(view.wiring.outputs) != 1 or view.wiring.bool_inputs or view.wiring.bool_outputs:
         return None
     (made,) = view.made
-    if type(made) is not Derived or made.strides is not None:
+    if not (type(made) is Derived and made.strides is None) and not (type(made) is Copied and made.then is None):
         return None
     source = next((entry for entry in view.signature.runtime if entry[0] == made.position), None)
     if source is None or planned.wiring.bool_inputs or planned.wiring.bool_outputs:
@@ -321,16 +321,38 @@ def read_through(planned: PlannedCall | PlannedView, name: str, view: PlannedVie
     positions = {position for position, input_name in enumerate(planned.wiring.inputs) if input_name == name}
     if not positions:
         return None
+    items = []
+    for item in planned.made:
+        if type(item) in _MADE_AGAIN and item.position in positions:
+            item = _through(item, made, source[2], source[1])
+            if item is None:
+                return None
+        items.append(item)
     inputs = tuple(source_name if position in positions else input_name
                    for position, input_name in enumerate(planned.wiring.inputs))
     runtime = tuple((entry[0],) + source[1:] if entry[0] in positions else entry for entry in planned.signature.runtime)
-    items = tuple(_through(item, made) if type(item) is Derived and item.position in positions else item
-                  for item in planned.made)
     return replace(planned, wiring=replace(planned.wiring, inputs=inputs),
-                   signature=Signature(runtime, planned.signature.constants), made=items)
+                   signature=Signature(runtime, planned.signature.constants), made=tuple(items))
 
 
-def _through(item: Derived, view: Derived) -> Derived:
+def _through(item: Derived | Copied, view: Derived | Copied, shape: tuple[int, ...], dtype: np.dtype
+             ) -> Derived | Copied | None:
+    """A planned array made of a view's output (`item`) made of the view's input (of `shape` and `dtype`, C-ordered)
+    instead: `view` is the input itself or a reshape of it (a Derived), or a copy of a view of it (a Copied)."""
+    if type(view) is Derived:
+        if type(item) is Copied:
+            return Copied(_through_reshape(item.source, view), item.then)
+        return _through_reshape(item, view)
+    source = replace(view.source, position=item.position)
+    if type(item) is Copied:  # a copy of a view of the copy: one copy of the views composed, where they compose
+        found = composed(item.source, source, shape, dtype)
+        return None if found is None else Copied(found, item.then)
+    if item.shape is None:  # the copy itself
+        return Copied(source)
+    return Copied(source, replace(item, position=0))
+
+
+def _through_reshape(item: Derived, view: Derived) -> Derived:
     """A planned array made of a view's output (`item`) made of the view's input instead (`view`: the input itself
     or a C-ordered reshape of it)."""
     if item.shape is None and view.shape is not None:  # the output itself: the input's reshape

@@ -230,7 +230,9 @@ class OnnxSession:
         folded = {name: array for step in steps if isinstance(step, FoldedStep) for name, array in step.outputs.items()}
         running = self._running(steps)
         program = [(position, step.advancer(self.executor), frees) for position, step, frees in running]
-        return Plan(steps, types, running, folded, program, lean_program(running, program, self._kept()))
+        calls = [(position, call, advance) for (position, step, _), (_, own, _) in zip(running, program)
+                 for call, advance in step.lean_calls(own, self.executor)]
+        return Plan(steps, types, running, folded, program, lean_program(calls, self._kept()))
 
     def _kept(self) -> set[str]:
         """The tensors a run never frees: the model's outputs and constants."""

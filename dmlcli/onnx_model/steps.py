@@ -76,6 +76,11 @@ class Step:
         """The object whose last_verdict a planned call of the step sets (None: a step that keeps no verdict)."""
         return None
 
+    def lean_calls(self, own: Advance, executor) -> list[tuple[Step, Advance]]:
+        """The step's calls as a run that keeps only the model's outputs takes them (lean.py), each a step with its
+        advancer: the step itself and `own`, its advancer in the whole program."""
+        return [(self, own)]
+
     def advancer_through(self, planned: PlannedCall | PlannedView, views: Sequence[Advance], own: Advance) -> Advance:
         """The step in a run that skips the views it reads through (lean.py): `planned`, the step's planned call or
         view made to read the views' inputs, where the inputs are those it was planned for; elsewhere the views'
@@ -325,6 +330,11 @@ class ComposedStep(Step):
                 part(values)
 
         return advance
+
+    def lean_calls(self, own: Advance, executor) -> list[tuple[Step, Advance]]:
+        """Each DirectML call, a step planned on its own, with its advancer: a lean run reads through the views and
+        copies before each call, and frees the values between them after their last reader."""
+        return [(part, part.advancer(executor)) for part in self.parts]
 
     def _composition(self, call: OnnxCall) -> Composition:
         own = dict(self.node.intermediates)

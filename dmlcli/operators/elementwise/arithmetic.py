@@ -580,7 +580,7 @@ OPERATORS: tuple[Operator, ...] = (
         formula="f(x) = x   (with ScaleBias: x*Scale + Bias)", introduced=level("1_0"), inputs=X,
         support=_IDENTITY, same_data_type=XO, same_sizes=XO, parameters=(SCALE_BIAS,), cpu_kernel=identity,
         cuda_body="dml_identity_scale_bias(x, HasScaleBias, Scale, Bias)",
-        cuda_helpers=_scale_bias_helpers("dml_identity"), in_place=True, exactness=EXACT,
+        cuda_helpers=_scale_bias_helpers("dml_identity"), in_place=True, exactness=EXACT, moves_input=X[0],
         notes=(
             "Without ScaleBias the output is a bit-for-bit copy: NaN payloads, -0.0 and FLOAT64 values kept.",
             _SCALE_BIAS_NOTE,

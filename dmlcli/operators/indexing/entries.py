@@ -406,6 +406,7 @@ GATHER = Operator(
     same_data_type=("InputTensor", "OutputTensor"), same_sizes=(), cpu_kernel=None, cuda_body="",
     parameters=(AXIS, INDEX_DIMENSIONS), native_encoding=True, shape_rule=gather_shape,
     array_kernel=gather_kernel, gpu_array_kernel=gather_gpu_kernel, planned_kernel=gather_planned, exactness=EXACT,
+    moves_input="InputTensor",
     notes=(
         "OutputTensor Sizes = InputTensor Sizes before Axis, the last IndexDimensions sizes of IndicesTensor, "
         "InputTensor Sizes after Axis, fitted into the common DimensionCount: leading ones added, or sizes of 1 "

@@ -361,7 +361,7 @@ SLICE = Operator(
     introduced=_SLICE_ROWS[-1].level, inputs=("InputTensor",), support=_SLICE_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(OFFSETS, SIZES, STRIDES), native_encoding=True,
     shape_rule=slice_shape, array_kernel=slice_kernel, gpu_array_kernel=slice_gpu_kernel, exactness=EXACT,
-    dask_layout="index",
+    moves_input="InputTensor", dask_layout="index",
     dask_index=slice_window,
     notes=("Offsets, Sizes and Strides have one value per dimension (DimensionCount); every element read must lie "
            "inside the input (Offsets + Strides * (Sizes - 1) < InputTensor.Sizes). The output's Sizes are Sizes.",
@@ -464,7 +464,7 @@ SLICE1 = Operator(
     introduced=_SLICE1_ROWS[-1].level, inputs=("InputTensor",), support=_SLICE1_ROWS, same_data_type=IO,
     same_sizes=(), cpu_kernel=None, cuda_body="", parameters=(WINDOW_OFFSETS, WINDOW_SIZES, WINDOW_STRIDES),
     native_encoding=True, shape_rule=slice1_shape, array_kernel=slice1_kernel, gpu_array_kernel=slice1_gpu_kernel,
-    exactness=EXACT,
+    exactness=EXACT, moves_input="InputTensor",
     dask_layout="index", dask_index=lambda call: slice1_window(call, call.tensors["InputTensor"].shape),
     notes=("The output's Sizes may be anything from 1 to MaxCopiedElements = 1 + (InputWindowSizes - 1) // "
            "|InputWindowStrides| in each dimension; DirectML takes them from the output's desc (a DxDispatch "

@@ -389,6 +389,12 @@ class Operator(Frozen):
     # How --broadcast broadcasts a shaped operator's inputs (InputBroadcast); None: a shaped operator's inputs are
     # not broadcast (an element-wise operator's are, all together, by NumPy's rules, without an entry of its own).
     input_broadcast: InputBroadcast | None
+    # ---- data movement ----
+    # The input whose elements, each copied with its bits, are every element of the output (a call that moves data:
+    # GATHER's InputTensor; IDENTITY's where no ScaleBias is given: moved_input). A model's run may read such a
+    # call's output as a strided view of that input, where the plan finds one (onnx_model/copies.py). None: the
+    # output is computed.
+    moves_input: str | None
 
     def __init__(self, *, name: str, enum_value: int, family: str, summary: str, formula: str, introduced: FeatureLevel,
                  inputs: tuple[str, ...], support: tuple[SupportRow, ...], same_data_type: tuple[str, ...],
@@ -410,7 +416,7 @@ class Operator(Frozen):
                  fused_activation: str | None = None, tf32_products: bool = False,
                  sum_bound: SumBound | None = None, largest_slope: Callable | None = None,
                  work: Callable | None = None, scratch: Callable | None = None,
-                 input_broadcast: InputBroadcast | None = None) -> None:
+                 input_broadcast: InputBroadcast | None = None, moves_input: str | None = None) -> None:
         vars(self).update(name=name, enum_value=enum_value, family=family, summary=summary, formula=formula,
                           introduced=introduced, inputs=inputs, support=support, same_data_type=same_data_type,
                           same_sizes=same_sizes, cpu_kernel=cpu_kernel, cuda_body=cuda_body, output=output,
@@ -427,7 +433,7 @@ class Operator(Frozen):
                           tolerance_scale=tolerance_scale, dask_layout=dask_layout, dask_axes=dask_axes,
                           dask_index=dask_index, fused_activation=fused_activation, tf32_products=tf32_products,
                           sum_bound=sum_bound, largest_slope=largest_slope, work=work, scratch=scratch,
-                          input_broadcast=input_broadcast)
+                          input_broadcast=input_broadcast, moves_input=moves_input)
         check_entry(self)
 
     def __repr__(self) -> str:
@@ -438,6 +444,13 @@ class Operator(Frozen):
         tf32_products whose output is FLOAT32. FLOAT16 calls keep their products in FLOAT32 (DirectML's flag
         concerns FLOAT32 work, and dmlcli's FLOAT16 results accumulate in FLOAT32 as without it)."""
         return self.tf32_products and is_float32(output_type)
+
+    def moved_input(self, parameters: Mapping[str, object]) -> str | None:
+        """The input a call with these parameters copies into its output bit for bit (moves_input), or None: an
+        element-wise operator's ScaleBias, where given, computes x*Scale + Bias instead (-0.0 + 0 is +0.0)."""
+        if self.moves_input is None or parameters.get("ScaleBias") is not None:
+            return None
+        return self.moves_input
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
@@ -625,6 +638,8 @@ def check_entry(op: Operator) -> None:
         fail("has tf32_products, so it needs a tolerance (widened for TF32) and an array_kernel (its products)")
     if op.sum_bound is not None:
         _check_sum_bound(op, fail)
+    if op.moves_input is not None and (op.moves_input not in op.inputs or op.exactness != EXACT):
+        fail(f"moves_input names {op.moves_input}, which is not one of its inputs {op.inputs} of an exact operator")
 
 
 def _check_sum_bound(op: Operator, fail) -> None:

@@ -464,7 +464,7 @@ ENTRIES: tuple[Entry, ...] = (
           fields={"InputWindowOffsets": "starts (clamped as ONNX clamps them), per axis in axes",
                   "InputWindowSizes": "the span from the first to the last element read (ends, steps)",
                   "InputWindowStrides": "steps (negative: SLICE1 copies from the window's end)"},
-          adapter=a.adapt_slice,
+          adapter=a.adapt_slice, value_inputs=(1, 2, 3, 4),
           cannot=(Cannot(lambda c: any(count == 0 for _, _, count, _ in a.slice_ranges(c)),
                          "ONNX's slice is empty along an axis; DirectML's SLICE1 window must not be empty (its "
                          "OutputTensor Sizes are at least 1)"),),
