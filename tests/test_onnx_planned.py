@@ -544,6 +544,54 @@ def test_mvns_planned_call_leaves_the_others_to_its_kernel(compiled_loops_on):
     assert mvn_planned(inputs, call.outputs, call.parameters, frozenset({1})) is None
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.sampled_from([(1, 4, 16), (2, 3), (5,)]), n=st.sampled_from([1, 7, 16, 200]),
+       one=st.booleans(), special=st.sampled_from([None, np.nan, np.inf, -np.inf]), seed=st.integers(0, 99))
+def test_softmaxs_planned_call_gives_its_kernels_bits(compiled_loops_on, rows, n, one, special, seed):
+    """ACTIVATION_SOFTMAX(1)'s planned_kernel over the last axis (an attention's), its summation program made once
+    for the compiled loops, against its array_kernel with the loops on and off: the same bits, a fresh C-ordered
+    result; an input holding a NaN, which the loops decline, takes the kernel itself."""
+    import dmlcli
+    from dmlcli.backends.cpu import CpuBackend
+    from dmlcli.operators.numerics import compiled_loops
+
+    rng = np.random.default_rng(seed)
+    shape = (rows if one else rows[-1:]) + (n,)  # SOFTMAX: an effective rank of at most 2
+    first = (rng.standard_normal(shape) * 4).astype(np.float32)
+    keywords = dict(axes=[len(shape) - 1]) if one else {}
+    call = dmlcli.validate("softmax1" if one else "softmax", first, **keywords).call
+    run = CpuBackend().planned_shaped(call.operator, [first], call.outputs, call.parameters, frozenset())
+    assert run.__qualname__.startswith("softmax_planned")
+    second = (rng.standard_normal(shape) * 4).astype(np.float32)
+    if special is not None:
+        second.reshape(-1)[rng.integers(second.size)] = special
+    for x in (first, second):
+        with np.errstate(all="ignore"):
+            got = run([x])
+            expected = call.operator.array_kernel(np, [x], call.outputs, call.parameters)
+            compiled_loops.use(False)
+            numpy_expected = call.operator.array_kernel(np, [x], call.outputs, call.parameters)
+            compiled_loops.use(True)
+        _fresh_and_equal(got, expected, [x])
+        _fresh_and_equal(got, numpy_expected, [x])
+
+
+def test_softmaxs_planned_call_leaves_other_axes_to_its_kernel(compiled_loops_on):
+    import dmlcli
+    from dmlcli.operators.numerics import compiled_loops
+    from dmlcli.operators.reduction.entries import softmax_planned
+
+    x = np.ones((2, 3, 4), np.float32)
+    last = dmlcli.validate("softmax1", x, axes=[2]).call
+    assert softmax_planned([x], last.outputs, last.parameters) is not None
+    middle = dmlcli.validate("softmax1", x, axes=[1]).call
+    assert softmax_planned([x], middle.outputs, middle.parameters) is None
+    half = x.astype(np.float16)
+    assert softmax_planned([half], dmlcli.validate("softmax1", half, axes=[2]).call.outputs, last.parameters) is None
+    compiled_loops.use(False)
+    assert softmax_planned([x], last.outputs, last.parameters) is None
+
+
 def test_a_planned_completion_makes_what_it_makes_of_constants_once():
     """Call.completion, complete as a model's planned node calls it: a constant's broadcast view is the first
     call's on every call, a runtime input is broadcast again, one complete leaves as it is passes as it comes, and a

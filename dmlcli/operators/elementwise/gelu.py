@@ -217,9 +217,7 @@ def _float32(x: np.ndarray) -> np.ndarray:
     """GELU of a FLOAT32 tensor, the reference's bits."""
     flat = x.reshape(-1)
     loops = compiled_loops.active()
-    shift, width = _midpoint_window(_APART)
-    compiled = None if loops is None else loops.gelu_float32(
-        flat, _CORE_COEFFICIENTS, _CORE_EDGE, _SQRT1_2, _ERF_SATURATES, shift, _LOW_BITS, width)
+    compiled = None if loops is None else _compiled(loops)(flat)
     if compiled is not None:
         # The steps below in one compiled call, with C's erfc past the core however many values lie there (where
         # the NumPy path takes Cody's from _ELEMENT_BY_ELEMENT_BELOW on): both lie within _APART of the reference,
@@ -240,6 +238,13 @@ def _float32(x: np.ndarray) -> np.ndarray:
     if near.size:
         result[near] = _reference_at(flat, near).astype(np.float32)
     return result.reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=4)
+def _compiled(loops: compiled_loops.CompiledLoops):
+    """The compiled loop's call with this module's constants (CompiledLoops.gelu_float32_of), made once."""
+    shift, width = _midpoint_window(_APART)
+    return loops.gelu_float32_of(_CORE_COEFFICIENTS, _CORE_EDGE, _SQRT1_2, _ERF_SATURATES, shift, _LOW_BITS, width)
 
 
 def _approximate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

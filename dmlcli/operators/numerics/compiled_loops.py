@@ -457,17 +457,30 @@ class CompiledLoops:
         NumPy's exp, pairwise sum and division, in that order): two compiled passes around NumPy's exp, where the
         kernel's maximum.reduce and add.reduce take NumPy's inner loop once a row (a {1, 4, 16, 16} call: 18 of its
         30 us). None where the loops do not take the call (another type, a row past MVN_LONGEST_ROW, a NaN)."""
-        n = x.shape[-1] if x.ndim else 0
-        if x.dtype != np.float32 or not 0 < n <= MVN_LONGEST_ROW or x.size == 0:
+        if x.dtype != np.float32 or x.size == 0:
             return None
-        flat = _flat_input(x)
-        out = np.empty(flat.shape, np.float32)
-        if not self._softmax_shift(flat, n, out):
+        rows = self.softmax_rows_of(x.shape[-1] if x.ndim else 0)
+        return None if rows is None else rows(x)
+
+    def softmax_rows_of(self, n: int) -> Callable[[np.ndarray], np.ndarray | None] | None:
+        """softmax_rows with the row's summation program worked out once (a model's planned call: operators/
+        reduction/entries.py's softmax_planned): a function of a non-empty FLOAT32 x whose last axis has n values
+        (None where it finds a NaN), or None where the loops do not take rows of n (past MVN_LONGEST_ROW)."""
+        if not 0 < n <= MVN_LONGEST_ROW:
             return None
-        np.exp(out, out=out)
         leaves, steps = _pairwise_program(n)
-        self._softmax_divide(out, n, leaves, steps)
-        return out.reshape(x.shape)
+        shift, divide, exp = self._softmax_shift, self._softmax_divide, np.exp
+
+        def rows(x: np.ndarray) -> np.ndarray | None:
+            flat = _flat_input(x)
+            out = np.empty(flat.shape, np.float32)
+            if not shift(flat, n, out):
+                return None
+            exp(out, out=out)
+            divide(out, n, leaves, steps)
+            return out.reshape(x.shape)
+
+        return rows
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
         """FLOAT32/FLOAT64 values as the integer type `dtype` by Direct3D's rule (conversions.float_to_integer);
@@ -504,20 +517,36 @@ class CompiledLoops:
         float64 arrays and their Python calls): the FLOAT32 results, flat, and the positions the caller must make
         again by the reference (their doubles near a rounding boundary: `shift`, `low_bits` and `width` are
         _near_a_float32_boundary's window). None for values not FLOAT32."""
-        if values.dtype != np.float32:
-            return None
-        flat = _flat_input(values)
-        out = np.empty(flat.shape, np.float32)
-        doubles, near = _gelu_workspace(min(flat.size, GELU_BLOCK))
-        constants = (tuple(coefficients), np.float32(edge), float(sqrt1_2), float(saturates), np.uint64(shift),
-                     np.uint64(low_bits), np.uint64(width))
-        found = []
-        for start in range(0, flat.size, GELU_BLOCK):
-            stop = min(start + GELU_BLOCK, flat.size)
-            count = self._gelu_float32(flat[start:stop], *constants, doubles[:stop - start], out[start:stop], near)
-            if count:
-                found.append(near[:count] + start)
-        return out, np.concatenate(found) if found else np.zeros(0, np.intp)
+        return self.gelu_float32_of(coefficients, edge, sqrt1_2, saturates, shift, low_bits, width)(values)
+
+    def gelu_float32_of(self, coefficients: tuple[float, ...], edge: np.float32, sqrt1_2: float, saturates: float,
+                        shift: np.uint64, low_bits: np.uint64, width: np.uint64
+                        ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
+        """gelu_float32 as a function of the values alone, its constants converted to the loop's types once
+        (gelu.py keeps it: a {1, 16, 512} call's conversions were a tenth of its cost)."""
+        constants = (tuple(float(c) for c in coefficients), np.float32(edge), float(sqrt1_2), float(saturates),
+                     np.uint64(shift), np.uint64(low_bits), np.uint64(width))
+        loop = self._gelu_float32
+
+        def gelu(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+            if values.dtype != np.float32:
+                return None
+            flat = _flat_input(values)
+            out = np.empty(flat.shape, np.float32)
+            if flat.size <= GELU_BLOCK:  # one block: its positions are the block's own
+                doubles, near = _gelu_workspace(flat.size)
+                count = loop(flat, *constants, doubles[:flat.size], out, near)
+                return out, near[:count].copy()
+            doubles, near = _gelu_workspace(GELU_BLOCK)
+            found = []
+            for start in range(0, flat.size, GELU_BLOCK):
+                stop = min(start + GELU_BLOCK, flat.size)
+                count = loop(flat[start:stop], *constants, doubles[:stop - start], out[start:stop], near)
+                if count:
+                    found.append(near[:count] + start)
+            return out, np.concatenate(found) if found else np.zeros(0, np.intp)
+
+        return gelu
 
 
 def _gelu_workspace(size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -554,6 +554,29 @@ def softmax_kernel(xp, inputs, outputs, params):
     return (shifted.astype(out.data_type.numpy_dtype, copy=False),)
 
 
+def softmax_planned(inputs, outputs, params, constant_inputs: frozenset[int] = frozenset()):
+    """softmax_kernel's CPU call worked out once (Operator.planned_kernel: a model's planned node, such as the
+    Softmax after an attention's product): FLOAT32 over the last axis in the compiled loops, whose axes and row
+    summation program are decided here once (softmax_kernel asks for them on every call: a third of a
+    {1, 4, 16, 16} call's cost); a call the loops decline (a NaN) takes softmax_kernel, as it would. None where the
+    kernel would not take the loops, or they are off."""
+    loops = compiled_loops.active()
+    (x,) = inputs
+    if loops is None or x.dtype != np.float32 or x.size == 0 or outputs[0].data_type.numpy_dtype != np.float32:
+        return None
+    if _group_axes(params, x.ndim) not in (-1, x.ndim - 1):
+        return None
+    rows = loops.softmax_rows_of(x.shape[-1])
+    if rows is None:
+        return None
+
+    def run(arrays):
+        y = rows(arrays[0])
+        return (y,) if y is not None else softmax_kernel(np, arrays, outputs, params)
+
+    return run
+
+
 def log_softmax_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     (out,) = outputs
@@ -746,7 +769,7 @@ _AXES_NOTE = ("Axes may be left out in the API and on the command line: the last
 
 
 def _softmax_entry(name, enum_value, summary, formula, kernel, exactness, tolerance, notes, one: bool,
-                   gpu_kernel=None, sum_bound=None):
+                   gpu_kernel=None, sum_bound=None, planned_kernel=None):
     return Operator(
         name=name, enum_value=enum_value, family="reduction", prefix="ACTIVATION", summary=summary,
         formula=formula, introduced=(_SOFTMAX1_ROWS if one else _SOFTMAX_ROWS)[-1].level, inputs=("InputTensor",),
@@ -754,7 +777,8 @@ def _softmax_entry(name, enum_value, summary, formula, kernel, exactness, tolera
         cuda_body="", parameters=(SOFTMAX_AXES,) if one else (), shape_rule=axes_shape if one else last_axis_shape,
         array_kernel=kernel, gpu_array_kernel=gpu_kernel, exactness=exactness, tolerance=tolerance,
         tolerance_scale=softmax_tolerance_scale if tolerance is not None else None, dask_layout="whole_axes",
-        dask_axes=group_axes, notes=((_AXES_NOTE,) if one else (_EFFECTIVE_RANK,)) + notes, sum_bound=sum_bound)
+        dask_axes=group_axes, notes=((_AXES_NOTE,) if one else (_EFFECTIVE_RANK,)) + notes, sum_bound=sum_bound,
+        planned_kernel=planned_kernel)
 
 
 _SOFTMAX_FORMULA = "OutputTensor[i] = exp(x[i]) / sum(exp(x[j]) for j in i's group)"
@@ -764,11 +788,11 @@ _HARDMAX_FORMULA = "OutputTensor[i] = 1 where i is the first largest element of 
 SOFTMAX = _softmax_entry("SOFTMAX", 48, "softmax along the last axis (effective rank at most 2)",
                          _SOFTMAX_FORMULA + " (the group: i's row along the last axis)", softmax_kernel,
                          APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=False,
-                         gpu_kernel=softmax_gpu_kernel, sum_bound=SOFTMAX_SUM_BOUND)
+                         gpu_kernel=softmax_gpu_kernel, sum_bound=SOFTMAX_SUM_BOUND, planned_kernel=softmax_planned)
 SOFTMAX1 = _softmax_entry("SOFTMAX1", 158, "softmax over the blocks that Axes span",
                           _SOFTMAX_FORMULA + " (the group: the elements equal to i outside Axes)", softmax_kernel,
                           APPROXIMATE, _SOFTMAX_TOLERANCE, (_SOFTMAX_NAN, _F16), one=True,
-                          gpu_kernel=softmax_gpu_kernel, sum_bound=SOFTMAX_SUM_BOUND)
+                          gpu_kernel=softmax_gpu_kernel, sum_bound=SOFTMAX_SUM_BOUND, planned_kernel=softmax_planned)
 LOG_SOFTMAX = _softmax_entry("LOG_SOFTMAX", 41, "natural log of softmax along the last axis (effective rank at "
                              "most 2)", _LOG_SOFTMAX_FORMULA + " (the group: i's row along the last axis)",
                              log_softmax_kernel, APPROXIMATE, _LOG_SOFTMAX_TOLERANCE, (_LOG_SOFTMAX_NAN, _F16),
