@@ -1,13 +1,13 @@
-"""A model's run loop (a script, not a test): OnnxSession's planned run, its views read through (lean.py) and each
-other node through its runner (planned.py's planned_runner, steps.py's Step.advancer), against the baseline of each
-node through the session's run_step (the node's `run`: Wiring, Signature and made_again on every call), on the same
-plan and the same values.
+"""A model's run loop (a script, not a test): OnnxSession's planned run, its views and the nodes that only move data
+read through (lean.py, planning/copies.py) and each other node through its runner (planning/planned.py's
+planned_runner, steps.py's Step.advancer), against the baseline of each node through the session's run_step (the
+node's `run`: Wiring, Signature and made_again on every call), on the same plan and the same values.
 
-Both loops give the same bits (the first runs fewer steps: the views its readers read through); the difference is
-the machinery around each node's kernel. They are timed in turn in blocks (onnx_model_bench's timing: --block runs
-of one, then of the other, each block after one untimed run), by the calling thread's CPU time (a busy machine's
-other processes count in neither), and the medians are printed with their ratio (runner / run_step: below 1 is
-faster). Run with BLAS on one thread:
+Both loops give the same bits (the first runs fewer steps: the views and copies its readers read through); the
+difference is the machinery around each node's kernel. They are timed in turn in blocks (onnx_model_bench's timing:
+--block runs of one, then of the other, each block after one untimed run), by the calling thread's CPU time (a busy
+machine's other processes count in neither), and the medians are printed with their ratio (runner / run_step: below
+1 is faster). Run with BLAS on one thread:
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python3 bench/onnx_run_loop_bench.py [--runs 200] [--models encoder_small]
 """

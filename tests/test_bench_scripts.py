@@ -67,6 +67,7 @@ TINY = {
     "onnx_model_bench": (lambda tmp: ["--repeats", "1", "--models", "encoder_small"], "dmlcli / ORT"),
     "onnx_run_loop_bench": (lambda tmp: ["--runs", "1", "--block", "1", "--models", "encoder_small"],
                             "runners / run_step"),
+    "onnx_products_bench": (lambda tmp: ["--repeats", "2", "--shapes", "4x8x16"], "| 4x8 by 8x16 |"),
     "pooling_cpu_bench": (lambda tmp: ["--mib", "0.05", "--repeats", "1"], "ratio: dmlcli"),
     "recurrent_cpu_bench": (lambda tmp: ["--repeats", "1"], "lstm"),
     "shaped_cpu_bench": (lambda tmp: ["--mib", "0.1", "--repeats", "1"], "worst ratio"),

@@ -1,5 +1,5 @@
-"""A lean run reads through the nodes that only move data (dmlcli/onnx_model/copies.py): a Transpose, a Gather of
-constant indices, a Slice, whose output the plan finds a C-ordered copy of one view of the input; their readers
+"""A lean run reads through the nodes that only move data (dmlcli/onnx_model/planning/copies.py): a Transpose, a Gather
+of constant indices, a Slice, whose output the plan finds a C-ordered copy of one view of the input; their readers
 make that copy themselves, a chain of them as one copy of the composed views, with the whole program's bits.
 """
 
@@ -14,9 +14,9 @@ pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
-from dmlcli.onnx_model.copies import copying_view  # noqa: E402
-from dmlcli.onnx_model.derived import Copied, Derived, as_view, composed  # noqa: E402
-from dmlcli.onnx_model.planned import PlannedView, read_through  # noqa: E402
+from dmlcli.onnx_model.planning.copies import copying_view  # noqa: E402
+from dmlcli.onnx_model.planning.derived import Copied, Derived, as_view, composed  # noqa: E402
+from dmlcli.onnx_model.planning.planned import PlannedView, read_through  # noqa: E402
 from dmlcli.operators import find_operator  # noqa: E402
 
 from test_onnx_models import F32, model_of, tensor, value  # noqa: E402
@@ -82,7 +82,8 @@ def test_the_attention_split_is_read_through_as_one_copy_a_product_makes():
     assert len(plan.lean) == 3 and scores == 1  # the three products alone
     for seed in (1, 2):
         fresh = OnnxSession(_attention_like()).run(_x(seed))  # a first run: every node mapped and run
-        assert _bits(session.run(_x(seed))["y"]) == _bits(fresh["y"]) == _bits(session.run(_x(seed), keep_all=True)["y"])
+        whole = session.run(_x(seed), keep_all=True)["y"]
+        assert _bits(session.run(_x(seed))["y"]) == _bits(fresh["y"]) == _bits(whole)
 
 
 def test_a_product_reads_q_as_one_copy_of_one_view_of_the_rows():

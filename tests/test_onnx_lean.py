@@ -12,7 +12,7 @@ pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
-from dmlcli.onnx_model.planned import Derived, read_through  # noqa: E402
+from dmlcli.onnx_model.planning.planned import Derived, read_through  # noqa: E402
 from dmlcli.onnx_model.steps import ViewStep  # noqa: E402
 
 from test_onnx_models import F32, MODELS, model_of, tensor, value  # noqa: E402

@@ -1,5 +1,5 @@
-"""A model's plan reuses each node's DirectML call (dmlcli/onnx_model/planned.py) where its table entry says which
-inputs' values it reads and those are constants: the planned calls give the bits the node's own mapping gives on
+"""A model's plan reuses each node's DirectML call (dmlcli/onnx_model/planning/planned.py) where its table entry says
+which inputs' values it reads and those are constants: the planned calls give the bits the node's own mapping gives on
 the same values, and a node whose call depends on a runtime value, a copy, or another input's memory is mapped
 again on every call.
 """
@@ -16,7 +16,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from dmlcli.errors import InputError  # noqa: E402
 from dmlcli.onnx_model import OnnxSession  # noqa: E402
-from dmlcli.onnx_model.planned import Derived, Signature, planned_arrays  # noqa: E402
+from dmlcli.onnx_model.planning.planned import Derived, Signature, planned_arrays  # noqa: E402
 from dmlcli.onnx_model.steps import DirectMLStep, ViewStep  # noqa: E402
 from dmlcli.suite.onnx.table import ENTRIES  # noqa: E402
 
@@ -516,7 +516,7 @@ def test_mvns_planned_call_gives_its_kernels_bits(compiled_loops_on, rows, n, sc
     constant = frozenset(position for position, t in ((1, scale), (2, bias)) if t is not None)
     run = CpuBackend().planned_shaped(call.operator, complete([first, scale, bias]), call.outputs, call.parameters,
                                       constant)
-    assert run.__qualname__.startswith("mvn_planned")
+    assert run.__qualname__.startswith("planned_rows")  # mvn_planned's call through the loop
     second = rng.standard_normal(shape).astype(np.float32)
     if nan:
         second.reshape(-1)[rng.integers(second.size)] = np.nan
@@ -561,7 +561,7 @@ def test_softmaxs_planned_call_gives_its_kernels_bits(compiled_loops_on, rows, n
     keywords = dict(axes=[len(shape) - 1]) if one else {}
     call = dmlcli.validate("softmax1" if one else "softmax", first, **keywords).call
     run = CpuBackend().planned_shaped(call.operator, [first], call.outputs, call.parameters, frozenset())
-    assert run.__qualname__.startswith("softmax_planned")
+    assert run.__qualname__.startswith("planned_rows")  # softmax_planned's call through the loops
     second = (rng.standard_normal(shape) * 4).astype(np.float32)
     if special is not None:
         second.reshape(-1)[rng.integers(second.size)] = special
@@ -652,7 +652,7 @@ def test_a_transposed_read_is_made_by_a_reshape_and_a_transpose():
     """A planned array that is a C-ordered input's reshape with its axes permuted (a Transpose's IDENTITY read) is
     made again by reshape and transpose, the same Sizes and Strides as planned; any other view (an offset, a step,
     zero Strides) by np.ndarray over the input's memory."""
-    from dmlcli.onnx_model.planned import _maker, _transposition
+    from dmlcli.onnx_model.planning.planned import _maker, _transposition
 
     x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(6, 20)
     views = {"transposed": x.reshape(2, 3, 4, 5).transpose(2, 0, 3, 1),

@@ -83,8 +83,8 @@ class CpuExecutor:
                  constant_inputs: frozenset[int] = frozenset()
                  ) -> Callable[[Sequence[np.ndarray | None]], tuple[np.ndarray, ...]]:
         """The verdict's call as a function of its input arrays, what engine.execute looks up on every call read
-        once (the backend under the call's float rules, the output's Sizes and type, the parameters): the call of
-        a planned node (planned.py), whose every call has inputs of the types of `arrays`, its first call's, and
+        once (the backend under the call's float rules, the output's Sizes and type, the parameters): the call of a
+        planned node (planning/planned.py), whose every call has inputs of the types of `arrays`, its first call's, and
         the same arrays at `constant_inputs` (the plan's constants: what the call makes of them is made once). An
         element-wise operator with hooks (counted per call, for the warnings) keeps engine.execute."""
         call = verdict.call
@@ -167,7 +167,8 @@ class GpuExecutor:
         return array if isinstance(array, np.ndarray) else self.cupy.asnumpy(array)
 
     def compiled(self, verdict: Verdict, arrays: Sequence, constant_inputs: frozenset[int] = frozenset()) -> None:
-        """None: a GPU run's nodes are not planned (planned.py makes NumPy views; the device arrays are CuPy's)."""
+        """None: a GPU run's nodes are not planned (planning/planned.py makes NumPy views; the device arrays are
+        CuPy's)."""
         return None
 
     def running(self) -> ContextManager:

@@ -3,14 +3,14 @@ that only move data read through.
 
 A planned view node (Reshape, Squeeze, Unsqueeze, Flatten, Identity: its output is its input itself or a C-ordered
 reshape of it) makes an array that the nodes after it only read. Where every later node that reads it is planned
-(its call's or view's arrays made again from its inputs: planned.py), each of those can make its arrays of the
+(its call's or view's arrays made again from its inputs: planning/planned.py), each of those can make its arrays of the
 view's input instead (planned.read_through: the same arrays), and the run need not make the view's output at all:
-a runner call less a view (about 3 us here; 22 of the Transformer encoder's 64 nodes are views). So too a planned
-node that only moves data (a Transpose, a Gather of constant indices, a Slice: copies.py finds its output a copy of
-one view of its input): its readers make a copy of that view themselves, and a chain of such nodes is one copy of
-their views composed (the encoder's attention: Transpose, Gather, Transpose, Reshape, Transpose before each product).
-A node the DirectML provider runs as several calls (a composed step: SkipLayerNormalization) counts here as its
-calls, each a reader of its own. A run that keeps every tensor (keep_all: --compare ort) runs the whole program.
+a runner call less a view (about 3 us here; 22 of the Transformer encoder's 64 nodes are views). So too a planned node
+that only moves data (a Transpose, a Gather of constant indices, a Slice: planning/copies.py finds its output a copy of
+one view of its input): its readers make a copy of that view themselves, and a chain of such nodes is one copy of their
+views composed (the encoder's attention: Transpose, Gather, Transpose, Reshape, Transpose before each product). A node
+the DirectML provider runs as several calls (a composed step: SkipLayerNormalization) counts here as its calls, each a
+reader of its own. A run that keeps every tensor (keep_all: --compare ort) runs the whole program.
 
 A reader whose inputs are not those it was planned for (its runner declines) runs the nodes it reads through first,
 in order, then its own advancer: the general path, as in the whole program.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .copies import copying_view
-from .planned import PlannedCall, PlannedView, read_through
+from .planning.copies import copying_view
+from .planning.planned import PlannedCall, PlannedView, read_through
 from .steps import Advance, Step
 
 # A DirectML call of the plan (a step, or one call of a composed step): its node's position, its step, its advancer.
@@ -63,7 +63,7 @@ def lean_program(calls: Sequence[Call], kept: set[str]) -> list[tuple[int, Advan
 
 def _as_view(planned: PlannedCall | PlannedView | None) -> PlannedView | None:
     """What a lean run may read through of a planned node: a view, or a call that only moves data as the view that
-    copies it is (copies.py)."""
+    copies it is (planning/copies.py)."""
     if isinstance(planned, PlannedCall):
         return copying_view(planned)
     return planned

@@ -5,9 +5,9 @@
   nodes on its CPU before the DirectML provider sees the graph (the view's own rule where the table has one,
   Shape or Reshape; else onnx's reference implementation, standing for ONNX Runtime's CPU kernels);
 - view: the table's entry runs no DirectML operator (Reshape, Squeeze, Identity, Shape...): the outputs are views
-  of the input, made on every call (by the plan's own views where planned.py keeps them);
+  of the input, made on every call (by the plan's own views where planning/planned.py keeps them);
 - directml: the table's entry, its adapter and the DirectML operator, validated at the plan's feature level; the
-  verdict is kept for the next call with the same tensors and fields, and where planned.py can, the whole call
+  verdict is kept for the next call with the same tensors and fields, and where planning/planned.py can, the whole call
   (the adapter's views, the verdict, the executor's compiled call) for the next call with the same inputs;
 - composed: a node ONNX Runtime's DirectML provider runs as several DirectML calls (the table's composed entries:
   SkipLayerNormalization is ELEMENT_WISE_ADD then MEAN_VARIANCE_NORMALIZATION1): one directml step per call, each
@@ -29,7 +29,7 @@ from ..suite.onnx.mapping import cannot_reason, directml_operator, planned_call,
 from ..suite.onnx.adapters_contrib import Composition
 from ..suite.onnx.table import Entry, entry_for, fused_activation_keywords
 from .graph import Node, part_nodes
-from .planned import Advance, PlannedCall, PlannedView, Wiring, constant_positions, planned_arrays
+from .planning.planned import Advance, PlannedCall, PlannedView, Wiring, constant_positions, planned_arrays
 
 BOOL = 9  # ONNX's TensorProto.BOOL: DirectML holds it as UINT8 0/1
 
@@ -42,7 +42,8 @@ class Step:
     """One node's work; `run` gives its outputs by name."""
 
     kind = ""
-    # What the plan kept of the node's call or views for the calls after its first (planned.py), where it kept any.
+    # What the plan kept of the node's call or views for the calls after its first (planning/planned.py), where it
+    # kept any.
     planned: PlannedCall | PlannedView | None = None
 
     def __init__(self, node: Node) -> None:
@@ -154,7 +155,8 @@ class ViewStep(Step):
         return viewed(self.entry, call)
 
     def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
-        """The outputs of the plan's first call; the views kept as planned.py makes them again, where it can."""
+        """The outputs of the plan's first call; the views kept as planning/planned.py makes them again, where it
+        can."""
         inputs = self.inputs_of(values)
         outputs = self._views(inputs)
         found = planned_arrays(self.entry.value_inputs, self.node.inputs, inputs, constants, outputs)
@@ -211,7 +213,7 @@ class DirectMLStep(Step):
 
     def plan(self, values, executor, constants: set[str]) -> dict[str, object]:
         """The outputs of the plan's first call (Refused where DirectML cannot run the node); the call kept as
-        planned.py works it out, where it can, for the calls after."""
+        planning/planned.py works it out, where it can, for the calls after."""
         inputs = self.inputs_of(values)
         prepared, verdict = self._prepared(self.node.call_on(inputs))
         results = prepared.finish(executor.execute(verdict, prepared.inputs))

@@ -505,14 +505,7 @@ def mvn_planned(inputs, outputs, params, constant_inputs: frozenset[int] = froze
         return None
     use_mean, use_variance = _statistics(params)
     rows = loops.mvn_rows_of(x.shape[-1], scale, bias, params["Epsilon"], use_mean, use_variance)
-    if rows is None:
-        return None
-
-    def run(arrays):
-        y = rows(arrays[0])
-        return (y,) if y is not None else mvn_axes_kernel(np, arrays, outputs, params)
-
-    return run
+    return compiled_loops.planned_rows(rows, mvn_axes_kernel, outputs, params)
 
 
 # MEAN_VARIANCE_NORMALIZATION over trailing axes, one block per row (a row: the elements one mean and variance

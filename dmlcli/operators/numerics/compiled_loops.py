@@ -549,6 +549,21 @@ class CompiledLoops:
         return gelu
 
 
+def planned_rows(rows: Callable[[np.ndarray], np.ndarray | None] | None, kernel: Callable, outputs, params
+                 ) -> Callable[[list], tuple[np.ndarray]] | None:
+    """An operator's planned call (Operator.planned_kernel) through a loop's function of the first input, `rows`
+    (mvn_rows_of's, softmax_rows_of's: None for values it declines, a NaN), and the operator's array kernel,
+    `kernel`, for those: the kernel's bits either way. None where there is no such function."""
+    if rows is None:
+        return None
+
+    def run(arrays: list) -> tuple[np.ndarray]:
+        y = rows(arrays[0])
+        return (y,) if y is not None else kernel(np, arrays, outputs, params)
+
+    return run
+
+
 def _gelu_workspace(size: int) -> tuple[np.ndarray, np.ndarray]:
     """GELU's loop's doubles and near positions for `size` values, this thread's own and kept between calls (as
     gelu.py's _workspace): a block's fresh 512 KiB of doubles would be mapped by the C library and faulted in on every

@@ -566,15 +566,7 @@ def softmax_planned(inputs, outputs, params, constant_inputs: frozenset[int] = f
         return None
     if _group_axes(params, x.ndim) not in (-1, x.ndim - 1):
         return None
-    rows = loops.softmax_rows_of(x.shape[-1])
-    if rows is None:
-        return None
-
-    def run(arrays):
-        y = rows(arrays[0])
-        return (y,) if y is not None else softmax_kernel(np, arrays, outputs, params)
-
-    return run
+    return compiled_loops.planned_rows(loops.softmax_rows_of(x.shape[-1]), softmax_kernel, outputs, params)
 
 
 def log_softmax_kernel(xp, inputs, outputs, params):

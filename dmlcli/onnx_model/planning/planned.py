@@ -20,10 +20,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..calls.validation import Verdict
-from ..suite.onnx.adapters import planned_finish
+from ...calls.validation import Verdict
+from ...suite.onnx.adapters import planned_finish
 from .derived import Copied, Derived, composed
-from .executors import memory_owner
+from ..executors import memory_owner
 
 _MADE_AGAIN = (Derived, Copied)  # the planned arrays made of the call's inputs (the others are the plan's constants)
 
