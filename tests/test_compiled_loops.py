@@ -1,6 +1,6 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the NumPy
 kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core, MVN,
-ACTIVATION_SOFTMAX over the last axis, CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and
+ACTIVATION_SOFTMAX over the last axis, MAX_POOLING by 3 x 3 and 2 x 2 windows, CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and
 FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the range edges of every
 integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
@@ -14,13 +14,13 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
 import dmlcli  # noqa: E402
-from dmlcli.errors import DmlcliWarning  # noqa: E402
+from dmlcli.errors import DmlcliWarning, ValidationError  # noqa: E402
 from dmlcli.operators.elementwise import gelu  # noqa: E402
 from dmlcli.operators.numerics import compiled_loops  # noqa: E402
 from dmlcli.operators.numerics.conversions import integer_bounds  # noqa: E402
@@ -421,3 +421,66 @@ def test_the_pairwise_program_halves_as_numpy_does(n, leaves):
     found_leaves, steps = compiled_loops._pairwise_program(n)
     assert [tuple(row) for row in found_leaves.tolist()] == leaves
     assert list(steps) == {1: [0], 2: [0, 1, -1], 4: [0, 1, -1, 2, 3, -1, -1]}[len(leaves)]
+
+
+def _pooling_case(data, dtype: str, loops_windows: bool = False):
+    """A 4-D input (zeros of both signs, infinities, subnormals among normal values) and a 2-D window: sizes,
+    strides, dilations and start and end paddings drawn so that every window reads inside the padded input;
+    `loops_windows`: the windows the max pooling loops take (3 x 3 and 2 x 2 without dilation) most of the time."""
+    n, c = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))
+    if loops_windows and data.draw(st.integers(0, 3)):
+        window, dilations = [data.draw(st.sampled_from([2, 3]))] * 2, [1, 1]
+    else:
+        window = [data.draw(st.integers(1, 4)) for _ in range(2)]
+        dilations = [data.draw(st.integers(1, 2)) for _ in range(2)]
+    strides = [data.draw(st.integers(1, 3)) for _ in range(2)]
+    starts = [data.draw(st.integers(0, w - 1)) for w in window]
+    ends = [data.draw(st.integers(0, w - 1)) for w in window]
+    spatial = [data.draw(st.integers(max(1, (w - 1) * d + 1 - s - e), 9))
+               for w, d, s, e in zip(window, dilations, starts, ends)]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = rng.standard_normal((n, c, *spatial)).astype(dtype)
+    if data.draw(st.booleans()):  # most maxima zeros of both signs (a ReLU's output negated, say): the first one's
+        x = np.where(rng.random(x.shape) < 0.6, rng.choice(np.array([0.0, -0.0], dtype), x.shape), -np.abs(x))
+    specials = np.array([0.0, -0.0, math.inf, -math.inf, 1e-45], dtype)
+    mask = rng.random(x.shape) < 0.2
+    x[mask] = rng.choice(specials, int(mask.sum()))
+    keywords = dict(window_size=window, strides=strides, dilations=dilations, start_padding=starts, end_padding=ends)
+    return x, keywords
+
+
+def _assume_valid(name: str, x: np.ndarray, **keywords) -> None:
+    """Leave out a drawn call DirectML refuses (a window that reads padding alone)."""
+    try:
+        dmlcli.validate(name, x, **keywords)
+    except ValidationError:
+        assume(False)
+
+
+@SETTINGS
+@given(data=st.data(), dtype=st.sampled_from(["float32", "float16"]))
+def test_max_pooling_gives_the_numpy_kernels_bits(loops_state, data, dtype):
+    """MAX_POOLING2 over two spatial axes in one compiled pass: the maxima, and of equal zeros the first one's sign,
+    as NumPy's passes give them; an input with a NaN, and FLOAT16, are left to NumPy's kernel."""
+    x, keywords = _pooling_case(data, dtype, loops_windows=True)
+    _assume_valid("max_pooling2", x, outputs=["OutputTensor"], **keywords)
+    if data.draw(st.booleans()):
+        x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = np.nan
+    compiled, plain = both_ways(lambda: dmlcli.run("max_pooling2", x, outputs=["OutputTensor"], **keywords)[0])
+    assert np.array_equal(bits(compiled), bits(plain))
+
+
+def test_the_pooling_loops_take_only_their_cases(loops_state):
+    loops = compiled_loops.use(True)
+    square = {"WindowSize": (3, 3), "Strides": (1, 1), "Dilations": (1, 1), "StartPadding": (0, 0),
+              "EndPadding": (0, 0)}
+    x = np.ones((1, 1, 4, 4), np.float32)
+    assert loops.max_pool_2d(x, square, (1, 1, 2, 2)).shape == (1, 1, 2, 2)
+    assert loops.max_pool_2d(x.astype(np.float16), square, (1, 1, 2, 2)) is None
+    assert loops.max_pool_2d(x, {**square, "Dilations": (2, 1)}, (1, 1, 2, 2)) is None
+    assert loops.max_pool_2d(x, {**square, "WindowSize": (3, 2)}, (1, 1, 2, 3)) is None  # no loop of its own
+    with_nan = x.copy()
+    with_nan[0, 0, 3, 3] = np.nan
+    assert loops.max_pool_2d(with_nan, square, (1, 1, 2, 2)) is None
+    line = {field: value[:1] for field, value in square.items()}
+    assert loops.max_pool_2d(np.ones((1, 1, 4), np.float32), line, (1, 1, 2)) is None  # one spatial axis

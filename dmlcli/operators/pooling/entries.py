@@ -32,6 +32,7 @@ from ...data_types import FLOAT16, FLOAT32, FLOATS, INT8, INT16, INT32, INT64, U
 from ...errors import InputError
 from ...records import Frozen
 from . import gpu as pooling_gpu
+from ..numerics import compiled_loops
 from ..numerics.padding import constant_padded
 from ..numerics.work import advance
 from ..table.parameters import BoolParameter, EnumParameter, FloatParameter, IntArrayParameter, IntegerParameter
@@ -364,6 +365,12 @@ def window_views(padded, geometry, out_shape):
         yield offsets, view
 
 
+def window_count_reads(out_shape, geometry) -> int:
+    """The reads of a pooling's windows (output elements x window elements): window_work's count, reported at once
+    by a compiled loop that takes them all in one call."""
+    return math.prod(out_shape) * math.prod(geometry["WindowSize"])
+
+
 def _window_sum(xp, padded, geometry, out_shape, transform=None):
     if xp is np and all(n == 1 for n in out_shape[2:]):
         return _one_window_sum(padded, geometry, out_shape, transform)
@@ -547,6 +554,11 @@ def max_kernel(xp, inputs, outputs, params):
     (x,) = inputs
     out = outputs[0]
     geometry, out_shape = _geometry_of(x.shape, params)
+    loops = compiled_loops.active() if xp is np and len(outputs) == 1 else None
+    best = None if loops is None else loops.max_pool_2d(x, geometry, out_shape)  # the same values, one pass
+    if best is not None:
+        advance(window_count_reads(out_shape, geometry))
+        return (best.astype(out.data_type.numpy_dtype, copy=False),)
     best = window_maxima(xp, x, geometry, out_shape)
     if x.dtype.kind == "f":
         _keep_the_first_zero(xp, best, x, geometry, out_shape)
