@@ -1,7 +1,7 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the NumPy
 kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core, MVN,
-ACTIVATION_SOFTMAX over the last axis, MAX_POOLING by 3 x 3 and 2 x 2 windows, CAST from FLOAT32/FLOAT64 to every integer type and between FLOAT32 and
-FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the range edges of every
+ACTIVATION_SOFTMAX over the last axis, MAX_POOLING by 3 x 3 and 2 x 2 windows, CAST from FLOAT32/FLOAT64 to every
+integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the range edges of every
 integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
 held against Python's arithmetic directly too. Skipped where Numba is not installed.

@@ -515,7 +515,7 @@ def window_maxima(xp, x, geometry, out_shape):
     whose first taps are padding starts as the padding (_lowest), as it would from the padded input."""
     combine = xp.fmax if x.dtype.kind == "f" else xp.maximum
     # window_work's reads (output elements x window elements), reported as the passes go: each tap's share of them.
-    work, taps, done, reported = math.prod(out_shape) * math.prod(geometry["WindowSize"]), sum(geometry["WindowSize"]), 0, 0
+    work, taps, done, reported = window_count_reads(out_shape, geometry), sum(geometry["WindowSize"]), 0, 0
     best = x
     for dim in range(len(out_shape) - 2):
         axis, count, size = dim + 2, out_shape[dim + 2], best.shape[dim + 2]
