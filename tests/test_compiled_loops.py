@@ -1,8 +1,9 @@
 """The compiled loops (dmlcli/operators/compiled_loops.py, Numba, turned on by DMLCLI_COMPILED_LOOPS) give the NumPy
 kernels' bits: CLIP, CLIP1 and THRESHOLD's clamp, SIGN, ACTIVATION_RELU, ACTIVATION_GELU's FLOAT32 core, MVN,
 ACTIVATION_SOFTMAX over the last axis, MAX_POOLING by 3 x 3 and 2 x 2 windows, CAST from FLOAT32/FLOAT64 to every
-integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals, infinities), the range edges of every
-integer type, zero and infinite bounds, and tensors past the NumPy kernels' block size.
+integer type and between FLOAT32 and FLOAT64, over any bit pattern (NaN of each sign and payload, subnormals,
+infinities), the range edges of every integer type, zero and infinite bounds, and tensors past the NumPy kernels'
+block size.
 The NumPy kernels are proven against independent references in the per-family tests; a few cases here are
 held against Python's arithmetic directly too. Skipped where Numba is not installed.
 """
@@ -280,8 +281,8 @@ def test_gelu_loop_gives_the_positions_near_a_boundary_in_every_block(loops_stat
     positions = [5, block + 7, 2 * block + 50, 2 * block + 99]
     x[positions] = GELU_NEAR_A_BOUNDARY
     window = gelu._midpoint_window(gelu._APART)
-    _, near = loops.gelu_float32(x, gelu._CORE_COEFFICIENTS, gelu._CORE_EDGE, gelu._SQRT1_2, gelu._ERF_SATURATES,
-                                 window[0], gelu._LOW_BITS, window[1])
+    _, near = loops.gelu_float32_of(gelu._CORE_COEFFICIENTS, gelu._CORE_EDGE, gelu._SQRT1_2, gelu._ERF_SATURATES,
+                                    window[0], gelu._LOW_BITS, window[1])(x)
     assert set(positions) <= set(near.tolist())
     compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
     assert np.array_equal(bits(compiled), bits(numpy))
@@ -293,8 +294,8 @@ def test_large_gelu_past_the_block(loops_state):
     compiled, numpy = both_ways(lambda: dmlcli.run("activation_gelu", x))
     assert np.array_equal(bits(compiled), bits(numpy))
     loops = compiled_loops.use(True)
-    assert loops.gelu_float32(np.zeros(3, np.float16), (1.0,), np.float32(1.5), 0.5, 4.0, np.uint64(0),
-                              np.uint64(0), np.uint64(0)) is None
+    assert loops.gelu_float32_of((1.0,), np.float32(1.5), 0.5, 4.0, np.uint64(0), np.uint64(0),
+                                 np.uint64(0))(np.zeros(3, np.float16)) is None
 
 
 def test_sign_loop_takes_float64_and_refuses_other_types(loops_state):

@@ -82,9 +82,9 @@ class CpuBackend:
     def planned_shaped(self, operator: Operator, inputs: list, outputs, parameters,
                        constant_inputs: frozenset[int] = frozenset()):
         """`shaped` as a function of the input arrays alone, for a call made again and again with inputs of the
-        types of `inputs` (a model's planned node: onnx_model/planning/planned.py holds every later call's types, Sizes and
-        Strides to the first's): where no input needs converting (every one native and not 4-bit) and no output
-        is 4-bit, the kernel runs on the arrays as they come and its results are checked only for what can change
+        types of `inputs` (a model's planned node: onnx_model/planning/planned.py holds every later call's types,
+        Sizes and Strides to the first's): where no input needs converting (every one native and not 4-bit) and no
+        output is 4-bit, the kernel runs on the arrays as they come and its results are checked only for what can change
         from call to call (a fresh C-ordered array, no input's memory). A kernel's call then costs a model's node a
         few µs less: the per-input conversions and the per-output type checks were most of the planned call's own
         cost. Where the operator has a planned_kernel for the call, that function is the call: it gives fresh C-ordered

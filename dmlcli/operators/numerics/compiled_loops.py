@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 
 from ...errors import raise_interruption
+from .float_specials import has_nan
 
 ENVIRONMENT_VARIABLE = "DMLCLI_COMPILED_LOOPS"
 _ON = ("1", "true", "yes", "on")
@@ -300,14 +301,6 @@ def _max_pool_2x2_loop(x, strides, starts, out):
     _max_pool_windows(x, strides, starts, out, 2, 2)
 
 
-def _has_nan_loop(values):
-    """Whether a flat array of floats holds a NaN (one pass, no array made)."""
-    found = False
-    for i in range(values.size):
-        found |= values[i] != values[i]
-    return found
-
-
 @functools.lru_cache(maxsize=64)
 def _pairwise_program(n: int) -> tuple[np.ndarray, np.ndarray]:
     """How NumPy's pairwise sum adds n contiguous values, as _mvn_rows_loop runs it: the blocks it sums directly
@@ -430,7 +423,6 @@ class CompiledLoops:
         numba.extending.register_jitable(inline="always")(_max_pool_windows)  # unrolled into each window's loop
         self._max_pool_by_window = {(3, 3): _compiled(numba, _max_pool_3x3_loop),
                                     (2, 2): _compiled(numba, _max_pool_2x2_loop)}
-        self._has_nan = _compiled(numba, _has_nan_loop)
 
     def clamp(self, values: np.ndarray, low, high) -> np.ndarray | None:
         """min(high, max(low, values)) by DirectML's NaN and zero rules, for FLOAT32/FLOAT64 values and bounds of
@@ -548,11 +540,10 @@ class CompiledLoops:
         if loop is None or x.ndim != 4 or x.dtype not in FLOAT_TYPES or x.size == 0:
             return None
         rows = np.ascontiguousarray(x).reshape((-1,) + x.shape[2:])
-        if self._has_nan(rows.reshape(-1)):
+        if has_nan(rows):
             return None
         out = np.empty((rows.shape[0],) + tuple(out_shape[2:]), x.dtype)
-        _, strides, _, starts = _window_fields(geometry)
-        loop(rows, strides, starts, out)
+        loop(rows, _pair(geometry["Strides"]), _pair(geometry["StartPadding"]), out)
         return out.reshape(out_shape)
 
     def to_integer(self, values: np.ndarray, dtype: np.dtype, low: float, above: float) -> np.ndarray | None:
@@ -582,21 +573,16 @@ class CompiledLoops:
         return out.reshape(values.shape)
 
 
-    def gelu_float32(self, values: np.ndarray, coefficients: tuple[float, ...], edge: np.float32, sqrt1_2: float,
-                     saturates: float, shift: np.uint64, low_bits: np.uint64, width: np.uint64
-                     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """GELU of FLOAT32 values by elementwise/gelu.py's cheaper formula in one compiled call a block of
-        GELU_BLOCK values (its _approximate, the rounding and _near_a_float32_boundary: about 30 NumPy passes over
-        float64 arrays and their Python calls): the FLOAT32 results, flat, and the positions the caller must make
-        again by the reference (their doubles near a rounding boundary: `shift`, `low_bits` and `width` are
-        _near_a_float32_boundary's window). None for values not FLOAT32."""
-        return self.gelu_float32_of(coefficients, edge, sqrt1_2, saturates, shift, low_bits, width)(values)
-
     def gelu_float32_of(self, coefficients: tuple[float, ...], edge: np.float32, sqrt1_2: float, saturates: float,
                         shift: np.uint64, low_bits: np.uint64, width: np.uint64
                         ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
-        """gelu_float32 as a function of the values alone, its constants converted to the loop's types once
-        (gelu.py keeps it: a {1, 16, 512} call's conversions were a tenth of its cost)."""
+        """GELU of FLOAT32 values by elementwise/gelu.py's cheaper formula in one compiled call a block of
+        GELU_BLOCK values (its _approximate, the rounding and _near_a_float32_boundary: about 30 NumPy passes over
+        float64 arrays and their Python calls), as a function of the values alone: the FLOAT32 results, flat, and
+        the positions the caller must make again by the reference (their doubles near a rounding boundary: `shift`,
+        `low_bits` and `width` are _near_a_float32_boundary's window); None for values not FLOAT32. The constants
+        are converted to the loop's types once (gelu.py keeps the function: a {1, 16, 512} call's conversions were
+        a tenth of its cost)."""
         constants = (tuple(float(c) for c in coefficients), np.float32(edge), float(sqrt1_2), float(saturates),
                      np.uint64(shift), np.uint64(low_bits), np.uint64(width))
         loop = self._gelu_float32
@@ -622,10 +608,9 @@ class CompiledLoops:
         return gelu
 
 
-def _window_fields(geometry: dict) -> tuple[tuple[int, int], ...]:
-    """A 2-D pooling window's WindowSize, Strides, Dilations and StartPadding as the loops take them (int pairs)."""
-    return tuple((int(geometry[field][0]), int(geometry[field][1]))
-                 for field in ("WindowSize", "Strides", "Dilations", "StartPadding"))
+def _pair(values) -> tuple[int, int]:
+    """A 2-D pooling window's field (its Strides, StartPadding) as the loops take it: two Python ints."""
+    return int(values[0]), int(values[1])
 
 
 def planned_rows(rows: Callable[[np.ndarray], np.ndarray | None] | None, kernel: Callable, outputs, params

@@ -392,8 +392,8 @@ class Operator(Frozen):
     # ---- data movement ----
     # The input whose elements, each copied with its bits, are every element of the output (a call that moves data:
     # GATHER's InputTensor; IDENTITY's where no ScaleBias is given: moved_input). A model's run may read such a
-    # call's output as a strided view of that input, where the plan finds one (onnx_model/planning/copies.py). None: the
-    # output is computed.
+    # call's output as a strided view of that input, where the plan finds one (onnx_model/planning/copies.py). None:
+    # the output is computed.
     moves_input: str | None
 
     def __init__(self, *, name: str, enum_value: int, family: str, summary: str, formula: str, introduced: FeatureLevel,

@@ -96,8 +96,8 @@ class Entry:
     # shape, Clip's min and max. Every other input is read for its type and Sizes only, and reaches the DirectML
     # call (or a view's outputs) as itself or a view of it (a reshape, a broadcast, permuted Strides), never as a
     # copy or a converted array. A model's plan works such a node's call out once for its inputs' types and Sizes
-    # where the inputs listed are constants (onnx_model/planning/planned.py). None: not stated (the node is mapped again on
-    # every call, as a node test's case is).
+    # where the inputs listed are constants (onnx_model/planning/planned.py). None: not stated (the node is mapped
+    # again on every call, as a node test's case is).
     value_inputs: tuple[int, ...] | None = None
     # directml None: where ONNX Runtime's DirectML provider runs the operator as several DirectML calls (a contrib
     # operator its fusions make: SkipLayerNormalization), the calls as Parts, each an ONNX call whose own entry maps
