@@ -337,14 +337,18 @@ def test_every_other_column_on_the_bench_rows(gpu_backend):
     assert np.array_equal(bits(on_cpu), bits(on_gpu))
 
 
-def test_every_other_element_with_64_bit_indices(gpu_backend):
+def test_every_other_element_with_64_bit_indices(gpu_backend, device_room):
     """2^26 rows of one 16-byte output vector each (every other byte of 32 of each row's 48): 2^31 threads, so _pairs
     counts them in 64 bits; CuPy's copy of the view bit for bit."""
     from dmlcli.operators.movement import gpu as movement_gpu
 
     cp = cupy
+    device_room(5 << 30)  # the 3 GiB input, the copy and CuPy's reference copy
+    # 3 GiB made in place (a row's pattern, then a number a row added), as test_padding_with_64_bit_indices does: an
+    # arange of every word and its product took 6 GiB more, beside the other GPU tests under pytest -n 14.
     x = cp.empty((2**26, 48), dtype=cp.uint8)
-    x.reshape(-1).view(cp.uint32)[...] = cp.arange(x.size // 4, dtype=cp.uint32) * cp.uint32(2654435761)
+    x[...] = cp.arange(48, dtype=cp.uint8) * cp.uint8(5)
+    x += (cp.arange(2**26, dtype=cp.uint32) % 251).astype(cp.uint8)[:, None]
     view = x[:, :32:2]
     assert movement_gpu.pairs_fit(view)
     got = movement_gpu.strided_copy(cp, view)
